@@ -1,0 +1,16 @@
+module github.com/redisync/redisync
+
+go 1.24.0
+
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/redis/go-redis/v9 v9.22.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/sync v0.18.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)
