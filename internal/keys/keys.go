@@ -1,0 +1,108 @@
+// Package keys builds every Redis key and channel name redisync uses, in
+// Redisson 3.x's layout. No other package concatenates key names: hash tags
+// and prefixes live here, in one place.
+//
+// Redisson wraps a primitive's name in braces ("{name}") when it builds the
+// names of the keys and channels that belong to it, unless the name already
+// contains "{". The main key is the bare name. Both hash to the same cluster
+// slot: "{orders:42}" hashes "orders:42", and so does the bare key
+// "orders:42"; for "a{b}c" every name contains the tag "{b}".
+package keys
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Tag returns name wrapped in braces, or name itself when it already holds
+// "{" (Redisson's suffixName/prefixName rule).
+func Tag(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
+
+// Suffix returns Tag(name) + ":" + suffix, Redisson's suffixName.
+func Suffix(name, suffix string) string { return Tag(name) + ":" + suffix }
+
+// Prefix returns prefix + ":" + Tag(name), Redisson's prefixName.
+func Prefix(prefix, name string) string { return prefix + ":" + Tag(name) }
+
+// Lock layout.
+
+// LockChannel is the channel a lock's release is published on.
+func LockChannel(name string) string { return Prefix("redisson_lock__channel", name) }
+
+// FenceCounter is the fenced lock's token counter; unlock never deletes it.
+func FenceCounter(name string) string { return Prefix("redisson_lock_token", name) }
+
+// Read-write lock layout.
+
+// RWChannel is the channel read and write releases are published on.
+func RWChannel(name string) string { return Prefix("redisson_rwlock", name) }
+
+// RWWriteField is the hash field of a write hold by owner.
+func RWWriteField(owner string) string { return owner + ":write" }
+
+// RWTimeoutPrefix is the prefix of owner's per-read-hold timeout keys; the
+// n-th hold's key is RWTimeoutPrefix(name, owner) + ":" + n.
+func RWTimeoutPrefix(name, owner string) string {
+	return Tag(name) + ":" + owner + ":rwlock_timeout"
+}
+
+// Semaphore layout (RSemaphore and RPermitExpirableSemaphore).
+
+// SemaphoreChannel is the channel releases of permits are published on.
+func SemaphoreChannel(name string) string { return Prefix("redisson_sc", name) }
+
+// SemaphoreTimeouts is the expirable semaphore's zset of permit ids scored by
+// expiry time in epoch milliseconds.
+func SemaphoreTimeouts(name string) string { return Suffix(name, "timeout") }
+
+// Count-down latch layout.
+
+// LatchChannel is the latch's channel. Redisson builds it as
+// "redisson_countdownlatch__channel__{" + name + "}" whatever name holds, so
+// unlike every other name here it does not follow Tag.
+func LatchChannel(name string) string {
+	return "redisson_countdownlatch__channel__{" + name + "}"
+}
+
+// Request is the key a state-changing script records its result under, so
+// that the same request re-sent after a lost reply (go-redis retries on a
+// dropped connection) returns the recorded result instead of applying twice.
+// It shares name's cluster slot.
+func Request(name, requestID string) string {
+	return "redisync_request:" + Tag(name) + ":" + requestID
+}
+
+// Slot returns the Redis Cluster hash slot of key (CRC16 of the hash tag or
+// of the whole key, modulo 16384).
+func Slot(key string) int {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	return int(crc16(key) % 16384)
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021), the one Redis Cluster uses.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// Itoa is strconv.FormatInt for the hold numbers in timeout key names.
+func Itoa(n int64) string { return strconv.FormatInt(n, 10) }

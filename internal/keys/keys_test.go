@@ -1,0 +1,39 @@
+package keys
+
+import "testing"
+
+func TestLayout(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{Tag("orders:42"), "{orders:42}"},
+		{Tag("a{b}c"), "a{b}c"},
+		{LockChannel("orders:42"), "redisson_lock__channel:{orders:42}"},
+		{LockChannel("a{b}"), "redisson_lock__channel:a{b}"},
+		{FenceCounter("x"), "redisson_lock_token:{x}"},
+		{RWChannel("x"), "redisson_rwlock:{x}"},
+		{RWWriteField("id:1"), "id:1:write"},
+		{RWTimeoutPrefix("x", "id:1") + ":1", "{x}:id:1:rwlock_timeout:1"},
+		{SemaphoreChannel("s"), "redisson_sc:{s}"},
+		{SemaphoreTimeouts("s"), "{s}:timeout"},
+		{LatchChannel("l"), "redisson_countdownlatch__channel__{l}"},
+		{LatchChannel("a{b}"), "redisson_countdownlatch__channel__{a{b}}"},
+		{Request("x", "r1"), "redisync_request:{x}:r1"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestSlot(t *testing.T) {
+	// Reference values from CLUSTER KEYSLOT.
+	cases := map[string]int{"foo": 12182, "bar": 5061, "{user1000}.following": 3443, "user1000": 3443, "a{}b": 13694, "orders:42": 11414}
+	for k, want := range cases {
+		if got := Slot(k); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", k, got, want)
+		}
+	}
+	if Slot("orders:42") != Slot(LockChannel("orders:42")) || Slot("orders:42") != Slot(Request("orders:42", "r")) {
+		t.Error("a lock's keys must share its slot")
+	}
+}
