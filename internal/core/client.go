@@ -1,0 +1,218 @@
+// Package core is the machinery shared by every redisync primitive: the
+// client state behind redisync.Client, owners, holds and their watchdog, the
+// waiting algorithm and request ids for retry-safe scripts. Users do not
+// import it; the primitives' packages do.
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Defaults, set here only.
+const (
+	DefaultWatchdogTimeout = 30 * time.Second
+	DefaultRecheck         = 5 * time.Second
+	// releaseTimeout bounds a release (or the undo of an acquire) that runs
+	// on a context detached from a cancelled caller.
+	releaseTimeout = 10 * time.Second
+)
+
+// Options configure a Client. The root package's functional options fill it.
+type Options struct {
+	WatchdogTimeout time.Duration // lease of watchdog-renewed holds; renewed every third of it
+	ID              string        // client id; a random UUID when empty
+	Logger          *slog.Logger  // nil discards
+	Recheck         time.Duration // cap on a waiter's fallback re-check interval
+	Err             error         // first invalid option, reported by every operation
+}
+
+// Client is the state behind a redisync.Client.
+type Client struct {
+	rdb     redis.UniversalClient
+	id      string
+	opts    Options
+	log     *slog.Logger
+	mux     *pubsub.Mux
+	reqTTL  time.Duration
+	reqSeq  atomic.Uint64
+	cluster bool
+
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	holdsMu sync.Mutex
+	holds   map[HoldKey]*Hold
+	wd      watchdog
+}
+
+// NewClient returns a client over rdb. It does no I/O.
+func NewClient(rdb redis.UniversalClient, o Options) *Client {
+	if o.ID == "" && o.Err == nil {
+		o.ID = uuid.NewString()
+	}
+	if o.WatchdogTimeout == 0 {
+		o.WatchdogTimeout = DefaultWatchdogTimeout
+	}
+	if o.Recheck == 0 {
+		o.Recheck = DefaultRecheck
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if rdb == nil && o.Err == nil {
+		o.Err = fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
+	}
+	c := &Client{
+		rdb:     rdb,
+		id:      o.ID,
+		opts:    o,
+		log:     o.Logger,
+		closing: make(chan struct{}),
+		holds:   make(map[HoldKey]*Hold),
+	}
+	if rdb != nil {
+		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger})
+		c.reqTTL = requestTTL(rdb)
+		_, c.cluster = rdb.(*redis.ClusterClient)
+	}
+	c.wd.c = c
+	return c
+}
+
+// extract gets the *Client out of a *redisync.Client; the root package
+// registers it at init, which runs before any primitive package's code.
+var extract func(any) *Client
+
+// Register is called once by the root package.
+func Register(f func(any) *Client) { extract = f }
+
+// From returns the core of a *redisync.Client, or nil for a nil client.
+func From(v any) *Client { return extract(v) }
+
+// Check returns the error every operation must return before sending
+// anything: an invalid client or option (ErrInvalidArgument) or a closed
+// client (ErrClosed). A nil *Client is an invalid argument.
+func (c *Client) Check() error {
+	if c == nil {
+		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
+	}
+	if c.opts.Err != nil {
+		return c.opts.Err
+	}
+	select {
+	case <-c.closing:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// ID returns the client id.
+func (c *Client) ID() string { return c.id }
+
+// Redis returns the go-redis client.
+func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+
+// Logger returns the client's logger.
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// Mux returns the client's pub/sub multiplexer.
+func (c *Client) Mux() *pubsub.Mux { return c.mux }
+
+// WatchdogTimeout returns the lease of watchdog-renewed holds.
+func (c *Client) WatchdogTimeout() time.Duration { return c.opts.WatchdogTimeout }
+
+// Recheck returns the cap on a waiter's fallback re-check interval.
+func (c *Client) Recheck() time.Duration { return c.opts.Recheck }
+
+// Closing is closed when Close starts.
+func (c *Client) Closing() <-chan struct{} { return c.closing }
+
+// RequestID returns a request id unique to this client: the key under which
+// a state-changing script records its result (keys.Request).
+func (c *Client) RequestID() string {
+	return c.id + ":" + strconv.FormatUint(c.reqSeq.Add(1), 36)
+}
+
+// RequestTTL is how long a recorded result is kept: longer than go-redis
+// can take to re-send a command after a lost reply.
+func (c *Client) RequestTTL() time.Duration { return c.reqTTL }
+
+// RequestTTLMillis is RequestTTL in milliseconds, as scripts take it.
+func (c *Client) RequestTTLMillis() int64 { return c.reqTTL.Milliseconds() }
+
+// DetachedContext returns a context for a release or clean-up that must run
+// even though ctx is cancelled: ctx's values without its cancellation,
+// bounded by a timeout.
+func (c *Client) DetachedContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+}
+
+// Close stops renewals and the pub/sub multiplexer and ends every live hold
+// with ErrLockLost (the holds are not released in Redis: they expire after
+// their lease). It is idempotent.
+func (c *Client) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.closing)
+		c.wd.wait()
+		if c.mux != nil {
+			err = c.mux.Close()
+		}
+		c.holdsMu.Lock()
+		live := make([]*Hold, 0, len(c.holds))
+		for _, h := range c.holds {
+			live = append(live, h)
+		}
+		c.holdsMu.Unlock()
+		for _, h := range live {
+			h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", ErrLockLost, ErrClosed))
+		}
+	})
+	return err
+}
+
+// requestTTL derives the lifetime of recorded results from the go-redis
+// client's retry settings: every attempt may take a write and a read
+// timeout plus the back-off before it.
+func requestTTL(rdb redis.UniversalClient) time.Duration {
+	read, write, retries, backoff := 3*time.Second, 3*time.Second, 3, 512*time.Millisecond
+	set := func(r, w time.Duration, n int, b time.Duration) {
+		if r > 0 {
+			read = r
+		}
+		if w > 0 {
+			write = w
+		}
+		if n != 0 {
+			retries = max(n, 0)
+		}
+		if b > 0 {
+			backoff = b
+		}
+	}
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := c.Options()
+		set(o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.MaxRetryBackoff)
+	case *redis.ClusterClient:
+		o := c.Options()
+		set(o.ReadTimeout, o.WriteTimeout, max(o.MaxRetries, o.MaxRedirects), o.MaxRetryBackoff)
+	case *redis.Ring:
+		o := c.Options()
+		set(o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.MaxRetryBackoff)
+	}
+	ttl := time.Duration(retries+1)*(read+write+backoff) + time.Second
+	return min(max(ttl, 5*time.Second), 5*time.Minute)
+}

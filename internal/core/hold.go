@@ -1,0 +1,241 @@
+package core
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// HoldKey names a hold: the Redis hash and the owner's field in it.
+type HoldKey struct {
+	Key   string // the hash (the primitive's name)
+	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
+}
+
+// RenewSpec says how the watchdog renews one hold. Script is a batch script
+// in the common renewal encoding:
+//
+//	KEYS: the Keys of every hold in the batch, in order
+//	ARGV[1]: lease in milliseconds
+//	ARGV[2]: number of holds n
+//	then per hold: number of its keys, number of its args, its args...
+//	returns: an array of n integers, 1 = renewed, 0 = the hold is gone
+//
+// Holds sharing Script and the cluster slot of Keys[0] are renewed in one
+// call, at most MaxBatch at a time.
+type RenewSpec struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+}
+
+// Hold is one owner's hold on one primitive in this client: from the
+// acquisition that took the hold count from 0 to 1 until the release that
+// takes it back to 0, or until it is lost. Handles give out its Done/Err.
+type Hold struct {
+	c     *Client
+	key   HoldKey
+	renew *RenewSpec    // nil: fixed lease, no watchdog
+	lease time.Duration // the lease Redis was given
+	done  chan struct{}
+
+	mu       sync.Mutex
+	count    int64       // hold count the server last reported
+	err      error       // why the hold ended; nil while it lasts
+	timer    *time.Timer // fixed lease: fires at the lease's end
+	renewing bool        // registered with the watchdog
+	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
+}
+
+// closedChan is returned by Done before any acquisition.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// NotHeldDone is the Done channel of a handle that never acquired.
+func NotHeldDone() <-chan struct{} { return closedChan }
+
+// Done is closed when the hold ends.
+func (h *Hold) Done() <-chan struct{} {
+	if h == nil {
+		return closedChan
+	}
+	return h.done
+}
+
+// Err is nil while the hold lasts, then says why it ended: ErrNotHeld after
+// the final release, ErrLockLost (wrapped) after a loss.
+func (h *Hold) Err() error {
+	if h == nil {
+		return ErrNotHeld
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Count returns the hold count last reported by the server, 0 once ended.
+func (h *Hold) Count() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return 0
+	}
+	return h.count
+}
+
+// Acquired records a successful acquisition of key by this client, after
+// which the owner's hold count is count. A count of 1 starts a new hold
+// (ending a stale one, which must have been lost); a higher count extends the
+// live one. lease is what Redis was given; renew is nil for a fixed lease,
+// which then ends by itself when the lease runs out.
+func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+	c.holdsMu.Lock()
+	h := c.holds[key]
+	if h != nil && (count <= 1 || h.Err() != nil) {
+		delete(c.holds, key)
+		c.holdsMu.Unlock()
+		h.end(fmt.Errorf("%w: the hold expired and was taken again", ErrLockLost))
+		c.holdsMu.Lock()
+		h = nil
+	}
+	if h == nil {
+		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: time.Now()}
+		c.holds[key] = h
+	}
+	c.holdsMu.Unlock()
+
+	h.mu.Lock()
+	h.count = count
+	h.lease = lease
+	if h.renew == nil {
+		h.resetTimerLocked()
+	}
+	startRenewal := h.renew != nil && !h.renewing
+	if startRenewal {
+		h.renewing = true
+	}
+	h.mu.Unlock()
+	if startRenewal {
+		c.wd.add(h)
+	}
+	select {
+	case <-c.closing: // Close raced with the acquisition: no renewal will come
+		h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", ErrLockLost, ErrClosed))
+	default:
+	}
+	return h
+}
+
+// resetTimerLocked (re)arms a fixed-lease hold's end. h.mu must be held.
+func (h *Hold) resetTimerLocked() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.timer = time.AfterFunc(h.lease, func() {
+		h.end(fmt.Errorf("%w: lease of %v expired", ErrLockLost, h.lease))
+	})
+}
+
+// LiveHold returns key's live hold in this client, or nil.
+func (c *Client) LiveHold(key HoldKey) *Hold {
+	c.holdsMu.Lock()
+	defer c.holdsMu.Unlock()
+	return c.holds[key]
+}
+
+// Release runs release, which sends a release of key and reports the
+// owner's remaining hold count (negative: the owner did not hold it). When
+// the local hold is down to its last count, its renewal stops before the
+// release is sent, whatever the release's outcome. The hold ends when the
+// count reaches 0, when the server says it was not held (a loss), and when a
+// final release fails (the lease then runs out in Redis).
+func (c *Client) Release(key HoldKey, release func() (int64, error)) (int64, error) {
+	h := c.LiveHold(key)
+	stopped := false
+	if h != nil {
+		h.mu.Lock()
+		if h.count <= 1 && h.renewing {
+			h.renewing = false
+			stopped = true
+		}
+		h.mu.Unlock()
+		if stopped {
+			c.wd.remove(h)
+		}
+	}
+	remaining, err := release()
+	if h == nil {
+		return remaining, err
+	}
+	switch {
+	case err != nil:
+		if stopped {
+			h.end(fmt.Errorf("%w: renewal stopped by Unlock, whose release failed: %v", ErrNotHeld, err))
+		}
+	case remaining == 0:
+		h.end(ErrNotHeld)
+	case remaining < 0:
+		h.end(fmt.Errorf("%w: Redis no longer had it at release", ErrLockLost))
+	default:
+		h.mu.Lock()
+		h.count = remaining
+		if h.renew == nil && h.err == nil {
+			h.resetTimerLocked() // the release re-set the lease
+		}
+		restart := stopped && h.err == nil
+		if restart {
+			h.renewing = true
+		}
+		h.mu.Unlock()
+		if restart {
+			c.wd.add(h)
+		}
+	}
+	return remaining, err
+}
+
+// EndHolds ends every live hold of this client on the Redis key (any owner)
+// with err: for ForceUnlock and Delete, which remove the key whoever holds it.
+func (c *Client) EndHolds(key string, err error) {
+	c.holdsMu.Lock()
+	var ended []*Hold
+	for k, h := range c.holds {
+		if k.Key == key {
+			ended = append(ended, h)
+		}
+	}
+	c.holdsMu.Unlock()
+	for _, h := range ended {
+		h.end(err)
+	}
+}
+
+// end ends the hold with err: it stops its renewal and timer, forgets it and
+// closes Done. Only the first call has an effect.
+func (h *Hold) end(err error) {
+	h.mu.Lock()
+	if h.err != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.err = err
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	wasRenewing := h.renewing
+	h.renewing = false
+	h.mu.Unlock()
+	if wasRenewing {
+		h.c.wd.remove(h)
+	}
+	h.c.holdsMu.Lock()
+	if h.c.holds[h.key] == h {
+		delete(h.c.holds, h.key)
+	}
+	h.c.holdsMu.Unlock()
+	close(h.done)
+	if err != ErrNotHeld {
+		h.c.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
+	}
+}

@@ -1,0 +1,134 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Attempt is one try at what a waiter waits for. It reports success, and
+// when not successful how long until the condition may change by itself (a
+// holder's remaining lease, the next permit expiry); retry ≤ 0 means unknown.
+type Attempt func(ctx context.Context) (ok bool, retry time.Duration, err error)
+
+// WaitSpec describes one blocking wait.
+type WaitSpec struct {
+	Channel string        // where releases are published
+	Wake    pubsub.Policy // how many local waiters one message wakes
+	// Forever: wait until ctx is done. Otherwise wait at most Wait; Wait 0
+	// makes a single attempt without subscribing.
+	Forever bool
+	Wait    time.Duration
+	Try     Attempt
+}
+
+// Wait runs the waiting algorithm every redisync primitive shares:
+//
+//  1. try; on success or error return at once;
+//  2. subscribe to the channel and wait for Redis to confirm it;
+//  3. try again (a release between 1 and 2 published to nobody);
+//  4. wait for a message, the attempt's retry hint (capped by the client's
+//     re-check interval: messages can be lost), the end of the wait, ctx or
+//     Close; then go to 3.
+//
+// It returns (true, nil) on success, (false, nil) when the wait ran out, and
+// an error wrapping ctx.Err() when ctx ended first. The subscription is
+// released before returning; no goroutine is started.
+func (c *Client) Wait(ctx context.Context, s WaitSpec) (bool, error) {
+	start := time.Now()
+	ok, _, err := c.try(ctx, s.Try)
+	if ok || err != nil {
+		return ok, err
+	}
+	if !s.Forever && s.Wait <= 0 {
+		return false, nil
+	}
+	var deadline time.Time
+	subCtx := ctx
+	if !s.Forever {
+		deadline = start.Add(s.Wait)
+		var cancel context.CancelFunc
+		subCtx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	w, err := c.mux.Subscribe(subCtx, s.Channel, s.Wake)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return false, ctxError(ctx)
+		case errors.Is(err, pubsub.ErrClosed):
+			return false, ErrClosed
+		case !s.Forever && !time.Now().Before(deadline):
+			ok, _, err := c.try(ctx, s.Try) // the wait ran out while subscribing: last try
+			return ok, err
+		}
+		return false, err
+	}
+	defer w.Close()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		ok, retry, err := c.try(ctx, s.Try)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := c.opts.Recheck
+		if retry > 0 && retry < d {
+			d = retry
+		}
+		if !s.Forever {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			d = min(d, left)
+		}
+		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
+		select {
+		case <-w.C():
+		case <-timer.C:
+		case <-ctx.Done():
+			return false, ctxError(ctx)
+		case <-c.closing:
+			return false, ErrClosed
+		}
+	}
+}
+
+// try runs one attempt, turning errors caused by ctx into ctx errors.
+func (c *Client) try(ctx context.Context, a Attempt) (bool, time.Duration, error) {
+	if err := c.Check(); err != nil {
+		return false, 0, err
+	}
+	ok, retry, err := a(ctx)
+	if err != nil && ctx.Err() != nil {
+		return false, 0, ctxError(ctx)
+	}
+	return ok, retry, err
+}
+
+// ctxError is the error of a wait ended by ctx: errors.Is(err, ctx.Err())
+// holds, and so does errors.Is(err, context.Cause(ctx)).
+func ctxError(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("redisync: wait ended: %w (%w)", ctx.Err(), cause)
+	}
+	return fmt.Errorf("redisync: wait ended: %w", ctx.Err())
+}
+
+// CtxError is ctxError for primitives that wait outside Wait.
+func CtxError(ctx context.Context) error { return ctxError(ctx) }
+
+// IsReply reports whether err is an error reply from Redis (the server ran
+// the command and answered), as opposed to a network or context error after
+// which the command may or may not have run.
+func IsReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
