@@ -1,0 +1,21 @@
+// Package lua holds every Lua script redisync runs, one operation per .lua
+// file, embedded with go:embed and wrapped once as a package-level
+// *redis.Script.
+//
+// Each file starts with a header naming what it does, its KEYS, its ARGV and
+// what it returns. Scripts are run with (*redis.Script).Run, which sends
+// EVALSHA and falls back to EVAL when the server answers NOSCRIPT, so they
+// keep working after SCRIPT FLUSH, a restart or a failover.
+//
+// The scripts keep Redisson 3.x's data layout (see the root package's
+// documentation), so Java services using Redisson contend for the same
+// locks, semaphores and latches. They are our own: written from the layout
+// and the behaviour, not from Redisson's source.
+//
+// State-changing scripts take a request key (internal/keys.Request) and
+// record their result under it for a short while: when go-redis re-sends a
+// script whose reply was lost on a dropped connection, the second run returns
+// the recorded result instead of changing the hold count, the permits or the
+// count a second time. Pub/sub channels are passed in KEYS, so every name a
+// script touches is declared and shares the primitive's cluster slot.
+package lua

@@ -1,0 +1,12 @@
+-- lock_force_unlock: delete a lock whoever holds it and wake its waiters.
+--
+-- KEYS[1]  lock hash
+-- KEYS[2]  lock channel
+-- ARGV[1]  message published when a lock was deleted ("0")
+--
+-- Returns 1 when the lock existed, 0 otherwise.
+if redis.call('del', KEYS[1]) == 1 then
+  redis.call('publish', KEYS[2], ARGV[1])
+  return 1
+end
+return 0

@@ -1,0 +1,28 @@
+-- renew_lock: extend the leases of watchdog-held locks and write holds of
+-- read-write locks, many in one call. A hold whose owner field is gone is
+-- not touched (it was released, expired or force-unlocked).
+--
+-- Common renewal encoding (internal/core.RenewSpec):
+-- KEYS     the keys of every hold, in order; here one per hold: the hash
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  number of holds n
+-- then per hold: its number of keys, its number of args, its args; here one
+--          arg per hold: the owner field
+--
+-- Returns an array of n integers: 1 renewed, 0 the hold is gone.
+local lease = ARGV[1]
+local n = tonumber(ARGV[2])
+local res = {}
+local k, a = 1, 3
+for i = 1, n do
+  local nkeys, nargs = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  if redis.call('hexists', KEYS[k], ARGV[a + 2]) == 1 then
+    redis.call('pexpire', KEYS[k], lease)
+    res[i] = 1
+  else
+    res[i] = 0
+  end
+  k = k + nkeys
+  a = a + 2 + nargs
+end
+return res

@@ -1,0 +1,14 @@
+package lua
+
+// Scripts of package rlock (and of the write side of rwlock, whose renewal
+// is the lock's).
+var (
+	// LockAcquire takes a reentrant lock; see lock_acquire.lua.
+	LockAcquire = load("lock_acquire.lua")
+	// LockRelease releases one hold or undoes a lost acquisition; see lock_release.lua.
+	LockRelease = load("lock_release.lua")
+	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
+	LockForceUnlock = load("lock_force_unlock.lua")
+	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.
+	RenewLock = load("renew_lock.lua")
+)
