@@ -1,0 +1,155 @@
+package redisync
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+func init() {
+	core.Register(func(v any) *core.Client {
+		c, _ := v.(*Client)
+		if c == nil {
+			return nil
+		}
+		return c.core
+	})
+}
+
+// Client is the entry point of redisync: it holds the go-redis client, the
+// client id that names this process's owners, the one pub/sub connection
+// its waiters share and the one watchdog that renews its holds. Create one
+// per process (or per Redis deployment) and share it; it is safe for
+// concurrent use.
+type Client struct {
+	core *core.Client
+}
+
+// New returns a Client over rdb, which may be a single-node client, a
+// Sentinel failover client or a Cluster client. New does no I/O and never
+// fails: an invalid option or a nil rdb is reported, wrapping
+// ErrInvalidArgument, by the first operation of any primitive built on the
+// Client.
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	o := options{}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return &Client{core: core.NewClient(rdb, core.Options{
+		WatchdogTimeout: o.watchdogTimeout,
+		ID:              o.id,
+		Logger:          o.logger,
+		Recheck:         o.recheck,
+		Err:             o.err,
+	})}
+}
+
+// ID returns the client id: the first part of every owner
+// ("<client id>:<token>") this client acquires for. It is a random UUID unless
+// set with WithID.
+func (c *Client) ID() string { return c.core.ID() }
+
+// Redis returns the go-redis client the Client was built on.
+func (c *Client) Redis() redis.UniversalClient { return c.core.Redis() }
+
+// Close stops the watchdog and the pub/sub connection. Locks held through
+// the Client are not released: they expire after their lease, and their
+// Done channels close with ErrLockLost. Every call on the Client or on a
+// primitive built on it after Close returns ErrClosed, and waits in progress
+// return ErrClosed. Close is idempotent.
+func (c *Client) Close() error { return c.core.Close() }
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	watchdogTimeout time.Duration
+	id              string
+	logger          *slog.Logger
+	recheck         time.Duration
+	err             error
+}
+
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+	}
+}
+
+// WithWatchdogTimeout sets the lease of holds acquired without a fixed lease.
+// While such a hold lasts the watchdog renews it every d/3; if the process
+// dies, the hold expires within d. d must be at least 30ms. The default is
+// 30s.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d < 30*time.Millisecond {
+			o.invalid("watchdog timeout %v, must be ≥ 30ms", d)
+			return
+		}
+		o.watchdogTimeout = d
+	}
+}
+
+// WithID sets the client id used in owner names. Ids must be unique among
+// all processes using the same Redis (Redisson uses a UUID per client, as
+// does the default). The id must not be empty. The default is a random UUID.
+func WithID(id string) Option {
+	return func(o *options) {
+		if id == "" {
+			o.invalid("empty client id")
+			return
+		}
+		o.id = id
+	}
+}
+
+// WithLogger sets the logger for events no call can report: renewal
+// failures, lost holds, pub/sub reconnects. The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithRecheckInterval sets the longest a waiter sleeps before re-checking in
+// Redis when no pub/sub message wakes it. Messages can be lost (a
+// reconnect, a failover), so every wait re-checks at least this often, and
+// sooner when it knows when the condition may change by itself (the holder's
+// remaining lease, the next permit expiry). d must be positive. The default
+// is 5s.
+func WithRecheckInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.invalid("recheck interval %v, must be positive", d)
+			return
+		}
+		o.recheck = d
+	}
+}
+
+// WithOwner returns a context that carries a new owner. Every redisync
+// handle used with that context, or with one derived from it, acts for that
+// owner instead of its own: the call chain that carries the context
+// re-enters the locks it already holds, as a Java thread does with Redisson.
+func WithOwner(ctx context.Context) context.Context {
+	return core.WithOwnerToken(ctx, core.NewToken())
+}
+
+// WithOwnerToken returns a context that carries the owner with the given
+// token, to hand a hold over to another goroutine (pass the token along) or
+// to act again for an owner after a restart of the call chain. The owner is
+// "<client id>:<token>" for the Client a handle belongs to. token must be
+// positive; a context carrying 0 makes every operation fail with
+// ErrInvalidArgument.
+func WithOwnerToken(ctx context.Context, token uint64) context.Context {
+	return core.WithOwnerToken(ctx, token)
+}
+
+// OwnerToken returns the owner token ctx carries (from WithOwner or
+// WithOwnerToken), and whether it carries one.
+func OwnerToken(ctx context.Context) (uint64, bool) { return core.OwnerToken(ctx) }

@@ -1,0 +1,26 @@
+package redisync
+
+import "github.com/redisync/redisync/internal/core"
+
+// Sentinel errors. Match them with errors.Is: redisync wraps them with
+// context (the primitive, its name, the cause).
+var (
+	// ErrNotHeld reports a release by an owner that does not hold the lock
+	// or permit: its lease expired, another owner holds it, or it was never
+	// acquired. Nothing was changed.
+	ErrNotHeld = core.ErrNotHeld
+	// ErrLockLost reports that a held lock ended without being released:
+	// the watchdog found it gone from Redis (expired, force-unlocked,
+	// deleted), no renewal succeeded within the lease, its fixed lease ran
+	// out, or the Client was closed.
+	ErrLockLost = core.ErrLockLost
+	// ErrClosed reports a call on a closed Client.
+	ErrClosed = core.ErrClosed
+	// ErrInvalidArgument reports a bad argument (an empty name, a negative
+	// duration, n ≤ 0 permits, a nil client, ...). Nothing was sent to Redis.
+	ErrInvalidArgument = core.ErrInvalidArgument
+	// ErrUpgrade reports a request for a read-write lock's write side by an
+	// owner that holds only its read side. Redisson deadlocks there;
+	// redisync refuses at once.
+	ErrUpgrade = core.ErrUpgrade
+)
