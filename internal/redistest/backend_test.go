@@ -1,0 +1,131 @@
+package redistest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// fatalTB records how a harness function ended the test, without ending
+// the real one.
+type fatalTB struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatal(args ...any) { f.fatal = fmt.Sprint(args...); runtime.Goexit() }
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (f *fatalTB) Skip(args ...any) { f.skip = fmt.Sprint(args...); runtime.Goexit() }
+
+func (f *fatalTB) Skipf(format string, args ...any) {
+	f.skip = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (f *fatalTB) SkipNow() { f.skip = "SkipNow"; runtime.Goexit() }
+
+// run calls fn with f in a goroutine of its own, so that Fatal can end it.
+func (f *fatalTB) run(fn func(testing.TB)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(f)
+	}()
+	<-done
+}
+
+// TestNoRedisFails checks that a machine without redis-server and without
+// Docker fails the test with install instructions instead of skipping it.
+// Not parallel: it changes PATH and package variables.
+func TestNoRedisFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	oldDirs, oldDocker := binDirs, dockerReachable
+	binDirs, dockerReachable = nil, func() bool { return false }
+	t.Cleanup(func() { binDirs, dockerReachable = oldDirs, oldDocker })
+	// Hide a shared server left by an earlier -count iteration.
+	shared.mu.Lock()
+	oldShared := shared.s
+	shared.s = nil
+	shared.mu.Unlock()
+	t.Cleanup(func() {
+		shared.mu.Lock()
+		shared.s = oldShared
+		shared.mu.Unlock()
+	})
+
+	for name, fn := range map[string]func(testing.TB){
+		"Start":  func(tb testing.TB) { Start(tb) },
+		"Shared": func(tb testing.TB) { Shared(tb) },
+	} {
+		f := &fatalTB{TB: t}
+		f.run(fn)
+		if f.skip != "" {
+			t.Errorf("%s skipped (%q); it must fail", name, f.skip)
+		}
+		want := `redistest: no redis-server found on PATH and no Docker engine reachable. Install Redis with "apt-get install -y redis-server" (Debian/Ubuntu) or run "make test", which installs it.`
+		if f.fatal != want {
+			t.Errorf("%s failed with\n%q\nwant\n%q", name, f.fatal, want)
+		}
+	}
+
+	f := &fatalTB{TB: t}
+	f.run(func(tb testing.TB) { StartCluster(tb, 3) })
+	if f.fatal == "" || f.skip != "" {
+		t.Errorf("StartCluster without redis-server: fatal %q, skip %q; want a failure", f.fatal, f.skip)
+	}
+}
+
+func TestStartClusterTooSmall(t *testing.T) {
+	t.Parallel()
+	f := &fatalTB{TB: t}
+	f.run(func(tb testing.TB) { StartCluster(tb, 2) })
+	if f.fatal == "" {
+		t.Error("StartCluster(2) did not fail the test")
+	}
+}
+
+// TestRepoRoot checks that the Docker fallback finds the testtools module.
+func TestRepoRoot(t *testing.T) {
+	t.Parallel()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "testtools", "cmd", "rediscontainer", "main.go")); err != nil {
+		t.Fatalf("repoRoot() = %s, which has no testtools/cmd/rediscontainer: %v", root, err)
+	}
+}
+
+// TestAddrInUseDetected checks that a lost bind race is recognised, which
+// is what makes Start retry on a new port and Restart retry on its own.
+func TestAddrInUseDetected(t *testing.T) {
+	t.Parallel()
+	bin := redisServerPath()
+	if bin == "" {
+		t.Fatal(errNoBackend)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s := &Server{host: "127.0.0.1", port: ln.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), bin: bin}
+	p, err := s.launch()
+	if err == nil {
+		p.kill()
+		t.Fatalf("redis-server started on port %d, which we hold", s.port)
+	}
+	if !isAddrInUse(p) {
+		t.Fatalf("not recognised as a bind race: %v", err)
+	}
+}

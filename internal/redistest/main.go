@@ -1,0 +1,41 @@
+package redistest
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Main runs the package's tests with m.Run, then stops the server Shared
+// started (if any), then checks for leaked goroutines with goleak, and
+// exits. The exit status is m.Run's, or 1 if the tests passed but
+// goroutines were left running (goleak.VerifyTestMain semantics: the leak
+// check is skipped when tests failed). Goroutines that already existed
+// before the tests started are not counted. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { redistest.Main(m) }
+func Main(m *testing.M) {
+	goleak.VerifyTestMain(runner{m}, append(leakIgnores(), goleak.IgnoreCurrent())...)
+}
+
+// runner stops the shared server between the tests and the leak check, so
+// the goroutine waiting for its process is gone before goleak looks.
+type runner struct{ m *testing.M }
+
+func (r runner) Run() int {
+	code := r.m.Run()
+	stopShared()
+	return code
+}
+
+// leakIgnores lists goroutines that are not ours and may outlive a closed
+// client for a moment. A client that was not closed still shows up as a
+// leak (its pool, pub/sub or sentinel goroutines).
+func leakIgnores() []goleak.Option {
+	return []goleak.Option{
+		// go-redis's ClusterClient reloads the slot map in the background
+		// after MOVED/ASK or a node failure and then sleeps a 200 ms
+		// cooldown, also after Close; it ends by itself.
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*clusterStateHolder).LazyReload.func1"),
+	}
+}
