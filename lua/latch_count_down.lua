@@ -1,0 +1,34 @@
+-- latch_count_down: count a count-down latch down by one (Redisson
+-- RCountDownLatch layout). When the count reaches zero the counter is
+-- deleted, so it never goes below zero and an absent latch counts as open,
+-- and ARGV[2] ("0") is published on the latch channel. A latch that is not
+-- set is left alone (no key is created). Retry-safe: the result is recorded
+-- under the request key, and a re-sent request returns the record instead of
+-- counting again (also when the latch was set anew in between).
+--
+-- KEYS[1]  latch counter (the latch's name)
+-- KEYS[2]  request key of this call
+-- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
+-- ARGV[1]  request record TTL in milliseconds
+-- ARGV[2]  message published when the count reaches zero ("0")
+-- ARGV[3]  latch channel, only when it is not KEYS[3] (see
+--          latch_try_set_count.lua)
+--
+-- Returns the count left (0: the latch opened, or was open already when a
+-- stored count was not positive); -1 when the latch was not set (nothing
+-- changed).
+local rec = redis.call('get', KEYS[2])
+if rec then
+  return tonumber(rec)
+end
+local res = -1
+if redis.call('exists', KEYS[1]) == 1 then
+  res = redis.call('decr', KEYS[1])
+  if res <= 0 then
+    res = 0
+    redis.call('del', KEYS[1])
+    redis.call('publish', KEYS[3] or ARGV[3], ARGV[2])
+  end
+end
+redis.call('set', KEYS[2], res, 'px', ARGV[1])
+return res

@@ -1,0 +1,26 @@
+-- latch_delete: delete a count-down latch whatever its count (Redisson
+-- RCountDownLatch layout). A deleted latch is open: ARGV[2] ("1") is
+-- published on the latch channel so its waiters re-check. Retry-safe: the
+-- result is recorded under the request key, and a re-sent request returns
+-- the record (a re-run of a delete that succeeded still reports 1, and does
+-- not delete a latch set anew in between).
+--
+-- KEYS[1]  latch counter (the latch's name)
+-- KEYS[2]  request key of this call
+-- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
+-- ARGV[1]  request record TTL in milliseconds
+-- ARGV[2]  message published when the latch was deleted ("1")
+-- ARGV[3]  latch channel, only when it is not KEYS[3] (see
+--          latch_try_set_count.lua)
+--
+-- Returns 1 when the latch existed, 0 otherwise.
+local rec = redis.call('get', KEYS[2])
+if rec then
+  return tonumber(rec)
+end
+local res = redis.call('del', KEYS[1])
+if res == 1 then
+  redis.call('publish', KEYS[3] or ARGV[3], ARGV[2])
+end
+redis.call('set', KEYS[2], res, 'px', ARGV[1])
+return res

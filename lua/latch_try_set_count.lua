@@ -1,0 +1,30 @@
+-- latch_try_set_count: set a count-down latch's count, only when the latch
+-- is not set (Redisson RCountDownLatch layout: a string key holding the
+-- count, absent when the latch is open). Setting publishes ARGV[3] ("1") on
+-- the latch channel. Retry-safe: the result is recorded under the request
+-- key, and a re-sent request returns the record, so a re-run of a set that
+-- succeeded still reports 1.
+--
+-- KEYS[1]  latch counter (the latch's name)
+-- KEYS[2]  request key of this call
+-- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
+-- ARGV[1]  the count (a positive integer)
+-- ARGV[2]  request record TTL in milliseconds
+-- ARGV[3]  message published when the count was set ("1")
+-- ARGV[4]  latch channel, only when it is not KEYS[3]: Redisson's latch
+--          channel may hash to another slot than the counter, and PUBLISH
+--          needs no declared key
+--
+-- Returns 1 when the count was set, 0 when the latch was already set.
+local rec = redis.call('get', KEYS[2])
+if rec then
+  return tonumber(rec)
+end
+local res = 0
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('set', KEYS[1], ARGV[1])
+  redis.call('publish', KEYS[3] or ARGV[4], ARGV[3])
+  res = 1
+end
+redis.call('set', KEYS[2], res, 'px', ARGV[2])
+return res
