@@ -1,0 +1,220 @@
+package countdown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Message payloads on the latch channel, as Redisson sends them.
+const (
+	zeroMessage = "0" // the count reached zero
+	newMessage  = "1" // the latch was set or deleted
+)
+
+// Latch is a count-down latch on Redis, compatible with Redisson's
+// RCountDownLatch: a coordinator sets a count with TrySetCount, workers in
+// any process call CountDown, and every Wait returns once the count reaches
+// zero. It is a handle: creating one does no I/O, and it is safe for
+// concurrent use. A latch has no owner: any handle on the same name, in any
+// process, counts down the same count.
+type Latch struct {
+	c       *core.Client
+	name    string
+	channel string
+	// chanInKeys: the channel shares the counter's cluster slot, so scripts
+	// declare it in KEYS. Redisson builds the channel as "...{" + name + "}",
+	// which for a name holding braces hashes to another slot; a script
+	// declaring both would fail with CROSSSLOT on a Redis Cluster, so the
+	// channel then travels in ARGV (PUBLISH touches no key).
+	chanInKeys bool
+}
+
+// New returns a handle on the latch called name. It does no I/O and never
+// fails: an empty name is reported, wrapping redisync.ErrInvalidArgument, by
+// the first operation.
+func New(c *redisync.Client, name string) *Latch {
+	ch := keys.LatchChannel(name)
+	return &Latch{
+		c:          core.From(c),
+		name:       name,
+		channel:    ch,
+		chanInKeys: keys.Slot(ch) == keys.Slot(name),
+	}
+}
+
+// Name returns the latch's name, which is also its Redis key.
+func (l *Latch) Name() string { return l.name }
+
+// check returns the error to report before sending anything.
+func (l *Latch) check() error {
+	if err := l.c.Check(); err != nil {
+		return err
+	}
+	if l.name == "" {
+		return fmt.Errorf("%w: empty latch name", redisync.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// run runs a state-changing latch script with a fresh request key. KEYS are
+// the counter, the request key and the channel when it shares the counter's
+// slot; otherwise the channel is appended to args.
+func (l *Latch) run(ctx context.Context, script *redis.Script, args ...any) (int64, error) {
+	ks := []string{l.name, keys.Request(l.name, l.c.RequestID())}
+	if l.chanInKeys {
+		ks = append(ks, l.channel)
+	} else {
+		args = append(args, l.channel)
+	}
+	return script.Run(ctx, l.c.Redis(), ks, args...).Int64()
+}
+
+// TrySetCount sets the count to n if the latch is not set (its count is
+// zero), and publishes the change. It returns true when it set the count,
+// false when the latch was already set (the count is unchanged). n must be
+// positive. A call re-sent by go-redis after a lost reply is applied once
+// and reports what the first run did.
+//
+// When it returns an error other than a bad argument, the count may or may
+// not have been set; Count tells.
+func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
+	if err := l.check(); err != nil {
+		return false, err
+	}
+	if n <= 0 {
+		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.name, n)
+	}
+	res, err := l.run(ctx, lua.LatchTrySetCount, n, l.c.RequestTTLMillis(), newMessage)
+	if err != nil {
+		return false, fmt.Errorf("countdown %q: set count: %w", l.name, err)
+	}
+	return res == 1, nil
+}
+
+// CountDown decrements the count by one. When it reaches zero the latch is
+// deleted, which opens it, and every waiter, in every process, is woken.
+// The count never goes below zero: counting down a latch that is not set
+// (never set, already at zero, or deleted) does nothing and is not an
+// error, as in Redisson.
+//
+// CountDown runs even when ctx is already cancelled (on a detached context
+// with a bounded timeout), so a worker's deferred CountDown after its
+// request was cancelled still counts. A count-down re-sent by go-redis after
+// a lost reply is applied once, also when the latch was set anew in
+// between. When it returns an error other than a bad argument or
+// redisync.ErrClosed, the count-down may or may not have been applied.
+func (l *Latch) CountDown(ctx context.Context) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	ctx, cancel := l.c.DetachedContext(ctx)
+	defer cancel()
+	if _, err := l.run(ctx, lua.LatchCountDown, l.c.RequestTTLMillis(), zeroMessage); err != nil {
+		return fmt.Errorf("countdown %q: count down: %w", l.name, err)
+	}
+	return nil
+}
+
+// Count returns the current count: 0 when the latch is not set (open).
+func (l *Latch) Count(ctx context.Context) (int64, error) {
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	n, err := l.count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("countdown %q: %w", l.name, err)
+	}
+	return n, nil
+}
+
+// count reads the counter; absent or not positive is 0.
+func (l *Latch) count(ctx context.Context) (int64, error) {
+	s, err := l.c.Redis().Get(ctx, l.name).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("count %q is not an integer", s)
+	}
+	return max(n, 0), nil
+}
+
+// Wait blocks until the count is zero, as long as ctx allows. A latch that
+// is not set is open: Wait then returns nil at once. Waiters are woken
+// through pub/sub when the count reaches zero or the latch is deleted, and
+// re-check at least every recheck interval of the Client
+// (redisync.WithRecheckInterval) in case a message was lost; they never
+// poll otherwise. All waiters of one Client share one subscription.
+//
+// When ctx ends first, Wait returns an error wrapping ctx.Err() and leaves
+// no subscription behind.
+func (l *Latch) Wait(ctx context.Context) error {
+	_, err := l.wait(ctx, 0, true)
+	return err
+}
+
+// TryWait waits at most wait for the count to reach zero (0: a single
+// check). It returns true when the latch is open, (false, nil) when the count
+// was still above zero when the wait ran out, and an error only for a
+// failure (a bad argument, Redis unreachable, ctx ended: then wrapping
+// ctx.Err()). A negative wait is an invalid argument.
+func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
+	if wait < 0 {
+		return false, fmt.Errorf("%w: countdown %q: negative wait %v", redisync.ErrInvalidArgument, l.name, wait)
+	}
+	return l.wait(ctx, wait, false)
+}
+
+func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+	if err := l.check(); err != nil {
+		return false, err
+	}
+	ok, err := l.c.Wait(ctx, core.WaitSpec{
+		Channel: l.channel,
+		// The zero message opens the latch for every waiter; a set or delete
+		// message may too (a deleted latch is open), so all re-check.
+		Wake:    pubsub.WakeAll,
+		Forever: forever,
+		Wait:    wait,
+		Try: func(ctx context.Context) (bool, time.Duration, error) {
+			n, err := l.count(ctx)
+			// The count does not change by itself: no retry hint, the
+			// client's re-check interval bounds the wait for a lost message.
+			return err == nil && n == 0, 0, err
+		},
+	})
+	if err != nil {
+		return false, fmt.Errorf("countdown %q: %w", l.name, err)
+	}
+	return ok, nil
+}
+
+// Delete deletes the latch whatever its count, which opens it: its waiters
+// are woken and return. It reports whether the latch was set. A call
+// re-sent by go-redis after a lost reply is applied once and reports what
+// the first run did.
+func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	if err := l.check(); err != nil {
+		return false, err
+	}
+	res, err := l.run(ctx, lua.LatchDelete, l.c.RequestTTLMillis(), newMessage)
+	if err != nil {
+		return false, fmt.Errorf("countdown %q: delete: %w", l.name, err)
+	}
+	return res == 1, nil
+}

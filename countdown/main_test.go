@@ -1,0 +1,94 @@
+package countdown_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// exampleAddrEnv names the variable the examples read the Redis address
+// from. TestMain points it at the harness's shared server unless it is set.
+const exampleAddrEnv = "REDISYNC_EXAMPLE_ADDR"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(exampleAddrEnv) == "" {
+		// Examples have no *testing.T to start a server with: start the
+		// shared one here; Main stops it after the tests and examples.
+		os.Setenv(exampleAddrEnv, redistest.Shared(mainTB{}).Addr())
+	}
+	redistest.Main(m)
+}
+
+// mainTB is the testing.TB of TestMain, for redistest.Shared, which only
+// marks itself a helper and reports a failure to start; the embedded nil
+// TB is never called.
+type mainTB struct{ testing.TB }
+
+func (mainTB) Helper()           {}
+func (mainTB) Name() string      { return "TestMain" }
+func (mainTB) Fatal(args ...any) { fmt.Fprintln(os.Stderr, args...); os.Exit(1) }
+func (mainTB) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	os.Exit(1)
+}
+
+// newClient returns a redisync client over rdb, closed when the test ends.
+func newClient(t *testing.T, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
+	c := redisync.New(rdb, opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// sharedClient returns a redisync client with its own go-redis client on the
+// shared server.
+func sharedClient(t *testing.T, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
+	return newClient(t, redistest.Shared(t).Client(t), opts...)
+}
+
+// eventually fails the test unless cond holds within d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitersOf returns how many waiters c's pub/sub multiplexer holds.
+func waitersOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Waiters }
+
+// channelsOf returns how many channels c's pub/sub multiplexer holds.
+func channelsOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Channels }
+
+// counter is a go-redis hook counting the commands a client sends.
+type counter struct{ n atomic.Int64 }
+
+func (h *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
