@@ -60,7 +60,10 @@
 // the counter. redisync declares the channel to its scripts when it shares
 // the counter's slot, and otherwise passes it as an argument (PUBLISH in a
 // script needs no declared key), so such names work on a Cluster too.
-// Subscribers on a Cluster receive the message whatever node they use.
+// Subscribers on a Cluster receive the message whatever node they use. On a
+// Cluster, a name holding braces that do not form a hash tag ("a}b",
+// "a{}b", "a{b") is not supported: its request records hash to another
+// slot, and the state-changing calls fail with a CROSSSLOT error.
 //
 // # Redis versions
 //
