@@ -3,7 +3,6 @@ package countdown_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,11 +11,15 @@ import (
 	"github.com/redisync/redisync/countdown"
 )
 
+// exampleAddr is the Redis the examples use; TestMain points it at a
+// redis-server the test harness started.
+var exampleAddr = "localhost:6379"
+
 // connect returns a redisync client on the Redis the examples use, and a
 // function that closes it. In a real service, create one Client per process
 // and share it.
 func connect() (*redisync.Client, func()) {
-	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDISYNC_EXAMPLE_ADDR")})
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
 	c := redisync.New(rdb)
 	return c, func() { _ = c.Close(); _ = rdb.Close() }
 }

@@ -2,8 +2,6 @@ package countdown_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,31 +13,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
-// exampleAddrEnv names the variable the examples read the Redis address
-// from. TestMain points it at the harness's shared server unless it is set.
-const exampleAddrEnv = "REDISYNC_EXAMPLE_ADDR"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(exampleAddrEnv) == "" {
-		// Examples have no *testing.T to start a server with: start the
-		// shared one here; Main stops it after the tests and examples.
-		os.Setenv(exampleAddrEnv, redistest.Shared(mainTB{}).Addr())
-	}
-	redistest.Main(m)
-}
-
-// mainTB is the testing.TB of TestMain, for redistest.Shared, which only
-// marks itself a helper and reports a failure to start; the embedded nil
-// TB is never called.
-type mainTB struct{ testing.TB }
-
-func (mainTB) Helper()           {}
-func (mainTB) Name() string      { return "TestMain" }
-func (mainTB) Fatal(args ...any) { fmt.Fprintln(os.Stderr, args...); os.Exit(1) }
-func (mainTB) Fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, format+"\n", args...)
-	os.Exit(1)
-}
+func TestMain(m *testing.M) { redistest.Main(m, redistest.WithExampleAddr(&exampleAddr)) }
 
 // newClient returns a redisync client over rdb, closed when the test ends.
 func newClient(t *testing.T, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
