@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -14,15 +16,50 @@ import (
 // before the tests started are not counted. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
-func Main(m *testing.M) {
-	goleak.VerifyTestMain(runner{m}, append(leakIgnores(), goleak.IgnoreCurrent())...)
+func Main(m *testing.M, opts ...MainOption) {
+	var cfg mainConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	goleak.VerifyTestMain(runner{m, cfg}, append(leakIgnores(), goleak.IgnoreCurrent())...)
+}
+
+// MainOption configures Main.
+type MainOption func(*mainConfig)
+
+type mainConfig struct {
+	exampleAddr *string
+}
+
+// WithExampleAddr makes Main start the shared server before the tests and
+// store its address in *addr, so that a package's Example functions, which
+// get no *testing.T, can connect to a real Redis:
+//
+//	var exampleAddr = "localhost:6379" // what the docs show
+//	func TestMain(m *testing.M) { redistest.Main(m, redistest.WithExampleAddr(&exampleAddr)) }
+//
+// If the server cannot be started, Main fails the whole run with the
+// harness's install instructions.
+func WithExampleAddr(addr *string) MainOption {
+	return func(c *mainConfig) { c.exampleAddr = addr }
 }
 
 // runner stops the shared server between the tests and the leak check, so
 // the goroutine waiting for its process is gone before goleak looks.
-type runner struct{ m *testing.M }
+type runner struct {
+	m   *testing.M
+	cfg mainConfig
+}
 
 func (r runner) Run() int {
+	if r.cfg.exampleAddr != nil {
+		s, err := startShared()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		*r.cfg.exampleAddr = s.Addr()
+	}
 	code := r.m.Run()
 	stopShared()
 	return code

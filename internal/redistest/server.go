@@ -96,16 +96,25 @@ var shared struct {
 // call tries again.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	s, err := startShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startShared returns the package-wide server, starting it on first use.
+func startShared() (*Server, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.s == nil {
 		s, err := start(config{})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		shared.s = s
 	}
-	return shared.s
+	return shared.s, nil
 }
 
 // stopShared stops the server Shared started, if any.
