@@ -12,6 +12,7 @@ package keys
 import (
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Tag returns name wrapped in braces, or name itself when it already holds
@@ -72,9 +73,52 @@ func LatchChannel(name string) string {
 // Request is the key a state-changing script records its result under, so
 // that the same request re-sent after a lost reply (go-redis retries on a
 // dropped connection) returns the recorded result instead of applying twice.
-// It shares name's cluster slot.
+// It always shares name's cluster slot, also for names whose braces do not
+// form a hash tag ("a}b", "a{}b", "a{b"), where Tag would not.
 func Request(name, requestID string) string {
-	return "redisync_request:" + Tag(name) + ":" + requestID
+	return "redisync_request:" + sameSlot(name) + ":" + requestID
+}
+
+// sameSlot returns a string that, embedded in a key after a prefix without
+// braces, gives the key name's cluster slot.
+func sameSlot(name string) string {
+	if hasHashTag(name) {
+		return name // its first hash tag decides the slot
+	}
+	if !strings.ContainsAny(name, "{}") {
+		return "{" + name + "}"
+	}
+	slotTagsOnce.Do(buildSlotTags)
+	return "{" + slotTags[Slot(name)] + "}"
+}
+
+// hasHashTag reports whether Redis Cluster hashes key by a tag: a "{"
+// followed later by a "}" with something between them.
+func hasHashTag(key string) bool {
+	s := strings.IndexByte(key, '{')
+	if s < 0 {
+		return false
+	}
+	return strings.IndexByte(key[s+1:], '}') > 0
+}
+
+var (
+	slotTagsOnce sync.Once
+	slotTags     [16384]string // slotTags[i]: a short string hashing to slot i
+)
+
+// buildSlotTags fills slotTags with base-36 numbers, the first that hashes
+// to each slot (about 160,000 CRCs, a few milliseconds, once per process
+// and only for names with stray braces).
+func buildSlotTags() {
+	filled := 0
+	for i := int64(0); filled < len(slotTags); i++ {
+		s := strconv.FormatInt(i, 36)
+		if sl := crc16(s) % 16384; slotTags[sl] == "" {
+			slotTags[sl] = s
+			filled++
+		}
+	}
 }
 
 // Slot returns the Redis Cluster hash slot of key (CRC16 of the hash tag or

@@ -37,3 +37,12 @@ func TestSlot(t *testing.T) {
 		t.Error("a lock's keys must share its slot")
 	}
 }
+
+// A request key shares its name's slot whatever braces the name holds.
+func TestRequestSharesSlot(t *testing.T) {
+	for _, name := range []string{"orders:42", "a{b}c", "a}b", "a{}b", "a{b", "}{", "{", "}", "x{y}z{w}"} {
+		if got, want := Slot(Request(name, "c:1")), Slot(name); got != want {
+			t.Errorf("Request(%q) in slot %d, name in %d", name, got, want)
+		}
+	}
+}
