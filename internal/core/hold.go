@@ -84,12 +84,20 @@ func (h *Hold) Count() int64 {
 	return h.count
 }
 
-// Acquired records a successful acquisition of key by this client, after
-// which the owner's hold count is count. A count of 1 starts a new hold
-// (ending a stale one, which must have been lost); a higher count extends the
-// live one. lease is what Redis was given; renew is nil for a fixed lease,
-// which then ends by itself when the lease runs out.
+// Acquired is AcquiredAt with the current time as the send time.
 func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+	return c.AcquiredAt(time.Now(), key, count, lease, renew)
+}
+
+// AcquiredAt records a successful acquisition of key by this client, after
+// which the owner's hold count is count. sent is when the acquiring command
+// was sent: Redis started the lease after that, so a local deadline counted
+// from sent ends no later than the lease in Redis (Done closes before
+// another owner can take the lock, never after). A count of 1 starts a new
+// hold (ending a stale one, which must have been lost); a higher count
+// extends the live one. lease is what Redis was given; renew is nil for a
+// fixed lease, which then ends by itself when the lease runs out.
+func (c *Client) AcquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
 	c.holdsMu.Lock()
 	h := c.holds[key]
 	if h != nil && (count <= 1 || h.Err() != nil) {
@@ -100,7 +108,7 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 		h = nil
 	}
 	if h == nil {
-		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: time.Now()}
+		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: sent}
 		c.holds[key] = h
 	}
 	c.holdsMu.Unlock()
@@ -109,7 +117,9 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 	h.count = count
 	h.lease = lease
 	if h.renew == nil {
-		h.resetTimerLocked()
+		h.resetTimerLocked(sent)
+	} else if sent.After(h.lastOK) {
+		h.lastOK = sent // a reentrant acquisition re-set the lease too
 	}
 	startRenewal := h.renew != nil && !h.renewing
 	if startRenewal {
@@ -127,12 +137,13 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 	return h
 }
 
-// resetTimerLocked (re)arms a fixed-lease hold's end. h.mu must be held.
-func (h *Hold) resetTimerLocked() {
+// resetTimerLocked (re)arms a fixed-lease hold's end, lease after sent.
+// h.mu must be held.
+func (h *Hold) resetTimerLocked(sent time.Time) {
 	if h.timer != nil {
 		h.timer.Stop()
 	}
-	h.timer = time.AfterFunc(h.lease, func() {
+	h.timer = time.AfterFunc(time.Until(sent.Add(h.lease)), func() {
 		h.end(fmt.Errorf("%w: lease of %v expired", ErrLockLost, h.lease))
 	})
 }
@@ -164,6 +175,7 @@ func (c *Client) Release(key HoldKey, release func() (int64, error)) (int64, err
 			c.wd.remove(h)
 		}
 	}
+	sent := time.Now()
 	remaining, err := release()
 	if h == nil {
 		return remaining, err
@@ -181,7 +193,7 @@ func (c *Client) Release(key HoldKey, release func() (int64, error)) (int64, err
 		h.mu.Lock()
 		h.count = remaining
 		if h.renew == nil && h.err == nil {
-			h.resetTimerLocked() // the release re-set the lease
+			h.resetTimerLocked(sent) // the release re-set the lease
 		}
 		restart := stopped && h.err == nil
 		if restart {
