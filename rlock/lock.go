@@ -126,6 +126,7 @@ func (l *Lock) try(ctx context.Context, owner string) (bool, time.Duration, erro
 	if l.opts.fencing {
 		fencing = "1"
 	}
+	sent := time.Now()
 	res, err := lua.LockAcquire.Run(ctx, l.c.Redis(),
 		[]string{l.name, reqKey, keys.FenceCounter(l.name)},
 		lease.Milliseconds(), owner, l.c.RequestTTLMillis(), fencing).Int64Slice()
@@ -139,13 +140,18 @@ func (l *Lock) try(ctx context.Context, owner string) (bool, time.Duration, erro
 		return false, 0, fmt.Errorf("acquire: unexpected reply %v", res)
 	}
 	if res[0] != 1 {
-		return false, time.Duration(max(res[1], 0)) * time.Millisecond, nil
+		if res[1] < 0 {
+			return false, 0, nil // no expiry known: the re-check interval applies
+		}
+		// PTTL rounds down: a lease about to end reads 0. Re-check just
+		// after it, never "unknown".
+		return false, time.Duration(res[1])*time.Millisecond + time.Millisecond, nil
 	}
 	var renew *core.RenewSpec
 	if l.opts.lease == 0 {
 		renew = &core.RenewSpec{Script: lua.RenewLock, Keys: []string{l.name}, Args: []any{owner}}
 	}
-	h := l.c.Acquired(core.HoldKey{Key: l.name, Field: owner}, res[1], lease, renew)
+	h := l.c.AcquiredAt(sent, core.HoldKey{Key: l.name, Field: owner}, res[1], lease, renew)
 	l.mu.Lock()
 	l.latest = h
 	if len(res) > 2 {

@@ -1,0 +1,160 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/rlock"
+)
+
+// exampleAddr is the Redis the examples use; TestMain points it at a
+// redis-server the test harness started.
+var exampleAddr = "localhost:6379"
+
+func ExampleLock_Lock() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	l := rlock.New(c, "example:orders:42")
+	if err := l.Lock(ctx); err != nil {
+		fmt.Println("lock:", err)
+		return
+	}
+	defer l.Unlock(ctx)
+
+	// The watchdog renews the lease while the work runs; Done closes if the
+	// lock is lost anyway (Redis unreachable for a whole lease, a
+	// force-unlock), so long work should watch it.
+	select {
+	case <-l.Done():
+		fmt.Println("lost:", l.Err())
+	default:
+		fmt.Println("holding", l.Name())
+	}
+	// Output: holding example:orders:42
+}
+
+func ExampleLock_TryLock() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	first := rlock.New(c, "example:report")
+	second := rlock.New(c, "example:report") // another handle is another owner
+	_ = first.Lock(ctx)
+
+	ok, err := second.TryLock(ctx, 100*time.Millisecond)
+	fmt.Println("second got it:", ok, err)
+
+	_ = first.Unlock(ctx)
+	ok, err = second.TryLock(ctx, 0)
+	fmt.Println("after release:", ok, err)
+	_ = second.Unlock(ctx)
+	// Output:
+	// second got it: false <nil>
+	// after release: true <nil>
+}
+
+// Reentrancy: the owner that holds a lock may take it again; it is free
+// after as many Unlocks.
+func ExampleLock_HoldCount() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	l := rlock.New(c, "example:reentrant")
+	_ = l.Lock(ctx)
+	_ = l.Lock(ctx)
+	n, _ := l.HoldCount(ctx)
+	fmt.Println("holds:", n)
+	_ = l.Unlock(ctx)
+	_ = l.Unlock(ctx)
+	locked, _ := l.IsLocked(ctx)
+	fmt.Println("locked:", locked)
+	// Output:
+	// holds: 2
+	// locked: false
+}
+
+// A context owner makes every handle used with the context act for one
+// owner, as a Java thread does with Redisson: functions down the call chain
+// re-enter the locks their callers hold.
+func ExampleWithOwner() {
+	ctx := redisync.WithOwner(context.Background())
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	outer := rlock.New(c, "example:account:7")
+	_ = outer.Lock(ctx)
+	defer outer.Unlock(ctx)
+
+	inner := rlock.New(c, "example:account:7") // e.g. inside a helper function
+	ok, _ := inner.TryLock(ctx, 0)
+	fmt.Println("re-entered:", ok)
+	_ = inner.Unlock(ctx)
+	// Output: re-entered: true
+}
+
+// Fencing tokens protect the guarded resource from a holder whose lease ran
+// out without it noticing: the resource rejects writes with a token lower
+// than one it has already seen.
+func ExampleWithFencing() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	store := &fencedStore{}
+	l := rlock.New(c, "example:fenced", rlock.WithFencing())
+
+	_ = l.Lock(ctx)
+	stale := l.Token()
+	_ = l.Unlock(ctx)
+	_ = l.Lock(ctx) // the next acquisition, say by another process
+	fmt.Println(store.Write(l.Token(), "new"))
+	_ = l.Unlock(ctx)
+
+	fmt.Println(store.Write(stale, "old")) // a paused holder wakes up late
+	// Output:
+	// <nil>
+	// stale fencing token
+}
+
+// fencedStore is a resource that checks fencing tokens.
+type fencedStore struct {
+	highest int64
+	value   string
+}
+
+func (s *fencedStore) Write(token int64, v string) error {
+	if token < s.highest {
+		return errors.New("stale fencing token")
+	}
+	s.highest, s.value = token, v
+	return nil
+}
+
+// With a fixed lease the lock needs no renewal and ends by itself.
+func ExampleWithLease() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	l := rlock.New(c, "example:lease", rlock.WithLease(200*time.Millisecond))
+	_ = l.Lock(ctx)
+	<-l.Done() // closes when the lease runs out, never after Redis expires it
+	fmt.Println(errors.Is(l.Err(), redisync.ErrLockLost))
+
+	next := rlock.New(c, "example:lease")
+	ok, _ := next.TryLock(ctx, time.Second)
+	fmt.Println("next owner:", ok)
+	_ = next.Unlock(ctx)
+	// Output:
+	// true
+	// next owner: true
+}
