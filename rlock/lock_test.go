@@ -776,3 +776,37 @@ func TestServerRestart(t *testing.T) {
 	require.NoError(t, l.Lock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 }
+
+// The watchdog renews every hold of a client from one goroutine, at most
+// 100 holds per script call, all calls of a tick in one round trip.
+func TestWatchdogBatches(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	c := newClient(t, s, redisync.WithWatchdogTimeout(1500*time.Millisecond))
+	var locks []*rlock.Lock
+	for i := 0; i < 250; i++ {
+		l := rlock.New(c, fmt.Sprintf("%s:%d", redistest.Key(t), i))
+		require.NoError(t, l.Lock(ctx))
+		locks = append(locks, l)
+	}
+	direct := s.Client(t)
+	wd := func() core.WatchdogStats { return core.From(c).WatchdogStats() }
+	// The first tick on a fresh server also loads the script (NOSCRIPT, then
+	// EVAL): measure the ticks after it.
+	require.Eventually(t, func() bool { return wd().Ticks >= 1 }, 5*time.Second, 10*time.Millisecond)
+	first := wd()
+	calls0 := evalshaCalls(t, direct)
+	require.Eventually(t, func() bool { return wd().Ticks >= first.Ticks+2 }, 5*time.Second, 10*time.Millisecond)
+	st := wd()
+	ticks := st.Ticks - first.Ticks
+	t.Logf("per renewal tick with 250 holds: %d script calls, %d round trips",
+		(st.Calls-first.Calls)/ticks, (st.RoundTrips-first.RoundTrips)/ticks)
+	assert.Equal(t, 3*ticks, st.Calls-first.Calls, "250 holds take 3 calls of ≤100")
+	assert.Equal(t, ticks, st.RoundTrips-first.RoundTrips, "one pipeline per tick")
+	assert.InDelta(t, 3*ticks, evalshaCalls(t, direct)-calls0, 3, "Redis saw the batched calls")
+	assert.Equal(t, 250, st.Holds)
+	for _, l := range locks {
+		require.NoError(t, l.Unlock(ctx))
+	}
+	assert.Equal(t, 0, wd().Holds)
+}

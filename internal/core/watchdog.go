@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/redisync/redisync/internal/keys"
 )
@@ -29,6 +28,7 @@ type watchdog struct {
 	wg      sync.WaitGroup
 	ticks   uint64 // completed renewal rounds, for tests
 	calls   uint64 // renewal script calls sent, for tests and benchmarks
+	trips   uint64 // pipelines sent
 }
 
 func (w *watchdog) add(h *Hold) {
@@ -128,55 +128,110 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 		groups[k] = append(groups[k], h)
 	}
 
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(8)
+	var batches []renewBatch
 	for _, k := range order {
 		hs := groups[k]
 		for len(hs) > 0 {
 			n := min(len(hs), MaxBatch)
-			batch := hs[:n]
+			batches = append(batches, newRenewBatch(w.c.opts.WatchdogTimeout, k.script, hs[:n]))
 			hs = hs[n:]
-			g.Go(func() error {
-				if err := w.renewBatch(k.script, batch, timeout); err != nil {
-					mu.Lock()
-					failed = true
-					mu.Unlock()
-					w.c.log.Warn("redisync: renewal failed, will retry", "holds", len(batch), "err", err)
-				}
-				return nil
-			})
 		}
 	}
-	_ = g.Wait()
+	for len(batches) > 0 {
+		n := min(len(batches), maxPipeline)
+		if err := w.renewPipelined(batches[:n], timeout); err != nil {
+			failed = true
+			w.c.log.Warn("redisync: renewal failed, will retry", "batches", n, "err", err)
+		}
+		batches = batches[n:]
+	}
 	return failed
 }
 
-func (w *watchdog) renewBatch(script *redis.Script, batch []*Hold, timeout time.Duration) error {
-	var ks []string
-	args := []any{w.c.opts.WatchdogTimeout.Milliseconds(), len(batch)}
-	for _, h := range batch {
-		ks = append(ks, h.renew.Keys...)
-		args = append(args, len(h.renew.Keys), len(h.renew.Args))
-		args = append(args, h.renew.Args...)
+// maxPipeline bounds the renewal scripts sent in one pipeline (100 holds
+// each): 1,000 holds cost one round trip per tick (per node on a Cluster).
+const maxPipeline = 64
+
+// renewBatch is one renewal script call.
+type renewBatch struct {
+	script *redis.Script
+	holds  []*Hold
+	keys   []string
+	args   []any
+}
+
+func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) renewBatch {
+	b := renewBatch{script: script, holds: holds, args: []any{lease.Milliseconds(), len(holds)}}
+	for _, h := range holds {
+		b.keys = append(b.keys, h.renew.Keys...)
+		b.args = append(b.args, len(h.renew.Keys), len(h.renew.Args))
+		b.args = append(b.args, h.renew.Args...)
 	}
+	return b
+}
+
+// renewPipelined sends the batches in one pipeline (EVALSHA, then EVAL for
+// those the server does not have cached) and applies the results. It
+// returns the first error; batches that succeeded are applied regardless.
+func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
+	cmds := make([]*redis.Cmd, len(batches))
+	w.count(len(batches))
+	_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range batches {
+			cmds[i] = b.script.EvalSha(ctx, p, b.keys, b.args...)
+		}
+		return nil
+	})
+	var missing []int
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		w.count(len(missing))
+		_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range missing {
+				b := batches[i]
+				cmds[i] = b.script.Eval(ctx, p, b.keys, b.args...)
+			}
+			return nil
+		})
+	}
+	var first error
+	for i, cmd := range cmds {
+		if err := w.apply(batches[i], cmd, start); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// count records script calls and one round trip, for WatchdogStats.
+func (w *watchdog) count(calls int) {
 	w.mu.Lock()
-	w.calls++
+	w.calls += uint64(calls)
+	w.trips++
 	w.mu.Unlock()
-	res, err := script.Run(ctx, w.c.rdb, ks, args...).Int64Slice()
+}
+
+// apply applies one batch's result: renewed holds count from start, holds
+// found gone are lost.
+func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) error {
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return err
 	}
-	if len(res) != len(batch) {
-		return fmt.Errorf("renewal script returned %d results for %d holds", len(res), len(batch))
+	if len(res) != len(b.holds) {
+		return fmt.Errorf("renewal script returned %d results for %d holds", len(res), len(b.holds))
 	}
-	for i, h := range batch {
+	for i, h := range b.holds {
 		h.mu.Lock()
 		live := h.renewing && h.err == nil
-		if live && res[i] == 1 {
+		if live && res[i] == 1 && start.After(h.lastOK) {
 			h.lastOK = start
 		}
 		h.mu.Unlock()
@@ -191,14 +246,15 @@ func (w *watchdog) renewBatch(script *redis.Script, batch []*Hold, timeout time.
 
 // WatchdogStats reports the watchdog's activity, for tests and benchmarks.
 type WatchdogStats struct {
-	Holds int    // holds being renewed
-	Ticks uint64 // renewal rounds completed
-	Calls uint64 // renewal script calls sent
+	Holds      int    // holds being renewed
+	Ticks      uint64 // renewal rounds completed
+	Calls      uint64 // renewal script calls sent
+	RoundTrips uint64 // pipelines sent (one round trip each, per node on a Cluster)
 }
 
 // WatchdogStats returns a snapshot of the watchdog's activity.
 func (c *Client) WatchdogStats() WatchdogStats {
 	c.wd.mu.Lock()
 	defer c.wd.mu.Unlock()
-	return WatchdogStats{Holds: len(c.wd.holds), Ticks: c.wd.ticks, Calls: c.wd.calls}
+	return WatchdogStats{Holds: len(c.wd.holds), Ticks: c.wd.ticks, Calls: c.wd.calls, RoundTrips: c.wd.trips}
 }
