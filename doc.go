@@ -1,0 +1,104 @@
+// Package redisync provides Redisson's distributed synchronization
+// primitives for Go, on Redis: a reentrant lock that renews itself while held
+// (package rlock), a read-write lock (rwlock), semaphores with and without
+// permit leases (semaphore), a count-down latch (countdown), and MultiLock and
+// RedLock (multilock). They keep Redisson 3.x's data layout, so a Go service
+// and a Java service using Redisson on the same Redis contend for the same
+// lock, semaphore or latch.
+//
+// # The Client
+//
+// Every primitive is built on a *Client, created once per process over a
+// go-redis client (single node, Sentinel failover or Cluster):
+//
+//	c := redisync.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+//	defer c.Close()
+//	l := rlock.New(c, "orders:42")
+//	if err := l.Lock(ctx); err != nil { ... }
+//	defer l.Unlock(ctx)
+//
+// The Client owns what all its primitives share: the client id that names
+// this process's owners, one pub/sub connection that wakes every waiter, one
+// watchdog goroutine that renews every hold, and the Lua scripts. Handles
+// (rlock.New, semaphore.New, ...) are cheap, do no I/O and are safe for
+// concurrent use.
+//
+// # A Redis lock is a lease, not a mutex
+//
+// A lock held in Redis lasts as long as its lease. Without a fixed lease the
+// Client's watchdog renews it every third of the watchdog timeout (default
+// 30s) while the process lives; a crashed process's locks expire within one
+// timeout. But a process that stops for longer than the lease (a GC pause, a
+// stopped VM, a partition from Redis) loses the lock while it still thinks it
+// holds it, and a failover of an asynchronously replicated Redis can lose a
+// lock outright. redisync gives the tools to live with that:
+//
+//   - Done and Err on every lock handle report the loss as soon as the
+//     watchdog sees it (the key gone, or no renewal succeeded within the
+//     lease): stop the guarded work when Done closes.
+//   - Fencing tokens (rlock.WithFencing): every acquisition gets a number
+//     larger than all before it. A resource that remembers the largest token
+//     it has seen and rejects smaller ones is safe even against a holder that
+//     lost its lock without knowing.
+//
+// Use locks for efficiency (avoiding duplicate work) freely; for correctness,
+// pair them with fencing tokens.
+//
+// # Owners
+//
+// An owner is "<client id>:<token>". By default each handle is its own
+// owner, so two handles on the same lock exclude each other even in one
+// goroutine, and one handle re-enters a lock it holds (hold counts, as with
+// Redisson). WithOwner puts an owner into a context instead: every handle
+// used with that context acts for it, which is the Go counterpart of a Java
+// thread re-entering its locks down a call chain. WithOwnerToken hands an
+// owner over to another goroutine or process.
+//
+// # Waiting
+//
+// Waiters subscribe to the primitive's channel through the Client's single
+// pub/sub connection, re-check after Redis confirms the subscription, and are
+// then woken by the release message, never by polling. Messages can be lost,
+// so each wait also re-checks when the holder's lease or the next permit
+// expiry says it may have changed, and at least every WithRecheckInterval. A
+// wait that ends because ctx is done returns an error wrapping ctx.Err() and
+// leaves nothing behind: no hold, no permit, no subscription, no goroutine.
+//
+// # Retries
+//
+// go-redis re-sends a command whose reply was lost to a dropped connection,
+// so a script can run twice in Redis. Every state-changing script records its
+// result under a short-lived request key and returns the record when run
+// again: an acquisition, a release, a count-down is applied once.
+//
+// # Errors
+//
+// Invalid arguments (an empty name, a negative wait or lease, n ≤ 0 permits)
+// are reported before anything is sent, wrapping ErrInvalidArgument;
+// constructors never fail. Releasing what the caller does not hold returns
+// ErrNotHeld and changes nothing. Releases (Unlock, RUnlock, Release,
+// CountDown) still run when ctx is already cancelled, on a detached context
+// with a bounded timeout, so a deferred Unlock after a cancelled request does
+// not leave the lock held. Calls after Close return ErrClosed. Match the
+// sentinel errors with errors.Is.
+//
+// # Key layout (Redisson 3.x)
+//
+// {name} below is the name in braces, or the name itself when it already
+// contains "{"; every key of one primitive shares its cluster slot.
+//
+//	lock            hash name: field "<client id>:<token>" = hold count; PEXPIRE = lease
+//	                channel redisson_lock__channel:{name} (release publishes "0")
+//	fenced lock     as lock, plus counter redisson_lock_token:{name}
+//	read-write lock hash name: "mode" = read|write, reader fields "<owner>",
+//	                writer field "<owner>:write"; per read hold a key
+//	                {name}:<owner>:rwlock_timeout:<n>; channel redisson_rwlock:{name}
+//	semaphore       string name = available permits; channel redisson_sc:{name}
+//	expirable sem.  as semaphore, plus zset {name}:timeout of 16-byte permit ids
+//	                scored by expiry (epoch ms)
+//	latch           string name = count, deleted at zero;
+//	                channel redisson_countdownlatch__channel__{name}
+//
+// redisync adds short-lived request keys redisync_request:{name}:<id> (see
+// Retries). Redis 6.2 or newer is supported; 7.x is tested.
+package redisync
