@@ -2,6 +2,7 @@ package lua
 
 import (
 	"embed"
+	"io/fs"
 	"sort"
 
 	"github.com/redis/go-redis/v9"
@@ -43,3 +44,6 @@ func Source(name string) (string, bool) {
 
 // Script returns the script built from the named file, or nil.
 func Script(name string) *redis.Script { return registry[name] }
+
+// FS returns the embedded script files.
+func FS() fs.FS { return files }
