@@ -1,0 +1,56 @@
+package redisync_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/rlock"
+)
+
+// exampleAddr is the Redis the examples use; TestMain points it at a
+// redis-server the test harness started.
+var exampleAddr = "localhost:6379"
+
+func ExampleNew() {
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	c := redisync.New(rdb,
+		redisync.WithWatchdogTimeout(15*time.Second), // held locks are renewed every 5 s
+		redisync.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))),
+	)
+	defer c.Close() // stops renewals; held locks expire after their lease
+
+	l := rlock.New(c, "example:new")
+	if err := l.Lock(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("locked")
+	_ = l.Unlock(context.Background())
+	// Output: locked
+}
+
+// Handing a hold to another goroutine: the token names the owner.
+func ExampleWithOwnerToken() {
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	ctx := redisync.WithOwner(context.Background())
+	l := rlock.New(c, "example:handover")
+	_ = l.Lock(ctx)
+	token, _ := redisync.OwnerToken(ctx)
+
+	done := make(chan error)
+	go func() {
+		// Another goroutine (or a later request) finishes the work and
+		// releases the lock as the same owner.
+		done <- l.Unlock(redisync.WithOwnerToken(context.Background(), token))
+	}()
+	fmt.Println("released by the other goroutine:", <-done)
+	// Output: released by the other goroutine: <nil>
+}
