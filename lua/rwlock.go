@@ -1,0 +1,26 @@
+package lua
+
+// Scripts of package rwlock. Its write holds renew with RenewLock (the
+// writer's field is a lock owner field); its read holds with RenewRead.
+var (
+	// RWReadAcquire takes one read hold; see rwlock_read_acquire.lua.
+	RWReadAcquire = load("rwlock_read_acquire.lua")
+	// RWWriteAcquire takes one write hold or refuses an upgrade; see
+	// rwlock_write_acquire.lua.
+	RWWriteAcquire = load("rwlock_write_acquire.lua")
+	// RWReadRelease releases one read hold or undoes a lost read
+	// acquisition; see rwlock_read_release.lua.
+	RWReadRelease = load("rwlock_read_release.lua")
+	// RWWriteRelease releases one write hold or undoes a lost write
+	// acquisition; see rwlock_write_release.lua.
+	RWWriteRelease = load("rwlock_write_release.lua")
+	// RWForceUnlock deletes a read-write lock in either mode; see
+	// rwlock_force_unlock.lua.
+	RWForceUnlock = load("rwlock_force_unlock.lua")
+	// RWReadCount returns an owner's live read hold count; see
+	// rwlock_read_count.lua.
+	RWReadCount = load("rwlock_read_count.lua")
+	// RenewRead renews watchdog-held read holds in batches; see
+	// renew_read.lua.
+	RenewRead = load("renew_read.lua")
+)
