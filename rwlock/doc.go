@@ -1,0 +1,76 @@
+// Package rwlock provides a distributed read-write lock on Redis,
+// compatible with Redisson's RReadWriteLock: many readers, or one writer.
+//
+// An RWLock is held by owners ("<client id>:<token>"): by default the handle
+// itself, or the owner a context carries (redisync.WithOwner). Both sides are
+// reentrant: each RLock or Lock adds one to the owner's read or write hold
+// count, each RUnlock or Unlock takes one away.
+//
+//	rw := rwlock.New(c, "config")
+//	if err := rw.RLock(ctx); err != nil {
+//		return err
+//	}
+//	defer rw.RUnlock(ctx)
+//
+// # Readers and writers
+//
+// A read hold is granted when the lock is free or read-locked, and to the
+// owner that holds the write side. The write side is granted when the lock
+// is free, and again to the owner that holds it. So the writer may take read
+// holds and then release the write side, which leaves the lock read-locked
+// by it (a downgrade) and lets waiting readers in at once. The reverse, an
+// upgrade, is refused: Lock by an owner that holds only read holds returns
+// redisync.ErrUpgrade at once, where Redisson would wait for itself forever.
+// As with Redisson, readers that keep arriving can hold a writer off: there
+// is no queue.
+//
+// # Leases
+//
+// Every hold is a lease. Without WithLease the lease is the Client's watchdog
+// timeout and the watchdog renews it every third of that while the hold
+// lasts; the renewal of an owner's read holds extends each of their timeout
+// keys and the hash, batched with the Client's other renewals. Every read
+// hold has its own timeout key, so the read holds of a crashed or closed
+// client stop blocking writers one lease after their last renewal, even
+// while other readers keep the lock alive. Watch Done and Err to learn when
+// the latest hold taken through a handle ends or is lost.
+//
+// # Waiting
+//
+// RLock, Lock and the Try variants wait on the lock's pub/sub channel through
+// the Client's shared connection. Releasing the write side publishes "1",
+// which wakes every local waiter (all readers may proceed); the read release
+// that frees the lock publishes "0", which wakes the longest-waiting one. A
+// waiter also re-checks when the holders' lease would end and at least
+// every redisync.WithRecheckInterval, since messages can be lost. A wait
+// that ends with ctx returns an error wrapping ctx.Err() and leaves no hold
+// and no subscription behind.
+//
+// # Layout
+//
+// Hash <name>: field "mode" = "read" or "write"; reader fields
+// "<client id>:<token>" = read hold count; writer field
+// "<client id>:<token>:write" = write hold count. Read hold n of an owner
+// has a string key {name}:<client id>:<token>:rwlock_timeout:<n> with its own
+// PEXPIRE; the hash's TTL is the longest live read hold's (the writer's lease
+// in write mode). Channel redisson_rwlock:{name}: "0" when a read release
+// frees the lock, "1" when a write release ends the write mode. Java services
+// using Redisson contend for the same lock. redisync differs from Redisson
+// where Redisson misbehaves, without changing the layout:
+//
+//   - An upgrade returns ErrUpgrade instead of deadlocking.
+//   - Releasing the write side while the owner keeps read holds publishes
+//     "1" (Redisson publishes nothing, and waiting readers wait for their
+//     timers).
+//   - Re-entering the write side sets the TTL to the larger of what remains
+//     and one lease (Redisson adds a lease to what remains).
+//   - A read release drops reader fields whose timeout keys have all expired
+//     and gives the releasing owner's remaining read holds a full lease.
+//   - ForceUnlock clears either mode, with the read holds' timeout keys, and
+//     publishes "1" (Redisson has one force unlock per side).
+//
+// Scripts also use short-lived request keys redisync_request:{name}:<id>,
+// so that a command re-sent by go-redis after a lost reply is applied once.
+// All keys share the cluster slot of {name}. Redis 6.2 or newer is
+// supported; 7.x is tested.
+package rwlock

@@ -1,0 +1,128 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// exampleAddr is the Redis the examples use; TestMain points it at a
+// redis-server the test harness started.
+var exampleAddr = "localhost:6379"
+
+// Readers share the lock; a writer waits until they are gone.
+func ExampleRWLock_RLock() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	c := redisync.New(rdb)
+	defer c.Close()
+
+	a := rwlock.New(c, "example:config")
+	b := rwlock.New(c, "example:config")
+	if err := a.RLock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ok, _ := b.TryRLock(ctx, 0)
+	fmt.Println("second reader gets in:", ok)
+
+	writer := rwlock.New(c, "example:config")
+	ok, _ = writer.TryLock(ctx, 0)
+	fmt.Println("writer gets in:", ok)
+
+	_ = a.RUnlock(ctx)
+	_ = b.RUnlock(ctx)
+	ok, _ = writer.TryLock(ctx, 0)
+	fmt.Println("writer gets in after the readers left:", ok)
+	_ = writer.Unlock(ctx)
+	// Output:
+	// second reader gets in: true
+	// writer gets in: false
+	// writer gets in after the readers left: true
+}
+
+// The writer excludes everyone. A reader may not become a writer.
+func ExampleRWLock_Lock() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	c := redisync.New(rdb)
+	defer c.Close()
+
+	rw := rwlock.New(c, "example:catalog")
+	if err := rw.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	reader := rwlock.New(c, "example:catalog")
+	ok, _ := reader.TryRLock(ctx, 0)
+	fmt.Println("reader gets in while writing:", ok)
+	_ = rw.Unlock(ctx)
+
+	_ = reader.RLock(ctx)
+	err := reader.Lock(ctx) // an upgrade: refused at once
+	fmt.Println("upgrade refused:", errors.Is(err, redisync.ErrUpgrade))
+	_ = reader.RUnlock(ctx)
+	// Output:
+	// reader gets in while writing: false
+	// upgrade refused: true
+}
+
+// A writer downgrades by taking a read hold before releasing the write
+// side: no other writer can slip in between, and waiting readers get in at
+// once.
+func ExampleRWLock_downgrade() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	c := redisync.New(rdb)
+	defer c.Close()
+
+	rw := rwlock.New(c, "example:cache")
+	if err := rw.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... refresh the cache ...
+	_ = rw.RLock(ctx)  // still exclusive: the write side is held
+	_ = rw.Unlock(ctx) // now read-locked, shared with other readers
+
+	readLocked, _ := rw.IsReadLocked(ctx)
+	fmt.Println("read-locked:", readLocked)
+	reader := rwlock.New(c, "example:cache")
+	ok, _ := reader.TryRLock(ctx, 0)
+	fmt.Println("another reader gets in:", ok)
+	ok, _ = rwlock.New(c, "example:cache").TryLock(ctx, 0)
+	fmt.Println("another writer gets in:", ok)
+	_ = reader.RUnlock(ctx)
+	_ = rw.RUnlock(ctx)
+	// Output:
+	// read-locked: true
+	// another reader gets in: true
+	// another writer gets in: false
+}
+
+// A read side joins other locks as a redisync.Locker, for example in a
+// multilock.MultiLock.
+func ExampleRWLock_ReadLocker() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	c := redisync.New(rdb)
+	defer c.Close()
+
+	var l redisync.Locker = rwlock.New(c, "example:schema").ReadLocker()
+	if err := l.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Unlock(ctx)
+	fmt.Println("schema read-locked")
+	// Output: schema read-locked
+}
