@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wantRows are the (scenario, library) rows of a full run, in order.
+var wantRows = [][2]string{
+	{scUncontended, "redisync"}, {scUncontended, "redsync"}, {scUncontended, "redislock"},
+	{scHandoff, "redisync"}, {scHandoff, "redsync"}, {scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"},
+	{scContended0, "redisync"}, {scContended0, "redsync"}, {scContended0, "redislock-linear10ms"}, {scContended0, "redislock-default"},
+	{scContended1, "redisync"}, {scContended1, "redsync"}, {scContended1, "redislock-linear10ms"}, {scContended1, "redislock-default"},
+	{scLatchFanout, "redisync"}, {scWatchdog1000, "redisync"},
+}
+
+// TestQuickRun runs every scenario with tiny sizes against a redis-server
+// the tool starts, and checks results.json and the table.
+func TestQuickRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results.json")
+	var stdout, stderr bytes.Buffer
+	if code := mainErr([]string{"-quick", "-out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The fields the issue names are present in every object, as numbers
+	// or null.
+	var generic []map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatalf("results.json is not a JSON list of objects: %v", err)
+	}
+	for i, obj := range generic {
+		for _, k := range []string{"library", "scenario", "ops_per_sec", "p50_ms", "p99_ms", "commands_per_op"} {
+			v, ok := obj[k]
+			if !ok {
+				t.Errorf("row %d: no %q", i, k)
+				continue
+			}
+			switch k {
+			case "library", "scenario":
+				if _, ok := v.(string); !ok {
+					t.Errorf("row %d: %q = %v, want a string", i, k, v)
+				}
+			default:
+				if _, ok := v.(float64); !ok && v != nil {
+					t.Errorf("row %d: %q = %v, want a number or null", i, k, v)
+				}
+			}
+		}
+	}
+
+	var results []Result
+	if err := json.Unmarshal(raw, &results); err != nil {
+		t.Fatal(err)
+	}
+	var rows [][2]string
+	for _, r := range results {
+		rows = append(rows, [2]string{r.Scenario, r.Library})
+	}
+	if !slices.Equal(rows, wantRows) {
+		t.Fatalf("rows = %v\nwant %v", rows, wantRows)
+	}
+	for _, r := range results {
+		name := r.Scenario + "/" + r.Library
+		if r.Ops <= 0 {
+			t.Errorf("%s: ops = %d", name, r.Ops)
+		}
+		if r.P50ms == nil || r.P99ms == nil || *r.P50ms <= 0 || *r.P99ms < *r.P50ms {
+			t.Errorf("%s: p50 %v, p99 %v", name, r.P50ms, r.P99ms)
+		}
+		if r.CommandsPerOp == nil || *r.CommandsPerOp <= 0 || r.RoundTripsPerOp == nil || *r.RoundTripsPerOp <= 0 {
+			t.Errorf("%s: commands/op %v, round trips/op %v", name, r.CommandsPerOp, r.RoundTripsPerOp)
+		}
+		if r.BytesInPerOp == nil || *r.BytesInPerOp <= 0 || r.BytesOutPerOp == nil || *r.BytesOutPerOp <= 0 {
+			t.Errorf("%s: bytes in/out per op %v / %v", name, r.BytesInPerOp, r.BytesOutPerOp)
+		}
+		hasRate := r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-")
+		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
+			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
+		}
+	}
+
+	// Exact counts that do not depend on timing.
+	for _, r := range results {
+		switch {
+		case r.Scenario == scUncontended:
+			// Every library locks and unlocks in one request each.
+			if got := *r.RoundTripsPerOp; got != 2 {
+				t.Errorf("uncontended/%s: %v round trips per lock+unlock, want 2", r.Library, got)
+			}
+		case r.Scenario == scWatchdog1000:
+			// -quick holds 150 locks: two renewal scripts per tick, counted by Redis.
+			if got := *r.ScriptCallsPerOp; got != 2 {
+				t.Errorf("watchdog: %v renewal scripts per tick, want 2", got)
+			}
+		case r.Scenario == scHandoff && r.Library == "redisync":
+			// Lock, try, subscribe, try, unlock, try, unlock, unsubscribe.
+			if got := *r.RoundTripsPerOp; got != 8 {
+				t.Errorf("handoff/redisync: %v round trips per cycle, want 8", got)
+			}
+		}
+	}
+
+	table := stdout.String()
+	if !strings.Contains(table, "| scenario | library | ops/s | p50 ms | p99 ms |") {
+		t.Errorf("no table header in:\n%s", table)
+	}
+	for _, row := range wantRows {
+		if !strings.Contains(table, "| "+row[0]+" | "+row[1]+" |") {
+			t.Errorf("no row %v in the table", row)
+		}
+	}
+	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+}
+
+// TestExternalRedis runs one scenario against a server given with -redis
+// and checks the tool deletes the keys it created.
+func TestExternalRedis(t *testing.T) {
+	bin, err := findRedisServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startServer(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	var stdout, stderr bytes.Buffer
+	code := mainErr([]string{"-quick", "--redis", srv.addr, "-out", "", "-scenarios", "uncontended,latch-fanout", "-libraries", "redisync,redislock"},
+		&stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	for _, row := range []string{"| uncontended | redisync |", "| uncontended | redislock |", "| latch-fanout | redisync |"} {
+		if !strings.Contains(stdout.String(), row) {
+			t.Errorf("no %q row in:\n%s", row, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "| uncontended | redsync |") {
+		t.Errorf("-libraries ignored:\n%s", stdout.String())
+	}
+	rdb, _ := newClient(srv.addr)
+	defer rdb.Close()
+	keys, err := rdb.Keys(t.Context(), "*redisync-bench*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		t.Errorf("keys left behind: %v", keys)
+	}
+}
+
+func TestServerStop(t *testing.T) {
+	bin, err := findRedisServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startServer(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+	select {
+	case <-srv.done:
+	default:
+		t.Fatal("redis-server still running after stop")
+	}
+	if _, err := os.Stat(srv.dir); !os.IsNotExist(err) {
+		t.Errorf("directory %s left behind", srv.dir)
+	}
+	if c, err := net.DialTimeout("tcp", srv.addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections", srv.addr)
+	}
+	srv.stop() // idempotent
+}
+
+func TestFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, err := parseFlags([]string{"-quick", "-handoffs", "50"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Handoffs != 50 {
+		t.Errorf("-quick overrode an explicit -handoffs: %d", cfg.Handoffs)
+	}
+	if cfg.Duration != 200*time.Millisecond {
+		t.Errorf("-quick duration = %v", cfg.Duration)
+	}
+	def, err := parseFlags(nil, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
+		t.Errorf("defaults = %+v", def)
+	}
+	for _, args := range [][]string{
+		{"-scenarios", "handoff,nope"},
+		{"-handoffs", "0"},
+		{"-duration", "-1s"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, &stderr); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+	if code := mainErr([]string{"-scenarios", "nope"}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Errorf("bad flag: exit status %d, want 2", code)
+	}
+	if !cfg.library("redislock-default") || !cfg.library("redisync") {
+		t.Error("no -libraries must select every library")
+	}
+	cfg.Libraries = []string{"redislock"}
+	if !cfg.library("redislock-linear10ms") || cfg.library("redisync") {
+		t.Error("-libraries redislock must select both redislock strategies and nothing else")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 200; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got := percentile(d, 0.5); got != 100*time.Millisecond {
+		t.Errorf("p50 = %v", got)
+	}
+	if got := percentile(d, 0.99); got != 198*time.Millisecond {
+		t.Errorf("p99 = %v", got)
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+}
+
+func TestGroupTicks(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) renewCall {
+		s := t0.Add(time.Duration(ms) * time.Millisecond)
+		return renewCall{start: s, end: s.Add(time.Millisecond), scripts: 1}
+	}
+	ticks := groupTicks([]renewCall{at(1005), at(0), at(2), at(1000), at(2001)}, 500*time.Millisecond)
+	var sizes []int
+	for _, tk := range ticks {
+		sizes = append(sizes, len(tk))
+	}
+	if !slices.Equal(sizes, []int{2, 2, 1}) {
+		t.Errorf("tick sizes = %v, want [2 2 1]", sizes)
+	}
+}
+
+func TestRound4(t *testing.T) {
+	for in, want := range map[float64]float64{0: 0, 1234.567: 1235, 0.123456: 0.1235, 12.3456: 12.35, 2: 2} {
+		if got := round4(in); got != want {
+			t.Errorf("round4(%v) = %v, want %v", in, got, want)
+		}
+	}
+}

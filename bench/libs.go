@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/rlock"
+)
+
+// mutex is one goroutine's handle on a lock of one library. Lock waits
+// with the library's waiting strategy until it holds the lock or ctx ends.
+type mutex interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
+
+// session is one library's client over one go-redis client: the handles
+// it makes share that client, as the goroutines of one process would.
+type session interface {
+	mutex(key string) mutex
+	close()
+}
+
+// library describes one contender.
+type library struct {
+	name string // as in results.json
+	wait string // its waiting strategy, for the notes
+	// waitingAfter is how many requests a Lock call that finds the lock
+	// taken has completed once it is waiting: redisync tries, subscribes
+	// (not counted: pub/sub bypasses hooks) and tries again; redsync sends
+	// SET NX and then its release script; redislock sends its obtain
+	// script.
+	waitingAfter int64
+	// open makes a session over rdb. gaveUp counts the library's lock
+	// calls that returned without the lock before ctx ended and were
+	// called again (redsync after its 32 tries, redislock with a retry
+	// strategy when it ran out).
+	open func(rdb *redis.Client, gaveUp *atomic.Int64) session
+}
+
+// leaseTTL is the lease of redsync (its default expiry) and of redislock
+// (which has no default), so that neither expires during a measurement.
+// redisync uses its default: the watchdog (30 s lease, renewed every 10 s).
+const leaseTTL = 8 * time.Second
+
+// lockLibraries returns the contenders of the lock scenarios. Uncontended
+// runs need no waiting strategy, so redislock appears there once, as
+// "redislock"; the waiting scenarios run both of its strategies.
+func lockLibraries(waiting bool) []library {
+	libs := []library{
+		{
+			name:         "redisync",
+			wait:         "pub/sub wake-up (rlock default)",
+			waitingAfter: 2,
+			open:         openRedisync,
+		},
+		{
+			name:         "redsync",
+			wait:         "retry every rand(50,250) ms, 32 tries (default)",
+			waitingAfter: 2,
+			open:         openRedsync,
+		},
+	}
+	if !waiting {
+		return append(libs, library{
+			name:         "redislock",
+			wait:         "none needed",
+			waitingAfter: 1,
+			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
+		})
+	}
+	return append(libs,
+		library{
+			name:         "redislock-linear10ms",
+			wait:         "LinearBackoff(10 ms)",
+			waitingAfter: 1,
+			open: func(rdb *redis.Client, gaveUp *atomic.Int64) session {
+				return openRedislock(rdb, redislock.LinearBackoff(10*time.Millisecond), gaveUp)
+			},
+		},
+		library{
+			name:         "redislock-default",
+			wait:         "default NoRetry: the caller calls Obtain again at once (spins)",
+			waitingAfter: 1,
+			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
+		},
+	)
+}
+
+// --- redisync --------------------------------------------------------------
+
+type redisyncSession struct{ c *redisync.Client }
+
+func openRedisync(rdb *redis.Client, _ *atomic.Int64) session {
+	return &redisyncSession{c: redisync.New(rdb)}
+}
+
+// mutex returns a new rlock handle: each handle is its own owner.
+func (s *redisyncSession) mutex(key string) mutex { return rlock.New(s.c, key) }
+func (s *redisyncSession) close()                 { _ = s.c.Close() }
+
+// --- redsync ---------------------------------------------------------------
+
+type redsyncSession struct {
+	rs     *redsync.Redsync
+	gaveUp *atomic.Int64
+}
+
+func openRedsync(rdb *redis.Client, gaveUp *atomic.Int64) session {
+	return &redsyncSession{rs: redsync.New(redsyncgoredis.NewPool(rdb)), gaveUp: gaveUp}
+}
+
+func (s *redsyncSession) mutex(key string) mutex {
+	return &redsyncMutex{m: s.rs.NewMutex(key), gaveUp: s.gaveUp}
+}
+func (s *redsyncSession) close() {}
+
+type redsyncMutex struct {
+	m      *redsync.Mutex
+	gaveUp *atomic.Int64
+}
+
+// Lock calls LockContext (default 32 tries, rand(50,250) ms apart) until it
+// succeeds or ctx ends: after its tries are spent redsync returns ErrFailed
+// or *ErrTaken, and a caller that needs the lock calls again.
+func (m *redsyncMutex) Lock(ctx context.Context) error {
+	for {
+		err := m.m.LockContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("redsync: %w", ctx.Err())
+		}
+		var taken *redsync.ErrTaken
+		if !errors.Is(err, redsync.ErrFailed) && !errors.As(err, &taken) {
+			return fmt.Errorf("redsync: %w", err)
+		}
+		if m.gaveUp != nil {
+			m.gaveUp.Add(1)
+		}
+	}
+}
+
+func (m *redsyncMutex) Unlock(ctx context.Context) error {
+	ok, err := m.m.UnlockContext(ctx)
+	if err != nil {
+		return fmt.Errorf("redsync: unlock: %w", err)
+	}
+	if !ok {
+		return errors.New("redsync: unlock: not held")
+	}
+	return nil
+}
+
+// --- redislock -------------------------------------------------------------
+
+type redislockSession struct {
+	c      *redislock.Client
+	opts   *redislock.Options
+	gaveUp *atomic.Int64
+}
+
+// openRedislock returns a redislock session; strategy nil is the default
+// (NoRetry).
+func openRedislock(rdb *redis.Client, strategy redislock.RetryStrategy, gaveUp *atomic.Int64) session {
+	s := &redislockSession{c: redislock.New(rdb), gaveUp: gaveUp}
+	if strategy != nil {
+		s.opts = &redislock.Options{RetryStrategy: strategy}
+	}
+	return s
+}
+
+func (s *redislockSession) mutex(key string) mutex {
+	return &redislockMutex{s: s, key: key}
+}
+func (s *redislockSession) close() {}
+
+type redislockMutex struct {
+	s    *redislockSession
+	key  string
+	lock *redislock.Lock
+}
+
+// Lock calls Obtain until it succeeds or ctx ends. With the default
+// strategy Obtain makes one attempt, and this loop calls it again at once;
+// with a retry strategy Obtain retries until ctx's deadline (or, with no
+// deadline, for the lease), and this loop calls it again after that.
+func (m *redislockMutex) Lock(ctx context.Context) error {
+	for {
+		l, err := m.s.c.Obtain(ctx, m.key, leaseTTL, m.s.opts)
+		if err == nil {
+			m.lock = l
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("redislock: %w", ctx.Err())
+		}
+		if !errors.Is(err, redislock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("redislock: %w", err)
+		}
+		if m.s.gaveUp != nil {
+			m.s.gaveUp.Add(1)
+		}
+	}
+}
+
+func (m *redislockMutex) Unlock(ctx context.Context) error {
+	if m.lock == nil {
+		return redislock.ErrLockNotHeld
+	}
+	err := m.lock.Release(ctx)
+	m.lock = nil
+	if err != nil {
+		return fmt.Errorf("redislock: release: %w", err)
+	}
+	return nil
+}

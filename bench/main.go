@@ -1,0 +1,451 @@
+// Command bench compares redisync with go-redsync/redsync v4 and
+// bsm/redislock on one local redis-server, in one run, and prints a
+// markdown table. It lives in its own module so that the library's users
+// never download the peers.
+//
+// Usage (from the bench directory; "make bench" at the repository root
+// runs it with the defaults):
+//
+//	go run . [flags]
+//
+// Unless -redis names a server, it starts its own redis-server (found on
+// PATH or in the usual bin directories) on a free loopback port, without
+// persistence, and kills it when it exits, Ctrl-C included. Every library
+// talks to that server through go-redis v9 clients with the same (default)
+// options. The scenarios, in order:
+//
+//   - uncontended: lock+unlock pairs from one goroutine: ops/s, p50/p99.
+//   - handoff: a waiter on a second client is already waiting when the
+//     holder unlocks; time from the unlock call to the waiter's Lock
+//     returning, p50/p99 over -handoffs handoffs, with each library's
+//     waiting strategy: redisync pub/sub, redsync its default retry delay,
+//     redislock a 10 ms linear backoff and its default (no retry, so the
+//     caller calls Obtain again at once).
+//   - contended-0ms, contended-1ms: -goroutines goroutines over -clients
+//     clients on one lock, holding it ~0 or 1 ms: acquisitions/s.
+//   - latch-fanout (redisync): time from CountDown to the last of
+//     -fanout-waiters waiters returning.
+//   - watchdog-1000 (redisync): round trips per renewal tick with
+//     -watchdog-locks held locks.
+//
+// For every row it also reports, from INFO commandstats and INFO stats
+// deltas, the commands Redis executed per operation (those run inside Lua
+// scripts included), the requests the clients sent, and the bytes in and
+// out. The results are written to -out (results.json) as a list of
+// objects with the fields library, scenario, ops_per_sec, p50_ms, p99_ms,
+// commands_per_op and more (see Result).
+//
+// With -redis, the server must be used by nothing else during the run, or
+// the command counts are wrong; the tool deletes the keys it created.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// config holds the sizes of a run.
+type config struct {
+	Redis           string        // address of an existing server; "" starts one
+	Out             string        // results.json path; "" writes none
+	Uncontended     time.Duration // per library
+	Handoffs        int
+	HandoffHold     time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
+	Duration        time.Duration // per contended scenario, per library
+	Goroutines      int
+	Clients         int
+	FanoutWaiters   int
+	FanoutRounds    int
+	WatchdogLocks   int
+	WatchdogTimeout time.Duration
+	WatchdogTicks   int
+	Scenarios       []string // nil: all
+	Libraries       []string // nil: all
+	Seed            uint64
+
+	warmup         time.Duration // before each contended window
+	warmupOps      int           // uncontended
+	warmupHandoffs int
+}
+
+// defaultConfig is sized to finish within about two minutes on a 2-core
+// machine.
+func defaultConfig() config {
+	return config{
+		Out:             "results.json",
+		Uncontended:     2 * time.Second,
+		Handoffs:        200,
+		HandoffHold:     100 * time.Millisecond,
+		Duration:        3 * time.Second,
+		Goroutines:      16,
+		Clients:         4,
+		FanoutWaiters:   100,
+		FanoutRounds:    20,
+		WatchdogLocks:   1000,
+		WatchdogTimeout: 3 * time.Second,
+		WatchdogTicks:   5,
+		Seed:            1,
+		warmup:          300 * time.Millisecond,
+		warmupOps:       100,
+		warmupHandoffs:  3,
+	}
+}
+
+// quick shrinks every size for a smoke run (the module's test, -quick).
+func (c *config) quick(set map[string]bool) {
+	def := func(name string, apply func()) {
+		if !set[name] {
+			apply()
+		}
+	}
+	def("uncontended", func() { c.Uncontended = 100 * time.Millisecond })
+	def("handoffs", func() { c.Handoffs = 8 })
+	def("handoff-hold", func() { c.HandoffHold = 10 * time.Millisecond })
+	def("duration", func() { c.Duration = 200 * time.Millisecond })
+	def("fanout-waiters", func() { c.FanoutWaiters = 12 })
+	def("fanout-rounds", func() { c.FanoutRounds = 2 })
+	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
+	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
+	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
+	c.warmup = 50 * time.Millisecond
+	c.warmupOps = 5
+	c.warmupHandoffs = 1
+}
+
+func (c config) validate() error {
+	var bad []string
+	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 {
+		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
+	}
+	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.FanoutWaiters < 1 ||
+		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 {
+		bad = append(bad, "counts must be at least 1")
+	}
+	for _, s := range c.Scenarios {
+		if !contains(allScenarios, s) {
+			bad = append(bad, fmt.Sprintf("unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", ")))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func (c config) scenario(name string) bool {
+	return len(c.Scenarios) == 0 || contains(c.Scenarios, name)
+}
+
+func (c config) library(name string) bool {
+	if len(c.Libraries) == 0 {
+		return true
+	}
+	for _, l := range c.Libraries {
+		if l == name || strings.HasPrefix(name, l+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseFlags parses args into a config.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Redis, "redis", "", "`host:port` of a Redis to use instead of starting a redis-server (it must be otherwise idle)")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "where to write the results as JSON (\"\" for nowhere)")
+	fs.DurationVar(&cfg.Uncontended, "uncontended", cfg.Uncontended, "length of the uncontended run, per library")
+	fs.IntVar(&cfg.Handoffs, "handoffs", cfg.Handoffs, "handoffs measured per library")
+	fs.DurationVar(&cfg.HandoffHold, "handoff-hold", cfg.HandoffHold, "the holder unlocks a random 0..`d` after the waiter started waiting")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each contended run, per library")
+	fs.IntVar(&cfg.Goroutines, "goroutines", cfg.Goroutines, "contending goroutines")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients the contending goroutines are spread over")
+	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
+	fs.IntVar(&cfg.FanoutRounds, "fanout-rounds", cfg.FanoutRounds, "latch fan-outs measured")
+	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog scenario")
+	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenario (a tick every third of it)")
+	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
+	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redsync, redislock; default all)")
+	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.Scenarios = splitList(*scenarios)
+	cfg.Libraries = splitList(*libraries)
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		cfg.quick(set)
+	}
+	return cfg, cfg.validate()
+}
+
+func main() {
+	os.Exit(mainErr(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// mainErr runs the tool and returns the exit status.
+func mainErr(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	addr := cfg.Redis
+	if addr != "" && !isLoopback(addr) {
+		fmt.Fprintf(stderr, "bench: warning: %s is not a loopback address; latencies include the network\n", addr)
+	}
+	serverDesc := "-redis " + addr
+	var srv *server
+	if addr == "" {
+		bin, err := findRedisServer()
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		srv, err = startServer(bin)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer srv.stop()
+		addr = srv.addr
+		serverDesc = "started by the tool on loopback"
+		fmt.Fprintf(stderr, "bench: started %s on %s\n", bin, addr)
+	}
+
+	// Ctrl-C or SIGTERM: stop the run; a second one, or a run that does
+	// not stop within 5 s, kills the server and exits at once.
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	finished := make(chan struct{})
+	defer func() {
+		signal.Stop(sigc)
+		close(finished)
+	}()
+	go func() {
+		select {
+		case <-sigc:
+		case <-finished:
+			return
+		}
+		fmt.Fprintln(stderr, "bench: interrupted; stopping")
+		cancel()
+		select {
+		case <-sigc:
+		case <-finished:
+			return
+		case <-time.After(5 * time.Second):
+		}
+		if srv != nil {
+			srv.stop()
+		}
+		os.Exit(130)
+	}()
+
+	results, e, err := run(ctx, cfg, addr, stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "bench: interrupted; no results written")
+			return 130
+		}
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	e.Server = serverDesc
+	if cfg.Out != "" {
+		if err := writeJSON(cfg.Out, results); err != nil {
+			fmt.Fprintln(stderr, "bench: write results:", err)
+			return 1
+		}
+	}
+	writeMarkdown(stdout, e, results, cfg.Out)
+	return 0
+}
+
+// bench is one run's state.
+type bench struct {
+	cfg    config
+	addr   string
+	meter  *redis.Client // takes the INFO snapshots; sends nothing else
+	log    io.Writer
+	rng    *rand.Rand
+	prefix string // of every key the run creates
+}
+
+// key returns a key of this run.
+func (b *bench) key(parts ...string) string {
+	return b.prefix + strings.Join(parts, ":")
+}
+
+// run runs the selected scenarios against the Redis at addr, reporting
+// progress to log.
+func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result, env, error) {
+	b := &bench{
+		cfg:    cfg,
+		addr:   addr,
+		meter:  redis.NewClient(clientOptions(addr)),
+		log:    log,
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		prefix: fmt.Sprintf("redisync-bench:%x:", time.Now().UnixNano()),
+	}
+	defer b.meter.Close()
+	e := env{CPUs: runtime.NumCPU(), CPU: cpuModel(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	v, err := redisVersion(ctx, b.meter)
+	if err != nil {
+		return nil, e, fmt.Errorf("redis at %s: %w", addr, err)
+	}
+	e.Redis = v
+	defer b.cleanup()
+
+	var results []Result
+	add := func(r Result, err error, what string) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		results = append(results, r)
+		fmt.Fprintf(log, "bench: %-14s %-21s %s\n", r.Scenario, r.Library, summary(r))
+		return nil
+	}
+	for _, sc := range allScenarios {
+		if !cfg.scenario(sc) {
+			continue
+		}
+		var err error
+		switch sc {
+		case scUncontended, scHandoff, scContended0, scContended1:
+			for _, lib := range lockLibraries(sc != scUncontended) {
+				if !cfg.library(lib.name) {
+					continue
+				}
+				var r Result
+				var rerr error
+				switch sc {
+				case scUncontended:
+					r, rerr = b.uncontended(ctx, lib)
+				case scHandoff:
+					r, rerr = b.handoff(ctx, lib)
+				case scContended0:
+					r, rerr = b.contended(ctx, lib, sc, 0)
+				case scContended1:
+					r, rerr = b.contended(ctx, lib, sc, time.Millisecond)
+				}
+				if err = add(r, rerr, sc+" "+lib.name); err != nil {
+					break
+				}
+			}
+		case scLatchFanout, scWatchdog1000:
+			if !cfg.library("redisync") {
+				continue
+			}
+			var r Result
+			var rerr error
+			switch sc {
+			case scLatchFanout:
+				r, rerr = b.latchFanout(ctx)
+			case scWatchdog1000:
+				r, rerr = b.watchdog(ctx)
+			}
+			err = add(r, rerr, sc)
+		}
+		if err != nil {
+			return results, e, err
+		}
+	}
+	return results, e, nil
+}
+
+// summary is the progress line of a result.
+func summary(r Result) string {
+	var parts []string
+	if r.OpsPerSec != nil {
+		parts = append(parts, num(r.OpsPerSec, 0)+" ops/s")
+	}
+	if r.P50ms != nil {
+		parts = append(parts, "p50 "+num(r.P50ms, 3)+" ms", "p99 "+num(r.P99ms, 3)+" ms")
+	}
+	if r.RoundTripsPerOp != nil {
+		parts = append(parts, num(r.RoundTripsPerOp, 2)+" round trips/op", num(r.CommandsPerOp, 1)+" commands/op")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cleanup deletes the keys the run created (its locks expire anyway; this
+// matters with -redis). Keys of one primitive share a hash tag, so the
+// pattern matches the name inside braces too.
+func (b *bench) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	iter := b.meter.Scan(ctx, 0, "*"+b.prefix+"*", 1000).Iterator()
+	var batch []string
+	flush := func() {
+		if len(batch) > 0 {
+			_ = b.meter.Del(ctx, batch...).Err()
+			batch = batch[:0]
+		}
+	}
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			flush()
+		}
+	}
+	flush()
+}
+
+// cpuModel returns the CPU model from /proc/cpuinfo, or GOARCH.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}

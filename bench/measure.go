@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// counter is a go-redis hook that counts what one client sends: every
+// command is one request, every pipeline one request. Pub/sub connections
+// bypass go-redis hooks; their SUBSCRIBE and UNSUBSCRIBE commands are taken
+// from Redis's commandstats instead (see usage).
+type counter struct {
+	started   atomic.Int64 // requests sent
+	completed atomic.Int64 // requests answered (or failed)
+
+	mu      sync.Mutex
+	observe func(cmds []redis.Cmder, start, end time.Time) // optional, for the watchdog scenario
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.started.Add(1)
+		start := time.Now()
+		err := next(ctx, cmd)
+		c.completed.Add(1)
+		c.notify([]redis.Cmder{cmd}, start)
+		return err
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.started.Add(1)
+		start := time.Now()
+		err := next(ctx, cmds)
+		c.completed.Add(1)
+		c.notify(cmds, start)
+		return err
+	}
+}
+
+func (c *counter) notify(cmds []redis.Cmder, start time.Time) {
+	c.mu.Lock()
+	obs := c.observe
+	c.mu.Unlock()
+	if obs != nil {
+		obs(cmds, start, time.Now())
+	}
+}
+
+// setObserver installs (or, with nil, removes) a callback run after every
+// request (a command, or a pipeline of them) the client completes.
+func (c *counter) setObserver(f func(cmds []redis.Cmder, start, end time.Time)) {
+	c.mu.Lock()
+	c.observe = f
+	c.mu.Unlock()
+}
+
+// inFlight returns requests sent and not yet answered.
+func (c *counter) inFlight() int64 { return c.started.Load() - c.completed.Load() }
+
+// clientOptions are the go-redis options of every client of every library
+// in every scenario: the defaults, so that no library is tuned.
+func clientOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr}
+}
+
+// newClient returns a go-redis client with a counting hook.
+func newClient(addr string) (*redis.Client, *counter) {
+	rdb := redis.NewClient(clientOptions(addr))
+	c := &counter{}
+	rdb.AddHook(c)
+	return rdb, c
+}
+
+// snapshot is what INFO stats and INFO commandstats said at one moment.
+type snapshot struct {
+	calls    map[string]int64 // command name (as in cmdstat_<name>) → calls
+	netIn    int64
+	netOut   int64
+	infoIn   int64 // bytes of the INFO request that took the snapshot
+	infoOut  int64 // bytes of its reply (approximately: the RESP framing is estimated)
+	taken    time.Time
+	requests []int64 // started requests of the span's counters
+}
+
+// infoSections are requested by every snapshot.
+var infoSections = []string{"stats", "commandstats"}
+
+// takeSnapshot reads the server's counters through rdb, which must be a
+// client used for nothing else during a measurement (the "meter" client).
+func takeSnapshot(ctx context.Context, rdb *redis.Client) (snapshot, error) {
+	s := snapshot{calls: map[string]int64{}, taken: time.Now()}
+	txt, err := rdb.Info(ctx, infoSections...).Result()
+	if err != nil {
+		return s, fmt.Errorf("INFO stats commandstats: %w", err)
+	}
+	// The request: *3 $4 info $5 stats $12 commandstats, in RESP.
+	s.infoIn = int64(len("*3\r\n$4\r\ninfo\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n"))
+	// The reply: a bulk (RESP2) or verbatim (RESP3) string of len(txt)
+	// bytes plus a header and trailer of about 14 bytes.
+	s.infoOut = int64(len(txt)) + 14
+	sc := bufio.NewScanner(strings.NewReader(txt))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "cmdstat_"):
+			name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "calls="); ok {
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err == nil {
+						s.calls[name] = n
+					}
+				}
+			}
+		case strings.HasPrefix(line, "total_net_input_bytes:"):
+			s.netIn, _ = strconv.ParseInt(strings.TrimPrefix(line, "total_net_input_bytes:"), 10, 64)
+		case strings.HasPrefix(line, "total_net_output_bytes:"):
+			s.netOut, _ = strconv.ParseInt(strings.TrimPrefix(line, "total_net_output_bytes:"), 10, 64)
+		}
+	}
+	return s, nil
+}
+
+// ownCommands are the commands the meter client itself sends; they are
+// left out of every count.
+var ownCommands = map[string]bool{"info": true}
+
+// pubsubCommands can only be sent by a client, never run inside a script,
+// and go-redis sends them on pub/sub connections, which bypass hooks: they
+// are counted as requests from commandstats.
+var pubsubCommands = []string{"subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe"}
+
+// usage is what a measured span cost the server.
+type usage struct {
+	commands  int64            // every command Redis executed, including those run inside scripts
+	requests  int64            // requests the clients sent (commands and pipelines) plus pub/sub (un)subscribes
+	scripts   int64            // EVALSHA + EVAL + EVALSHA_RO + EVAL_RO + FCALL calls
+	bytesIn   int64            // bytes Redis read from clients
+	bytesOut  int64            // bytes Redis wrote to clients, pub/sub messages included
+	byCommand map[string]int64 // commands by name
+	elapsed   time.Duration
+}
+
+// span measures one scenario: what Redis executed and what the given
+// clients sent between begin and end.
+type span struct {
+	meter    *redis.Client
+	counters []*counter
+	before   snapshot
+}
+
+func beginSpan(ctx context.Context, meter *redis.Client, counters []*counter) (*span, error) {
+	s := &span{meter: meter, counters: counters}
+	snap, err := takeSnapshot(ctx, meter)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range counters {
+		snap.requests = append(snap.requests, c.started.Load())
+	}
+	s.before = snap
+	return s, nil
+}
+
+func (s *span) end(ctx context.Context) (usage, error) {
+	var reqs int64
+	for i, c := range s.counters {
+		reqs += c.started.Load() - s.before.requests[i]
+	}
+	after, err := takeSnapshot(ctx, s.meter)
+	if err != nil {
+		return usage{}, err
+	}
+	u := usage{
+		requests:  reqs,
+		byCommand: map[string]int64{},
+		elapsed:   after.taken.Sub(s.before.taken),
+		// The first INFO's reply and the second INFO's request fall
+		// inside the span; neither is the libraries' traffic.
+		bytesIn:  after.netIn - s.before.netIn - after.infoIn,
+		bytesOut: after.netOut - s.before.netOut - s.before.infoOut,
+	}
+	for name, n := range after.calls {
+		d := n - s.before.calls[name]
+		if d <= 0 || ownCommands[name] {
+			continue
+		}
+		u.byCommand[name] = d
+		u.commands += d
+	}
+	for _, name := range pubsubCommands {
+		u.requests += u.byCommand[name]
+	}
+	for _, name := range []string{"evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro"} {
+		u.scripts += u.byCommand[name]
+	}
+	return u, nil
+}
+
+// percentile returns the nearest-rank p-quantile (0 < p ≤ 1) of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// latencies collects durations from several goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d ...time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d...)
+	l.mu.Unlock()
+}
+
+// sorted returns the durations collected so far, sorted.
+func (l *latencies) sorted() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	return s
+}
+
+// redisInfo returns the server's version and whether it is on loopback.
+func redisVersion(ctx context.Context, rdb *redis.Client) (string, error) {
+	txt, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(txt, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v, nil
+		}
+	}
+	return "unknown", nil
+}
+
+// isLoopback reports whether addr names a loopback host.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sortDurations sorts d in place and returns it.
+func sortDurations(d []time.Duration) []time.Duration {
+	slices.Sort(d)
+	return d
+}
+
+// add adds the counts of v to u.
+func (u *usage) add(v usage) {
+	u.commands += v.commands
+	u.requests += v.requests
+	u.scripts += v.scripts
+	u.bytesIn += v.bytesIn
+	u.bytesOut += v.bytesOut
+	u.elapsed += v.elapsed
+	if u.byCommand == nil {
+		u.byCommand = map[string]int64{}
+	}
+	for k, n := range v.byCommand {
+		u.byCommand[k] += n
+	}
+}

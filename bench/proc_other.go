@@ -1,0 +1,12 @@
+//go:build !linux && !windows
+
+package main
+
+import "syscall"
+
+// serverProcAttr puts redis-server in its own process group, so that a
+// Ctrl-C at the terminal reaches the tool (which stops the server after
+// the scenario in progress) and not the server in mid-measurement.
+func serverProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

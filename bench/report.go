@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scenario names, as in results.json.
+const (
+	scUncontended  = "uncontended"
+	scHandoff      = "handoff"
+	scContended0   = "contended-0ms"
+	scContended1   = "contended-1ms"
+	scLatchFanout  = "latch-fanout"
+	scWatchdog1000 = "watchdog-1000"
+)
+
+// allScenarios lists every scenario in the order they run.
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scLatchFanout, scWatchdog1000}
+
+// Result is one row of results.json: one library in one scenario. Fields
+// that do not apply to a scenario are null.
+type Result struct {
+	Library  string `json:"library"`
+	Scenario string `json:"scenario"`
+	// OpsPerSec is operations per second: lock+unlock pairs (uncontended),
+	// acquisitions (contended-*); null for handoff,
+	// latch-fanout and watchdog-1000, which measure time or cost.
+	OpsPerSec *float64 `json:"ops_per_sec"`
+	// P50ms and P99ms are quantiles, in milliseconds, of what Latency says.
+	P50ms *float64 `json:"p50_ms"`
+	P99ms *float64 `json:"p99_ms"`
+	// CommandsPerOp is every command Redis executed per operation, from
+	// INFO commandstats, including the commands run inside Lua scripts
+	// (Redis counts those too) and pub/sub (un)subscribes.
+	CommandsPerOp *float64 `json:"commands_per_op"`
+	// RoundTripsPerOp is requests the clients sent per operation: each
+	// command or pipeline they sent (counted by a go-redis hook) plus the
+	// SUBSCRIBE/UNSUBSCRIBE commands of their pub/sub connections (from
+	// commandstats; pub/sub bypasses hooks).
+	RoundTripsPerOp *float64 `json:"round_trips_per_op"`
+	// ScriptCallsPerOp is EVALSHA+EVAL calls per operation, from
+	// commandstats.
+	ScriptCallsPerOp *float64 `json:"script_calls_per_op"`
+	// BytesInPerOp and BytesOutPerOp are total_net_input_bytes and
+	// total_net_output_bytes deltas per operation (pub/sub messages
+	// included), less the measurement's own INFO traffic.
+	BytesInPerOp  *float64 `json:"bytes_in_per_op"`
+	BytesOutPerOp *float64 `json:"bytes_out_per_op"`
+	// Op says what one operation is, Latency what the quantiles measure.
+	Op      string `json:"op"`
+	Latency string `json:"latency"`
+	// Ops is how many operations were measured, Seconds over how long.
+	Ops     int64   `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	// Wait is the waiting strategy used.
+	Wait string `json:"wait,omitempty"`
+	// GaveUp counts lock calls that returned without the lock while the
+	// scenario still ran (redsync after its default 32 tries, redislock
+	// when its retry strategy ran out), each called again at once.
+	GaveUp int64 `json:"gave_up"`
+	// Commands is CommandsPerOp by command name.
+	Commands map[string]float64 `json:"commands_per_op_by_name,omitempty"`
+	// Extra holds scenario-specific figures (fan-out, ticks).
+	Extra map[string]float64 `json:"extra,omitempty"`
+	Note  string             `json:"note,omitempty"`
+}
+
+// f rounds v to 4 significant digits (at least 3 decimals below 1) and
+// returns a pointer for the JSON fields.
+func f(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	r := round4(v)
+	return &r
+}
+
+func round4(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	digits := 4 - int(math.Floor(math.Log10(math.Abs(v)))) - 1
+	digits = max(digits, 0)
+	s := strconv.FormatFloat(v, 'f', digits, 64)
+	r, _ := strconv.ParseFloat(s, 64)
+	return r
+}
+
+// ms converts a duration to milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// perOp fills the cost fields of r from u over ops operations.
+func (r *Result) perOp(u usage, ops int64) {
+	if ops <= 0 {
+		return
+	}
+	n := float64(ops)
+	r.CommandsPerOp = f(float64(u.commands) / n)
+	r.RoundTripsPerOp = f(float64(u.requests) / n)
+	r.ScriptCallsPerOp = f(float64(u.scripts) / n)
+	r.BytesInPerOp = f(float64(u.bytesIn) / n)
+	r.BytesOutPerOp = f(float64(u.bytesOut) / n)
+	r.Commands = map[string]float64{}
+	for name, c := range u.byCommand {
+		r.Commands[name] = round4(float64(c) / n)
+	}
+}
+
+// quantiles fills P50ms and P99ms from sorted durations.
+func (r *Result) quantiles(sorted []time.Duration) {
+	if len(sorted) == 0 {
+		return
+	}
+	r.P50ms = f(ms(percentile(sorted, 0.50)))
+	r.P99ms = f(ms(percentile(sorted, 0.99)))
+}
+
+// writeJSON writes results to path through a temporary file, so that an
+// interrupted run never leaves a truncated results.json.
+func writeJSON(path string, results []Result) error {
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// env describes where a run happened, for the table's heading.
+type env struct {
+	CPUs   int
+	CPU    string
+	Redis  string
+	Go     string
+	OS     string
+	Server string // "started by the tool" or the -redis address
+}
+
+// writeMarkdown prints the results as a markdown table, with the
+// environment above it and the definitions below it.
+func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
+	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s); %s.\n\n", e.CPUs, e.CPU, e.OS, e.Redis, e.Server, e.Go)
+	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | round trips/op | commands/op | bytes in/out per op | notes |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|")
+	for _, r := range results {
+		notes := r.Latency
+		if r.Wait != "" && r.Wait != "none needed" {
+			notes = r.Wait + "; " + notes
+		}
+		if r.GaveUp > 0 {
+			notes += fmt.Sprintf("; %d lock calls gave up and were repeated", r.GaveUp)
+		}
+		if r.Note != "" {
+			notes += "; " + r.Note
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3),
+			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), bytesCell(r), notes)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
+	fmt.Fprintln(w, "commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
+	fmt.Fprintln(w, "bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included.")
+	if outPath != "" {
+		abs, err := filepath.Abs(outPath)
+		if err != nil {
+			abs = outPath
+		}
+		fmt.Fprintf(w, "Full results: %s\n", abs)
+	}
+}
+
+func num(v *float64, decimals int) string {
+	if v == nil {
+		return "–"
+	}
+	if decimals == 0 {
+		return strconv.FormatFloat(math.Round(*v), 'f', 0, 64)
+	}
+	// Small latencies keep 3 decimals; large ones need fewer.
+	if decimals == 3 && *v >= 100 {
+		decimals = 1
+	} else if decimals == 3 && *v >= 10 {
+		decimals = 2
+	}
+	return strconv.FormatFloat(*v, 'f', decimals, 64)
+}
+
+func bytesCell(r Result) string {
+	if r.BytesInPerOp == nil || r.BytesOutPerOp == nil {
+		return "–"
+	}
+	return strings.Join([]string{num(r.BytesInPerOp, 0), num(r.BytesOutPerOp, 0)}, " / ")
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rlock"
+)
+
+// renewCall is one request (a command or a pipeline) of the watchdog that
+// carried renewal script calls.
+type renewCall struct {
+	start, end time.Time
+	scripts    int // renewal script calls in it
+}
+
+// watchdog measures what keeping WatchdogLocks locks costs: one client
+// holds them all with a watchdog timeout of WatchdogTimeout (renewed every
+// third of it), and the renewal ticks after the first are measured. The
+// first tick is left out because it loads the renewal script (EVALSHA
+// answered NOSCRIPT, then EVAL).
+//
+// Round trips per tick are counted by Redis (EVALSHA and EVAL calls in
+// INFO commandstats over the measured ticks) and, as a cross-check, by the
+// client's hook; ticks are told apart by the hook's timestamps (calls
+// less than half an interval apart belong to one tick).
+func (b *bench) watchdog(ctx context.Context) (Result, error) {
+	cfg := b.cfg
+	interval := cfg.WatchdogTimeout / 3
+	rdb, cnt := newClient(b.addr)
+	defer rdb.Close()
+	c := redisync.New(rdb, redisync.WithWatchdogTimeout(cfg.WatchdogTimeout))
+	defer c.Close()
+
+	renewSHA := lua.RenewLock.Hash()
+	var (
+		mu    sync.Mutex
+		calls []renewCall
+	)
+	isRenewal := func(cmd redis.Cmder) bool {
+		args := cmd.Args()
+		if len(args) < 2 {
+			return false
+		}
+		script, _ := args[1].(string)
+		switch strings.ToLower(cmd.Name()) {
+		case "evalsha":
+			return script == renewSHA
+		case "eval":
+			sum := sha1.Sum([]byte(script))
+			return hex.EncodeToString(sum[:]) == renewSHA
+		}
+		return false
+	}
+	cnt.setObserver(func(cmds []redis.Cmder, start, end time.Time) {
+		n := 0
+		for _, cmd := range cmds {
+			if isRenewal(cmd) {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		mu.Lock()
+		calls = append(calls, renewCall{start: start, end: end, scripts: n})
+		mu.Unlock()
+	})
+	defer cnt.setObserver(nil)
+	snapshotCalls := func() []renewCall {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
+
+	locks := make([]*rlock.Lock, cfg.WatchdogLocks)
+	for i := range locks {
+		locks[i] = rlock.New(c, b.key("redisync", scWatchdog1000, fmt.Sprint(i)))
+	}
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, l := range locks {
+		g.Go(func() error { return l.Lock(ctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return Result{}, fmt.Errorf("lock: %w", err)
+	}
+	defer func() {
+		var g errgroup.Group
+		g.SetLimit(8)
+		for _, l := range locks {
+			g.Go(func() error { return l.Unlock(ctx) })
+		}
+		_ = g.Wait()
+	}()
+
+	// ticksDone waits until n ticks have started after since and the last
+	// of them has ended: no renewal call in flight and none started for a
+	// quarter of the interval.
+	ticksDone := func(since time.Time, n int) ([][]renewCall, error) {
+		deadline := time.Now().Add(time.Duration(n+3)*interval + 10*time.Second)
+		for {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("watchdog: fewer than %d renewal ticks within %v", n, time.Duration(n+3)*interval+10*time.Second)
+			}
+			all := snapshotCalls()
+			var recent []renewCall
+			for _, rc := range all {
+				if rc.start.After(since) {
+					recent = append(recent, rc)
+				}
+			}
+			ticks := groupTicks(recent, interval/2)
+			if len(ticks) >= n && cnt.inFlight() == 0 {
+				last := ticks[len(ticks)-1]
+				if time.Since(last[len(last)-1].start) > interval/4 {
+					return ticks, nil
+				}
+			}
+			time.Sleep(min(interval/20, 20*time.Millisecond))
+		}
+	}
+
+	// The first tick (script loading) is not measured.
+	if _, err := ticksDone(time.Time{}, 1); err != nil {
+		return Result{}, err
+	}
+	sp, err := beginSpan(ctx, b.meter, []*counter{cnt})
+	if err != nil {
+		return Result{}, err
+	}
+	begin := time.Now()
+	ticks, err := ticksDone(begin, cfg.WatchdogTicks)
+	if err != nil {
+		return Result{}, err
+	}
+	u, err := sp.end(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	var tickDur []time.Duration
+	hookCalls, hookTrips := 0, 0
+	for _, t := range ticks {
+		first, last := t[0].start, t[0].end
+		for _, rc := range t {
+			last = later(last, rc.end)
+			hookCalls += rc.scripts
+		}
+		tickDur = append(tickDur, last.Sub(first))
+		hookTrips += len(t)
+	}
+	n := int64(len(ticks))
+	res := Result{
+		Library:  "redisync",
+		Scenario: scWatchdog1000,
+		Op: fmt.Sprintf("one renewal tick of %d held locks (watchdog timeout %v, tick every %v)",
+			cfg.WatchdogLocks, cfg.WatchdogTimeout, interval),
+		Latency: "duration of a tick: first renewal call sent to last answered",
+		Ops:     n,
+		Seconds: round4(u.elapsed.Seconds()),
+		Extra: map[string]float64{
+			"held_locks":                      float64(cfg.WatchdogLocks),
+			"ticks":                           float64(n),
+			"renewal_scripts_per_tick_redis":  round4(float64(u.scripts) / float64(n)),
+			"renewal_scripts_per_tick_client": round4(float64(hookCalls) / float64(n)),
+			"renewal_scripts_per_tick_min":    float64((cfg.WatchdogLocks + 99) / 100),
+			"renewal_round_trips_per_tick":    round4(float64(hookTrips) / float64(n)),
+		},
+		Note: fmt.Sprintf("per tick: %s renewal script calls (EVALSHA+EVAL, counted by Redis) of up to 100 locks each, sent in %s round trip(s)",
+			num(f(float64(u.scripts)/float64(n)), 2), num(f(float64(hookTrips)/float64(n)), 2)),
+	}
+	res.quantiles(sortDurations(tickDur))
+	res.perOp(u, n)
+	return res, nil
+}
+
+// groupTicks splits renewal calls (in any order) into ticks: a call that
+// starts more than gap after the first call of the current tick starts a
+// new one.
+func groupTicks(calls []renewCall, gap time.Duration) [][]renewCall {
+	calls = slices.Clone(calls)
+	slices.SortFunc(calls, func(a, b renewCall) int { return a.start.Compare(b.start) })
+	var ticks [][]renewCall
+	for _, rc := range calls {
+		if len(ticks) == 0 || rc.start.Sub(ticks[len(ticks)-1][0].start) > gap {
+			ticks = append(ticks, nil)
+		}
+		ticks[len(ticks)-1] = append(ticks[len(ticks)-1], rc)
+	}
+	return ticks
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
