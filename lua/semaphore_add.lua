@@ -1,0 +1,35 @@
+-- semaphore_add: add n (possibly negative) permits to the available count of
+-- a semaphore (counted or permit-expirable), creating it when absent, and
+-- publish the new count when permits are available. Retry-safe through the
+-- request key.
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  expirable: the zset {name}:timeout of acquired permit ids scored
+--          by expiry in epoch ms (counted: any key of the slot; not touched)
+-- KEYS[3]  channel (redisson_sc:{name})
+-- KEYS[4]  request key of this call
+-- ARGV[1]  n, the number of permits to add; negative removes
+-- ARGV[2]  request record TTL in milliseconds
+-- ARGV[3]  "1": expirable. Expired permits are first given back, by the
+--          Redis server's clock.
+--
+-- Returns the number of available permits afterwards (may be negative).
+local rec = redis.call('get', KEYS[4])
+if rec then
+  return tonumber(rec)
+end
+local expired = 0
+if ARGV[3] == '1' then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
+  if expired > 0 then
+    redis.call('incrby', KEYS[1], expired)
+  end
+end
+local value = redis.call('incrby', KEYS[1], ARGV[1])
+if value > 0 and (tonumber(ARGV[1]) > 0 or expired > 0) then
+  redis.call('publish', KEYS[3], string.format('%d', value))
+end
+redis.call('set', KEYS[4], string.format('%d', value), 'px', ARGV[2])
+return value

@@ -1,0 +1,24 @@
+-- semaphore_delete: delete a semaphore's keys (counted: the count;
+-- permit-expirable: the count and the zset of acquired permits). Nothing is
+-- published: waiters find no permits and keep waiting. Retry-safe through the
+-- request key (a re-sent request reports whether the first run deleted).
+--
+-- KEYS[1]  request key of this call
+-- KEYS[2..] the keys to delete
+-- ARGV[1]  request record TTL in milliseconds
+--
+-- Returns 1 when any of the keys existed, 0 otherwise.
+local rec = redis.call('get', KEYS[1])
+if rec then
+  return tonumber(rec)
+end
+local deleted = 0
+for i = 2, #KEYS do
+  deleted = deleted + redis.call('del', KEYS[i])
+end
+local result = 0
+if deleted > 0 then
+  result = 1
+end
+redis.call('set', KEYS[1], result, 'px', ARGV[1])
+return result

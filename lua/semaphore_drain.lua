@@ -1,0 +1,22 @@
+-- semaphore_drain: take every available permit of a counted semaphore: set
+-- the count to 0 and return what it was (a negative count is reset to 0
+-- too). An absent semaphore stays absent. Retry-safe through the request key
+-- (a re-sent request returns the first run's count, not 0).
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  request key of this call
+-- ARGV[1]  request record TTL in milliseconds
+--
+-- Returns the number of permits available before the call.
+local rec = redis.call('get', KEYS[2])
+if rec then
+  return tonumber(rec)
+end
+local value = redis.call('get', KEYS[1])
+if value then
+  redis.call('set', KEYS[1], 0)
+else
+  value = '0'
+end
+redis.call('set', KEYS[2], value, 'px', ARGV[1])
+return tonumber(value)

@@ -1,0 +1,67 @@
+-- semaphore_permit_acquire: take n permits of a permit-expirable semaphore
+-- (Redisson RPermitExpirableSemaphore layout), one id per permit, if n are
+-- available. The semaphore is a string holding the available count; each
+-- acquired permit is a member (its 16 raw id bytes) of the zset
+-- {name}:timeout scored by its expiry in epoch milliseconds, or by
+-- 922337203685477 when it never expires. Expired permits are first given
+-- back to the available count, by the Redis server's clock, and published
+-- when that leaves permits available. Retry-safe: a success is recorded
+-- under the request key, and a re-sent request returns the record.
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel (redisson_sc:{name})
+-- KEYS[4]  request key of this acquisition
+-- ARGV[1]  lease in milliseconds; ≤ 0: the permits never expire
+-- ARGV[2]  request record TTL in milliseconds
+-- ARGV[3..] the ids of the new permits, 16 raw bytes each; n = #ARGV - 2
+--
+-- Returns {1} when the permits were taken;
+--         {0, available, ms until the nearest permit expiry (0: none
+--             expires)} when fewer than n are available (nothing taken);
+--         {-1} when this request was cancelled (semaphore_permit_release
+--             undo) first.
+local never = 922337203685477
+local rec = redis.call('get', KEYS[4])
+if rec then
+  if rec == 'cancelled' then
+    return {-1}
+  end
+  return {1}
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
+if expired > 0 then
+  redis.call('incrby', KEYS[1], expired)
+end
+local available = tonumber(redis.call('get', KEYS[1]) or '0')
+local n = #ARGV - 2
+if available >= n then
+  local lease = tonumber(ARGV[1])
+  local score = string.format('%.0f', never)
+  if lease > 0 and now + lease < never then
+    score = string.format('%.0f', now + lease)
+  end
+  for i = 3, #ARGV do
+    redis.call('zadd', KEYS[2], score, ARGV[i])
+  end
+  available = redis.call('decrby', KEYS[1], n)
+  redis.call('set', KEYS[4], n, 'px', ARGV[2])
+  if expired > 0 and available > 0 then
+    redis.call('publish', KEYS[3], string.format('%d', available))
+  end
+  return {1}
+end
+if expired > 0 and available > 0 then
+  redis.call('publish', KEYS[3], string.format('%d', available))
+end
+local retry = 0
+local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if first[2] then
+  local at = tonumber(first[2])
+  if at < never then
+    retry = at - now
+  end
+end
+return {0, available, retry}

@@ -1,0 +1,70 @@
+-- semaphore_permit_release: give acquired permits of a permit-expirable
+-- semaphore back, all or nothing, and publish the new available count; or
+-- undo an acquisition whose reply never arrived. Expired permits are first
+-- given back to the available count, by the Redis server's clock; an
+-- expired permit can therefore not be released. Retry-safe through the
+-- request key.
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel (redisson_sc:{name})
+-- KEYS[4]  request key of this release
+-- KEYS[5]  undo mode only: the request key of the acquisition to undo
+--          (otherwise any key of the semaphore's slot; not touched)
+-- ARGV[1]  request record TTL in milliseconds
+-- ARGV[2]  "1": undo mode. The acquisition's permits still held are given
+--          back only if it took place (expired ones already were); either
+--          way it is marked cancelled so that a late copy of it does nothing.
+-- ARGV[3..] permit ids, 16 raw bytes each, all distinct
+--
+-- Returns {1, available permits afterwards} when released;
+--         {0, i} when the i-th id (1-based) is unknown or expired: nothing
+--             was released;
+--         {-2} in undo mode when the acquisition never took place.
+local rec = redis.call('get', KEYS[4])
+if rec then
+  return {1, tonumber(rec)}
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
+local available
+if expired > 0 then
+  available = redis.call('incrby', KEYS[1], expired)
+end
+local function published(result)
+  if expired > 0 and available > 0 then
+    redis.call('publish', KEYS[3], string.format('%d', available))
+  end
+  return result
+end
+local released = 0
+if ARGV[2] == '1' then
+  local acq = redis.call('get', KEYS[5])
+  redis.call('set', KEYS[5], 'cancelled', 'px', ARGV[1])
+  if not acq or acq == 'cancelled' then
+    return published({-2})
+  end
+  for i = 3, #ARGV do
+    released = released + redis.call('zrem', KEYS[2], ARGV[i])
+  end
+else
+  for i = 3, #ARGV do
+    if not redis.call('zscore', KEYS[2], ARGV[i]) then
+      return published({0, i - 2})
+    end
+  end
+  for i = 3, #ARGV do
+    redis.call('zrem', KEYS[2], ARGV[i])
+  end
+  released = #ARGV - 2
+end
+if released == 0 then
+  available = tonumber(redis.call('get', KEYS[1]) or '0')
+  published(nil)
+else
+  available = redis.call('incrby', KEYS[1], released)
+  redis.call('publish', KEYS[3], string.format('%d', available))
+end
+redis.call('set', KEYS[4], string.format('%d', available), 'px', ARGV[1])
+return {1, available}

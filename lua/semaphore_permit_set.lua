@@ -1,0 +1,22 @@
+-- semaphore_permit_set: set the total number of permits of a
+-- permit-expirable semaphore (available + acquired) to n: the available
+-- count becomes n minus the permits still acquired, which may be negative.
+-- Expired permits are first given back, by the Redis server's clock. The new
+-- count is published when permits are available. Running it twice has the
+-- effect of running it once, so it needs no request key.
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel (redisson_sc:{name})
+-- ARGV[1]  n, the total number of permits (≥ 0)
+--
+-- Returns the number of available permits afterwards.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
+local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])
+redis.call('set', KEYS[1], string.format('%d', available))
+if available > 0 then
+  redis.call('publish', KEYS[3], string.format('%d', available))
+end
+return available

@@ -1,0 +1,37 @@
+-- semaphore_release: give n permits back to a counted semaphore and publish
+-- the new number of available permits, or undo an acquisition whose reply
+-- never arrived. Releasing needs no owner: it creates the key when absent
+-- (a release of an unset semaphore leaves n permits). Retry-safe through the
+-- request key.
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  channel (redisson_sc:{name})
+-- KEYS[3]  request key of this release
+-- KEYS[4]  undo mode only: the request key of the acquisition to undo
+--          (otherwise any key of the semaphore's slot; not touched)
+-- ARGV[1]  n, the number of permits (> 0); ignored in undo mode, where the
+--          acquisition's record says how many it took
+-- ARGV[2]  request record TTL in milliseconds
+-- ARGV[3]  "1": undo mode. The permits are given back only if the
+--          acquisition KEYS[4] took place; either way it is marked cancelled
+--          so that a late copy of it does nothing.
+--
+-- Returns {1, available permits after the release};
+--         {0, 0} in undo mode when the acquisition never took place.
+local rec = redis.call('get', KEYS[3])
+if rec then
+  return {1, tonumber(rec)}
+end
+local n = ARGV[1]
+if ARGV[3] == '1' then
+  local acq = redis.call('get', KEYS[4])
+  redis.call('set', KEYS[4], 'cancelled', 'px', ARGV[2])
+  if not acq or acq == 'cancelled' then
+    return {0, 0}
+  end
+  n = acq
+end
+local value = redis.call('incrby', KEYS[1], n)
+redis.call('publish', KEYS[2], string.format('%d', value))
+redis.call('set', KEYS[3], string.format('%d', value), 'px', ARGV[2])
+return {1, value}

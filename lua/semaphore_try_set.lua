@@ -1,0 +1,41 @@
+-- semaphore_try_set: set the number of available permits of a semaphore
+-- (counted or permit-expirable) only if it has not been set, and publish it.
+-- Retry-safe through the request key (a re-sent request reports the first
+-- run's answer, not "already set").
+--
+-- KEYS[1]  semaphore: available permits
+-- KEYS[2]  expirable: the zset {name}:timeout of acquired permit ids scored
+--          by expiry in epoch ms (counted: any key of the slot; not touched)
+-- KEYS[3]  channel (redisson_sc:{name})
+-- KEYS[4]  request key of this call
+-- ARGV[1]  n, the number of permits (≥ 0)
+-- ARGV[2]  request record TTL in milliseconds
+-- ARGV[3]  "1": expirable. Expired permits are first given back (which sets
+--          the semaphore), by the Redis server's clock.
+--
+-- Returns 1 when the permits were set; 0 when the semaphore was already set.
+local rec = redis.call('get', KEYS[4])
+if rec then
+  return tonumber(rec)
+end
+if ARGV[3] == '1' then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
+  if expired > 0 then
+    local value = redis.call('incrby', KEYS[1], expired)
+    if value > 0 then
+      redis.call('publish', KEYS[3], string.format('%d', value))
+    end
+  end
+end
+local result = 0
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('set', KEYS[1], ARGV[1])
+  if tonumber(ARGV[1]) > 0 then
+    redis.call('publish', KEYS[3], ARGV[1])
+  end
+  result = 1
+end
+redis.call('set', KEYS[4], result, 'px', ARGV[2])
+return result
