@@ -1,0 +1,182 @@
+package semaphore
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+)
+
+// maxPermits bounds every permit count a call takes: the scripts compare
+// counts as Lua numbers (doubles), which are exact up to 2^53.
+const maxPermits = 1 << 53
+
+// maxIDs bounds the permits one call of the expirable semaphore acquires or
+// releases: each one is an id in the script call (16 bytes and a zset
+// update), so a call stays a few megabytes at most.
+const maxIDs = 1 << 16
+
+// base is what both semaphores share: the client, the name and the
+// requests that are the same for both.
+type base struct {
+	c    *core.Client
+	name string
+	kind string // "semaphore" or "expirable semaphore", for errors
+}
+
+// check returns the error to report before sending anything.
+func (b *base) check() error {
+	if err := b.c.Check(); err != nil {
+		return err
+	}
+	if b.name == "" {
+		return fmt.Errorf("%w: %s with an empty name", redisync.ErrInvalidArgument, b.kind)
+	}
+	return nil
+}
+
+// invalid returns an error wrapping redisync.ErrInvalidArgument.
+func (b *base) invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s %q: %s", redisync.ErrInvalidArgument, b.kind, b.name, fmt.Sprintf(format, args...))
+}
+
+// fail wraps an error of operation op.
+func (b *base) fail(op string, err error) error {
+	return fmt.Errorf("%s %q: %s: %w", b.kind, b.name, op, err)
+}
+
+// checkN checks a permit count for an acquisition or a release.
+func (b *base) checkN(n int64) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if n <= 0 || n > maxPermits {
+		return b.invalid("%d permits, must be between 1 and 2^53", n)
+	}
+	return nil
+}
+
+// checkWait checks the wait of a TryAcquire.
+func (b *base) checkWait(wait time.Duration) error {
+	if wait < 0 {
+		return b.invalid("negative wait %v", wait)
+	}
+	return nil
+}
+
+// wait runs an acquisition attempt until it succeeds, in the caller's turn
+// (see acquire in queue.go).
+func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
+	ok, err := acquire(ctx, b.c, b.name, forever, wait, try)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: %w", b.kind, b.name, err)
+	}
+	return ok, nil
+}
+
+func (b *base) requestKey() string { return keys.Request(b.name, b.c.RequestID()) }
+
+// trySet runs semaphore_try_set.lua; expirable says whether expired permits
+// are given back first.
+func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error) {
+	if err := b.check(); err != nil {
+		return false, err
+	}
+	if n < 0 || n > maxPermits {
+		return false, b.invalid("%d permits, must be between 0 and 2^53", n)
+	}
+	r, err := lua.SemaphoreTrySet.Run(ctx, b.c.Redis(), b.stateKeys(expirable),
+		n, b.c.RequestTTLMillis(), flag(expirable)).Int64()
+	if err != nil {
+		return false, b.fail("set permits", err)
+	}
+	return r == 1, nil
+}
+
+// add runs semaphore_add.lua.
+func (b *base) add(ctx context.Context, n int64, expirable bool) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if n < -maxPermits || n > maxPermits {
+		return b.invalid("%d permits, must be between -2^53 and 2^53", n)
+	}
+	err := lua.SemaphoreAdd.Run(ctx, b.c.Redis(), b.stateKeys(expirable),
+		n, b.c.RequestTTLMillis(), flag(expirable)).Err()
+	if err != nil {
+		return b.fail("add permits", err)
+	}
+	return nil
+}
+
+// stateKeys returns the KEYS of semaphore_try_set.lua and semaphore_add.lua:
+// the count, the expirable semaphore's zset (for the counted one, the count
+// again: a key of the same slot the script does not touch), the channel and
+// a new request key.
+func (b *base) stateKeys(expirable bool) []string {
+	zset := b.name
+	if expirable {
+		zset = keys.SemaphoreTimeouts(b.name)
+	}
+	return []string{b.name, zset, keys.SemaphoreChannel(b.name), b.requestKey()}
+}
+
+// del runs semaphore_delete.lua on the given keys.
+func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
+	if err := b.check(); err != nil {
+		return false, err
+	}
+	r, err := lua.SemaphoreDelete.Run(ctx, b.c.Redis(),
+		append([]string{b.requestKey()}, keys...), b.c.RequestTTLMillis()).Int64()
+	if err != nil {
+		return false, b.fail("delete", err)
+	}
+	return r == 1, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// wake is the pub/sub wake policy of the semaphore channel. Each message
+// carries the number of permits available after a release (Redisson's
+// message), so it wakes that many local waiters at most: waking more would
+// only send them back to sleep. A count ≤ 0 wakes nobody (nothing can be
+// acquired); a payload that is not a number (another writer's) wakes one, to
+// re-check.
+func wake(payload string, waiters int) int {
+	v, err := strconv.ParseInt(payload, 10, 64)
+	switch {
+	case err != nil:
+		return 1
+	case v <= 0:
+		return 0
+	case v < int64(waiters):
+		return int(v)
+	}
+	return waiters
+}
+
+// Permit ids: the zset member is the 16 raw bytes of the id, as Redisson
+// stores it; users see them as 32 hex characters.
+
+// decodeID turns a user's permit id into the zset member.
+func decodeID(id string) (string, bool) {
+	if len(id) != 32 {
+		return "", false
+	}
+	raw, err := hex.DecodeString(id)
+	if err != nil {
+		return "", false
+	}
+	return string(raw), true
+}

@@ -1,0 +1,86 @@
+// Package semaphore provides distributed semaphores on Redis, compatible
+// with Redisson's RSemaphore (Semaphore) and RPermitExpirableSemaphore
+// (ExpirableSemaphore): a number of permits shared by every process that
+// uses the same Redis and name, for concurrency caps and rate limits across
+// processes.
+//
+// # Which one
+//
+// Semaphore counts permits and nothing else: any caller may Release, and
+// permits held by a process that dies are lost until AddPermits puts them
+// back. ExpirableSemaphore gives every acquired permit an id and a lease:
+// a permit not released within its lease returns by itself, so a crashed
+// holder cannot shrink the semaphore for good. Use ExpirableSemaphore to
+// limit work across processes, with a lease longer than the work takes
+// (UpdateLease extends it).
+//
+// # Guarantees
+//
+// Acquire and Release are single Lua scripts, so no two callers anywhere
+// take the same permit and the number of acquired permits never exceeds the
+// number set, as long as Redis keeps its data: with an asynchronous replica,
+// a failover can lose recent acquisitions or releases, as with any Redis
+// lock. An expirable permit is a lease: when it runs out the permit is given
+// to someone else whether or not its holder finished, so size leases with
+// a margin (see UpdateLease).
+//
+// Expiry is decided by the Redis server's clock (the TIME command inside the
+// scripts), not by the clocks of the processes, so hosts with skewed clocks
+// still agree on when a permit expires. Redisson computes expiry with each
+// Java client's clock: a Java and a Go process sharing an expirable
+// semaphore agree as long as the Java hosts' clocks are close to the Redis
+// server's.
+//
+// # Waiting
+//
+// A caller that must wait subscribes to the semaphore's channel, waits for
+// Redis to confirm the subscription, tries again (a release in between was
+// published to nobody), then sleeps until a release message, the nearest
+// permit expiry (expirable semaphore), the Client's re-check interval
+// (redisync.WithRecheckInterval: messages can be lost, and a lost message
+// never hangs a waiter, unlike in Redisson), ctx, or Close. A release
+// publishes the number of permits then available, and wakes at most that
+// many local waiters.
+//
+// The callers of one Client waiting for one semaphore are served in arrival
+// order, as in golang.org/x/sync/semaphore: only the first asks Redis, the
+// others wait their turn without any Redis traffic, so a caller that needs
+// several permits is not starved by a stream of callers that need one.
+// TryAcquire with a zero wait does not overtake waiting callers. Callers of
+// different Clients (other processes, Java services) compete through Redis
+// without any order, as in Redisson.
+//
+// A cancelled or timed-out acquisition holds nothing when it returns: no
+// permit, no subscription, no goroutine, no place in the line. When its
+// reply was lost (a broken connection, ctx ending while the script ran), it
+// is undone on a fresh bounded context.
+//
+// # Retries
+//
+// go-redis re-sends a command whose reply was lost on a broken connection.
+// Every script that changes the counts records its result under a
+// short-lived request key, so a re-sent acquisition does not take permits
+// twice and a re-sent release, AddPermits, TrySetPermits or DrainPermits
+// does not apply twice. Release, of both kinds, runs on a context detached
+// from the caller's cancellation, with a bounded timeout, so a deferred
+// release runs after a cancelled request.
+//
+// # Layout
+//
+// The keys are Redisson 3.x's, so Go and Java services share semaphores:
+//
+//	name               string: available permits (absent: 0; may be negative)
+//	{name}:timeout     expirable only: zset of acquired permits, member = the
+//	                   16 raw bytes of the id (shown as 32 hex characters),
+//	                   score = expiry in epoch ms, 922337203685477 = never
+//	redisson_sc:{name} channel: every release publishes the available count
+//
+// {name} is the name in braces unless it already contains "{", so all of a
+// semaphore's keys share one Redis Cluster slot. Request records are kept
+// under redisync_request:{name}:<request id> for a few seconds.
+//
+// # Redis versions
+//
+// Redis 6.2 or later (7.x is tested), single node, Sentinel or Cluster. The
+// scripts also run on miniredis.
+package semaphore

@@ -1,0 +1,366 @@
+package semaphore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+)
+
+// ExpirableSemaphore is a distributed semaphore whose permits expire,
+// compatible with Redisson's RPermitExpirableSemaphore. Every acquired
+// permit has an id (32 lowercase hex characters) and a lease: Release takes
+// the ids back, and a permit not released within its lease returns to the
+// semaphore by itself, so a process that dies while holding permits does not
+// leak them. That makes it the semaphore to use for concurrency caps and
+// rate limits across processes.
+//
+// Expiry is decided by the Redis server's clock, so processes on hosts whose
+// clocks differ agree on it. Expired permits are given back by whichever
+// operation on the semaphore runs next, and waiters are then woken; a
+// waiter with nothing else to wake it re-checks when the nearest permit
+// expires.
+//
+// An ExpirableSemaphore is a handle: creating one does no I/O, and it is
+// safe for concurrent use.
+type ExpirableSemaphore struct {
+	base
+}
+
+// NewExpirable returns a handle on the permit-expirable semaphore called
+// name, whose Redis keys are name (the available count) and {name}:timeout
+// (the acquired permits). It does no I/O and never fails: an empty name is
+// reported, wrapping redisync.ErrInvalidArgument, by the first operation. A
+// semaphore that was never set has no permits.
+func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
+	return &ExpirableSemaphore{base{c: core.From(c), name: name, kind: "expirable semaphore"}}
+}
+
+// Name returns the semaphore's name, which is also the Redis key of its
+// available count.
+func (s *ExpirableSemaphore) Name() string { return s.name }
+
+// keys returns the keys every permit script takes first: the count, the
+// zset of acquired permits and the channel.
+func (s *ExpirableSemaphore) keys(more ...string) []string {
+	return append([]string{s.name, keys.SemaphoreTimeouts(s.name), keys.SemaphoreChannel(s.name)}, more...)
+}
+
+// TrySetPermits sets the number of available permits to n (≥ 0) if the
+// semaphore has not been set yet, and wakes waiters. It reports whether it
+// set them; false means the semaphore already existed, and nothing changed.
+func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return s.trySet(ctx, n, true)
+}
+
+// SetPermits sets the total number of permits, available plus acquired, to
+// n (≥ 0): the available count becomes n minus the permits currently
+// acquired, which is negative when more than n are acquired (releases then
+// bring it back). It wakes waiters when permits are available.
+func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if n < 0 || n > maxPermits {
+		return s.invalid("%d permits, must be between 0 and 2^53", n)
+	}
+	if err := lua.SemaphorePermitSet.Run(ctx, s.c.Redis(), s.keys(), n).Err(); err != nil {
+		return s.fail("set permits", err)
+	}
+	return nil
+}
+
+// AddPermits adds n permits to the available count, creating the semaphore
+// when it was not set, and wakes waiters when permits are available. A
+// negative n removes permits; the count may become negative. A call re-sent
+// by go-redis after a lost reply is applied once.
+func (s *ExpirableSemaphore) AddPermits(ctx context.Context, n int64) error {
+	return s.add(ctx, n, true)
+}
+
+// Acquire takes one permit, waiting as long as ctx allows, and returns its
+// id. The permit expires lease after it was taken unless released first;
+// lease ≤ 0 means it never expires. Waiting works as for AcquireN.
+func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
+	ids, err := s.AcquireN(ctx, 1, lease)
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// AcquireN takes n permits (0 < n ≤ 65536), waiting as long as ctx allows,
+// and returns their ids. Each permit expires lease after it was taken unless
+// released first; lease ≤ 0 means they never expire. A waiter is woken
+// through pub/sub by a release that leaves permits available, re-checks when
+// the nearest acquired permit expires, and in any case at least every
+// redisync.WithRecheckInterval; callers of the same Client queue in arrival
+// order (see the package documentation).
+//
+// On failure it returns an error and holds nothing: when ctx ends first,
+// one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
+func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
+	if err := s.checkIDs(n); err != nil {
+		return nil, err
+	}
+	ids, _, err := s.acquire(ctx, n, true, 0, lease)
+	return ids, err
+}
+
+// TryAcquire takes one permit if it can within wait, as TryAcquireN, and
+// returns its id.
+func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
+	ids, ok, err := s.TryAcquireN(ctx, 1, wait, lease)
+	if !ok || err != nil {
+		return "", false, err
+	}
+	return ids[0], true, nil
+}
+
+// TryAcquireN takes n permits (0 < n ≤ 65536) if it can within wait (0: a
+// single attempt, which reports false without asking Redis when other
+// callers of the same Client are already waiting for this semaphore: it does
+// not overtake them), and returns their ids. The lease is as for AcquireN.
+// It returns (nil, false, nil) when not enough permits became available in
+// time, and an error only for a failure (a bad argument, Redis unreachable,
+// ctx ended: then wrapping ctx.Err()), after which it holds nothing. A
+// negative wait is an invalid argument.
+func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lease time.Duration) ([]string, bool, error) {
+	if err := s.checkIDs(n); err != nil {
+		return nil, false, err
+	}
+	if err := s.checkWait(wait); err != nil {
+		return nil, false, err
+	}
+	return s.acquire(ctx, n, false, wait, lease)
+}
+
+// checkIDs checks the number of permits of one acquisition.
+func (s *ExpirableSemaphore) checkIDs(n int64) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if n <= 0 || n > maxIDs {
+		return s.invalid("%d permits, must be between 1 and %d", n, maxIDs)
+	}
+	return nil
+}
+
+func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool, wait, lease time.Duration) ([]string, bool, error) {
+	var ids []string
+	ok, err := s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
+		got, retry, err := s.try(ctx, n, lease)
+		if got != nil {
+			ids = got
+		}
+		return got != nil, retry, err
+	})
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	return ids, true, nil
+}
+
+// try makes one acquisition attempt with fresh ids. When not enough permits
+// are available, the retry hint is the time until the nearest acquired
+// permit expires (0: none will).
+func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration) ([]string, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err // nothing sent, nothing to undo
+	}
+	ids := make([]string, n)
+	raw := make([]any, n)
+	for i := range ids {
+		var b [16]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+		ids[i] = hex.EncodeToString(b[:])
+		raw[i] = string(b[:])
+	}
+	reqKey := s.requestKey()
+	args := append([]any{leaseMillis(lease), s.c.RequestTTLMillis()}, raw...)
+	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.c.Redis(), s.keys(reqKey), args...).Int64Slice()
+	if err != nil {
+		if !core.IsReply(err) {
+			s.undo(ctx, reqKey, raw)
+		}
+		return nil, 0, fmt.Errorf("acquire: %w", err)
+	}
+	switch {
+	case len(res) == 0:
+		return nil, 0, fmt.Errorf("acquire: unexpected reply %v", res)
+	case res[0] == 1:
+		return ids, 0, nil
+	case res[0] == 0 && len(res) == 3:
+		return nil, time.Duration(res[2]) * time.Millisecond, nil
+	}
+	return nil, 0, nil // cancelled by an undo: never reaches a caller
+}
+
+// undo reverts an acquisition whose reply was lost (ctx ended, the
+// connection broke): if it took place its permits are released; if it has
+// not yet, it is marked cancelled so that a late copy does nothing.
+func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []any) {
+	ctx, cancel := s.c.DetachedContext(ctx)
+	defer cancel()
+	args := append([]any{s.c.RequestTTLMillis(), "1"}, raw...)
+	err := lua.SemaphorePermitRelease.Run(ctx, s.c.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
+	if err != nil {
+		s.c.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits come back when their lease ends",
+			"semaphore", s.name, "permits", len(raw), "err", err)
+	}
+}
+
+// Release gives the permits with the given ids back, all or nothing, and
+// wakes waiters: up to as many local waiters as permits are then available.
+// If any id is unknown or its permit expired, it returns an error wrapping
+// redisync.ErrNotHeld and releases none of them. Ids that are not 32 hex
+// characters, an id given twice, or no id at all, are invalid arguments
+// (at most 65536 ids per call).
+//
+// Release runs even when ctx is already cancelled (on a detached context
+// with a bounded timeout), so a deferred Release after a cancelled request
+// still gives the permits back. A release re-sent by go-redis after a lost
+// reply is applied once.
+func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(ids) == 0 || len(ids) > maxIDs {
+		return s.invalid("release of %d permits, must be between 1 and %d", len(ids), maxIDs)
+	}
+	seen := make(map[string]bool, len(ids))
+	args := make([]any, 2, len(ids)+2)
+	for _, id := range ids {
+		raw, ok := decodeID(id)
+		if !ok {
+			return s.invalid("permit id %q is not 32 hex characters", id)
+		}
+		if seen[raw] {
+			return s.invalid("permit id %s given twice", id)
+		}
+		seen[raw] = true
+		args = append(args, raw)
+	}
+	ctx, cancel := s.c.DetachedContext(ctx)
+	defer cancel()
+	reqKey := s.requestKey()
+	args[0], args[1] = s.c.RequestTTLMillis(), "0"
+	res, err := lua.SemaphorePermitRelease.Run(ctx, s.c.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
+	if err != nil {
+		return s.fail("release", err)
+	}
+	if len(res) == 2 && res[0] == 1 {
+		return nil
+	}
+	if len(res) == 2 && res[0] == 0 && res[1] >= 1 && res[1] <= int64(len(ids)) {
+		return fmt.Errorf("%s %q: permit %s unknown or expired, nothing released: %w",
+			s.kind, s.name, ids[res[1]-1], redisync.ErrNotHeld)
+	}
+	return s.fail("release", fmt.Errorf("unexpected reply %v", res))
+}
+
+// UpdateLease gives the acquired permit id a new lease, counted from now;
+// lease ≤ 0 means it never expires. It returns false, and changes nothing,
+// when the permit is unknown or already expired. An id that is not 32 hex
+// characters is an invalid argument.
+func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	raw, ok := decodeID(id)
+	if !ok {
+		return false, s.invalid("permit id %q is not 32 hex characters", id)
+	}
+	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.c.Redis(), s.keys(), raw, leaseMillis(lease)).Int64()
+	if err != nil {
+		return false, s.fail("update lease", err)
+	}
+	return r == 1, nil
+}
+
+// LeaseTime returns how long the acquired permit id has left before it
+// expires, or -1 when it never expires. It returns an error wrapping
+// redisync.ErrNotHeld when the permit is unknown or expired. An id that is
+// not 32 hex characters is an invalid argument.
+func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	raw, ok := decodeID(id)
+	if !ok {
+		return 0, s.invalid("permit id %q is not 32 hex characters", id)
+	}
+	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.c.Redis(), s.keys(), raw).Int64()
+	switch {
+	case err != nil:
+		return 0, s.fail("lease time", err)
+	case ms == -2:
+		return 0, fmt.Errorf("%s %q: permit %s unknown or expired: %w", s.kind, s.name, id, redisync.ErrNotHeld)
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// state returns the available and acquired permits, after giving expired
+// permits back.
+func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int64, err error) {
+	if err := s.check(); err != nil {
+		return 0, 0, err
+	}
+	res, err := lua.SemaphorePermitState.Run(ctx, s.c.Redis(), s.keys()).Int64Slice()
+	if err != nil {
+		return 0, 0, s.fail("permits", err)
+	}
+	if len(res) != 2 {
+		return 0, 0, s.fail("permits", fmt.Errorf("unexpected reply %v", res))
+	}
+	return res[0], res[1], nil
+}
+
+// AvailablePermits returns the number of permits available now, after
+// giving expired ones back (0 when the semaphore was never set; negative
+// when SetPermits or AddPermits left fewer than are acquired).
+func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	available, _, err := s.state(ctx)
+	return available, err
+}
+
+// AcquiredPermits returns the number of permits acquired and not expired.
+func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (int64, error) {
+	_, acquired, err := s.state(ctx)
+	return acquired, err
+}
+
+// Permits returns the total number of permits: available plus acquired.
+func (s *ExpirableSemaphore) Permits(ctx context.Context) (int64, error) {
+	available, acquired, err := s.state(ctx)
+	return available + acquired, err
+}
+
+// Delete deletes the semaphore, its available count and its acquired
+// permits, and reports whether it existed. Afterwards it has no permits, as
+// if never set; releasing a permit acquired before fails with
+// redisync.ErrNotHeld.
+func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
+	return s.del(ctx, s.name, keys.SemaphoreTimeouts(s.name))
+}
+
+// leaseMillis converts a lease to the milliseconds the scripts take: 0 for
+// a permit that never expires, and at least 1 for any positive lease.
+func leaseMillis(lease time.Duration) int64 {
+	if lease <= 0 {
+		return 0
+	}
+	ms := int64(lease / time.Millisecond)
+	if lease%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}

@@ -1,0 +1,131 @@
+package semaphore
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// newClient returns a redisync client on the shared server, closed at the
+// end of the test.
+func newClient(t *testing.T, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
+	return clientOn(t, redistest.Shared(t).Client(t), opts...)
+}
+
+func clientOn(t *testing.T, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
+	c := redisync.New(rdb, opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// proxied returns a redisync client whose connections go through a fault
+// injecting proxy to the shared server.
+func proxied(t *testing.T, mods ...func(*redis.Options)) (*redisync.Client, *redis.Client, *redistest.Proxy) {
+	t.Helper()
+	p := redistest.NewProxy(t, redistest.Shared(t).Addr())
+	opt := &redis.Options{Addr: p.Addr()}
+	for _, m := range mods {
+		m(opt)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return clientOn(t, rdb), rdb, p
+}
+
+// commandCounter counts the commands a go-redis client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (cc *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (cc *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		cc.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (cc *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		cc.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+func noErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func equal[T comparable](t *testing.T, got, want T, what string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waiters returns the number of pub/sub waiters of c.
+func waiters(c *core.Client) int { return c.Mux().Stats().Waiters }
+
+// channels returns the number of channels c is subscribed to.
+func channels(c *core.Client) int { return c.Mux().Stats().Channels }
+
+// result is what a goroutine's call returned, and when.
+type result struct {
+	err error
+	at  time.Time
+}
+
+// async runs f in a goroutine and returns a channel for its result.
+func async(f func() error) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		err := f()
+		ch <- result{err, time.Now()}
+	}()
+	return ch
+}
+
+// pending fails the test if ch delivers within d.
+func pending(t *testing.T, ch <-chan result, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s returned early (err %v)", what, r.err)
+	case <-time.After(d):
+	}
+}
+
+// await returns ch's result, failing the test after d.
+func await(t *testing.T, ch <-chan result, d time.Duration, what string) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+		return result{}
+	}
+}

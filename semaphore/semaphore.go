@@ -1,0 +1,190 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+)
+
+// Semaphore is a counted distributed semaphore on Redis, compatible with
+// Redisson's RSemaphore: a number of permits, shared by every process using
+// the same Redis and name, that Acquire takes and Release gives back. It has
+// no owners and no expiry: Release may be called by anyone, and permits
+// held by a process that dies without releasing them are lost until someone
+// adds them back (ExpirableSemaphore gives them back by itself).
+//
+// A Semaphore is a handle: creating one does no I/O, and it is safe for
+// concurrent use.
+type Semaphore struct {
+	base
+}
+
+// New returns a handle on the semaphore called name, whose Redis key is
+// name. It does no I/O and never fails: an empty name is reported, wrapping
+// redisync.ErrInvalidArgument, by the first operation. A semaphore that was
+// never set has no permits.
+func New(c *redisync.Client, name string) *Semaphore {
+	return &Semaphore{base{c: core.From(c), name: name, kind: "semaphore"}}
+}
+
+// Name returns the semaphore's name, which is also its Redis key.
+func (s *Semaphore) Name() string { return s.name }
+
+// TrySetPermits sets the number of available permits to n (≥ 0) if the
+// semaphore has not been set yet, and wakes waiters. It reports whether it
+// set them; false means the semaphore already existed, and nothing changed.
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return s.trySet(ctx, n, false)
+}
+
+// AddPermits adds n permits to the available count, creating the semaphore
+// when it was not set, and wakes waiters when permits are available. A
+// negative n removes permits; the count may become negative, and then
+// Acquire waits until releases bring it back above what it asks for. A
+// call re-sent by go-redis after a lost reply is applied once.
+func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
+	return s.add(ctx, n, false)
+}
+
+// Acquire takes n permits (n > 0), waiting as long as ctx allows. A waiter
+// is woken through pub/sub by a release that leaves enough permits, and
+// re-checks at least every redisync.WithRecheckInterval in case a message
+// was lost; callers of the same Client queue in arrival order (see the
+// package documentation).
+//
+// On failure it returns an error and holds nothing: when ctx ends first,
+// one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	if err := s.checkN(n); err != nil {
+		return err
+	}
+	_, err := s.acquire(ctx, n, true, 0)
+	return err
+}
+
+// TryAcquire takes n permits (n > 0) if it can within wait (0: a single
+// attempt, which reports false without asking Redis when other callers of
+// the same Client are already waiting for this semaphore: it does not
+// overtake them). It returns (false, nil) when not enough permits became
+// available in time, and an error only for a failure (a bad argument, Redis
+// unreachable, ctx ended: then wrapping ctx.Err()), after which it holds
+// nothing. A negative wait is an invalid argument.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
+	if err := s.checkN(n); err != nil {
+		return false, err
+	}
+	if err := s.checkWait(wait); err != nil {
+		return false, err
+	}
+	return s.acquire(ctx, n, false, wait)
+}
+
+func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (bool, error) {
+	return s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
+		return s.try(ctx, n)
+	})
+}
+
+// try makes one acquisition attempt. The counted semaphore cannot tell when
+// permits will come back, so it gives no retry hint.
+func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return false, 0, err // nothing sent, nothing to undo
+	}
+	reqKey := s.requestKey()
+	r, err := lua.SemaphoreAcquire.Run(ctx, s.c.Redis(), []string{s.name, reqKey},
+		n, s.c.RequestTTLMillis()).Int64()
+	if err != nil {
+		if !core.IsReply(err) {
+			s.undo(ctx, n, reqKey)
+		}
+		return false, 0, fmt.Errorf("acquire: %w", err)
+	}
+	return r == 1, 0, nil
+}
+
+// undo reverts an acquisition whose reply was lost (ctx ended, the
+// connection broke): if it took place its permits are given back; if it has
+// not yet, it is marked cancelled so that a late copy does nothing.
+func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
+	ctx, cancel := s.c.DetachedContext(ctx)
+	defer cancel()
+	err := lua.SemaphoreRelease.Run(ctx, s.c.Redis(),
+		[]string{s.name, keys.SemaphoreChannel(s.name), s.requestKey(), acquireKey},
+		n, s.c.RequestTTLMillis(), "1").Err()
+	if err != nil {
+		s.c.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
+			"semaphore", s.name, "permits", n, "err", err)
+	}
+}
+
+// Release gives n permits (n > 0) back and wakes waiters: up to as many
+// local waiters as permits are then available. It needs no prior Acquire
+// (a release of a semaphore that was never set leaves n permits), so it
+// never fails with ErrNotHeld. It runs even when ctx is already cancelled
+// (on a detached context with a bounded timeout), so a deferred Release
+// after a cancelled request still gives the permits back. A release re-sent
+// by go-redis after a lost reply is applied once.
+func (s *Semaphore) Release(ctx context.Context, n int64) error {
+	if err := s.checkN(n); err != nil {
+		return err
+	}
+	ctx, cancel := s.c.DetachedContext(ctx)
+	defer cancel()
+	reqKey := s.requestKey()
+	err := lua.SemaphoreRelease.Run(ctx, s.c.Redis(),
+		[]string{s.name, keys.SemaphoreChannel(s.name), reqKey, reqKey},
+		n, s.c.RequestTTLMillis(), "0").Err()
+	if err != nil {
+		return s.fail("release", err)
+	}
+	return nil
+}
+
+// AvailablePermits returns the number of permits available now (0 when the
+// semaphore was never set; negative after AddPermits removed more than
+// were available).
+func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	n, err := s.c.Redis().Get(ctx, s.name).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.fail("available permits", err)
+	}
+	return n, nil
+}
+
+// DrainPermits takes every available permit: it sets the count to 0 and
+// returns how many were available (a negative count is reset to 0 as
+// well, and returned). A semaphore that was never set stays unset and
+// DrainPermits returns 0. A call re-sent by go-redis after a lost reply
+// returns the first run's count.
+func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	n, err := lua.SemaphoreDrain.Run(ctx, s.c.Redis(), []string{s.name, s.requestKey()},
+		s.c.RequestTTLMillis()).Int64()
+	if err != nil {
+		return 0, s.fail("drain", err)
+	}
+	return n, nil
+}
+
+// Delete deletes the semaphore and reports whether it existed. Afterwards it
+// has no permits, as if never set; waiters keep waiting.
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	return s.del(ctx, s.name)
+}
