@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+)
+
+// demoWatchdog is the simulated processes' watchdog timeout: short, so
+// that renewals (every third of it) and a crashed holder's expiry show up
+// within seconds.
+const demoWatchdog = 1500 * time.Millisecond
+
+type demoOptions struct {
+	redis string
+}
+
+const demoHead = `usage: redisync demo [-redis URL]
+
+Demo runs redisync's primitives between simulated processes, each with its
+own connection and redisync Client, and narrates what happens, with times
+since the start: workers contending for a lock while the watchdog renews
+it, a holder that crashes and whose lock expires, readers and a writer on a
+read-write lock, a semaphore capping concurrency, an expirable
+semaphore's permit coming back after its holder crashed, and a latch
+releasing a batch. It ends with a summary and takes about 15 seconds.
+
+Without -redis or $REDIS_URL it starts an embedded in-process Redis
+(miniredis), so it needs nothing installed. With a server, the demo's keys
+are named "redisync-demo:<random>:..." and deleted at the end.
+`
+
+func demoFlags(w io.Writer) (*flag.FlagSet, *demoOptions) {
+	o := &demoOptions{}
+	fs := newFlagSet("demo", demoHead, w)
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL, else an embedded server")
+	return fs, o
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o := demoFlags(stderr)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	d := &demo{out: stdout, procs: make(map[string]string)}
+	if u := serverURL(o.redis); u != "" {
+		if err := d.useServer(ctx, u); err != nil {
+			return err
+		}
+	} else if err := d.startEmbedded(); err != nil {
+		return err
+	}
+	defer d.close()
+	return d.run(ctx)
+}
+
+// demo is one run of the demo.
+type demo struct {
+	out     io.Writer
+	mu      sync.Mutex // serialises output and guards procs
+	start   time.Time
+	prefix  string                       // of every key the demo uses
+	newRDB  func() redis.UniversalClient // a connection pool for one simulated process
+	obs     redis.UniversalClient        // the narrator's own connection
+	procs   map[string]string            // client id → process name
+	nproc   int                          // processes started so far
+	cleanup []func()
+	stats   demoStats
+}
+
+// demoStats collects the figures of the summary.
+type demoStats struct {
+	lockAcquisitions int
+	maxLockHolders   int
+	renewals         int
+	crashExpiry      time.Duration // from the crash to the next holder's acquisition
+
+	rwReaders, rwMaxReaders int
+
+	semJobs, semPermits, semMax int
+	expiryReturn                time.Duration // from the crash to the permit's return
+
+	latchWaiters int
+	latchSpread  time.Duration // from the last count-down to the last waiter's release
+}
+
+// startEmbedded starts miniredis in this process. ClockTTL makes its keys
+// expire with the wall clock, as in Redis, so leases really run out.
+func (d *demo) startEmbedded() error {
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		return fmt.Errorf("start the embedded Redis: %w", err)
+	}
+	m.ClockTTL(true)
+	d.cleanup = append(d.cleanup, m.Close)
+	addr := m.Addr()
+	d.newRDB = func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) }
+	d.obs = d.newRDB()
+	d.prefix = "demo:"
+	d.start = time.Now()
+	d.banner("no -redis flag or REDIS_URL: started an embedded in-process Redis (miniredis) at %s;", addr)
+	d.banner("its TTLs run on the wall clock, so leases really expire.")
+	return nil
+}
+
+// useServer connects to the server at u. Each simulated process gets its
+// own client with the same options.
+func (d *demo) useServer(ctx context.Context, u string) error {
+	rdb, desc, err := dial(ctx, u)
+	if err != nil {
+		return err
+	}
+	d.obs = rdb
+	// Every process gets a client of its own, with a copy of the options:
+	// go-redis fills in defaults in the options it is given.
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		o := *c.Options()
+		d.newRDB = func() redis.UniversalClient { oc := o; return redis.NewClusterClient(&oc) }
+	case *redis.Client:
+		o := *c.Options()
+		d.newRDB = func() redis.UniversalClient { oc := o; return redis.NewClient(&oc) }
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	d.prefix = "redisync-demo:" + hex.EncodeToString(b) + ":"
+	d.start = time.Now()
+	d.banner("using Redis at %s; the demo's keys start with %q and are deleted at the end.", desc, d.prefix)
+	d.cleanup = append(d.cleanup, d.deleteKeys)
+	return nil
+}
+
+// deleteKeys removes every key the demo created on a real server: the
+// primitives' keys and the derived ones (timeouts, fencing counters,
+// request records), which all contain the prefix.
+func (d *demo) deleteKeys() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	del := func(ctx context.Context, rdb redis.UniversalClient) error {
+		iter := rdb.Scan(ctx, 0, "*"+d.prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := rdb.Del(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	if cc, ok := d.obs.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return del(ctx, node) })
+	} else {
+		err = del(ctx, d.obs)
+	}
+	if err != nil {
+		d.banner("could not delete the demo's keys (%v); they start with %q", err, d.prefix)
+	}
+}
+
+// close stops the processes' server connection, the embedded server, and
+// deletes the demo's keys on a real one.
+func (d *demo) close() {
+	for i := len(d.cleanup) - 1; i >= 0; i-- {
+		d.cleanup[i]()
+	}
+	if d.obs != nil {
+		_ = d.obs.Close()
+	}
+}
+
+// demoSection is one part of the demo.
+type demoSection struct {
+	title string
+	play  func(context.Context) error
+}
+
+// run plays every section, then prints the summary.
+func (d *demo) run(ctx context.Context) error {
+	sections := []demoSection{
+		{"lock: three workers contend while the watchdog renews the holder's lease", d.lockContention},
+		{"lock: a holder crashes; its lease runs out and the next worker gets in", d.lockCrash},
+		{"read-write lock: readers share it, the writer waits for them, then writes alone", d.rwReadersWriter},
+		{"semaphore: five jobs share two permits", d.semaphoreCap},
+		{"expirable semaphore: a permit holder crashes; its permit returns when its lease ends", d.expirablePermit},
+		{"count-down latch: the last of three workers releases the whole batch", d.latchBatch},
+	}
+	for i, s := range sections {
+		d.section(fmt.Sprintf("%d. %s", i+1, s.title))
+		if err := s.play(ctx); err != nil {
+			return err
+		}
+	}
+	d.section("summary")
+	d.summary()
+	return nil
+}
+
+// key returns the Redis name of the demo's primitive called short.
+func (d *demo) key(short string) string { return d.prefix + short }
+
+// proc starts a simulated process: its own connection pool and redisync
+// Client, with the demo's short watchdog timeout. crash stops it without
+// releasing anything, as a killed process would: its watchdog stops and
+// whatever it held stays in Redis until its lease ends.
+type proc struct {
+	name  string
+	c     *redisync.Client
+	rdb   redis.UniversalClient
+	once  sync.Once
+	crash func()
+}
+
+func (d *demo) proc(name string) *proc {
+	rdb := d.newRDB()
+	c := redisync.New(rdb, redisync.WithWatchdogTimeout(demoWatchdog))
+	p := &proc{name: name, c: c, rdb: rdb}
+	p.crash = func() {
+		p.once.Do(func() {
+			_ = c.Close()
+			_ = rdb.Close()
+		})
+	}
+	d.mu.Lock()
+	d.procs[c.ID()] = name
+	d.mu.Unlock()
+	return p
+}
+
+// procsN starts the next n processes (proc-1, proc-2, … across the whole
+// demo), stopped at the end of the section by the returned function.
+func (d *demo) procsN(n int) ([]*proc, func()) {
+	ps := make([]*proc, n)
+	for i := range ps {
+		d.mu.Lock()
+		d.nproc++
+		name := fmt.Sprintf("proc-%d", d.nproc)
+		d.mu.Unlock()
+		ps[i] = d.proc(name)
+	}
+	return ps, func() {
+		for _, p := range ps {
+			p.crash()
+		}
+	}
+}
+
+// since is the time since the demo started, as printed.
+func (d *demo) since() string {
+	return fmt.Sprintf("+%.3fs", time.Since(d.start).Seconds())
+}
+
+// logf prints one event of process who.
+func (d *demo) logf(who, format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "%-9s %-8s %s\n", d.since(), who, fmt.Sprintf(format, args...))
+}
+
+// banner prints a line of narration that belongs to no process.
+func (d *demo) banner(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "%-9s %s\n", d.since(), fmt.Sprintf(format, args...))
+}
+
+func (d *demo) section(title string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "\n== %s\n", title)
+}
+
+// who names the process behind a client id, for narration.
+func (d *demo) who(clientID string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n, ok := d.procs[clientID]; ok {
+		return n
+	}
+	return "client " + clientID
+}
+
+// showInspect prints what "redisync inspect" shows for the primitive
+// called short, indented, as an operator would see it.
+func (d *demo) showInspect(ctx context.Context, short string) error {
+	r, err := inspect(ctx, d.obs, d.key(short), "")
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	if err := r.writeText(&b); err != nil {
+		return err
+	}
+	d.banner("redisync inspect %s:", d.key(short))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	text := b.String()
+	for id, name := range d.procs {
+		text = strings.ReplaceAll(text, "client "+id, "client "+id+" ("+name+")")
+	}
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		fmt.Fprintf(d.out, "%-9s   | %s\n", "", line)
+	}
+	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// secs prints a duration as seconds with millisecond precision.
+func secs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+// errDemo reports a broken guarantee seen during the demo.
+var errDemo = errors.New("demo check failed")
+
+// summary prints the figures of the run.
+func (d *demo) summary() {
+	s := d.stats
+	line := func(what, format string, args ...any) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		fmt.Fprintf(d.out, "  %-12s %s\n", what, fmt.Sprintf(format, args...))
+	}
+	line("lock", "%d acquisitions by 3 workers, never two holders at once; %d watchdog renewals seen", s.lockAcquisitions, s.renewals)
+	line("crash", "the crashed holder's lock was taken over %s after the crash, when its lease ran out", secs(s.crashExpiry))
+	line("rwlock", "%d read holds, up to %d readers at once; the writer always wrote alone", s.rwReaders, s.rwMaxReaders)
+	line("semaphore", "%d jobs, at most %d running at once with %d permits", s.semJobs, s.semMax, s.semPermits)
+	line("expirable", "the crashed holder's permit came back by itself %s after the crash", secs(s.expiryReturn))
+	line("latch", "released %d waiters, all within %s of the last count-down", s.latchWaiters, secs(s.latchSpread))
+	d.mu.Lock()
+	fmt.Fprintf(d.out, "\ndemo finished in %s\n", secs(time.Since(d.start)))
+	d.mu.Unlock()
+}

@@ -1,0 +1,104 @@
+// Redisync shows redisync's distributed primitives at work, and lets
+// operators see who holds a lock, semaphore or latch and free a stuck lock.
+// It reads and writes Redisson 3.x's data layout, so it works on what Go
+// services using redisync and Java services using Redisson hold.
+//
+// Usage:
+//
+//	redisync <command> [flags] [arguments]
+//
+// The commands are:
+//
+//	demo     show the primitives at work between simulated processes
+//	inspect  show who holds a lock, semaphore or latch, and who waits
+//	unlock   force-release a lock or read-write lock and wake its waiters
+//
+// Flags may come before or after the arguments, with one dash or two, and
+// "redisync <command> -h" prints a command's usage. Errors go to stderr,
+// prefixed "redisync: "; the exit status is 0 on success, 1 when the
+// command failed and 2 when the command line was wrong.
+//
+// # The server
+//
+// Every command takes -redis URL: redis://[user:password@]host:port[/db],
+// rediss:// for TLS, unix:///path/to.sock, with go-redis's query options
+// (redis.ParseURL); a bare host:port is taken as redis://host:port. Without
+// -redis, the REDIS_URL environment variable names the server. A server in
+// cluster mode is detected (INFO cluster) and used through a cluster
+// client, so names are found on whichever node owns them.
+//
+// # Demo
+//
+//	redisync demo [-redis URL]
+//
+// Demo runs several simulated processes, each with its own connection and
+// redisync Client (watchdog timeout 1.5 s, so renewals show), and narrates
+// what they do, one line per event with the time since the start: workers
+// contending for a lock while the watchdog renews the holder's lease, a
+// holder that crashes and whose lock expires, readers and a writer on a
+// read-write lock, a semaphore capping concurrency, an expirable
+// semaphore's permit coming back after its holder crashed, and a latch
+// releasing a batch. It checks the guarantees it shows (one holder at a
+// time, never more jobs than permits), ends with a summary and exits 0
+// after about 15 s.
+//
+// With neither -redis nor REDIS_URL it starts an embedded in-process Redis
+// (github.com/alicebob/miniredis/v2, with its TTLs on the wall clock so
+// leases really expire), so "go run ./cmd/redisync demo" needs nothing
+// installed. On a real server its keys are named
+// "redisync-demo:<random>:..." and deleted at the end.
+//
+// # Inspect
+//
+//	redisync inspect [-redis URL] [-json] [-type TYPE] NAME
+//
+// Inspect recognises the primitive stored under NAME from Redisson's
+// layout and prints its state:
+//
+//   - a hash with a "mode" field is a read-write lock: its mode, the writer
+//     ("<owner>:write" field) and the readers with their hold counts, and
+//     each read hold's remaining lease (its {NAME}:<owner>:rwlock_timeout:<n>
+//     key);
+//   - any other hash is a lock: its owners with their hold counts, its
+//     remaining lease, and the last fencing token issued
+//     (redisson_lock_token:{NAME}) when there is one;
+//   - a string with a zset {NAME}:timeout is an expirable semaphore: the
+//     available permits, and each acquired permit's id (32 hex characters)
+//     and expiry;
+//   - any other string holding an integer is a semaphore (available
+//     permits) or a latch (count). Both are stored alike, so inspect decides
+//     by which channel has waiters (redisson_sc:{NAME} or
+//     redisson_countdownlatch__channel__{NAME}); a negative value can only be
+//     a semaphore's. It says "guessed" in its output when it decided so, and
+//     -type sets the type instead.
+//
+// Owners are printed as their client id (a redisync Client's ID or a
+// Redisson instance's UUID) and token (a redisync owner token or a Java
+// thread id). Waiters are the connections subscribed to the primitive's
+// channel (PUBSUB NUMSUB): one per waiting client, however many of its
+// goroutines or threads wait. On a Redis Cluster a subscription lives on
+// one node, so inspect adds up the counts of every node.
+//
+// -json prints the Report as one JSON object, for scripts. When nothing is
+// stored under NAME (no key, no permit zset, no fencing counter, no
+// waiters) inspect fails with exit status 1. Inspect only reads: the keys
+// are read in one MULTI/EXEC, the read holds' leases and the waiters just
+// after.
+//
+// # Unlock
+//
+//	redisync unlock -force [-yes] [-redis URL] NAME
+//
+// Unlock frees the lock or read-write lock NAME whoever holds it, with the
+// library's ForceUnlock (rlock.Lock.ForceUnlock, rwlock.RWLock.ForceUnlock):
+// the hash (and a read-write lock's read-hold timeout keys) are deleted
+// and the release is published on the lock's channel, so waiters, Go or
+// Java, wake at once. A holder learns of it when its watchdog next renews
+// (redisync: Done closes with ErrLockLost) or when it unlocks (ErrNotHeld;
+// Redisson: IllegalMonitorStateException).
+//
+// It shows the lock and asks for confirmation on stderr, reading "y" from
+// stdin. -yes skips the question; without -yes, a stdin that is not a
+// terminal is a usage error, so scripts must say -yes. -force is required.
+// Semaphores and latches have no holder to free: unlock refuses them.
+package main

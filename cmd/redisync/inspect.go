@@ -1,0 +1,706 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keys"
+)
+
+// kind is a primitive as recognised from its Redis layout.
+type kind string
+
+const (
+	kindLock      kind = "lock"
+	kindRWLock    kind = "rwlock"
+	kindSemaphore kind = "semaphore"
+	kindExpirable kind = "expirable-semaphore"
+	kindLatch     kind = "latch"
+)
+
+var allKinds = []kind{kindLock, kindRWLock, kindSemaphore, kindExpirable, kindLatch}
+
+// title is the kind's name in prose.
+func (k kind) title() string {
+	switch k {
+	case kindRWLock:
+		return "read-write lock"
+	case kindExpirable:
+		return "expirable semaphore"
+	}
+	return string(k)
+}
+
+// channel is where the primitive's waiters subscribe.
+func (k kind) channel(name string) string {
+	switch k {
+	case kindLock:
+		return keys.LockChannel(name)
+	case kindRWLock:
+		return keys.RWChannel(name)
+	case kindLatch:
+		return keys.LatchChannel(name)
+	}
+	return keys.SemaphoreChannel(name)
+}
+
+// kindValue is a flag.Value holding a kind ("" when not set).
+type kindValue struct{ k kind }
+
+func (v *kindValue) String() string { return string(v.k) }
+
+func (v *kindValue) Set(s string) error {
+	for _, k := range allKinds {
+		if s == string(k) {
+			v.k = k
+			return nil
+		}
+	}
+	names := make([]string, len(allKinds))
+	for i, k := range allKinds {
+		names[i] = string(k)
+	}
+	return fmt.Errorf("unknown type %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// neverExpires is the expiry score (epoch ms) Redisson gives a permit
+// acquired without a lease.
+const neverExpires = 922337203685477
+
+// maxReadHolds bounds how many read-hold timeout keys inspect looks up.
+const maxReadHolds = 1000
+
+// Report is what inspect prints: one primitive as found in Redis. Its JSON
+// form (inspect -json) is the interface for scripts. Fields that do not
+// apply to the primitive's type are left out.
+type Report struct {
+	Name string `json:"name"`
+	// Type is lock, rwlock, semaphore, expirable-semaphore or latch.
+	Type kind `json:"type"`
+	// Guessed is true when the layout alone could not tell a semaphore from
+	// a latch and the type was inferred (see Reason); -type forces it.
+	Guessed bool `json:"guessed"`
+	// Reason says how the type was recognised.
+	Reason string `json:"reason"`
+	// Exists reports whether the primitive's main key (its name) exists.
+	Exists bool `json:"exists"`
+	// TTLMillis is the main key's remaining time to live in milliseconds,
+	// -1 without expiry; absent when the key does not exist. For a lock it
+	// is the remaining lease.
+	TTLMillis *int64 `json:"ttl_ms,omitempty"`
+	// Mode is a read-write lock's mode: read or write.
+	Mode string `json:"mode,omitempty"`
+	// Holders are a lock's or read-write lock's owners.
+	Holders []Holder `json:"holders,omitempty"`
+	// FenceToken is the last fencing token issued for a lock (the counter
+	// redisson_lock_token:{name}), when it exists.
+	FenceToken *int64 `json:"fence_token,omitempty"`
+	// Permits is a semaphore's count of available permits (0 when the key
+	// does not exist; it may be negative).
+	Permits *int64 `json:"permits,omitempty"`
+	// Acquired lists an expirable semaphore's acquired permits.
+	Acquired []Permit `json:"acquired,omitempty"`
+	// Count is a latch's count (0: open).
+	Count *int64 `json:"count,omitempty"`
+	// Channel is the pub/sub channel the primitive's waiters subscribe to.
+	Channel string `json:"channel"`
+	// Waiters is how many connections are subscribed to Channel: one per
+	// waiting client (a redisync Client or a Redisson instance), however
+	// many of its goroutines or threads wait. On a Redis Cluster the counts
+	// of every node are added up.
+	Waiters int64 `json:"waiters"`
+}
+
+// Holder is one owner of a lock or read-write lock.
+type Holder struct {
+	// Owner is the hash field naming the owner, "<client id>:<token>"
+	// (without a write hold's ":write" suffix).
+	Owner string `json:"owner"`
+	// ClientID is the client's id: a redisync Client's ID or a Redisson
+	// instance's UUID.
+	ClientID string `json:"client_id"`
+	// Token is the owner token within the client: a redisync owner token or
+	// a Java thread id. Empty when the field does not end in ":<digits>".
+	Token string `json:"token"`
+	// Side is "read" or "write" for a read-write lock, empty for a lock.
+	Side string `json:"side,omitempty"`
+	// Count is the hold count: how many unlocks free the lock.
+	Count int64 `json:"count"`
+	// HoldTTLsMillis are the remaining leases of a reader's holds, one per
+	// hold ({name}:<owner>:rwlock_timeout:<n>), -2 for a hold whose timeout
+	// key is gone.
+	HoldTTLsMillis []int64 `json:"hold_ttls_ms,omitempty"`
+}
+
+// Permit is one acquired permit of an expirable semaphore.
+type Permit struct {
+	// ID is the permit id: its 16 bytes as 32 hex characters.
+	ID string `json:"id"`
+	// ExpiresAt is when the permit expires; absent when it never does.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// TTLMillis is the time left in milliseconds: -1 never expires, 0 or
+	// less expired (it goes back to the available permits with the
+	// semaphore's next operation).
+	TTLMillis int64 `json:"ttl_ms"`
+}
+
+// errNotFound reports a name under which nothing is stored.
+var errNotFound = errors.New("nothing stored")
+
+type inspectOptions struct {
+	redis string
+	json  bool
+	typ   kindValue
+}
+
+const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
+
+Inspect shows the lock, read-write lock, semaphore, expirable semaphore or
+latch stored under NAME in Redisson's layout: its holders (client id, token,
+hold count), mode, leases, permits, count, and how many clients wait on its
+channel. It recognises the type from the keys it finds. A semaphore and a
+latch are stored alike (a string); inspect then tells them apart by which
+channel has waiters, says in its output that it guessed, and -type sets the
+type instead.
+
+Waiters are the connections subscribed to the primitive's channel: one per
+waiting client, however many of its goroutines or threads wait. On a Redis
+Cluster the counts of all nodes are added up.
+
+The server is the -redis URL, else $REDIS_URL. Inspect only reads.
+`
+
+func inspectFlags(w io.Writer) (*flag.FlagSet, *inspectOptions) {
+	o := &inspectOptions{}
+	fs := newFlagSet("inspect", inspectHead, w)
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
+	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
+	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, rwlock, semaphore, expirable-semaphore or latch")
+	return fs, o
+}
+
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o := inspectFlags(stderr)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want exactly one NAME, got %d arguments", len(pos))
+	}
+	name := pos[0]
+	if name == "" {
+		return usagef("empty NAME")
+	}
+	rdb, _, err := dialFor(ctx, o.redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	r, err := inspect(ctx, rdb, name, o.typ.k)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return r.writeText(stdout)
+}
+
+// dialFor connects to the server of the -redis flag or $REDIS_URL, for the
+// commands that need one named.
+func dialFor(ctx context.Context, flagValue string) (redis.UniversalClient, string, error) {
+	u := serverURL(flagValue)
+	if u == "" {
+		return nil, "", usagef("no Redis server: pass -redis URL or set REDIS_URL (e.g. redis://localhost:6379)")
+	}
+	return dial(ctx, u)
+}
+
+// snapshot is the raw state of the keys a primitive called name may use.
+type snapshot struct {
+	typ      string            // TYPE name
+	zsetType string            // TYPE {name}:timeout
+	hash     map[string]string // HGETALL name, for a hash
+	value    string            // GET name, for a string
+	pttl     int64             // PTTL name
+	permits  []redis.Z         // ZRANGE {name}:timeout WITHSCORES, for a zset
+	fence    *int64            // GET redisson_lock_token:{name}
+	now      time.Time         // the server's clock
+	subs     map[string]int64  // subscribers of every kind's channel
+}
+
+// maxSnapshotTries bounds how often readSnapshot starts over when a key
+// changes type between its two reads.
+const maxSnapshotTries = 5
+
+// readSnapshot reads everything inspect shows about name. The keys are read
+// in one MULTI/EXEC (they share name's cluster slot), so holders, TTLs and
+// permits are one consistent picture; read-hold leases and waiter counts
+// are read right after.
+func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (*snapshot, error) {
+	timeouts, fence := keys.SemaphoreTimeouts(name), keys.FenceCounter(name)
+	var s *snapshot
+	for try := 0; ; try++ {
+		types, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Type(ctx, name)
+			p.Type(ctx, timeouts)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		typ, ztyp := types[0].(*redis.StatusCmd).Val(), types[1].(*redis.StatusCmd).Val()
+		s, err = readKeys(ctx, rdb, name, typ, ztyp, fence)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			break
+		}
+		if try == maxSnapshotTries {
+			return nil, fmt.Errorf("%q keeps changing type; try again", name)
+		}
+	}
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("TIME: %w", err)
+	}
+	s.now = now
+	channels := make([]string, 0, len(allKinds))
+	for _, k := range allKinds {
+		if k != kindExpirable { // shares the semaphore's channel
+			channels = append(channels, k.channel(name))
+		}
+	}
+	if s.subs, err = numSub(ctx, rdb, channels...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readKeys reads name's keys given the types just seen, in one
+// transaction that checks the types again; it returns nil, nil when they
+// changed meanwhile.
+func readKeys(ctx context.Context, rdb redis.UniversalClient, name, typ, ztyp, fence string) (*snapshot, error) {
+	timeouts := keys.SemaphoreTimeouts(name)
+	var (
+		typCmd, ztypCmd *redis.StatusCmd
+		hashCmd         *redis.MapStringStringCmd
+		getCmd          *redis.StringCmd
+		pttlCmd         *redis.Cmd
+		zCmd            *redis.ZSliceCmd
+		fenceCmd        *redis.StringCmd
+	)
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		typCmd = p.Type(ctx, name)
+		ztypCmd = p.Type(ctx, timeouts)
+		pttlCmd = p.Do(ctx, "pttl", name)
+		fenceCmd = p.Get(ctx, fence)
+		switch typ {
+		case "hash":
+			hashCmd = p.HGetAll(ctx, name)
+		case "string":
+			getCmd = p.Get(ctx, name)
+		}
+		if ztyp == "zset" {
+			zCmd = p.ZRangeWithScores(ctx, timeouts, 0, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		// Exec reports the first failed command; look at each: a missing
+		// fencing counter is fine, a key that changed type starts over.
+		for _, c := range cmds {
+			switch err := c.Err(); {
+			case err == nil, errors.Is(err, redis.Nil):
+			case isWrongType(err):
+				return nil, nil
+			default:
+				return nil, err
+			}
+		}
+		if len(cmds) == 0 {
+			return nil, err
+		}
+	}
+	if typCmd.Val() != typ || ztypCmd.Val() != ztyp {
+		return nil, nil
+	}
+	s := &snapshot{typ: typ, zsetType: ztyp}
+	s.pttl, _ = pttlCmd.Int64()
+	if v, err := fenceCmd.Int64(); err == nil {
+		s.fence = &v
+	}
+	if hashCmd != nil {
+		s.hash = hashCmd.Val()
+	}
+	if getCmd != nil {
+		s.value = getCmd.Val()
+	}
+	if zCmd != nil {
+		s.permits = zCmd.Val()
+	}
+	return s, nil
+}
+
+func isWrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
+}
+
+// inspect reads the primitive stored under name and reports it. forced,
+// when not empty, is the type -type set.
+func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind) (*Report, error) {
+	s, err := readSnapshot(ctx, rdb, name)
+	if err != nil {
+		return nil, err
+	}
+	k, guessed, reason, err := classify(s, name, forced)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Name:    name,
+		Type:    k,
+		Guessed: guessed,
+		Reason:  reason,
+		Exists:  s.typ != "none",
+		Channel: k.channel(name),
+		Waiters: s.subs[k.channel(name)],
+	}
+	if r.Exists {
+		ttl := s.pttl
+		r.TTLMillis = &ttl
+	}
+	switch k {
+	case kindLock:
+		r.FenceToken = s.fence
+		r.Holders = lockHolders(s.hash)
+	case kindRWLock:
+		r.Mode = s.hash["mode"]
+		r.Holders, err = rwHolders(ctx, rdb, name, s.hash)
+		if err != nil {
+			return nil, err
+		}
+	case kindSemaphore, kindExpirable:
+		p := int64(0)
+		if s.typ == "string" {
+			p, _ = strconv.ParseInt(s.value, 10, 64)
+		}
+		r.Permits = &p
+		r.Acquired = permits(s.permits, s.now)
+	case kindLatch:
+		c := int64(0)
+		if s.typ == "string" {
+			c, _ = strconv.ParseInt(s.value, 10, 64)
+		}
+		r.Count = &c
+	}
+	return r, nil
+}
+
+// classify recognises the primitive from the snapshot: its kind, whether
+// that is a guess, and why.
+func classify(s *snapshot, name string, forced kind) (kind, bool, string, error) {
+	switch s.typ {
+	case "hash":
+		_, rw := s.hash["mode"]
+		switch {
+		case rw && (forced == "" || forced == kindRWLock):
+			return kindRWLock, false, "a hash with a mode field", nil
+		case !rw && (forced == "" || forced == kindLock):
+			return kindLock, false, "a hash of owner fields", nil
+		case rw:
+			return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not a %s", name, forced.title())
+		}
+		return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not a %s", name, forced.title())
+
+	case "string":
+		n, err := strconv.ParseInt(s.value, 10, 64)
+		if err != nil {
+			return "", false, "", fmt.Errorf("%q is a string holding %q, not a count of permits or a latch count", name, truncate(s.value, 40))
+		}
+		if forced == kindLock || forced == kindRWLock {
+			return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not a %s", name, forced.title())
+		}
+		if forced != "" {
+			return forced, false, "set with -type", nil
+		}
+		if s.zsetType == "zset" {
+			return kindExpirable, false, "a string with a permit zset " + keys.SemaphoreTimeouts(name), nil
+		}
+		semSubs, latchSubs := s.subs[keys.SemaphoreChannel(name)], s.subs[keys.LatchChannel(name)]
+		switch {
+		case n < 0:
+			return kindSemaphore, false, "a negative string value: only a semaphore's permits go below zero", nil
+		case semSubs > 0 && latchSubs == 0:
+			return kindSemaphore, true, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", waitText(semSubs)), nil
+		case latchSubs > 0 && semSubs == 0:
+			return kindLatch, true, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", waitText(latchSubs)), nil
+		case latchSubs > 0:
+			return kindSemaphore, true, "a string, as a semaphore or a latch is, with waiters on both channels; -type latch if it is a latch", nil
+		}
+		return kindSemaphore, true, "a string, as a semaphore or a latch is, and no waiters to tell them apart; -type latch if it is a latch", nil
+
+	case "none":
+		if forced != "" {
+			return forced, false, "set with -type; no key " + name, nil
+		}
+		if s.zsetType == "zset" {
+			return kindExpirable, false, "no key (no permits available) and a permit zset " + keys.SemaphoreTimeouts(name), nil
+		}
+		if s.fence != nil {
+			return kindLock, false, "no key (free) and a fencing counter " + keys.FenceCounter(name), nil
+		}
+		var waited []kind
+		for _, k := range allKinds {
+			if k != kindExpirable && s.subs[k.channel(name)] > 0 {
+				waited = append(waited, k)
+			}
+		}
+		if len(waited) == 1 {
+			k := waited[0]
+			return k, true, fmt.Sprintf("no key, but %s on the %s channel", waitText(s.subs[k.channel(name)]), k.title()), nil
+		}
+		return "", false, "", fmt.Errorf("%w under %q: no key, no permit zset, no fencing counter and no waiters on its channels", errNotFound, name)
+	}
+	return "", false, "", fmt.Errorf("%q is a Redis %s: not a lock, read-write lock, semaphore or latch", name, s.typ)
+}
+
+// lockHolders lists a lock's owners, sorted by field.
+func lockHolders(hash map[string]string) []Holder {
+	var hs []Holder
+	for field, v := range hash {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		hs = append(hs, newHolder(field, "", n))
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Owner < hs[j].Owner })
+	return hs
+}
+
+// rwHolders lists a read-write lock's writer, then its readers with the
+// remaining leases of their read holds.
+func rwHolders(ctx context.Context, rdb redis.UniversalClient, name string, hash map[string]string) ([]Holder, error) {
+	var hs []Holder
+	for field, v := range hash {
+		if field == "mode" {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if owner, ok := strings.CutSuffix(field, keys.RWWriteField("")); ok {
+			hs = append(hs, newHolder(owner, "write", n))
+		} else {
+			hs = append(hs, newHolder(field, "read", n))
+		}
+	}
+	sort.Slice(hs, func(i, j int) bool {
+		if hs[i].Side != hs[j].Side {
+			return hs[i].Side == "write"
+		}
+		return hs[i].Owner < hs[j].Owner
+	})
+	// The remaining lease of each read hold, in one pipeline.
+	type ref struct {
+		h   int
+		cmd *redis.Cmd
+	}
+	var refs []ref
+	pipe := rdb.Pipeline()
+	total := 0
+	for i := range hs {
+		if hs[i].Side != "read" {
+			continue
+		}
+		for n := int64(1); n <= hs[i].Count && total < maxReadHolds; n++ {
+			key := keys.RWTimeoutPrefix(name, hs[i].Owner) + ":" + keys.Itoa(n)
+			refs = append(refs, ref{i, pipe.Do(ctx, "pttl", key)})
+			total++
+		}
+	}
+	if len(refs) == 0 {
+		return hs, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read hold leases: %w", err)
+	}
+	for _, r := range refs {
+		ms, _ := r.cmd.Int64()
+		hs[r.h].HoldTTLsMillis = append(hs[r.h].HoldTTLsMillis, ms)
+	}
+	return hs, nil
+}
+
+// newHolder splits an owner "<client id>:<token>" at its last colon.
+func newHolder(owner, side string, count int64) Holder {
+	h := Holder{Owner: owner, ClientID: owner, Side: side, Count: count}
+	if i := strings.LastIndexByte(owner, ':'); i >= 0 && i < len(owner)-1 && isDigits(owner[i+1:]) {
+		h.ClientID, h.Token = owner[:i], owner[i+1:]
+	}
+	return h
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// permits lists an expirable semaphore's acquired permits, soonest expiry
+// first (the zset's order).
+func permits(zs []redis.Z, now time.Time) []Permit {
+	var ps []Permit
+	for _, z := range zs {
+		id, _ := z.Member.(string)
+		p := Permit{ID: hex.EncodeToString([]byte(id)), TTLMillis: -1}
+		if z.Score < neverExpires {
+			at := time.UnixMilli(int64(z.Score)).UTC()
+			p.ExpiresAt = &at
+			p.TTLMillis = at.Sub(now).Milliseconds()
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// writeText prints the report for people.
+func (r *Report) writeText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", label+":", fmt.Sprintf(format, args...))
+	}
+	line("name", "%s", r.Name)
+	if r.Guessed {
+		line("type", "%s (guessed: %s)", r.Type.title(), r.Reason)
+	} else {
+		line("type", "%s (%s)", r.Type.title(), r.Reason)
+	}
+	switch r.Type {
+	case kindLock, kindRWLock:
+		state := "free"
+		if r.Exists {
+			state = fmt.Sprintf("held by %s", plural(owners(r.Holders), "owner"))
+			if r.Mode != "" {
+				state = fmt.Sprintf("%s-locked, %s", r.Mode, state)
+			}
+			state += ", " + leaseText(*r.TTLMillis)
+		}
+		line("state", "%s", state)
+		for _, h := range r.Holders {
+			label := "holder"
+			if h.Side != "" {
+				label = map[string]string{"read": "reader", "write": "writer"}[h.Side]
+			}
+			token := h.Token
+			if token == "" {
+				token = "-"
+			}
+			extra := ""
+			if len(h.HoldTTLsMillis) > 0 {
+				leases := make([]string, len(h.HoldTTLsMillis))
+				for i, ms := range h.HoldTTLsMillis {
+					leases[i] = msText(ms)
+				}
+				extra = "\thold leases " + strings.Join(leases, ", ")
+			}
+			fmt.Fprintf(tw, "%s:\tclient %s\ttoken %s\tcount %d%s\n", label, h.ClientID, token, h.Count, extra)
+		}
+		if r.FenceToken != nil {
+			line("fencing", "last token issued %d (%s)", *r.FenceToken, keys.FenceCounter(r.Name))
+		}
+	case kindSemaphore, kindExpirable:
+		avail := fmt.Sprintf("%d available", *r.Permits)
+		if r.Type == kindExpirable {
+			avail += fmt.Sprintf(", %d acquired", len(r.Acquired))
+		}
+		line("permits", "%s", avail)
+		for _, p := range r.Acquired {
+			switch {
+			case p.ExpiresAt == nil:
+				fmt.Fprintf(tw, "permit:\t%s\tnever expires\n", p.ID)
+			case p.TTLMillis > 0:
+				fmt.Fprintf(tw, "permit:\t%s\texpires in %s (%s)\n", p.ID, msText(p.TTLMillis), p.ExpiresAt.Format(time.RFC3339Nano))
+			default:
+				fmt.Fprintf(tw, "permit:\t%s\texpired %s ago; returns with the next operation\n", p.ID, msText(-p.TTLMillis))
+			}
+		}
+	case kindLatch:
+		state := "open"
+		if *r.Count > 0 {
+			state = "closed"
+		}
+		line("count", "%d (%s)", *r.Count, state)
+	}
+	line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
+	return tw.Flush()
+}
+
+// leaseText describes a key's PTTL.
+func leaseText(ms int64) string {
+	if ms < 0 {
+		return "no expiry"
+	}
+	return "lease " + msText(ms) + " left"
+}
+
+// msText prints milliseconds as a duration; -2 (a missing key) as "gone".
+func msText(ms int64) string {
+	switch {
+	case ms == -2:
+		return "gone"
+	case ms == -1:
+		return "no expiry"
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func clients(n int64) string { return plural(int(n), "client") }
+
+// waitText says how many clients wait: "1 client waits", "2 clients wait".
+func waitText(n int64) string {
+	if n == 1 {
+		return "1 client waits"
+	}
+	return clients(n) + " wait"
+}
+
+// owners counts the distinct owners among holders (a writer that also
+// holds the read side is one owner).
+func owners(hs []Holder) int {
+	seen := make(map[string]bool, len(hs))
+	for _, h := range hs {
+		seen[h.Owner] = true
+	}
+	return len(seen)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// TestInspectGoLock: a Go holder that re-entered a fenced lock, and a Go
+// client waiting for it.
+func TestInspectGoLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "lock")
+	c := newClient(t, redisync.WithWatchdogTimeout(20*time.Second))
+	ctx = redisync.WithOwnerToken(ctx, 77)
+	l := rlock.New(c, name, rlock.WithFencing())
+	for range 2 {
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _, _ = l.ForceUnlock(context.Background()) })
+
+	r := inspectJSON(t, name)
+	if r.Type != kindLock || r.Guessed || !r.Exists || r.Channel != keys.LockChannel(name) || r.Waiters != 0 {
+		t.Errorf("report %+v: want an existing lock, not guessed, no waiters", r)
+	}
+	if r.TTLMillis == nil || *r.TTLMillis <= 0 || *r.TTLMillis > 20000 {
+		t.Errorf("ttl_ms %v, want (0, 20000]", r.TTLMillis)
+	}
+	if r.FenceToken == nil || *r.FenceToken != 2 {
+		t.Errorf("fence_token %v, want 2", r.FenceToken)
+	}
+	want := Holder{Owner: c.ID() + ":77", ClientID: c.ID(), Token: "77", Count: 2}
+	if len(r.Holders) != 1 || !equalHolder(r.Holders[0], want) {
+		t.Errorf("holders %+v, want [%+v]", r.Holders, want)
+	}
+
+	// A waiter in another client shows up as a subscriber of the channel.
+	waiter := rlock.New(newClient(t), name)
+	wctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(wctx) }()
+	waitSubscribers(t, keys.LockChannel(name), 1)
+	if r := inspectJSON(t, name); r.Waiters != 1 {
+		t.Errorf("waiters %d, want 1", r.Waiters)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
+	for _, s := range []string{
+		"lock (a hash of owner fields)",
+		"held by 1 owner, lease ",
+		"client " + c.ID(), "token 77", "count 2",
+		"last token issued 2",
+		"1 client subscribed to " + keys.LockChannel(name),
+	} {
+		if !strings.Contains(res.stdout, s) {
+			t.Errorf("text output does not contain %q", s)
+		}
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled waiter acquired the lock")
+	}
+}
+
+func equalHolder(a, b Holder) bool {
+	return a.Owner == b.Owner && a.ClientID == b.ClientID && a.Token == b.Token && a.Side == b.Side && a.Count == b.Count
+}
+
+// TestInspectJavaLock: a lock written the way Redisson writes it, by a
+// Java thread: field "<uuid>:<thread id>" = 1, PEXPIRE 30 s.
+func TestInspectJavaLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "lock")
+	javaID := uuid.NewString()
+	rdb(t).HSet(ctx, name, javaID+":57", 1)
+	rdb(t).PExpire(ctx, name, 30*time.Second)
+
+	r := inspectJSON(t, name)
+	want := Holder{Owner: javaID + ":57", ClientID: javaID, Token: "57", Count: 1}
+	if r.Type != kindLock || len(r.Holders) != 1 || !equalHolder(r.Holders[0], want) {
+		t.Errorf("report %+v, want a lock held by %+v", r, want)
+	}
+	if r.TTLMillis == nil || *r.TTLMillis < 25000 || *r.TTLMillis > 30000 {
+		t.Errorf("ttl_ms %v, want about 30000", r.TTLMillis)
+	}
+	if r.FenceToken != nil {
+		t.Errorf("fence_token %d without a fencing counter", *r.FenceToken)
+	}
+}
+
+// TestInspectRWLock: two Go readers (one with two holds) and an emulated
+// Java reader, then a writer that also took a read hold.
+func TestInspectRWLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "rw")
+	c1, c2 := newClient(t), newClient(t)
+	r1, r2 := rwlock.New(c1, name), rwlock.New(c2, name)
+	ctx1 := redisync.WithOwnerToken(ctx, 5)
+	for _, step := range []func() error{
+		func() error { return r1.RLock(ctx1) },
+		func() error { return r1.RLock(ctx1) },
+		func() error { return r2.RLock(ctx) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Java reader: its field and its hold's timeout key.
+	javaOwner := uuid.NewString() + ":12"
+	rdb(t).HSet(ctx, name, javaOwner, 1)
+	rdb(t).Set(ctx, keys.RWTimeoutPrefix(name, javaOwner)+":1", 1, 25*time.Second)
+	t.Cleanup(func() { _, _ = rwlock.New(newClient(t), name).ForceUnlock(context.Background()) })
+
+	r := inspectJSON(t, name)
+	if r.Type != kindRWLock || r.Mode != "read" || r.Channel != keys.RWChannel(name) {
+		t.Fatalf("report %+v: want a read-locked rwlock", r)
+	}
+	counts := map[string]int64{}
+	for _, h := range r.Holders {
+		if h.Side != "read" {
+			t.Errorf("holder %+v in read mode", h)
+		}
+		counts[h.Owner] = h.Count
+		if len(h.HoldTTLsMillis) != int(h.Count) {
+			t.Errorf("holder %s: %d hold leases for %d holds", h.Owner, len(h.HoldTTLsMillis), h.Count)
+		}
+		for _, ms := range h.HoldTTLsMillis {
+			if ms <= 0 || ms > 30000 {
+				t.Errorf("holder %s: hold lease %d ms", h.Owner, ms)
+			}
+		}
+	}
+	if counts[c1.ID()+":5"] != 2 || counts[javaOwner] != 1 || len(counts) != 3 {
+		t.Errorf("holders %+v: want %s×2, a reader of %s, %s×1", r.Holders, c1.ID(), c2.ID(), javaOwner)
+	}
+
+	// Write mode: the writer holds the write side and one read hold.
+	wname := redistest.Key(t, "rw")
+	w := rwlock.New(c1, wname)
+	if err := w.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = w.ForceUnlock(context.Background()) })
+	r = inspectJSON(t, wname)
+	if r.Mode != "write" || len(r.Holders) != 2 || r.Holders[0].Side != "write" || r.Holders[1].Side != "read" ||
+		r.Holders[0].Owner != r.Holders[1].Owner || r.Holders[0].ClientID != c1.ID() {
+		t.Errorf("report %+v: want write mode, writer first, then its read hold", r)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), wname)
+	for _, s := range []string{"write-locked, held by 1 owner", "writer:", "reader:", "hold leases "} {
+		if !strings.Contains(res.stdout, s) {
+			t.Errorf("text output does not contain %q", s)
+		}
+	}
+}
+
+// TestInspectSemaphoreAndLatch: a semaphore and a latch are both a
+// string; waiters tell them apart, -type forces the type.
+func TestInspectSemaphoreAndLatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// A semaphore with no permits left and a waiter.
+	sem := redistest.Key(t, "sem")
+	s := semaphore.New(newClient(t), sem)
+	if _, err := s.TrySetPermits(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	semDone := make(chan error, 1)
+	go func() { semDone <- semaphore.New(newClient(t), sem).Acquire(wctx, 1) }()
+	waitSubscribers(t, keys.SemaphoreChannel(sem), 1)
+	r := inspectJSON(t, sem)
+	if r.Type != kindSemaphore || !r.Guessed || r.Permits == nil || *r.Permits != 0 || r.Waiters != 1 {
+		t.Errorf("report %+v: want a guessed semaphore with 0 permits and 1 waiter", r)
+	}
+	if !strings.Contains(r.Reason, "1 client waits on the semaphore channel") {
+		t.Errorf("reason %q does not say why", r.Reason)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), sem)
+	if !strings.Contains(res.stdout, "semaphore (guessed: ") || !strings.Contains(res.stdout, "0 available") {
+		t.Errorf("text output does not say it guessed a semaphore with 0 permits")
+	}
+
+	// A latch with two waiters.
+	latch := redistest.Key(t, "latch")
+	l := countdown.New(newClient(t), latch)
+	if _, err := l.TrySetCount(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	latchDone := make(chan error, 2)
+	for range 2 {
+		go func() { latchDone <- countdown.New(newClient(t), latch).Wait(wctx) }()
+	}
+	waitSubscribers(t, keys.LatchChannel(latch), 2)
+	r = inspectJSON(t, latch)
+	if r.Type != kindLatch || !r.Guessed || r.Count == nil || *r.Count != 3 || r.Waiters != 2 || r.Channel != keys.LatchChannel(latch) {
+		t.Errorf("report %+v: want a guessed latch with count 3 and 2 waiters", r)
+	}
+	res = runCmd(t, nil, "inspect", "-redis", testURL(t), latch)
+	if !strings.Contains(res.stdout, "latch (guessed: ") || !strings.Contains(res.stdout, "3 (closed)") {
+		t.Errorf("text output does not say it guessed a closed latch")
+	}
+
+	// Without waiters the layout cannot tell: semaphore, guessed; -type
+	// latch settles it.
+	plain := redistest.Key(t, "plain")
+	rdb(t).Set(ctx, plain, 4, 0)
+	if r := inspectJSON(t, plain); r.Type != kindSemaphore || !r.Guessed || *r.Permits != 4 {
+		t.Errorf("report %+v: want a guessed semaphore with 4 permits", r)
+	}
+	if r := inspectJSON(t, plain, "-type", "latch"); r.Type != kindLatch || r.Guessed || *r.Count != 4 {
+		t.Errorf("-type latch: report %+v: want a latch with count 4, not guessed", r)
+	}
+	// Only a semaphore goes below zero.
+	neg := redistest.Key(t, "neg")
+	rdb(t).Set(ctx, neg, -2, 0)
+	if r := inspectJSON(t, neg); r.Type != kindSemaphore || r.Guessed || *r.Permits != -2 {
+		t.Errorf("report %+v: want a semaphore with -2 permits, not guessed", r)
+	}
+
+	cancel()
+	for _, ch := range []chan error{semDone, latchDone, latchDone} {
+		if err := <-ch; err == nil {
+			t.Error("a cancelled waiter returned nil")
+		}
+	}
+}
+
+// TestInspectExpirableSemaphore: permits with a lease and without, listed
+// by id.
+func TestInspectExpirableSemaphore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "xsem")
+	s := semaphore.NewExpirable(newClient(t), name)
+	if _, err := s.TrySetPermits(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	leased, err := s.Acquire(ctx, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forever, err := s.Acquire(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := inspectJSON(t, name)
+	if r.Type != kindExpirable || r.Guessed || r.Permits == nil || *r.Permits != 1 || len(r.Acquired) != 2 {
+		t.Fatalf("report %+v: want an expirable semaphore, 1 available, 2 acquired", r)
+	}
+	byID := map[string]Permit{}
+	for _, p := range r.Acquired {
+		byID[p.ID] = p
+	}
+	if p, ok := byID[leased]; !ok || p.ExpiresAt == nil || p.TTLMillis <= 15000 || p.TTLMillis > 20000 {
+		t.Errorf("leased permit %s: %+v, want about 20 s left", leased, p)
+	}
+	if p, ok := byID[forever]; !ok || p.ExpiresAt != nil || p.TTLMillis != -1 {
+		t.Errorf("permit %s without lease: %+v, want ttl -1", forever, p)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
+	for _, s := range []string{"expirable semaphore (a string with a permit zset", "1 available, 2 acquired", leased + "  expires in ", forever + "  never expires"} {
+		if !strings.Contains(res.stdout, s) {
+			t.Errorf("text output does not contain %q", s)
+		}
+	}
+}
+
+// TestInspectNotAPrimitive: names that hold nothing, or something else.
+func TestInspectNotAPrimitive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	list, text, missing := redistest.Key(t, "list"), redistest.Key(t, "text"), redistest.Key(t, "missing")
+	rdb(t).RPush(ctx, list, "a")
+	rdb(t).Set(ctx, text, "hello", 0)
+	hash, number := redistest.Key(t, "hash"), redistest.Key(t, "number")
+	rdb(t).HSet(ctx, hash, "owner:1", 1)
+	rdb(t).Set(ctx, number, 5, 0)
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{missing}, 1, "nothing stored under"},
+		{[]string{list}, 1, "is a Redis list"},
+		{[]string{text}, 1, `holding "hello"`},
+		{[]string{"-type", "rwlock", hash}, 1, "a lock, not a read-write lock"},
+		{[]string{"-type", "semaphore", hash}, 1, "a lock, not a semaphore"},
+		{[]string{"-type", "lock", number}, 1, "a semaphore or latch, not a lock"},
+	} {
+		res := runCmd(t, nil, append([]string{"inspect", "-redis", testURL(t)}, tc.args...)...)
+		if res.code != tc.code || !strings.Contains(res.stderr, tc.err) || !strings.HasPrefix(res.stderr, "redisync: inspect: ") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, res.code, res.stderr, tc.code, tc.err)
+		}
+	}
+	// A fenced lock that is free: only its counter remains.
+	fenced := redistest.Key(t, "fenced")
+	l := rlock.New(newClient(t), fenced, rlock.WithFencing())
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb(t).Del(context.Background(), keys.FenceCounter(fenced)) })
+	r := inspectJSON(t, fenced)
+	if r.Type != kindLock || r.Exists || r.FenceToken == nil || *r.FenceToken != 1 || len(r.Holders) != 0 {
+		t.Errorf("report %+v: want a free lock with fence token 1", r)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), fenced)
+	if !strings.Contains(res.stdout, "state:    free") {
+		t.Errorf("a free lock is not shown as free")
+	}
+}
+
+func TestNewHolder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ owner, id, token string }{
+		{"3f0c-uuid:12", "3f0c-uuid", "12"},
+		{"id:with:colons:7", "id:with:colons", "7"},
+		{"no-token", "no-token", ""},
+		{"trailing:", "trailing:", ""},
+		{"x:1a", "x:1a", ""},
+	} {
+		h := newHolder(tc.owner, "", 1)
+		if h.ClientID != tc.id || h.Token != tc.token || h.Owner != tc.owner {
+			t.Errorf("newHolder(%q) = %+v, want client %q token %q", tc.owner, h, tc.id, tc.token)
+		}
+	}
+}

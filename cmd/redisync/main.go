@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+)
+
+// Exit statuses, as Go tools use them.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed
+	exitUsage = 2 // the command line was wrong
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// env is the process environment as the commands see it; tests replace it.
+var env = os.Getenv
+
+// run runs the command line args (without the program name) and returns the
+// exit status. It never calls os.Exit, so tests call it directly. An
+// interrupt (Ctrl-C) cancels the running command, which then cleans up.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "demo":
+		err = runDemo(ctx, rest, stdout, stderr)
+	case "inspect":
+		err = runInspect(ctx, rest, stdout, stderr)
+	case "unlock":
+		err = runUnlock(ctx, rest, stdin, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		return runHelp(rest, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "redisync: unknown command %q\nRun 'redisync help' for usage.\n", cmd)
+		return exitUsage
+	}
+	return report(err, cmd, stderr)
+}
+
+const mainUsage = `redisync runs redisync's demo and inspects or frees distributed locks,
+read-write locks, semaphores and latches stored in Redis in Redisson's layout.
+
+Usage:
+
+	redisync <command> [flags] [arguments]
+
+The commands are:
+
+	demo      show the primitives at work between simulated processes
+	inspect   show who holds a lock, semaphore or latch, and who waits
+	unlock    force-release a lock or read-write lock and wake its waiters
+
+The Redis server is the -redis flag's URL, or else the REDIS_URL
+environment variable (redis://[user:password@]host:port[/db] or rediss://
+for TLS). Without either, demo starts an embedded in-process Redis.
+
+Use "redisync help <command>" or "redisync <command> -h" for more
+information about a command.
+`
+
+// runHelp prints the usage of the whole tool or of one command.
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, mainUsage)
+		return exitOK
+	}
+	var fs *flag.FlagSet
+	switch args[0] {
+	case "demo":
+		fs, _ = demoFlags(stdout)
+	case "inspect":
+		fs, _ = inspectFlags(stdout)
+	case "unlock":
+		fs, _ = unlockFlags(stdout)
+	default:
+		fmt.Fprintf(stderr, "redisync help %s: unknown command. Run 'redisync help'.\n", args[0])
+		return exitUsage
+	}
+	fs.Usage()
+	return exitOK
+}
+
+// usageError is a mistake on the command line: the exit status is 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelp reports that -h printed the usage: exit status 0.
+var errHelp = flag.ErrHelp
+
+// report prints err, if any, to stderr and returns the exit status.
+func report(err error, cmd string, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "redisync %s: %s\nRun 'redisync %s -h' for usage.\n", cmd, ue.msg, cmd)
+		return exitUsage
+	case errors.Is(err, errFlagParse):
+		// The flag package has printed the error and the usage.
+		return exitUsage
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "redisync: %s: interrupted\n", cmd)
+		return exitError
+	}
+	fmt.Fprintf(stderr, "redisync: %s: %s\n", cmd, strings.TrimPrefix(err.Error(), "redisync: "))
+	return exitError
+}
+
+// errFlagParse wraps an error the flag package already reported.
+var errFlagParse = errors.New("bad flag")
+
+// parseFlags parses args with fs, allowing flags after positional
+// arguments ("inspect NAME -json" as well as "inspect -json NAME"), as
+// long as "--" does not end the flags. It returns the positional
+// arguments.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, fmt.Errorf("%w: %w", errFlagParse, err)
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting,
+// printing its usage (head, then the flags) to w.
+func newFlagSet(name, head string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), head)
+		fmt.Fprintln(fs.Output(), "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// Holders in these tests have a long lease and waiters a long re-check
+// interval: a waiter that returns within wakeBound was woken by the
+// release unlock -force published, not by a timer.
+const (
+	longLease = time.Minute
+	wakeBound = 10 * time.Second
+)
+
+// blockedLock starts a Go client waiting in Lock for the lock name and
+// returns a channel that receives Lock's result.
+func blockedLock(t *testing.T, lock redisync.Locker, channel string) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- lock.Lock(ctx) }()
+	waitSubscribers(t, channel, 1)
+	return done
+}
+
+// waitWoken checks that the blocked Lock returned without error soon after
+// the force unlock; the lock is unlocked at the end of the test.
+func waitWoken(t *testing.T, lock redisync.Locker, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the waiter's Lock failed: %v", err)
+		}
+		t.Cleanup(func() { _ = lock.Unlock(context.Background()) })
+	case <-time.After(wakeBound):
+		t.Fatalf("the waiter was not woken within %v of the force unlock", wakeBound)
+	}
+}
+
+func waiterClient(t *testing.T) *redisync.Client {
+	return newClient(t, redisync.WithRecheckInterval(longLease))
+}
+
+// TestUnlockGoLock frees a lock a Go client holds twice; the Go client
+// waiting for it gets it at once, and the old holder's Unlock finds it
+// gone.
+func TestUnlockGoLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "lock")
+	holder := newClient(t, redisync.WithWatchdogTimeout(longLease))
+	l := rlock.New(holder, name)
+	for range 2 {
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiter := rlock.New(waiterClient(t), name)
+	done := blockedLock(t, waiter, keys.LockChannel(name))
+
+	res := runCmd(t, nil, "unlock", "-force", "-yes", "-redis", testURL(t), name)
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	for _, s := range []string{`force-unlocked lock "` + name + `"`, "client " + holder.ID() + " token ", "×2", "to 1 waiting client"} {
+		if !strings.Contains(res.stdout, s) {
+			t.Errorf("output does not contain %q", s)
+		}
+	}
+	waitWoken(t, waiter, done)
+	if err := l.Unlock(ctx); !errors.Is(err, redisync.ErrNotHeld) {
+		t.Errorf("the old holder's Unlock: %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Error("the old holder's hold did not end")
+	}
+}
+
+// TestUnlockJavaLock frees a lock held the way a Redisson thread holds it;
+// a Go waiter gets it.
+func TestUnlockJavaLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "lock")
+	javaID := uuid.NewString()
+	rdb(t).HSet(ctx, name, javaID+":1", 1)
+	rdb(t).PExpire(ctx, name, longLease)
+	wc := waiterClient(t)
+	waiter := rlock.New(wc, name)
+	done := blockedLock(t, waiter, keys.LockChannel(name))
+
+	res := runCmd(t, nil, "unlock", "-yes", "-force", "-redis", testURL(t), name)
+	if res.code != 0 || !strings.Contains(res.stdout, "client "+javaID+" token 1 ×1") {
+		t.Fatalf("exit %d, stdout %q", res.code, res.stdout)
+	}
+	waitWoken(t, waiter, done)
+	fields, err := rdb(t).HKeys(ctx, name).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 1 || !strings.HasPrefix(fields[0], wc.ID()+":") {
+		t.Errorf("lock fields %q after the waiter took it, want the waiter's owner only", fields)
+	}
+}
+
+// TestUnlockRWLock frees a read-locked rwlock (a Go reader and a Java
+// reader with its timeout key); a Go writer waiting for it gets in, and
+// the readers' timeout keys are gone.
+func TestUnlockRWLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "rw")
+	reader := rwlock.New(newClient(t, redisync.WithWatchdogTimeout(longLease)), name)
+	if err := reader.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	javaOwner := uuid.NewString() + ":3"
+	javaTimeout := keys.RWTimeoutPrefix(name, javaOwner) + ":1"
+	rdb(t).HSet(ctx, name, javaOwner, 1)
+	rdb(t).Set(ctx, javaTimeout, 1, longLease)
+	waiter := rwlock.New(waiterClient(t), name)
+	done := blockedLock(t, waiter, keys.RWChannel(name))
+
+	res := runCmd(t, nil, "unlock", "-force", "-yes", "-redis", testURL(t), name)
+	if res.code != 0 || !strings.Contains(res.stdout, `force-unlocked read-write lock "`+name+`"`) || !strings.Contains(res.stdout, "(read) ×1") {
+		t.Fatalf("exit %d, stdout %q", res.code, res.stdout)
+	}
+	waitWoken(t, waiter, done)
+	if n := rdb(t).Exists(ctx, javaTimeout).Val(); n != 0 {
+		t.Error("the Java reader's timeout key survived the force unlock")
+	}
+	if mode := rdb(t).HGet(ctx, name, "mode").Val(); mode != "write" {
+		t.Errorf("mode %q after the writer got in, want write", mode)
+	}
+	if err := reader.RUnlock(ctx); !errors.Is(err, redisync.ErrNotHeld) {
+		t.Errorf("the old reader's RUnlock: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestUnlockRefuses: no -yes on a non-terminal stdin, something that is
+// not a lock, a free lock. Nothing changes.
+func TestUnlockRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name, sem, missing := redistest.Key(t, "lock"), redistest.Key(t, "sem"), redistest.Key(t, "missing")
+	rdb(t).HSet(ctx, name, "someone:1", 1)
+	rdb(t).Set(ctx, sem, 3, 0)
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"-force", name}, 2, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes"},
+		{[]string{"-force", "-yes", sem}, 1, "is a semaphore: unlock frees only locks and read-write locks"},
+		{[]string{"-force", "-yes", missing}, 1, "is not locked"},
+		{[]string{"-force", "-yes"}, 2, "want exactly one NAME"},
+	} {
+		res := runCmd(t, nil, append([]string{"unlock", "-redis", testURL(t)}, tc.args...)...)
+		if res.code != tc.code || !strings.Contains(res.stderr, tc.err) || res.stdout != "" {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, res.code, res.stderr, tc.code, tc.err)
+		}
+	}
+	if rdb(t).Exists(ctx, name).Val() != 1 || rdb(t).Get(ctx, sem).Val() != "3" {
+		t.Error("a refused unlock changed something")
+	}
+}
+
+// TestUnlockConfirm answers the question on a (simulated) terminal. It
+// replaces the terminal check, so it does not run in parallel.
+func TestUnlockConfirm(t *testing.T) {
+	ctx := context.Background()
+	defer func(old func(io.Reader) bool) { isTerminal = old }(isTerminal)
+	isTerminal = func(io.Reader) bool { return true }
+	name := redistest.Key(t, "lock")
+	rdb(t).HSet(ctx, name, "someone:9", 2)
+
+	for _, answer := range []string{"n\n", "\n", "maybe\n", ""} {
+		res := runCmd(t, strings.NewReader(answer), "unlock", "-force", "-redis", testURL(t), name)
+		if res.code != 1 || rdb(t).Exists(ctx, name).Val() != 1 {
+			t.Errorf("answer %q: exit %d, or the lock is gone; want 1 and the lock kept", answer, res.code)
+		}
+		if !strings.Contains(res.stderr, "client someone") || !strings.Contains(res.stderr, `Force-unlock lock "`+name+`", held by 1 owner? [y/N]`) {
+			t.Errorf("answer %q: the question does not show the lock", answer)
+		}
+	}
+	res := runCmd(t, strings.NewReader("Y\n"), "unlock", "-force", "-redis", testURL(t), name)
+	if res.code != 0 || rdb(t).Exists(ctx, name).Val() != 0 {
+		t.Errorf("answer Y: exit %d, or the lock is still there", res.code)
+	}
+}
