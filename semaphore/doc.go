@@ -16,11 +16,11 @@
 //
 // # Guarantees
 //
-// Acquire and Release are single Lua scripts, so no two callers anywhere
-// take the same permit and the number of acquired permits never exceeds the
-// number set, as long as Redis keeps its data: with an asynchronous replica,
-// a failover can lose recent acquisitions or releases, as with any Redis
-// lock. An expirable permit is a lease: when it runs out the permit is given
+// Every acquisition and release is one Lua script, atomic in Redis: however
+// many processes compete, permits are only taken while available, so no more
+// callers hold permits at once than there are permits. That holds as long as
+// Redis keeps its data: with an asynchronous replica, a failover can lose
+// recent acquisitions or releases, as with any Redis lock. An expirable permit is a lease: when it runs out the permit is given
 // to someone else whether or not its holder finished, so size leases with
 // a margin (see UpdateLease).
 //
@@ -46,9 +46,11 @@
 // order, as in golang.org/x/sync/semaphore: only the first asks Redis, the
 // others wait their turn without any Redis traffic, so a caller that needs
 // several permits is not starved by a stream of callers that need one.
-// TryAcquire with a zero wait does not overtake waiting callers. Callers of
-// different Clients (other processes, Java services) compete through Redis
-// without any order, as in Redisson.
+// TryAcquire with a zero wait does not overtake waiting callers. As in
+// x/sync, a caller waiting for more permits than become available holds up
+// the callers of its Client behind it: bound such waits with ctx or use
+// TryAcquire. Callers of different Clients (other processes, Java services)
+// compete through Redis without any order, as in Redisson.
 //
 // A cancelled or timed-out acquisition holds nothing when it returns: no
 // permit, no subscription, no goroutine, no place in the line. When its
@@ -77,7 +79,11 @@
 //
 // {name} is the name in braces unless it already contains "{", so all of a
 // semaphore's keys share one Redis Cluster slot. Request records are kept
-// under redisync_request:{name}:<request id> for a few seconds.
+// under redisync_request:{name}:<request id> for a few seconds. On a
+// Cluster, a name holding braces that do not form a hash tag ("a}b",
+// "a{}b", "a{b") is not supported: Redisson's layout then puts the channel
+// and the zset in other slots than the count, and calls fail with a
+// CROSSSLOT error.
 //
 // # Redis versions
 //

@@ -217,7 +217,8 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 }
 
 // Release gives the permits with the given ids back, all or nothing, and
-// wakes waiters: up to as many local waiters as permits are then available.
+// wakes waiters: in each Client, up to as many waiting callers get through
+// as permits are then available.
 // If any id is unknown or its permit expired, it returns an error wrapping
 // redisync.ErrNotHeld and releases none of them. Ids that are not 32 hex
 // characters, an id given twice, or no id at all, are invalid arguments

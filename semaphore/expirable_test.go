@@ -214,16 +214,16 @@ func TestExpirableUpdateLease(t *testing.T) {
 	ctx := context.Background()
 	s := NewExpirable(newClient(t), redistest.Key(t, "sem"))
 	noErr(t, s.SetPermits(ctx, 1))
-	id, err := s.Acquire(ctx, 300*time.Millisecond)
+	id, err := s.Acquire(ctx, time.Second)
 	noErr(t, err)
 	ok, err := s.UpdateLease(ctx, id, 5*time.Second)
 	noErr(t, err)
 	equal(t, ok, true, "UpdateLease")
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond) // past the first lease
 	d, err := s.LeaseTime(ctx, id)
 	noErr(t, err)
-	if d < 3*time.Second || d > 5*time.Second {
-		t.Fatalf("LeaseTime after UpdateLease(5s) and 0.5s: %v", d)
+	if d < 2*time.Second || d > 4*time.Second {
+		t.Fatalf("LeaseTime 1.2s after UpdateLease(5s): %v", d)
 	}
 	ok, err = s.UpdateLease(ctx, id, 0)
 	noErr(t, err)

@@ -126,8 +126,8 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
 	}
 }
 
-// Release gives n permits (n > 0) back and wakes waiters: up to as many
-// local waiters as permits are then available. It needs no prior Acquire
+// Release gives n permits (n > 0) back and wakes waiters: in each Client,
+// up to as many waiting callers get through as permits are then available. It needs no prior Acquire
 // (a release of a semaphore that was never set leaves n permits), so it
 // never fails with ErrNotHeld. It runs even when ctx is already cancelled
 // (on a detached context with a bounded timeout), so a deferred Release
