@@ -42,16 +42,16 @@ Without -redis or $REDIS_URL it starts an embedded in-process Redis
 are named "redisync-demo:<random>:..." and deleted at the end.
 `
 
-func demoFlags(w io.Writer) (*flag.FlagSet, *demoOptions) {
+func demoFlags() (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
-	fs := newFlagSet("demo", demoHead, w)
+	fs := newFlagSet("demo", demoHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL, else an embedded server")
 	return fs, o
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, o := demoFlags(stderr)
-	pos, err := parseFlags(fs, args)
+	fs, o := demoFlags()
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}

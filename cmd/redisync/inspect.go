@@ -182,9 +182,9 @@ Cluster the counts of all nodes are added up.
 The server is the -redis URL, else $REDIS_URL. Inspect only reads.
 `
 
-func inspectFlags(w io.Writer) (*flag.FlagSet, *inspectOptions) {
+func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	o := &inspectOptions{}
-	fs := newFlagSet("inspect", inspectHead, w)
+	fs := newFlagSet("inspect", inspectHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
 	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, rwlock, semaphore, expirable-semaphore or latch")
@@ -192,8 +192,8 @@ func inspectFlags(w io.Writer) (*flag.FlagSet, *inspectOptions) {
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, o := inspectFlags(stderr)
-	pos, err := parseFlags(fs, args)
+	fs, o := inspectFlags()
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}

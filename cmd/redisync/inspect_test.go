@@ -351,3 +351,25 @@ func TestNewHolder(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectUnsetSemaphore: nothing is stored, but a client waits for a
+// permit of a semaphore nobody has set yet.
+func TestInspectUnsetSemaphore(t *testing.T) {
+	t.Parallel()
+	name := redistest.Key(t, "sem")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- semaphore.New(newClient(t), name).Acquire(ctx, 1) }()
+	waitSubscribers(t, keys.SemaphoreChannel(name), 1)
+	r := inspectJSON(t, name)
+	if r.Type != kindSemaphore || !r.Guessed || r.Exists || r.Permits == nil || *r.Permits != 0 || r.Waiters != 1 {
+		t.Errorf("report %+v: want a guessed, unset semaphore with 1 waiter", r)
+	}
+	if !strings.Contains(r.Reason, "no key, but 1 client waits on the semaphore channel") {
+		t.Errorf("reason %q", r.Reason)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled Acquire returned nil")
+	}
+}

@@ -83,15 +83,16 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 	var fs *flag.FlagSet
 	switch args[0] {
 	case "demo":
-		fs, _ = demoFlags(stdout)
+		fs, _ = demoFlags()
 	case "inspect":
-		fs, _ = inspectFlags(stdout)
+		fs, _ = inspectFlags()
 	case "unlock":
-		fs, _ = unlockFlags(stdout)
+		fs, _ = unlockFlags()
 	default:
-		fmt.Fprintf(stderr, "redisync help %s: unknown command. Run 'redisync help'.\n", args[0])
+		fmt.Fprintf(stderr, "redisync: help: unknown command %q\nRun 'redisync help' for usage.\n", args[0])
 		return exitUsage
 	}
+	fs.SetOutput(stdout)
 	fs.Usage()
 	return exitOK
 }
@@ -105,22 +106,14 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// errHelp reports that -h printed the usage: exit status 0.
-var errHelp = flag.ErrHelp
-
 // report prints err, if any, to stderr and returns the exit status.
 func report(err error, cmd string, stderr io.Writer) int {
 	var ue *usageError
 	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "redisync %s: %s\nRun 'redisync %s -h' for usage.\n", cmd, ue.msg, cmd)
-		return exitUsage
-	case errors.Is(err, errFlagParse):
-		// The flag package has printed the error and the usage.
+		fmt.Fprintf(stderr, "redisync: %s: %s\nRun 'redisync %s -h' for usage.\n", cmd, ue.msg, cmd)
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "redisync: %s: interrupted\n", cmd)
@@ -130,21 +123,23 @@ func report(err error, cmd string, stderr io.Writer) int {
 	return exitError
 }
 
-// errFlagParse wraps an error the flag package already reported.
-var errFlagParse = errors.New("bad flag")
-
 // parseFlags parses args with fs, allowing flags after positional
 // arguments ("inspect NAME -json" as well as "inspect -json NAME"), as
 // long as "--" does not end the flags. It returns the positional
-// arguments.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+// arguments. -h prints the usage to stdout and returns flag.ErrHelp; a bad
+// flag is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	// The flag package prints errors and the usage itself; report does.
+	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, errHelp
+				fs.SetOutput(stdout)
+				fs.Usage()
+				return nil, flag.ErrHelp
 			}
-			return nil, fmt.Errorf("%w: %w", errFlagParse, err)
+			return nil, usagef("%s", err)
 		}
 		rest := fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
@@ -158,11 +153,10 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting,
-// printing its usage (head, then the flags) to w.
-func newFlagSet(name, head string, w io.Writer) *flag.FlagSet {
+// newFlagSet returns a flag set that reports errors instead of exiting;
+// its usage (head, then the flags) goes to its output.
+func newFlagSet(name, head string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), head)
 		fmt.Fprintln(fs.Output(), "\nFlags:")

@@ -104,14 +104,15 @@ func TestUsage(t *testing.T) {
 		{"no command", nil, 2, "Usage:"},
 		{"help", []string{"help"}, 0, "The commands are"},
 		{"help command", []string{"help", "inspect"}, 0, "usage: redisync inspect"},
-		{"help unknown", []string{"help", "frob"}, 2, "unknown command"},
-		{"unknown command", []string{"frob"}, 2, `unknown command "frob"`},
+		{"help unknown", []string{"help", "frob"}, 2, `redisync: help: unknown command "frob"`},
+		{"unknown command", []string{"frob"}, 2, `redisync: unknown command "frob"`},
 		{"-h", []string{"-h"}, 0, "The commands are"},
 		{"demo -h", []string{"demo", "-h"}, 0, "usage: redisync demo"},
 		{"inspect -h", []string{"inspect", "-h"}, 0, "-type TYPE"},
 		{"unlock --help", []string{"unlock", "--help"}, 0, "-force"},
-		{"bad flag", []string{"inspect", "-frob", "x"}, 2, "flag provided but not defined: -frob"},
-		{"bad type", []string{"inspect", "-type", "mutex", "x"}, 2, `unknown type "mutex"`},
+		{"bad flag", []string{"inspect", "-frob", "x"}, 2, "redisync: inspect: flag provided but not defined: -frob\nRun 'redisync inspect -h' for usage."},
+		{"bad type", []string{"inspect", "-type", "mutex", "x"}, 2, `redisync: inspect: invalid value "mutex" for flag -type: unknown type "mutex"`},
+		{"bad flag value", []string{"unlock", "-yes=maybe", "x"}, 2, "redisync: unlock: invalid boolean value"},
 		{"inspect without name", []string{"inspect", "-redis", "redis://127.0.0.1:1"}, 2, "want exactly one NAME"},
 		{"inspect two names", []string{"inspect", "a", "b"}, 2, "want exactly one NAME"},
 		{"inspect without server", []string{"inspect", "x"}, 2, "pass -redis URL or set REDIS_URL"},
@@ -132,6 +133,12 @@ func TestUsage(t *testing.T) {
 			}
 			if tc.code != 0 && res.stdout != "" {
 				t.Errorf("a failure printed to stdout: %q", res.stdout)
+			}
+			if tc.code != 0 && len(tc.args) > 0 && !strings.HasPrefix(res.stderr, "redisync: ") {
+				t.Errorf("error message not prefixed with %q: %q", "redisync: ", res.stderr)
+			}
+			if tc.code == 0 && (res.stdout == "" || res.stderr != "") {
+				t.Errorf("help went to stderr, or nowhere")
 			}
 		})
 	}
@@ -159,8 +166,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"a", "--", "-json"}, false, []string{"a", "-json"}},
 		{nil, false, nil},
 	} {
-		fs, o := inspectFlags(io.Discard)
-		pos, err := parseFlags(fs, tc.args)
+		fs, o := inspectFlags()
+		pos, err := parseFlags(fs, tc.args, io.Discard)
 		if err != nil {
 			t.Errorf("%q: %v", tc.args, err)
 			continue

@@ -39,9 +39,9 @@ holder to free and are refused.
 The server is the -redis URL, else $REDIS_URL.
 `
 
-func unlockFlags(w io.Writer) (*flag.FlagSet, *unlockOptions) {
+func unlockFlags() (*flag.FlagSet, *unlockOptions) {
 	o := &unlockOptions{}
-	fs := newFlagSet("unlock", unlockHead, w)
+	fs := newFlagSet("unlock", unlockHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
 	fs.BoolVar(&o.force, "force", false, "required: free the lock whoever holds it")
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
@@ -59,8 +59,8 @@ var isTerminal = func(r io.Reader) bool {
 }
 
 func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs, o := unlockFlags(stderr)
-	pos, err := parseFlags(fs, args)
+	fs, o := unlockFlags()
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
