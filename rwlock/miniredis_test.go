@@ -21,7 +21,7 @@ func TestMiniredisCompatible(t *testing.T) {
 	mr.ClockTTL(true)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := redisync.New(rdb, redisync.WithWatchdogTimeout(300*time.Millisecond), redisync.WithRecheckInterval(time.Minute))
+	c := redisync.New(rdb, redisync.WithWatchdogTimeout(900*time.Millisecond), redisync.WithRecheckInterval(time.Minute))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := testCtx(t)
 
@@ -31,7 +31,7 @@ func TestMiniredisCompatible(t *testing.T) {
 		must(t, rw.RLock(ctx))
 		must(t, other.RLock(ctx))
 		wantErr(t, name+": upgrade", rw.Lock(ctx), redisync.ErrUpgrade)
-		time.Sleep(400 * time.Millisecond) // a lease and more: renewals keep the holds
+		time.Sleep(time.Second) // a lease and more: renewals keep the holds
 		if err := rw.Err(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -1,0 +1,65 @@
+package rwlock_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rwlock"
+)
+
+func benchClient(b *testing.B) *redisync.Client {
+	c := redisync.New(redistest.Shared(b).Client(b))
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// BenchmarkRLockRUnlock: an uncontended read hold taken and released.
+func BenchmarkRLockRUnlock(b *testing.B) {
+	ctx := context.Background()
+	rw := rwlock.New(benchClient(b), redistest.Key(b, "rw"))
+	for b.Loop() {
+		if err := rw.RLock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := rw.RUnlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLockUnlock: an uncontended write hold taken and released.
+func BenchmarkLockUnlock(b *testing.B) {
+	ctx := context.Background()
+	rw := rwlock.New(benchClient(b), redistest.Key(b, "rw"))
+	for b.Loop() {
+		if err := rw.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := rw.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParallelReaders: many goroutines of one client reading at once,
+// each with its own handle (owner).
+func BenchmarkParallelReaders(b *testing.B) {
+	ctx := context.Background()
+	c := benchClient(b)
+	name := redistest.Key(b, "rw")
+	b.RunParallel(func(pb *testing.PB) {
+		rw := rwlock.New(c, name)
+		for pb.Next() {
+			if err := rw.RLock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := rw.RUnlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
