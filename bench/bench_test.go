@@ -22,7 +22,7 @@ var wantRows = [][2]string{
 	{scHandoff, "redisync"}, {scHandoff, "redsync"}, {scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"},
 	{scContended0, "redisync"}, {scContended0, "redsync"}, {scContended0, "redislock-linear10ms"}, {scContended0, "redislock-default"},
 	{scContended1, "redisync"}, {scContended1, "redsync"}, {scContended1, "redislock-linear10ms"}, {scContended1, "redislock-default"},
-	{scLatchFanout, "redisync"}, {scWatchdog1000, "redisync"},
+	{scSemaphore, "redisync"}, {scLatchFanout, "redisync"}, {scWatchdog1000, "redisync"},
 }
 
 // TestQuickRun runs every scenario with tiny sizes against a redis-server
@@ -89,7 +89,7 @@ func TestQuickRun(t *testing.T) {
 		if r.BytesInPerOp == nil || *r.BytesInPerOp <= 0 || r.BytesOutPerOp == nil || *r.BytesOutPerOp <= 0 {
 			t.Errorf("%s: bytes in/out per op %v / %v", name, r.BytesInPerOp, r.BytesOutPerOp)
 		}
-		hasRate := r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-")
+		hasRate := r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
 		}

@@ -6,53 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
 )
-
-// redisyncClients opens n redisync clients, each over a go-redis client of
-// its own.
-type redisyncClients struct {
-	rdbs     []*redis.Client
-	counters []*counter
-	clients  []*redisync.Client
-}
-
-func (b *bench) openRedisyncClients(n int) *redisyncClients {
-	r := &redisyncClients{}
-	for range n {
-		rdb, cnt := newClient(b.addr)
-		r.rdbs = append(r.rdbs, rdb)
-		r.counters = append(r.counters, cnt)
-		r.clients = append(r.clients, redisync.New(rdb))
-	}
-	return r
-}
-
-func (r *redisyncClients) close() {
-	for _, c := range r.clients {
-		_ = c.Close()
-	}
-	for _, rdb := range r.rdbs {
-		_ = rdb.Close()
-	}
-}
-
-// completed returns the requests the clients have had answered, and
-// whether none is in flight.
-func (r *redisyncClients) completed() (int64, bool) {
-	var n int64
-	idle := true
-	for _, c := range r.counters {
-		n += c.completed.Load()
-		if c.inFlight() != 0 {
-			idle = false
-		}
-	}
-	return n, idle
-}
 
 // latchChannel is the latch's pub/sub channel in Redisson's layout (see
 // API.md): the name in braces whatever it holds.
@@ -161,10 +116,10 @@ func (b *bench) latchFanout(ctx context.Context) (Result, error) {
 		Scenario: scLatchFanout,
 		Op: fmt.Sprintf("one waiter released: CountDown opens a latch with %d waiters over %d clients",
 			w, len(rc.clients)),
-		Latency: fmt.Sprintf("fan-out: CountDown call to the last of the %d waiters returning, per round", w),
+		Latency: fmt.Sprintf("fan-out time per round, from the CountDown call to the last of the %d waiters returning", w),
 		Ops:     int64(len(perWaiter)),
 		Seconds: round4(total.elapsed.Seconds()),
-		Wait:    "pub/sub wake-up (one message per client wakes all its waiters)",
+		Wait:    "pub/sub: one message per client wakes all its waiters",
 		Extra: map[string]float64{
 			"waiters":        float64(w),
 			"rounds":         float64(len(fanouts)),

@@ -59,13 +59,13 @@ func lockLibraries(waiting bool) []library {
 	libs := []library{
 		{
 			name:         "redisync",
-			wait:         "pub/sub wake-up (rlock default)",
+			wait:         "pub/sub (default)",
 			waitingAfter: 2,
 			open:         openRedisync,
 		},
 		{
 			name:         "redsync",
-			wait:         "retry every rand(50,250) ms, 32 tries (default)",
+			wait:         "retry every rand(50–250) ms, 32 tries (default)",
 			waitingAfter: 2,
 			open:         openRedsync,
 		},
@@ -73,7 +73,7 @@ func lockLibraries(waiting bool) []library {
 	if !waiting {
 		return append(libs, library{
 			name:         "redislock",
-			wait:         "none needed",
+			wait:         "",
 			waitingAfter: 1,
 			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
 		})
@@ -89,7 +89,7 @@ func lockLibraries(waiting bool) []library {
 		},
 		library{
 			name:         "redislock-default",
-			wait:         "default NoRetry: the caller calls Obtain again at once (spins)",
+			wait:         "NoRetry (default): Obtain again at once, a spin",
 			waitingAfter: 1,
 			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
 		},
@@ -107,6 +107,48 @@ func openRedisync(rdb *redis.Client, _ *atomic.Int64) session {
 // mutex returns a new rlock handle: each handle is its own owner.
 func (s *redisyncSession) mutex(key string) mutex { return rlock.New(s.c, key) }
 func (s *redisyncSession) close()                 { _ = s.c.Close() }
+
+// redisyncClients opens n redisync clients, each over a go-redis client of
+// its own.
+type redisyncClients struct {
+	rdbs     []*redis.Client
+	counters []*counter
+	clients  []*redisync.Client
+}
+
+func (b *bench) openRedisyncClients(n int) *redisyncClients {
+	r := &redisyncClients{}
+	for range n {
+		rdb, cnt := newClient(b.addr)
+		r.rdbs = append(r.rdbs, rdb)
+		r.counters = append(r.counters, cnt)
+		r.clients = append(r.clients, redisync.New(rdb))
+	}
+	return r
+}
+
+func (r *redisyncClients) close() {
+	for _, c := range r.clients {
+		_ = c.Close()
+	}
+	for _, rdb := range r.rdbs {
+		_ = rdb.Close()
+	}
+}
+
+// completed returns the requests the clients have had answered, and
+// whether none is in flight.
+func (r *redisyncClients) completed() (int64, bool) {
+	var n int64
+	idle := true
+	for _, c := range r.counters {
+		n += c.completed.Load()
+		if c.inFlight() != 0 {
+			idle = false
+		}
+	}
+	return n, idle
+}
 
 // --- redsync ---------------------------------------------------------------
 

@@ -83,8 +83,8 @@ func (b *bench) uncontended(ctx context.Context, lib library) (Result, error) {
 		Library:   lib.name,
 		Scenario:  scUncontended,
 		OpsPerSec: f(float64(ops) / elapsed.Seconds()),
-		Op:        "one Lock and one Unlock, one goroutine, nobody else on the lock",
-		Latency:   "latency of Lock+Unlock",
+		Op:        "one Lock and one Unlock from one goroutine, nobody else on the lock",
+		Latency:   "Lock+Unlock",
 		Ops:       ops,
 		Seconds:   round4(elapsed.Seconds()),
 		Wait:      lib.wait,
@@ -186,7 +186,7 @@ func (b *bench) handoff(ctx context.Context, lib library) (Result, error) {
 		Scenario: scHandoff,
 		Op: fmt.Sprintf("one handoff cycle: A locks, B waits on another client, A unlocks 0–%v later, B gets the lock and unlocks",
 			b.cfg.HandoffHold),
-		Latency: "handoff: A's Unlock call to B's Lock returning",
+		Latency: "handoff time, from A's Unlock call to B's Lock returning",
 		Ops:     ops,
 		Seconds: round4(elapsed.Seconds()),
 		Wait:    lib.wait,
@@ -236,7 +236,7 @@ func (b *bench) contended(ctx context.Context, lib library, scenario string, hol
 		OpsPerSec: f(float64(ops) / b.cfg.Duration.Seconds()),
 		Op: fmt.Sprintf("one acquisition: %d goroutines over %d clients on one lock, each holding it %s",
 			b.cfg.Goroutines, b.cfg.Clients, holdText),
-		Latency: "wait: Lock call to Lock returning",
+		Latency: "wait for the lock, from the Lock call to its return",
 		Ops:     ops,
 		Seconds: round4(b.cfg.Duration.Seconds()),
 		Wait:    lib.wait,
@@ -279,7 +279,7 @@ func (c contention) fairness(r *Result) {
 		}
 	}
 	r.Extra["goroutines_without_acquisition"] = float64(idle)
-	note := fmt.Sprintf("busiest goroutine took %.0f%% of acquisitions", 100*share)
+	note := fmt.Sprintf("busiest goroutine %.0f%% of acquisitions", 100*share)
 	if idle > 0 {
 		note += fmt.Sprintf(", %d of %d took none", idle, len(c.perGoroutine))
 	}

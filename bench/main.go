@@ -23,6 +23,9 @@
 //     caller calls Obtain again at once).
 //   - contended-0ms, contended-1ms: -goroutines goroutines over -clients
 //     clients on one lock, holding it ~0 or 1 ms: acquisitions/s.
+//   - semaphore (redisync): -permits permits under -goroutines contenders
+//     over -clients clients, each holding a permit -semaphore-hold:
+//     acquisitions/s.
 //   - latch-fanout (redisync): time from CountDown to the last of
 //     -fanout-waiters waiters returning.
 //   - watchdog-1000 (redisync): round trips per renewal tick with
@@ -49,6 +52,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -63,9 +67,11 @@ type config struct {
 	Uncontended     time.Duration // per library
 	Handoffs        int
 	HandoffHold     time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
-	Duration        time.Duration // per contended scenario, per library
+	Duration        time.Duration // per contended scenario, per library, and of the semaphore scenario
 	Goroutines      int
 	Clients         int
+	Permits         int
+	SemaphoreHold   time.Duration
 	FanoutWaiters   int
 	FanoutRounds    int
 	WatchdogLocks   int
@@ -74,8 +80,9 @@ type config struct {
 	Scenarios       []string // nil: all
 	Libraries       []string // nil: all
 	Seed            uint64
+	CPUProfile      string // pprof CPU profile of the whole run; "" for none
 
-	warmup         time.Duration // before each contended window
+	warmup         time.Duration // before each contended or semaphore window
 	warmupOps      int           // uncontended
 	warmupHandoffs int
 }
@@ -91,6 +98,8 @@ func defaultConfig() config {
 		Duration:        3 * time.Second,
 		Goroutines:      16,
 		Clients:         4,
+		Permits:         4,
+		SemaphoreHold:   time.Millisecond,
 		FanoutWaiters:   100,
 		FanoutRounds:    20,
 		WatchdogLocks:   1000,
@@ -126,10 +135,10 @@ func (c *config) quick(set map[string]bool) {
 
 func (c config) validate() error {
 	var bad []string
-	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 {
+	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 || c.SemaphoreHold < 0 {
 		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
 	}
-	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.FanoutWaiters < 1 ||
+	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
 		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 {
 		bad = append(bad, "counts must be at least 1")
 	}
@@ -189,15 +198,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.Uncontended, "uncontended", cfg.Uncontended, "length of the uncontended run, per library")
 	fs.IntVar(&cfg.Handoffs, "handoffs", cfg.Handoffs, "handoffs measured per library")
 	fs.DurationVar(&cfg.HandoffHold, "handoff-hold", cfg.HandoffHold, "the holder unlocks a random 0..`d` after the waiter started waiting")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each contended run, per library")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each contended run, per library, and of the semaphore run")
 	fs.IntVar(&cfg.Goroutines, "goroutines", cfg.Goroutines, "contending goroutines")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients the contending goroutines are spread over")
+	fs.IntVar(&cfg.Permits, "permits", cfg.Permits, "semaphore permits")
+	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
 	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
 	fs.IntVar(&cfg.FanoutRounds, "fanout-rounds", cfg.FanoutRounds, "latch fan-outs measured")
 	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog scenario")
 	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenario (a tick every third of it)")
 	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
 	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redsync, redislock; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
@@ -285,6 +297,20 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		}
 		os.Exit(130)
 	}()
+
+	if cfg.CPUProfile != "" {
+		pf, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	results, e, err := run(ctx, cfg, addr, stderr)
 	if err != nil {
@@ -377,13 +403,15 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 					break
 				}
 			}
-		case scLatchFanout, scWatchdog1000:
+		case scSemaphore, scLatchFanout, scWatchdog1000:
 			if !cfg.library("redisync") {
 				continue
 			}
 			var r Result
 			var rerr error
 			switch sc {
+			case scSemaphore:
+				r, rerr = b.semaphore(ctx)
 			case scLatchFanout:
 				r, rerr = b.latchFanout(ctx)
 			case scWatchdog1000:

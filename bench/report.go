@@ -18,12 +18,13 @@ const (
 	scHandoff      = "handoff"
 	scContended0   = "contended-0ms"
 	scContended1   = "contended-1ms"
+	scSemaphore    = "semaphore"
 	scLatchFanout  = "latch-fanout"
 	scWatchdog1000 = "watchdog-1000"
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scLatchFanout, scWatchdog1000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scSemaphore, scLatchFanout, scWatchdog1000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
@@ -31,7 +32,7 @@ type Result struct {
 	Library  string `json:"library"`
 	Scenario string `json:"scenario"`
 	// OpsPerSec is operations per second: lock+unlock pairs (uncontended),
-	// acquisitions (contended-*); null for handoff,
+	// acquisitions (contended-*, semaphore); null for handoff,
 	// latch-fanout and watchdog-1000, which measure time or cost.
 	OpsPerSec *float64 `json:"ops_per_sec"`
 	// P50ms and P99ms are quantiles, in milliseconds, of what Latency says.
@@ -153,36 +154,45 @@ type env struct {
 }
 
 // writeMarkdown prints the results as a markdown table, with the
-// environment above it and the definitions below it.
+// environment above it and what each scenario measures below it.
 func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s); %s.\n\n", e.CPUs, e.CPU, e.OS, e.Redis, e.Server, e.Go)
 	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | round trips/op | commands/op | bytes in/out per op | notes |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|")
+	var legend []string
+	seen := map[string]bool{}
 	for _, r := range results {
-		notes := r.Latency
-		if r.Wait != "" && r.Wait != "none needed" {
-			notes = r.Wait + "; " + notes
+		var notes []string
+		if r.Wait != "" {
+			notes = append(notes, r.Wait)
 		}
 		if r.GaveUp > 0 {
-			notes += fmt.Sprintf("; %d lock calls gave up and were repeated", r.GaveUp)
+			notes = append(notes, fmt.Sprintf("%d lock calls gave up and were called again", r.GaveUp))
 		}
 		if r.Note != "" {
-			notes += "; " + r.Note
+			notes = append(notes, r.Note)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3),
-			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), bytesCell(r), notes)
+			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), bytesCell(r), strings.Join(notes, "; "))
+		if !seen[r.Scenario] {
+			seen[r.Scenario] = true
+			legend = append(legend, fmt.Sprintf("- %s: op = %s; p50/p99 = %s.", r.Scenario, r.Op, r.Latency))
+		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
-	fmt.Fprintln(w, "commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
-	fmt.Fprintln(w, "bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included.")
+	for _, l := range legend {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w, "- round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
+	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
+	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included.")
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)
 		if err != nil {
 			abs = outPath
 		}
-		fmt.Fprintf(w, "Full results: %s\n", abs)
+		fmt.Fprintf(w, "\nFull results: %s\n", abs)
 	}
 }
 

@@ -169,7 +169,7 @@ func (b *bench) watchdog(ctx context.Context) (Result, error) {
 		Scenario: scWatchdog1000,
 		Op: fmt.Sprintf("one renewal tick of %d held locks (watchdog timeout %v, tick every %v)",
 			cfg.WatchdogLocks, cfg.WatchdogTimeout, interval),
-		Latency: "duration of a tick: first renewal call sent to last answered",
+		Latency: "tick duration, from the first renewal request sent to the last answered",
 		Ops:     n,
 		Seconds: round4(u.elapsed.Seconds()),
 		Extra: map[string]float64{
@@ -180,8 +180,8 @@ func (b *bench) watchdog(ctx context.Context) (Result, error) {
 			"renewal_scripts_per_tick_min":    float64((cfg.WatchdogLocks + 99) / 100),
 			"renewal_round_trips_per_tick":    round4(float64(hookTrips) / float64(n)),
 		},
-		Note: fmt.Sprintf("per tick: %s renewal script calls (EVALSHA+EVAL, counted by Redis) of up to 100 locks each, sent in %s round trip(s)",
-			num(f(float64(u.scripts)/float64(n)), 2), num(f(float64(hookTrips)/float64(n)), 2)),
+		Note: fmt.Sprintf("per tick %g renewal scripts of ≤100 locks (EVALSHA+EVAL, counted by Redis) in %g round trip(s)",
+			round4(float64(u.scripts)/float64(n)), round4(float64(hookTrips)/float64(n))),
 	}
 	res.quantiles(sortDurations(tickDur))
 	res.perOp(u, n)
