@@ -20,7 +20,7 @@ func newClient(t *testing.T, opts ...redisync.Option) *redisync.Client {
 	return clientOn(t, redistest.Shared(t).Client(t), opts...)
 }
 
-func clientOn(t *testing.T, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
+func clientOn(t testing.TB, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
 	t.Helper()
 	c := redisync.New(rdb, opts...)
 	t.Cleanup(func() { _ = c.Close() })
