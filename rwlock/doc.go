@@ -31,9 +31,9 @@
 // lasts; the renewal of an owner's read holds extends each of their timeout
 // keys and the hash, batched with the Client's other renewals. Every read
 // hold has its own timeout key, so the read holds of a crashed or closed
-// client stop blocking writers one lease after their last renewal, even
-// while other readers keep the lock alive. Watch Done and Err to learn when
-// the latest hold taken through a handle ends or is lost.
+// client expire one lease after their last renewal and stop blocking
+// writers then; other readers do not keep them alive. Watch Done and Err to
+// learn when the latest hold taken through a handle ends or is lost.
 //
 // # Waiting
 //
