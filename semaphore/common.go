@@ -71,9 +71,9 @@ func (b *base) checkWait(wait time.Duration) error {
 }
 
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
-// (see acquire in queue.go).
+// (see waitInLine in queue.go).
 func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
-	ok, err := acquire(ctx, b.c, b.name, forever, wait, try)
+	ok, err := waitInLine(ctx, b.c, b.name, forever, wait, try)
 	if err != nil {
 		return false, fmt.Errorf("%s %q: %w", b.kind, b.name, err)
 	}

@@ -192,14 +192,14 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}
 	switch {
-	case len(res) == 0:
-		return nil, 0, fmt.Errorf("acquire: unexpected reply %v", res)
-	case res[0] == 1:
+	case len(res) == 1 && res[0] == 1:
 		return ids, 0, nil
-	case res[0] == 0 && len(res) == 3:
+	case len(res) == 3 && res[0] == 0:
 		return nil, time.Duration(res[2]) * time.Millisecond, nil
+	case len(res) == 1 && res[0] == -1:
+		return nil, 0, nil // cancelled by an undo: the caller has gone
 	}
-	return nil, 0, nil // cancelled by an undo: never reaches a caller
+	return nil, 0, fmt.Errorf("acquire: unexpected reply %v", res)
 }
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the

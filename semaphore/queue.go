@@ -110,7 +110,7 @@ func lineLen(c *core.Client, name string) int {
 	return 0
 }
 
-// acquire runs an acquisition for a caller of c on the semaphore called
+// waitInLine runs an acquisition for a caller of c on the semaphore called
 // name: it waits for the caller's turn in the local line, then runs the
 // shared waiting algorithm (core.Client.Wait) on the semaphore's channel
 // with try as the attempt. forever waits until ctx ends; otherwise the whole
@@ -120,7 +120,7 @@ func lineLen(c *core.Client, name string) int {
 // It returns (true, nil) when try succeeded, (false, nil) when the wait ran
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
-func acquire(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
+func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
 	start := time.Now()
 	t := join(c, name, !forever && wait == 0)
 	if t == nil {

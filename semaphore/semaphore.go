@@ -108,7 +108,13 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
-	return r == 1, 0, nil
+	switch r {
+	case 1:
+		return true, 0, nil
+	case 0, -1: // -1: cancelled by an undo, the caller has gone
+		return false, 0, nil
+	}
+	return false, 0, fmt.Errorf("acquire: unexpected reply %d", r)
 }
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
