@@ -95,6 +95,9 @@ func (b *bench) uncontended(ctx context.Context, lib library) (Result, error) {
 	return res, nil
 }
 
+// waitingTimeout bounds the wait for a handoff waiter to start waiting.
+const waitingTimeout = 10 * time.Second
+
 // handoff measures the time from a holder's Unlock call to a waiter,
 // already waiting on another client, returning from Lock.
 //
@@ -127,6 +130,7 @@ func (b *bench) handoff(ctx context.Context, lib library) (Result, error) {
 			err := waiter.Lock(ctx)
 			got <- acquired{at: time.Now(), err: err}
 		}()
+		waitDeadline := time.Now().Add(waitingTimeout)
 		for waiterCounter.completed.Load() < target {
 			select {
 			case a := <-got:
@@ -136,6 +140,14 @@ func (b *bench) handoff(ctx context.Context, lib library) (Result, error) {
 				}
 				return 0, errors.New("the waiter acquired a lock the holder still held")
 			default:
+			}
+			if time.Now().After(waitDeadline) {
+				// Unlocking lets the waiter's Lock return.
+				_ = holder.Unlock(ctx)
+				if a := <-got; a.err == nil {
+					_ = waiter.Unlock(ctx)
+				}
+				return 0, fmt.Errorf("the waiter did not send its %d attempt request(s) within %v", lib.waitingAfter, waitingTimeout)
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
