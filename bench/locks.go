@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -115,6 +116,8 @@ func (b *bench) handoff(ctx context.Context, lib library) (Result, error) {
 	holder := lr.sessions[0].mutex(key)
 	waiter := lr.sessions[1].mutex(key)
 	waiterCounter := lr.counters[1]
+	// Every library gets the same sequence of hold times.
+	rng := rand.New(rand.NewPCG(b.cfg.Seed, b.cfg.Seed^0x9e3779b97f4a7c15))
 
 	type acquired struct {
 		at  time.Time
@@ -152,7 +155,7 @@ func (b *bench) handoff(ctx context.Context, lib library) (Result, error) {
 			time.Sleep(50 * time.Microsecond)
 		}
 		if hold := b.cfg.HandoffHold; hold > 0 {
-			time.Sleep(time.Duration(b.rng.Int64N(int64(hold) + 1)))
+			time.Sleep(time.Duration(rng.Int64N(int64(hold) + 1)))
 		}
 		t0 := time.Now()
 		if err := holder.Unlock(ctx); err != nil {

@@ -48,7 +48,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"runtime"
@@ -338,7 +337,6 @@ type bench struct {
 	addr   string
 	meter  *redis.Client // takes the INFO snapshots; sends nothing else
 	log    io.Writer
-	rng    *rand.Rand
 	prefix string // of every key the run creates
 }
 
@@ -355,7 +353,6 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 		addr:   addr,
 		meter:  redis.NewClient(clientOptions(addr)),
 		log:    log,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		prefix: fmt.Sprintf("redisync-bench:%x:", time.Now().UnixNano()),
 	}
 	defer b.meter.Close()
@@ -365,6 +362,10 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 		return nil, e, fmt.Errorf("redis at %s: %w", addr, err)
 	}
 	e.Redis = v
+	if e.PingP50, err = pingP50(ctx, b.meter, 1000); err != nil {
+		return nil, e, fmt.Errorf("redis at %s: %w", addr, err)
+	}
+	fmt.Fprintf(log, "bench: Redis %s, PING round trip p50 %s ms\n", v, num(f(ms(e.PingP50)), 3))
 	defer b.cleanup()
 
 	var results []Result
@@ -476,4 +477,18 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// pingP50 returns the median PING round trip over n PINGs: the unit to
+// compare handoff times with.
+func pingP50(ctx context.Context, rdb *redis.Client, n int) (time.Duration, error) {
+	d := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return 0, err
+		}
+		d = append(d, time.Since(t))
+	}
+	return percentile(sortDurations(d), 0.5), nil
 }

@@ -145,18 +145,20 @@ func writeJSON(path string, results []Result) error {
 
 // env describes where a run happened, for the table's heading.
 type env struct {
-	CPUs   int
-	CPU    string
-	Redis  string
-	Go     string
-	OS     string
-	Server string // "started by the tool" or the -redis address
+	CPUs    int
+	CPU     string
+	Redis   string
+	Go      string
+	OS      string
+	Server  string        // "started by the tool" or the -redis address
+	PingP50 time.Duration // median PING round trip before the scenarios
 }
 
 // writeMarkdown prints the results as a markdown table, with the
 // environment above it and what each scenario measures below it.
 func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
-	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s); %s.\n\n", e.CPUs, e.CPU, e.OS, e.Redis, e.Server, e.Go)
+	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (hot loop); %s.\n\n",
+		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(ms(e.PingP50)), 3), e.Go)
 	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | round trips/op | commands/op | bytes in/out per op | notes |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|")
 	var legend []string
