@@ -156,7 +156,7 @@ type usage struct {
 	bytesIn   int64            // bytes Redis read from clients
 	bytesOut  int64            // bytes Redis wrote to clients, pub/sub messages included
 	byCommand map[string]int64 // commands by name
-	elapsed   time.Duration
+	elapsed   time.Duration    // between the two snapshots
 }
 
 // span measures one scenario: what Redis executed and what the given
@@ -246,7 +246,7 @@ func (l *latencies) sorted() []time.Duration {
 	return s
 }
 
-// redisInfo returns the server's version and whether it is on loopback.
+// redisVersion returns the server's redis_version.
 func redisVersion(ctx context.Context, rdb *redis.Client) (string, error) {
 	txt, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
