@@ -1,0 +1,288 @@
+package multilock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+)
+
+// MultiLock is a set of locks taken as one: by New, a lock held when every
+// member is held (Redisson's MultiLock); by NewRedLock, a lock held when a
+// majority of members is held (Redisson's RedLock). Members are any
+// redisync.Locker: rlock.Lock, rwlock.RWLock, the read or write side of an
+// rwlock.RWLock, another MultiLock, on one Redis or several.
+//
+// A MultiLock keeps no lease of its own: each member keeps its own lease,
+// watchdog renewal and Done channel. It acts for the owner each member acts
+// for, that is the owner ctx carries (redisync.WithOwner) or else each
+// member handle's own owner; so, as with one rlock.Lock handle, goroutines
+// that share a MultiLock and carry no owner in ctx are one owner and
+// re-enter each other's hold. Give each goroutine its own member handles, or
+// its own owner in ctx, when they must exclude each other.
+//
+// A MultiLock is safe for concurrent use.
+type MultiLock struct {
+	members []redisync.Locker
+	red     bool  // NewRedLock
+	quorum  int   // members needed: all, or a majority
+	err     error // invalid construction, reported by every call
+
+	mu sync.Mutex
+	// held records, for NewRedLock, the members each acquisition took, as a
+	// stack per owner (see ownerKey), so that Unlock releases those and no
+	// others.
+	held map[uint64][][]int
+}
+
+// New returns a MultiLock that is held when every one of locks is held:
+// Lock takes them all or none. Use it to guard several resources at once,
+// such as both accounts of a transfer. New does no I/O and never fails: no
+// locks, or a nil one, is reported, wrapping redisync.ErrInvalidArgument, by
+// the first call.
+func New(locks ...redisync.Locker) *MultiLock { return newMulti(false, locks) }
+
+// NewRedLock returns a MultiLock that is held when a majority of locks
+// (len(locks)/2 + 1) is held: the Redlock algorithm, for locks on
+// independent Redis masters, tolerating the failure of a minority of them.
+// Read the package documentation on its limits before relying on it.
+// NewRedLock does no I/O and never fails: no locks, or a nil one, is
+// reported, wrapping redisync.ErrInvalidArgument, by the first call.
+func NewRedLock(locks ...redisync.Locker) *MultiLock { return newMulti(true, locks) }
+
+func newMulti(red bool, locks []redisync.Locker) *MultiLock {
+	m := &MultiLock{members: slices.Clone(locks), red: red, quorum: len(locks)}
+	if red {
+		m.quorum = len(locks)/2 + 1
+	}
+	if len(locks) == 0 {
+		m.err = fmt.Errorf("%w: %s: no members", redisync.ErrInvalidArgument, m.kind())
+	}
+	for i, l := range locks {
+		if isNil(l) {
+			m.err = fmt.Errorf("%w: %s: member %d is nil", redisync.ErrInvalidArgument, m.kind(), i)
+			break
+		}
+	}
+	return m
+}
+
+// isNil reports whether l is nil or a nil pointer (or other nil reference)
+// in an interface, on which every method would panic.
+func isNil(l redisync.Locker) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+func (m *MultiLock) kind() string {
+	if m.red {
+		return "redlock"
+	}
+	return "multilock"
+}
+
+// Lock acquires the MultiLock, waiting as long as ctx allows.
+//
+// From New: members are tried in order, each without waiting. When one is
+// busy, those taken are released and Lock waits for the busy one alone,
+// through that member's own wait (pub/sub, no polling); once it has it, it
+// tries the others again. It never waits for one member while holding
+// others, so two MultiLocks over the same members, in any order, cannot
+// deadlock. A member's error other than busy (Redis unreachable, a bad
+// argument) ends Lock at once with that error, after releasing what it took.
+//
+// From NewRedLock: Lock returns when a majority is held, and then holds
+// every member it got; failed or unreachable members are tolerated. See the
+// package documentation for the algorithm and its limits.
+//
+// When ctx ends first, Lock returns an error wrapping ctx.Err() and holds no
+// member.
+func (m *MultiLock) Lock(ctx context.Context) error {
+	_, err := m.acquire(ctx, 0, true)
+	return err
+}
+
+// TryLock acquires the MultiLock if it can within wait, as Lock does, and
+// reports whether it did. TryLock(ctx, 0) makes one attempt: each member is
+// tried once, without waiting. It returns (false, nil) when members stayed
+// busy, having released those it took; an error is for a failure (a bad
+// argument, ctx ended: then wrapping ctx.Err(); from New, any member's
+// error; from NewRedLock, so many members failing that no majority could
+// be reached). A negative wait is an invalid argument.
+//
+// From NewRedLock, every step is bounded by a share of wait (see the
+// package documentation), so an unresponsive server does not keep TryLock
+// past wait.
+func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
+	if wait < 0 {
+		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.kind(), wait)
+	}
+	return m.acquire(ctx, wait, false)
+}
+
+func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+	if m.err != nil {
+		return false, m.err
+	}
+	if ctx.Err() != nil {
+		return false, fmt.Errorf("%s: %w", m.kind(), core.CtxError(ctx))
+	}
+	if m.red {
+		return m.acquireMajority(ctx, wait, forever)
+	}
+	return m.acquireAll(ctx, wait, forever)
+}
+
+// acquireAll takes every member. A pass tries the members in order without
+// waiting; when one is busy, the pass releases what it took and acquireAll
+// waits for that member alone (its own Lock or TryLock, which waits through
+// pub/sub), then runs a pass again with it already held. The wait for one
+// member is not cut into slices: every member is needed, so nothing else is
+// worth trying meanwhile.
+func (m *MultiLock) acquireAll(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+	deadline := time.Now().Add(wait)
+	first := -1 // a member taken by waiting for it, held into the next pass
+	for {
+		busy, err := m.pass(ctx, first)
+		if err != nil {
+			return false, err
+		}
+		if busy < 0 {
+			return true, nil
+		}
+		var ok bool
+		if forever {
+			err = m.members[busy].Lock(ctx)
+			ok = err == nil
+		} else {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			ok, err = m.members[busy].TryLock(ctx, left)
+		}
+		if err != nil {
+			return false, m.memberErr(busy, err)
+		}
+		if !ok {
+			return false, nil
+		}
+		first = busy
+	}
+}
+
+// pass tries each member once, in order, without waiting; first (≥ 0) is a
+// member already held. It returns -1 when every member is held. Otherwise it
+// releases what it holds and returns the busy member, or the error that
+// ended the pass (a member's error, or a failed release).
+func (m *MultiLock) pass(ctx context.Context, first int) (int, error) {
+	taken := make([]int, 0, len(m.members))
+	if first >= 0 {
+		taken = append(taken, first)
+	}
+	for i, l := range m.members {
+		if i == first {
+			continue
+		}
+		ok, err := l.TryLock(ctx, 0)
+		if err == nil && ok {
+			taken = append(taken, i)
+			continue
+		}
+		var errs []error
+		if err != nil {
+			errs = append(errs, m.memberErr(i, err))
+		}
+		for k, rerr := range m.release(ctx, taken) {
+			if rerr != nil {
+				errs = append(errs, fmt.Errorf("%s: releasing member %d after a failed attempt: %w", m.kind(), taken[k], rerr))
+			}
+		}
+		return i, errors.Join(errs...)
+	}
+	return -1, nil
+}
+
+// Unlock releases the MultiLock. It runs even when ctx is already
+// cancelled, as the members' Unlock does, so a deferred Unlock after a
+// cancelled request still releases.
+//
+// From New: every member is released (at once, not one after another), and
+// Unlock returns nil when all were; otherwise the members' errors joined,
+// the first member's first. A member that reports redisync.ErrNotHeld had
+// been lost (its lease ran out, it was force-unlocked), or the MultiLock was
+// not held: the error then wraps redisync.ErrNotHeld.
+//
+// From NewRedLock: the members taken by the latest acquisition of the
+// caller's owner through this MultiLock are released; if there is none
+// (another process acquired it for this owner, say), every member is, and
+// members not held are ignored. Unlock returns an error wrapping
+// redisync.ErrNotHeld when so many members reported not held that fewer
+// than a majority could still have been held (the RedLock had been lost, or
+// was not held), joined with the errors of members that could not be
+// released (their server is unreachable); such a member, whose renewal has
+// stopped, is freed by Redis when its lease ends.
+func (m *MultiLock) Unlock(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	if m.red {
+		return m.unlockMajority(ctx)
+	}
+	var errs []error
+	for i, err := range m.release(ctx, m.all()) {
+		if err != nil {
+			errs = append(errs, m.memberErr(i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// release unlocks the members idx, at once, and returns their errors in
+// the order of idx. It waits for every member's answer: a member's Unlock
+// is bounded by the member (a detached context with a timeout).
+func (m *MultiLock) release(ctx context.Context, idx []int) []error {
+	errs := make([]error, len(idx))
+	switch len(idx) {
+	case 0:
+	case 1:
+		errs[0] = m.members[idx[0]].Unlock(ctx)
+	default:
+		var wg sync.WaitGroup
+		for k, i := range idx {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[k] = m.members[i].Unlock(ctx)
+			}()
+		}
+		wg.Wait()
+	}
+	return errs
+}
+
+func (m *MultiLock) all() []int {
+	idx := make([]int, len(m.members))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+func (m *MultiLock) memberErr(i int, err error) error {
+	return fmt.Errorf("%s: member %d: %w", m.kind(), i, err)
+}
+
+var _ redisync.Locker = (*MultiLock)(nil)
