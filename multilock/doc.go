@@ -44,38 +44,39 @@
 // masters: a stopped, paused or partitioned server costs only its member.
 //
 // Acquisition runs in steps; no step runs past ctx's deadline or the end
-// of the wait, nor longer than 1.5 s.
+// of the wait.
 //
 //   - An attempt tries every member not yet held at once, each with
-//     TryLock(ctx, 0), and waits for their answers. Once a majority has
-//     answered, it waits for the others only as long again as that took
-//     (at least 20 ms), or, in the single attempt of TryLock(ctx, 0), until
-//     the answers decide the outcome. It succeeds when a majority is held,
-//     and then keeps every member it got. A member that has not answered in
-//     time counts as failed; so does a member's error (Redis unreachable),
-//     except redisync.ErrInvalidArgument, ErrUpgrade and ErrClosed, which
-//     end the call.
+//     TryLock(ctx, 0), and waits for their answers, at most 1.5 s. Once a
+//     majority has answered, it waits for the others only as long again as
+//     that took (at least 20 ms), or, in the single attempt of
+//     TryLock(ctx, 0), until the answers decide the outcome. It succeeds
+//     when a majority is held, and then keeps every member it got. A member
+//     that has not answered in time counts as failed; so does a member's
+//     error (Redis unreachable), except redisync.ErrInvalidArgument,
+//     ErrUpgrade and ErrClosed, which end the call.
 //   - After an attempt that failed on busy members, the RedLock keeps the
 //     members it took before the first busy one, releases the others, and
 //     waits for that busy member through the member's own pub/sub wait, for
-//     at most a share of the wait: wait/n for TryLock(ctx, wait), 1.5 s
-//     for Lock (Redisson gives each member the same slice). If it gets it,
-//     the next attempt tries the remaining members at once; if not, it
-//     releases what it kept and starts over after a short random pause
-//     (12 to 25 ms). A contender waiting for member k holds only members
-//     before k, so contenders that list the masters in the same order
-//     queue in that order and never split the masters between them; with
-//     different orders, a share bounds how long they can hold each other
-//     up.
+//     at most a share of the wait: wait/n for TryLock(ctx, wait), 1.5 s for
+//     Lock (Redisson gives each member the same slice), and as long again
+//     for the member's last answer if its server stops answering meanwhile.
+//     If it gets it, the next attempt tries the remaining members at once;
+//     if not, it releases what it kept and starts over after a short random
+//     pause (12 to 25 ms). A contender waiting for member k holds only
+//     members before k, so contenders that list the masters in the same
+//     order queue in that order and never split the masters between them;
+//     with different orders, a share bounds how long they can hold each
+//     other up.
 //   - After an attempt that failed because too many members failed for a
 //     majority, nothing will be published: the RedLock releases what it
-//     took, pauses (25 ms, doubling up to 1 s, with jitter) and tries
-//     again.
+//     took, pauses (25 ms, doubling up to 1 s, with jitter) and tries again.
 //
 // TryLock returns (false, nil) when members stayed busy for the whole wait,
 // and an error naming the failed members when too many failed for a
 // majority. Lock goes on until ctx ends. Either way nothing is held after
-// a failure.
+// a failure, except, for a moment, a member that answered too late (see
+// below).
 //
 // # Unresponsive servers
 //
@@ -119,15 +120,15 @@
 //     resumes and writes, believing it still holds the lock. A majority of
 //     masters does not help.
 //   - Expiry depends on the masters' clocks and on a master remembering its
-//     keys: a clock jump, or a master restarted without persistence (or
-//     with fsync only every second) that forgets a lock, lets a second
-//     client assemble a majority while the first still holds one. The
-//     Redlock author's answer is to keep a crashed master down for longer
-//     than the longest lease before it rejoins. With watchdog-renewed
-//     members a hold has no longest lease: it lasts as long as its holder,
-//     so prefer masters with persistence (appendfsync always), and watch
-//     the members' Done channels, which close when the watchdog finds a
-//     member gone from a restarted master.
+//     keys: a clock jump, or a master restarted without persistence (or with
+//     fsync only every second) that forgets a lock, lets a second client
+//     assemble a majority while the first still holds one. The Redlock
+//     author's answer is to keep a crashed master down for longer than the
+//     longest lease before it rejoins. With watchdog-renewed members a hold
+//     has no longest lease: it lasts as long as its holder, so prefer
+//     masters with persistence (appendfsync always), and watch the members'
+//     Done channels, which close when the watchdog finds a member gone from
+//     a restarted master.
 //
 // Redisson deprecated its RedLock: the algorithm exists to survive the
 // loss of a lock in an asynchronous-replication failover, which Redisson
