@@ -34,8 +34,9 @@ own connection and redisync Client, and narrates what happens, with times
 since the start: workers contending for a lock while the watchdog renews
 it, a holder that crashes and whose lock expires, readers and a writer on a
 read-write lock, a semaphore capping concurrency, an expirable
-semaphore's permit coming back after its holder crashed, and a latch
-releasing a batch. It ends with a summary and takes about 15 seconds.
+semaphore's permit coming back after its holder crashed, a latch releasing
+a batch, and two locks taken together with a MultiLock. It ends with a
+summary and takes about 15 seconds.
 
 Without -redis or $REDIS_URL it starts an embedded in-process Redis
 (miniredis), so it needs nothing installed. With a server, the demo's keys
@@ -98,6 +99,9 @@ type demoStats struct {
 
 	latchWaiters int
 	latchSpread  time.Duration // from the last count-down to the last waiter's release
+
+	multiWaited time.Duration // from the transfer's first try to holding both
+	multiFree   bool          // the free account was usable while the transfer waited
 }
 
 // startEmbedded starts miniredis in this process. ClockTTL makes its keys
@@ -198,6 +202,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"semaphore: five jobs share two permits", d.semaphoreCap},
 		{"expirable semaphore: a permit holder crashes; its permit returns when its lease ends", d.expirablePermit},
 		{"count-down latch: the last of three workers releases the whole batch", d.latchBatch},
+		{"multilock: a transfer takes two account locks together, or neither", d.multiLockTransfer},
 	}
 	for i, s := range sections {
 		d.section(fmt.Sprintf("%d. %s", i+1, s.title))
@@ -350,6 +355,11 @@ func (d *demo) summary() {
 	line("semaphore", "%d jobs, at most %d running at once with %d permits", s.semJobs, s.semMax, s.semPermits)
 	line("expirable", "the crashed holder's permit came back by itself %s after the crash", secs(s.expiryReturn))
 	line("latch", "released %d waiters, all within %s of the last count-down", s.latchWaiters, secs(s.latchSpread))
+	free := "the free account stayed usable meanwhile"
+	if !s.multiFree {
+		free = "the free account was briefly busy when another process tried it"
+	}
+	line("multilock", "the transfer held both accounts after %s of waiting for the busy one; %s", secs(s.multiWaited), free)
 	d.mu.Lock()
 	fmt.Fprintf(d.out, "\ndemo finished in %s\n", secs(time.Since(d.start)))
 	d.mu.Unlock()

@@ -38,6 +38,9 @@ var demoLines = []string{
 	`up to 3 readers at once; the writer always wrote alone`,
 	`5 jobs, at most 2 running at once with 2 permits`,
 	`released 4 waiters`,
+	`wants "account:1" and "account:2" together: "account:2" is busy, so it waits for it holding neither`,
+	`holds "account:1" and "account:2" after `,
+	`the transfer held both accounts after `,
 	`demo finished in `,
 }
 

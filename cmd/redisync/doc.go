@@ -37,10 +37,10 @@
 // contending for a lock while the watchdog renews the holder's lease, a
 // holder that crashes and whose lock expires, readers and a writer on a
 // read-write lock, a semaphore capping concurrency, an expirable
-// semaphore's permit coming back after its holder crashed, and a latch
-// releasing a batch. It checks the guarantees it shows (one holder at a
-// time, never more jobs than permits), ends with a summary and exits 0
-// after about 15 s.
+// semaphore's permit coming back after its holder crashed, a latch
+// releasing a batch, and two locks taken together with a MultiLock. It
+// checks the guarantees it shows (one holder at a time, never more jobs
+// than permits), ends with a summary and exits 0 after about 15 s.
 //
 // With neither -redis nor REDIS_URL it starts an embedded in-process Redis
 // (github.com/alicebob/miniredis/v2, with its TTLs on the wall clock so
