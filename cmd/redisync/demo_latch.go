@@ -70,6 +70,8 @@ func (d *demo) latchBatch(ctx context.Context) error {
 				lastDown = time.Now()
 				mu.Unlock()
 			}
+			left := int64(count - 1 - i)
+			d.logf(p.name, "finishes its part and counts down: %d left", left)
 			if err := l.CountDown(gctx); err != nil {
 				return err
 			}
@@ -77,7 +79,9 @@ func (d *demo) latchBatch(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			d.logf(p.name, "finishes its part and counts down: %d left", n)
+			if n != left {
+				return fmt.Errorf("%w: latch %q counts %d after %d count-downs, want %d", errDemo, short, n, i+1, left)
+			}
 		}
 		return nil
 	})
