@@ -89,6 +89,9 @@ func TestQuickRun(t *testing.T) {
 		if r.BytesInPerOp == nil || *r.BytesInPerOp <= 0 || r.BytesOutPerOp == nil || *r.BytesOutPerOp <= 0 {
 			t.Errorf("%s: bytes in/out per op %v / %v", name, r.BytesInPerOp, r.BytesOutPerOp)
 		}
+		if r.ServerCPUusPerOp == nil || *r.ServerCPUusPerOp < 0 || r.KeysAddedPerOp == nil {
+			t.Errorf("%s: Redis CPU per op %v, keys added per op %v", name, r.ServerCPUusPerOp, r.KeysAddedPerOp)
+		}
 		hasRate := r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)

@@ -91,14 +91,16 @@ type snapshot struct {
 	calls    map[string]int64 // command name (as in cmdstat_<name>) → calls
 	netIn    int64
 	netOut   int64
-	infoIn   int64 // bytes of the INFO request that took the snapshot
-	infoOut  int64 // bytes of its reply (approximately: the RESP framing is estimated)
+	cpu      float64 // used_cpu_user + used_cpu_sys of the server, seconds
+	keys     int64   // keys in every database (INFO keyspace)
+	infoIn   int64   // bytes of the INFO request that took the snapshot
+	infoOut  int64   // bytes of its reply (approximately: the RESP framing is estimated)
 	taken    time.Time
 	requests []int64 // started requests of the span's counters
 }
 
 // infoSections are requested by every snapshot.
-var infoSections = []string{"stats", "commandstats"}
+var infoSections = []string{"stats", "commandstats", "cpu", "keyspace"}
 
 // takeSnapshot reads the server's counters through rdb, which must be a
 // client used for nothing else during a measurement (the "meter" client).
@@ -106,10 +108,10 @@ func takeSnapshot(ctx context.Context, rdb *redis.Client) (snapshot, error) {
 	s := snapshot{calls: map[string]int64{}, taken: time.Now()}
 	txt, err := rdb.Info(ctx, infoSections...).Result()
 	if err != nil {
-		return s, fmt.Errorf("INFO stats commandstats: %w", err)
+		return s, fmt.Errorf("INFO %s: %w", strings.Join(infoSections, " "), err)
 	}
-	// The request: *3 $4 info $5 stats $12 commandstats, in RESP.
-	s.infoIn = int64(len("*3\r\n$4\r\ninfo\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n"))
+	// The request, in RESP: *5 $4 info $5 stats $12 commandstats $3 cpu $8 keyspace.
+	s.infoIn = int64(len("*5\r\n$4\r\ninfo\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n$3\r\ncpu\r\n$8\r\nkeyspace\r\n"))
 	// The reply: a bulk (RESP2) or verbatim (RESP3) string of len(txt)
 	// bytes plus a header and trailer of about 14 bytes.
 	s.infoOut = int64(len(txt)) + 14
@@ -134,6 +136,16 @@ func takeSnapshot(ctx context.Context, rdb *redis.Client) (snapshot, error) {
 			s.netIn, _ = strconv.ParseInt(strings.TrimPrefix(line, "total_net_input_bytes:"), 10, 64)
 		case strings.HasPrefix(line, "total_net_output_bytes:"):
 			s.netOut, _ = strconv.ParseInt(strings.TrimPrefix(line, "total_net_output_bytes:"), 10, 64)
+		case strings.HasPrefix(line, "db") && strings.Contains(line, ":keys="):
+			// db0:keys=12,expires=3,avg_ttl=0
+			_, rest, _ := strings.Cut(line, ":keys=")
+			n, _, _ := strings.Cut(rest, ",")
+			k, _ := strconv.ParseInt(n, 10, 64)
+			s.keys += k
+		case strings.HasPrefix(line, "used_cpu_sys:"), strings.HasPrefix(line, "used_cpu_user:"):
+			_, v, _ := strings.Cut(line, ":")
+			sec, _ := strconv.ParseFloat(v, 64)
+			s.cpu += sec
 		}
 	}
 	return s, nil
@@ -155,6 +167,8 @@ type usage struct {
 	scripts   int64            // EVALSHA + EVAL + EVALSHA_RO + EVAL_RO + FCALL calls
 	bytesIn   int64            // bytes Redis read from clients
 	bytesOut  int64            // bytes Redis wrote to clients, pub/sub messages included
+	cpu       time.Duration    // CPU time the server process used (user + sys)
+	keys      int64            // keys added (created minus deleted or expired)
 	byCommand map[string]int64 // commands by name
 	elapsed   time.Duration    // between the two snapshots
 }
@@ -197,6 +211,8 @@ func (s *span) end(ctx context.Context) (usage, error) {
 		// inside the span; neither is the libraries' traffic.
 		bytesIn:  after.netIn - s.before.netIn - after.infoIn,
 		bytesOut: after.netOut - s.before.netOut - s.before.infoOut,
+		cpu:      time.Duration((after.cpu - s.before.cpu) * float64(time.Second)),
+		keys:     after.keys - s.before.keys,
 	}
 	for name, n := range after.calls {
 		d := n - s.before.calls[name]
@@ -286,6 +302,8 @@ func (u *usage) add(v usage) {
 	u.scripts += v.scripts
 	u.bytesIn += v.bytesIn
 	u.bytesOut += v.bytesOut
+	u.cpu += v.cpu
+	u.keys += v.keys
 	u.elapsed += v.elapsed
 	if u.byCommand == nil {
 		u.byCommand = map[string]int64{}

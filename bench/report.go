@@ -55,6 +55,14 @@ type Result struct {
 	// included), less the measurement's own INFO traffic.
 	BytesInPerOp  *float64 `json:"bytes_in_per_op"`
 	BytesOutPerOp *float64 `json:"bytes_out_per_op"`
+	// ServerCPUusPerOp is the CPU time (user + sys, INFO cpu) the
+	// redis-server process used per operation, in microseconds: script
+	// execution, command processing and socket I/O.
+	ServerCPUusPerOp *float64 `json:"server_cpu_us_per_op"`
+	// KeysAddedPerOp is the growth of the key count per operation (INFO
+	// keyspace): keys an operation leaves behind until they expire, such
+	// as redisync's retry-safety records.
+	KeysAddedPerOp *float64 `json:"keys_added_per_op"`
 	// Op says what one operation is, Latency what the quantiles measure.
 	Op      string `json:"op"`
 	Latency string `json:"latency"`
@@ -109,6 +117,8 @@ func (r *Result) perOp(u usage, ops int64) {
 	r.ScriptCallsPerOp = f(float64(u.scripts) / n)
 	r.BytesInPerOp = f(float64(u.bytesIn) / n)
 	r.BytesOutPerOp = f(float64(u.bytesOut) / n)
+	r.ServerCPUusPerOp = f(float64(u.cpu) / float64(time.Microsecond) / n)
+	r.KeysAddedPerOp = f(float64(u.keys) / n)
 	r.Commands = map[string]float64{}
 	for name, c := range u.byCommand {
 		r.Commands[name] = round4(float64(c) / n)
@@ -159,8 +169,8 @@ type env struct {
 func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (hot loop); %s.\n\n",
 		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(ms(e.PingP50)), 3), e.Go)
-	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | round trips/op | commands/op | bytes in/out per op | notes |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | round trips/op | commands/op | bytes in/out per op | Redis CPU µs/op | notes |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	var legend []string
 	seen := map[string]bool{}
 	for _, r := range results {
@@ -174,9 +184,10 @@ func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 		if r.Note != "" {
 			notes = append(notes, r.Note)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3),
-			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), bytesCell(r), strings.Join(notes, "; "))
+			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), bytesCell(r), num(r.ServerCPUusPerOp, 0),
+			strings.Join(notes, "; "))
 		if !seen[r.Scenario] {
 			seen[r.Scenario] = true
 			legend = append(legend, fmt.Sprintf("- %s: op = %s; p50/p99 = %s.", r.Scenario, r.Op, r.Latency))
@@ -188,7 +199,8 @@ func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 	}
 	fmt.Fprintln(w, "- round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
-	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included.")
+	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
+	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op.")
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)
 		if err != nil {
