@@ -43,63 +43,114 @@ func (r *lockRun) close() {
 	}
 }
 
-// uncontended measures lock+unlock pairs from one goroutine on a lock
+// runner measures one library in one scenario, in slices, so that the
+// libraries of a scenario can take turns.
+type runner interface {
+	// slice runs the i-th of n slices of the measurement.
+	slice(ctx context.Context, i, n int) error
+	result() Result
+	close()
+}
+
+// interleave runs n slices of every runner, the libraries taking turns
+// (round i starts with runner i mod len(runners)), so that load from
+// outside the benchmark (other processes on the machine) falls on every
+// library alike instead of on whichever ran at the wrong moment.
+func interleave(ctx context.Context, runners []runner, names []string, n int) error {
+	for i := range n {
+		for j := range runners {
+			k := (i + j) % len(runners)
+			if err := runners[k].slice(ctx, i, n); err != nil {
+				return fmt.Errorf("%s: %w", names[k], err)
+			}
+		}
+	}
+	return nil
+}
+
+// share returns the part of total that slice i of n gets.
+func share(total, i, n int) int { return total*(i+1)/n - total*i/n }
+
+// uncontendedRun measures lock+unlock pairs from one goroutine on a lock
 // nobody else wants.
-func (b *bench) uncontended(ctx context.Context, lib library) (Result, error) {
+type uncontendedRun struct {
+	b       *bench
+	lib     library
+	lr      *lockRun
+	m       mutex
+	gaveUp0 int64
+	lat     []time.Duration
+	u       usage
+	elapsed time.Duration
+}
+
+func (b *bench) newUncontended(ctx context.Context, lib library) (runner, error) {
 	lr := b.openLockRun(lib, 1)
-	defer lr.close()
-	m := lr.sessions[0].mutex(b.key(lib.name, scUncontended))
-	pair := func() error {
-		if err := m.Lock(ctx); err != nil {
-			return err
-		}
-		return m.Unlock(ctx)
-	}
+	r := &uncontendedRun{b: b, lib: lib, lr: lr, m: lr.sessions[0].mutex(b.key(lib.name, scUncontended))}
 	for range b.cfg.warmupOps {
-		if err := pair(); err != nil {
-			return Result{}, fmt.Errorf("warm-up: %w", err)
+		if err := r.pair(ctx); err != nil {
+			lr.close()
+			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	sp, err := beginSpan(ctx, b.meter, lr.counters)
-	if err != nil {
-		return Result{}, err
+	r.gaveUp0 = lr.gaveUp.Load()
+	return r, nil
+}
+
+func (r *uncontendedRun) pair(ctx context.Context) error {
+	if err := r.m.Lock(ctx); err != nil {
+		return err
 	}
-	var lat []time.Duration
+	return r.m.Unlock(ctx)
+}
+
+func (r *uncontendedRun) slice(ctx context.Context, i, n int) error {
+	sp, err := beginSpan(ctx, r.b.meter, r.lr.counters)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	deadline := start.Add(b.cfg.Uncontended)
+	deadline := start.Add(time.Duration(share(int(r.b.cfg.Uncontended), i, n)))
 	for time.Now().Before(deadline) {
 		t := time.Now()
-		if err := pair(); err != nil {
-			return Result{}, err
+		if err := r.pair(ctx); err != nil {
+			return err
 		}
-		lat = append(lat, time.Since(t))
+		r.lat = append(r.lat, time.Since(t))
 	}
-	elapsed := time.Since(start)
+	r.elapsed += time.Since(start)
 	u, err := sp.end(ctx)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	ops := int64(len(lat))
+	r.u.add(u)
+	return nil
+}
+
+func (r *uncontendedRun) result() Result {
+	ops := int64(len(r.lat))
 	res := Result{
-		Library:   lib.name,
+		Library:   r.lib.name,
 		Scenario:  scUncontended,
-		OpsPerSec: f(float64(ops) / elapsed.Seconds()),
+		OpsPerSec: f(float64(ops) / r.elapsed.Seconds()),
 		Op:        "one Lock and one Unlock from one goroutine, nobody else on the lock",
 		Latency:   "Lock+Unlock",
 		Ops:       ops,
-		Seconds:   round4(elapsed.Seconds()),
-		Wait:      lib.wait,
-		GaveUp:    lr.gaveUp.Load(),
+		Seconds:   round4(r.elapsed.Seconds()),
+		Wait:      r.lib.wait,
+		GaveUp:    r.lr.gaveUp.Load() - r.gaveUp0,
 	}
-	res.quantiles(sortDurations(lat))
-	res.perOp(u, ops)
-	return res, nil
+	res.quantiles(sortDurations(r.lat))
+	res.perOp(r.u, ops)
+	return res
 }
+
+func (r *uncontendedRun) close() { r.lr.close() }
 
 // waitingTimeout bounds the wait for a handoff waiter to start waiting.
 const waitingTimeout = 10 * time.Second
 
-// handoff measures the time from a holder's Unlock call to a waiter,
+// handoffRun measures the time from a holder's Unlock call to a waiter,
 // already waiting on another client, returning from Lock.
 //
 // Each cycle: client A locks; client B calls Lock in a goroutine; once B
@@ -109,165 +160,226 @@ const waitingTimeout = 10 * time.Second
 // as it would in real use), takes the release timestamp, and unlocks; B's
 // goroutine takes the acquisition timestamp right after its Lock returns.
 // B then unlocks, outside the timed part.
-func (b *bench) handoff(ctx context.Context, lib library) (Result, error) {
-	lr := b.openLockRun(lib, 2)
-	defer lr.close()
-	key := b.key(lib.name, scHandoff)
-	holder := lr.sessions[0].mutex(key)
-	waiter := lr.sessions[1].mutex(key)
-	waiterCounter := lr.counters[1]
-	// Every library gets the same sequence of hold times.
-	rng := rand.New(rand.NewPCG(b.cfg.Seed, b.cfg.Seed^0x9e3779b97f4a7c15))
+type handoffRun struct {
+	b              *bench
+	lib            library
+	lr             *lockRun
+	holder, waiter mutex
+	rng            *rand.Rand
+	gaveUp0        int64
+	lat            []time.Duration
+	u              usage
+	elapsed        time.Duration
+}
 
+func (b *bench) newHandoff(ctx context.Context, lib library) (runner, error) {
+	lr := b.openLockRun(lib, 2)
+	key := b.key(lib.name, scHandoff)
+	r := &handoffRun{
+		b: b, lib: lib, lr: lr,
+		holder: lr.sessions[0].mutex(key),
+		waiter: lr.sessions[1].mutex(key),
+		// Every library gets the same sequence of hold times.
+		rng: rand.New(rand.NewPCG(b.cfg.Seed, b.cfg.Seed^0x9e3779b97f4a7c15)),
+	}
+	for range b.cfg.warmupHandoffs {
+		if _, err := r.cycle(ctx); err != nil {
+			lr.close()
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	r.gaveUp0 = lr.gaveUp.Load()
+	return r, nil
+}
+
+func (r *handoffRun) cycle(ctx context.Context) (time.Duration, error) {
 	type acquired struct {
 		at  time.Time
 		err error
 	}
-	cycle := func() (time.Duration, error) {
-		if err := holder.Lock(ctx); err != nil {
-			return 0, fmt.Errorf("holder lock: %w", err)
-		}
-		target := waiterCounter.completed.Load() + lib.waitingAfter
-		got := make(chan acquired, 1)
-		go func() {
-			err := waiter.Lock(ctx)
-			got <- acquired{at: time.Now(), err: err}
-		}()
-		waitDeadline := time.Now().Add(waitingTimeout)
-		for waiterCounter.completed.Load() < target {
-			select {
-			case a := <-got:
-				_ = holder.Unlock(ctx)
-				if a.err != nil {
-					return 0, fmt.Errorf("waiter lock: %w", a.err)
-				}
-				return 0, errors.New("the waiter acquired a lock the holder still held")
-			default:
-			}
-			if time.Now().After(waitDeadline) {
-				// Unlocking lets the waiter's Lock return.
-				_ = holder.Unlock(ctx)
-				if a := <-got; a.err == nil {
-					_ = waiter.Unlock(ctx)
-				}
-				return 0, fmt.Errorf("the waiter did not send its %d attempt request(s) within %v", lib.waitingAfter, waitingTimeout)
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-		if hold := b.cfg.HandoffHold; hold > 0 {
-			time.Sleep(time.Duration(rng.Int64N(int64(hold) + 1)))
-		}
-		t0 := time.Now()
-		if err := holder.Unlock(ctx); err != nil {
-			return 0, fmt.Errorf("holder unlock: %w", err)
-		}
-		a := <-got
-		if a.err != nil {
-			return 0, fmt.Errorf("waiter lock: %w", a.err)
-		}
-		lat := a.at.Sub(t0)
-		if err := waiter.Unlock(ctx); err != nil {
-			return 0, fmt.Errorf("waiter unlock: %w", err)
-		}
-		return lat, nil
+	waiterCounter := r.lr.counters[1]
+	if err := r.holder.Lock(ctx); err != nil {
+		return 0, fmt.Errorf("holder lock: %w", err)
 	}
+	target := waiterCounter.completed.Load() + r.lib.waitingAfter
+	got := make(chan acquired, 1)
+	go func() {
+		err := r.waiter.Lock(ctx)
+		got <- acquired{at: time.Now(), err: err}
+	}()
+	waitDeadline := time.Now().Add(waitingTimeout)
+	for waiterCounter.completed.Load() < target {
+		select {
+		case a := <-got:
+			_ = r.holder.Unlock(ctx)
+			if a.err != nil {
+				return 0, fmt.Errorf("waiter lock: %w", a.err)
+			}
+			return 0, errors.New("the waiter acquired a lock the holder still held")
+		default:
+		}
+		if time.Now().After(waitDeadline) {
+			// Unlocking lets the waiter's Lock return.
+			_ = r.holder.Unlock(ctx)
+			if a := <-got; a.err == nil {
+				_ = r.waiter.Unlock(ctx)
+			}
+			return 0, fmt.Errorf("the waiter did not send its %d attempt request(s) within %v", r.lib.waitingAfter, waitingTimeout)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	if hold := r.b.cfg.HandoffHold; hold > 0 {
+		time.Sleep(time.Duration(r.rng.Int64N(int64(hold) + 1)))
+	}
+	t0 := time.Now()
+	if err := r.holder.Unlock(ctx); err != nil {
+		return 0, fmt.Errorf("holder unlock: %w", err)
+	}
+	a := <-got
+	if a.err != nil {
+		return 0, fmt.Errorf("waiter lock: %w", a.err)
+	}
+	lat := a.at.Sub(t0)
+	if err := r.waiter.Unlock(ctx); err != nil {
+		return 0, fmt.Errorf("waiter unlock: %w", err)
+	}
+	return lat, nil
+}
 
-	for range b.cfg.warmupHandoffs {
-		if _, err := cycle(); err != nil {
-			return Result{}, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	sp, err := beginSpan(ctx, b.meter, lr.counters)
+func (r *handoffRun) slice(ctx context.Context, i, n int) error {
+	sp, err := beginSpan(ctx, r.b.meter, r.lr.counters)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	start := time.Now()
-	lat := make([]time.Duration, 0, b.cfg.Handoffs)
-	for range b.cfg.Handoffs {
-		d, err := cycle()
+	for range share(r.b.cfg.Handoffs, i, n) {
+		d, err := r.cycle(ctx)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
-		lat = append(lat, d)
+		r.lat = append(r.lat, d)
 	}
-	elapsed := time.Since(start)
+	r.elapsed += time.Since(start)
 	u, err := sp.end(ctx)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	ops := int64(len(lat))
+	r.u.add(u)
+	return nil
+}
+
+func (r *handoffRun) result() Result {
+	ops := int64(len(r.lat))
 	res := Result{
-		Library:  lib.name,
+		Library:  r.lib.name,
 		Scenario: scHandoff,
 		Op: fmt.Sprintf("one handoff cycle: A locks, B waits on another client, A unlocks 0–%v later, B gets the lock and unlocks",
-			b.cfg.HandoffHold),
+			r.b.cfg.HandoffHold),
 		Latency: "handoff time, from A's Unlock call to B's Lock returning",
 		Ops:     ops,
-		Seconds: round4(elapsed.Seconds()),
-		Wait:    lib.wait,
-		GaveUp:  lr.gaveUp.Load(),
+		Seconds: round4(r.elapsed.Seconds()),
+		Wait:    r.lib.wait,
+		GaveUp:  r.lr.gaveUp.Load() - r.gaveUp0,
 	}
-	res.quantiles(sortDurations(lat))
-	res.perOp(u, ops)
-	return res, nil
+	res.quantiles(sortDurations(r.lat))
+	res.perOp(r.u, ops)
+	return res
 }
 
-// contended measures acquisitions per second of Goroutines goroutines
+func (r *handoffRun) close() { r.lr.close() }
+
+// contendedRun measures acquisitions per second of Goroutines goroutines
 // spread over Clients clients, all on one lock, each holding it for hold
 // before unlocking and asking again.
-func (b *bench) contended(ctx context.Context, lib library, scenario string, hold time.Duration) (Result, error) {
-	lr := b.openLockRun(lib, b.cfg.Clients)
-	defer lr.close()
-	key := b.key(lib.name, scenario)
-	mutexes := make([]mutex, b.cfg.Goroutines)
-	for g := range mutexes {
-		mutexes[g] = lr.sessions[g%len(lr.sessions)].mutex(key)
-	}
+type contendedRun struct {
+	b        *bench
+	lib      library
+	scenario string
+	hold     time.Duration
+	lr       *lockRun
+	mutexes  []mutex
+	gaveUp0  int64
+	total    contention
+	window   time.Duration
+	u        usage
+}
 
-	if _, err := contend(ctx, mutexes, b.cfg.warmup, hold); err != nil {
-		return Result{}, fmt.Errorf("warm-up: %w", err)
+func (b *bench) newContended(ctx context.Context, lib library, scenario string, hold time.Duration) (runner, error) {
+	lr := b.openLockRun(lib, b.cfg.Clients)
+	key := b.key(lib.name, scenario)
+	r := &contendedRun{b: b, lib: lib, scenario: scenario, hold: hold, lr: lr, mutexes: make([]mutex, b.cfg.Goroutines)}
+	for g := range r.mutexes {
+		r.mutexes[g] = lr.sessions[g%len(lr.sessions)].mutex(key)
 	}
-	gaveUpBefore := lr.gaveUp.Load()
-	sp, err := beginSpan(ctx, b.meter, lr.counters)
+	if _, err := contend(ctx, r.mutexes, b.cfg.warmup, hold); err != nil {
+		lr.close()
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	r.gaveUp0 = lr.gaveUp.Load()
+	r.total.perGoroutine = make([]int64, len(r.mutexes))
+	return r, nil
+}
+
+func (r *contendedRun) slice(ctx context.Context, i, n int) error {
+	sp, err := beginSpan(ctx, r.b.meter, r.lr.counters)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	cr, err := contend(ctx, mutexes, b.cfg.Duration, hold)
+	d := time.Duration(share(int(r.b.cfg.Duration), i, n))
+	c, err := contend(ctx, r.mutexes, d, r.hold)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	ops := cr.acquisitions
 	u, err := sp.end(ctx)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
+	r.u.add(u)
+	r.window += d
+	r.total.add(c)
+	return nil
+}
+
+func (r *contendedRun) result() Result {
 	holdText := "~0"
-	if hold > 0 {
-		holdText = hold.String()
+	if r.hold > 0 {
+		holdText = r.hold.String()
 	}
+	ops := r.total.acquisitions
 	res := Result{
-		Library:   lib.name,
-		Scenario:  scenario,
-		OpsPerSec: f(float64(ops) / b.cfg.Duration.Seconds()),
+		Library:   r.lib.name,
+		Scenario:  r.scenario,
+		OpsPerSec: f(float64(ops) / r.window.Seconds()),
 		Op: fmt.Sprintf("one acquisition: %d goroutines over %d clients on one lock, each holding it %s",
-			b.cfg.Goroutines, b.cfg.Clients, holdText),
+			r.b.cfg.Goroutines, r.b.cfg.Clients, holdText),
 		Latency: "wait for the lock, from the Lock call to its return",
 		Ops:     ops,
-		Seconds: round4(b.cfg.Duration.Seconds()),
-		Wait:    lib.wait,
-		GaveUp:  lr.gaveUp.Load() - gaveUpBefore,
+		Seconds: round4(r.window.Seconds()),
+		Wait:    r.lib.wait,
+		GaveUp:  r.lr.gaveUp.Load() - r.gaveUp0,
 	}
-	res.quantiles(cr.waits)
-	res.perOp(u, ops)
-	cr.fairness(&res)
-	return res, nil
+	res.quantiles(sortDurations(r.total.waits))
+	res.perOp(r.u, ops)
+	r.total.fairness(&res)
+	return res
 }
+
+func (r *contendedRun) close() { r.lr.close() }
 
 // contention is what a contend window measured.
 type contention struct {
 	acquisitions int64   // completed within the window
 	perGoroutine []int64 // acquisitions of each goroutine
 	waits        []time.Duration
+}
+
+// add adds the counts of d to c (same goroutines).
+func (c *contention) add(d contention) {
+	c.acquisitions += d.acquisitions
+	for i, n := range d.perGoroutine {
+		c.perGoroutine[i] += n
+	}
+	c.waits = append(c.waits, d.waits...)
 }
 
 // busiestShare returns the fraction of acquisitions the busiest goroutine

@@ -76,6 +76,7 @@ type config struct {
 	WatchdogLocks   int
 	WatchdogTimeout time.Duration
 	WatchdogTicks   int
+	Rounds          int      // turns the libraries of a lock scenario take
 	Scenarios       []string // nil: all
 	Libraries       []string // nil: all
 	Seed            uint64
@@ -104,6 +105,7 @@ func defaultConfig() config {
 		WatchdogLocks:   1000,
 		WatchdogTimeout: 3 * time.Second,
 		WatchdogTicks:   5,
+		Rounds:          4,
 		Seed:            1,
 		warmup:          300 * time.Millisecond,
 		warmupOps:       100,
@@ -127,6 +129,7 @@ func (c *config) quick(set map[string]bool) {
 	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
 	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
 	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
+	def("rounds", func() { c.Rounds = 2 })
 	c.warmup = 50 * time.Millisecond
 	c.warmupOps = 5
 	c.warmupHandoffs = 1
@@ -138,7 +141,7 @@ func (c config) validate() error {
 		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
 	}
 	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
-		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 {
+		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
 		bad = append(bad, "counts must be at least 1")
 	}
 	for _, s := range c.Scenarios {
@@ -207,6 +210,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog scenario")
 	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenario (a tick every third of it)")
 	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the libraries of a lock scenario take: each runs 1/rounds of its measurement per turn")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
@@ -369,62 +373,89 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 	defer b.cleanup()
 
 	var results []Result
-	add := func(r Result, err error, what string) error {
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
+	record := func(r Result) {
 		results = append(results, r)
 		fmt.Fprintf(log, "bench: %-14s %-21s %s\n", r.Scenario, r.Library, summary(r))
-		return nil
 	}
 	for _, sc := range allScenarios {
 		if !cfg.scenario(sc) {
 			continue
 		}
-		var err error
 		switch sc {
 		case scUncontended, scHandoff, scContended0, scContended1:
-			for _, lib := range lockLibraries(sc != scUncontended) {
-				if !cfg.library(lib.name) {
-					continue
-				}
-				var r Result
-				var rerr error
-				switch sc {
-				case scUncontended:
-					r, rerr = b.uncontended(ctx, lib)
-				case scHandoff:
-					r, rerr = b.handoff(ctx, lib)
-				case scContended0:
-					r, rerr = b.contended(ctx, lib, sc, 0)
-				case scContended1:
-					r, rerr = b.contended(ctx, lib, sc, time.Millisecond)
-				}
-				if err = add(r, rerr, sc+" "+lib.name); err != nil {
-					break
-				}
+			rs, err := b.lockScenario(ctx, sc)
+			if err != nil {
+				return results, e, err
+			}
+			for _, r := range rs {
+				record(r)
 			}
 		case scSemaphore, scLatchFanout, scWatchdog1000:
 			if !cfg.library("redisync") {
 				continue
 			}
 			var r Result
-			var rerr error
+			var err error
 			switch sc {
 			case scSemaphore:
-				r, rerr = b.semaphore(ctx)
+				r, err = b.semaphore(ctx)
 			case scLatchFanout:
-				r, rerr = b.latchFanout(ctx)
+				r, err = b.latchFanout(ctx)
 			case scWatchdog1000:
-				r, rerr = b.watchdog(ctx)
+				r, err = b.watchdog(ctx)
 			}
-			err = add(r, rerr, sc)
-		}
-		if err != nil {
-			return results, e, err
+			if err != nil {
+				return results, e, fmt.Errorf("%s: %w", sc, err)
+			}
+			record(r)
 		}
 	}
 	return results, e, nil
+}
+
+// lockScenario runs a lock scenario for every selected library: each is
+// set up and warmed up, then they take turns for Rounds slices of the
+// measurement (see interleave).
+func (b *bench) lockScenario(ctx context.Context, sc string) ([]Result, error) {
+	var (
+		runners []runner
+		names   []string
+	)
+	defer func() {
+		for _, r := range runners {
+			r.close()
+		}
+	}()
+	for _, lib := range lockLibraries(sc != scUncontended) {
+		if !b.cfg.library(lib.name) {
+			continue
+		}
+		var r runner
+		var err error
+		switch sc {
+		case scUncontended:
+			r, err = b.newUncontended(ctx, lib)
+		case scHandoff:
+			r, err = b.newHandoff(ctx, lib)
+		case scContended0:
+			r, err = b.newContended(ctx, lib, sc, 0)
+		case scContended1:
+			r, err = b.newContended(ctx, lib, sc, time.Millisecond)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", sc, lib.name, err)
+		}
+		runners = append(runners, r)
+		names = append(names, lib.name)
+	}
+	if err := interleave(ctx, runners, names, b.cfg.Rounds); err != nil {
+		return nil, fmt.Errorf("%s: %w", sc, err)
+	}
+	results := make([]Result, len(runners))
+	for i, r := range runners {
+		results[i] = r.result()
+	}
+	return results, nil
 }
 
 // summary is the progress line of a result.
