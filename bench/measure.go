@@ -89,6 +89,7 @@ func newClient(addr string) (*redis.Client, *counter) {
 // snapshot is what INFO stats and INFO commandstats said at one moment.
 type snapshot struct {
 	calls    map[string]int64 // command name (as in cmdstat_<name>) → calls
+	usec     map[string]int64 // command name → microseconds spent executing it
 	netIn    int64
 	netOut   int64
 	cpu      float64 // used_cpu_user + used_cpu_sys of the server, seconds
@@ -105,7 +106,7 @@ var infoSections = []string{"stats", "commandstats", "cpu", "keyspace"}
 // takeSnapshot reads the server's counters through rdb, which must be a
 // client used for nothing else during a measurement (the "meter" client).
 func takeSnapshot(ctx context.Context, rdb *redis.Client) (snapshot, error) {
-	s := snapshot{calls: map[string]int64{}, taken: time.Now()}
+	s := snapshot{calls: map[string]int64{}, usec: map[string]int64{}, taken: time.Now()}
 	txt, err := rdb.Info(ctx, infoSections...).Result()
 	if err != nil {
 		return s, fmt.Errorf("INFO %s: %w", strings.Join(infoSections, " "), err)
@@ -125,11 +126,16 @@ func takeSnapshot(ctx context.Context, rdb *redis.Client) (snapshot, error) {
 				continue
 			}
 			for _, f := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(f, "calls="); ok {
-					n, err := strconv.ParseInt(v, 10, 64)
-					if err == nil {
-						s.calls[name] = n
-					}
+				k, v, _ := strings.Cut(f, "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					continue
+				}
+				switch k {
+				case "calls":
+					s.calls[name] = n
+				case "usec":
+					s.usec[name] = n
 				}
 			}
 		case strings.HasPrefix(line, "total_net_input_bytes:"):
@@ -170,6 +176,7 @@ type usage struct {
 	cpu       time.Duration    // CPU time the server process used (user + sys)
 	keys      int64            // keys added (created minus deleted or expired)
 	byCommand map[string]int64 // commands by name
+	usecBy    map[string]int64 // execution microseconds by command name (a script's include its commands')
 	elapsed   time.Duration    // between the two snapshots
 }
 
@@ -206,6 +213,7 @@ func (s *span) end(ctx context.Context) (usage, error) {
 	u := usage{
 		requests:  reqs,
 		byCommand: map[string]int64{},
+		usecBy:    map[string]int64{},
 		elapsed:   after.taken.Sub(s.before.taken),
 		// The first INFO's reply and the second INFO's request fall
 		// inside the span; neither is the libraries' traffic.
@@ -221,6 +229,7 @@ func (s *span) end(ctx context.Context) (usage, error) {
 		}
 		u.byCommand[name] = d
 		u.commands += d
+		u.usecBy[name] = after.usec[name] - s.before.usec[name]
 	}
 	for _, name := range pubsubCommands {
 		u.requests += u.byCommand[name]
@@ -310,5 +319,11 @@ func (u *usage) add(v usage) {
 	}
 	for k, n := range v.byCommand {
 		u.byCommand[k] += n
+	}
+	if u.usecBy == nil {
+		u.usecBy = map[string]int64{}
+	}
+	for k, n := range v.usecBy {
+		u.usecBy[k] += n
 	}
 }

@@ -77,6 +77,11 @@ type Result struct {
 	GaveUp int64 `json:"gave_up"`
 	// Commands is CommandsPerOp by command name.
 	Commands map[string]float64 `json:"commands_per_op_by_name,omitempty"`
+	// ExecUs is the execution time Redis recorded per operation by
+	// command name (INFO commandstats usec), in microseconds. A script's
+	// time includes that of the commands it ran, which are also listed
+	// under their own names.
+	ExecUs map[string]float64 `json:"exec_us_per_op_by_name,omitempty"`
 	// Extra holds scenario-specific figures (fan-out, ticks).
 	Extra map[string]float64 `json:"extra,omitempty"`
 	Note  string             `json:"note,omitempty"`
@@ -120,8 +125,10 @@ func (r *Result) perOp(u usage, ops int64) {
 	r.ServerCPUusPerOp = f(float64(u.cpu) / float64(time.Microsecond) / n)
 	r.KeysAddedPerOp = f(float64(u.keys) / n)
 	r.Commands = map[string]float64{}
+	r.ExecUs = map[string]float64{}
 	for name, c := range u.byCommand {
 		r.Commands[name] = round4(float64(c) / n)
+		r.ExecUs[name] = round4(float64(u.usecBy[name]) / n)
 	}
 }
 
