@@ -29,8 +29,7 @@ const (
 // concurrent use. A latch has no owner: any handle on the same name, in any
 // process, counts down the same count.
 type Latch struct {
-	c       *core.Client
-	name    string
+	h       core.Handle
 	channel string
 	// chanInKeys: the channel shares the counter's cluster slot, so scripts
 	// declare it in KEYS. Redisson builds the channel as "...{" + name + "}",
@@ -46,38 +45,29 @@ type Latch struct {
 func New(c *redisync.Client, name string) *Latch {
 	ch := keys.LatchChannel(name)
 	return &Latch{
-		c:          core.From(c),
-		name:       name,
+		h:          core.NewHandle(c, "countdown", name),
 		channel:    ch,
 		chanInKeys: keys.Slot(ch) == keys.Slot(name),
 	}
 }
 
 // Name returns the latch's name, which is also its Redis key.
-func (l *Latch) Name() string { return l.name }
+func (l *Latch) Name() string { return l.h.Name }
 
 // check returns the error to report before sending anything.
-func (l *Latch) check() error {
-	if err := l.c.Check(); err != nil {
-		return err
-	}
-	if l.name == "" {
-		return fmt.Errorf("%w: empty latch name", redisync.ErrInvalidArgument)
-	}
-	return nil
-}
+func (l *Latch) check() error { return l.h.Check() }
 
 // run runs a state-changing latch script with a fresh request key. KEYS are
 // the counter, the request key and the channel when it shares the counter's
 // slot; otherwise the channel is appended to args.
 func (l *Latch) run(ctx context.Context, script *redis.Script, args ...any) (int64, error) {
-	ks := []string{l.name, keys.Request(l.name, l.c.RequestID())}
+	ks := []string{l.h.Name, keys.Request(l.h.Name, l.h.C.RequestID())}
 	if l.chanInKeys {
 		ks = append(ks, l.channel)
 	} else {
 		args = append(args, l.channel)
 	}
-	return script.Run(ctx, l.c.Redis(), ks, args...).Int64()
+	return script.Run(ctx, l.h.C.Redis(), ks, args...).Int64()
 }
 
 // TrySetCount sets the count to n if the latch is not set (its count is
@@ -93,11 +83,11 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 		return false, err
 	}
 	if n <= 0 {
-		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.name, n)
+		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.h.Name, n)
 	}
-	res, err := l.run(ctx, lua.LatchTrySetCount, n, l.c.RequestTTLMillis(), newMessage)
+	res, err := l.run(ctx, lua.LatchTrySetCount, n, l.h.C.RequestTTLMillis(), newMessage)
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: set count: %w", l.name, err)
+		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, err)
 	}
 	return res == 1, nil
 }
@@ -118,10 +108,10 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return err
 	}
-	ctx, cancel := l.c.DetachedContext(ctx)
+	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	if _, err := l.run(ctx, lua.LatchCountDown, l.c.RequestTTLMillis(), zeroMessage); err != nil {
-		return fmt.Errorf("countdown %q: count down: %w", l.name, err)
+	if _, err := l.run(ctx, lua.LatchCountDown, l.h.C.RequestTTLMillis(), zeroMessage); err != nil {
+		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, err)
 	}
 	return nil
 }
@@ -133,14 +123,14 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := l.count(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("countdown %q: %w", l.name, err)
+		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, err)
 	}
 	return n, nil
 }
 
 // count reads the counter; absent or not positive is 0.
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	s, err := l.c.Redis().Get(ctx, l.name).Result()
+	s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -174,8 +164,8 @@ func (l *Latch) Wait(ctx context.Context) error {
 // failure (a bad argument, Redis unreachable, ctx ended: then wrapping
 // ctx.Err()). A negative wait is an invalid argument.
 func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, fmt.Errorf("%w: countdown %q: negative wait %v", redisync.ErrInvalidArgument, l.name, wait)
+	if err := l.h.CheckWait(wait); err != nil {
+		return false, err
 	}
 	return l.wait(ctx, wait, false)
 }
@@ -184,7 +174,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (boo
 	if err := l.check(); err != nil {
 		return false, err
 	}
-	ok, err := l.c.Wait(ctx, core.WaitSpec{
+	ok, err := l.h.C.Wait(ctx, core.WaitSpec{
 		Channel: l.channel,
 		// The zero message opens the latch for every waiter; a set or delete
 		// message may too (a deleted latch is open), so all re-check.
@@ -199,7 +189,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (boo
 		},
 	})
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: %w", l.name, err)
+		return false, fmt.Errorf("countdown %q: %w", l.h.Name, err)
 	}
 	return ok, nil
 }
@@ -212,9 +202,9 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err
 	}
-	res, err := l.run(ctx, lua.LatchDelete, l.c.RequestTTLMillis(), newMessage)
+	res, err := l.run(ctx, lua.LatchDelete, l.h.C.RequestTTLMillis(), newMessage)
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: delete: %w", l.name, err)
+		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, err)
 	}
 	return res == 1, nil
 }

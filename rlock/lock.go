@@ -22,10 +22,8 @@ import (
 // owner; a context from redisync.WithOwner makes the call act for the owner
 // the context carries instead.
 type Lock struct {
-	c     *core.Client
-	name  string
-	token uint64 // the handle's own owner token
-	opts  options
+	h    core.Handle
+	opts options
 
 	mu     sync.Mutex
 	latest *core.Hold // the hold of the latest acquisition through this handle
@@ -36,7 +34,7 @@ type Lock struct {
 // fails: an empty name or an invalid option is reported, wrapping
 // redisync.ErrInvalidArgument, by the first operation.
 func New(c *redisync.Client, name string, opts ...Option) *Lock {
-	l := &Lock{c: core.From(c), name: name, token: core.NewToken()}
+	l := &Lock{h: core.NewHandle(c, "rlock", name)}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&l.opts)
@@ -46,15 +44,12 @@ func New(c *redisync.Client, name string, opts ...Option) *Lock {
 }
 
 // Name returns the lock's name, which is also its Redis key.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string { return l.h.Name }
 
 // check returns the error to report before sending anything.
 func (l *Lock) check() error {
-	if err := l.c.Check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return err
-	}
-	if l.name == "" {
-		return fmt.Errorf("%w: empty lock name", redisync.ErrInvalidArgument)
 	}
 	return l.opts.err
 }
@@ -64,15 +59,10 @@ func (l *Lock) owner(ctx context.Context) (string, error) {
 	if err := l.check(); err != nil {
 		return "", err
 	}
-	return l.c.Owner(ctx, l.token)
+	return l.h.Owner(ctx)
 }
 
-func (l *Lock) lease() time.Duration {
-	if l.opts.lease > 0 {
-		return l.opts.lease
-	}
-	return l.c.WatchdogTimeout()
-}
+func (l *Lock) lease() time.Duration { return l.h.Lease(l.opts.lease) }
 
 // Lock acquires the lock, waiting as long as ctx allows. A waiter is woken
 // by the holder's release through pub/sub and re-checks at the latest when
@@ -93,8 +83,8 @@ func (l *Lock) Lock(ctx context.Context) error {
 // failure (a bad argument, Redis unreachable, ctx ended: then wrapping
 // ctx.Err()). A negative wait is an invalid argument.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, fmt.Errorf("%w: rlock %q: negative wait %v", redisync.ErrInvalidArgument, l.name, wait)
+	if err := l.h.CheckWait(wait); err != nil {
+		return false, err
 	}
 	return l.acquire(ctx, wait, false)
 }
@@ -104,15 +94,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, forever bool) (b
 	if err != nil {
 		return false, err
 	}
-	ok, err := l.c.Wait(ctx, core.WaitSpec{
-		Channel: keys.LockChannel(l.name),
+	ok, err := l.h.C.Wait(ctx, core.WaitSpec{
+		Channel: keys.LockChannel(l.h.Name),
 		Wake:    pubsub.WakeOne,
 		Forever: forever,
 		Wait:    wait,
 		Try:     func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, owner) },
 	})
 	if err != nil {
-		return false, fmt.Errorf("rlock %q: %w", l.name, err)
+		return false, fmt.Errorf("rlock %q: %w", l.h.Name, err)
 	}
 	return ok, nil
 }
@@ -121,15 +111,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, forever bool) (b
 // lease as the retry hint when the lock is busy.
 func (l *Lock) try(ctx context.Context, owner string) (bool, time.Duration, error) {
 	lease := l.lease()
-	reqKey := keys.Request(l.name, l.c.RequestID())
+	reqKey := keys.Request(l.h.Name, l.h.C.RequestID())
 	fencing := "0"
 	if l.opts.fencing {
 		fencing = "1"
 	}
 	sent := time.Now()
-	res, err := lua.LockAcquire.Run(ctx, l.c.Redis(),
-		[]string{l.name, reqKey, keys.FenceCounter(l.name)},
-		lease.Milliseconds(), owner, l.c.RequestTTLMillis(), fencing).Int64Slice()
+	res, err := lua.LockAcquire.Run(ctx, l.h.C.Redis(),
+		[]string{l.h.Name, reqKey, keys.FenceCounter(l.h.Name)},
+		lease.Milliseconds(), owner, l.h.C.RequestTTLMillis(), fencing).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
 			l.undo(ctx, owner, reqKey)
@@ -149,9 +139,9 @@ func (l *Lock) try(ctx context.Context, owner string) (bool, time.Duration, erro
 	}
 	var renew *core.RenewSpec
 	if l.opts.lease == 0 {
-		renew = &core.RenewSpec{Script: lua.RenewLock, Keys: []string{l.name}, Args: []any{owner}}
+		renew = &core.RenewSpec{Script: lua.RenewLock, Keys: []string{l.h.Name}, Args: []any{owner}}
 	}
-	h := l.c.AcquiredAt(sent, core.HoldKey{Key: l.name, Field: owner}, res[1], lease, renew)
+	h := l.h.C.AcquiredAt(sent, core.HoldKey{Key: l.h.Name, Field: owner}, res[1], lease, renew)
 	l.mu.Lock()
 	l.latest = h
 	if len(res) > 2 {
@@ -165,15 +155,15 @@ func (l *Lock) try(ctx context.Context, owner string) (bool, time.Duration, erro
 // connection broke): if it took place, one hold is released; if it has not
 // yet, it is marked cancelled so a late copy does nothing.
 func (l *Lock) undo(ctx context.Context, owner, acquireKey string) {
-	ctx, cancel := l.c.DetachedContext(ctx)
+	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	reqKey := keys.Request(l.name, l.c.RequestID())
-	err := lua.LockRelease.Run(ctx, l.c.Redis(),
-		[]string{l.name, keys.LockChannel(l.name), reqKey, acquireKey},
-		l.lease().Milliseconds(), owner, l.c.RequestTTLMillis(), "0", "1").Err()
+	reqKey := keys.Request(l.h.Name, l.h.C.RequestID())
+	err := lua.LockRelease.Run(ctx, l.h.C.Redis(),
+		[]string{l.h.Name, keys.LockChannel(l.h.Name), reqKey, acquireKey},
+		l.lease().Milliseconds(), owner, l.h.C.RequestTTLMillis(), "0", "1").Err()
 	if err != nil {
-		l.c.Logger().Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
-			"lock", l.name, "owner", owner, "err", err)
+		l.h.C.Logger().Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
+			"lock", l.h.Name, "owner", owner, "err", err)
 	}
 }
 
@@ -193,19 +183,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := l.c.DetachedContext(ctx)
+	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	reqKey := keys.Request(l.name, l.c.RequestID())
-	remaining, err := l.c.Release(core.HoldKey{Key: l.name, Field: owner}, func() (int64, error) {
-		return lua.LockRelease.Run(ctx, l.c.Redis(),
-			[]string{l.name, keys.LockChannel(l.name), reqKey, reqKey},
-			l.lease().Milliseconds(), owner, l.c.RequestTTLMillis(), "0", "0").Int64()
+	reqKey := keys.Request(l.h.Name, l.h.C.RequestID())
+	remaining, err := l.h.C.Release(core.HoldKey{Key: l.h.Name, Field: owner}, func() (int64, error) {
+		return lua.LockRelease.Run(ctx, l.h.C.Redis(),
+			[]string{l.h.Name, keys.LockChannel(l.h.Name), reqKey, reqKey},
+			l.lease().Milliseconds(), owner, l.h.C.RequestTTLMillis(), "0", "0").Int64()
 	})
 	switch {
 	case err != nil:
-		return fmt.Errorf("rlock %q: release: %w", l.name, err)
+		return fmt.Errorf("rlock %q: release: %w", l.h.Name, err)
 	case remaining < 0:
-		return fmt.Errorf("rlock %q: owner %s: %w", l.name, owner, redisync.ErrNotHeld)
+		return fmt.Errorf("rlock %q: owner %s: %w", l.h.Name, owner, redisync.ErrNotHeld)
 	}
 	return nil
 }
@@ -218,12 +208,12 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err
 	}
-	n, err := lua.LockForceUnlock.Run(ctx, l.c.Redis(),
-		[]string{l.name, keys.LockChannel(l.name)}, "0").Int64()
+	n, err := lua.LockForceUnlock.Run(ctx, l.h.C.Redis(),
+		[]string{l.h.Name, keys.LockChannel(l.h.Name)}, "0").Int64()
 	if err != nil {
-		return false, fmt.Errorf("rlock %q: force unlock: %w", l.name, err)
+		return false, fmt.Errorf("rlock %q: force unlock: %w", l.h.Name, err)
 	}
-	l.c.EndHolds(l.name, fmt.Errorf("%w: force-unlocked", redisync.ErrLockLost))
+	l.h.C.EndHolds(l.h.Name, fmt.Errorf("%w: force-unlocked", redisync.ErrLockLost))
 	return n == 1, nil
 }
 
@@ -232,9 +222,9 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err
 	}
-	n, err := l.c.Redis().Exists(ctx, l.name).Result()
+	n, err := l.h.C.Redis().Exists(ctx, l.h.Name).Result()
 	if err != nil {
-		return false, fmt.Errorf("rlock %q: %w", l.name, err)
+		return false, fmt.Errorf("rlock %q: %w", l.h.Name, err)
 	}
 	return n == 1, nil
 }
@@ -252,12 +242,12 @@ func (l *Lock) HoldCount(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := l.c.Redis().HGet(ctx, l.name, owner).Int64()
+	n, err := l.h.C.Redis().HGet(ctx, l.h.Name, owner).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rlock %q: %w", l.name, err)
+		return 0, fmt.Errorf("rlock %q: %w", l.h.Name, err)
 	}
 	return n, nil
 }
@@ -268,9 +258,9 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	d, err := l.c.Redis().PTTL(ctx, l.name).Result()
+	d, err := l.h.C.Redis().PTTL(ctx, l.h.Name).Result()
 	if err != nil {
-		return 0, fmt.Errorf("rlock %q: %w", l.name, err)
+		return 0, fmt.Errorf("rlock %q: %w", l.h.Name, err)
 	}
 	switch {
 	case d == -2 || d == -2*time.Millisecond:

@@ -46,10 +46,8 @@ func wake(payload string, _ int) int {
 // RWLock implements redisync.Locker with its write side; ReadLocker and
 // WriteLocker return the two sides as separate Lockers.
 type RWLock struct {
-	c     *core.Client
-	name  string
-	token uint64 // the handle's own owner token
-	opts  options
+	h    core.Handle
+	opts options
 
 	mu     sync.Mutex
 	latest *core.Hold // the hold of the latest acquisition through this handle, read or write
@@ -59,7 +57,7 @@ type RWLock struct {
 // and never fails: an empty name or an invalid option is reported, wrapping
 // redisync.ErrInvalidArgument, by the first operation.
 func New(c *redisync.Client, name string, opts ...Option) *RWLock {
-	rw := &RWLock{c: core.From(c), name: name, token: core.NewToken()}
+	rw := &RWLock{h: core.NewHandle(c, "rwlock", name)}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&rw.opts)
@@ -69,15 +67,12 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 }
 
 // Name returns the lock's name, which is also the key of its hash.
-func (rw *RWLock) Name() string { return rw.name }
+func (rw *RWLock) Name() string { return rw.h.Name }
 
 // check returns the error to report before sending anything.
 func (rw *RWLock) check() error {
-	if err := rw.c.Check(); err != nil {
+	if err := rw.h.Check(); err != nil {
 		return err
-	}
-	if rw.name == "" {
-		return fmt.Errorf("%w: empty rwlock name", redisync.ErrInvalidArgument)
 	}
 	return rw.opts.err
 }
@@ -87,15 +82,10 @@ func (rw *RWLock) owner(ctx context.Context) (string, error) {
 	if err := rw.check(); err != nil {
 		return "", err
 	}
-	return rw.c.Owner(ctx, rw.token)
+	return rw.h.Owner(ctx)
 }
 
-func (rw *RWLock) lease() time.Duration {
-	if rw.opts.lease > 0 {
-		return rw.opts.lease
-	}
-	return rw.c.WatchdogTimeout()
-}
+func (rw *RWLock) lease() time.Duration { return rw.h.Lease(rw.opts.lease) }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
 // once when the lock is free or read-locked, and when the caller's owner
@@ -119,8 +109,8 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 // unreachable, ctx ended: then wrapping ctx.Err()). A negative wait is an
 // invalid argument.
 func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, fmt.Errorf("%w: rwlock %q: negative wait %v", redisync.ErrInvalidArgument, rw.name, wait)
+	if err := rw.h.CheckWait(wait); err != nil {
+		return false, err
 	}
 	return rw.acquire(ctx, false, wait, false)
 }
@@ -146,8 +136,8 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 // wrapping redisync.ErrUpgrade at once when the caller's owner holds only
 // read holds, and other errors for failures as TryRLock does.
 func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, fmt.Errorf("%w: rwlock %q: negative wait %v", redisync.ErrInvalidArgument, rw.name, wait)
+	if err := rw.h.CheckWait(wait); err != nil {
+		return false, err
 	}
 	return rw.acquire(ctx, true, wait, false)
 }
@@ -161,15 +151,15 @@ func (rw *RWLock) acquire(ctx context.Context, write bool, wait time.Duration, f
 	if write {
 		try = func(ctx context.Context) (bool, time.Duration, error) { return rw.tryWrite(ctx, owner) }
 	}
-	ok, err := rw.c.Wait(ctx, core.WaitSpec{
-		Channel: keys.RWChannel(rw.name),
+	ok, err := rw.h.C.Wait(ctx, core.WaitSpec{
+		Channel: keys.RWChannel(rw.h.Name),
 		Wake:    wake,
 		Forever: forever,
 		Wait:    wait,
 		Try:     try,
 	})
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: %w", rw.name, err)
+		return false, fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
 	}
 	return ok, nil
 }
@@ -178,11 +168,11 @@ func (rw *RWLock) acquire(ctx context.Context, write bool, wait time.Duration, f
 // remaining lease as the retry hint when the lock is write-locked.
 func (rw *RWLock) tryRead(ctx context.Context, owner string) (bool, time.Duration, error) {
 	lease := rw.lease()
-	reqKey := keys.Request(rw.name, rw.c.RequestID())
-	prefix := keys.RWTimeoutPrefix(rw.name, owner)
+	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
+	prefix := keys.RWTimeoutPrefix(rw.h.Name, owner)
 	sent := time.Now() // Redis starts the lease after this
-	res, err := lua.RWReadAcquire.Run(ctx, rw.c.Redis(), []string{rw.name, reqKey},
-		lease.Milliseconds(), owner, rw.c.RequestTTLMillis(), keys.RWWriteField(owner), prefix).Int64Slice()
+	res, err := lua.RWReadAcquire.Run(ctx, rw.h.C.Redis(), []string{rw.h.Name, reqKey},
+		lease.Milliseconds(), owner, rw.h.C.RequestTTLMillis(), keys.RWWriteField(owner), prefix).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
 			rw.undo(ctx, false, owner, reqKey)
@@ -197,9 +187,9 @@ func (rw *RWLock) tryRead(ctx context.Context, owner string) (bool, time.Duratio
 	}
 	var renew *core.RenewSpec
 	if rw.opts.lease == 0 {
-		renew = &core.RenewSpec{Script: lua.RenewRead, Keys: []string{rw.name}, Args: []any{owner, prefix}}
+		renew = &core.RenewSpec{Script: lua.RenewRead, Keys: []string{rw.h.Name}, Args: []any{owner, prefix}}
 	}
-	rw.setLatest(rw.c.AcquiredAt(sent, core.HoldKey{Key: rw.name, Field: owner}, res[1], lease, renew))
+	rw.setLatest(rw.h.C.AcquiredAt(sent, core.HoldKey{Key: rw.h.Name, Field: owner}, res[1], lease, renew))
 	return true, 0, nil
 }
 
@@ -208,11 +198,11 @@ func (rw *RWLock) tryRead(ctx context.Context, owner string) (bool, time.Duratio
 // when the owner holds only read holds.
 func (rw *RWLock) tryWrite(ctx context.Context, owner string) (bool, time.Duration, error) {
 	lease := rw.lease()
-	reqKey := keys.Request(rw.name, rw.c.RequestID())
+	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
 	field := keys.RWWriteField(owner)
 	sent := time.Now() // Redis starts the lease after this
-	res, err := lua.RWWriteAcquire.Run(ctx, rw.c.Redis(), []string{rw.name, reqKey},
-		lease.Milliseconds(), owner, rw.c.RequestTTLMillis(), field, keys.RWTimeoutPrefix(rw.name, owner)).Int64Slice()
+	res, err := lua.RWWriteAcquire.Run(ctx, rw.h.C.Redis(), []string{rw.h.Name, reqKey},
+		lease.Milliseconds(), owner, rw.h.C.RequestTTLMillis(), field, keys.RWTimeoutPrefix(rw.h.Name, owner)).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
 			rw.undo(ctx, true, owner, reqKey)
@@ -231,9 +221,9 @@ func (rw *RWLock) tryWrite(ctx context.Context, owner string) (bool, time.Durati
 	}
 	var renew *core.RenewSpec
 	if rw.opts.lease == 0 {
-		renew = &core.RenewSpec{Script: lua.RenewLock, Keys: []string{rw.name}, Args: []any{field}}
+		renew = &core.RenewSpec{Script: lua.RenewLock, Keys: []string{rw.h.Name}, Args: []any{field}}
 	}
-	rw.setLatest(rw.c.AcquiredAt(sent, core.HoldKey{Key: rw.name, Field: field}, res[1], lease, renew))
+	rw.setLatest(rw.h.C.AcquiredAt(sent, core.HoldKey{Key: rw.h.Name, Field: field}, res[1], lease, renew))
 	return true, 0, nil
 }
 
@@ -258,30 +248,30 @@ func (rw *RWLock) setLatest(h *core.Hold) {
 // mode, of the hold that the acquisition recorded under acquireKey took, if
 // it took place.
 func (rw *RWLock) runRelease(ctx context.Context, write bool, owner, reqKey, acquireKey string, undo bool) *redis.Cmd {
-	head, tail := keys.RWTimeoutParts(rw.name)
+	head, tail := keys.RWTimeoutParts(rw.h.Name)
 	mode := "0"
 	if undo {
 		mode = "1"
 	}
-	ks := []string{rw.name, keys.RWChannel(rw.name), reqKey, acquireKey}
+	ks := []string{rw.h.Name, keys.RWChannel(rw.h.Name), reqKey, acquireKey}
 	if write {
-		return lua.RWWriteRelease.Run(ctx, rw.c.Redis(), ks,
-			rw.lease().Milliseconds(), keys.RWWriteField(owner), rw.c.RequestTTLMillis(), msgWrite, mode, head, tail)
+		return lua.RWWriteRelease.Run(ctx, rw.h.C.Redis(), ks,
+			rw.lease().Milliseconds(), keys.RWWriteField(owner), rw.h.C.RequestTTLMillis(), msgWrite, mode, head, tail)
 	}
-	return lua.RWReadRelease.Run(ctx, rw.c.Redis(), ks,
-		rw.lease().Milliseconds(), owner, rw.c.RequestTTLMillis(), msgRead, mode, head, tail)
+	return lua.RWReadRelease.Run(ctx, rw.h.C.Redis(), ks,
+		rw.lease().Milliseconds(), owner, rw.h.C.RequestTTLMillis(), msgRead, mode, head, tail)
 }
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
 // connection broke): if it took place, one hold is released; if it has not
 // yet, it is marked cancelled so a late copy does nothing.
 func (rw *RWLock) undo(ctx context.Context, write bool, owner, acquireKey string) {
-	ctx, cancel := rw.c.DetachedContext(ctx)
+	ctx, cancel := rw.h.C.DetachedContext(ctx)
 	defer cancel()
-	reqKey := keys.Request(rw.name, rw.c.RequestID())
+	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
 	if err := rw.runRelease(ctx, write, owner, reqKey, acquireKey, true).Err(); err != nil {
-		rw.c.Logger().Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
-			"rwlock", rw.name, "owner", owner, "write", write, "err", err)
+		rw.h.C.Logger().Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
+			"rwlock", rw.h.Name, "owner", owner, "write", write, "err", err)
 	}
 }
 
@@ -317,17 +307,17 @@ func (rw *RWLock) release(ctx context.Context, write bool) error {
 	if write {
 		side, field = "write", keys.RWWriteField(owner)
 	}
-	ctx, cancel := rw.c.DetachedContext(ctx)
+	ctx, cancel := rw.h.C.DetachedContext(ctx)
 	defer cancel()
-	reqKey := keys.Request(rw.name, rw.c.RequestID())
-	remaining, err := rw.c.Release(core.HoldKey{Key: rw.name, Field: field}, func() (int64, error) {
+	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
+	remaining, err := rw.h.C.Release(core.HoldKey{Key: rw.h.Name, Field: field}, func() (int64, error) {
 		return rw.runRelease(ctx, write, owner, reqKey, reqKey, false).Int64()
 	})
 	switch {
 	case err != nil:
-		return fmt.Errorf("rwlock %q: %s release: %w", rw.name, side, err)
+		return fmt.Errorf("rwlock %q: %s release: %w", rw.h.Name, side, err)
 	case remaining < 0:
-		return fmt.Errorf("rwlock %q: %s side, owner %s: %w", rw.name, side, owner, redisync.ErrNotHeld)
+		return fmt.Errorf("rwlock %q: %s side, owner %s: %w", rw.h.Name, side, owner, redisync.ErrNotHeld)
 	}
 	return nil
 }
@@ -341,13 +331,13 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := rw.check(); err != nil {
 		return false, err
 	}
-	head, tail := keys.RWTimeoutParts(rw.name)
-	n, err := lua.RWForceUnlock.Run(ctx, rw.c.Redis(),
-		[]string{rw.name, keys.RWChannel(rw.name)}, head, tail, msgWrite).Int64()
+	head, tail := keys.RWTimeoutParts(rw.h.Name)
+	n, err := lua.RWForceUnlock.Run(ctx, rw.h.C.Redis(),
+		[]string{rw.h.Name, keys.RWChannel(rw.h.Name)}, head, tail, msgWrite).Int64()
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.name, err)
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.h.Name, err)
 	}
-	rw.c.EndHolds(rw.name, fmt.Errorf("%w: force-unlocked", redisync.ErrLockLost))
+	rw.h.C.EndHolds(rw.h.Name, fmt.Errorf("%w: force-unlocked", redisync.ErrLockLost))
 	return n == 1, nil
 }
 
@@ -356,12 +346,12 @@ func (rw *RWLock) mode(ctx context.Context) (string, error) {
 	if err := rw.check(); err != nil {
 		return "", err
 	}
-	m, err := rw.c.Redis().HGet(ctx, rw.name, "mode").Result()
+	m, err := rw.h.C.Redis().HGet(ctx, rw.h.Name, "mode").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.name, err)
+		return "", fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
 	}
 	return m, nil
 }
@@ -389,10 +379,10 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := lua.RWReadCount.Run(ctx, rw.c.Redis(), []string{rw.name},
-		owner, keys.RWTimeoutPrefix(rw.name, owner)).Int64()
+	n, err := lua.RWReadCount.Run(ctx, rw.h.C.Redis(), []string{rw.h.Name},
+		owner, keys.RWTimeoutPrefix(rw.h.Name, owner)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
 	}
 	return n, nil
 }
@@ -404,12 +394,12 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := rw.c.Redis().HGet(ctx, rw.name, keys.RWWriteField(owner)).Int64()
+	n, err := rw.h.C.Redis().HGet(ctx, rw.h.Name, keys.RWWriteField(owner)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
 	}
 	return n, nil
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
@@ -25,30 +24,18 @@ const maxIDs = 1 << 16
 // base is what both semaphores share: the client, the name and the
 // requests that are the same for both.
 type base struct {
-	c    *core.Client
-	name string
-	kind string // "semaphore" or "expirable semaphore", for errors
+	h core.Handle // Kind: "semaphore" or "expirable semaphore"
 }
 
 // check returns the error to report before sending anything.
-func (b *base) check() error {
-	if err := b.c.Check(); err != nil {
-		return err
-	}
-	if b.name == "" {
-		return fmt.Errorf("%w: %s with an empty name", redisync.ErrInvalidArgument, b.kind)
-	}
-	return nil
-}
+func (b *base) check() error { return b.h.Check() }
 
 // invalid returns an error wrapping redisync.ErrInvalidArgument.
-func (b *base) invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s %q: %s", redisync.ErrInvalidArgument, b.kind, b.name, fmt.Sprintf(format, args...))
-}
+func (b *base) invalid(format string, args ...any) error { return b.h.Invalid(format, args...) }
 
 // fail wraps an error of operation op.
 func (b *base) fail(op string, err error) error {
-	return fmt.Errorf("%s %q: %s: %w", b.kind, b.name, op, err)
+	return fmt.Errorf("%s %q: %s: %w", b.h.Kind, b.h.Name, op, err)
 }
 
 // checkN checks a permit count for an acquisition or a release.
@@ -73,14 +60,14 @@ func (b *base) checkWait(wait time.Duration) error {
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go).
 func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
-	ok, err := waitInLine(ctx, b.c, b.name, forever, wait, try)
+	ok, err := waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", b.kind, b.name, err)
+		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, err)
 	}
 	return ok, nil
 }
 
-func (b *base) requestKey() string { return keys.Request(b.name, b.c.RequestID()) }
+func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.RequestID()) }
 
 // trySet runs semaphore_try_set.lua; expirable says whether expired permits
 // are given back first.
@@ -91,8 +78,8 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 	if n < 0 || n > maxPermits {
 		return false, b.invalid("%d permits, must be between 0 and 2^53", n)
 	}
-	r, err := lua.SemaphoreTrySet.Run(ctx, b.c.Redis(), b.stateKeys(expirable),
-		n, b.c.RequestTTLMillis(), flag(expirable)).Int64()
+	r, err := lua.SemaphoreTrySet.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
+		n, b.h.C.RequestTTLMillis(), flag(expirable)).Int64()
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
@@ -107,8 +94,8 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 	if n < -maxPermits || n > maxPermits {
 		return b.invalid("%d permits, must be between -2^53 and 2^53", n)
 	}
-	err := lua.SemaphoreAdd.Run(ctx, b.c.Redis(), b.stateKeys(expirable),
-		n, b.c.RequestTTLMillis(), flag(expirable)).Err()
+	err := lua.SemaphoreAdd.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
+		n, b.h.C.RequestTTLMillis(), flag(expirable)).Err()
 	if err != nil {
 		return b.fail("add permits", err)
 	}
@@ -120,11 +107,11 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 // again: a key of the same slot the script does not touch), the channel and
 // a new request key.
 func (b *base) stateKeys(expirable bool) []string {
-	zset := b.name
+	zset := b.h.Name
 	if expirable {
-		zset = keys.SemaphoreTimeouts(b.name)
+		zset = keys.SemaphoreTimeouts(b.h.Name)
 	}
-	return []string{b.name, zset, keys.SemaphoreChannel(b.name), b.requestKey()}
+	return []string{b.h.Name, zset, keys.SemaphoreChannel(b.h.Name), b.requestKey()}
 }
 
 // del runs semaphore_delete.lua on the given keys.
@@ -132,8 +119,8 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 	if err := b.check(); err != nil {
 		return false, err
 	}
-	r, err := lua.SemaphoreDelete.Run(ctx, b.c.Redis(),
-		append([]string{b.requestKey()}, keys...), b.c.RequestTTLMillis()).Int64()
+	r, err := lua.SemaphoreDelete.Run(ctx, b.h.C.Redis(),
+		append([]string{b.requestKey()}, keys...), b.h.C.RequestTTLMillis()).Int64()
 	if err != nil {
 		return false, b.fail("delete", err)
 	}

@@ -39,17 +39,17 @@ type ExpirableSemaphore struct {
 // reported, wrapping redisync.ErrInvalidArgument, by the first operation. A
 // semaphore that was never set has no permits.
 func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
-	return &ExpirableSemaphore{base{c: core.From(c), name: name, kind: "expirable semaphore"}}
+	return &ExpirableSemaphore{base{core.NewHandle(c, "expirable semaphore", name)}}
 }
 
 // Name returns the semaphore's name, which is also the Redis key of its
 // available count.
-func (s *ExpirableSemaphore) Name() string { return s.name }
+func (s *ExpirableSemaphore) Name() string { return s.h.Name }
 
 // keys returns the keys every permit script takes first: the count, the
 // zset of acquired permits and the channel.
 func (s *ExpirableSemaphore) keys(more ...string) []string {
-	return append([]string{s.name, keys.SemaphoreTimeouts(s.name), keys.SemaphoreChannel(s.name)}, more...)
+	return append([]string{s.h.Name, keys.SemaphoreTimeouts(s.h.Name), keys.SemaphoreChannel(s.h.Name)}, more...)
 }
 
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
@@ -70,7 +70,7 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 || n > maxPermits {
 		return s.invalid("%d permits, must be between 0 and 2^53", n)
 	}
-	if err := lua.SemaphorePermitSet.Run(ctx, s.c.Redis(), s.keys(), n).Err(); err != nil {
+	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n).Err(); err != nil {
 		return s.fail("set permits", err)
 	}
 	return nil
@@ -183,8 +183,8 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	args := append([]any{leaseMillis(lease), s.c.RequestTTLMillis()}, raw...)
-	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.c.Redis(), s.keys(reqKey), args...).Int64Slice()
+	args := append([]any{leaseMillis(lease), s.h.C.RequestTTLMillis()}, raw...)
+	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey), args...).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
 			s.undo(ctx, reqKey, raw)
@@ -206,13 +206,13 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 // connection broke): if it took place its permits are released; if it has
 // not yet, it is marked cancelled so that a late copy does nothing.
 func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []any) {
-	ctx, cancel := s.c.DetachedContext(ctx)
+	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
-	args := append([]any{s.c.RequestTTLMillis(), "1"}, raw...)
-	err := lua.SemaphorePermitRelease.Run(ctx, s.c.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
+	args := append([]any{s.h.C.RequestTTLMillis(), "1"}, raw...)
+	err := lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
 	if err != nil {
-		s.c.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits come back when their lease ends",
-			"semaphore", s.name, "permits", len(raw), "err", err)
+		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits come back when their lease ends",
+			"semaphore", s.h.Name, "permits", len(raw), "err", err)
 	}
 }
 
@@ -248,11 +248,11 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		seen[raw] = true
 		args = append(args, raw)
 	}
-	ctx, cancel := s.c.DetachedContext(ctx)
+	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
 	reqKey := s.requestKey()
-	args[0], args[1] = s.c.RequestTTLMillis(), "0"
-	res, err := lua.SemaphorePermitRelease.Run(ctx, s.c.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
+	args[0], args[1] = s.h.C.RequestTTLMillis(), "0"
+	res, err := lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
 	if err != nil {
 		return s.fail("release", err)
 	}
@@ -261,7 +261,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	if len(res) == 2 && res[0] == 0 && res[1] >= 1 && res[1] <= int64(len(ids)) {
 		return fmt.Errorf("%s %q: permit %s unknown or expired, nothing released: %w",
-			s.kind, s.name, ids[res[1]-1], redisync.ErrNotHeld)
+			s.h.Kind, s.h.Name, ids[res[1]-1], redisync.ErrNotHeld)
 	}
 	return s.fail("release", fmt.Errorf("unexpected reply %v", res))
 }
@@ -278,7 +278,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if !ok {
 		return false, s.invalid("permit id %q is not 32 hex characters", id)
 	}
-	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.c.Redis(), s.keys(), raw, leaseMillis(lease)).Int64()
+	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease)).Int64()
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
@@ -297,12 +297,12 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 	if !ok {
 		return 0, s.invalid("permit id %q is not 32 hex characters", id)
 	}
-	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.c.Redis(), s.keys(), raw).Int64()
+	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.h.C.Redis(), s.keys(), raw).Int64()
 	switch {
 	case err != nil:
 		return 0, s.fail("lease time", err)
 	case ms == -2:
-		return 0, fmt.Errorf("%s %q: permit %s unknown or expired: %w", s.kind, s.name, id, redisync.ErrNotHeld)
+		return 0, fmt.Errorf("%s %q: permit %s unknown or expired: %w", s.h.Kind, s.h.Name, id, redisync.ErrNotHeld)
 	case ms < 0:
 		return -1, nil
 	}
@@ -315,7 +315,7 @@ func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	res, err := lua.SemaphorePermitState.Run(ctx, s.c.Redis(), s.keys()).Int64Slice()
+	res, err := lua.SemaphorePermitState.Run(ctx, s.h.C.Redis(), s.keys()).Int64Slice()
 	if err != nil {
 		return 0, 0, s.fail("permits", err)
 	}
@@ -350,7 +350,7 @@ func (s *ExpirableSemaphore) Permits(ctx context.Context) (int64, error) {
 // if never set; releasing a permit acquired before fails with
 // redisync.ErrNotHeld.
 func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
-	return s.del(ctx, s.name, keys.SemaphoreTimeouts(s.name))
+	return s.del(ctx, s.h.Name, keys.SemaphoreTimeouts(s.h.Name))
 }
 
 // leaseMillis converts a lease to the milliseconds the scripts take: 0 for

@@ -378,8 +378,8 @@ func TestExpirableUndo(t *testing.T) {
 	raw := []any{"aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"}
 	run := func(reqKey string) int64 {
 		t.Helper()
-		res, err := lua.SemaphorePermitAcquire.Run(ctx, s.c.Redis(), s.keys(reqKey),
-			append([]any{60000, s.c.RequestTTLMillis()}, raw...)...).Int64Slice()
+		res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey),
+			append([]any{60000, s.h.C.RequestTTLMillis()}, raw...)...).Int64Slice()
 		noErr(t, err)
 		return res[0]
 	}
@@ -408,7 +408,7 @@ func TestExpirableCancelledAcquire(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	var ids []string
 	done := async(func() (err error) { ids, err = s.AcquireN(cctx, 2, time.Minute); return err })
-	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.h.C) == 1 })
 	cancel()
 	r := await(t, done, 5*time.Second, "cancelled AcquireN")
 	if !errors.Is(r.err, context.Canceled) || ids != nil {
@@ -416,13 +416,13 @@ func TestExpirableCancelledAcquire(t *testing.T) {
 	}
 	equal(t, expAvailable(t, s), 1, "available")
 	equal(t, expAcquired(t, s), 0, "acquired")
-	equal(t, channels(s.c), 0, "channels subscribed")
-	equal(t, lineLen(s.c, name), 0, "callers in line")
+	equal(t, channels(s.h.C), 0, "channels subscribed")
+	equal(t, lineLen(s.h.C, name), 0, "callers in line")
 
 	_, ok, err := s.TryAcquireN(ctx, 2, 200*time.Millisecond, time.Minute)
 	noErr(t, err)
 	equal(t, ok, false, "TryAcquireN(2) with 1 available")
-	equal(t, channels(s.c), 0, "channels subscribed after TryAcquireN")
+	equal(t, channels(s.h.C), 0, "channels subscribed after TryAcquireN")
 }
 
 // Expired permits reach waiters on other clients; 6 clients × 10 sections

@@ -32,11 +32,11 @@ type Semaphore struct {
 // redisync.ErrInvalidArgument, by the first operation. A semaphore that was
 // never set has no permits.
 func New(c *redisync.Client, name string) *Semaphore {
-	return &Semaphore{base{c: core.From(c), name: name, kind: "semaphore"}}
+	return &Semaphore{base{core.NewHandle(c, "semaphore", name)}}
 }
 
 // Name returns the semaphore's name, which is also its Redis key.
-func (s *Semaphore) Name() string { return s.name }
+func (s *Semaphore) Name() string { return s.h.Name }
 
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it
@@ -100,8 +100,8 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 		return false, 0, err // nothing sent, nothing to undo
 	}
 	reqKey := s.requestKey()
-	r, err := lua.SemaphoreAcquire.Run(ctx, s.c.Redis(), []string{s.name, reqKey},
-		n, s.c.RequestTTLMillis()).Int64()
+	r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey},
+		n, s.h.C.RequestTTLMillis()).Int64()
 	if err != nil {
 		if !core.IsReply(err) {
 			s.undo(ctx, n, reqKey)
@@ -121,14 +121,14 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 // connection broke): if it took place its permits are given back; if it has
 // not yet, it is marked cancelled so that a late copy does nothing.
 func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
-	ctx, cancel := s.c.DetachedContext(ctx)
+	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
-	err := lua.SemaphoreRelease.Run(ctx, s.c.Redis(),
-		[]string{s.name, keys.SemaphoreChannel(s.name), s.requestKey(), acquireKey},
-		n, s.c.RequestTTLMillis(), "1").Err()
+	err := lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+		[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey},
+		n, s.h.C.RequestTTLMillis(), "1").Err()
 	if err != nil {
-		s.c.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
-			"semaphore", s.name, "permits", n, "err", err)
+		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
+			"semaphore", s.h.Name, "permits", n, "err", err)
 	}
 }
 
@@ -143,12 +143,12 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
 	}
-	ctx, cancel := s.c.DetachedContext(ctx)
+	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
 	reqKey := s.requestKey()
-	err := lua.SemaphoreRelease.Run(ctx, s.c.Redis(),
-		[]string{s.name, keys.SemaphoreChannel(s.name), reqKey, reqKey},
-		n, s.c.RequestTTLMillis(), "0").Err()
+	err := lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+		[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
+		n, s.h.C.RequestTTLMillis(), "0").Err()
 	if err != nil {
 		return s.fail("release", err)
 	}
@@ -162,7 +162,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	n, err := s.c.Redis().Get(ctx, s.name).Int64()
+	n, err := s.h.C.Redis().Get(ctx, s.h.Name).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -181,8 +181,8 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	n, err := lua.SemaphoreDrain.Run(ctx, s.c.Redis(), []string{s.name, s.requestKey()},
-		s.c.RequestTTLMillis()).Int64()
+	n, err := lua.SemaphoreDrain.Run(ctx, s.h.C.Redis(), []string{s.h.Name, s.requestKey()},
+		s.h.C.RequestTTLMillis()).Int64()
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}
@@ -192,5 +192,5 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 // Delete deletes the semaphore and reports whether it existed. Afterwards it
 // has no permits, as if never set; waiters keep waiting.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
-	return s.del(ctx, s.name)
+	return s.del(ctx, s.h.Name)
 }

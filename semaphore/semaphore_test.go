@@ -34,7 +34,7 @@ func TestTrySetPermits(t *testing.T) {
 	noErr(t, err)
 	equal(t, ok, false, "second TrySetPermits")
 	equal(t, available(t, s), 3, "available")
-	equal(t, s.Name(), s.name, "Name")
+	equal(t, s.Name(), s.h.Name, "Name")
 
 	zero := New(newClient(t), redistest.Key(t, "zero"))
 	ok, err = zero.TrySetPermits(ctx, 0)
@@ -82,7 +82,7 @@ func TestAcquireCompletesAfterSecondRelease(t *testing.T) {
 	noErr(t, err)
 
 	done := async(func() error { return s.Acquire(ctx, 4) })
-	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.h.C) == 1 })
 	noErr(t, other.Release(ctx, 1))
 	pending(t, done, 300*time.Millisecond, "Acquire(4) with 3 available")
 	noErr(t, other.Release(ctx, 1))
@@ -116,7 +116,7 @@ func TestDrainPermits(t *testing.T) {
 	n, err := s.DrainPermits(ctx)
 	noErr(t, err)
 	equal(t, n, 0, "drain of an unset semaphore")
-	exists, err := s.c.Redis().Exists(ctx, s.name).Result()
+	exists, err := s.h.C.Redis().Exists(ctx, s.h.Name).Result()
 	noErr(t, err)
 	equal(t, exists, 0, "key after draining an unset semaphore")
 
@@ -296,7 +296,7 @@ func TestWakeOnRelease(t *testing.T) {
 	var worst time.Duration
 	for i := range 5 {
 		done := async(func() error { return s.Acquire(ctx, 1) })
-		eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.c) == 1 })
+		eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.h.C) == 1 })
 		released := time.Now()
 		noErr(t, other.Release(ctx, 1))
 		r := await(t, done, 5*time.Second, "Acquire after the release")
@@ -332,13 +332,13 @@ func TestReleaseWakesUpToN(t *testing.T) {
 		}()
 	}
 	eventually(t, 5*time.Second, "all callers wait", func() bool {
-		return lineLen(s.c, name) == waiting && waiters(s.c) == 1
+		return lineLen(s.h.C, name) == waiting && waiters(s.h.C) == 1
 	})
 	noErr(t, other.Release(ctx, 2))
 	eventually(t, 3*time.Second, "two callers acquire", func() bool { return got.Load() == 2 })
 	time.Sleep(300 * time.Millisecond)
 	equal(t, got.Load(), 2, "callers through after a release of 2")
-	equal(t, lineLen(s.c, name), waiting-2, "callers still waiting")
+	equal(t, lineLen(s.h.C, name), waiting-2, "callers still waiting")
 	equal(t, available(t, s), 0, "available")
 
 	noErr(t, other.Release(ctx, 3))
@@ -346,8 +346,8 @@ func TestReleaseWakesUpToN(t *testing.T) {
 		r := await(t, results, 5*time.Second, "Acquire")
 		noErr(t, r.err)
 	}
-	equal(t, lineLen(s.c, name), 0, "callers left in line")
-	eventually(t, 5*time.Second, "unsubscribed", func() bool { return channels(s.c) == 0 })
+	equal(t, lineLen(s.h.C, name), 0, "callers left in line")
+	eventually(t, 5*time.Second, "unsubscribed", func() bool { return channels(s.h.C) == 0 })
 }
 
 // A caller waiting for 3 permits is not starved by a stream of callers of
@@ -415,7 +415,7 @@ func TestTryAcquireDoesNotOvertake(t *testing.T) {
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
 	big := async(func() error { return s.Acquire(ctx2, 2) })
-	eventually(t, 5*time.Second, "Acquire(2) waits", func() bool { return lineLen(s.c, name) == 1 && waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "Acquire(2) waits", func() bool { return lineLen(s.h.C, name) == 1 && waiters(s.h.C) == 1 })
 	ok, err := s.TryAcquire(ctx, 1, 0)
 	noErr(t, err)
 	equal(t, ok, false, "TryAcquire(1) behind a waiting Acquire(2)")
@@ -439,7 +439,7 @@ func TestLostMessageRecheck(t *testing.T) {
 	s := New(c, name)
 
 	done := async(func() error { return s.Acquire(ctx, 1) })
-	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.h.C) == 1 })
 	srv.Do(t, "INCRBY", name, 1)
 	raised := time.Now()
 	r := await(t, done, 5*time.Second, "Acquire after a silent INCRBY")
@@ -499,7 +499,7 @@ func TestUndo(t *testing.T) {
 	noErr(t, s.AddPermits(ctx, 3))
 	run := func(reqKey string) int64 {
 		t.Helper()
-		r, err := lua.SemaphoreAcquire.Run(ctx, s.c.Redis(), []string{s.name, reqKey}, 2, s.c.RequestTTLMillis()).Int64()
+		r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey}, 2, s.h.C.RequestTTLMillis()).Int64()
 		noErr(t, err)
 		return r
 	}
@@ -540,7 +540,7 @@ func TestAcquireCutOff(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire cut off by its deadline: got %v", err)
 	}
-	check := New(newClient(t), s.name)
+	check := New(newClient(t), s.h.Name)
 	time.Sleep(200 * time.Millisecond) // let a late copy land, if any
 	equal(t, available(t, check), 2, "available after the cut-off Acquire")
 }
@@ -557,28 +557,28 @@ func TestCancelledAcquire(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(ctx)
 	ctx2, cancel2 := context.WithCancel(ctx)
 	first := async(func() error { return s.Acquire(ctx1, 3) })
-	eventually(t, 5*time.Second, "first waiter subscribed", func() bool { return waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "first waiter subscribed", func() bool { return waiters(s.h.C) == 1 })
 	second := async(func() error { return s.Acquire(ctx2, 1) })
-	eventually(t, 5*time.Second, "second caller in line", func() bool { return lineLen(s.c, name) == 2 })
+	eventually(t, 5*time.Second, "second caller in line", func() bool { return lineLen(s.h.C, name) == 2 })
 
 	cancel2() // in line, not yet asking Redis
 	if r := await(t, second, 5*time.Second, "cancelled second caller"); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled caller in line: %v", r.err)
 	}
-	equal(t, lineLen(s.c, name), 1, "callers in line")
+	equal(t, lineLen(s.h.C, name), 1, "callers in line")
 	cancel1() // the head, subscribed
 	if r := await(t, first, 5*time.Second, "cancelled first caller"); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled head: %v", r.err)
 	}
-	equal(t, lineLen(s.c, name), 0, "callers in line")
-	equal(t, channels(s.c), 0, "channels subscribed")
-	equal(t, waiters(s.c), 0, "pub/sub waiters")
+	equal(t, lineLen(s.h.C, name), 0, "callers in line")
+	equal(t, channels(s.h.C), 0, "channels subscribed")
+	equal(t, waiters(s.h.C), 0, "pub/sub waiters")
 	equal(t, available(t, s), 1, "available")
 
 	// A cancelled head hands its turn on.
 	ctx3, cancel3 := context.WithCancel(ctx)
 	head := async(func() error { return s.Acquire(ctx3, 3) })
-	eventually(t, 5*time.Second, "head subscribed", func() bool { return waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "head subscribed", func() bool { return waiters(s.h.C) == 1 })
 	next := async(func() error { return s.Acquire(ctx, 1) })
 	pending(t, next, 200*time.Millisecond, "Acquire(1) behind Acquire(3)")
 	cancel3()
@@ -632,9 +632,9 @@ func TestClosed(t *testing.T) {
 	c := newClient(t)
 	s := New(c, redistest.Key(t, "sem"))
 	done := async(func() error { return s.Acquire(ctx, 1) })
-	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.c) == 1 })
+	eventually(t, 5*time.Second, "the waiter subscribes", func() bool { return waiters(s.h.C) == 1 })
 	queued := async(func() error { return s.Acquire(ctx, 1) })
-	eventually(t, 5*time.Second, "a second caller in line", func() bool { return lineLen(s.c, s.name) == 2 })
+	eventually(t, 5*time.Second, "a second caller in line", func() bool { return lineLen(s.h.C, s.h.Name) == 2 })
 	noErr(t, c.Close())
 	for _, ch := range []<-chan result{done, queued} {
 		if r := await(t, ch, 5*time.Second, "Acquire during Close"); !errors.Is(r.err, redisync.ErrClosed) {
@@ -647,7 +647,7 @@ func TestClosed(t *testing.T) {
 	if _, err := s.AvailablePermits(ctx); !errors.Is(err, redisync.ErrClosed) {
 		t.Fatalf("AvailablePermits after Close: got %v", err)
 	}
-	equal(t, lineLen(s.c, s.name), 0, "callers in line")
+	equal(t, lineLen(s.h.C, s.h.Name), 0, "callers in line")
 }
 
 // Release runs even when ctx is already cancelled.

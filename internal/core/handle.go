@@ -1,0 +1,70 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Handle is what every primitive's handle starts from: its client, its
+// name, the word naming the primitive in errors, and the handle's own owner
+// token. Its methods are the checks every operation makes before sending
+// anything, stated once for all primitives.
+type Handle struct {
+	C     *Client
+	Name  string
+	Kind  string // "rlock", "rwlock", "semaphore", ...: names the primitive in errors
+	Token uint64 // the handle's own owner token
+}
+
+// NewHandle returns the state of a handle on the primitive of the given kind
+// called name, on c (a *redisync.Client, possibly nil). It does no I/O; a nil
+// client or an empty name is reported by Check.
+func NewHandle(c any, kind, name string) Handle {
+	return Handle{C: From(c), Name: name, Kind: kind, Token: NewToken()}
+}
+
+// Check returns the error to report before sending anything: the client's
+// (ErrInvalidArgument for a nil client or a bad option, ErrClosed after
+// Close), or ErrInvalidArgument for an empty name.
+func (h *Handle) Check() error {
+	if err := h.C.Check(); err != nil {
+		return err
+	}
+	if h.Name == "" {
+		return fmt.Errorf("%w: %s: empty name", ErrInvalidArgument, h.Kind)
+	}
+	return nil
+}
+
+// Owner checks the handle and returns the owner acting in ctx: the
+// context's owner when it carries one, else the handle's.
+func (h *Handle) Owner(ctx context.Context) (string, error) {
+	if err := h.Check(); err != nil {
+		return "", err
+	}
+	return h.C.Owner(ctx, h.Token)
+}
+
+// CheckWait rejects a negative wait, the argument of every TryX.
+func (h *Handle) CheckWait(wait time.Duration) error {
+	if wait < 0 {
+		return h.Invalid("negative wait %v", wait)
+	}
+	return nil
+}
+
+// Invalid returns an error wrapping ErrInvalidArgument that names the
+// primitive.
+func (h *Handle) Invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s %q: %s", ErrInvalidArgument, h.Kind, h.Name, fmt.Sprintf(format, args...))
+}
+
+// Lease returns fixed when positive, else the client's watchdog timeout:
+// the lease of an acquisition with or without a fixed lease.
+func (h *Handle) Lease(fixed time.Duration) time.Duration {
+	if fixed > 0 {
+		return fixed
+	}
+	return h.C.WatchdogTimeout()
+}
