@@ -33,7 +33,7 @@ type session interface {
 // library describes one contender.
 type library struct {
 	name string // as in results.json
-	wait string // its waiting strategy, for the notes
+	wait string // its waiting strategy, for the notes of the waiting scenarios
 	// waitingAfter is how many requests a Lock call that finds the lock
 	// taken has completed once it is waiting: redisync tries, subscribes
 	// (not counted: pub/sub bypasses hooks) and tries again; redsync sends

@@ -137,7 +137,6 @@ func (r *uncontendedRun) result() Result {
 		Latency:   "Lock+Unlock",
 		Ops:       ops,
 		Seconds:   round4(r.elapsed.Seconds()),
-		Wait:      r.lib.wait,
 		GaveUp:    r.lr.gaveUp.Load() - r.gaveUp0,
 	}
 	res.quantiles(sortDurations(r.lat))

@@ -31,10 +31,15 @@
 //   - watchdog-1000 (redisync): round trips per renewal tick with
 //     -watchdog-locks held locks.
 //
-// For every row it also reports, from INFO commandstats and INFO stats
-// deltas, the commands Redis executed per operation (those run inside Lua
-// scripts included), the requests the clients sent, and the bytes in and
-// out. The results are written to -out (results.json) as a list of
+// In each lock scenario the libraries take turns (-rounds slices of each
+// measurement, the starting library rotating), so that load from other
+// processes on the machine falls on all of them alike.
+//
+// For every row it also reports, from INFO commandstats, stats, cpu and
+// keyspace deltas, the commands Redis executed per operation (those run
+// inside Lua scripts included) and their execution time, the requests the
+// clients sent, the bytes in and out, the server's CPU time and the keys
+// left behind. The results are written to -out (results.json) as a list of
 // objects with the fields library, scenario, ops_per_sec, p50_ms, p99_ms,
 // commands_per_op and more (see Result).
 //
