@@ -24,6 +24,6 @@ fmt:
 demo:
 	$(GO) run ./cmd/redisync demo
 
-# Run the benchmarks (the bench module).
+# Run the benchmarks (the bench module); BENCHFLAGS="--redis host:port" uses an existing server.
 bench:
-	cd bench && $(GO) run .
+	cd bench && $(GO) run . $(BENCHFLAGS)
