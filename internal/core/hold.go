@@ -246,8 +246,10 @@ func (h *Hold) end(err error) {
 		delete(h.c.holds, h.key)
 	}
 	h.c.holdsMu.Unlock()
-	close(h.done)
+	// Log before closing Done, so that whoever reacts to Done finds the
+	// record already written.
 	if err != ErrNotHeld {
 		h.c.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
+	close(h.done)
 }
