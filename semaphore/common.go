@@ -49,13 +49,6 @@ func (b *base) checkN(n int64) error {
 	return nil
 }
 
-// checkWait checks the wait of a TryAcquire.
-func (b *base) checkWait(wait time.Duration) error {
-	if wait < 0 {
-		return b.invalid("negative wait %v", wait)
-	}
-	return nil
-}
 
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go).

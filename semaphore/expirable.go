@@ -135,7 +135,7 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 	if err := s.checkIDs(n); err != nil {
 		return nil, false, err
 	}
-	if err := s.checkWait(wait); err != nil {
+	if err := s.h.CheckWait(wait); err != nil {
 		return nil, false, err
 	}
 	return s.acquire(ctx, n, false, wait, lease)

@@ -81,7 +81,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 	if err := s.checkN(n); err != nil {
 		return false, err
 	}
-	if err := s.checkWait(wait); err != nil {
+	if err := s.h.CheckWait(wait); err != nil {
 		return false, err
 	}
 	return s.acquire(ctx, n, false, wait)
