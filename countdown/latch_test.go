@@ -513,18 +513,18 @@ func TestWaitContext(t *testing.T) {
 func TestTryWait(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
-	var cmds counter
+	var cmds redistest.Counter
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(&cmds)
 	c := newClient(t, rdb)
 	l := countdown.New(c, name)
 	mustSet(t, l, 1)
 
-	before := cmds.n.Load()
+	before := cmds.Load()
 	if ok, err := l.TryWait(ctx, 0); err != nil || ok {
 		t.Fatalf("TryWait(0) on a set latch = %v, %v; want false, nil", ok, err)
 	}
-	if n := cmds.n.Load() - before; n != 1 {
+	if n := cmds.Load() - before; n != 1 {
 		t.Fatalf("TryWait(0) sent %d commands, want 1", n)
 	}
 	if n := channelsOf(c); n != 0 {
@@ -553,7 +553,7 @@ func TestTryWait(t *testing.T) {
 // Bad input fails with ErrInvalidArgument before anything is sent.
 func TestBadInput(t *testing.T) {
 	ctx := context.Background()
-	var cmds counter
+	var cmds redistest.Counter
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(&cmds)
 	c := newClient(t, rdb)
@@ -580,7 +580,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
 		}
 	}
-	if n := cmds.n.Load(); n != 0 {
+	if n := cmds.Load(); n != 0 {
 		t.Fatalf("bad input sent %d commands", n)
 	}
 	if n := channelsOf(c); n != 0 {

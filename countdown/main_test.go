@@ -1,8 +1,6 @@
 package countdown_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,22 +45,3 @@ func waitersOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Waite
 
 // channelsOf returns how many channels c's pub/sub multiplexer holds.
 func channelsOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Channels }
-
-// counter is a go-redis hook counting the commands a client sends.
-type counter struct{ n atomic.Int64 }
-
-func (h *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}

@@ -49,7 +49,6 @@ func (b *base) checkN(n int64) error {
 	return nil
 }
 
-
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go).
 func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (bool, error) {

@@ -473,7 +473,7 @@ func TestExpirableConcurrencyCap(t *testing.T) {
 // Bad input is reported before anything is sent.
 func TestExpirableBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
-	var cc commandCounter
+	var cc redistest.Counter
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(&cc)
 	c := clientOn(t, rdb)
@@ -516,7 +516,7 @@ func TestExpirableBadInputSendsNothing(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrInvalidArgument", what, err)
 		}
 	}
-	equal(t, cc.n.Load(), 0, "commands sent")
+	equal(t, cc.Load(), 0, "commands sent")
 
 	// Unknown ids of the right form are sent, and change nothing.
 	noErr(t, s.SetPermits(ctx, 2))

@@ -1,8 +1,6 @@
 package semaphore
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,25 +37,6 @@ func proxied(t *testing.T, mods ...func(*redis.Options)) (*redisync.Client, *red
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return clientOn(t, rdb), rdb, p
-}
-
-// commandCounter counts the commands a go-redis client sends.
-type commandCounter struct{ n atomic.Int64 }
-
-func (cc *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (cc *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		cc.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (cc *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		cc.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
 }
 
 func noErr(t *testing.T, err error) {

@@ -590,7 +590,7 @@ func TestCancelledAcquire(t *testing.T) {
 // Bad input is reported before anything is sent.
 func TestBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
-	var cc commandCounter
+	var cc redistest.Counter
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(&cc)
 	c := clientOn(t, rdb)
@@ -622,7 +622,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrInvalidArgument", what, err)
 		}
 	}
-	equal(t, cc.n.Load(), 0, "commands sent")
+	equal(t, cc.Load(), 0, "commands sent")
 }
 
 // Every call on a closed client fails with ErrClosed, and a wait in

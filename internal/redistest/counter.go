@@ -1,0 +1,35 @@
+package redistest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Counter is a go-redis hook that counts the commands a client sends (each
+// command of a pipeline counts): add it with rdb.AddHook to check that an
+// operation sent nothing (a rejected argument) or exactly what it should.
+type Counter struct{ n atomic.Int64 }
+
+// Load returns the number of commands sent so far.
+func (c *Counter) Load() int64 { return c.n.Load() }
+
+// DialHook implements redis.Hook; dials are not counted.
+func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
