@@ -15,7 +15,7 @@ import (
 	"github.com/redisync/redisync/pubsub"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m, redistest.WithExampleAddr(&exampleAddr)) }
 
 func newMux(t *testing.T, rdb redis.UniversalClient, opts pubsub.Options) *pubsub.Mux {
 	t.Helper()
