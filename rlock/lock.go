@@ -130,12 +130,7 @@ func (l *Lock) try(ctx context.Context, owner string) (bool, time.Duration, erro
 		return false, 0, fmt.Errorf("acquire: unexpected reply %v", res)
 	}
 	if res[0] != 1 {
-		if res[1] < 0 {
-			return false, 0, nil // no expiry known: the re-check interval applies
-		}
-		// PTTL rounds down: a lease about to end reads 0. Re-check just
-		// after it, never "unknown".
-		return false, time.Duration(res[1])*time.Millisecond + time.Millisecond, nil
+		return false, core.RetryAfterPTTL(res[1]), nil
 	}
 	var renew *core.RenewSpec
 	if l.opts.lease == 0 {

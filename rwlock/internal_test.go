@@ -2,7 +2,6 @@ package rwlock
 
 import (
 	"testing"
-	"time"
 
 	"github.com/redisync/redisync/internal/keys"
 )
@@ -37,17 +36,5 @@ func TestTimeoutParts(t *testing.T) {
 	}
 	if got := keys.RWTimeoutKey("config", "id:1", 2); got != "{config}:id:1:rwlock_timeout:2" {
 		t.Fatalf("RWTimeoutKey = %q", got)
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	if d := retryAfter(0); d <= 0 {
-		t.Fatalf("PTTL 0 gives hint %v: the waiter would fall back to the re-check cap", d)
-	}
-	if d := retryAfter(1500); d != 1501*time.Millisecond {
-		t.Fatalf("PTTL 1500 gives %v", d)
-	}
-	if d := retryAfter(-1); d != 0 {
-		t.Fatalf("no expiry gives %v, want no hint", d)
 	}
 }

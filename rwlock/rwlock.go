@@ -183,7 +183,7 @@ func (rw *RWLock) tryRead(ctx context.Context, owner string) (bool, time.Duratio
 		return false, 0, fmt.Errorf("read acquire: unexpected reply %v", res)
 	}
 	if res[0] != 1 {
-		return false, retryAfter(res[1]), nil
+		return false, core.RetryAfterPTTL(res[1]), nil
 	}
 	var renew *core.RenewSpec
 	if rw.opts.lease == 0 {
@@ -217,7 +217,7 @@ func (rw *RWLock) tryWrite(ctx context.Context, owner string) (bool, time.Durati
 	case -1:
 		return false, 0, fmt.Errorf("owner %s: %w", owner, redisync.ErrUpgrade)
 	default:
-		return false, retryAfter(res[1]), nil
+		return false, core.RetryAfterPTTL(res[1]), nil
 	}
 	var renew *core.RenewSpec
 	if rw.opts.lease == 0 {
@@ -225,17 +225,6 @@ func (rw *RWLock) tryWrite(ctx context.Context, owner string) (bool, time.Durati
 	}
 	rw.setLatest(rw.h.C.AcquiredAt(sent, core.HoldKey{Key: rw.h.Name, Field: field}, res[1], lease, renew))
 	return true, 0, nil
-}
-
-// retryAfter turns the holders' PTTL into a waiter's retry hint: a
-// millisecond past it, because PTTL is rounded down and reads 0 during the
-// last millisecond, when a retry at once would find the lock still held. A
-// negative PTTL (no expiry, or no reading) gives no hint.
-func retryAfter(pttl int64) time.Duration {
-	if pttl < 0 {
-		return 0
-	}
-	return time.Duration(pttl+1) * time.Millisecond
 }
 
 func (rw *RWLock) setLatest(h *core.Hold) {

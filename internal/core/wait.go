@@ -132,3 +132,15 @@ func IsReply(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re)
 }
+
+// RetryAfterPTTL turns a holder's PTTL (milliseconds, from a script) into an
+// Attempt's retry hint: a millisecond past it, because PTTL is rounded down
+// and reads 0 during the last millisecond, when a retry at once would find
+// the lock still held. A negative PTTL (no expiry, or no reading) gives no
+// hint, so the client's re-check interval applies.
+func RetryAfterPTTL(pttl int64) time.Duration {
+	if pttl < 0 {
+		return 0
+	}
+	return time.Duration(pttl+1) * time.Millisecond
+}
