@@ -21,7 +21,8 @@ func Main(m *testing.M, opts ...MainOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	goleak.VerifyTestMain(runner{m, cfg}, append(leakIgnores(), goleak.IgnoreCurrent())...)
+	logs := installQuietLogger()
+	goleak.VerifyTestMain(runner{m, cfg, logs}, append(leakIgnores(), goleak.IgnoreCurrent())...)
 }
 
 // MainOption configures Main.
@@ -47,8 +48,9 @@ func WithExampleAddr(addr *string) MainOption {
 // runner stops the shared server between the tests and the leak check, so
 // the goroutine waiting for its process is gone before goleak looks.
 type runner struct {
-	m   *testing.M
-	cfg mainConfig
+	m    *testing.M
+	cfg  mainConfig
+	logs *quietLogger
 }
 
 func (r runner) Run() int {
@@ -62,6 +64,7 @@ func (r runner) Run() int {
 	}
 	code := r.m.Run()
 	stopShared()
+	r.logs.summary()
 	return code
 }
 
