@@ -54,9 +54,6 @@ func New(c *redisync.Client, name string) *Latch {
 // Name returns the latch's name, which is also its Redis key.
 func (l *Latch) Name() string { return l.h.Name }
 
-// check returns the error to report before sending anything.
-func (l *Latch) check() error { return l.h.Check() }
-
 // run runs a state-changing latch script with a fresh request key. KEYS are
 // the counter, the request key and the channel when it shares the counter's
 // slot; otherwise the channel is appended to args.
@@ -79,7 +76,7 @@ func (l *Latch) run(ctx context.Context, script *redis.Script, args ...any) (int
 // When it returns an error other than a bad argument, the count may or may
 // not have been set; Count tells.
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, err
 	}
 	if n <= 0 {
@@ -105,7 +102,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // between. When it returns an error other than a bad argument or
 // redisync.ErrClosed, the count-down may or may not have been applied.
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return err
 	}
 	ctx, cancel := l.h.C.DetachedContext(ctx)
@@ -118,7 +115,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 
 // Count returns the current count: 0 when the latch is not set (open).
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return 0, err
 	}
 	n, err := l.count(ctx)
@@ -171,7 +168,7 @@ func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 }
 
 func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, err
 	}
 	ok, err := l.h.C.Wait(ctx, core.WaitSpec{
@@ -199,7 +196,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (boo
 // re-sent by go-redis after a lost reply is applied once and reports what
 // the first run did.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, err
 	}
 	res, err := l.run(ctx, lua.LatchDelete, l.h.C.RequestTTLMillis(), newMessage)

@@ -40,27 +40,12 @@ func New(c *redisync.Client, name string, opts ...Option) *Lock {
 			opt(&l.opts)
 		}
 	}
+	l.h.OptErr = l.opts.err
 	return l
 }
 
 // Name returns the lock's name, which is also its Redis key.
 func (l *Lock) Name() string { return l.h.Name }
-
-// check returns the error to report before sending anything.
-func (l *Lock) check() error {
-	if err := l.h.Check(); err != nil {
-		return err
-	}
-	return l.opts.err
-}
-
-// owner checks the handle and returns the owner acting in ctx.
-func (l *Lock) owner(ctx context.Context) (string, error) {
-	if err := l.check(); err != nil {
-		return "", err
-	}
-	return l.h.Owner(ctx)
-}
 
 func (l *Lock) lease() time.Duration { return l.h.Lease(l.opts.lease) }
 
@@ -90,7 +75,7 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 }
 
 func (l *Lock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	owner, err := l.owner(ctx)
+	owner, err := l.h.Owner(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -174,7 +159,7 @@ func (l *Lock) undo(ctx context.Context, owner, acquireKey string) {
 // force-unlocked it, another owner holds it, or it was never acquired. A
 // release re-sent by go-redis after a lost reply is applied once.
 func (l *Lock) Unlock(ctx context.Context) error {
-	owner, err := l.owner(ctx)
+	owner, err := l.h.Owner(ctx)
 	if err != nil {
 		return err
 	}
@@ -200,7 +185,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
 // renews, or when they unlock (ErrNotHeld).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, err
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, l.h.C.Redis(),
@@ -214,7 +199,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // IsLocked reports whether any owner holds the lock.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return false, err
 	}
 	n, err := l.h.C.Redis().Exists(ctx, l.h.Name).Result()
@@ -233,7 +218,7 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns the caller's owner's hold count: how many Unlocks free
 // the lock. It is 0 when the owner does not hold it.
 func (l *Lock) HoldCount(ctx context.Context) (int64, error) {
-	owner, err := l.owner(ctx)
+	owner, err := l.h.Owner(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -250,7 +235,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int64, error) {
 // TTL returns the lock's remaining lease: 0 when the lock does not exist,
 // -1ns when it exists without an expiry (which redisync never sets).
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	if err := l.check(); err != nil {
+	if err := l.h.Check(); err != nil {
 		return 0, err
 	}
 	d, err := l.h.C.Redis().PTTL(ctx, l.h.Name).Result()

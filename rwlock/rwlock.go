@@ -63,27 +63,12 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 			opt(&rw.opts)
 		}
 	}
+	rw.h.OptErr = rw.opts.err
 	return rw
 }
 
 // Name returns the lock's name, which is also the key of its hash.
 func (rw *RWLock) Name() string { return rw.h.Name }
-
-// check returns the error to report before sending anything.
-func (rw *RWLock) check() error {
-	if err := rw.h.Check(); err != nil {
-		return err
-	}
-	return rw.opts.err
-}
-
-// owner checks the handle and returns the owner acting in ctx.
-func (rw *RWLock) owner(ctx context.Context) (string, error) {
-	if err := rw.check(); err != nil {
-		return "", err
-	}
-	return rw.h.Owner(ctx)
-}
 
 func (rw *RWLock) lease() time.Duration { return rw.h.Lease(rw.opts.lease) }
 
@@ -143,7 +128,7 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 }
 
 func (rw *RWLock) acquire(ctx context.Context, write bool, wait time.Duration, forever bool) (bool, error) {
-	owner, err := rw.owner(ctx)
+	owner, err := rw.h.Owner(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -288,7 +273,7 @@ func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.release(ctx, fa
 func (rw *RWLock) Unlock(ctx context.Context) error { return rw.release(ctx, true) }
 
 func (rw *RWLock) release(ctx context.Context, write bool) error {
-	owner, err := rw.owner(ctx)
+	owner, err := rw.h.Owner(ctx)
 	if err != nil {
 		return err
 	}
@@ -317,7 +302,7 @@ func (rw *RWLock) release(ctx context.Context, write bool) error {
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
 // renews, or when they unlock (ErrNotHeld).
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := rw.check(); err != nil {
+	if err := rw.h.Check(); err != nil {
 		return false, err
 	}
 	head, tail := keys.RWTimeoutParts(rw.h.Name)
@@ -332,7 +317,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // mode returns the lock's mode field: "read", "write", or "" when free.
 func (rw *RWLock) mode(ctx context.Context) (string, error) {
-	if err := rw.check(); err != nil {
+	if err := rw.h.Check(); err != nil {
 		return "", err
 	}
 	m, err := rw.h.C.Redis().HGet(ctx, rw.h.Name, "mode").Result()
@@ -364,7 +349,7 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 // RUnlocks release its read side. It is 0 when the owner holds no live read
 // hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.owner(ctx)
+	owner, err := rw.h.Owner(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -379,7 +364,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 // WriteHoldCount returns the caller's owner's write hold count: how many
 // Unlocks release its write side. It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.owner(ctx)
+	owner, err := rw.h.Owner(ctx)
 	if err != nil {
 		return 0, err
 	}

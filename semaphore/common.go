@@ -27,12 +27,6 @@ type base struct {
 	h core.Handle // Kind: "semaphore" or "expirable semaphore"
 }
 
-// check returns the error to report before sending anything.
-func (b *base) check() error { return b.h.Check() }
-
-// invalid returns an error wrapping redisync.ErrInvalidArgument.
-func (b *base) invalid(format string, args ...any) error { return b.h.Invalid(format, args...) }
-
 // fail wraps an error of operation op.
 func (b *base) fail(op string, err error) error {
 	return fmt.Errorf("%s %q: %s: %w", b.h.Kind, b.h.Name, op, err)
@@ -40,11 +34,11 @@ func (b *base) fail(op string, err error) error {
 
 // checkN checks a permit count for an acquisition or a release.
 func (b *base) checkN(n int64) error {
-	if err := b.check(); err != nil {
+	if err := b.h.Check(); err != nil {
 		return err
 	}
 	if n <= 0 || n > maxPermits {
-		return b.invalid("%d permits, must be between 1 and 2^53", n)
+		return b.h.Invalid("%d permits, must be between 1 and 2^53", n)
 	}
 	return nil
 }
@@ -64,11 +58,11 @@ func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.Request
 // trySet runs semaphore_try_set.lua; expirable says whether expired permits
 // are given back first.
 func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error) {
-	if err := b.check(); err != nil {
+	if err := b.h.Check(); err != nil {
 		return false, err
 	}
 	if n < 0 || n > maxPermits {
-		return false, b.invalid("%d permits, must be between 0 and 2^53", n)
+		return false, b.h.Invalid("%d permits, must be between 0 and 2^53", n)
 	}
 	r, err := lua.SemaphoreTrySet.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
 		n, b.h.C.RequestTTLMillis(), flag(expirable)).Int64()
@@ -80,11 +74,11 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 
 // add runs semaphore_add.lua.
 func (b *base) add(ctx context.Context, n int64, expirable bool) error {
-	if err := b.check(); err != nil {
+	if err := b.h.Check(); err != nil {
 		return err
 	}
 	if n < -maxPermits || n > maxPermits {
-		return b.invalid("%d permits, must be between -2^53 and 2^53", n)
+		return b.h.Invalid("%d permits, must be between -2^53 and 2^53", n)
 	}
 	err := lua.SemaphoreAdd.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
 		n, b.h.C.RequestTTLMillis(), flag(expirable)).Err()
@@ -108,7 +102,7 @@ func (b *base) stateKeys(expirable bool) []string {
 
 // del runs semaphore_delete.lua on the given keys.
 func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
-	if err := b.check(); err != nil {
+	if err := b.h.Check(); err != nil {
 		return false, err
 	}
 	r, err := lua.SemaphoreDelete.Run(ctx, b.h.C.Redis(),

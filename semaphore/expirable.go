@@ -64,11 +64,11 @@ func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, 
 // acquired, which is negative when more than n are acquired (releases then
 // bring it back). It wakes waiters when permits are available.
 func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return err
 	}
 	if n < 0 || n > maxPermits {
-		return s.invalid("%d permits, must be between 0 and 2^53", n)
+		return s.h.Invalid("%d permits, must be between 0 and 2^53", n)
 	}
 	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n).Err(); err != nil {
 		return s.fail("set permits", err)
@@ -143,11 +143,11 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 
 // checkIDs checks the number of permits of one acquisition.
 func (s *ExpirableSemaphore) checkIDs(n int64) error {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return err
 	}
 	if n <= 0 || n > maxIDs {
-		return s.invalid("%d permits, must be between 1 and %d", n, maxIDs)
+		return s.h.Invalid("%d permits, must be between 1 and %d", n, maxIDs)
 	}
 	return nil
 }
@@ -229,21 +229,21 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 // still gives the permits back. A release re-sent by go-redis after a lost
 // reply is applied once.
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return err
 	}
 	if len(ids) == 0 || len(ids) > maxIDs {
-		return s.invalid("release of %d permits, must be between 1 and %d", len(ids), maxIDs)
+		return s.h.Invalid("release of %d permits, must be between 1 and %d", len(ids), maxIDs)
 	}
 	seen := make(map[string]bool, len(ids))
 	args := make([]any, 2, len(ids)+2)
 	for _, id := range ids {
 		raw, ok := decodeID(id)
 		if !ok {
-			return s.invalid("permit id %q is not 32 hex characters", id)
+			return s.h.Invalid("permit id %q is not 32 hex characters", id)
 		}
 		if seen[raw] {
-			return s.invalid("permit id %s given twice", id)
+			return s.h.Invalid("permit id %s given twice", id)
 		}
 		seen[raw] = true
 		args = append(args, raw)
@@ -271,12 +271,12 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 // when the permit is unknown or already expired. An id that is not 32 hex
 // characters is an invalid argument.
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return false, err
 	}
 	raw, ok := decodeID(id)
 	if !ok {
-		return false, s.invalid("permit id %q is not 32 hex characters", id)
+		return false, s.h.Invalid("permit id %q is not 32 hex characters", id)
 	}
 	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease)).Int64()
 	if err != nil {
@@ -290,12 +290,12 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 // redisync.ErrNotHeld when the permit is unknown or expired. An id that is
 // not 32 hex characters is an invalid argument.
 func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return 0, err
 	}
 	raw, ok := decodeID(id)
 	if !ok {
-		return 0, s.invalid("permit id %q is not 32 hex characters", id)
+		return 0, s.h.Invalid("permit id %q is not 32 hex characters", id)
 	}
 	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.h.C.Redis(), s.keys(), raw).Int64()
 	switch {
@@ -312,7 +312,7 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 // state returns the available and acquired permits, after giving expired
 // permits back.
 func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int64, err error) {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return 0, 0, err
 	}
 	res, err := lua.SemaphorePermitState.Run(ctx, s.h.C.Redis(), s.keys()).Int64Slice()

@@ -159,7 +159,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 // semaphore was never set; negative after AddPermits removed more than
 // were available).
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return 0, err
 	}
 	n, err := s.h.C.Redis().Get(ctx, s.h.Name).Int64()
@@ -178,7 +178,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // DrainPermits returns 0. A call re-sent by go-redis after a lost reply
 // returns the first run's count.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
-	if err := s.check(); err != nil {
+	if err := s.h.Check(); err != nil {
 		return 0, err
 	}
 	n, err := lua.SemaphoreDrain.Run(ctx, s.h.C.Redis(), []string{s.h.Name, s.requestKey()},

@@ -15,6 +15,11 @@ type Handle struct {
 	Name  string
 	Kind  string // "rlock", "rwlock", "semaphore", ...: names the primitive in errors
 	Token uint64 // the handle's own owner token
+
+	// OptErr is the first invalid option given to the handle's
+	// constructor, reported by Check (options are applied without I/O and
+	// cannot fail at construction).
+	OptErr error
 }
 
 // NewHandle returns the state of a handle on the primitive of the given kind
@@ -26,7 +31,8 @@ func NewHandle(c any, kind, name string) Handle {
 
 // Check returns the error to report before sending anything: the client's
 // (ErrInvalidArgument for a nil client or a bad option, ErrClosed after
-// Close), or ErrInvalidArgument for an empty name.
+// Close), ErrInvalidArgument for an empty name, or the handle's invalid
+// option (OptErr).
 func (h *Handle) Check() error {
 	if err := h.C.Check(); err != nil {
 		return err
@@ -34,7 +40,7 @@ func (h *Handle) Check() error {
 	if h.Name == "" {
 		return fmt.Errorf("%w: %s: empty name", ErrInvalidArgument, h.Kind)
 	}
-	return nil
+	return h.OptErr
 }
 
 // Owner checks the handle and returns the owner acting in ctx: the
