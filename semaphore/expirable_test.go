@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,38 +431,18 @@ func TestExpirableConcurrencyCap(t *testing.T) {
 	name := redistest.Key(t, "sem")
 	noErr(t, NewExpirable(newClient(t), name).SetPermits(ctx, permits))
 
-	var inside, most atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for range clients {
-		s := NewExpirable(newClient(t), name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range sections {
-				id, err := s.Acquire(ctx, 10*time.Second)
-				if err != nil {
-					errs <- err
-					return
-				}
-				n := inside.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				time.Sleep(10 * time.Millisecond)
-				inside.Add(-1)
-				if err := s.Release(ctx, id); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	sems := make([]*ExpirableSemaphore, clients)
+	for c := range sems {
+		sems[c] = NewExpirable(newClient(t), name)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	equal(t, most.Load(), permits, "most holders at once")
+	most := mostHolders(t, clients, sections, func(c int) (func() error, error) {
+		id, err := sems[c].Acquire(ctx, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return sems[c].Release(ctx, id) }, nil
+	})
+	equal(t, most, permits, "most holders at once")
 	s := NewExpirable(newClient(t), name)
 	equal(t, expAvailable(t, s), permits, "available after all sections")
 	equal(t, expAcquired(t, s), 0, "acquired after all sections")

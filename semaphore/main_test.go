@@ -1,6 +1,8 @@
 package semaphore
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +109,52 @@ func await(t *testing.T, ch <-chan result, d time.Duration, what string) result 
 		t.Fatalf("%s did not return within %v", what, d)
 		return result{}
 	}
+}
+
+// eachClient runs section sections times in each of clients goroutines (c
+// is the goroutine's index) and fails the test with the errors returned; a
+// goroutine stops at its first error.
+func eachClient(t *testing.T, clients, sections int, section func(c int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range sections {
+				if err := section(c); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// mostHolders runs sections 10 ms sections in each of clients goroutines,
+// each between acquire(c), which takes a permit for client c and returns
+// its release, and that release. It returns the most sections that were
+// inside at once.
+func mostHolders(t *testing.T, clients, sections int, acquire func(c int) (release func() error, err error)) int64 {
+	t.Helper()
+	var inside, most atomic.Int64
+	eachClient(t, clients, sections, func(c int) error {
+		release, err := acquire(c)
+		if err != nil {
+			return err
+		}
+		n := inside.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(10 * time.Millisecond)
+		inside.Add(-1)
+		return release()
+	})
+	return most.Load()
 }

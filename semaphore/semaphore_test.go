@@ -196,46 +196,31 @@ func TestGuardedSections(t *testing.T) {
 	noErr(t, err)
 	equal(t, ok, true, "TrySetPermits")
 
+	sems := make([]*Semaphore, clients)
+	rdbs := make([]*redis.Client, clients)
+	for c := range clients {
+		rdbs[c] = srv.Client(t)
+		sems[c] = New(clientOn(t, rdbs[c]), name)
+	}
 	var inside, overlaps atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for range clients {
-		rdb := srv.Client(t)
-		s := New(clientOn(t, rdb), name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range sections {
-				if err := s.Acquire(ctx, 1); err != nil {
-					errs <- err
-					return
-				}
-				if inside.Add(1) > 1 {
-					overlaps.Add(1)
-				}
-				// A read-modify-write that loses updates unless exclusive.
-				v, err := rdb.Get(ctx, counter).Int64()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					errs <- err
-					return
-				}
-				if err := rdb.Set(ctx, counter, v+1, 0).Err(); err != nil {
-					errs <- err
-					return
-				}
-				inside.Add(-1)
-				if err := s.Release(ctx, 1); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	eachClient(t, clients, sections, func(c int) error {
+		if err := sems[c].Acquire(ctx, 1); err != nil {
+			return err
+		}
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		// A read-modify-write that loses updates unless exclusive.
+		v, err := rdbs[c].Get(ctx, counter).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if err := rdbs[c].Set(ctx, counter, v+1, 0).Err(); err != nil {
+			return err
+		}
+		inside.Add(-1)
+		return sems[c].Release(ctx, 1)
+	})
 	equal(t, overlaps.Load(), 0, "sections that overlapped")
 	equal(t, srv.Do(t, "GET", counter), any(strconv.Itoa(clients*sections)), "counter")
 	equal(t, srv.Do(t, "GET", name), any("1"), "permits after all sections")
@@ -250,37 +235,17 @@ func TestConcurrencyCap(t *testing.T) {
 	_, err := New(newClient(t), name).TrySetPermits(ctx, permits)
 	noErr(t, err)
 
-	var inside, most atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for range clients {
-		s := New(newClient(t), name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range sections {
-				if err := s.Acquire(ctx, 1); err != nil {
-					errs <- err
-					return
-				}
-				n := inside.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				time.Sleep(10 * time.Millisecond)
-				inside.Add(-1)
-				if err := s.Release(ctx, 1); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	sems := make([]*Semaphore, clients)
+	for c := range sems {
+		sems[c] = New(newClient(t), name)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	equal(t, most.Load(), permits, "most holders at once")
+	most := mostHolders(t, clients, sections, func(c int) (func() error, error) {
+		if err := sems[c].Acquire(ctx, 1); err != nil {
+			return nil, err
+		}
+		return func() error { return sems[c].Release(ctx, 1) }, nil
+	})
+	equal(t, most, permits, "most holders at once")
 	equal(t, available(t, New(newClient(t), name)), permits, "permits after all sections")
 }
 
