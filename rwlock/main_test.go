@@ -151,3 +151,13 @@ func ownerCtx(t *testing.T, c *redisync.Client) (context.Context, string) {
 func newRW(t *testing.T, c *redisync.Client, opts ...rwlock.Option) *rwlock.RWLock {
 	return rwlock.New(c, redistest.Key(t, "rw"), opts...)
 }
+
+// waitClosed fails the test with msg unless done is closed within d.
+func waitClosed(t *testing.T, done <-chan struct{}, d time.Duration, msg string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatal(msg)
+	}
+}

@@ -641,11 +641,7 @@ func TestLostHold(t *testing.T) {
 		rw := newRW(t, c)
 		must(t, rw.RLock(ctx))
 		must(t, c.Redis().Del(ctx, rw.Name()).Err())
-		select {
-		case <-rw.Done():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Done not closed after the hash was deleted")
-		}
+		waitClosed(t, rw.Done(), 5*time.Second, "Done not closed after the hash was deleted")
 		wantErr(t, "Err", rw.Err(), redisync.ErrLockLost)
 		wantErr(t, "RUnlock after the loss", rw.RUnlock(ctx), redisync.ErrNotHeld)
 	})
@@ -656,11 +652,7 @@ func TestLostHold(t *testing.T) {
 		rw := newRW(t, c)
 		must(t, rw.RLock(ctx))
 		must(t, c.Redis().Del(ctx, keys.RWTimeoutKey(rw.Name(), me, 1)).Err())
-		select {
-		case <-rw.Done():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Done not closed after the timeout key was deleted")
-		}
+		waitClosed(t, rw.Done(), 5*time.Second, "Done not closed after the timeout key was deleted")
 		wantErr(t, "Err", rw.Err(), redisync.ErrLockLost)
 	})
 
@@ -670,11 +662,7 @@ func TestLostHold(t *testing.T) {
 		rw := newRW(t, c)
 		must(t, rw.Lock(ctx))
 		must(t, c.Redis().Del(ctx, rw.Name()).Err())
-		select {
-		case <-rw.Done():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Done not closed after the hash was deleted")
-		}
+		waitClosed(t, rw.Done(), 5*time.Second, "Done not closed after the hash was deleted")
 		wantErr(t, "Err", rw.Err(), redisync.ErrLockLost)
 		wantErr(t, "Unlock after the loss", rw.Unlock(ctx), redisync.ErrNotHeld)
 	})
@@ -698,11 +686,7 @@ func TestLostHold(t *testing.T) {
 		w := rwlock.New(other, rw.Name())
 		ok, err := w.TryLock(ctx, 5*time.Second) // gets in when the read lease ends
 		wantBool(t, "writer after the read lease", ok, err, true)
-		select {
-		case <-rw.Done():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Done not closed after the lease")
-		}
+		waitClosed(t, rw.Done(), 5*time.Second, "Done not closed after the lease")
 		wantErr(t, "Err", rw.Err(), redisync.ErrLockLost)
 		wantErr(t, "RUnlock after the lease", rw.RUnlock(ctx), redisync.ErrNotHeld)
 		must(t, w.Unlock(ctx))
@@ -715,11 +699,7 @@ func TestLostHold(t *testing.T) {
 		must(t, rw.Lock(ctx))
 		ok, err := rwlock.New(c, rw.Name()).ForceUnlock(ctx)
 		wantBool(t, "ForceUnlock", ok, err, true)
-		select {
-		case <-rw.Done():
-		case <-time.After(time.Second):
-			t.Fatal("Done not closed by ForceUnlock")
-		}
+		waitClosed(t, rw.Done(), time.Second, "Done not closed by ForceUnlock")
 		wantErr(t, "Err", rw.Err(), redisync.ErrLockLost)
 	})
 
@@ -753,11 +733,7 @@ func TestFixedLeaseRead(t *testing.T) {
 	if ttl := c.Redis().PTTL(ctx, rw.Name()).Val(); ttl < d-50*time.Millisecond {
 		t.Fatalf("hash PTTL %v shorter than the read hold's %v", ttl, d)
 	}
-	select {
-	case <-rw.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done not closed after the lease")
-	}
+	waitClosed(t, rw.Done(), 5*time.Second, "Done not closed after the lease")
 	wantErr(t, "Err", rw.Err(), redisync.ErrLockLost)
 	eventually(t, 2*time.Second, func() error {
 		if c.Redis().Exists(ctx, rw.Name()).Val() != 0 {
@@ -1084,11 +1060,7 @@ func TestForceUnlock(t *testing.T) {
 	if c.Redis().Exists(ctx, name).Val() != 0 {
 		t.Fatal("ForceUnlock left the hash")
 	}
-	select {
-	case <-w.Done():
-	case <-time.After(time.Second):
-		t.Fatal("the writer's Done was not closed by ForceUnlock in its client")
-	}
+	waitClosed(t, w.Done(), time.Second, "the writer's Done was not closed by ForceUnlock in its client")
 }
 
 func TestViews(t *testing.T) {
@@ -1213,11 +1185,7 @@ func TestExpiredReaderBesideLive(t *testing.T) {
 	must(t, live.RLock(lctx))
 	must(t, short.RLock(ctx))
 	must(t, short.RLock(ctx))
-	select {
-	case <-short.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the short lease did not end")
-	}
+	waitClosed(t, short.Done(), 5*time.Second, "the short lease did not end")
 	eventually(t, 2*time.Second, func() error {
 		if c.Redis().Exists(ctx, keys.RWTimeoutKey(name, me, 2)).Val() != 0 {
 			return errors.New("timeout key alive")
