@@ -153,3 +153,29 @@ func waitDialRetries(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// lockInBackground runs l.Lock(ctx) in a goroutine. The function it returns
+// waits (at most 20 s) for that Lock to succeed, failing the test otherwise
+// with what named, and returns when Lock returned.
+func lockInBackground(ctx context.Context, t *testing.T, l redisync.Locker) func(what string) time.Time {
+	type result struct {
+		at  time.Time
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		err := l.Lock(ctx)
+		ch <- result{time.Now(), err}
+	}()
+	return func(what string) time.Time {
+		t.Helper()
+		select {
+		case r := <-ch:
+			require.NoError(t, r.err, what)
+			return r.at
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not get in", what)
+			return time.Time{}
+		}
+	}
+}
