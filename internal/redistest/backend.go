@@ -119,7 +119,8 @@ func startContainer(cfg config) (*Server, error) {
 	if err != nil {
 		return fail(fmt.Errorf("bad address %q: %w", addr, err))
 	}
-	if err := waitReady(p, addr); err != nil {
+	// The helper is not the server (that runs in the container): no pid check.
+	if err := waitReady(p, addr, 0); err != nil {
 		return fail(err)
 	}
 	return &Server{cfg: cfg, host: host, port: port, container: p}, nil

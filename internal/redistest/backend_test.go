@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // fatalTB records how a harness function ended the test, without ending
@@ -127,5 +128,27 @@ func TestAddrInUseDetected(t *testing.T) {
 	}
 	if !isAddrInUse(p) {
 		t.Fatalf("not recognised as a bind race: %v", err)
+	}
+}
+
+// TestForeignServerNotTakenForOurs checks the other side of a lost bind
+// race: when another test process's redis-server holds the port, its
+// answers must not be taken for those of ours, which exits with "Address
+// already in use" and is retried on a new port.
+func TestForeignServerNotTakenForOurs(t *testing.T) {
+	t.Parallel()
+	other := Start(t)
+	s := &Server{host: "127.0.0.1", port: other.Port(), dir: t.TempDir(), bin: redisServerPath()}
+	p, err := s.launch()
+	if err == nil {
+		p.kill()
+		t.Fatalf("launch on %s, which another redis-server holds, succeeded", other.Addr())
+	}
+	if !isAddrInUse(p) {
+		t.Fatalf("not recognised as a bind race: %v", err)
+	}
+	pid, err := serverPID(other.Addr(), time.Second)
+	if err != nil || pid != other.proc.cmd.Process.Pid {
+		t.Fatalf("serverPID(%s) = %d, %v; want %d", other.Addr(), pid, err, other.proc.cmd.Process.Pid)
 	}
 }

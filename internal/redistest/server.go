@@ -332,7 +332,7 @@ func (s *Server) launch() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitReady(p, s.Addr()); err != nil {
+	if err := waitReady(p, s.Addr(), p.cmd.Process.Pid); err != nil {
 		p.kill()
 		return p, fmt.Errorf("%w\ncommand: %s %s\noutput:\n%s", err, s.bin, strings.Join(quoteArgs(args), " "), p.out.String())
 	}
@@ -465,18 +465,27 @@ func (p *process) exited() bool {
 	}
 }
 
-// waitReady polls addr with PING until it answers PONG, the process exits,
-// or readyTimeout passes.
-func waitReady(p *process, addr string) error {
+// waitReady polls addr until the server answers, the process exits, or
+// readyTimeout passes. When pid is not 0 the answer must come from that
+// process: another test process may have taken the port between freePorts
+// and the bind, and then its server answers while ours exits with "Address
+// already in use" (taking a foreign server for ours would let two tests
+// drive one server, or join one node to two clusters).
+func waitReady(p *process, addr string, pid int) error {
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		if p.exited() {
-			return fmt.Errorf("exited before answering PING: %v", p.err)
+			return fmt.Errorf("exited before answering: %v", p.err)
 		}
-		if err := ping(addr, time.Second); err == nil {
+		got, err := serverPID(addr, time.Second)
+		if err == nil && pid != 0 && got != pid {
+			err = fmt.Errorf("%s is served by another process (pid %d, ours is %d)", addr, got, pid)
+		}
+		if err == nil {
 			return nil
-		} else if time.Now().After(deadline) {
-			return fmt.Errorf("no answer to PING on %s within %v: %w", addr, readyTimeout, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer on %s within %v: %w", addr, readyTimeout, err)
 		}
 		select {
 		case <-p.done:
@@ -485,28 +494,43 @@ func waitReady(p *process, addr string) error {
 	}
 }
 
-// ping sends PING on a new connection and expects +PONG. It speaks RESP
-// directly so that readiness checks need no client.
-func ping(addr string, timeout time.Duration) error {
+// serverPID sends INFO server on a new connection and returns the
+// process_id it reports. It speaks RESP directly so that readiness checks
+// need no client.
+func serverPID(addr string, timeout time.Duration) (int, error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return err
+	if _, err := conn.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	if !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO answered %q", strings.TrimSpace(head))
 	}
-	return nil
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("INFO answered %q", strings.TrimSpace(head))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
 }
 
 // isAddrInUse reports whether p exited because its port was taken.
