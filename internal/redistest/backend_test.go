@@ -1,11 +1,13 @@
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -150,5 +152,23 @@ func TestForeignServerNotTakenForOurs(t *testing.T) {
 	pid, err := serverPID(other.Addr(), time.Second)
 	if err != nil || pid != other.proc.cmd.Process.Pid {
 		t.Fatalf("serverPID(%s) = %d, %v; want %d", other.Addr(), pid, err, other.proc.cmd.Process.Pid)
+	}
+}
+
+// TestClusterProbeNoticesMissingLink checks that the PUBLISH probe of the
+// readiness check fails while a node does not forward to another: after
+// CLUSTER FORGET, node 0 has no bus link to node 2 for a minute.
+func TestClusterProbeNoticesMissingLink(t *testing.T) {
+	t.Parallel()
+	c := StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c.Servers[0].Do(t, "CLUSTER", "FORGET", c.Servers[2].Do(t, "CLUSTER", "MYID"))
+	err := c.carriesPublish(ctx)
+	if err == nil {
+		t.Fatal("the probe passed while node 0 knows no node 2")
+	}
+	if !strings.Contains(err.Error(), "did not reach") {
+		t.Fatalf("probe error %q; want a message that did not reach a node", err)
 	}
 }

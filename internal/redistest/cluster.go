@@ -15,6 +15,11 @@ import (
 // clusterTimeout bounds how long StartCluster waits for the nodes to agree.
 const clusterTimeout = 60 * time.Second
 
+// probeTimeout bounds how long the readiness check waits for a published
+// message to reach a node; a message later than that counts as lost, and
+// the check is repeated.
+const probeTimeout = 2 * time.Second
+
 // clusterSlots is the number of hash slots in a Redis Cluster.
 const clusterSlots = 16384
 
@@ -28,7 +33,8 @@ type Cluster struct {
 // StartCluster starts n cluster-enabled redis-server masters (n >= 3) on
 // free ports, assigns the 16384 slots evenly in contiguous ranges, joins
 // the nodes, and returns when every node reports cluster_state:ok, knows
-// all n nodes and reports the same slot map. The nodes are killed when the
+// all n nodes and reports the same slot map, and a message published on any
+// node reaches a subscriber on every node (the bus links carry PUBLISH). The nodes are killed when the
 // test finishes. StartCluster fails the test if n < 3, if no local
 // redis-server binary is installed (a Docker-backed cluster is not
 // supported), or if the cluster does not form within 60 seconds.
@@ -67,10 +73,10 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 }
 
-// check returns nil when every node is ok, knows every node, and all nodes
-// report the same slot map.
+// check returns nil when every node is ok, knows every node, all nodes
+// report the same slot map, and every node's PUBLISH reaches every node.
 func (c *Cluster) check() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var want string
 	for i, s := range c.Servers {
@@ -98,12 +104,49 @@ func (c *Cluster) check() error {
 			return fmt.Errorf("%s sees slots %s, %s sees %s", s.Addr(), got, c.Servers[0].Addr(), want)
 		}
 	}
+	return c.carriesPublish(ctx)
+}
+
+// carriesPublish checks that a message published on any node reaches a
+// subscriber on every node. A node forwards PUBLISH over its own outgoing
+// bus link to each other node and drops it for a node it has no link to
+// yet, or knows only by a handshake name; the slot map can agree before
+// every link is up. Tests that wait for a message published on another
+// node than the one they subscribed on need every link.
+func (c *Cluster) carriesPublish(ctx context.Context) error {
+	channel := fmt.Sprintf("redistest:cluster-probe:%d", time.Now().UnixNano())
+	subs := make([]*redis.PubSub, len(c.Servers))
+	for i, s := range c.Servers {
+		cl := s.rawClient()
+		defer cl.Close()
+		subs[i] = cl.Subscribe(ctx, channel)
+		defer subs[i].Close()
+		if _, err := subs[i].Receive(ctx); err != nil {
+			return fmt.Errorf("%s: SUBSCRIBE: %w", s.Addr(), err)
+		}
+	}
+	for i, from := range c.Servers {
+		payload := strconv.Itoa(i)
+		if _, err := from.do(ctx, "PUBLISH", channel, payload); err != nil {
+			return fmt.Errorf("%s: PUBLISH: %w", from.Addr(), err)
+		}
+		for j, sub := range subs {
+			msg, err := sub.ReceiveTimeout(ctx, probeTimeout)
+			if err != nil {
+				return fmt.Errorf("a message published on %s did not reach a subscriber on %s within %v: %w",
+					from.Addr(), c.Servers[j].Addr(), probeTimeout, err)
+			}
+			if m, ok := msg.(*redis.Message); !ok || m.Payload != payload {
+				return fmt.Errorf("%s: subscriber got %v, want the message %q from %s", c.Servers[j].Addr(), msg, payload, from.Addr())
+			}
+		}
+	}
 	return nil
 }
 
 // slotMap returns the node's CLUSTER SLOTS as a canonical string.
 func (s *Server) slotMap(ctx context.Context) (string, error) {
-	cl := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
+	cl := s.rawClient()
 	defer cl.Close()
 	slots, err := cl.ClusterSlots(ctx).Result()
 	if err != nil {

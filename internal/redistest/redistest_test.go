@@ -296,6 +296,22 @@ func TestCluster(t *testing.T) {
 			t.Errorf("node %s holds no keys; want the keys spread over every master", s.Addr())
 		}
 	}
+
+	// StartCluster returned only once the bus links carry PUBLISH: a message
+	// published on one node reaches a subscriber on another at once.
+	sub := redis.NewClient(&redis.Options{Addr: c.Servers[0].Addr()})
+	defer sub.Close()
+	channel := redistest.Key(t, "channel")
+	ps := sub.Subscribe(ctx, channel)
+	defer ps.Close()
+	_, err := ps.Receive(ctx)
+	noErr(t, err)
+	for _, s := range c.Servers[1:] {
+		s.Do(t, "PUBLISH", channel, s.Addr())
+		msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+		noErr(t, err)
+		equal(t, msg.(*redis.Message).Payload, s.Addr())
+	}
 }
 
 func TestSentinel(t *testing.T) {

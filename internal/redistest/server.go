@@ -166,7 +166,20 @@ func (s *Server) Do(t testing.TB, args ...any) any {
 
 // do is Do without the test: it returns the error.
 func (s *Server) do(ctx context.Context, args ...any) (any, error) {
-	c := redis.NewClient(&redis.Options{
+	c := s.rawClient()
+	defer c.Close()
+	v, err := c.Do(ctx, args...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// rawClient returns a one-connection client on s for the harness's own
+// commands: RESP2, no CLIENT SETINFO, no retries. It is the caller's to
+// close.
+func (s *Server) rawClient() *redis.Client {
+	return redis.NewClient(&redis.Options{
 		Addr:            s.Addr(),
 		Protocol:        2,
 		DisableIdentity: true,
@@ -174,12 +187,6 @@ func (s *Server) do(ctx context.Context, args ...any) (any, error) {
 		PoolSize:        1,
 		ReadTimeout:     doTimeout,
 	})
-	defer c.Close()
-	v, err := c.Do(ctx, args...).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	return v, err
 }
 
 // Stop kills the server with SIGKILL and waits until it has exited, so its
