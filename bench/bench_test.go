@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,29 @@ func TestServerStop(t *testing.T) {
 		t.Errorf("%s still accepts connections", srv.addr)
 	}
 	srv.stop() // idempotent
+}
+
+// TestForeignServerNotTakenForOurs: when another process's redis-server
+// holds the port, the tool's own server fails to start instead of the
+// foreign one being benchmarked.
+func TestForeignServerNotTakenForOurs(t *testing.T) {
+	bin, err := findRedisServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := startServer(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.stop()
+	_, port, _ := net.SplitHostPort(other.addr)
+	p, _ := strconv.Atoi(port)
+	if srv, err := startServerOn(bin, p); err == nil {
+		srv.stop()
+		t.Fatalf("started on %s, which another redis-server holds", other.addr)
+	} else if !strings.Contains(err.Error(), "Address already in use") {
+		t.Errorf("error %v; want one that shows the lost bind", err)
+	}
 }
 
 func TestFlags(t *testing.T) {

@@ -277,10 +277,8 @@ func redisVersion(ctx context.Context, rdb *redis.Client) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(txt, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v, nil
-		}
+	if v := infoField(txt, "redis_version"); v != "" {
+		return v, nil
 	}
 	return "unknown", nil
 }

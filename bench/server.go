@@ -72,6 +72,12 @@ func startServerOnce(bin string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startServerOn(bin, port)
+}
+
+// startServerOn starts redis-server from bin on port and returns once it,
+// and not some other process on that port, answers.
+func startServerOn(bin string, port int) (*server, error) {
 	dir, err := os.MkdirTemp("", "redisync-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory for redis-server: %w", err)
@@ -110,7 +116,10 @@ func startServerOnce(bin string) (*server, error) {
 	return s, nil
 }
 
-// waitReady waits until the server answers PING.
+// waitReady waits until the server answers, and checks that the answer
+// comes from the process it started: when another process took the port
+// first, that process's server answers while ours exits with "Address
+// already in use", and benchmarking the foreign server would be wrong.
 func (s *server) waitReady(timeout time.Duration) error {
 	rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
@@ -122,16 +131,30 @@ func (s *server) waitReady(timeout time.Duration) error {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := rdb.Ping(ctx).Err()
+		info, err := rdb.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
-			return nil
+			if pid := infoField(info, "process_id"); pid != strconv.Itoa(s.cmd.Process.Pid) {
+				err = fmt.Errorf("%s is served by another process (pid %s, ours is %d)", s.addr, pid, s.cmd.Process.Pid)
+			} else {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer to PING within %v: %w", timeout, err)
+			return fmt.Errorf("no answer within %v: %w", timeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// infoField returns the value of field in an INFO reply, or "".
+func infoField(info, field string) string {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // stop kills the server, waits for it and removes its directory. It is
