@@ -134,9 +134,10 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
-// TestExternalRedis runs one scenario against a server given with -redis
-// and checks the tool deletes the keys it created.
-func TestExternalRedis(t *testing.T) {
+// startTestServer starts the tool's redis-server, stopped when the test
+// ends, and returns it with the binary it runs.
+func startTestServer(t *testing.T) (*server, string) {
+	t.Helper()
 	bin, err := findRedisServer()
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,14 @@ func TestExternalRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
+	t.Cleanup(srv.stop)
+	return srv, bin
+}
+
+// TestExternalRedis runs one scenario against a server given with -redis
+// and checks the tool deletes the keys it created.
+func TestExternalRedis(t *testing.T) {
+	srv, _ := startTestServer(t)
 	var stdout, stderr bytes.Buffer
 	code := mainErr([]string{"-quick", "--redis", srv.addr, "-out", "", "-scenarios", "uncontended,latch-fanout", "-libraries", "redisync,redislock"},
 		&stdout, &stderr)
@@ -172,14 +180,7 @@ func TestExternalRedis(t *testing.T) {
 }
 
 func TestServerStop(t *testing.T) {
-	bin, err := findRedisServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := startServer(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := startTestServer(t)
 	srv.stop()
 	select {
 	case <-srv.done:
@@ -200,15 +201,7 @@ func TestServerStop(t *testing.T) {
 // holds the port, the tool's own server fails to start instead of the
 // foreign one being benchmarked.
 func TestForeignServerNotTakenForOurs(t *testing.T) {
-	bin, err := findRedisServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := startServer(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.stop()
+	other, bin := startTestServer(t)
 	_, port, _ := net.SplitHostPort(other.addr)
 	p, _ := strconv.Atoi(port)
 	if srv, err := startServerOn(bin, p); err == nil {
