@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -170,5 +171,39 @@ func TestClusterProbeNoticesMissingLink(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "did not reach") {
 		t.Fatalf("probe error %q; want a message that did not reach a node", err)
+	}
+}
+
+// TestStartConcurrently starts servers at once, as parallel tests and test
+// binaries do, and checks that while all of them run each has its own port
+// and is the process that answers there.
+func TestStartConcurrently(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	servers := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			servers[i], errs[i] = start(newConfig(nil))
+		}()
+	}
+	wg.Wait()
+	ports := map[int]bool{}
+	for i, s := range servers {
+		if errs[i] != nil {
+			t.Errorf("start %d: %v", i, errs[i])
+			continue
+		}
+		defer s.close()
+		if ports[s.Port()] {
+			t.Errorf("port %d used twice", s.Port())
+		}
+		ports[s.Port()] = true
+		if pid, err := serverPID(s.Addr(), 5*time.Second); err != nil || pid != s.proc.cmd.Process.Pid {
+			t.Errorf("%s answered as pid %d (%v); want %d", s.Addr(), pid, err, s.proc.cmd.Process.Pid)
+		}
 	}
 }

@@ -34,29 +34,6 @@ func TestStart(t *testing.T) {
 	equal(t, s.Do(t, "CONFIG", "GET", "appendonly"), any([]any{"appendonly", "no"}))
 }
 
-func TestStartConcurrently(t *testing.T) {
-	t.Parallel()
-	ports := make(chan int, 4)
-	t.Run("group", func(t *testing.T) {
-		for i := range cap(ports) {
-			t.Run(fmt.Sprint(i), func(t *testing.T) {
-				t.Parallel()
-				s := redistest.Start(t)
-				equal(t, s.Do(t, "PING"), any("PONG"))
-				ports <- s.Port()
-			})
-		}
-	})
-	close(ports)
-	seen := map[int]bool{}
-	for p := range ports {
-		if seen[p] {
-			t.Errorf("port %d used twice", p)
-		}
-		seen[p] = true
-	}
-}
-
 func TestWithArgs(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t, redistest.WithArgs("--maxmemory", "12mb", "--maxmemory-policy", "allkeys-lru"))
