@@ -376,7 +376,11 @@ func (m *Mux) replace(old *redis.PubSub) {
 
 // Stats describes the multiplexer's state, for tests and inspection.
 type Stats struct {
-	Channels   int // channels subscribed or being subscribed
+	Channels int // channels subscribed or being subscribed for waiters
+	// Leaving counts channels every waiter left before Redis confirmed the
+	// subscription: their UNSUBSCRIBE is sent when the confirmation
+	// arrives, and then they are gone. They are not in Channels.
+	Leaving    int
 	Waiters    int // registered waiters over all channels
 	Reconnects int // connections replaced after an unanswered ping
 }
@@ -385,8 +389,13 @@ type Stats struct {
 func (m *Mux) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := Stats{Channels: len(m.chans), Reconnects: m.reconns}
+	s := Stats{Reconnects: m.reconns}
 	for _, ch := range m.chans {
+		if ch.orphaned {
+			s.Leaving++
+		} else {
+			s.Channels++
+		}
 		s.Waiters += len(ch.waiters)
 	}
 	return s

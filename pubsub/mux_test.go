@@ -215,6 +215,35 @@ func splitFields(s string) []string {
 	return out
 }
 
+// A wait cancelled before Redis confirmed its subscription leaves at once:
+// the channel stops counting in Channels, counts in Leaving until the
+// confirmation arrives, and is then unsubscribed; the other channels on the
+// connection are untouched.
+func TestCancelledBeforeConfirmation(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	m := newMux(t, s.Client(t), pubsub.Options{})
+	kept, left := redistest.Key(t, "kept"), redistest.Key(t, "left")
+	w, err := m.Subscribe(ctx, kept, pubsub.WakeOne) // opens the connection
+	require.NoError(t, err)
+	defer w.Close()
+
+	s.Pause(t) // the SUBSCRIBE is written, but not confirmed
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = m.Subscribe(short, left, pubsub.WakeOne)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, pubsub.Stats{Channels: 1, Leaving: 1, Waiters: 1}, m.Stats())
+	s.Resume(t)
+
+	assert.Eventually(t, func() bool { return m.Stats().Leaving == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.Eventually(t, func() bool { return numSub(t, rdb, left) == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, pubsub.Stats{Channels: 1, Waiters: 1}, m.Stats())
+	require.NoError(t, rdb.Publish(ctx, kept, "0").Err())
+	assert.True(t, woken(w, 5*time.Second), "the channel kept is still served")
+}
+
 // Subscribing and leaving in quick succession never leaves the server
 // subscribed to a channel nobody waits on, nor a waiter that Redis does not
 // serve.
