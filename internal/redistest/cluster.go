@@ -34,8 +34,8 @@ type Cluster struct {
 // free ports, assigns the 16384 slots evenly in contiguous ranges, joins
 // the nodes, and returns when every node reports cluster_state:ok, knows
 // all n nodes and reports the same slot map, and a message published on any
-// node reaches a subscriber on every node (the bus links carry PUBLISH). The nodes are killed when the
-// test finishes. StartCluster fails the test if n < 3, if no local
+// node reaches a subscriber on every node (the bus links carry PUBLISH).
+// The nodes are killed when the test finishes. StartCluster fails the test if n < 3, if no local
 // redis-server binary is installed (a Docker-backed cluster is not
 // supported), or if the cluster does not form within 60 seconds.
 func StartCluster(t testing.TB, n int) *Cluster {
@@ -108,11 +108,11 @@ func (c *Cluster) check() error {
 }
 
 // carriesPublish checks that a message published on any node reaches a
-// subscriber on every node. A node forwards PUBLISH over its own outgoing
-// bus link to each other node and drops it for a node it has no link to
-// yet, or knows only by a handshake name; the slot map can agree before
-// every link is up. Tests that wait for a message published on another
-// node than the one they subscribed on need every link.
+// subscriber on every node. A node forwards PUBLISH to each other node
+// over its bus link to that node, so a node it has no working link to yet
+// misses the message; the slot map can agree before every link is up.
+// Tests that wait for a message published on another node than the one
+// they subscribed on need every link.
 func (c *Cluster) carriesPublish(ctx context.Context) error {
 	channel := fmt.Sprintf("redistest:cluster-probe:%d", time.Now().UnixNano())
 	subs := make([]*redis.PubSub, len(c.Servers))
