@@ -35,9 +35,10 @@ type Cluster struct {
 // the nodes, and returns when every node reports cluster_state:ok, knows
 // all n nodes and reports the same slot map, and a message published on any
 // node reaches a subscriber on every node (the bus links carry PUBLISH).
-// The nodes are killed when the test finishes. StartCluster fails the test if n < 3, if no local
-// redis-server binary is installed (a Docker-backed cluster is not
-// supported), or if the cluster does not form within 60 seconds.
+// The nodes are killed when the test finishes. StartCluster fails the test
+// if n < 3, if no local redis-server binary is installed (a Docker-backed
+// cluster is not supported), or if the cluster does not form within 60
+// seconds.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	if n < 3 {
