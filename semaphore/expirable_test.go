@@ -451,10 +451,7 @@ func TestExpirableConcurrencyCap(t *testing.T) {
 // Bad input is reported before anything is sent.
 func TestExpirableBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
-	var cc redistest.Counter
-	rdb := redistest.Shared(t).Client(t)
-	rdb.AddHook(&cc)
-	c := clientOn(t, rdb)
+	c, cc := countedClient(t)
 	s := NewExpirable(c, redistest.Key(t, "sem"))
 	empty := NewExpirable(c, "")
 	good := "00112233445566778899aabbccddeeff"
@@ -489,12 +486,7 @@ func TestExpirableBadInputSendsNothing(t *testing.T) {
 		"empty name UpdateLease":  func() error { _, err := empty.UpdateLease(ctx, good, 0); return err }(),
 		"empty name AcquiredPerm": func() error { _, err := empty.AcquiredPermits(ctx); return err }(),
 	}
-	for what, err := range invalid {
-		if !errors.Is(err, redisync.ErrInvalidArgument) {
-			t.Errorf("%s: got %v, want ErrInvalidArgument", what, err)
-		}
-	}
-	equal(t, cc.Load(), 0, "commands sent")
+	allInvalidNothingSent(t, invalid, cc)
 
 	// Unknown ids of the right form are sent, and change nothing.
 	noErr(t, s.SetPermits(ctx, 2))

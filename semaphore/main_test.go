@@ -1,6 +1,7 @@
 package semaphore
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,28 @@ func clientOn(t testing.TB, rdb redis.UniversalClient, opts ...redisync.Option) 
 	c := redisync.New(rdb, opts...)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// countedClient returns a redisync client on the shared server and the
+// counter of the commands it sends.
+func countedClient(t *testing.T) (*redisync.Client, *redistest.Counter) {
+	t.Helper()
+	cc := new(redistest.Counter)
+	rdb := redistest.Shared(t).Client(t)
+	rdb.AddHook(cc)
+	return clientOn(t, rdb), cc
+}
+
+// allInvalidNothingSent checks that every call in invalid failed with
+// ErrInvalidArgument and that cc counted no command.
+func allInvalidNothingSent(t *testing.T, invalid map[string]error, cc *redistest.Counter) {
+	t.Helper()
+	for what, err := range invalid {
+		if !errors.Is(err, redisync.ErrInvalidArgument) {
+			t.Errorf("%s: got %v, want ErrInvalidArgument", what, err)
+		}
+	}
+	equal(t, cc.Load(), 0, "commands sent")
 }
 
 // proxied returns a redisync client whose connections go through a fault

@@ -555,10 +555,7 @@ func TestCancelledAcquire(t *testing.T) {
 // Bad input is reported before anything is sent.
 func TestBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
-	var cc redistest.Counter
-	rdb := redistest.Shared(t).Client(t)
-	rdb.AddHook(&cc)
-	c := clientOn(t, rdb)
+	c, cc := countedClient(t)
 	s := New(c, redistest.Key(t, "sem"))
 	empty := New(c, "")
 	nilClient := New(nil, "x")
@@ -582,12 +579,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 	_, invalid["empty name DrainPermits"] = empty.DrainPermits(ctx)
 	_, invalid["empty name Delete"] = empty.Delete(ctx)
 	_, invalid["empty name TrySetPermits"] = empty.TrySetPermits(ctx, 1)
-	for what, err := range invalid {
-		if !errors.Is(err, redisync.ErrInvalidArgument) {
-			t.Errorf("%s: got %v, want ErrInvalidArgument", what, err)
-		}
-	}
-	equal(t, cc.Load(), 0, "commands sent")
+	allInvalidNothingSent(t, invalid, cc)
 }
 
 // Every call on a closed client fails with ErrClosed, and a wait in
