@@ -153,6 +153,23 @@ func newRW(t *testing.T, c *redisync.Client, opts ...rwlock.Option) *rwlock.RWLo
 }
 
 // waitClosed fails the test with msg unless done is closed within d.
+// wokenBy starts acquire in the background, waits until it waits on c,
+// runs release, and fails the test with msg unless acquire then succeeds
+// within 5s.
+func wokenBy(t *testing.T, c *redisync.Client, acquire func() error, release func(), msg string) {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() { got <- acquire() }()
+	waitWaiters(t, 1, c)
+	release()
+	select {
+	case err := <-got:
+		must(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
 func waitClosed(t *testing.T, done <-chan struct{}, d time.Duration, msg string) {
 	t.Helper()
 	select {

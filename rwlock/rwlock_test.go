@@ -580,18 +580,11 @@ func TestJavaInterop(t *testing.T) {
 			t.Fatal("the Go reader's release freed the Java reader's lock")
 		}
 
-		got := make(chan error, 1)
-		go func() { got <- w.Lock(ctx) }()
-		waitWaiters(t, 1, c)
-		// The Java reader unlocks: it deletes the hash and publishes "0".
-		rdb.Del(ctx, name, timeoutKey)
-		rdb.Publish(ctx, "redisson_rwlock:{"+name+"}", "0")
-		select {
-		case err := <-got:
-			must(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the Go writer did not wake on the Java read release")
-		}
+		wokenBy(t, c, func() error { return w.Lock(ctx) }, func() {
+			// The Java reader unlocks: it deletes the hash and publishes "0".
+			rdb.Del(ctx, name, timeoutKey)
+			rdb.Publish(ctx, "redisson_rwlock:{"+name+"}", "0")
+		}, "the Go writer did not wake on the Java read release")
 		must(t, w.Unlock(ctx))
 	})
 
@@ -603,17 +596,10 @@ func TestJavaInterop(t *testing.T) {
 		ok, err := r.TryRLock(ctx, 0)
 		wantBool(t, "Go reader", ok, err, false)
 
-		got := make(chan error, 1)
-		go func() { got <- r.RLock(ctx) }()
-		waitWaiters(t, 1, c)
-		rdb.Del(ctx, name)
-		rdb.Publish(ctx, "redisson_rwlock:{"+name+"}", "1")
-		select {
-		case err := <-got:
-			must(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the Go reader did not wake on the Java write release")
-		}
+		wokenBy(t, c, func() error { return r.RLock(ctx) }, func() {
+			rdb.Del(ctx, name)
+			rdb.Publish(ctx, "redisson_rwlock:{"+name+"}", "1")
+		}, "the Go reader did not wake on the Java write release")
 		must(t, r.RUnlock(ctx))
 	})
 
@@ -1042,18 +1028,10 @@ func TestForceUnlock(t *testing.T) {
 	octx := redisync.WithOwner(ctx)
 	must(t, rwlock.New(c, name).RLock(octx))
 	w := rwlock.New(waiterC, name)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	waitWaiters(t, 1, waiterC)
-
-	ok, err = rwlock.New(waiterC, name).ForceUnlock(ctx)
-	wantBool(t, "ForceUnlock in read mode", ok, err, true)
-	select {
-	case err := <-got:
-		must(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("ForceUnlock did not wake the waiting writer")
-	}
+	wokenBy(t, waiterC, func() error { return w.Lock(ctx) }, func() {
+		ok, err := rwlock.New(waiterC, name).ForceUnlock(ctx)
+		wantBool(t, "ForceUnlock in read mode", ok, err, true)
+	}, "ForceUnlock did not wake the waiting writer")
 	for _, o := range []string{me, owner(c, octx)} {
 		for i := int64(1); i <= 2; i++ {
 			if c.Redis().Exists(ctx, keys.RWTimeoutKey(name, o, i)).Val() != 0 {
