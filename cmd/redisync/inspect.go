@@ -193,16 +193,9 @@ func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o := inspectFlags()
-	pos, err := parseFlags(fs, args, stdout)
+	name, err := parseName(fs, args, stdout)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want exactly one NAME, got %d arguments", len(pos))
-	}
-	name := pos[0]
-	if name == "" {
-		return usagef("empty NAME")
 	}
 	rdb, _, err := dialFor(ctx, o.redis)
 	if err != nil {

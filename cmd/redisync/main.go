@@ -153,6 +153,21 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, er
 	}
 }
 
+// parseName parses args with fs and returns the one positional argument,
+// the NAME of the primitive, which must not be empty.
+func parseName(fs *flag.FlagSet, args []string, stdout io.Writer) (string, error) {
+	pos, err := parseFlags(fs, args, stdout)
+	switch {
+	case err != nil:
+		return "", err
+	case len(pos) != 1:
+		return "", usagef("want exactly one NAME, got %d arguments", len(pos))
+	case pos[0] == "":
+		return "", usagef("empty NAME")
+	}
+	return pos[0], nil
+}
+
 // newFlagSet returns a flag set that reports errors instead of exiting;
 // its usage (head, then the flags) goes to its output.
 func newFlagSet(name, head string) *flag.FlagSet {

@@ -60,17 +60,11 @@ var isTerminal = func(r io.Reader) bool {
 
 func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs, o := unlockFlags()
-	pos, err := parseFlags(fs, args, stdout)
+	name, err := parseName(fs, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want exactly one NAME, got %d arguments", len(pos))
-	}
-	name := pos[0]
 	switch {
-	case name == "":
-		return usagef("empty NAME")
 	case !o.force:
 		return usagef("-force is required: unlock frees the lock whoever holds it")
 	case !o.yes && !isTerminal(stdin):
