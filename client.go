@@ -11,24 +11,19 @@ import (
 	"github.com/redisync/redisync/internal/core"
 )
 
-func init() {
-	core.Register(func(v any) *core.Client {
-		c, _ := v.(*Client)
-		if c == nil {
-			return nil
-		}
-		return c.core
-	})
-}
-
 // Client is the entry point of redisync: it holds the go-redis client, the
 // client id that names this process's owners, the one pub/sub connection
 // its waiters share and the one watchdog that renews its holds. Create one
 // per process (or per Redis deployment) and share it; it is safe for
 // concurrent use.
-type Client struct {
-	core *core.Client
-}
+//
+// Client is defined on the library's internal client state, so the
+// primitives' packages reach that state with a conversion the compiler
+// checks; none of it is exported.
+type Client core.Client
+
+// inner returns the client state.
+func (c *Client) inner() *core.Client { return (*core.Client)(c) }
 
 // New returns a Client over rdb, which may be a single-node client, a
 // Sentinel failover client or a Cluster client. New does no I/O and never
@@ -42,29 +37,29 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 			opt(&o)
 		}
 	}
-	return &Client{core: core.NewClient(rdb, core.Options{
+	return (*Client)(core.NewClient(rdb, core.Options{
 		WatchdogTimeout: o.watchdogTimeout,
 		ID:              o.id,
 		Logger:          o.logger,
 		Recheck:         o.recheck,
 		Err:             o.err,
-	})}
+	}))
 }
 
 // ID returns the client id: the first part of every owner
 // ("<client id>:<token>") this client acquires for. It is a random UUID unless
 // set with WithID.
-func (c *Client) ID() string { return c.core.ID() }
+func (c *Client) ID() string { return c.inner().ID() }
 
 // Redis returns the go-redis client the Client was built on.
-func (c *Client) Redis() redis.UniversalClient { return c.core.Redis() }
+func (c *Client) Redis() redis.UniversalClient { return c.inner().Redis() }
 
 // Close stops the watchdog and the pub/sub connection. Locks held through
 // the Client are not released: they expire after their lease, and their
 // Done channels close with ErrLockLost. Every call on the Client or on a
 // primitive built on it after Close returns ErrClosed, and waits in progress
 // return ErrClosed. Close is idempotent.
-func (c *Client) Close() error { return c.core.Close() }
+func (c *Client) Close() error { return c.inner().Close() }
 
 // Option configures a Client.
 type Option func(*options)

@@ -45,7 +45,7 @@ type Latch struct {
 func New(c *redisync.Client, name string) *Latch {
 	ch := keys.LatchChannel(name)
 	return &Latch{
-		h:          core.NewHandle(c, "countdown", name),
+		h:          core.NewHandle((*core.Client)(c), "countdown", name),
 		channel:    ch,
 		chanInKeys: keys.Slot(ch) == keys.Slot(name),
 	}

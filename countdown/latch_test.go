@@ -422,7 +422,7 @@ func TestCountDownResentAfterReset(t *testing.T) {
 	rdb := redistest.Shared(t).Client(t)
 	c := newClient(t, rdb)
 	l := countdown.New(c, name)
-	cc := core.From(c)
+	cc := (*core.Client)(c)
 	ks := []string{name, keys.Request(name, cc.RequestID()), keys.LatchChannel(name)}
 
 	mustSet(t, l, 1)
@@ -478,7 +478,7 @@ func TestWaitContext(t *testing.T) {
 			t.Fatal("Wait did not return after cancel")
 		}
 		eventually(t, 5*time.Second, "no subscription left", func() bool {
-			st := core.From(c).Mux().Stats()
+			st := (*core.Client)(c).Mux().Stats()
 			return st.Channels == 0 && st.Waiters == 0
 		})
 	})

@@ -41,7 +41,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // waitersOf returns how many waiters c's pub/sub multiplexer holds.
-func waitersOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Waiters }
+func waitersOf(c *redisync.Client) int { return (*core.Client)(c).Mux().Stats().Waiters }
 
 // channelsOf returns how many channels c's pub/sub multiplexer holds.
-func channelsOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Channels }
+func channelsOf(c *redisync.Client) int { return (*core.Client)(c).Mux().Stats().Channels }

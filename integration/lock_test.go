@@ -62,7 +62,7 @@ func TestLockAcrossDeployments(t *testing.T) {
 				n, err := l.HoldCount(ctx)
 				require.NoError(t, err)
 				assert.EqualValues(t, 2, n)
-				assert.Positive(t, l.Token())
+				assert.Positive(t, l.FencingToken())
 
 				w := rlock.New(c2, name)
 				got := make(chan time.Time, 1)
@@ -72,7 +72,7 @@ func TestLockAcrossDeployments(t *testing.T) {
 					}
 					got <- time.Now()
 				}()
-				require.Eventually(t, func() bool { return core.From(c2).Mux().Stats().Waiters == 1 }, 10*time.Second, 5*time.Millisecond)
+				require.Eventually(t, func() bool { return (*core.Client)(c2).Mux().Stats().Waiters == 1 }, 10*time.Second, 5*time.Millisecond)
 				require.NoError(t, l.Unlock(ctx))
 				released := time.Now()
 				require.NoError(t, l.Unlock(ctx))

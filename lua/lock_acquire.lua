@@ -1,7 +1,10 @@
--- lock_acquire: take a reentrant lock (Redisson RLock layout) for one owner.
--- The lock is a hash whose field <owner> holds the owner's hold count; the
--- hash's TTL is the lease. Retry-safe: the result is recorded under the
--- request key, and a re-sent request returns the record.
+-- lock_acquire: take a hold of a reentrant lock (Redisson RLock layout) for
+-- one owner. The lock is a hash whose field <owner> holds the owner's hold
+-- count; the hash's TTL is the lease. The count is set to what the client
+-- says (its own count is the authority), never added to what Redis has: a
+-- count left by a release whose reply was lost is overwritten, not adopted.
+-- Retry-safe: the result is recorded under the request key, and a re-sent
+-- request returns the record. Used by the lock and the spin lock.
 --
 -- KEYS[1]  lock hash (the lock's name)
 -- KEYS[2]  request key of this acquisition
@@ -10,11 +13,14 @@
 -- ARGV[2]  owner field "<client id>:<token>"
 -- ARGV[3]  request record TTL in milliseconds
 -- ARGV[4]  "1" to take a fencing token (INCR of KEYS[3]), "0" not to
+-- ARGV[5]  the owner's hold count once acquired, as the client counts it
 --
 -- Returns {1, hold count, fencing token (0 without fencing)} when acquired;
 --         {0, pttl} when another owner holds it (pttl -1: no expiry);
---         {0, -3} when this request was cancelled (lock_release undo) first.
-local rec = redis.call('get', KEYS[2])
+--         {0, -3} when this request was cancelled (lock_release undo) first;
+--         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
+--                 hold gone (lost): nothing changed.
+local rec = recorded(KEYS[2])
 if rec then
   if rec == 'cancelled' then
     return {0, -3}
@@ -22,14 +28,22 @@ if rec then
   local count, token = string.match(rec, '^(%d+):(%d+)$')
   return {1, tonumber(count), tonumber(token)}
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  local token = 0
-  if ARGV[4] == '1' then
-    token = redis.call('incr', KEYS[3])
+local count = tonumber(ARGV[5])
+local free = redis.call('exists', KEYS[1]) == 0
+if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  if count > 1 then
+    return {-2, 0}
   end
-  redis.call('set', KEYS[2], count .. ':' .. token, 'px', ARGV[3])
-  return {1, count, token}
+  return {0, redis.call('pttl', KEYS[1])}
 end
-return {0, redis.call('pttl', KEYS[1])}
+if free and count > 1 then
+  return {-2, 0}
+end
+redis.call('hset', KEYS[1], ARGV[2], count)
+redis.call('pexpire', KEYS[1], ARGV[1])
+local token = 0
+if ARGV[4] == '1' then
+  token = redis.call('incr', KEYS[3])
+end
+record(KEYS[2], count .. ':' .. token, ARGV[3])
+return {1, count, token}

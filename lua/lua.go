@@ -11,20 +11,48 @@ import (
 //go:embed *.lua
 var files embed.FS
 
-// registry maps file names to the scripts built from them.
-var registry = map[string]*redis.Script{}
+// registry maps file names to the scripts built from them, composed to
+// their composed source.
+var (
+	registry = map[string]*redis.Script{}
+	composed = map[string]string{}
+)
 
-// load wraps an embedded file once as a *redis.Script. A missing file is a
-// programming error caught by every test run.
-func load(name string) *redis.Script {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		panic("redisync/lua: " + err.Error())
+// Preludes: files of helper functions that scripts share. Redis scripts
+// cannot include one another, so a script that needs them is composed when
+// it is loaded: the preludes' text, then its own.
+const (
+	// request records and undo (prelude_request.lua): every script that
+	// records its result for retries.
+	request = "prelude_request.lua"
+	// rwlockHelpers: live read holds (prelude_rwlock.lua), for the
+	// read-write lock's scripts.
+	rwlockHelpers = "prelude_rwlock.lua"
+)
+
+// preludes lists the prelude files, for tests.
+var preludes = []string{request, rwlockHelpers}
+
+// load wraps an embedded file once as a *redis.Script, after the given
+// preludes. A missing file is a programming error caught by every test run.
+func load(name string, with ...string) *redis.Script {
+	var src []byte
+	for _, f := range append(with, name) {
+		b, err := files.ReadFile(f)
+		if err != nil {
+			panic("redisync/lua: " + err.Error())
+		}
+		src = append(src, b...)
 	}
-	s := redis.NewScript(string(b))
+	s := redis.NewScript(string(src))
 	registry[name] = s
+	composed[name] = string(src)
 	return s
 }
+
+// Preludes returns the file names of the preludes scripts are composed
+// with.
+func Preludes() []string { return append([]string(nil), preludes...) }
 
 // Names returns the file names of every script, sorted.
 func Names() []string {
@@ -36,10 +64,18 @@ func Names() []string {
 	return names
 }
 
-// Source returns the Lua source of the named script file.
+// Source returns the Lua source of the named file (a script's own text,
+// without its preludes).
 func Source(name string) (string, bool) {
 	b, err := files.ReadFile(name)
 	return string(b), err == nil
+}
+
+// Composed returns the source the named script runs: its preludes' text,
+// then its own.
+func Composed(name string) (string, bool) {
+	src, ok := composed[name]
+	return src, ok
 }
 
 // Script returns the script built from the named file, or nil.

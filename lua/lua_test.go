@@ -36,7 +36,7 @@ func TestEveryScriptHasHeaderAndIsWired(t *testing.T) {
 	files, err := fs.Glob(lua.FS(), "*.lua")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	assert.ElementsMatch(t, files, lua.Names(), "every .lua file must be loaded by a package-level script, and only those")
+	assert.ElementsMatch(t, files, append(lua.Names(), lua.Preludes()...), "every .lua file must be a prelude or loaded by a package-level script, and only those")
 	for _, f := range files {
 		src, ok := lua.Source(f)
 		require.True(t, ok)
@@ -47,6 +47,18 @@ func TestEveryScriptHasHeaderAndIsWired(t *testing.T) {
 			assert.Contains(t, h, word, "%s: header must say %s", f, word)
 		}
 	}
+}
+
+// A script composed with a prelude starts with the prelude's text and ends
+// with its own.
+func TestPreludeComposed(t *testing.T) {
+	prelude, ok := lua.Source("prelude_request.lua")
+	require.True(t, ok)
+	own, ok := lua.Source("lock_release.lua")
+	require.True(t, ok)
+	src, ok := lua.Composed("lock_release.lua")
+	require.True(t, ok)
+	assert.Equal(t, prelude+own, src)
 }
 
 // Every script compiles on a real redis-server and on miniredis, the demo's

@@ -1,13 +1,14 @@
 -- renew_lock: extend the leases of watchdog-held locks and write holds of
--- read-write locks, many in one call. A hold whose owner field is gone is
--- not touched (it was released, expired or force-unlocked).
+-- read-write locks, many in one call, and set each owner's count to the one
+-- the client believes in. A hold whose owner field is gone is not touched
+-- (it was released, expired or force-unlocked).
 --
 -- Common renewal encoding (internal/core.RenewSpec):
 -- KEYS     the keys of every hold, in order; here one per hold: the hash
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  number of holds n
--- then per hold: its number of keys, its number of args, its args; here one
---          arg per hold: the owner field
+-- then per hold: its number of keys, its number of args, its args; here two
+--          args per hold: the owner field, the hold count
 --
 -- Returns an array of n integers: 1 renewed, 0 the hold is gone.
 local lease = ARGV[1]
@@ -16,7 +17,12 @@ local res = {}
 local k, a = 1, 3
 for i = 1, n do
   local nkeys, nargs = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  if redis.call('hexists', KEYS[k], ARGV[a + 2]) == 1 then
+  local field, count = ARGV[a + 2], ARGV[a + 3]
+  local v = redis.call('hget', KEYS[k], field)
+  if v then
+    if v ~= count then
+      redis.call('hset', KEYS[k], field, count)
+    end
     redis.call('pexpire', KEYS[k], lease)
     res[i] = 1
   else

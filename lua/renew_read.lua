@@ -1,17 +1,19 @@
 -- renew_read: extend the leases of watchdog-held read holds of read-write
 -- locks, many in one call. For each hold, every timeout key of the owner's
 -- read holds (<prefix>:1 .. <prefix>:<count>) gets the lease again, and the
--- hash's TTL becomes at least the lease. A hold is gone, and not touched,
--- when its owner's reader field is missing (released, force-unlocked) or
--- none of its timeout keys is alive (they expired).
+-- hash's TTL becomes at least the lease; holds Redis keeps beyond the count
+-- the client believes in (left by a release whose reply was lost) are
+-- dropped. A hold is gone, and not touched, when its owner's reader field is
+-- missing (released, force-unlocked) or none of its timeout keys is alive
+-- (they expired).
 --
 -- Common renewal encoding (internal/core.RenewSpec; see renew_lock.lua):
 -- KEYS     one per hold: the lock hash
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  number of holds n
--- then per hold: its number of keys (1), its number of args (2), and the
+-- then per hold: its number of keys (1), its number of args (3), and the
 --          args: the owner's reader field, the owner's timeout key prefix
---          ({name}:<owner>:rwlock_timeout)
+--          ({name}:<owner>:rwlock_timeout), the read hold count
 --
 -- Returns an array of n integers: 1 renewed, 0 the hold is gone.
 local lease = tonumber(ARGV[1])
@@ -20,17 +22,26 @@ local res = {}
 local k, a = 1, 3
 for h = 1, n do
   local nkeys, nargs = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-  local field, prefix = ARGV[a + 2], ARGV[a + 3]
+  local field, prefix, count = ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
   local ok = 0
   local v = redis.call('hget', KEYS[k], field)
   if v then
-    for i = 1, tonumber(v) do
+    local stored = tonumber(v)
+    for i = 1, math.min(stored, count) do
       if redis.call('pexpire', prefix .. ':' .. i, lease) == 1 then
         ok = 1
       end
     end
-    if ok == 1 and redis.call('pttl', KEYS[k]) < lease then
-      redis.call('pexpire', KEYS[k], lease)
+    if ok == 1 then
+      if stored > count then
+        redis.call('hset', KEYS[k], field, count)
+        for i = count + 1, stored do
+          redis.call('del', prefix .. ':' .. i)
+        end
+      end
+      if redis.call('pttl', KEYS[k]) < lease then
+        redis.call('pexpire', KEYS[k], lease)
+      end
     end
   end
   res[h] = ok

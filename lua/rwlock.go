@@ -4,16 +4,16 @@ package lua
 // writer's field is a lock owner field); its read holds with RenewRead.
 var (
 	// RWReadAcquire takes one read hold; see rwlock_read_acquire.lua.
-	RWReadAcquire = load("rwlock_read_acquire.lua")
+	RWReadAcquire = load("rwlock_read_acquire.lua", request, rwlockHelpers)
 	// RWWriteAcquire takes one write hold or refuses an upgrade; see
 	// rwlock_write_acquire.lua.
-	RWWriteAcquire = load("rwlock_write_acquire.lua")
+	RWWriteAcquire = load("rwlock_write_acquire.lua", request, rwlockHelpers)
 	// RWReadRelease releases one read hold or undoes a lost read
 	// acquisition; see rwlock_read_release.lua.
-	RWReadRelease = load("rwlock_read_release.lua")
+	RWReadRelease = load("rwlock_read_release.lua", request, rwlockHelpers)
 	// RWWriteRelease releases one write hold or undoes a lost write
 	// acquisition; see rwlock_write_release.lua.
-	RWWriteRelease = load("rwlock_write_release.lua")
+	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers)
 	// RWForceUnlock deletes a read-write lock in either mode; see
 	// rwlock_force_unlock.lua.
 	RWForceUnlock = load("rwlock_force_unlock.lua")

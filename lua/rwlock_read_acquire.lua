@@ -5,11 +5,11 @@
 -- has a string key <timeout prefix>:n with its own PEXPIRE = lease, and the
 -- hash's TTL is at least the longest of them. A read hold is granted when
 -- the lock is free, read-locked, or write-locked by this same owner
--- (downgrade). Retry-safe: the result is recorded under the request key,
--- and a re-sent request returns the record.
---
--- A reader field none of whose timeout keys is alive belongs to holds that
--- expired while other readers kept the hash alive: it counts from zero again.
+-- (downgrade). The owner's count is set to what the client says, never
+-- added to what Redis has: holds Redis keeps beyond it (left by a release
+-- whose reply was lost) are dropped. A reader field none of whose timeout
+-- keys is alive counts as no hold. Retry-safe: the result is recorded under
+-- the request key, and a re-sent request returns the record.
 --
 -- KEYS[1]  lock hash (the lock's name)
 -- KEYS[2]  request key of this acquisition
@@ -19,48 +19,42 @@
 -- ARGV[4]  the owner's write field "<owner>:write"
 -- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout);
 --          hold n's key is ARGV[5] .. ':' .. n
+-- ARGV[6]  the owner's read hold count once acquired, as the client counts it
 --
 -- Returns {1, read hold count} when acquired;
 --         {0, pttl} when another owner holds the write lock, or the key is
 --                   not a read-write lock (pttl -1: no expiry);
---         {0, -3} when this request was cancelled (undo) first.
-local rec = redis.call('get', KEYS[2])
+--         {0, -3} when this request was cancelled (undo) first;
+--         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
+--                 read holds gone (lost): nothing changed.
+local rec = recorded(KEYS[2])
 if rec then
   if rec == 'cancelled' then
     return {0, -3}
   end
   return {1, tonumber(rec)}
 end
-local lease = tonumber(ARGV[1])
-local count
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], 'mode', 'read')
-  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', ARGV[5] .. ':' .. count, '1', 'px', lease)
-  redis.call('pexpire', KEYS[1], lease)
+local hash, lease, prefix = KEYS[1], tonumber(ARGV[1]), ARGV[5]
+local count = tonumber(ARGV[6])
+local stored = tonumber(redis.call('hget', hash, ARGV[2]) or '0')
+if count > 1 and not live(prefix, stored) then
+  return {-2, 0}
+end
+if redis.call('exists', hash) == 0 then
+  redis.call('hset', hash, 'mode', 'read')
 else
-  local mode = redis.call('hget', KEYS[1], 'mode')
-  if not (mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[4]) == 1)) then
-    return {0, redis.call('pttl', KEYS[1])}
-  end
-  local v = redis.call('hget', KEYS[1], ARGV[2])
-  if v then
-    local alive = false
-    for i = 1, tonumber(v) do
-      if redis.call('pttl', ARGV[5] .. ':' .. i) > 0 then
-        alive = true
-        break
-      end
-    end
-    if not alive then
-      redis.call('hdel', KEYS[1], ARGV[2])
-    end
-  end
-  count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', ARGV[5] .. ':' .. count, '1', 'px', lease)
-  if redis.call('pttl', KEYS[1]) < lease then
-    redis.call('pexpire', KEYS[1], lease)
+  local mode = redis.call('hget', hash, 'mode')
+  if not (mode == 'read' or (mode == 'write' and redis.call('hexists', hash, ARGV[4]) == 1)) then
+    return {0, redis.call('pttl', hash)}
   end
 end
-redis.call('set', KEYS[2], count, 'px', ARGV[3])
+redis.call('hset', hash, ARGV[2], count)
+for i = count + 1, stored do
+  redis.call('del', prefix .. ':' .. i)
+end
+redis.call('set', prefix .. ':' .. count, '1', 'px', lease)
+if redis.call('pttl', hash) < lease then
+  redis.call('pexpire', hash, lease)
+end
+record(KEYS[2], count, ARGV[3])
 return {1, count}

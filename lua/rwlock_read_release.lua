@@ -1,12 +1,13 @@
 -- rwlock_read_release: release one read hold of a read-write lock, or undo a
--- read acquisition whose reply never arrived. The released hold's timeout
--- key is deleted; the owner's remaining read holds get a full lease again.
--- Then, unless the lock is write-locked (by this owner: a downgrade in
--- progress), the hash's TTL becomes the longest remaining lease among the
--- live read holds of every reader; reader fields with no live hold left
--- (their owner crashed or was paused past its lease) are removed, and when
--- no live read hold remains the hash is deleted and ARGV[4] is published.
--- Retry-safe through the request key.
+-- read acquisition whose reply never arrived. The owner's read count is set
+-- to ARGV[8], the count the client has once the release took effect; the
+-- timeout keys of holds above it are deleted and the remaining ones get a
+-- full lease again. Then, unless the lock is write-locked (by this owner: a
+-- downgrade in progress), the hash's TTL becomes the longest remaining lease
+-- among the live read holds of every reader; reader fields with no live hold
+-- left (their owner crashed or was paused past its lease) are removed, and
+-- when no live read hold remains the hash is deleted and ARGV[4] is
+-- published. Retry-safe through the request key.
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  lock channel (redisson_rwlock:{name})
@@ -21,25 +22,18 @@
 --          a late copy of it does nothing.
 -- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n
+-- ARGV[8]  the owner's read hold count once released
 --
 -- Returns the owner's remaining read hold count (0: it holds no read hold);
 --         -1 when the owner holds no live read hold (nothing released; a
 --            field left by its expired holds is removed);
 --         -2 in undo mode when the acquisition never took place.
-local rec = redis.call('get', KEYS[3])
+local rec = recorded(KEYS[3])
 if rec then
   return tonumber(rec)
 end
-if ARGV[5] == '1' then
-  local acq = redis.call('get', KEYS[4])
-  if not acq then
-    redis.call('set', KEYS[4], 'cancelled', 'px', ARGV[3])
-    return -2
-  end
-  if acq == 'cancelled' then
-    return -2
-  end
-  redis.call('set', KEYS[4], 'cancelled', 'px', ARGV[3])
+if ARGV[5] == '1' and not undo_allowed(KEYS[4], ARGV[3]) then
+  return -2
 end
 
 local hash, head, tail = KEYS[1], ARGV[6], ARGV[7]
@@ -52,25 +46,7 @@ local function settle()
   if mode ~= 'read' and mode ~= 'write' then
     return
   end
-  local longest = 0
-  for _, f in ipairs(redis.call('hkeys', hash)) do
-    if f ~= 'mode' and string.sub(f, -6) ~= ':write' then
-      local n = tonumber(redis.call('hget', hash, f)) or 0
-      local alive = false
-      for i = 1, n do
-        local t = redis.call('pttl', head .. f .. tail .. ':' .. i)
-        if t > 0 then
-          alive = true
-          if t > longest then
-            longest = t
-          end
-        end
-      end
-      if not alive then
-        redis.call('hdel', hash, f)
-      end
-    end
-  end
+  local longest = readers(hash, head, tail)
   if mode == 'write' then
     if longest > redis.call('pttl', hash) then
       redis.call('pexpire', hash, longest)
@@ -87,30 +63,26 @@ local v = redis.call('hget', hash, ARGV[2])
 if not v then
   return -1
 end
-local prefix = head .. ARGV[2] .. tail .. ':'
-local n = tonumber(v)
-local alive = false
-for i = 1, n do
-  if redis.call('pttl', prefix .. i) > 0 then
-    alive = true
-    break
-  end
-end
-if not alive then
+local prefix = head .. ARGV[2] .. tail
+local stored = tonumber(v)
+if not live(prefix, stored) then
   redis.call('hdel', hash, ARGV[2])
   settle()
-  redis.call('set', KEYS[3], -1, 'px', ARGV[3])
+  record(KEYS[3], -1, ARGV[3])
   return -1
 end
-local count = redis.call('hincrby', hash, ARGV[2], -1)
-redis.call('del', prefix .. (count + 1))
+local count = tonumber(ARGV[8])
+for i = count + 1, stored do
+  redis.call('del', prefix .. ':' .. i)
+end
 if count > 0 then
+  redis.call('hset', hash, ARGV[2], count)
   for i = 1, count do
-    redis.call('set', prefix .. i, '1', 'px', ARGV[1])
+    redis.call('set', prefix .. ':' .. i, '1', 'px', ARGV[1])
   end
 else
   redis.call('hdel', hash, ARGV[2])
 end
 settle()
-redis.call('set', KEYS[3], count, 'px', ARGV[3])
+record(KEYS[3], count, ARGV[3])
 return count

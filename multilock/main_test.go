@@ -122,7 +122,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() error) {
 func noWatchdogHolds(t *testing.T, c *redisync.Client) {
 	t.Helper()
 	eventually(t, 5*time.Second, "watchdog holds", func() error {
-		if n := core.From(c).WatchdogStats().Holds; n != 0 {
+		if n := (*core.Client)(c).WatchdogStats().Holds; n != 0 {
 			return fmt.Errorf("%d holds renewed", n)
 		}
 		return nil
@@ -130,7 +130,7 @@ func noWatchdogHolds(t *testing.T, c *redisync.Client) {
 }
 
 // waitersOf is the number of waiters in c's pub/sub multiplexer.
-func waitersOf(c *redisync.Client) int { return core.From(c).Mux().Stats().Waiters }
+func waitersOf(c *redisync.Client) int { return (*core.Client)(c).Mux().Stats().Waiters }
 
 // waitDialRetries waits until no go-redis pool is retrying to dial. After
 // as many failed dials as its pool size (a stopped server), a go-redis pool

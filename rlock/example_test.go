@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,10 +62,11 @@ func ExampleLock_TryLock() {
 	// after release: true <nil>
 }
 
-// Reentrancy: the owner that holds a lock may take it again; it is free
-// after as many Unlocks.
+// Reentrancy: a context owner that holds a lock may take it again; it is
+// free after as many Unlocks. (A handle used without a context owner is not
+// reentrant: its second Lock would wait, as with sync.Mutex.)
 func ExampleLock_HoldCount() {
-	ctx := context.Background()
+	ctx := redisync.WithOwner(context.Background())
 	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
 	defer c.Close()
 
@@ -113,10 +115,10 @@ func ExampleWithFencing() {
 	l := rlock.New(c, "example:fenced", rlock.WithFencing())
 
 	_ = l.Lock(ctx)
-	stale := l.Token()
+	stale := l.FencingToken()
 	_ = l.Unlock(ctx)
 	_ = l.Lock(ctx) // the next acquisition, say by another process
-	fmt.Println(store.Write(l.Token(), "new"))
+	fmt.Println(store.Write(l.FencingToken(), "new"))
 	_ = l.Unlock(ctx)
 
 	fmt.Println(store.Write(stale, "old")) // a paused holder wakes up late
@@ -149,6 +151,7 @@ func ExampleWithLease() {
 	_ = l.Lock(ctx)
 	<-l.Done() // closes when the lease runs out, never after Redis expires it
 	fmt.Println(errors.Is(l.Err(), redisync.ErrLockLost))
+	_ = l.Unlock(ctx) // pairs the Lock (ErrNotHeld: the lease ran out)
 
 	next := rlock.New(c, "example:lease")
 	ok, _ := next.TryLock(ctx, time.Second)
@@ -157,4 +160,54 @@ func ExampleWithLease() {
 	// Output:
 	// true
 	// next owner: true
+}
+
+// A handle may be shared by any number of goroutines, as a sync.Mutex is:
+// they exclude each other, and other handles and processes, through Redis.
+func ExampleLock_shared() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	type server struct {
+		mu      *rlock.Lock // shared by every request handler
+		counter int
+	}
+	srv := &server{mu: rlock.New(c, "example:shared")}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.mu.Lock(ctx); err != nil {
+				return
+			}
+			defer srv.mu.Unlock(ctx)
+			srv.counter++ // a read-modify-write only one goroutine does at a time
+		}()
+	}
+	wg.Wait()
+	fmt.Println("counter:", srv.counter)
+	// Output: counter: 8
+}
+
+// A spin lock waits without pub/sub: it re-tries with a growing pause. It is
+// the same lock as an rlock.Lock of the same name.
+func ExampleNewSpin() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	holder := rlock.New(c, "example:spin")
+	_ = holder.Lock(ctx)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = holder.Unlock(ctx)
+	}()
+
+	l := rlock.NewSpin(c, "example:spin", rlock.WithBackoff(time.Millisecond, 20*time.Millisecond))
+	ok, err := l.TryLock(ctx, 5*time.Second)
+	fmt.Println("spun in:", ok, err)
+	_ = l.Unlock(ctx)
+	// Output: spun in: true <nil>
 }

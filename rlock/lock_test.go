@@ -40,7 +40,7 @@ func holdCount(t *testing.T, l *rlock.Lock, ctx context.Context) int64 {
 
 // Redisson: hold count 0,1,0,2,1,0.
 func TestHoldCount(t *testing.T) {
-	ctx := context.Background()
+	ctx := redisync.WithOwner(context.Background()) // reentrancy needs a context owner
 	l := rlock.New(newClient(t, redistest.Shared(t)), redistest.Key(t))
 	assert.EqualValues(t, 0, holdCount(t, l, ctx))
 	require.NoError(t, l.Lock(ctx))
@@ -131,7 +131,7 @@ func TestWatchdogRenews(t *testing.T) {
 	assert.EqualValues(t, 1, holdCount(t, l, ctx))
 	require.NoError(t, l.Unlock(ctx))
 	assert.ErrorIs(t, l.Err(), redisync.ErrNotHeld)
-	assert.Eventually(t, func() bool { return core.From(c).WatchdogStats().Holds == 0 }, time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return (*core.Client)(c).WatchdogStats().Holds == 0 }, time.Second, 10*time.Millisecond)
 }
 
 // Redisson: a client that stops without unlocking frees its locks within
@@ -299,8 +299,8 @@ func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 			}
 		}()
 	}
-	require.Eventually(t, func() bool { return core.From(waiting).Mux().Stats().Waiters == 200 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, 50, core.From(waiting).Mux().Stats().Channels)
+	require.Eventually(t, func() bool { return (*core.Client)(waiting).Mux().Stats().Waiters == 200 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, 50, (*core.Client)(waiting).Mux().Stats().Channels)
 	conns := pubsubConnections(t, rdb)
 	t.Logf("pub/sub connections with 200 waiters on 50 locks: %d", conns)
 	assert.LessOrEqual(t, conns, 2)
@@ -312,7 +312,7 @@ func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 		chans, err := rdb.PubSubChannels(ctx, "redisson_lock__channel:*").Result()
 		return err == nil && len(chans) == 0
 	}, 5*time.Second, 10*time.Millisecond, "lock channels left subscribed")
-	assert.Equal(t, pubsub0, core.From(waiting).Mux().Stats().Waiters)
+	assert.Equal(t, pubsub0, (*core.Client)(waiting).Mux().Stats().Waiters)
 }
 
 const pubsub0 = 0
@@ -354,9 +354,9 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 	err = b.Lock(dctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
-	assert.Equal(t, 0, core.From(wc).Mux().Stats().Waiters)
+	assert.Equal(t, 0, (*core.Client)(wc).Mux().Stats().Waiters)
 	assert.EqualValues(t, 0, holdCount(t, b, ctx))
-	assert.Equal(t, 0, core.From(wc).WatchdogStats().Holds)
+	assert.Equal(t, 0, (*core.Client)(wc).WatchdogStats().Holds)
 	require.NoError(t, a.Unlock(ctx))
 	locked, err := a.IsLocked(ctx)
 	require.NoError(t, err)
@@ -380,7 +380,7 @@ func TestLockWithDoneContext(t *testing.T) {
 // go-redis re-sends a script whose reply was lost; the acquisition and the
 // release must each change the hold count once.
 func TestRetriedScriptsApplyOnce(t *testing.T) {
-	ctx := context.Background()
+	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
 	proxy := redistest.NewProxy(t, s.Addr())
 	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1})
@@ -555,7 +555,7 @@ func TestRenewalFailureLosesHoldAfterLease(t *testing.T) {
 	err := l2.Unlock(ctx)
 	require.Error(t, err)
 	assert.ErrorIs(t, l2.Err(), redisync.ErrNotHeld)
-	assert.Equal(t, 0, core.From(c).WatchdogStats().Holds, "Unlock must stop renewal even when the release fails")
+	assert.Equal(t, 0, (*core.Client)(c).WatchdogStats().Holds, "Unlock must stop renewal even when the release fails")
 	proxy.Unblock()
 }
 
@@ -718,20 +718,20 @@ func TestForceUnlock(t *testing.T) {
 // Fencing tokens grow with every acquisition, reentrant ones included, and
 // survive unlock.
 func TestFencing(t *testing.T) {
-	ctx := context.Background()
+	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
 	c := newClient(t, s)
 	l := rlock.New(c, name, rlock.WithFencing())
-	assert.Zero(t, l.Token())
+	assert.Zero(t, l.FencingToken())
 	require.NoError(t, l.Lock(ctx))
-	t1 := l.Token()
+	t1 := l.FencingToken()
 	require.NoError(t, l.Lock(ctx))
-	t2 := l.Token()
+	t2 := l.FencingToken()
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, l.Lock(ctx))
-	t3 := l.Token()
+	t3 := l.FencingToken()
 	require.NoError(t, l.Unlock(ctx))
 	assert.Positive(t, t1)
 	assert.Less(t, t1, t2)
@@ -742,7 +742,7 @@ func TestFencing(t *testing.T) {
 
 	plain := rlock.New(c, name)
 	require.NoError(t, plain.Lock(ctx))
-	assert.Zero(t, plain.Token(), "no token without WithFencing")
+	assert.Zero(t, plain.FencingToken(), "no token without WithFencing")
 	require.NoError(t, plain.Unlock(ctx))
 }
 
@@ -773,6 +773,9 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal("loss after restart not signalled")
 	}
 	assert.ErrorIs(t, l.Err(), redisync.ErrLockLost)
+	// As with sync.Mutex, a Lock through a plain handle is paired with its
+	// Unlock, even after the hold was lost: the Unlock reports the loss.
+	assert.ErrorIs(t, l.Unlock(ctx), redisync.ErrNotHeld)
 	require.NoError(t, l.Lock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 }
@@ -790,7 +793,7 @@ func TestWatchdogBatches(t *testing.T) {
 		locks = append(locks, l)
 	}
 	direct := s.Client(t)
-	wd := func() core.WatchdogStats { return core.From(c).WatchdogStats() }
+	wd := func() core.WatchdogStats { return (*core.Client)(c).WatchdogStats() }
 	// The first tick on a fresh server also loads the script (NOSCRIPT, then
 	// EVAL): measure the ticks after it.
 	require.Eventually(t, func() bool { return wd().Ticks >= 1 }, 5*time.Second, 10*time.Millisecond)

@@ -5,29 +5,63 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 )
 
-// Option configures a Lock.
+// Option configures a Lock, FairLock or SpinLock.
 type Option func(*options)
 
+// Defaults, set here only.
+const (
+	defaultBackoffMin = time.Millisecond
+	defaultBackoffMax = 128 * time.Millisecond
+	// defaultDeadWaiter is how long a fair lock waiter's queue entry
+	// outlives its last refresh: a waiter whose process died stops holding
+	// up the queue after about this long.
+	defaultDeadWaiter = 5 * time.Second
+)
+
 type options struct {
-	lease   time.Duration // 0: watchdog
-	fencing bool
-	err     error
+	kind       string        // the constructor's kind, for errors
+	lease      time.Duration // 0: watchdog
+	fencing    bool
+	backoff    bool // WithBackoff was given
+	backoffMin time.Duration
+	backoffMax time.Duration
+	deadWaiter time.Duration
+	err        error
+}
+
+func newOptions(kind string, opts []Option) options {
+	o := options{kind: kind, backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax, deadWaiter: defaultDeadWaiter}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.backoff && kind != "spin lock" && o.err == nil {
+		o.err = fmt.Errorf("%w: WithBackoff applies to a SpinLock only, not to a %s", redisync.ErrInvalidArgument, kind)
+	}
+	return o
+}
+
+func (o *options) invalid(err error) {
+	if o.err == nil {
+		o.err = err
+	}
 }
 
 // WithLease gives every acquisition a fixed lease of d: the lock expires d
 // after it was taken (or re-entered, or partly released) unless released
 // first, and no watchdog renews it. Done closes, with ErrLockLost, when the
-// lease runs out. d must be positive. The default is no fixed lease: the
-// hold lasts until Unlock, renewed by the Client's watchdog (lease =
+// lease runs out. d must be positive; Redis counts leases in whole
+// milliseconds, and d is rounded up to one. The default is no fixed lease:
+// the hold lasts until Unlock, renewed by the Client's watchdog (lease =
 // WithWatchdogTimeout, renewed every third of it).
 func WithLease(d time.Duration) Option {
 	return func(o *options) {
-		if d <= 0 {
-			if o.err == nil {
-				o.err = fmt.Errorf("%w: rlock lease %v, must be positive", redisync.ErrInvalidArgument, d)
-			}
+		if err := core.CheckLease(o.kind, d); err != nil {
+			o.invalid(err)
 			return
 		}
 		o.lease = d
@@ -36,12 +70,28 @@ func WithLease(d time.Duration) Option {
 
 // WithFencing makes the lock a fenced lock (Redisson RFencedLock): every
 // successful acquisition, reentrant ones included, increments the counter
-// redisson_lock_token:{name}, and Token returns the value it got. Tokens only
-// grow; unlock never resets them. Pass the token to the resource the lock
-// guards and have it reject writes carrying a token lower than one it has
-// seen: that keeps a holder whose lease ran out (a long GC pause, a network
-// partition) from overwriting the next holder's work. The default is no
-// fencing.
+// redisson_lock_token:{name}, and FencingToken returns the value it got.
+// Tokens only grow; unlock never resets them. Pass the token to the
+// resource the lock guards and have it reject writes carrying a token lower
+// than one it has seen: that keeps a holder whose lease ran out (a long GC
+// pause, a network partition) from overwriting the next holder's work. The
+// default is no fencing.
 func WithFencing() Option {
 	return func(o *options) { o.fencing = true }
+}
+
+// WithBackoff sets a SpinLock's pause between tries: the first pause is
+// about min, each next one doubles, up to max; each is drawn at random from
+// its upper half (jitter), so spinning clients spread out. min must be
+// positive and at most max; given to a Lock or FairLock, it is an invalid
+// argument. The default is 1ms to 128ms, as Redisson's.
+func WithBackoff(min, max time.Duration) Option {
+	return func(o *options) {
+		o.backoff = true
+		if min <= 0 || min > max {
+			o.invalid(fmt.Errorf("%w: backoff %v..%v, min must be positive and at most max", redisync.ErrInvalidArgument, min, max))
+			return
+		}
+		o.backoffMin, o.backoffMax = min, max
+	}
 }

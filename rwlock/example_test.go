@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -65,16 +66,17 @@ func ExampleRWLock_Lock() {
 	fmt.Println("reader gets in while writing:", ok)
 	_ = rw.Unlock(ctx)
 
-	_ = reader.RLock(ctx)
-	err := reader.Lock(ctx) // an upgrade: refused at once
+	octx := redisync.WithOwner(ctx) // upgrades concern context owners
+	_ = reader.RLock(octx)
+	err := reader.Lock(octx) // an upgrade: refused at once
 	fmt.Println("upgrade refused:", errors.Is(err, redisync.ErrUpgrade))
-	_ = reader.RUnlock(ctx)
+	_ = reader.RUnlock(octx)
 	// Output:
 	// reader gets in while writing: false
 	// upgrade refused: true
 }
 
-// A writer downgrades by taking a read hold before releasing the write
+// A writer (a context owner) downgrades by taking a read hold before releasing the write
 // side: no other writer can slip in between, and waiting readers get in at
 // once.
 func ExampleRWLock_downgrade() {
@@ -84,14 +86,15 @@ func ExampleRWLock_downgrade() {
 	c := redisync.New(rdb)
 	defer c.Close()
 
+	octx := redisync.WithOwner(ctx) // downgrades concern context owners
 	rw := rwlock.New(c, "example:cache")
-	if err := rw.Lock(ctx); err != nil {
+	if err := rw.Lock(octx); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// ... refresh the cache ...
-	_ = rw.RLock(ctx)  // still exclusive: the write side is held
-	_ = rw.Unlock(ctx) // now read-locked, shared with other readers
+	_ = rw.RLock(octx)  // still exclusive: the write side is held
+	_ = rw.Unlock(octx) // now read-locked, shared with other readers
 
 	readLocked, _ := rw.IsReadLocked(ctx)
 	fmt.Println("read-locked:", readLocked)
@@ -101,7 +104,7 @@ func ExampleRWLock_downgrade() {
 	ok, _ = rwlock.New(c, "example:cache").TryLock(ctx, 0)
 	fmt.Println("another writer gets in:", ok)
 	_ = reader.RUnlock(ctx)
-	_ = rw.RUnlock(ctx)
+	_ = rw.RUnlock(octx)
 	// Output:
 	// read-locked: true
 	// another reader gets in: true
@@ -125,4 +128,41 @@ func ExampleRWLock_ReadLocker() {
 	defer l.Unlock(ctx)
 	fmt.Println("schema read-locked")
 	// Output: schema read-locked
+}
+
+// A handle may be shared by any number of goroutines, as a sync.RWMutex is:
+// readers through it share the lock, a writer through it excludes them and
+// everyone else.
+func ExampleRWLock_shared() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	c := redisync.New(rdb)
+	defer c.Close()
+
+	config := struct {
+		mu      *rwlock.RWLock
+		version int
+	}{mu: rwlock.New(c, "example:config")}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%3 == 0 { // a writer
+				if err := config.mu.Lock(ctx); err == nil {
+					config.version++
+					_ = config.mu.Unlock(ctx)
+				}
+				return
+			}
+			if err := config.mu.RLock(ctx); err == nil {
+				_ = config.version // readers only read
+				_ = config.mu.RUnlock(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Println("version:", config.version)
+	// Output: version: 2
 }

@@ -86,6 +86,8 @@ func TestHammer(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// Each worker is one owner: it re-enters and downgrades.
+				ctx := redisync.WithOwner(ctx)
 				for time.Now().Before(deadline) {
 					if err := step(ctx, rw, &chk); err != nil {
 						t.Error(err)

@@ -94,7 +94,7 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 }
 
 // waiters is the number of waiters registered in c's pub/sub multiplexer.
-func waiters(c *redisync.Client) int { return core.From(c).Mux().Stats().Waiters }
+func waiters(c *redisync.Client) int { return (*core.Client)(c).Mux().Stats().Waiters }
 
 // waitWaiters waits until the clients together have n registered waiters.
 func waitWaiters(t *testing.T, n int, cs ...*redisync.Client) {
@@ -115,7 +115,7 @@ func waitWaiters(t *testing.T, n int, cs ...*redisync.Client) {
 func noSubscriptions(t *testing.T, c *redisync.Client) {
 	t.Helper()
 	eventually(t, 5*time.Second, func() error {
-		if s := core.From(c).Mux().Stats(); s.Channels != 0 || s.Waiters != 0 {
+		if s := (*core.Client)(c).Mux().Stats(); s.Channels != 0 || s.Waiters != 0 {
 			return fmt.Errorf("pubsub still has %d channels, %d waiters", s.Channels, s.Waiters)
 		}
 		return nil

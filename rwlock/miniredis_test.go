@@ -27,29 +27,30 @@ func TestMiniredisCompatible(t *testing.T) {
 
 	for _, name := range []string{"rw", "a{b}c"} {
 		rw, other := rwlock.New(c, name), rwlock.New(c, name)
-		must(t, rw.RLock(ctx))
-		must(t, rw.RLock(ctx))
+		octx := redisync.WithOwner(ctx) // rw re-enters, downgrades and is refused an upgrade
+		must(t, rw.RLock(octx))
+		must(t, rw.RLock(octx))
 		must(t, other.RLock(ctx))
-		wantErr(t, name+": upgrade", rw.Lock(ctx), redisync.ErrUpgrade)
+		wantErr(t, name+": upgrade", rw.Lock(octx), redisync.ErrUpgrade)
 		time.Sleep(time.Second) // a lease and more: renewals keep the holds
 		if err := rw.Err(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		must(t, rw.RUnlock(ctx))
-		must(t, rw.RUnlock(ctx))
+		must(t, rw.RUnlock(octx))
+		must(t, rw.RUnlock(octx))
 		must(t, other.RUnlock(ctx))
 		if mr.Exists(name) {
 			t.Fatalf("%s: hash left after the last read release", name)
 		}
 
-		must(t, rw.Lock(ctx))
-		must(t, rw.Lock(ctx))
-		must(t, rw.RLock(ctx))
+		must(t, rw.Lock(octx))
+		must(t, rw.Lock(octx))
+		must(t, rw.RLock(octx))
 		got := make(chan error, 1)
 		go func() { got <- other.RLock(ctx) }()
 		waitWaiters(t, 1, c)
-		must(t, rw.Unlock(ctx))
-		must(t, rw.Unlock(ctx)) // downgrade: publishes "1"
+		must(t, rw.Unlock(octx))
+		must(t, rw.Unlock(octx)) // downgrade: publishes "1"
 		select {
 		case err := <-got:
 			must(t, err)
@@ -58,7 +59,7 @@ func TestMiniredisCompatible(t *testing.T) {
 		}
 		ok, err := rw.IsReadLocked(ctx)
 		wantBool(t, name+": IsReadLocked", ok, err, true)
-		n, err := rw.ReadHoldCount(ctx)
+		n, err := rw.ReadHoldCount(octx)
 		wantCount(t, name+": ReadHoldCount", n, err, 1)
 		ok, err = rw.ForceUnlock(ctx)
 		wantBool(t, name+": ForceUnlock", ok, err, true)

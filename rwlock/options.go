@@ -1,10 +1,9 @@
 package rwlock
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 )
 
 // Option configures an RWLock.
@@ -21,15 +20,16 @@ type options struct {
 // own timeout key; a partial release gives the remaining ones a full lease
 // again). A write hold lasts until d after it was taken, re-entered or partly
 // released. Done closes, with ErrLockLost, when the lease runs out. d must be
-// at least 1ms (Redis counts leases in milliseconds). The default is no
+// positive; Redis counts leases in whole milliseconds, and d is rounded up
+// to one. The default is no
 // fixed lease: every hold lasts until its release, renewed by the Client's
 // watchdog (lease = redisync.WithWatchdogTimeout, renewed every third of
 // it).
 func WithLease(d time.Duration) Option {
 	return func(o *options) {
-		if d < time.Millisecond {
+		if err := core.CheckLease("rwlock", d); err != nil {
 			if o.err == nil {
-				o.err = fmt.Errorf("%w: rwlock lease %v, must be at least 1ms", redisync.ErrInvalidArgument, d)
+				o.err = err
 			}
 			return
 		}

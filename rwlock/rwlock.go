@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,57 +33,134 @@ func wake(payload string, _ int) int {
 
 // RWLock is a distributed read-write lock on Redis, compatible with
 // Redisson's RReadWriteLock: many readers or one writer. It is a handle:
-// creating one does no I/O, and it is safe for concurrent use. By default
-// the handle is its own owner; a context from redisync.WithOwner makes the
-// call act for the owner the context carries instead.
+// creating one does no I/O.
 //
-// Both sides are reentrant. The writer may also take read holds (a
-// downgrade: Lock, RLock, Unlock leaves the owner read-locked). An owner
-// that holds only read holds may not take the write side: Lock and TryLock
-// return ErrUpgrade at once.
+// Without an owner in the context, an RWLock is a distributed sync.RWMutex:
+// any number of goroutines may share one handle, and they exclude each
+// other as they exclude other handles and other processes (many read holds
+// or one write hold through the handle at a time; a Lock waiting through it
+// keeps later RLocks through it out, so writers are not starved); holds are
+// not reentrant, and RUnlock and Unlock may come from any goroutine. With
+// an owner in the context (redisync.WithOwner), the call acts for that
+// owner, whose holds on both sides are reentrant. The writer may also take
+// read holds (a downgrade: Lock, RLock, Unlock leaves the owner
+// read-locked). An owner that holds only read holds may not take the write
+// side: Lock and TryLock return ErrUpgrade at once. Downgrade and
+// ErrUpgrade concern context owners only: without one, Lock waits for
+// every read hold to go, as sync.RWMutex does.
 //
 // RWLock implements redisync.Locker with its write side; ReadLocker and
 // WriteLocker return the two sides as separate Lockers.
 type RWLock struct {
-	h    core.Handle
-	opts options
-
-	mu     sync.Mutex
-	latest *core.Hold // the hold of the latest acquisition through this handle, read or write
+	e           *core.Lock
+	read, write *core.Side
 }
 
 // New returns a handle on the read-write lock called name. It does no I/O
 // and never fails: an empty name or an invalid option is reported, wrapping
 // redisync.ErrInvalidArgument, by the first operation.
 func New(c *redisync.Client, name string, opts ...Option) *RWLock {
-	rw := &RWLock{h: core.NewHandle(c, "rwlock", name)}
+	var o options
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&rw.opts)
+			opt(&o)
 		}
 	}
-	rw.h.OptErr = rw.opts.err
-	return rw
+	e := core.NewLock((*core.Client)(c), "rwlock", name)
+	e.Fixed, e.OptErr = o.lease, o.err
+	return &RWLock{e: e, read: readSide(e), write: writeSide(e)}
 }
 
 // Name returns the lock's name, which is also the key of its hash.
-func (rw *RWLock) Name() string { return rw.h.Name }
+func (rw *RWLock) Name() string { return rw.e.Name }
 
-func (rw *RWLock) lease() time.Duration { return rw.h.Lease(rw.opts.lease) }
+// sides returns what both sides' configurations share: the kind, the wait
+// on the lock's channel with its wake policy, and the release script call.
+func side(e *core.Lock, what string, field func(string) string, script *redis.Script, msg string) *core.Side {
+	channel := keys.RWChannel(e.Name)
+	head, tail := keys.RWTimeoutParts(e.Name)
+	return &core.Side{
+		Kind:  "rwlock",
+		What:  what,
+		Field: field,
+		Release: func(ctx context.Context, op *core.Op) (int64, error) {
+			undo, undoKey := "0", op.ReqKey
+			if op.UndoKey != "" {
+				undo, undoKey = "1", op.UndoKey
+			}
+			return script.Run(ctx, e.C.Redis(), []string{op.Name, channel, op.ReqKey, undoKey},
+				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, head, tail, op.Count).Int64()
+		},
+		Wait: func(*core.Op) core.WaitSpec { return core.WaitSpec{Channel: channel, Wake: wake} },
+	}
+}
+
+// readSide is the read side's configuration of the engine: a read hold is
+// the owner's reader field plus one timeout key per hold.
+func readSide(e *core.Lock) *core.Side {
+	s := side(e, "read ", func(owner string) string { return owner }, lua.RWReadRelease, msgRead)
+	s.Shared = true
+	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
+		res, err := lua.RWReadAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+			op.LeaseMillis(), op.Owner, e.C.RequestTTLMillis(), keys.RWWriteField(op.Owner),
+			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count).Int64Slice()
+		return outcome(res, err, op.Owner)
+	}
+	s.Renew = func(op *core.Op) *core.RenewSpec {
+		return &core.RenewSpec{Script: lua.RenewRead, Keys: []string{op.Name},
+			Args: []any{op.Owner, keys.RWTimeoutPrefix(op.Name, op.Owner)}}
+	}
+	return s
+}
+
+// writeSide is the write side's configuration of the engine: the owner's
+// write field, renewed as a lock's owner field.
+func writeSide(e *core.Lock) *core.Side {
+	s := side(e, "write ", keys.RWWriteField, lua.RWWriteRelease, msgWrite)
+	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
+		res, err := lua.RWWriteAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+			op.LeaseMillis(), op.Owner, e.C.RequestTTLMillis(), op.Field,
+			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count).Int64Slice()
+		return outcome(res, err, op.Owner)
+	}
+	s.Renew = func(op *core.Op) *core.RenewSpec {
+		return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}
+	}
+	return s
+}
+
+// outcome reads an acquisition script's reply.
+func outcome(res []int64, err error, owner string) (core.Outcome, error) {
+	switch {
+	case err != nil:
+		return core.Outcome{}, err
+	case len(res) < 2:
+		return core.Outcome{}, fmt.Errorf("unexpected reply %v", res)
+	case res[0] == 1:
+		return core.Outcome{Acquired: true}, nil
+	case res[0] == -1:
+		return core.Outcome{Err: fmt.Errorf("owner %s: %w", owner, redisync.ErrUpgrade)}, nil
+	case res[0] == -2:
+		return core.Outcome{Lost: true}, nil
+	}
+	return core.Outcome{Retry: core.RetryAfterPTTL(res[1])}, nil
+}
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
-// once when the lock is free or read-locked, and when the caller's owner
-// holds the write side (downgrade); it waits while another owner holds the
-// write side. A waiter is woken through pub/sub when the writer releases,
-// and re-checks at the latest when the writer's lease would end. Every
-// RLock adds one to the owner's read hold count.
+// once when the lock is free or read-locked, and when the caller's context
+// owner holds the write side (downgrade); it waits while another owner
+// holds the write side, and, without a context owner, while a Lock through
+// this handle holds or waits for the write side. A waiter is woken through
+// pub/sub when the writer releases, and re-checks at the latest when the
+// writer's lease would end. Every RLock of a context owner adds one to its
+// read hold count.
 //
 // On success the read hold lasts until the matching RUnlock, renewed by the
 // watchdog, or for the fixed lease of WithLease. When ctx ends first, RLock
 // returns an error wrapping ctx.Err() and holds nothing: an acquisition
 // whose reply was lost is undone.
 func (rw *RWLock) RLock(ctx context.Context) error {
-	_, err := rw.acquire(ctx, false, 0, true)
+	_, err := rw.e.Acquire(ctx, rw.read, true, 0)
 	return err
 }
 
@@ -94,207 +170,58 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 // unreachable, ctx ended: then wrapping ctx.Err()). A negative wait is an
 // invalid argument.
 func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error) {
-	if err := rw.h.CheckWait(wait); err != nil {
-		return false, err
-	}
-	return rw.acquire(ctx, false, wait, false)
+	return rw.e.Acquire(ctx, rw.read, false, wait)
 }
 
 // Lock takes the write hold, waiting as long as ctx allows. It succeeds
-// when the lock is free, and at once when the caller's owner already holds
-// the write side (hold count + 1). It waits while other owners hold read
-// or write holds; a waiter is woken through pub/sub by the release that
-// frees the lock, and re-checks at the latest when the holders' leases
-// would end.
+// when the lock is free, and at once when the caller's context owner
+// already holds the write side (hold count + 1). It waits while other
+// owners hold read or write holds, and, without a context owner, while
+// holds taken through this handle without one last; a waiter is woken
+// through pub/sub by the release that frees the lock, and re-checks at the
+// latest when the holders' leases would end.
 //
-// When the caller's owner holds read holds but not the write side, Lock
-// returns an error wrapping redisync.ErrUpgrade at once and changes
+// When the caller's context owner holds read holds but not the write side,
+// Lock returns an error wrapping redisync.ErrUpgrade at once and changes
 // nothing (Redisson waits for itself forever there). When ctx ends first,
 // Lock returns an error wrapping ctx.Err() and holds nothing.
 func (rw *RWLock) Lock(ctx context.Context) error {
-	_, err := rw.acquire(ctx, true, 0, true)
+	_, err := rw.e.Acquire(ctx, rw.write, true, 0)
 	return err
 }
 
 // TryLock takes the write hold if it can within wait (0: a single attempt).
 // It returns (false, nil) when other owners kept the lock, an error
-// wrapping redisync.ErrUpgrade at once when the caller's owner holds only
-// read holds, and other errors for failures as TryRLock does.
+// wrapping redisync.ErrUpgrade at once when the caller's context owner
+// holds only read holds, and other errors for failures as TryRLock does.
 func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
-	if err := rw.h.CheckWait(wait); err != nil {
-		return false, err
-	}
-	return rw.acquire(ctx, true, wait, false)
+	return rw.e.Acquire(ctx, rw.write, false, wait)
 }
 
-func (rw *RWLock) acquire(ctx context.Context, write bool, wait time.Duration, forever bool) (bool, error) {
-	owner, err := rw.h.Owner(ctx)
-	if err != nil {
-		return false, err
-	}
-	try := func(ctx context.Context) (bool, time.Duration, error) { return rw.tryRead(ctx, owner) }
-	if write {
-		try = func(ctx context.Context) (bool, time.Duration, error) { return rw.tryWrite(ctx, owner) }
-	}
-	ok, err := rw.h.C.Wait(ctx, core.WaitSpec{
-		Channel: keys.RWChannel(rw.h.Name),
-		Wake:    wake,
-		Forever: forever,
-		Wait:    wait,
-		Try:     try,
-	})
-	if err != nil {
-		return false, fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
-	}
-	return ok, nil
-}
-
-// tryRead makes one read acquisition attempt. It returns the writer's
-// remaining lease as the retry hint when the lock is write-locked.
-func (rw *RWLock) tryRead(ctx context.Context, owner string) (bool, time.Duration, error) {
-	lease := rw.lease()
-	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
-	prefix := keys.RWTimeoutPrefix(rw.h.Name, owner)
-	sent := time.Now() // Redis starts the lease after this
-	res, err := lua.RWReadAcquire.Run(ctx, rw.h.C.Redis(), []string{rw.h.Name, reqKey},
-		lease.Milliseconds(), owner, rw.h.C.RequestTTLMillis(), keys.RWWriteField(owner), prefix).Int64Slice()
-	if err != nil {
-		if !core.IsReply(err) {
-			rw.undo(ctx, false, owner, reqKey)
-		}
-		return false, 0, fmt.Errorf("read acquire: %w", err)
-	}
-	if len(res) < 2 {
-		return false, 0, fmt.Errorf("read acquire: unexpected reply %v", res)
-	}
-	if res[0] != 1 {
-		return false, core.RetryAfterPTTL(res[1]), nil
-	}
-	var renew *core.RenewSpec
-	if rw.opts.lease == 0 {
-		renew = &core.RenewSpec{Script: lua.RenewRead, Keys: []string{rw.h.Name}, Args: []any{owner, prefix}}
-	}
-	rw.setLatest(rw.h.C.AcquiredAt(sent, core.HoldKey{Key: rw.h.Name, Field: owner}, res[1], lease, renew))
-	return true, 0, nil
-}
-
-// tryWrite makes one write acquisition attempt. It returns the holders'
-// remaining lease as the retry hint when the lock is busy, and ErrUpgrade
-// when the owner holds only read holds.
-func (rw *RWLock) tryWrite(ctx context.Context, owner string) (bool, time.Duration, error) {
-	lease := rw.lease()
-	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
-	field := keys.RWWriteField(owner)
-	sent := time.Now() // Redis starts the lease after this
-	res, err := lua.RWWriteAcquire.Run(ctx, rw.h.C.Redis(), []string{rw.h.Name, reqKey},
-		lease.Milliseconds(), owner, rw.h.C.RequestTTLMillis(), field, keys.RWTimeoutPrefix(rw.h.Name, owner)).Int64Slice()
-	if err != nil {
-		if !core.IsReply(err) {
-			rw.undo(ctx, true, owner, reqKey)
-		}
-		return false, 0, fmt.Errorf("write acquire: %w", err)
-	}
-	if len(res) < 2 {
-		return false, 0, fmt.Errorf("write acquire: unexpected reply %v", res)
-	}
-	switch res[0] {
-	case 1:
-	case -1:
-		return false, 0, fmt.Errorf("owner %s: %w", owner, redisync.ErrUpgrade)
-	default:
-		return false, core.RetryAfterPTTL(res[1]), nil
-	}
-	var renew *core.RenewSpec
-	if rw.opts.lease == 0 {
-		renew = &core.RenewSpec{Script: lua.RenewLock, Keys: []string{rw.h.Name}, Args: []any{field}}
-	}
-	rw.setLatest(rw.h.C.AcquiredAt(sent, core.HoldKey{Key: rw.h.Name, Field: field}, res[1], lease, renew))
-	return true, 0, nil
-}
-
-func (rw *RWLock) setLatest(h *core.Hold) {
-	rw.mu.Lock()
-	rw.latest = h
-	rw.mu.Unlock()
-}
-
-// runRelease sends a release of one read or write hold of owner; in undo
-// mode, of the hold that the acquisition recorded under acquireKey took, if
-// it took place.
-func (rw *RWLock) runRelease(ctx context.Context, write bool, owner, reqKey, acquireKey string, undo bool) *redis.Cmd {
-	head, tail := keys.RWTimeoutParts(rw.h.Name)
-	mode := "0"
-	if undo {
-		mode = "1"
-	}
-	ks := []string{rw.h.Name, keys.RWChannel(rw.h.Name), reqKey, acquireKey}
-	if write {
-		return lua.RWWriteRelease.Run(ctx, rw.h.C.Redis(), ks,
-			rw.lease().Milliseconds(), keys.RWWriteField(owner), rw.h.C.RequestTTLMillis(), msgWrite, mode, head, tail)
-	}
-	return lua.RWReadRelease.Run(ctx, rw.h.C.Redis(), ks,
-		rw.lease().Milliseconds(), owner, rw.h.C.RequestTTLMillis(), msgRead, mode, head, tail)
-}
-
-// undo reverts an acquisition whose reply was lost (ctx ended, the
-// connection broke): if it took place, one hold is released; if it has not
-// yet, it is marked cancelled so a late copy does nothing.
-func (rw *RWLock) undo(ctx context.Context, write bool, owner, acquireKey string) {
-	ctx, cancel := rw.h.C.DetachedContext(ctx)
-	defer cancel()
-	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
-	if err := rw.runRelease(ctx, write, owner, reqKey, acquireKey, true).Err(); err != nil {
-		rw.h.C.Logger().Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
-			"rwlock", rw.h.Name, "owner", owner, "write", write, "err", err)
-	}
-}
-
-// RUnlock releases one read hold of the caller's owner. When the last read
-// hold of the last reader goes, the lock is deleted and one waiting writer
-// is woken. Renewal of the hold stops before the release is sent, whatever
-// its outcome. RUnlock runs even when ctx is already cancelled (on a
-// detached context with a bounded timeout), and a release re-sent by
-// go-redis after a lost reply is applied once.
+// RUnlock releases one read hold: without a context owner, one taken
+// through this handle without one (from any goroutine); with one, one of
+// that owner's. When the last read hold of the last reader goes, the lock
+// is deleted and one waiting writer is woken. Renewal of the hold stops
+// before the release is sent, whatever its outcome. RUnlock runs even when
+// ctx is already cancelled (on a detached context with a bounded timeout),
+// and a release re-sent by go-redis after a lost reply is applied once.
 //
 // It returns an error wrapping redisync.ErrNotHeld, and releases nothing,
 // when the owner holds no live read hold: its lease ran out, someone
 // force-unlocked the lock, or it never took one.
-func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.release(ctx, false) }
+func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, rw.read) }
 
-// Unlock releases one write hold of the caller's owner. The last one wakes
-// every waiter: the lock is then free, or read-locked when the owner still
-// holds read holds (a downgrade), and waiting readers get in at once.
-// Renewal of the hold stops before the release is sent, whatever its
-// outcome. Unlock runs even when ctx is already cancelled, and a release
-// re-sent after a lost reply is applied once.
+// Unlock releases one write hold (without a context owner, the one taken
+// through this handle without one). The last one wakes every waiter: the
+// lock is then free, or read-locked when the owner still holds read holds
+// (a downgrade), and waiting readers get in at once. Renewal of the hold
+// stops before the release is sent, whatever its outcome. Unlock runs even
+// when ctx is already cancelled, and a release re-sent after a lost reply
+// is applied once.
 //
 // It returns an error wrapping redisync.ErrNotHeld, and changes nothing,
 // when the owner does not hold the write side.
-func (rw *RWLock) Unlock(ctx context.Context) error { return rw.release(ctx, true) }
-
-func (rw *RWLock) release(ctx context.Context, write bool) error {
-	owner, err := rw.h.Owner(ctx)
-	if err != nil {
-		return err
-	}
-	side, field := "read", owner
-	if write {
-		side, field = "write", keys.RWWriteField(owner)
-	}
-	ctx, cancel := rw.h.C.DetachedContext(ctx)
-	defer cancel()
-	reqKey := keys.Request(rw.h.Name, rw.h.C.RequestID())
-	remaining, err := rw.h.C.Release(core.HoldKey{Key: rw.h.Name, Field: field}, func() (int64, error) {
-		return rw.runRelease(ctx, write, owner, reqKey, reqKey, false).Int64()
-	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("rwlock %q: %s release: %w", rw.h.Name, side, err)
-	case remaining < 0:
-		return fmt.Errorf("rwlock %q: %s side, owner %s: %w", rw.h.Name, side, owner, redisync.ErrNotHeld)
-	}
-	return nil
-}
+func (rw *RWLock) Unlock(ctx context.Context) error { return rw.e.Release(ctx, rw.write) }
 
 // ForceUnlock deletes the lock whoever holds it, in either mode, together
 // with the timeout keys of its read holds, and wakes every waiter. It
@@ -302,30 +229,30 @@ func (rw *RWLock) release(ctx context.Context, write bool) error {
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
 // renews, or when they unlock (ErrNotHeld).
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := rw.h.Check(); err != nil {
+	if err := rw.e.Check(); err != nil {
 		return false, err
 	}
-	head, tail := keys.RWTimeoutParts(rw.h.Name)
-	n, err := lua.RWForceUnlock.Run(ctx, rw.h.C.Redis(),
-		[]string{rw.h.Name, keys.RWChannel(rw.h.Name)}, head, tail, msgWrite).Int64()
+	head, tail := keys.RWTimeoutParts(rw.e.Name)
+	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
+		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite).Int64()
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.h.Name, err)
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
 	}
-	rw.h.C.EndHolds(rw.h.Name, fmt.Errorf("%w: force-unlocked", redisync.ErrLockLost))
+	rw.e.ForceEnded()
 	return n == 1, nil
 }
 
 // mode returns the lock's mode field: "read", "write", or "" when free.
 func (rw *RWLock) mode(ctx context.Context) (string, error) {
-	if err := rw.h.Check(); err != nil {
+	if err := rw.e.Check(); err != nil {
 		return "", err
 	}
-	m, err := rw.h.C.Redis().HGet(ctx, rw.h.Name, "mode").Result()
+	m, err := rw.e.C.Redis().HGet(ctx, rw.e.Name, "mode").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
+		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
 	}
 	return m, nil
 }
@@ -349,14 +276,14 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 // RUnlocks release its read side. It is 0 when the owner holds no live read
 // hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.h.Owner(ctx)
+	owner, err := rw.e.Owner(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := lua.RWReadCount.Run(ctx, rw.h.C.Redis(), []string{rw.h.Name},
-		owner, keys.RWTimeoutPrefix(rw.h.Name, owner)).Int64()
+	n, err := lua.RWReadCount.Run(ctx, rw.e.C.Redis(), []string{rw.e.Name},
+		owner, keys.RWTimeoutPrefix(rw.e.Name, owner)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
 	}
 	return n, nil
 }
@@ -364,16 +291,16 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 // WriteHoldCount returns the caller's owner's write hold count: how many
 // Unlocks release its write side. It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.h.Owner(ctx)
+	owner, err := rw.e.Owner(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := rw.h.C.Redis().HGet(ctx, rw.h.Name, keys.RWWriteField(owner)).Int64()
+	n, err := rw.e.C.Redis().HGet(ctx, rw.e.Name, keys.RWWriteField(owner)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.h.Name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
 	}
 	return n, nil
 }
@@ -384,21 +311,13 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 // the fixed lease ran out, a ForceUnlock, Close). Before the first
 // acquisition it is closed. Use it to stop work the lock guards: a Redis
 // lock is a lease, not a mutex.
-func (rw *RWLock) Done() <-chan struct{} {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.latest.Done()
-}
+func (rw *RWLock) Done() <-chan struct{} { return rw.e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final release, or before any acquisition, an
 // error wrapping redisync.ErrNotHeld; after a loss, one wrapping
 // redisync.ErrLockLost.
-func (rw *RWLock) Err() error {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.latest.Err()
-}
+func (rw *RWLock) Err() error { return rw.e.Err() }
 
 // ReadLocker returns the read side as a redisync.Locker: its Lock, TryLock
 // and Unlock are RLock, TryRLock and RUnlock. Use it to take a read hold as

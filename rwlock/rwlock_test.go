@@ -19,7 +19,7 @@ import (
 
 func TestHoldCounts(t *testing.T) {
 	c := newClient(t)
-	ctx := testCtx(t)
+	ctx := redisync.WithOwner(testCtx(t)) // reentrancy needs a context owner
 	rw := newRW(t, c)
 
 	read := func(want int64) {
@@ -246,15 +246,16 @@ func TestDowngrade(t *testing.T) {
 	other := newClient(t, redisync.WithRecheckInterval(time.Minute))
 	ctx := testCtx(t)
 	rw := newRW(t, c)
+	octx := redisync.WithOwner(ctx) // downgrade concerns context owners
 
-	must(t, rw.Lock(ctx))
-	must(t, rw.RLock(ctx)) // the writer may read
-	n, err := rw.ReadHoldCount(ctx)
+	must(t, rw.Lock(octx))
+	must(t, rw.RLock(octx)) // the writer may read
+	n, err := rw.ReadHoldCount(octx)
 	wantCount(t, "ReadHoldCount", n, err, 1)
-	n, err = rw.WriteHoldCount(ctx)
+	n, err = rw.WriteHoldCount(octx)
 	wantCount(t, "WriteHoldCount", n, err, 1)
-	must(t, rw.Lock(ctx)) // and re-enter the write side while reading
-	must(t, rw.Unlock(ctx))
+	must(t, rw.Lock(octx)) // and re-enter the write side while reading
+	must(t, rw.Unlock(octx))
 
 	const readers = 3
 	var wg sync.WaitGroup
@@ -275,7 +276,7 @@ func TestDowngrade(t *testing.T) {
 	waitWaiters(t, readers, other)
 
 	released := time.Now()
-	must(t, rw.Unlock(ctx)) // downgrade: keeps the read hold
+	must(t, rw.Unlock(octx)) // downgrade: keeps the read hold
 	wg.Wait()
 	close(got)
 	for at := range got {
@@ -285,22 +286,22 @@ func TestDowngrade(t *testing.T) {
 	}
 	ok, err := rw.IsReadLocked(ctx)
 	wantBool(t, "IsReadLocked after downgrade", ok, err, true)
-	n, err = rw.ReadHoldCount(ctx)
+	n, err = rw.ReadHoldCount(octx)
 	wantCount(t, "ReadHoldCount after downgrade", n, err, 1)
-	n, err = rw.WriteHoldCount(ctx)
+	n, err = rw.WriteHoldCount(octx)
 	wantCount(t, "WriteHoldCount after downgrade", n, err, 0)
 	// The latest acquisition was the re-entered write side, now released.
 	wantErr(t, "Err after the write release", rw.Err(), redisync.ErrNotHeld)
-	must(t, rw.RLock(ctx))
+	must(t, rw.RLock(octx))
 	if err := rw.Err(); err != nil {
 		t.Fatalf("Err = %v while the read hold (now the latest) lasts", err)
 	}
-	must(t, rw.RUnlock(ctx))
+	must(t, rw.RUnlock(octx))
 
 	// Still read-locked by the downgraded owner: no writer gets in.
 	ok, err = rwlock.New(other, rw.Name()).TryLock(ctx, 0)
 	wantBool(t, "writer after downgrade", ok, err, false)
-	must(t, rw.RUnlock(ctx))
+	must(t, rw.RUnlock(octx))
 	for _, h := range handles {
 		must(t, h.RUnlock(ctx))
 	}
@@ -312,12 +313,13 @@ func TestUpgradeRefused(t *testing.T) {
 	c := newClient(t)
 	ctx := testCtx(t)
 	rw := newRW(t, c)
-	must(t, rw.RLock(ctx))
+	octx := redisync.WithOwner(ctx) // ErrUpgrade concerns context owners
+	must(t, rw.RLock(octx))
 	before := snapshot(t, c.Redis(), rw.Name())
 
 	start := time.Now()
-	wantErr(t, "Lock by a reader", rw.Lock(ctx), redisync.ErrUpgrade)
-	ok, err := rw.TryLock(ctx, 10*time.Second)
+	wantErr(t, "Lock by a reader", rw.Lock(octx), redisync.ErrUpgrade)
+	ok, err := rw.TryLock(octx, 10*time.Second)
 	wantErr(t, "TryLock by a reader", err, redisync.ErrUpgrade)
 	if ok {
 		t.Fatal("TryLock by a reader succeeded")
@@ -329,13 +331,13 @@ func TestUpgradeRefused(t *testing.T) {
 		t.Fatalf("the refused upgrade changed the lock: %s -> %s", before, after)
 	}
 	noSubscriptions(t, c)
-	wantErr(t, "Unlock by a reader", rw.Unlock(ctx), redisync.ErrNotHeld)
-	must(t, rw.RUnlock(ctx))
+	wantErr(t, "Unlock by a reader", rw.Unlock(octx), redisync.ErrNotHeld)
+	must(t, rw.RUnlock(octx))
 
 	// Another reader does not make this owner's Lock an upgrade: it waits.
 	other := rwlock.New(c, rw.Name())
 	must(t, other.RLock(ctx))
-	ok, err = rw.TryLock(ctx, 50*time.Millisecond)
+	ok, err = rw.TryLock(octx, 50*time.Millisecond)
 	wantBool(t, "writer while another owner reads", ok, err, false)
 	must(t, other.RUnlock(ctx))
 }
@@ -491,7 +493,7 @@ func TestWatchdogRenewsReadHolds(t *testing.T) {
 	if err := rw.Err(); !errors.Is(err, redisync.ErrNotHeld) {
 		t.Fatalf("Err after the last RUnlock = %v, want ErrNotHeld", err)
 	}
-	if n := core.From(c).WatchdogStats().Holds; n != 0 {
+	if n := (*core.Client)(c).WatchdogStats().Holds; n != 0 {
 		t.Fatalf("watchdog still renews %d holds", n)
 	}
 }
@@ -526,13 +528,13 @@ func TestRenewalsBatched(t *testing.T) {
 		}
 		rws = append(rws, rw)
 	}
-	before := core.From(c).WatchdogStats()
+	before := (*core.Client)(c).WatchdogStats()
 	if before.Holds != 15 {
 		t.Fatalf("watchdog renews %d holds, want 15", before.Holds)
 	}
 	var after core.WatchdogStats
 	eventually(t, 10*time.Second, func() error {
-		after = core.From(c).WatchdogStats()
+		after = (*core.Client)(c).WatchdogStats()
 		if after.Ticks < before.Ticks+3 {
 			return errors.New("fewer than 3 renewal rounds")
 		}
@@ -743,7 +745,7 @@ func TestFixedLeaseRead(t *testing.T) {
 func TestReentrantWriteTTL(t *testing.T) {
 	const lease = 2 * time.Second
 	c := newClient(t)
-	ctx := testCtx(t)
+	ctx := redisync.WithOwner(testCtx(t)) // reentrancy needs a context owner
 	rw := newRW(t, c, rwlock.WithLease(lease))
 	must(t, rw.Lock(ctx))
 	must(t, rw.Lock(ctx))
@@ -833,7 +835,6 @@ func TestBadInput(t *testing.T) {
 		{"empty name", rwlock.New(c, ""), ctx},
 		{"zero lease", rwlock.New(c, "x", rwlock.WithLease(0)), ctx},
 		{"negative lease", rwlock.New(c, "x", rwlock.WithLease(-time.Second)), ctx},
-		{"sub-millisecond lease", rwlock.New(c, "x", rwlock.WithLease(time.Microsecond)), ctx},
 		{"nil client", rwlock.New(nil, "x"), ctx},
 		{"owner token 0", rwlock.New(c, "x"), redisync.WithOwnerToken(ctx, 0)},
 		{"bad client option", rwlock.New(badOption, "x"), ctx},
@@ -900,7 +901,7 @@ func TestCancelledWait(t *testing.T) {
 	}
 	n, err := rw.ReadHoldCount(ctx)
 	wantCount(t, "ReadHoldCount", n, err, 0)
-	if core.From(c).WatchdogStats().Holds != 0 {
+	if (*core.Client)(c).WatchdogStats().Holds != 0 {
 		t.Fatal("a cancelled wait left a renewed hold")
 	}
 	if err := rw.Err(); !errors.Is(err, redisync.ErrNotHeld) {
@@ -997,7 +998,7 @@ func TestUndoInterruptedAcquire(t *testing.T) {
 		if n := rdb.Exists(ctx, name).Val(); n != 0 {
 			t.Fatalf("write=%v: the interrupted acquisition was not undone: %v", write, rdb.HGetAll(ctx, name).Val())
 		}
-		if core.From(c).WatchdogStats().Holds != 0 {
+		if (*core.Client)(c).WatchdogStats().Holds != 0 {
 			t.Fatalf("write=%v: a hold is renewed", write)
 		}
 	}
@@ -1052,7 +1053,7 @@ func TestForceUnlock(t *testing.T) {
 
 func TestViews(t *testing.T) {
 	c := newClient(t)
-	ctx := testCtx(t)
+	ctx := redisync.WithOwner(testCtx(t)) // reentrancy, downgrade and ErrUpgrade concern context owners
 	rw := newRW(t, c)
 	var r, w redisync.Locker = rw.ReadLocker(), rw.WriteLocker()
 
@@ -1108,22 +1109,23 @@ func TestCluster(t *testing.T) {
 	ctx := testCtx(t)
 	for _, name := range []string{redistest.Key(t, "rw"), "{" + redistest.Key(t, "tag") + "}:rw", "a{" + redistest.Key(t, "b") + "}c"} {
 		rw, other := rwlock.New(c, name), rwlock.New(c, name)
-		must(t, rw.Lock(ctx))
-		must(t, rw.RLock(ctx))
-		must(t, rw.RLock(ctx))
+		octx := redisync.WithOwner(ctx) // rw downgrades
+		must(t, rw.Lock(octx))
+		must(t, rw.RLock(octx))
+		must(t, rw.RLock(octx))
 		got := make(chan error, 1)
 		go func() { got <- other.RLock(ctx) }()
-		must(t, rw.Unlock(ctx))
+		must(t, rw.Unlock(octx))
 		must(t, <-got)
 		time.Sleep(time.Second) // renewals of read holds in cluster batches
 		if err := rw.Err(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		must(t, rw.RUnlock(ctx))
+		must(t, rw.RUnlock(octx))
 		must(t, other.RUnlock(ctx))
 		ok, err := other.ForceUnlock(ctx)
 		wantBool(t, name+": ForceUnlock", ok, err, true)
-		wantErr(t, name+": RUnlock after ForceUnlock", rw.RUnlock(ctx), redisync.ErrNotHeld)
+		wantErr(t, name+": RUnlock after ForceUnlock", rw.RUnlock(octx), redisync.ErrNotHeld)
 	}
 }
 
@@ -1134,7 +1136,7 @@ func TestUndoTombstone(t *testing.T) {
 	c := newClient(t)
 	ctx, me := ownerCtx(t, c)
 	rdb := c.Redis()
-	cc := core.From(c)
+	cc := (*core.Client)(c)
 	for _, write := range []bool{false, true} {
 		name := redistest.Key(t, "rw")
 		head, tail := keys.RWTimeoutParts(name)

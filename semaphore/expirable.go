@@ -39,7 +39,7 @@ type ExpirableSemaphore struct {
 // reported, wrapping redisync.ErrInvalidArgument, by the first operation. A
 // semaphore that was never set has no permits.
 func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
-	return &ExpirableSemaphore{base{core.NewHandle(c, "expirable semaphore", name)}}
+	return &ExpirableSemaphore{base{core.NewHandle((*core.Client)(c), "expirable semaphore", name)}}
 }
 
 // Name returns the semaphore's name, which is also the Redis key of its
@@ -355,13 +355,4 @@ func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
 
 // leaseMillis converts a lease to the milliseconds the scripts take: 0 for
 // a permit that never expires, and at least 1 for any positive lease.
-func leaseMillis(lease time.Duration) int64 {
-	if lease <= 0 {
-		return 0
-	}
-	ms := int64(lease / time.Millisecond)
-	if lease%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
-}
+func leaseMillis(lease time.Duration) int64 { return core.Millis(lease) }

@@ -32,7 +32,7 @@ type Semaphore struct {
 // redisync.ErrInvalidArgument, by the first operation. A semaphore that was
 // never set has no permits.
 func New(c *redisync.Client, name string) *Semaphore {
-	return &Semaphore{base{core.NewHandle(c, "semaphore", name)}}
+	return &Semaphore{base{core.NewHandle((*core.Client)(c), "semaphore", name)}}
 }
 
 // Name returns the semaphore's name, which is also its Redis key.

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -32,6 +33,8 @@ func (d *demo) lockContention(ctx context.Context) error {
 			if err := sleep(ctx, time.Duration(i)*30*time.Millisecond); err != nil {
 				return err
 			}
+			// One owner per simulated request: it re-enters the lock below.
+			ctx := redisync.WithOwner(ctx)
 			l := rlock.New(p.c, name, rlock.WithFencing())
 			t0 := time.Now()
 			ok, err := l.TryLock(ctx, 0)
@@ -50,9 +53,9 @@ func (d *demo) lockContention(ctx context.Context) error {
 			d.stats.maxLockHolders = max(d.stats.maxLockHolders, int(n))
 			mu.Unlock()
 			if ok {
-				d.logf(p.name, "acquires %q at once (fencing token %d)", short, l.Token())
+				d.logf(p.name, "acquires %q at once (fencing token %d)", short, l.FencingToken())
 			} else {
-				d.logf(p.name, "acquires %q after waiting %s (fencing token %d)", short, secs(time.Since(t0)), l.Token())
+				d.logf(p.name, "acquires %q after waiting %s (fencing token %d)", short, secs(time.Since(t0)), l.FencingToken())
 			}
 			if i == 0 {
 				// Reentrancy: the same owner takes it again.
@@ -63,7 +66,7 @@ func (d *demo) lockContention(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				d.logf(p.name, "re-enters %q: hold count %d (fencing token %d)", short, c, l.Token())
+				d.logf(p.name, "re-enters %q: hold count %d (fencing token %d)", short, c, l.FencingToken())
 				if err := l.Unlock(ctx); err != nil {
 					return err
 				}

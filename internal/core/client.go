@@ -53,6 +53,8 @@ type Client struct {
 
 	holdsMu sync.Mutex
 	holds   map[HoldKey]*Hold
+	owners  ownerLocks
+	lines   lines
 	wd      watchdog
 }
 
@@ -89,16 +91,6 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.wd.c = c
 	return c
 }
-
-// extract gets the *Client out of a *redisync.Client; the root package
-// registers it at init, which runs before any primitive package's code.
-var extract func(any) *Client
-
-// Register is called once by the root package.
-func Register(f func(any) *Client) { extract = f }
-
-// From returns the core of a *redisync.Client, or nil for a nil client.
-func From(v any) *Client { return extract(v) }
 
 // Check returns the error every operation must return before sending
 // anything: an invalid client or option (ErrInvalidArgument) or a closed

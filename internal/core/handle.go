@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
@@ -23,10 +22,10 @@ type Handle struct {
 }
 
 // NewHandle returns the state of a handle on the primitive of the given kind
-// called name, on c (a *redisync.Client, possibly nil). It does no I/O; a nil
-// client or an empty name is reported by Check.
-func NewHandle(c any, kind, name string) Handle {
-	return Handle{C: From(c), Name: name, Kind: kind, Token: NewToken()}
+// called name, on c (possibly nil). It does no I/O; a nil client or an empty
+// name is reported by Check.
+func NewHandle(c *Client, kind, name string) Handle {
+	return Handle{C: c, Name: name, Kind: kind, Token: NewToken()}
 }
 
 // Check returns the error to report before sending anything: the client's
@@ -41,15 +40,6 @@ func (h *Handle) Check() error {
 		return fmt.Errorf("%w: %s: empty name", ErrInvalidArgument, h.Kind)
 	}
 	return h.OptErr
-}
-
-// Owner checks the handle and returns the owner acting in ctx: the
-// context's owner when it carries one, else the handle's.
-func (h *Handle) Owner(ctx context.Context) (string, error) {
-	if err := h.Check(); err != nil {
-		return "", err
-	}
-	return h.C.Owner(ctx, h.Token)
 }
 
 // CheckWait rejects a negative wait, the argument of every TryX.
@@ -73,4 +63,30 @@ func (h *Handle) Lease(fixed time.Duration) time.Duration {
 		return fixed
 	}
 	return h.C.WatchdogTimeout()
+}
+
+// CheckLease is the one rule for a fixed lease given as an option (the
+// locks' WithLease): it must be positive. Leases are sent to Redis in whole
+// milliseconds, rounded up (Millis), so a positive lease never becomes
+// PEXPIRE 0. It returns an error wrapping ErrInvalidArgument that names
+// kind, or nil.
+func CheckLease(kind string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: %s lease %v, must be positive", ErrInvalidArgument, kind, d)
+	}
+	return nil
+}
+
+// Millis converts a duration to the whole milliseconds Redis counts leases
+// in, rounding up: every positive duration is at least 1. Durations ≤ 0 give
+// 0.
+func Millis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }

@@ -20,7 +20,9 @@ type HoldKey struct {
 //	KEYS: the Keys of every hold in the batch, in order
 //	ARGV[1]: lease in milliseconds
 //	ARGV[2]: number of holds n
-//	then per hold: number of its keys, number of its args, its args...
+//	then per hold: number of its keys, number of its args, its args (the
+//	  RenewSpec's Args, then the hold count this client believes in, which
+//	  the script sets in Redis)
 //	returns: an array of n integers, 1 = renewed, 0 = the hold is gone
 //
 // Holds sharing Script and the cluster slot of Keys[0] are renewed in one
@@ -90,23 +92,17 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 }
 
 // AcquiredAt records a successful acquisition of key by this client, after
-// which the owner's hold count is count. sent is when the acquiring command
-// was sent: Redis started the lease after that, so a local deadline counted
-// from sent ends no later than the lease in Redis (Done closes before
-// another owner can take the lock, never after). A count of 1 starts a new
-// hold (ending a stale one, which must have been lost); a higher count
-// extends the live one. lease is what Redis was given; renew is nil for a
-// fixed lease, which then ends by itself when the lease runs out.
+// which the owner's hold count is count, as this client counts it (the
+// script set it in Redis). sent is when the acquiring command was sent:
+// Redis started the lease after that, so a local deadline counted from sent
+// ends no later than the lease in Redis (Done closes before another owner
+// can take the lock, never after). Without a live hold it starts one;
+// otherwise it extends the live one. lease is what Redis was given; renew is
+// nil for a fixed lease, which then ends by itself when the lease runs out.
+// The caller serializes the owner's operations (ownerLocks).
 func (c *Client) AcquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
 	c.holdsMu.Lock()
 	h := c.holds[key]
-	if h != nil && (count <= 1 || h.Err() != nil) {
-		delete(c.holds, key)
-		c.holdsMu.Unlock()
-		h.end(fmt.Errorf("%w: the hold expired and was taken again", ErrLockLost))
-		c.holdsMu.Lock()
-		h = nil
-	}
 	if h == nil {
 		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: sent}
 		c.holds[key] = h
@@ -155,21 +151,40 @@ func (c *Client) LiveHold(key HoldKey) *Hold {
 	return c.holds[key]
 }
 
-// Release runs release, which sends a release of key and reports the
-// owner's remaining hold count (negative: the owner did not hold it). When
-// the local hold is down to its last count, its renewal stops before the
-// release is sent, whatever the release's outcome. The hold ends when the
-// count reaches 0, when the server says it was not held (a loss), and when a
-// final release fails (the lease then runs out in Redis).
-func (c *Client) Release(key HoldKey, release func() (int64, error)) (int64, error) {
+// heldCount returns the owner's hold count on key as this client counts
+// it: 0 without a live hold.
+func (c *Client) heldCount(key HoldKey) int64 {
 	h := c.LiveHold(key)
-	stopped := false
-	if h != nil {
+	if h == nil {
+		return 0
+	}
+	return h.Count()
+}
+
+// EndHold ends key's live hold, if any, with err.
+func (c *Client) EndHold(key HoldKey, err error) {
+	if h := c.LiveHold(key); h != nil {
+		h.end(err)
+	}
+}
+
+// Release runs release, which sends a release of key that sets the owner's
+// count to count and reports the owner's remaining count (negative: Redis
+// did not have the hold). When count is 0 the hold's renewal stops before
+// the release is sent, whatever its outcome.
+//
+// This client's count is the authority: it becomes count whatever the
+// outcome. After a failed release (no reply) the hold ends when count is 0,
+// and Redis keeps the stale count only until its lease runs out, never
+// renewed and never adopted by a later acquisition; when count is above 0
+// the hold goes on with count, and the next renewal sets it in Redis. When
+// Redis says it did not have the hold, the hold was lost.
+func (c *Client) Release(key HoldKey, count int64, release func() (int64, error)) (int64, error) {
+	h := c.LiveHold(key)
+	if h != nil && count == 0 {
 		h.mu.Lock()
-		if h.count <= 1 && h.renewing {
-			h.renewing = false
-			stopped = true
-		}
+		stopped := h.renewing
+		h.renewing = false
 		h.mu.Unlock()
 		if stopped {
 			c.wd.remove(h)
@@ -181,30 +196,32 @@ func (c *Client) Release(key HoldKey, release func() (int64, error)) (int64, err
 		return remaining, err
 	}
 	switch {
+	case err != nil && count == 0:
+		h.end(fmt.Errorf("%w: released by this client; the release failed (%v), so Redis keeps the hold until its lease ends", ErrNotHeld, err))
 	case err != nil:
-		if stopped {
-			h.end(fmt.Errorf("%w: renewal stopped by Unlock, whose release failed: %v", ErrNotHeld, err))
-		}
-	case remaining == 0:
-		h.end(ErrNotHeld)
+		h.setCount(count, time.Time{})
 	case remaining < 0:
 		h.end(fmt.Errorf("%w: Redis no longer had it at release", ErrLockLost))
+	case remaining == 0:
+		h.end(ErrNotHeld)
 	default:
-		h.mu.Lock()
-		h.count = remaining
-		if h.renew == nil && h.err == nil {
-			h.resetTimerLocked(sent) // the release re-set the lease
-		}
-		restart := stopped && h.err == nil
-		if restart {
-			h.renewing = true
-		}
-		h.mu.Unlock()
-		if restart {
-			c.wd.add(h)
-		}
+		h.setCount(remaining, sent)
 	}
 	return remaining, err
+}
+
+// setCount sets the hold's count; sent, when set, is when a command that
+// re-set the lease was sent (a fixed lease then counts from it).
+func (h *Hold) setCount(count int64, sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return
+	}
+	h.count = count
+	if h.renew == nil && !sent.IsZero() {
+		h.resetTimerLocked(sent)
+	}
 }
 
 // EndHolds ends every live hold of this client on the Redis key (any owner)

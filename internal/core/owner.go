@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 )
@@ -28,15 +27,7 @@ func OwnerToken(ctx context.Context) (uint64, bool) {
 	return t, ok
 }
 
-// Owner returns the owner acting in ctx for a handle whose own token is
-// handleToken: the context's owner when it carries one, else the handle's.
-// A context carrying token 0 is an invalid argument.
-func (c *Client) Owner(ctx context.Context, handleToken uint64) (string, error) {
-	t, ok := OwnerToken(ctx)
-	if !ok {
-		t = handleToken
-	} else if t == 0 {
-		return "", fmt.Errorf("%w: owner token must be positive", ErrInvalidArgument)
-	}
-	return c.id + ":" + strconv.FormatUint(t, 10), nil
+// ownerName returns the owner "<client id>:<token>" of token in c.
+func (c *Client) ownerName(token uint64) string {
+	return c.id + ":" + strconv.FormatUint(token, 10)
 }

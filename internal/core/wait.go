@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,13 @@ type Attempt func(ctx context.Context) (ok bool, retry time.Duration, err error)
 type WaitSpec struct {
 	Channel string        // where releases are published
 	Wake    pubsub.Policy // how many local waiters one message wakes
+	// Spin, when set, waits without pub/sub: no subscription, a pause
+	// between attempts that doubles from Spin.Min to Spin.Max, with jitter.
+	Spin *Backoff
+	// GiveUp, when set, runs (on a detached context) when the wait ends
+	// without success after at least one attempt: to remove what the
+	// attempts left behind (a fair lock's queue entry).
+	GiveUp func(ctx context.Context)
 	// Forever: wait until ctx is done. Otherwise wait at most Wait; Wait 0
 	// makes a single attempt without subscribing.
 	Forever bool
@@ -39,9 +47,21 @@ type WaitSpec struct {
 // It returns (true, nil) on success, (false, nil) when the wait ran out, and
 // an error wrapping ctx.Err() when ctx ended first. The subscription is
 // released before returning; no goroutine is started.
-func (c *Client) Wait(ctx context.Context, s WaitSpec) (bool, error) {
+func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
+	if s.GiveUp != nil {
+		defer func() {
+			if !ok {
+				gctx, cancel := c.DetachedContext(ctx)
+				defer cancel()
+				s.GiveUp(gctx)
+			}
+		}()
+	}
+	if s.Spin != nil {
+		return c.spin(ctx, s)
+	}
 	start := time.Now()
-	ok, _, err := c.try(ctx, s.Try)
+	ok, _, err = c.try(ctx, s.Try)
 	if ok || err != nil {
 		return ok, err
 	}
@@ -92,6 +112,46 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (bool, error) {
 		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
 		select {
 		case <-w.C():
+		case <-timer.C:
+		case <-ctx.Done():
+			return false, ctxError(ctx)
+		case <-c.closing:
+			return false, ErrClosed
+		}
+	}
+}
+
+// Backoff is a spin wait's pause between attempts: it starts at Min and
+// doubles up to Max; each pause is drawn at random from its upper half.
+type Backoff struct {
+	Min, Max time.Duration
+}
+
+// spin is Wait without pub/sub: attempts separated by a growing pause.
+func (c *Client) spin(ctx context.Context, s WaitSpec) (bool, error) {
+	var deadline time.Time
+	if !s.Forever {
+		deadline = time.Now().Add(s.Wait)
+	}
+	pause := s.Spin.Min
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		ok, _, err := c.try(ctx, s.Try)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := pause/2 + rand.N(pause/2+1)
+		if !s.Forever {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			d = min(d, left)
+		}
+		pause = min(pause*2, s.Spin.Max)
+		timer.Reset(d)
+		select {
 		case <-timer.C:
 		case <-ctx.Done():
 			return false, ctxError(ctx)

@@ -161,11 +161,12 @@ type renewBatch struct {
 }
 
 func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) renewBatch {
-	b := renewBatch{script: script, holds: holds, args: []any{lease.Milliseconds(), len(holds)}}
+	b := renewBatch{script: script, holds: holds, args: []any{Millis(lease), len(holds)}}
 	for _, h := range holds {
 		b.keys = append(b.keys, h.renew.Keys...)
-		b.args = append(b.args, len(h.renew.Keys), len(h.renew.Args))
+		b.args = append(b.args, len(h.renew.Keys), len(h.renew.Args)+1)
 		b.args = append(b.args, h.renew.Args...)
+		b.args = append(b.args, h.Count()) // the count this client believes in
 	}
 	return b
 }

@@ -1,0 +1,125 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Local FIFO lines.
+//
+// Redis does not order waiters: whoever runs its acquire script when the
+// resource is available gets it. A line orders the callers of one Client
+// that wait for the same resource (a semaphore's permits, ...): only the
+// caller at the head asks Redis; the others wait without any Redis traffic
+// or subscription until it is their turn, as in golang.org/x/sync/semaphore.
+// Lines hold no goroutine and are deleted when empty; they live in the
+// Client, so two Clients in one process never share one.
+
+// lines are a Client's local lines, keyed by resource.
+type lines struct {
+	mu sync.Mutex
+	m  map[string]*line
+}
+
+// line is the queue of callers for one resource; q[0] is the head, the only
+// one that may ask Redis.
+type line struct {
+	q []*Turn
+}
+
+// Turn is one caller's place in a line.
+type Turn struct {
+	c     *Client
+	key   string
+	ready chan struct{} // closed when the turn reaches the head of the line
+}
+
+// JoinLine puts a caller at the end of the line for resource key. With
+// onlyIfEmpty it joins only an empty line, and returns nil otherwise.
+func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
+	ls := &c.lines
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.m == nil {
+		ls.m = make(map[string]*line)
+	}
+	l := ls.m[key]
+	if l == nil {
+		l = &line{}
+		ls.m[key] = l
+	} else if onlyIfEmpty && len(l.q) > 0 {
+		return nil
+	}
+	t := &Turn{c: c, key: key, ready: make(chan struct{})}
+	if len(l.q) == 0 {
+		close(t.ready)
+	}
+	l.q = append(l.q, t)
+	return t
+}
+
+// Leave takes the turn out of its line; when it was the head, the next
+// caller becomes the head. The line is deleted when it is empty. Leave is
+// idempotent.
+func (t *Turn) Leave() {
+	ls := &t.c.lines
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[t.key]
+	if l == nil {
+		return
+	}
+	for i, o := range l.q {
+		if o != t {
+			continue
+		}
+		l.q = append(l.q[:i], l.q[i+1:]...)
+		if i == 0 && len(l.q) > 0 {
+			close(l.q[0].ready)
+		}
+		break
+	}
+	if len(l.q) == 0 {
+		delete(ls.m, t.key)
+	}
+}
+
+// Await waits until the turn is at the head of its line. forever waits
+// until ctx ends; otherwise at most wait. It returns (true, nil) at the
+// head, (false, nil) when the wait ran out, and an error wrapping ctx.Err()
+// (or ErrClosed) when ctx ended or the Client closed first. It does not
+// leave the line.
+func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (bool, error) {
+	select {
+	case <-t.ready:
+		return true, nil
+	default:
+	}
+	var timeout <-chan time.Time
+	if !forever {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case <-t.ready:
+		return true, nil
+	case <-timeout:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctxError(ctx)
+	case <-t.c.closing:
+		return false, ErrClosed
+	}
+}
+
+// LineLen returns the number of callers in the line for key, for tests.
+func (c *Client) LineLen(key string) int {
+	c.lines.mu.Lock()
+	defer c.lines.mu.Unlock()
+	if l := c.lines.m[key]; l != nil {
+		return len(l.q)
+	}
+	return 0
+}

@@ -1,0 +1,373 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/internal/keys"
+)
+
+// The lock engine.
+//
+// Every hold-based lock — rlock's Lock, FairLock and SpinLock, and both
+// sides of rwlock's RWLock — is a Lock (a handle's state) driven through a
+// Side (a kind of hold: its scripts, its owner field, how its waiters
+// wait). The engine does the rest once: owners and the local gate, the
+// attempt / undo / hold bookkeeping, waiting, release, renewal, Done and
+// Err.
+//
+// Owners. A context carrying an owner (WithOwner) makes every handle act for
+// that owner, which re-enters what it holds: hold counts, as Redisson's per
+// thread. Without one, a handle acts for its own owner token, and its local
+// gate makes the goroutines calling through it exclude each other as
+// sync.Mutex's (sync.RWMutex's for an rwlock) callers do, waiting locally
+// in arrival order; such a handle is never reentrant.
+//
+// The client is the authority over its own owners' hold counts. Every
+// acquisition and release tells Redis the count the owner has once it takes
+// effect, as this client counts it, and the scripts set that count instead
+// of adding to whatever Redis has. So a count left in Redis by a release
+// whose reply was lost, or by a late copy of a request, is never adopted
+// into a hold: the next acquisition overwrites it, and the watchdog renews
+// exactly the holds this client believes in, with the counts it believes
+// in (the renewal scripts set them too). Operations of one owner on one
+// lock are serialized in the client, so the count they send is exact.
+//
+// Retry safety. Each state-changing script records its result under a
+// request key (keys.Request) and returns the record when the same request
+// runs again; an acquisition whose reply is lost is undone by a release in
+// undo mode, which marks the acquisition cancelled if it has not run yet.
+
+// Op is one lock script call for one owner.
+type Op struct {
+	Name  string // the lock's name: its hash key
+	Owner string // "<client id>:<token>"
+	Field string // the owner's field in the hash (Side.Field of Owner)
+	// Count is the owner's hold count once the call has taken effect, as
+	// this client counts it: the scripts set it rather than add to what
+	// Redis has. 0 in a release frees the owner's hold.
+	Count   int64
+	Lease   time.Duration
+	Fencing bool   // take a fencing token (acquisitions)
+	ReqKey  string // where the script records its result
+	// UndoKey, in a release, turns it into the undo of the acquisition
+	// recorded under UndoKey: the release happens only if that acquisition
+	// took place, and marks it cancelled otherwise.
+	UndoKey string
+}
+
+// LeaseMillis is the lease in the whole milliseconds the scripts take.
+func (op *Op) LeaseMillis() int64 { return Millis(op.Lease) }
+
+// Outcome is the result of one acquisition script call.
+type Outcome struct {
+	Acquired bool
+	Fence    int64         // the fencing token taken (Op.Fencing)
+	Retry    time.Duration // not acquired: re-check at the latest then (≤ 0: unknown)
+	// Lost: the owner's hold that a reentrant acquisition meant to extend
+	// was gone from Redis; the engine ends it and tries afresh.
+	Lost bool
+	// Err refuses the acquisition for good (ErrUpgrade); nothing changed.
+	Err error
+}
+
+// Side configures the engine for one kind of hold.
+type Side struct {
+	// Kind names the primitive in errors ("rlock", "rwlock", ...), What
+	// the side ("read ", "write " or "").
+	Kind, What string
+	// Shared: holds of this side through one handle may coexist (an
+	// rwlock's read side).
+	Shared bool
+	// Field returns an owner's field in the hash.
+	Field func(owner string) string
+	// Acquire runs one acquisition attempt.
+	Acquire func(ctx context.Context, op *Op) (Outcome, error)
+	// Release sets the owner's count to op.Count (0: the hold ends), or
+	// undoes an acquisition (op.UndoKey). It returns the owner's remaining
+	// count, -1 when the owner did not hold it (nothing changed), -2 when
+	// an undone acquisition had not taken place.
+	Release func(ctx context.Context, op *Op) (int64, error)
+	// Renew returns how the watchdog renews a hold (nil: this side is
+	// never renewed).
+	Renew func(op *Op) *RenewSpec
+	// Wait returns how a waiter for op waits: the channel and wake policy,
+	// or a spin backoff, and what giving up must clean. Forever, Wait and
+	// Try are set by the engine.
+	Wait func(op *Op) WaitSpec
+}
+
+// Lock is the engine's state of one lock handle.
+type Lock struct {
+	Handle
+	Fixed   time.Duration // fixed lease; 0: renewed by the watchdog
+	Fencing bool          // every acquisition takes a fencing token
+
+	gate   gate
+	mu     sync.Mutex
+	latest *Hold // the hold of the latest acquisition through this handle
+	fence  int64 // its fencing token
+}
+
+// NewLock returns a handle's engine state. It does no I/O.
+func NewLock(c *Client, kind, name string) *Lock {
+	return &Lock{Handle: NewHandle(c, kind, name)}
+}
+
+func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
+
+// owner checks the handle and returns the owner token acting in ctx and
+// whether ctx carries it (else it is the handle's own).
+func (l *Lock) owner(ctx context.Context) (uint64, bool, error) {
+	if err := l.Check(); err != nil {
+		return 0, false, err
+	}
+	t, ok := OwnerToken(ctx)
+	if !ok {
+		return l.Token, false, nil
+	}
+	if t == 0 {
+		return 0, false, fmt.Errorf("%w: owner token must be positive", ErrInvalidArgument)
+	}
+	return t, true, nil
+}
+
+// op returns the parts of an Op that name the owner of token.
+func (l *Lock) op(s *Side, token uint64) Op {
+	owner := l.C.ownerName(token)
+	return Op{Name: l.Name, Owner: owner, Field: s.Field(owner)}
+}
+
+// Owner returns the owner ("<client id>:<token>") acting in ctx.
+func (l *Lock) Owner(ctx context.Context) (string, error) {
+	t, _, err := l.owner(ctx)
+	if err != nil {
+		return "", err
+	}
+	return l.C.ownerName(t), nil
+}
+
+func (l *Lock) fail(s *Side, err error) error {
+	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, err)
+}
+
+// Acquire takes one hold of side s, waiting until ctx ends (forever) or at
+// most wait (0: one attempt). It returns (true, nil) when held, (false,
+// nil) when the wait ran out, and an error otherwise (wrapping ctx.Err()
+// when ctx ended); on failure it holds nothing, locally or in Redis.
+func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (bool, error) {
+	token, own, err := l.owner(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !forever && wait < 0 {
+		return false, l.Invalid("negative wait %v", wait)
+	}
+	start := time.Now()
+	if !own {
+		ok, err := l.gate.enter(ctx, s.Shared, forever, wait, l.C.closing)
+		if err != nil || !ok {
+			if err != nil {
+				err = l.fail(s, err)
+			}
+			return false, err
+		}
+		if !forever {
+			wait = max(wait-time.Since(start), 0)
+		}
+	}
+	base := l.op(s, token)
+	spec := s.Wait(&base)
+	spec.Forever, spec.Wait = forever, wait
+	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
+	ok, err := l.C.Wait(ctx, spec)
+	if !ok && !own {
+		l.gate.leave(s.Shared)
+	}
+	if err != nil {
+		return false, l.fail(s, err)
+	}
+	return ok, nil
+}
+
+// try makes one acquisition attempt for the owner of base.
+func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, error) {
+	hk := HoldKey{Key: base.Name, Field: base.Field}
+	defer l.C.owners.lock(hk)()
+	for {
+		op := base
+		op.Count = l.C.heldCount(hk) + 1
+		op.Lease = l.lease()
+		op.Fencing = l.Fencing
+		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+		sent := time.Now() // Redis starts the lease after this
+		out, err := s.Acquire(ctx, &op)
+		switch {
+		case err != nil:
+			if !IsReply(err) {
+				l.undo(ctx, s, op)
+			}
+			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
+		case out.Err != nil:
+			return false, 0, out.Err
+		case out.Lost && op.Count > 1:
+			l.C.EndHold(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", ErrLockLost))
+			continue // try afresh, as a new hold
+		case !out.Acquired:
+			return false, out.Retry, nil
+		}
+		var renew *RenewSpec
+		if l.Fixed == 0 && s.Renew != nil {
+			renew = s.Renew(&op)
+		}
+		h := l.C.AcquiredAt(sent, hk, op.Count, op.Lease, renew)
+		l.mu.Lock()
+		l.latest = h
+		if l.Fencing {
+			l.fence = out.Fence
+		}
+		l.mu.Unlock()
+		return true, 0, nil
+	}
+}
+
+// undo reverts an acquisition whose reply was lost (ctx ended, the
+// connection broke): if it took place, the owner's count goes back to what
+// it was; if it has not yet, it is marked cancelled so a late copy does
+// nothing.
+func (l *Lock) undo(ctx context.Context, s *Side, acq Op) {
+	ctx, cancel := l.C.DetachedContext(ctx)
+	defer cancel()
+	op := acq
+	op.Count = acq.Count - 1
+	op.UndoKey = acq.ReqKey
+	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+	if _, err := s.Release(ctx, &op); err != nil {
+		l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
+			"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
+	}
+}
+
+// Release releases one hold of side s by the owner acting in ctx. It runs
+// on a detached context, so a cancelled ctx still releases. Without a
+// context owner it releases the hold the handle took without one, from any
+// goroutine. It returns an error wrapping ErrNotHeld when this client holds
+// nothing for that owner (after clearing what Redis may keep of it), or
+// when Redis no longer had the hold (it was lost). Without a context owner
+// and nothing taken through the handle, it sends nothing.
+func (l *Lock) Release(ctx context.Context, s *Side) error {
+	token, own, err := l.owner(ctx)
+	if err != nil {
+		return err
+	}
+	base := l.op(s, token)
+	if !own {
+		if !l.gate.holds(s.Shared) {
+			return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, ErrNotHeld))
+		}
+		defer l.gate.leave(s.Shared)
+	}
+	hk := HoldKey{Key: base.Name, Field: base.Field}
+	defer l.C.owners.lock(hk)()
+	ctx, cancel := l.C.DetachedContext(ctx)
+	defer cancel()
+	op := base
+	op.Lease = l.lease()
+	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+	cur := l.C.heldCount(hk)
+	if cur == 0 {
+		// This client holds nothing for the owner (never acquired, lost,
+		// released). Whatever Redis keeps for this client's owner is stale
+		// (a lease about to run out, a field left by a failed release): the
+		// release clears it, and changes nothing else.
+		if _, err := s.Release(ctx, &op); err != nil {
+			l.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Name, "err", err)
+		}
+		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
+	}
+	op.Count = cur - 1
+	remaining, err := l.C.Release(hk, op.Count, func() (int64, error) { return s.Release(ctx, &op) })
+	switch {
+	case err != nil:
+		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+	case remaining < 0:
+		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
+	}
+	return nil
+}
+
+// ForceEnded ends every hold of this client on the lock (any owner), after
+// a ForceUnlock deleted it.
+func (l *Lock) ForceEnded() {
+	l.C.EndHolds(l.Name, fmt.Errorf("%w: force-unlocked", ErrLockLost))
+}
+
+// FencingToken returns the fencing token of the latest acquisition through
+// this handle, 0 without fencing or before any.
+func (l *Lock) FencingToken() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fence
+}
+
+// Done is closed when the hold of the latest acquisition through this
+// handle ends; closed before any.
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.latest.Done()
+}
+
+// Err is nil while the hold of the latest acquisition through this handle
+// lasts, then says why it ended; ErrNotHeld before any.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.latest.Err()
+}
+
+// HoldsLocally reports whether the handle's own owner holds side s through
+// the gate (for tests and inspection).
+func (l *Lock) HoldsLocally(s *Side) bool { return l.gate.holds(s.Shared) }
+
+// IsNotHeld reports whether err says a release found nothing to release.
+func IsNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }
+
+// ownerLocks serialize the operations of one owner on one lock in a client,
+// so that the hold count each sends is exact.
+type ownerLocks struct {
+	mu sync.Mutex
+	m  map[HoldKey]*ownerLock
+}
+
+type ownerLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks k and returns its unlock.
+func (o *ownerLocks) lock(k HoldKey) func() {
+	o.mu.Lock()
+	if o.m == nil {
+		o.m = make(map[HoldKey]*ownerLock)
+	}
+	ol := o.m[k]
+	if ol == nil {
+		ol = &ownerLock{}
+		o.m[k] = ol
+	}
+	ol.refs++
+	o.mu.Unlock()
+	ol.mu.Lock()
+	return func() {
+		ol.mu.Unlock()
+		o.mu.Lock()
+		if ol.refs--; ol.refs == 0 {
+			delete(o.m, k)
+		}
+		o.mu.Unlock()
+	}
+}

@@ -1,0 +1,29 @@
+package rlock
+
+import (
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+)
+
+// SpinLock is Redisson's RSpinLock: the lock's layout and owner rules
+// without pub/sub. Nothing is subscribed while waiting and nothing is
+// published on release; a waiter re-tries with an exponential backoff and
+// jitter (WithBackoff). Use it for very many locks (no subscription per
+// lock) or for Redis-compatible servers without pub/sub. A spin lock and a
+// Lock of the same name are the same lock. It has Lock's methods, with the
+// same meanings, and is a redisync.Locker.
+type SpinLock struct{ handle }
+
+// NewSpin returns a handle on the spin lock called name. It does no I/O and
+// never fails: an empty name or an invalid option (WithBackoff with min ≤ 0
+// or min > max) is reported, wrapping redisync.ErrInvalidArgument, by the
+// first operation.
+func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
+	h := newHandle(c, "spin lock", name, opts)
+	h.side = lockSide(h.e, "spin lock", "")
+	backoff := &core.Backoff{Min: h.opts.backoffMin, Max: h.opts.backoffMax}
+	h.side.Wait = func(*core.Op) core.WaitSpec { return core.WaitSpec{Spin: backoff} }
+	return &SpinLock{h}
+}
+
+var _ redisync.Locker = (*SpinLock)(nil)
