@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -28,13 +29,28 @@ const (
 	maxPause = time.Second
 )
 
-// acquireMajority runs the RedLock acquisition (see the package doc):
+// redLock is the strategy of NewRedLock: a majority of the members.
+type redLock struct {
+	*group
+	quorum int // members needed: len(members)/2 + 1
+
+	mu sync.Mutex
+	// records holds the members each acquisition took, as a stack per
+	// owner (see ownerKey), so that unlock releases those and no others.
+	records map[uint64][][]int
+}
+
+func newRedLock(g *group) *redLock {
+	return &redLock{group: g, quorum: len(g.members)/2 + 1}
+}
+
+// acquire runs the RedLock acquisition (see the package doc):
 // attempts that try every member not held at once; after an attempt failed
 // on busy members, an ordered wait for the first busy member, for at most
 // a share of the wait, keeping the members before it; after an attempt
 // failed on failing members, a pause.
-func (m *MultiLock) acquireMajority(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	n := len(m.members)
+func (r *redLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+	n := len(r.members)
 	deadline := time.Now().Add(wait)
 	sliced := !forever && wait > 0
 	share := maxStep
@@ -61,14 +77,14 @@ func (m *MultiLock) acquireMajority(ctx context.Context, wait time.Duration, for
 		// and without a majority of answers it cannot succeed anyway.
 		bound := limit(maxStep)
 		if ctx.Err() != nil || (!first && bound <= 0) {
-			m.releaseTolerant(ctx, held)
-			return false, m.endErr(ctx, lastErr)
+			r.releaseTolerant(ctx, held)
+			return false, r.endErr(ctx, lastErr)
 		}
 
 		// Attempt: every member not yet held, at once, without waiting.
-		tried := m.others(held)
-		answers := m.round(ctx, tried, 0, bound, func(answers map[int]answer) bool {
-			if len(answers) < m.quorum-len(held) {
+		tried := r.others(held)
+		answers := r.round(ctx, tried, 0, bound, func(answers map[int]answer) bool {
+			if len(answers) < r.quorum-len(held) {
 				return false
 			}
 			if sliced || forever {
@@ -82,12 +98,12 @@ func (m *MultiLock) acquireMajority(ctx context.Context, wait time.Duration, for
 					got++
 				}
 			}
-			return got >= m.quorum || got+len(tried)-len(answers) < m.quorum
+			return got >= r.quorum || got+len(tried)-len(answers) < r.quorum
 		})
 		taken := slices.Clone(held)
 		busy, fatal := -1, -1
 		var failures []error
-		for _, i := range m.all() {
+		for _, i := range r.all() {
 			a, tried := answers[i]
 			switch {
 			case !tried:
@@ -106,29 +122,29 @@ func (m *MultiLock) acquireMajority(ctx context.Context, wait time.Duration, for
 			}
 		}
 		if fatal >= 0 {
-			m.releaseTolerant(ctx, taken)
-			return false, m.memberErr(fatal, answers[fatal].err)
+			r.releaseTolerant(ctx, taken)
+			return false, r.memberErr(fatal, answers[fatal].err)
 		}
-		if len(taken) >= m.quorum {
-			m.record(ctx, taken)
+		if len(taken) >= r.quorum {
+			r.record(ctx, taken)
 			return true, nil
 		}
 		lastErr = nil
-		if len(failures) > n-m.quorum {
+		if len(failures) > n-r.quorum {
 			lastErr = fmt.Errorf("%d of %d members failed, a majority (%d) is out of reach: %w",
-				len(failures), n, m.quorum, errors.Join(failures...))
+				len(failures), n, r.quorum, errors.Join(failures...))
 		}
 		if ctx.Err() != nil || (!forever && !time.Now().Before(deadline)) {
-			m.releaseTolerant(ctx, taken)
-			return false, m.endErr(ctx, lastErr)
+			r.releaseTolerant(ctx, taken)
+			return false, r.endErr(ctx, lastErr)
 		}
 
 		if busy < 0 || lastErr != nil {
 			// Too many members failed: their servers are down or slow,
 			// and nothing will be published. Pause, then try again.
-			m.releaseTolerant(ctx, taken)
+			r.releaseTolerant(ctx, taken)
 			held = nil
-			m.sleep(ctx, limit(jitter(pause)))
+			sleep(ctx, limit(jitter(pause)))
 			pause = min(2*pause, maxPause)
 			continue
 		}
@@ -140,36 +156,57 @@ func (m *MultiLock) acquireMajority(ctx context.Context, wait time.Duration, for
 		// order thus queue in that order: one waiting for member k holds
 		// only members before k, so no two can wait for each other.
 		keep, drop := split(taken, busy)
-		m.releaseTolerant(ctx, drop)
+		r.releaseTolerant(ctx, drop)
 		held = keep
 		slice := limit(share)
 		if slice <= 0 {
 			continue // the next turn ends the wait
 		}
-		a := m.round(ctx, []int{busy}, slice, limit(slice+share), nil)[busy]
+		a := r.round(ctx, []int{busy}, slice, limit(slice+share), nil)[busy]
 		switch {
 		case a.err == nil && a.ok:
 			held = append(held, busy)
-			if len(held) >= m.quorum {
-				m.record(ctx, held)
+			if len(held) >= r.quorum {
+				r.record(ctx, held)
 				return true, nil
 			}
 		case a.err != nil && ctx.Err() == nil && isFatal(a.err):
-			m.releaseTolerant(ctx, held)
-			return false, m.memberErr(busy, a.err)
+			r.releaseTolerant(ctx, held)
+			return false, r.memberErr(busy, a.err)
 		default:
 			// The member stayed busy for a share (or failed). Give the
 			// kept members back, so that contenders listing the members
 			// in another order cannot hold each other up, and start over
 			// after a short random pause, so that they do not meet again
 			// in step.
-			m.releaseTolerant(ctx, held)
+			r.releaseTolerant(ctx, held)
 			held = nil
 			if a.err == nil {
-				m.sleep(ctx, limit(jitter(minPause)))
+				sleep(ctx, limit(jitter(minPause)))
 			}
 		}
 	}
+}
+
+// endErr is the error of a RedLock acquisition that did not succeed: nil
+// when the wait ran out with members busy, ctx's error when ctx ended, the
+// latest attempt's member failures otherwise (joined to ctx's error if
+// both).
+func (r *redLock) endErr(ctx context.Context, lastErr error) error {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// Past ctx's deadline, ctx is done or about to be: a step cut
+		// short by the deadline must report it.
+		<-ctx.Done()
+	}
+	switch {
+	case ctx.Err() != nil && lastErr != nil:
+		return fmt.Errorf("%s: %w (latest attempt: %w)", r.kind, core.CtxError(ctx), lastErr)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", r.kind, core.CtxError(ctx))
+	case lastErr != nil:
+		return fmt.Errorf("%s: %w", r.kind, lastErr)
+	}
+	return nil
 }
 
 // split returns the members of taken before member k, and the others.
@@ -188,7 +225,7 @@ func split(taken []int, k int) (before, after []int) {
 func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
 
 // sleep waits for d, or until ctx is done.
-func (m *MultiLock) sleep(ctx context.Context, d time.Duration) {
+func sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -200,27 +237,6 @@ func (m *MultiLock) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// endErr is the error of a RedLock acquisition that did not succeed: nil
-// when the wait ran out with members busy, ctx's error when ctx ended, the
-// latest attempt's member failures otherwise (joined to ctx's error if
-// both).
-func (m *MultiLock) endErr(ctx context.Context, lastErr error) error {
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		// Past ctx's deadline, ctx is done or about to be: a step cut
-		// short by the deadline must report it.
-		<-ctx.Done()
-	}
-	switch {
-	case ctx.Err() != nil && lastErr != nil:
-		return fmt.Errorf("%s: %w (latest attempt: %w)", m.kind(), core.CtxError(ctx), lastErr)
-	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", m.kind(), core.CtxError(ctx))
-	case lastErr != nil:
-		return fmt.Errorf("%s: %w", m.kind(), lastErr)
-	}
-	return nil
-}
-
 // isFatal reports a member error that says the call itself is wrong, so
 // that retrying or tolerating it cannot help.
 func isFatal(err error) bool {
@@ -230,9 +246,9 @@ func isFatal(err error) bool {
 }
 
 // others returns the members not in held.
-func (m *MultiLock) others(held []int) []int {
-	idx := make([]int, 0, len(m.members))
-	for i := range m.members {
+func (g *group) others(held []int) []int {
+	idx := make([]int, 0, len(g.members))
+	for i := range g.members {
 		if !slices.Contains(held, i) {
 			idx = append(idx, i)
 		}
@@ -244,71 +260,71 @@ func (m *MultiLock) others(held []int) []int {
 // errors are not reported: a RedLock tolerates failing members, and a
 // member that could not be released, whose renewal has stopped, is freed by
 // Redis when its lease ends.
-func (m *MultiLock) releaseTolerant(ctx context.Context, idx []int) {
-	_ = m.release(ctx, idx)
+func (g *group) releaseTolerant(ctx context.Context, idx []int) {
+	_ = g.release(ctx, idx)
 }
 
 // ownerKey names the owner a RedLock acquisition acts for: the token ctx
-// carries, or 0 for the members' own handle owners. Given the MultiLock's
+// carries, or 0 for the members' own handle owners. Given the RedLock's
 // fixed members, it determines the owner of every member.
 func ownerKey(ctx context.Context) uint64 {
 	t, _ := redisync.OwnerToken(ctx)
 	return t
 }
 
-// record notes the members a successful RedLock acquisition took.
-func (m *MultiLock) record(ctx context.Context, taken []int) {
+// record notes the members a successful acquisition took.
+func (r *redLock) record(ctx context.Context, taken []int) {
 	taken = slices.Clone(taken)
 	slices.Sort(taken)
 	k := ownerKey(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held == nil {
-		m.held = make(map[uint64][][]int)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.records == nil {
+		r.records = make(map[uint64][][]int)
 	}
-	m.held[k] = append(m.held[k], taken)
+	r.records[k] = append(r.records[k], taken)
 }
 
 // takeRecord removes and returns the members the latest acquisition of
 // ctx's owner took, or nil if there is none.
-func (m *MultiLock) takeRecord(ctx context.Context) []int {
+func (r *redLock) takeRecord(ctx context.Context) []int {
 	k := ownerKey(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.held[k]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.records[k]
 	if len(s) == 0 {
 		return nil
 	}
 	taken := s[len(s)-1]
 	if len(s) == 1 {
-		delete(m.held, k)
+		delete(r.records, k)
 	} else {
-		m.held[k] = s[:len(s)-1]
+		r.records[k] = s[:len(s)-1]
 	}
 	return taken
 }
 
-// unlockMajority releases a RedLock (see Unlock).
-func (m *MultiLock) unlockMajority(ctx context.Context) error {
-	idx := m.takeRecord(ctx)
+// unlock releases the members the latest acquisition of ctx's owner took,
+// or every member without such a record (see Unlock).
+func (r *redLock) unlock(ctx context.Context) error {
+	idx := r.takeRecord(ctx)
 	if idx == nil {
-		idx = m.all()
+		idx = r.all()
 	}
-	released, notHeld := 0, 0
+	notHeld := 0
 	var errs []error
-	for k, err := range m.release(ctx, idx) {
+	for k, err := range r.release(ctx, idx) {
 		switch {
 		case err == nil:
-			released++
 		case errors.Is(err, redisync.ErrNotHeld):
 			notHeld++ // not held (any more): nothing to release
 		default:
-			errs = append(errs, m.memberErr(idx[k], err))
+			errs = append(errs, r.memberErr(idx[k], err))
 		}
 	}
-	if len(idx)-notHeld < m.quorum {
+	if len(idx)-notHeld < r.quorum {
 		errs = append([]error{fmt.Errorf("%s: %w: %d of %d members were still held, fewer than a majority (%d)",
-			m.kind(), redisync.ErrNotHeld, len(idx)-notHeld, len(m.members), m.quorum)}, errs...)
+			r.kind, redisync.ErrNotHeld, len(idx)-notHeld, len(r.members), r.quorum)}, errs...)
 	}
 	return errors.Join(errs...)
 }

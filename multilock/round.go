@@ -33,7 +33,7 @@ type answer struct {
 // (stopped, paused, partitioned) costs a round little more than the others'
 // answers once they settle it, and never more than bound, whatever
 // go-redis's timeouts.
-func (m *MultiLock) round(ctx context.Context, idx []int, wait, bound time.Duration, settled func(map[int]answer) bool) map[int]answer {
+func (g *group) round(ctx context.Context, idx []int, wait, bound time.Duration, settled func(map[int]answer) bool) map[int]answer {
 	start := time.Now()
 	answers := make(map[int]answer, len(idx))
 	rctx, cancel := context.WithTimeout(ctx, bound)
@@ -41,7 +41,7 @@ func (m *MultiLock) round(ctx context.Context, idx []int, wait, bound time.Durat
 	r := &roundState{ch: make(chan reply, len(idx))}
 	release := context.WithoutCancel(ctx) // carries ctx's owner
 	for _, i := range idx {
-		go r.try(rctx, release, m.members[i], i, wait)
+		go r.try(rctx, release, g.members[i], i, wait)
 	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
