@@ -44,167 +44,259 @@ func newRedLock(g *group) *redLock {
 	return &redLock{group: g, quorum: len(g.members)/2 + 1}
 }
 
-// acquire runs the RedLock acquisition (see the package doc):
-// attempts that try every member not held at once; after an attempt failed
-// on busy members, an ordered wait for the first busy member, for at most
-// a share of the wait, keeping the members before it; after an attempt
+// acquire runs the RedLock acquisition (see the package doc) as steps: an
+// attempt that tries every member not held at once; after an attempt
+// failed on busy members, a wait for the first busy one; after an attempt
 // failed on failing members, a pause.
 func (r *redLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	n := len(r.members)
-	deadline := time.Now().Add(wait)
-	sliced := !forever && wait > 0
-	share := maxStep
-	if sliced {
-		share = min(wait/time.Duration(n), maxStep)
-	}
-	// limit cuts a step's duration to the end of the wait and to ctx's
-	// deadline.
-	limit := func(d time.Duration) time.Duration {
-		if sliced {
-			d = min(d, time.Until(deadline))
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			d = min(d, time.Until(dl))
-		}
-		return d
-	}
-	pause := minPause
-	var held []int    // members held going into the next attempt
-	var lastErr error // why the latest attempt failed, when members failed
+	a := r.begin(ctx, wait, forever)
 	for first := true; ; first = false {
-		// An attempt may use the whole step: the grace in round cuts
-		// unresponsive members short as soon as a majority has answered,
-		// and without a majority of answers it cannot succeed anyway.
-		bound := limit(maxStep)
-		if ctx.Err() != nil || (!first && bound <= 0) {
-			r.releaseTolerant(ctx, held)
-			return false, r.endErr(ctx, lastErr)
+		o := a.attempt(first)
+		switch o.next {
+		case waitBusy:
+			o = a.waitFor(o.busy)
+		case backOff:
+			a.backOff()
 		}
-
-		// Attempt: every member not yet held, at once, without waiting.
-		tried := r.others(held)
-		answers := r.round(ctx, tried, 0, bound, func(answers map[int]answer) bool {
-			if len(answers) < r.quorum-len(held) {
-				return false
-			}
-			if sliced || forever {
-				return true // a majority answered; a late member costs a retry at worst
-			}
-			// A single attempt (wait 0): cut late members only when they
-			// can no longer change the outcome.
-			got := len(held)
-			for _, a := range answers {
-				if a.err == nil && a.ok {
-					got++
-				}
-			}
-			return got >= r.quorum || got+len(tried)-len(answers) < r.quorum
-		})
-		taken := slices.Clone(held)
-		busy, fatal := -1, -1
-		var failures []error
-		for _, i := range r.all() {
-			a, tried := answers[i]
-			switch {
-			case !tried:
-			case a.err == nil && a.ok:
-				taken = append(taken, i)
-			case a.err == nil:
-				if busy < 0 {
-					busy = i
-				}
-			case ctx.Err() == nil && isFatal(a.err):
-				if fatal < 0 {
-					fatal = i
-				}
-			default:
-				failures = append(failures, fmt.Errorf("member %d: %w", i, a.err))
-			}
-		}
-		if fatal >= 0 {
-			r.releaseTolerant(ctx, taken)
-			return false, r.memberErr(fatal, answers[fatal].err)
-		}
-		if len(taken) >= r.quorum {
-			r.record(ctx, taken)
-			return true, nil
-		}
-		lastErr = nil
-		if len(failures) > n-r.quorum {
-			lastErr = fmt.Errorf("%d of %d members failed, a majority (%d) is out of reach: %w",
-				len(failures), n, r.quorum, errors.Join(failures...))
-		}
-		if ctx.Err() != nil || (!forever && !time.Now().Before(deadline)) {
-			r.releaseTolerant(ctx, taken)
-			return false, r.endErr(ctx, lastErr)
-		}
-
-		if busy < 0 || lastErr != nil {
-			// Too many members failed: their servers are down or slow,
-			// and nothing will be published. Pause, then try again.
-			r.releaseTolerant(ctx, taken)
-			held = nil
-			sleep(ctx, limit(jitter(pause)))
-			pause = min(2*pause, maxPause)
-			continue
-		}
-		pause = minPause
-
-		// Wait for the first busy member, through its own wait (pub/sub),
-		// for at most a share, keeping the members before it and releasing
-		// those after it. Contenders that list the members in the same
-		// order thus queue in that order: one waiting for member k holds
-		// only members before k, so no two can wait for each other.
-		keep, drop := split(taken, busy)
-		r.releaseTolerant(ctx, drop)
-		held = keep
-		slice := limit(share)
-		if slice <= 0 {
-			continue // the next turn ends the wait
-		}
-		a := r.round(ctx, []int{busy}, slice, limit(slice+share), nil)[busy]
-		switch {
-		case a.err == nil && a.ok:
-			held = append(held, busy)
-			if len(held) >= r.quorum {
-				r.record(ctx, held)
-				return true, nil
-			}
-		case a.err != nil && ctx.Err() == nil && isFatal(a.err):
-			r.releaseTolerant(ctx, held)
-			return false, r.memberErr(busy, a.err)
-		default:
-			// The member stayed busy for a share (or failed). Give the
-			// kept members back, so that contenders listing the members
-			// in another order cannot hold each other up, and start over
-			// after a short random pause, so that they do not meet again
-			// in step.
-			r.releaseTolerant(ctx, held)
-			held = nil
-			if a.err == nil {
-				sleep(ctx, limit(jitter(minPause)))
-			}
+		if o.next == done {
+			return o.ok, o.err
 		}
 	}
 }
 
-// endErr is the error of a RedLock acquisition that did not succeed: nil
-// when the wait ran out with members busy, ctx's error when ctx ended, the
+// next is what a RedLock acquisition does after a step.
+type next int
+
+const (
+	again    next = iota // attempt again at once
+	waitBusy             // wait for a busy member, then attempt again
+	backOff              // pause, then attempt again
+	done                 // return
+)
+
+// outcome is how a step of a RedLock acquisition ended.
+type outcome struct {
+	next next
+	busy int   // for waitBusy: the member to wait for
+	ok   bool  // for done: whether the RedLock is held
+	err  error // for done: why not, or nil when members stayed busy
+}
+
+// acquisition is one Lock or TryLock call on a RedLock: its bounds, the
+// members it holds so far, and why its latest attempt failed.
+type acquisition struct {
+	r        *redLock
+	ctx      context.Context
+	forever  bool          // Lock: only ctx ends it
+	sliced   bool          // TryLock with a wait: every step ends by the deadline
+	deadline time.Time     // the end of the wait
+	share    time.Duration // the longest wait for one busy member
+	held     []int         // members held going into the next step
+	lastErr  error         // why the latest attempt failed, when members failed
+	pause    time.Duration // the next pause after an attempt on failing members
+}
+
+func (r *redLock) begin(ctx context.Context, wait time.Duration, forever bool) *acquisition {
+	a := &acquisition{
+		r: r, ctx: ctx, forever: forever, sliced: !forever && wait > 0,
+		deadline: time.Now().Add(wait), share: maxStep, pause: minPause,
+	}
+	if a.sliced {
+		a.share = min(wait/time.Duration(len(r.members)), maxStep)
+	}
+	return a
+}
+
+// attempt tries every member not yet held, at once and without waiting.
+// It is done when a majority is held (keeping every member it got), when a
+// member's error ends the call, or when ctx or the wait has ended; else it
+// leads to a wait for the first busy member, or to a pause when too many
+// members failed for a majority.
+func (a *acquisition) attempt(first bool) outcome {
+	// An attempt may use the whole step: the grace in round cuts
+	// unresponsive members short as soon as a majority has answered, and
+	// without a majority of answers it cannot succeed anyway.
+	bound := a.limit(maxStep)
+	if a.ctx.Err() != nil || (!first && bound <= 0) {
+		return a.fail(a.endErr())
+	}
+	tried := a.r.others(a.held)
+	t := a.count(a.r.round(a.ctx, tried, 0, bound, a.settled(len(tried))))
+	a.held = t.taken
+	switch {
+	case t.fatal != nil:
+		return a.fail(t.fatal)
+	case len(a.held) >= a.r.quorum:
+		return a.win()
+	}
+	a.lastErr = a.outOfReach(t.failures)
+	switch {
+	case a.ctx.Err() != nil || (!a.forever && !time.Now().Before(a.deadline)):
+		return a.fail(a.endErr())
+	case t.busy < 0 || a.lastErr != nil:
+		return outcome{next: backOff}
+	}
+	return outcome{next: waitBusy, busy: t.busy}
+}
+
+// settled tells round when an attempt's answers are enough to stop waiting
+// for the other members beyond a grace (see round).
+func (a *acquisition) settled(tried int) func(map[int]answer) bool {
+	held, quorum := len(a.held), a.r.quorum
+	return func(answers map[int]answer) bool {
+		if len(answers) < quorum-held {
+			return false
+		}
+		if a.sliced || a.forever {
+			return true // a majority answered; a late member costs a retry at worst
+		}
+		// A single attempt (wait 0): cut late members only when they can
+		// no longer change the outcome.
+		got := held
+		for _, ans := range answers {
+			if ans.err == nil && ans.ok {
+				got++
+			}
+		}
+		return got >= quorum || got+tried-len(answers) < quorum
+	}
+}
+
+// tally is an attempt's answers, sorted.
+type tally struct {
+	taken    []int   // the members held before the attempt and those it got
+	busy     int     // the first busy member, or -1
+	fatal    error   // the first member error that ends the call (see isFatal)
+	failures []error // the other members' errors
+}
+
+// count sorts an attempt's answers in member order.
+func (a *acquisition) count(answers map[int]answer) tally {
+	t := tally{taken: slices.Clone(a.held), busy: -1}
+	for i := range a.r.members {
+		ans, tried := answers[i]
+		switch {
+		case !tried:
+		case ans.err == nil && ans.ok:
+			t.taken = append(t.taken, i)
+		case ans.err == nil:
+			if t.busy < 0 {
+				t.busy = i
+			}
+		case a.ctx.Err() == nil && isFatal(ans.err):
+			if t.fatal == nil {
+				t.fatal = a.r.memberErr(i, ans.err)
+			}
+		default:
+			t.failures = append(t.failures, fmt.Errorf("member %d: %w", i, ans.err))
+		}
+	}
+	return t
+}
+
+// outOfReach returns why a majority is out of reach when so many members
+// failed, or nil while one is still within reach.
+func (a *acquisition) outOfReach(failures []error) error {
+	n := len(a.r.members)
+	if len(failures) <= n-a.r.quorum {
+		return nil
+	}
+	return fmt.Errorf("%d of %d members failed, a majority (%d) is out of reach: %w",
+		len(failures), n, a.r.quorum, errors.Join(failures...))
+}
+
+// waitFor waits for the busy member k through its own wait (pub/sub), for
+// at most a share, keeping the members before it and releasing those after
+// it. Contenders that list the members in the same order thus queue in
+// that order: one waiting for member k holds only members before k, so no
+// two can wait for each other.
+func (a *acquisition) waitFor(k int) outcome {
+	a.pause = minPause // members answer: the next back-off starts short
+	keep, drop := split(a.held, k)
+	a.r.releaseTolerant(a.ctx, drop)
+	a.held = keep
+	slice := a.limit(a.share)
+	if slice <= 0 {
+		return outcome{next: again} // the next attempt ends the wait
+	}
+	ans := a.r.round(a.ctx, []int{k}, slice, a.limit(slice+a.share), nil)[k]
+	switch {
+	case ans.err == nil && ans.ok:
+		a.held = append(a.held, k)
+		if len(a.held) >= a.r.quorum {
+			return a.win()
+		}
+		return outcome{next: again}
+	case ans.err != nil && a.ctx.Err() == nil && isFatal(ans.err):
+		return a.fail(a.r.memberErr(k, ans.err))
+	}
+	// The member stayed busy for a share (or failed). Give the kept
+	// members back, so that contenders listing the members in another
+	// order cannot hold each other up, and start over after a short random
+	// pause, so that they do not meet again in step.
+	a.releaseHeld()
+	if ans.err == nil {
+		sleep(a.ctx, a.limit(jitter(minPause)))
+	}
+	return outcome{next: again}
+}
+
+// backOff gives back what the attempt took and pauses, longer each time in
+// a row: too many members failed (their servers are down or slow), and
+// nothing will be published.
+func (a *acquisition) backOff() {
+	a.releaseHeld()
+	sleep(a.ctx, a.limit(jitter(a.pause)))
+	a.pause = min(2*a.pause, maxPause)
+}
+
+// win records the members held and ends the acquisition with success.
+func (a *acquisition) win() outcome {
+	a.r.record(a.ctx, a.held)
+	return outcome{next: done, ok: true}
+}
+
+// fail gives back the members held and ends the acquisition with err.
+func (a *acquisition) fail(err error) outcome {
+	a.releaseHeld()
+	return outcome{next: done, err: err}
+}
+
+func (a *acquisition) releaseHeld() {
+	a.r.releaseTolerant(a.ctx, a.held)
+	a.held = nil
+}
+
+// limit cuts a step's duration to the end of the wait and to ctx's
+// deadline.
+func (a *acquisition) limit(d time.Duration) time.Duration {
+	if a.sliced {
+		d = min(d, time.Until(a.deadline))
+	}
+	if dl, ok := a.ctx.Deadline(); ok {
+		d = min(d, time.Until(dl))
+	}
+	return d
+}
+
+// endErr is the error of an acquisition that did not succeed: nil when
+// the wait ran out with members busy, ctx's error when ctx ended, the
 // latest attempt's member failures otherwise (joined to ctx's error if
 // both).
-func (r *redLock) endErr(ctx context.Context, lastErr error) error {
+func (a *acquisition) endErr() error {
+	ctx, kind := a.ctx, a.r.kind
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		// Past ctx's deadline, ctx is done or about to be: a step cut
 		// short by the deadline must report it.
 		<-ctx.Done()
 	}
 	switch {
-	case ctx.Err() != nil && lastErr != nil:
-		return fmt.Errorf("%s: %w (latest attempt: %w)", r.kind, core.CtxError(ctx), lastErr)
+	case ctx.Err() != nil && a.lastErr != nil:
+		return fmt.Errorf("%s: %w (latest attempt: %w)", kind, core.CtxError(ctx), a.lastErr)
 	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", r.kind, core.CtxError(ctx))
-	case lastErr != nil:
-		return fmt.Errorf("%s: %w", r.kind, lastErr)
+		return fmt.Errorf("%s: %w", kind, core.CtxError(ctx))
+	case a.lastErr != nil:
+		return fmt.Errorf("%s: %w", kind, a.lastErr)
 	}
 	return nil
 }
