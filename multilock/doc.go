@@ -28,11 +28,12 @@
 // whatever order, cannot deadlock one another. The wait for the busy
 // member is not cut into slices (Redisson gives each member a slice of the
 // wait): every member is needed, so nothing else is worth trying
-// meanwhile, and the member's own wait re-checks on its fallback timer. A member's error other than
-// "busy" (Redis unreachable, a bad argument) ends the call with that error,
-// after releasing what was taken: every member is needed, so there is
-// nothing to gain by going on. TryLock(ctx, 0) is one pass over the
-// members. Unlock releases every member and joins their errors.
+// meanwhile, and the member's own wait re-checks on its fallback timer. A
+// member's error other than "busy" (Redis unreachable, a bad argument)
+// ends the call with that error, after releasing what was taken: every
+// member is needed, so there is nothing to gain by going on.
+// TryLock(ctx, 0) is one pass over the members. Unlock releases every
+// member and joins their errors.
 //
 // # RedLock: a majority of independent masters
 //

@@ -3,17 +3,18 @@ package multilock_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -55,11 +56,55 @@ func startServers(t *testing.T, n int) []*redistest.Server {
 	return ss
 }
 
+// masters is the setup of most tests: independent servers, one client on
+// each, and a name unique to the test, for the lock (RedLock) or as the
+// prefix of the locks (MultiLock).
+type masters struct {
+	ss   []*redistest.Server
+	cs   []*redisync.Client
+	name string
+}
+
+// startMasters starts n servers, each with a client changed by mods.
+func startMasters(t *testing.T, n int, mods ...func(*redis.Options)) *masters {
+	t.Helper()
+	m := &masters{ss: startServers(t, n), name: redistest.Key(t)}
+	for _, s := range m.ss {
+		m.cs = append(m.cs, newClient(t, s, mods...))
+	}
+	return m
+}
+
+// members returns one handle per server on the lock called m.name,
+// through the setup's clients.
+func (m *masters) members() []redisync.Locker {
+	var members []redisync.Locker
+	for _, c := range m.cs {
+		members = append(members, rlock.New(c, m.name))
+	}
+	return members
+}
+
+// redLock returns a RedLock over m.members, and the members.
+func (m *masters) redLock() (*multilock.MultiLock, []redisync.Locker) {
+	members := m.members()
+	return multilock.NewRedLock(members...), members
+}
+
 // testCtx bounds a test so that a hang fails instead of blocking the run.
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// tryLock calls l.TryLock(ctx, wait), requires it to succeed without an
+// error, and returns whether it acquired l.
+func tryLock(ctx context.Context, t *testing.T, l redisync.Locker, wait time.Duration) bool {
+	t.Helper()
+	ok, err := l.TryLock(ctx, wait)
+	require.NoError(t, err)
+	return ok
 }
 
 // locked reports whether the lock called name exists on s, asking the
@@ -69,11 +114,32 @@ func locked(t *testing.T, s *redistest.Server, name string) bool {
 	return s.Do(t, "EXISTS", name).(int64) == 1
 }
 
+// requireLocked fails the test unless every one of names exists on s.
+func requireLocked(t *testing.T, s *redistest.Server, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.True(t, locked(t, s, name), "%s on %s is not locked", name, s.Addr())
+	}
+}
+
 // requireFree fails the test unless none of names exists on s.
 func requireFree(t *testing.T, s *redistest.Server, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		require.False(t, locked(t, s, name), "%s on %s is still locked", name, s.Addr())
+	}
+}
+
+// unlockFrees requires the locks held, by server, to exist, unlocks l,
+// and requires them to be gone.
+func unlockFrees(ctx context.Context, t *testing.T, l redisync.Locker, held map[*redistest.Server][]string) {
+	t.Helper()
+	for s, names := range held {
+		requireLocked(t, s, names...)
+	}
+	require.NoError(t, l.Unlock(ctx))
+	for s, names := range held {
+		requireFree(t, s, names...)
 	}
 }
 
@@ -89,44 +155,26 @@ func holdElsewhere(t *testing.T, s *redistest.Server, name string) *rlock.Lock {
 // waitForWaiters waits until c's pub/sub multiplexer has n waiters.
 func waitForWaiters(t *testing.T, c *redisync.Client, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := waitersOf(c)
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters, want %d", got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, n, waitersOf(c), "waiters")
+	}, 20*time.Second, 10*time.Millisecond)
 }
 
-// eventually fails the test unless cond holds within d.
+// eventually fails the test unless cond returns nil within d; what and
+// cond's latest error say what was missing.
 func eventually(t *testing.T, d time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.NoError(ct, cond(), what)
+	}, d, 20*time.Millisecond)
 }
 
 // noWatchdogHolds checks that c renews nothing any more.
 func noWatchdogHolds(t *testing.T, c *redisync.Client) {
 	t.Helper()
-	eventually(t, 5*time.Second, "watchdog holds", func() error {
-		if n := (*core.Client)(c).WatchdogStats().Holds; n != 0 {
-			return fmt.Errorf("%d holds renewed", n)
-		}
-		return nil
-	})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Zero(ct, (*core.Client)(c).WatchdogStats().Holds, "holds renewed by the watchdog")
+	}, 5*time.Second, 20*time.Millisecond)
 }
 
 // waitersOf is the number of waiters in c's pub/sub multiplexer.
@@ -139,43 +187,61 @@ func waitersOf(c *redisync.Client) int { return (*core.Client)(c).Mux().Stats().
 // Close. Waiting here keeps the leak check in TestMain from seeing it.
 func waitDialRetries(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
 	buf := make([]byte, 1<<20)
-	for {
+	assert.Eventually(t, func() bool {
 		n := runtime.Stack(buf, true)
-		if !bytes.Contains(buf[:n], []byte("(*ConnPool).tryDial")) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Error("a go-redis pool still re-dials 5s after its client was closed")
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return !bytes.Contains(buf[:n], []byte("(*ConnPool).tryDial"))
+	}, 5*time.Second, 50*time.Millisecond, "a go-redis pool still re-dials 5s after its client was closed")
 }
 
-// lockInBackground runs l.Lock(ctx) in a goroutine. The function it returns
-// waits (at most 20 s) for that Lock to succeed, failing the test otherwise
-// with what named, and returns when Lock returned.
-func lockInBackground(ctx context.Context, t *testing.T, l redisync.Locker) func(what string) time.Time {
-	type result struct {
-		at  time.Time
-		err error
-	}
-	ch := make(chan result, 1)
+// background is a Lock running in a goroutine (see lockInBackground).
+type background struct {
+	t    *testing.T
+	what string      // names the Lock in failures
+	ch   chan result // Lock's error and when it returned
+}
+
+type result struct {
+	at  time.Time
+	err error
+}
+
+// lockInBackground runs l.Lock(ctx) in a goroutine; what names it in
+// failures.
+func lockInBackground(ctx context.Context, t *testing.T, l redisync.Locker, what string) *background {
+	b := &background{t: t, what: what, ch: make(chan result, 1)}
 	go func() {
 		err := l.Lock(ctx)
-		ch <- result{time.Now(), err}
+		b.ch <- result{time.Now(), err}
 	}()
-	return func(what string) time.Time {
-		t.Helper()
-		select {
-		case r := <-ch:
-			require.NoError(t, r.err, what)
-			return r.at
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s did not get in", what)
-			return time.Time{}
-		}
+	return b
+}
+
+// requireWaitingOn fails the test unless the Lock comes to wait through
+// c's pub/sub (a waiter on c), and has still not returned a moment later.
+func (b *background) requireWaitingOn(c *redisync.Client) {
+	b.t.Helper()
+	returned := func() bool { return len(b.ch) > 0 }
+	require.Eventually(b.t, func() bool { return waitersOf(c) == 1 || returned() }, 20*time.Second, 10*time.Millisecond,
+		"%s never waited on the busy member", b.what)
+	require.Never(b.t, returned, 200*time.Millisecond, 10*time.Millisecond,
+		"%s returned while a member was held elsewhere", b.what)
+}
+
+// requireWokenBy calls release and fails the test unless the Lock then
+// succeeds within 2 s: woken by the member's pub/sub, not by a fallback
+// re-check.
+func (b *background) requireWokenBy(release func()) {
+	b.t.Helper()
+	released := time.Now()
+	release()
+	select {
+	case r := <-b.ch:
+		require.NoError(b.t, r.err, b.what)
+		took := r.at.Sub(released)
+		b.t.Logf("%s got in %v after the release", b.what, took)
+		assert.Less(b.t, took, 2*time.Second)
+	case <-time.After(20 * time.Second):
+		require.FailNow(b.t, b.what+" did not get in")
 	}
 }

@@ -29,16 +29,20 @@ import (
 //
 // A MultiLock is safe for concurrent use.
 type MultiLock struct {
-	members []redisync.Locker
-	red     bool  // NewRedLock
-	quorum  int   // members needed: all, or a majority
-	err     error // invalid construction, reported by every call
+	g    *group   // the members, shared with take
+	take strategy // every member (allOf) or a majority (redLock)
+	err  error    // invalid construction, reported by every call
+}
 
-	mu sync.Mutex
-	// held records, for NewRedLock, the members each acquisition took, as a
-	// stack per owner (see ownerKey), so that Unlock releases those and no
-	// others.
-	held map[uint64][][]int
+// strategy is how a MultiLock takes and releases its members. The
+// MultiLock checks its own arguments and ctx first; a strategy does the
+// rest.
+type strategy interface {
+	// acquire takes the members, waiting up to wait, or as long as ctx
+	// allows when forever, and reports whether it did (see TryLock).
+	acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error)
+	// unlock releases the members (see Unlock).
+	unlock(ctx context.Context) error
 }
 
 // New returns a MultiLock that is held when every one of locks is held:
@@ -46,7 +50,10 @@ type MultiLock struct {
 // such as both accounts of a transfer. New does no I/O and never fails: no
 // locks, or a nil one, is reported, wrapping redisync.ErrInvalidArgument, by
 // the first call.
-func New(locks ...redisync.Locker) *MultiLock { return newMulti(false, locks) }
+func New(locks ...redisync.Locker) *MultiLock {
+	g := newGroup("multilock", locks)
+	return &MultiLock{g: g, take: allOf{g}, err: g.check()}
+}
 
 // NewRedLock returns a MultiLock that is held when a majority of locks
 // (len(locks)/2 + 1) is held: the Redlock algorithm, for locks on
@@ -54,43 +61,9 @@ func New(locks ...redisync.Locker) *MultiLock { return newMulti(false, locks) }
 // Read the package documentation on its limits before relying on it.
 // NewRedLock does no I/O and never fails: no locks, or a nil one, is
 // reported, wrapping redisync.ErrInvalidArgument, by the first call.
-func NewRedLock(locks ...redisync.Locker) *MultiLock { return newMulti(true, locks) }
-
-func newMulti(red bool, locks []redisync.Locker) *MultiLock {
-	m := &MultiLock{members: slices.Clone(locks), red: red, quorum: len(locks)}
-	if red {
-		m.quorum = len(locks)/2 + 1
-	}
-	if len(locks) == 0 {
-		m.err = fmt.Errorf("%w: %s: no members", redisync.ErrInvalidArgument, m.kind())
-	}
-	for i, l := range locks {
-		if isNil(l) {
-			m.err = fmt.Errorf("%w: %s: member %d is nil", redisync.ErrInvalidArgument, m.kind(), i)
-			break
-		}
-	}
-	return m
-}
-
-// isNil reports whether l is nil or a nil pointer (or other nil reference)
-// in an interface, on which every method would panic.
-func isNil(l redisync.Locker) bool {
-	if l == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(l); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-func (m *MultiLock) kind() string {
-	if m.red {
-		return "redlock"
-	}
-	return "multilock"
+func NewRedLock(locks ...redisync.Locker) *MultiLock {
+	g := newGroup("redlock", locks)
+	return &MultiLock{g: g, take: newRedLock(g), err: g.check()}
 }
 
 // Lock acquires the MultiLock, waiting as long as ctx allows.
@@ -127,7 +100,7 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 // past wait.
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait < 0 {
-		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.kind(), wait)
+		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.g.kind, wait)
 	}
 	return m.acquire(ctx, wait, false)
 }
@@ -137,82 +110,9 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 		return false, m.err
 	}
 	if ctx.Err() != nil {
-		return false, fmt.Errorf("%s: %w", m.kind(), core.CtxError(ctx))
+		return false, fmt.Errorf("%s: %w", m.g.kind, core.CtxError(ctx))
 	}
-	if m.red {
-		return m.acquireMajority(ctx, wait, forever)
-	}
-	return m.acquireAll(ctx, wait, forever)
-}
-
-// acquireAll takes every member. A pass tries the members in order without
-// waiting; when one is busy, the pass releases what it took and acquireAll
-// waits for that member alone (its own Lock or TryLock, which waits through
-// pub/sub), then runs a pass again with it already held. The wait for one
-// member is not cut into slices: every member is needed, so nothing else is
-// worth trying meanwhile.
-func (m *MultiLock) acquireAll(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	deadline := time.Now().Add(wait)
-	first := -1 // a member taken by waiting for it, held into the next pass
-	for {
-		busy, err := m.pass(ctx, first)
-		if err != nil {
-			return false, err
-		}
-		if busy < 0 {
-			return true, nil
-		}
-		var ok bool
-		if forever {
-			err = m.members[busy].Lock(ctx)
-			ok = err == nil
-		} else {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return false, nil
-			}
-			ok, err = m.members[busy].TryLock(ctx, left)
-		}
-		if err != nil {
-			return false, m.memberErr(busy, err)
-		}
-		if !ok {
-			return false, nil
-		}
-		first = busy
-	}
-}
-
-// pass tries each member once, in order, without waiting; first (≥ 0) is a
-// member already held. It returns -1 when every member is held. Otherwise it
-// releases what it holds and returns the busy member, or the error that
-// ended the pass (a member's error, or a failed release).
-func (m *MultiLock) pass(ctx context.Context, first int) (int, error) {
-	taken := make([]int, 0, len(m.members))
-	if first >= 0 {
-		taken = append(taken, first)
-	}
-	for i, l := range m.members {
-		if i == first {
-			continue
-		}
-		ok, err := l.TryLock(ctx, 0)
-		if err == nil && ok {
-			taken = append(taken, i)
-			continue
-		}
-		var errs []error
-		if err != nil {
-			errs = append(errs, m.memberErr(i, err))
-		}
-		for k, rerr := range m.release(ctx, taken) {
-			if rerr != nil {
-				errs = append(errs, fmt.Errorf("%s: releasing member %d after a failed attempt: %w", m.kind(), taken[k], rerr))
-			}
-		}
-		return i, errors.Join(errs...)
-	}
-	return -1, nil
+	return m.take.acquire(ctx, wait, forever)
 }
 
 // Unlock releases the MultiLock. It runs even when ctx is already
@@ -238,34 +138,64 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return m.err
 	}
-	if m.red {
-		return m.unlockMajority(ctx)
+	return m.take.unlock(ctx)
+}
+
+var _ redisync.Locker = (*MultiLock)(nil)
+
+// group is the members of a MultiLock, and the name its errors start with.
+type group struct {
+	kind    string // "multilock" (New) or "redlock" (NewRedLock)
+	members []redisync.Locker
+}
+
+func newGroup(kind string, locks []redisync.Locker) *group {
+	return &group{kind: kind, members: slices.Clone(locks)}
+}
+
+// check returns the error every call of a MultiLock over g reports, or nil
+// when g has members and none is nil.
+func (g *group) check() error {
+	if len(g.members) == 0 {
+		return fmt.Errorf("%w: %s: no members", redisync.ErrInvalidArgument, g.kind)
 	}
-	var errs []error
-	for i, err := range m.release(ctx, m.all()) {
-		if err != nil {
-			errs = append(errs, m.memberErr(i, err))
+	for i, l := range g.members {
+		if isNil(l) {
+			return fmt.Errorf("%w: %s: member %d is nil", redisync.ErrInvalidArgument, g.kind, i)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// isNil reports whether l is nil or a nil pointer (or other nil reference)
+// in an interface, on which every method would panic.
+func isNil(l redisync.Locker) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // release unlocks the members idx, at once, and returns their errors in
 // the order of idx. It waits for every member's answer: a member's Unlock
 // is bounded by the member (a detached context with a timeout).
-func (m *MultiLock) release(ctx context.Context, idx []int) []error {
+func (g *group) release(ctx context.Context, idx []int) []error {
 	errs := make([]error, len(idx))
 	switch len(idx) {
 	case 0:
 	case 1:
-		errs[0] = m.members[idx[0]].Unlock(ctx)
+		errs[0] = g.members[idx[0]].Unlock(ctx)
 	default:
 		var wg sync.WaitGroup
 		for k, i := range idx {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[k] = m.members[i].Unlock(ctx)
+				errs[k] = g.members[i].Unlock(ctx)
 			}()
 		}
 		wg.Wait()
@@ -273,16 +203,99 @@ func (m *MultiLock) release(ctx context.Context, idx []int) []error {
 	return errs
 }
 
-func (m *MultiLock) all() []int {
-	idx := make([]int, len(m.members))
+// all returns the indexes of every member.
+func (g *group) all() []int {
+	idx := make([]int, len(g.members))
 	for i := range idx {
 		idx[i] = i
 	}
 	return idx
 }
 
-func (m *MultiLock) memberErr(i int, err error) error {
-	return fmt.Errorf("%s: member %d: %w", m.kind(), i, err)
+func (g *group) memberErr(i int, err error) error {
+	return fmt.Errorf("%s: member %d: %w", g.kind, i, err)
 }
 
-var _ redisync.Locker = (*MultiLock)(nil)
+// allOf is the strategy of New: every member or none.
+type allOf struct{ *group }
+
+// acquire takes every member. A pass tries the members in order without
+// waiting; when one is busy, the pass releases what it took and acquire
+// waits for that member alone (its own Lock or TryLock, which waits through
+// pub/sub), then runs a pass again with it already held. The wait for one
+// member is not cut into slices: every member is needed, so nothing else is
+// worth trying meanwhile.
+func (a allOf) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+	deadline := time.Now().Add(wait)
+	first := -1 // a member taken by waiting for it, held into the next pass
+	for {
+		busy, err := a.pass(ctx, first)
+		if err != nil {
+			return false, err
+		}
+		if busy < 0 {
+			return true, nil
+		}
+		var ok bool
+		if forever {
+			err = a.members[busy].Lock(ctx)
+			ok = err == nil
+		} else {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			ok, err = a.members[busy].TryLock(ctx, left)
+		}
+		if err != nil {
+			return false, a.memberErr(busy, err)
+		}
+		if !ok {
+			return false, nil
+		}
+		first = busy
+	}
+}
+
+// pass tries each member once, in order, without waiting; first (≥ 0) is a
+// member already held. It returns -1 when every member is held. Otherwise it
+// releases what it holds and returns the busy member, or the error that
+// ended the pass (a member's error, or a failed release).
+func (a allOf) pass(ctx context.Context, first int) (int, error) {
+	taken := make([]int, 0, len(a.members))
+	if first >= 0 {
+		taken = append(taken, first)
+	}
+	for i, l := range a.members {
+		if i == first {
+			continue
+		}
+		ok, err := l.TryLock(ctx, 0)
+		if err == nil && ok {
+			taken = append(taken, i)
+			continue
+		}
+		var errs []error
+		if err != nil {
+			errs = append(errs, a.memberErr(i, err))
+		}
+		for k, rerr := range a.release(ctx, taken) {
+			if rerr != nil {
+				errs = append(errs, fmt.Errorf("%s: releasing member %d after a failed attempt: %w", a.kind, taken[k], rerr))
+			}
+		}
+		return i, errors.Join(errs...)
+	}
+	return -1, nil
+}
+
+// unlock releases every member, at once, and joins their errors.
+func (a allOf) unlock(ctx context.Context) error {
+	var errs []error
+	for i, err := range a.release(ctx, a.all()) {
+		if err != nil {
+			errs = append(errs, a.memberErr(i, err))
+		}
+	}
+	return errors.Join(errs...)
+}

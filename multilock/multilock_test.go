@@ -59,42 +59,25 @@ func TestBadInput(t *testing.T) {
 // MultiLock gets all of them, and Unlock frees all of them.
 func TestAllOrNothing(t *testing.T) {
 	ctx := testCtx(t)
-	ss := startServers(t, 2)
-	name := redistest.Key(t)
-	c0, c1 := newClient(t, ss[0]), newClient(t, ss[1])
-	ml := multilock.New(
-		rlock.New(c0, name+":a"),
-		rlock.New(c1, name+":b"),
-		rlock.New(c0, name+":c"),
-	)
-	other := holdElsewhere(t, ss[1], name+":b")
+	m := startMasters(t, 2)
+	a, b, c := m.name+":a", m.name+":b", m.name+":c"
+	ml := multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b), rlock.New(m.cs[0], c))
+	other := holdElsewhere(t, m.ss[1], b)
 
-	ok, err := ml.TryLock(ctx, 0)
-	require.NoError(t, err)
-	require.False(t, ok)
-	requireFree(t, ss[0], name+":a", name+":c")
+	require.False(t, tryLock(ctx, t, ml, 0))
+	requireFree(t, m.ss[0], a, c)
 
 	start := time.Now()
-	ok, err = ml.TryLock(ctx, 300*time.Millisecond)
-	require.NoError(t, err)
-	require.False(t, ok)
+	require.False(t, tryLock(ctx, t, ml, 300*time.Millisecond))
 	assert.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
-	requireFree(t, ss[0], name+":a", name+":c")
-	require.True(t, locked(t, ss[1], name+":b"), "the other holder lost its lock")
+	requireFree(t, m.ss[0], a, c)
+	require.True(t, locked(t, m.ss[1], b), "the other holder lost its lock")
 
 	require.NoError(t, other.Unlock(ctx))
-	ok, err = ml.TryLock(ctx, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.True(t, locked(t, ss[0], name+":a"))
-	require.True(t, locked(t, ss[1], name+":b"))
-	require.True(t, locked(t, ss[0], name+":c"))
-
-	require.NoError(t, ml.Unlock(ctx))
-	requireFree(t, ss[0], name+":a", name+":c")
-	requireFree(t, ss[1], name+":b")
-	noWatchdogHolds(t, c0)
-	noWatchdogHolds(t, c1)
+	require.True(t, tryLock(ctx, t, ml, 0))
+	unlockFrees(ctx, t, ml, map[*redistest.Server][]string{m.ss[0]: {a, c}, m.ss[1]: {b}})
+	noWatchdogHolds(t, m.cs[0])
+	noWatchdogHolds(t, m.cs[1])
 
 	// Unlock of a MultiLock not held: the members say so.
 	require.ErrorIs(t, ml.Unlock(ctx), redisync.ErrNotHeld)
@@ -104,114 +87,89 @@ func TestAllOrNothing(t *testing.T) {
 // that member's pub/sub wait rather than by polling.
 func TestWaitingMultiLockGetsInAfterRelease(t *testing.T) {
 	ctx := testCtx(t)
-	ss := startServers(t, 2)
-	name := redistest.Key(t)
-	c0, c1 := newClient(t, ss[0]), newClient(t, ss[1])
-	ml := multilock.New(rlock.New(c0, name+":a"), rlock.New(c1, name+":b"))
-	other := holdElsewhere(t, ss[1], name+":b")
+	m := startMasters(t, 2)
+	a, b := m.name+":a", m.name+":b"
+	ml := multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b))
+	other := holdElsewhere(t, m.ss[1], b)
 
-	gotIn := lockInBackground(ctx, t, ml)
-	waitForWaiters(t, c1, 1) // waiting on b alone
-	require.False(t, locked(t, ss[0], name+":a"), "a is held while waiting for b")
-
-	released := time.Now()
-	require.NoError(t, other.Unlock(ctx))
-	at := gotIn("the waiting MultiLock")
-	t.Logf("MultiLock got in %v after the release", at.Sub(released))
-	assert.Less(t, at.Sub(released), 2*time.Second)
-	require.True(t, locked(t, ss[0], name+":a"))
-	require.True(t, locked(t, ss[1], name+":b"))
-	require.NoError(t, ml.Unlock(ctx))
-	requireFree(t, ss[0], name+":a")
-	requireFree(t, ss[1], name+":b")
+	waiting := lockInBackground(ctx, t, ml, "the waiting MultiLock")
+	waiting.requireWaitingOn(m.cs[1]) // waiting on b alone
+	require.False(t, locked(t, m.ss[0], a), "a is held while waiting for b")
+	waiting.requireWokenBy(func() { require.NoError(t, other.Unlock(ctx)) })
+	unlockFrees(ctx, t, ml, map[*redistest.Server][]string{m.ss[0]: {a}, m.ss[1]: {b}})
 }
 
 // Members of different kinds: a reentrant lock and the read side of a
 // read-write lock. Other readers do not keep the MultiLock out; a writer
-// does, and then the reentrant lock stays free.
+// does, and then the reentrant lock stays free until the writer is gone.
 func TestMixedMembers(t *testing.T) {
 	ctx := testCtx(t)
-	ss := startServers(t, 2)
-	name := redistest.Key(t)
-	c0, c1 := newClient(t, ss[0]), newClient(t, ss[1])
-	rw := rwlock.New(c1, name+":rw")
-	ml := multilock.New(rlock.New(c0, name+":lock"), rw.ReadLocker())
+	m := startMasters(t, 2)
+	lockName, rwName := m.name+":lock", m.name+":rw"
+	rw := rwlock.New(m.cs[1], rwName)
+	ml := multilock.New(rlock.New(m.cs[0], lockName), rw.ReadLocker())
+	readHolds := func() int64 {
+		t.Helper()
+		n, err := rw.ReadHoldCount(ctx)
+		require.NoError(t, err)
+		return n
+	}
 
-	reader := rwlock.New(newClient(t, ss[1]), name+":rw")
+	reader := rwlock.New(newClient(t, m.ss[1]), rwName)
 	require.NoError(t, reader.RLock(ctx))
-	ok, err := ml.TryLock(ctx, 0)
-	require.NoError(t, err)
-	require.True(t, ok, "another reader kept the MultiLock's read side out")
-	n, err := rw.ReadHoldCount(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
+	require.True(t, tryLock(ctx, t, ml, 0), "another reader kept the MultiLock's read side out")
+	require.EqualValues(t, 1, readHolds())
 	require.NoError(t, ml.Unlock(ctx))
 	require.NoError(t, reader.RUnlock(ctx))
 
-	writer := rwlock.New(newClient(t, ss[1]), name+":rw")
+	writer := rwlock.New(newClient(t, m.ss[1]), rwName)
 	require.NoError(t, writer.Lock(ctx))
-	ok, err = ml.TryLock(ctx, 100*time.Millisecond)
-	require.NoError(t, err)
-	require.False(t, ok)
-	requireFree(t, ss[0], name+":lock")
+	require.False(t, tryLock(ctx, t, ml, 100*time.Millisecond))
+	requireFree(t, m.ss[0], lockName)
 
-	done := make(chan error, 1)
-	go func() { done <- ml.Lock(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	require.NoError(t, writer.Unlock(ctx))
-	require.NoError(t, <-done)
-	n, err = rw.ReadHoldCount(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
-	require.True(t, locked(t, ss[0], name+":lock"))
-	require.NoError(t, ml.Unlock(ctx))
-	requireFree(t, ss[0], name+":lock")
-	requireFree(t, ss[1], name+":rw")
+	waiting := lockInBackground(ctx, t, ml, "the MultiLock waiting for the writer")
+	waiting.requireWaitingOn(m.cs[1]) // on the read side, having let go of the lock
+	requireFree(t, m.ss[0], lockName)
+	waiting.requireWokenBy(func() { require.NoError(t, writer.Unlock(ctx)) })
+	require.EqualValues(t, 1, readHolds())
+	unlockFrees(ctx, t, ml, map[*redistest.Server][]string{m.ss[0]: {lockName}, m.ss[1]: {rwName}})
 }
 
 // A member's error (its server is down) ends the attempt with that error,
 // and the members taken before it are released.
 func TestMemberErrorAborts(t *testing.T) {
 	ctx := testCtx(t)
-	ss := startServers(t, 2)
-	name := redistest.Key(t)
-	c0, c1 := newClient(t, ss[0]), newClient(t, ss[1], failFast)
-	ml := multilock.New(rlock.New(c0, name+":a"), rlock.New(c1, name+":b"))
-	ss[1].Stop(t)
+	m := startMasters(t, 2, failFast)
+	a := m.name + ":a"
+	ml := multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], m.name+":b"))
+	m.ss[1].Stop(t)
 
 	ok, err := ml.TryLock(ctx, time.Second)
 	require.Error(t, err)
 	require.False(t, ok)
 	require.ErrorContains(t, err, "member 1")
-	requireFree(t, ss[0], name+":a")
+	requireFree(t, m.ss[0], a)
 	require.Error(t, ml.Lock(ctx))
-	requireFree(t, ss[0], name+":a")
+	requireFree(t, m.ss[0], a)
 }
 
 // Owners: one MultiLock shared by goroutines that each carry their own
 // owner in ctx excludes them from one another; the same owner re-enters.
 func TestOwnersInContext(t *testing.T) {
 	ctx := testCtx(t)
-	ss := startServers(t, 2)
-	name := redistest.Key(t)
-	c0, c1 := newClient(t, ss[0]), newClient(t, ss[1])
-	ml := multilock.New(rlock.New(c0, name+":a"), rlock.New(c1, name+":b"))
+	m := startMasters(t, 2)
+	a, b := m.name+":a", m.name+":b"
+	ml := multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b))
 
 	alice, bob := redisync.WithOwner(ctx), redisync.WithOwner(ctx)
 	require.NoError(t, ml.Lock(alice))
 	require.NoError(t, ml.Lock(alice)) // re-entered
-	ok, err := ml.TryLock(bob, 0)
-	require.NoError(t, err)
-	require.False(t, ok)
+	require.False(t, tryLock(bob, t, ml, 0))
 	require.ErrorIs(t, ml.Unlock(bob), redisync.ErrNotHeld)
 	require.NoError(t, ml.Unlock(alice))
-	ok, err = ml.TryLock(bob, 0)
-	require.NoError(t, err)
-	require.False(t, ok, "alice's second hold is gone after one Unlock")
+	require.False(t, tryLock(bob, t, ml, 0), "alice's second hold is gone after one Unlock")
 	require.NoError(t, ml.Unlock(alice))
-	ok, err = ml.TryLock(bob, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, tryLock(bob, t, ml, 0))
 	require.NoError(t, ml.Unlock(bob))
 
 	// Many owners through one shared MultiLock: never two inside.
@@ -223,18 +181,14 @@ func TestOwnersInContext(t *testing.T) {
 			defer wg.Done()
 			octx := redisync.WithOwner(ctx)
 			for range 10 {
-				if err := ml.Lock(octx); err != nil {
-					t.Error(err)
+				if !assert.NoError(t, ml.Lock(octx)) {
 					return
 				}
-				if inside.Add(1) != 1 {
-					t.Error("two owners inside the MultiLock")
-				}
+				assert.EqualValues(t, 1, inside.Add(1), "two owners inside the MultiLock")
 				entries.Add(1)
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // work inside, for others to overlap with
 				inside.Add(-1)
-				if err := ml.Unlock(octx); err != nil {
-					t.Error(err)
+				if !assert.NoError(t, ml.Unlock(octx)) {
 					return
 				}
 			}
@@ -242,25 +196,22 @@ func TestOwnersInContext(t *testing.T) {
 	}
 	wg.Wait()
 	require.EqualValues(t, 40, entries.Load())
-	requireFree(t, ss[0], name+":a")
-	requireFree(t, ss[1], name+":b")
+	requireFree(t, m.ss[0], a)
+	requireFree(t, m.ss[1], b)
 }
 
 // Unlock after the caller's ctx was cancelled still releases every member.
 func TestUnlockWithCancelledContext(t *testing.T) {
-	ss := startServers(t, 2)
-	name := redistest.Key(t)
-	c0, c1 := newClient(t, ss[0]), newClient(t, ss[1])
+	m := startMasters(t, 2)
+	a, b := m.name+":a", m.name+":b"
 	for _, ml := range []*multilock.MultiLock{
-		multilock.New(rlock.New(c0, name+":a"), rlock.New(c1, name+":b")),
-		multilock.NewRedLock(rlock.New(c0, name+":a"), rlock.New(c1, name+":b")),
+		multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b)),
+		multilock.NewRedLock(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b)),
 	} {
 		ctx, cancel := context.WithCancel(testCtx(t))
 		require.NoError(t, ml.Lock(ctx))
 		cancel()
-		require.NoError(t, ml.Unlock(ctx))
-		requireFree(t, ss[0], name+":a")
-		requireFree(t, ss[1], name+":b")
+		unlockFrees(ctx, t, ml, map[*redistest.Server][]string{m.ss[0]: {a}, m.ss[1]: {b}})
 	}
 }
 
@@ -270,45 +221,38 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 	for _, red := range []bool{false, true} {
 		t.Run(map[bool]string{false: "multilock", true: "redlock"}[red], func(t *testing.T) {
 			ctx := testCtx(t)
-			ss := startServers(t, 3)
-			name := redistest.Key(t)
-			cs := []*redisync.Client{newClient(t, ss[0]), newClient(t, ss[1]), newClient(t, ss[2])}
-			members := []redisync.Locker{rlock.New(cs[0], name), rlock.New(cs[1], name), rlock.New(cs[2], name)}
-			ml := multilock.New(members...)
+			m := startMasters(t, 3)
+			ml := multilock.New(m.members()...)
 			if red {
-				ml = multilock.NewRedLock(members...)
+				ml, _ = m.redLock()
 			}
 			// Taken elsewhere: the second member, and for the RedLock also
 			// the third, so that no majority is free.
-			others := []*rlock.Lock{holdElsewhere(t, ss[1], name)}
+			others := []*rlock.Lock{holdElsewhere(t, m.ss[1], m.name)}
 			if red {
-				others = append(others, holdElsewhere(t, ss[2], name))
+				others = append(others, holdElsewhere(t, m.ss[2], m.name))
 			}
 			// Start the clients' pub/sub loops (one goroutine per client,
 			// until Close) before taking the goroutine snapshot. The wait is
 			// long enough for the members' first calls (a dial and a script
 			// load each) on a busy machine: a RedLock member that does not
 			// answer within the wait counts as failed, not as busy.
-			ok, err := ml.TryLock(ctx, time.Second)
-			require.NoError(t, err)
-			require.False(t, ok)
+			require.False(t, tryLock(ctx, t, ml, time.Second))
 			ignore := goleak.IgnoreCurrent()
 
 			cctx, cancel := context.WithCancel(ctx)
 			errc := make(chan error, 1)
 			go func() { errc <- ml.Lock(cctx) }()
-			waitForWaiters(t, cs[1], 1)
+			waitForWaiters(t, m.cs[1], 1)
 			cancel()
-			err = <-errc
-			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, <-errc, context.Canceled)
 
 			dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer dcancel()
-			err = ml.Lock(dctx)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorIs(t, ml.Lock(dctx), context.DeadlineExceeded)
 
-			requireFree(t, ss[0], name)
-			for i, c := range cs {
+			requireFree(t, m.ss[0], m.name)
+			for i, c := range m.cs {
 				noWatchdogHolds(t, c)
 				eventually(t, 5*time.Second, "no waiters", func() error {
 					if n := waitersOf(c); n != 0 {
@@ -347,17 +291,15 @@ func TestOppositeOrders(t *testing.T) {
 				ml = multilock.New(b, a)
 			}
 			for range 25 {
-				if err := ml.Lock(ctx); err != nil {
-					t.Error(err)
+				if !assert.NoError(t, ml.Lock(ctx)) {
 					return
 				}
 				if inside.Add(1) != 1 {
 					overlaps.Add(1)
 				}
-				time.Sleep(200 * time.Microsecond)
+				time.Sleep(200 * time.Microsecond) // work inside, for others to overlap with
 				inside.Add(-1)
-				if err := ml.Unlock(ctx); err != nil {
-					t.Error(err)
+				if !assert.NoError(t, ml.Unlock(ctx)) {
 					return
 				}
 			}

@@ -27,157 +27,278 @@ const (
 	// in step.
 	minPause = 25 * time.Millisecond
 	maxPause = time.Second
-
-	// minGrace is the least time an attempt waits for the remaining
-	// members once a majority has answered (see round).
-	minGrace = 20 * time.Millisecond
 )
 
-// errNoAnswer stands for a member that did not answer in time (see round).
-var errNoAnswer = errors.New("no answer in time")
+// redLock is the strategy of NewRedLock: a majority of the members.
+type redLock struct {
+	*group
+	quorum int // members needed: len(members)/2 + 1
 
-// acquireMajority runs the RedLock acquisition (see the package doc):
-// attempts that try every member not held at once; after an attempt failed
-// on busy members, an ordered wait for the first busy member, for at most
-// a share of the wait, keeping the members before it; after an attempt
+	mu sync.Mutex
+	// records holds the members each acquisition took, as a stack per
+	// owner (see ownerKey), so that unlock releases those and no others.
+	records map[uint64][][]int
+}
+
+func newRedLock(g *group) *redLock {
+	return &redLock{group: g, quorum: len(g.members)/2 + 1}
+}
+
+// acquire runs the RedLock acquisition (see the package doc) as steps: an
+// attempt that tries every member not held at once; after an attempt
+// failed on busy members, a wait for the first busy one; after an attempt
 // failed on failing members, a pause.
-func (m *MultiLock) acquireMajority(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	n := len(m.members)
-	deadline := time.Now().Add(wait)
-	sliced := !forever && wait > 0
-	share := maxStep
-	if sliced {
-		share = min(wait/time.Duration(n), maxStep)
-	}
-	// limit cuts a step's duration to the end of the wait and to ctx's
-	// deadline.
-	limit := func(d time.Duration) time.Duration {
-		if sliced {
-			d = min(d, time.Until(deadline))
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			d = min(d, time.Until(dl))
-		}
-		return d
-	}
-	pause := minPause
-	var held []int    // members held going into the next attempt
-	var lastErr error // why the latest attempt failed, when members failed
+func (r *redLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+	a := r.begin(ctx, wait, forever)
 	for first := true; ; first = false {
-		// An attempt may use the whole step: the grace in round cuts
-		// unresponsive members short as soon as a majority has answered,
-		// and without a majority of answers it cannot succeed anyway.
-		bound := limit(maxStep)
-		if ctx.Err() != nil || (!first && bound <= 0) {
-			m.releaseTolerant(ctx, held)
-			return false, m.endErr(ctx, lastErr)
+		o := a.attempt(first)
+		switch o.next {
+		case waitBusy:
+			o = a.waitFor(o.busy)
+		case backOff:
+			a.backOff()
 		}
-
-		// Attempt: every member not yet held, at once, without waiting.
-		tried := m.others(held)
-		answers := m.round(ctx, tried, 0, bound, func(answers map[int]answer) bool {
-			if len(answers) < m.quorum-len(held) {
-				return false
-			}
-			if sliced || forever {
-				return true // a majority answered; a late member costs a retry at worst
-			}
-			// A single attempt (wait 0): cut late members only when they
-			// can no longer change the outcome.
-			got := len(held)
-			for _, a := range answers {
-				if a.err == nil && a.ok {
-					got++
-				}
-			}
-			return got >= m.quorum || got+len(tried)-len(answers) < m.quorum
-		})
-		taken := slices.Clone(held)
-		busy, fatal := -1, -1
-		var failures []error
-		for _, i := range m.all() {
-			a, tried := answers[i]
-			switch {
-			case !tried:
-			case a.err == nil && a.ok:
-				taken = append(taken, i)
-			case a.err == nil:
-				if busy < 0 {
-					busy = i
-				}
-			case ctx.Err() == nil && isFatal(a.err):
-				if fatal < 0 {
-					fatal = i
-				}
-			default:
-				failures = append(failures, fmt.Errorf("member %d: %w", i, a.err))
-			}
-		}
-		if fatal >= 0 {
-			m.releaseTolerant(ctx, taken)
-			return false, m.memberErr(fatal, answers[fatal].err)
-		}
-		if len(taken) >= m.quorum {
-			m.record(ctx, taken)
-			return true, nil
-		}
-		lastErr = nil
-		if len(failures) > n-m.quorum {
-			lastErr = fmt.Errorf("%d of %d members failed, a majority (%d) is out of reach: %w",
-				len(failures), n, m.quorum, errors.Join(failures...))
-		}
-		if ctx.Err() != nil || (!forever && !time.Now().Before(deadline)) {
-			m.releaseTolerant(ctx, taken)
-			return false, m.endErr(ctx, lastErr)
-		}
-
-		if busy < 0 || lastErr != nil {
-			// Too many members failed: their servers are down or slow,
-			// and nothing will be published. Pause, then try again.
-			m.releaseTolerant(ctx, taken)
-			held = nil
-			m.sleep(ctx, limit(jitter(pause)))
-			pause = min(2*pause, maxPause)
-			continue
-		}
-		pause = minPause
-
-		// Wait for the first busy member, through its own wait (pub/sub),
-		// for at most a share, keeping the members before it and releasing
-		// those after it. Contenders that list the members in the same
-		// order thus queue in that order: one waiting for member k holds
-		// only members before k, so no two can wait for each other.
-		keep, drop := split(taken, busy)
-		m.releaseTolerant(ctx, drop)
-		held = keep
-		slice := limit(share)
-		if slice <= 0 {
-			continue // the next turn ends the wait
-		}
-		a := m.round(ctx, []int{busy}, slice, limit(slice+share), nil)[busy]
-		switch {
-		case a.err == nil && a.ok:
-			held = append(held, busy)
-			if len(held) >= m.quorum {
-				m.record(ctx, held)
-				return true, nil
-			}
-		case a.err != nil && ctx.Err() == nil && isFatal(a.err):
-			m.releaseTolerant(ctx, held)
-			return false, m.memberErr(busy, a.err)
-		default:
-			// The member stayed busy for a share (or failed). Give the
-			// kept members back, so that contenders listing the members
-			// in another order cannot hold each other up, and start over
-			// after a short random pause, so that they do not meet again
-			// in step.
-			m.releaseTolerant(ctx, held)
-			held = nil
-			if a.err == nil {
-				m.sleep(ctx, limit(jitter(minPause)))
-			}
+		if o.next == done {
+			return o.ok, o.err
 		}
 	}
+}
+
+// next is what a RedLock acquisition does after a step.
+type next int
+
+const (
+	again    next = iota // attempt again at once
+	waitBusy             // wait for a busy member, then attempt again
+	backOff              // pause, then attempt again
+	done                 // return
+)
+
+// outcome is how a step of a RedLock acquisition ended.
+type outcome struct {
+	next next
+	busy int   // for waitBusy: the member to wait for
+	ok   bool  // for done: whether the RedLock is held
+	err  error // for done: why not, or nil when members stayed busy
+}
+
+// acquisition is one Lock or TryLock call on a RedLock: its bounds, the
+// members it holds so far, and why its latest attempt failed.
+type acquisition struct {
+	r        *redLock
+	ctx      context.Context
+	forever  bool          // Lock: only ctx ends it
+	sliced   bool          // TryLock with a wait: every step ends by the deadline
+	deadline time.Time     // the end of the wait
+	share    time.Duration // the longest wait for one busy member
+	held     []int         // members held going into the next step
+	lastErr  error         // why the latest attempt failed, when members failed
+	pause    time.Duration // the next pause after an attempt on failing members
+}
+
+func (r *redLock) begin(ctx context.Context, wait time.Duration, forever bool) *acquisition {
+	a := &acquisition{
+		r: r, ctx: ctx, forever: forever, sliced: !forever && wait > 0,
+		deadline: time.Now().Add(wait), share: maxStep, pause: minPause,
+	}
+	if a.sliced {
+		a.share = min(wait/time.Duration(len(r.members)), maxStep)
+	}
+	return a
+}
+
+// attempt tries every member not yet held, at once and without waiting.
+// It is done when a majority is held (keeping every member it got), when a
+// member's error ends the call, or when ctx or the wait has ended; else it
+// leads to a wait for the first busy member, or to a pause when too many
+// members failed for a majority.
+func (a *acquisition) attempt(first bool) outcome {
+	// An attempt may use the whole step: the grace in round cuts
+	// unresponsive members short as soon as a majority has answered, and
+	// without a majority of answers it cannot succeed anyway.
+	bound := a.limit(maxStep)
+	if a.ctx.Err() != nil || (!first && bound <= 0) {
+		return a.fail(a.endErr())
+	}
+	tried := a.r.others(a.held)
+	t := a.count(a.r.round(a.ctx, tried, 0, bound, a.settled(len(tried))))
+	a.held = t.taken
+	switch {
+	case t.fatal != nil:
+		return a.fail(t.fatal)
+	case len(a.held) >= a.r.quorum:
+		return a.win()
+	}
+	a.lastErr = a.outOfReach(t.failures)
+	switch {
+	case a.ctx.Err() != nil || (!a.forever && !time.Now().Before(a.deadline)):
+		return a.fail(a.endErr())
+	case t.busy < 0 || a.lastErr != nil:
+		return outcome{next: backOff}
+	}
+	return outcome{next: waitBusy, busy: t.busy}
+}
+
+// settled tells round when an attempt's answers are enough to stop waiting
+// for the other members beyond a grace (see round).
+func (a *acquisition) settled(tried int) func(map[int]answer) bool {
+	held, quorum := len(a.held), a.r.quorum
+	return func(answers map[int]answer) bool {
+		if len(answers) < quorum-held {
+			return false
+		}
+		if a.sliced || a.forever {
+			return true // a majority answered; a late member costs a retry at worst
+		}
+		// A single attempt (wait 0): cut late members only when they can
+		// no longer change the outcome.
+		got := held
+		for _, ans := range answers {
+			if ans.err == nil && ans.ok {
+				got++
+			}
+		}
+		return got >= quorum || got+tried-len(answers) < quorum
+	}
+}
+
+// tally is an attempt's answers, sorted.
+type tally struct {
+	taken    []int   // the members held before the attempt and those it got
+	busy     int     // the first busy member, or -1
+	fatal    error   // the first member error that ends the call (see isFatal)
+	failures []error // the other members' errors
+}
+
+// count sorts an attempt's answers in member order.
+func (a *acquisition) count(answers map[int]answer) tally {
+	t := tally{taken: slices.Clone(a.held), busy: -1}
+	for i := range a.r.members {
+		ans, tried := answers[i]
+		switch {
+		case !tried:
+		case ans.err == nil && ans.ok:
+			t.taken = append(t.taken, i)
+		case ans.err == nil:
+			if t.busy < 0 {
+				t.busy = i
+			}
+		case a.ctx.Err() == nil && isFatal(ans.err):
+			if t.fatal == nil {
+				t.fatal = a.r.memberErr(i, ans.err)
+			}
+		default:
+			t.failures = append(t.failures, fmt.Errorf("member %d: %w", i, ans.err))
+		}
+	}
+	return t
+}
+
+// outOfReach returns why a majority is out of reach when so many members
+// failed, or nil while one is still within reach.
+func (a *acquisition) outOfReach(failures []error) error {
+	n := len(a.r.members)
+	if len(failures) <= n-a.r.quorum {
+		return nil
+	}
+	return fmt.Errorf("%d of %d members failed, a majority (%d) is out of reach: %w",
+		len(failures), n, a.r.quorum, errors.Join(failures...))
+}
+
+// waitFor waits for the busy member k through its own wait (pub/sub), for
+// at most a share, keeping the members before it and releasing those after
+// it. Contenders that list the members in the same order thus queue in
+// that order: one waiting for member k holds only members before k, so no
+// two can wait for each other.
+func (a *acquisition) waitFor(k int) outcome {
+	a.pause = minPause // members answer: the next back-off starts short
+	keep, drop := split(a.held, k)
+	a.r.releaseTolerant(a.ctx, drop)
+	a.held = keep
+	slice := a.limit(a.share)
+	if slice <= 0 {
+		return outcome{next: again} // the next attempt ends the wait
+	}
+	ans := a.r.round(a.ctx, []int{k}, slice, a.limit(slice+a.share), nil)[k]
+	switch {
+	case ans.err == nil && ans.ok:
+		a.held = append(a.held, k)
+		if len(a.held) >= a.r.quorum {
+			return a.win()
+		}
+		return outcome{next: again}
+	case ans.err != nil && a.ctx.Err() == nil && isFatal(ans.err):
+		return a.fail(a.r.memberErr(k, ans.err))
+	}
+	// The member stayed busy for a share (or failed). Give the kept
+	// members back, so that contenders listing the members in another
+	// order cannot hold each other up, and start over after a short random
+	// pause, so that they do not meet again in step.
+	a.releaseHeld()
+	if ans.err == nil {
+		sleep(a.ctx, a.limit(jitter(minPause)))
+	}
+	return outcome{next: again}
+}
+
+// backOff gives back what the attempt took and pauses, longer each time in
+// a row: too many members failed (their servers are down or slow), and
+// nothing will be published.
+func (a *acquisition) backOff() {
+	a.releaseHeld()
+	sleep(a.ctx, a.limit(jitter(a.pause)))
+	a.pause = min(2*a.pause, maxPause)
+}
+
+// win records the members held and ends the acquisition with success.
+func (a *acquisition) win() outcome {
+	a.r.record(a.ctx, a.held)
+	return outcome{next: done, ok: true}
+}
+
+// fail gives back the members held and ends the acquisition with err.
+func (a *acquisition) fail(err error) outcome {
+	a.releaseHeld()
+	return outcome{next: done, err: err}
+}
+
+func (a *acquisition) releaseHeld() {
+	a.r.releaseTolerant(a.ctx, a.held)
+	a.held = nil
+}
+
+// limit cuts a step's duration to the end of the wait and to ctx's
+// deadline.
+func (a *acquisition) limit(d time.Duration) time.Duration {
+	if a.sliced {
+		d = min(d, time.Until(a.deadline))
+	}
+	if dl, ok := a.ctx.Deadline(); ok {
+		d = min(d, time.Until(dl))
+	}
+	return d
+}
+
+// endErr is the error of an acquisition that did not succeed: nil when
+// the wait ran out with members busy, ctx's error when ctx ended, the
+// latest attempt's member failures otherwise (joined to ctx's error if
+// both).
+func (a *acquisition) endErr() error {
+	ctx, kind := a.ctx, a.r.kind
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// Past ctx's deadline, ctx is done or about to be: a step cut
+		// short by the deadline must report it.
+		<-ctx.Done()
+	}
+	switch {
+	case ctx.Err() != nil && a.lastErr != nil:
+		return fmt.Errorf("%s: %w (latest attempt: %w)", kind, core.CtxError(ctx), a.lastErr)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", kind, core.CtxError(ctx))
+	case a.lastErr != nil:
+		return fmt.Errorf("%s: %w", kind, a.lastErr)
+	}
+	return nil
 }
 
 // split returns the members of taken before member k, and the others.
@@ -196,7 +317,7 @@ func split(taken []int, k int) (before, after []int) {
 func jitter(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
 
 // sleep waits for d, or until ctx is done.
-func (m *MultiLock) sleep(ctx context.Context, d time.Duration) {
+func sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -208,27 +329,6 @@ func (m *MultiLock) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// endErr is the error of a RedLock acquisition that did not succeed: nil
-// when the wait ran out with members busy, ctx's error when ctx ended, the
-// latest attempt's member failures otherwise (joined to ctx's error if
-// both).
-func (m *MultiLock) endErr(ctx context.Context, lastErr error) error {
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		// Past ctx's deadline, ctx is done or about to be: a step cut
-		// short by the deadline must report it.
-		<-ctx.Done()
-	}
-	switch {
-	case ctx.Err() != nil && lastErr != nil:
-		return fmt.Errorf("%s: %w (latest attempt: %w)", m.kind(), core.CtxError(ctx), lastErr)
-	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", m.kind(), core.CtxError(ctx))
-	case lastErr != nil:
-		return fmt.Errorf("%s: %w", m.kind(), lastErr)
-	}
-	return nil
-}
-
 // isFatal reports a member error that says the call itself is wrong, so
 // that retrying or tolerating it cannot help.
 func isFatal(err error) bool {
@@ -238,9 +338,9 @@ func isFatal(err error) bool {
 }
 
 // others returns the members not in held.
-func (m *MultiLock) others(held []int) []int {
-	idx := make([]int, 0, len(m.members))
-	for i := range m.members {
+func (g *group) others(held []int) []int {
+	idx := make([]int, 0, len(g.members))
+	for i := range g.members {
 		if !slices.Contains(held, i) {
 			idx = append(idx, i)
 		}
@@ -248,178 +348,75 @@ func (m *MultiLock) others(held []int) []int {
 	return idx
 }
 
-// answer is a member's reply to TryLock in a round.
-type answer struct {
-	ok  bool
-	err error // errNoAnswer when the member did not answer within the bound
-}
-
-// round calls TryLock(ctx, wait) on the members idx, all at once, and
-// returns their answers by member index. It waits until every member has
-// answered, or until bound has passed, or, once the answers in hand satisfy
-// settled (nil: never), for as long again as they took (at least
-// minGrace), whichever comes first. A member that has not answered by then
-// gets errNoAnswer: its try is abandoned to finish by itself (its context
-// is cancelled, and it is bounded by the member's own timeouts), and if it
-// acquires the member after all, it releases it. So an unresponsive server
-// (stopped, paused, partitioned) costs a round little more than the others'
-// answers once they settle it, and never more than bound, whatever
-// go-redis's timeouts.
-func (m *MultiLock) round(ctx context.Context, idx []int, wait, bound time.Duration, settled func(map[int]answer) bool) map[int]answer {
-	start := time.Now()
-	answers := make(map[int]answer, len(idx))
-	rctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	r := &roundState{ch: make(chan reply, len(idx))}
-	release := context.WithoutCancel(ctx) // carries ctx's owner
-	for _, i := range idx {
-		go r.try(rctx, release, m.members[i], i, wait)
-	}
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	graced := false
-	for len(answers) < len(idx) {
-		if !graced && settled != nil && settled(answers) {
-			graced = true
-			took := time.Since(start)
-			timer.Reset(min(max(took, minGrace), bound-took))
-		}
-		select {
-		case rp := <-r.ch:
-			answers[rp.i] = rp.answer
-		case <-timer.C:
-			for _, rp := range r.abandon() {
-				answers[rp.i] = rp.answer
-			}
-			for _, i := range idx {
-				if _, ok := answers[i]; !ok {
-					answers[i] = answer{err: errNoAnswer}
-				}
-			}
-			return answers
-		}
-	}
-	return answers
-}
-
-type reply struct {
-	i int
-	answer
-}
-
-// roundState hands the members' replies of one round to its caller, until
-// the caller stops listening.
-type roundState struct {
-	mu        sync.Mutex
-	abandoned bool
-	ch        chan reply // buffered for every member: sends never block
-}
-
-// try runs one member's TryLock and hands its reply over, or, when the
-// round was abandoned meanwhile, releases what it got on release, a
-// context that carries the caller's owner.
-func (r *roundState) try(ctx, release context.Context, l redisync.Locker, i int, wait time.Duration) {
-	ok, err := l.TryLock(ctx, wait)
-	r.mu.Lock()
-	if !r.abandoned {
-		r.ch <- reply{i, answer{ok, err}}
-		r.mu.Unlock()
-		return
-	}
-	r.mu.Unlock()
-	if err == nil && ok {
-		// Nobody counts this hold: give it back. If that fails, the
-		// member's renewal has stopped and its lease frees it.
-		_ = l.Unlock(release)
-	}
-}
-
-// abandon stops the round's caller from listening and returns the replies
-// handed over before that.
-func (r *roundState) abandon() []reply {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.abandoned = true
-	var out []reply
-	for {
-		select {
-		case rp := <-r.ch:
-			out = append(out, rp)
-		default:
-			return out
-		}
-	}
-}
-
 // releaseTolerant releases members taken by a failed RedLock attempt. Their
 // errors are not reported: a RedLock tolerates failing members, and a
 // member that could not be released, whose renewal has stopped, is freed by
 // Redis when its lease ends.
-func (m *MultiLock) releaseTolerant(ctx context.Context, idx []int) {
-	_ = m.release(ctx, idx)
+func (g *group) releaseTolerant(ctx context.Context, idx []int) {
+	_ = g.release(ctx, idx)
 }
 
 // ownerKey names the owner a RedLock acquisition acts for: the token ctx
-// carries, or 0 for the members' own handle owners. Given the MultiLock's
+// carries, or 0 for the members' own handle owners. Given the RedLock's
 // fixed members, it determines the owner of every member.
 func ownerKey(ctx context.Context) uint64 {
 	t, _ := redisync.OwnerToken(ctx)
 	return t
 }
 
-// record notes the members a successful RedLock acquisition took.
-func (m *MultiLock) record(ctx context.Context, taken []int) {
+// record notes the members a successful acquisition took.
+func (r *redLock) record(ctx context.Context, taken []int) {
 	taken = slices.Clone(taken)
 	slices.Sort(taken)
 	k := ownerKey(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held == nil {
-		m.held = make(map[uint64][][]int)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.records == nil {
+		r.records = make(map[uint64][][]int)
 	}
-	m.held[k] = append(m.held[k], taken)
+	r.records[k] = append(r.records[k], taken)
 }
 
 // takeRecord removes and returns the members the latest acquisition of
 // ctx's owner took, or nil if there is none.
-func (m *MultiLock) takeRecord(ctx context.Context) []int {
+func (r *redLock) takeRecord(ctx context.Context) []int {
 	k := ownerKey(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.held[k]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.records[k]
 	if len(s) == 0 {
 		return nil
 	}
 	taken := s[len(s)-1]
 	if len(s) == 1 {
-		delete(m.held, k)
+		delete(r.records, k)
 	} else {
-		m.held[k] = s[:len(s)-1]
+		r.records[k] = s[:len(s)-1]
 	}
 	return taken
 }
 
-// unlockMajority releases a RedLock (see Unlock).
-func (m *MultiLock) unlockMajority(ctx context.Context) error {
-	idx := m.takeRecord(ctx)
+// unlock releases the members the latest acquisition of ctx's owner took,
+// or every member without such a record (see Unlock).
+func (r *redLock) unlock(ctx context.Context) error {
+	idx := r.takeRecord(ctx)
 	if idx == nil {
-		idx = m.all()
+		idx = r.all()
 	}
-	released, notHeld := 0, 0
+	notHeld := 0
 	var errs []error
-	for k, err := range m.release(ctx, idx) {
+	for k, err := range r.release(ctx, idx) {
 		switch {
 		case err == nil:
-			released++
 		case errors.Is(err, redisync.ErrNotHeld):
 			notHeld++ // not held (any more): nothing to release
 		default:
-			errs = append(errs, m.memberErr(idx[k], err))
+			errs = append(errs, r.memberErr(idx[k], err))
 		}
 	}
-	if len(idx)-notHeld < m.quorum {
+	if len(idx)-notHeld < r.quorum {
 		errs = append([]error{fmt.Errorf("%s: %w: %d of %d members were still held, fewer than a majority (%d)",
-			m.kind(), redisync.ErrNotHeld, len(idx)-notHeld, len(m.members), m.quorum)}, errs...)
+			r.kind, redisync.ErrNotHeld, len(idx)-notHeld, len(r.members), r.quorum)}, errs...)
 	}
 	return errors.Join(errs...)
 }

@@ -18,36 +18,6 @@ import (
 	"github.com/redisync/redisync/rlock"
 )
 
-// masters is a RedLock test setup: independent servers, one client on each,
-// and a lock name used on all of them.
-type masters struct {
-	ss   []*redistest.Server
-	cs   []*redisync.Client
-	name string
-}
-
-func startMasters(t *testing.T, n int) *masters {
-	t.Helper()
-	m := &masters{ss: startServers(t, n), name: redistest.Key(t)}
-	for _, s := range m.ss {
-		m.cs = append(m.cs, newClient(t, s))
-	}
-	return m
-}
-
-// redLock returns a RedLock over one handle per server, through the
-// setup's clients, and the handles.
-func (m *masters) redLock() (*multilock.MultiLock, []*rlock.Lock) {
-	var members []redisync.Locker
-	var locks []*rlock.Lock
-	for _, c := range m.cs {
-		l := rlock.New(c, m.name)
-		members = append(members, l)
-		locks = append(locks, l)
-	}
-	return multilock.NewRedLock(members...), locks
-}
-
 // lockedCount is the number of servers where the lock exists.
 func (m *masters) lockedCount(t *testing.T) int {
 	t.Helper()
@@ -91,9 +61,7 @@ func TestRedLockWinsWithTwoOfThreeFree(t *testing.T) {
 	rl, _ := m.redLock()
 	other := holdElsewhere(t, m.ss[2], m.name)
 
-	ok, err := rl.TryLock(ctx, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, tryLock(ctx, t, rl, 0))
 	require.Equal(t, []bool{true, true, true}, m.locked(t))
 	require.NoError(t, rl.Unlock(ctx))
 	require.Equal(t, []bool{false, false, true}, m.locked(t), "the other holder's lock must stay")
@@ -116,16 +84,12 @@ func TestRedLockLosesWithTwoOfThreeTaken(t *testing.T) {
 	holdElsewhere(t, m.ss[0], m.name)
 	holdElsewhere(t, m.ss[2], m.name)
 
-	ok, err := rl.TryLock(ctx, 0)
-	require.NoError(t, err)
-	require.False(t, ok)
+	require.False(t, tryLock(ctx, t, rl, 0))
 	m.eventuallyFree(t, 1)
 
 	start := time.Now()
-	ok, err = rl.TryLock(ctx, 400*time.Millisecond)
+	require.False(t, tryLock(ctx, t, rl, 400*time.Millisecond))
 	took := time.Since(start)
-	require.NoError(t, err)
-	require.False(t, ok)
 	t.Logf("TryLock(400ms) gave up after %v", took)
 	assert.GreaterOrEqual(t, took, 350*time.Millisecond)
 	assert.Less(t, took, 3*time.Second)
@@ -250,7 +214,7 @@ func TestRedLockTooManyServersDown(t *testing.T) {
 func TestRedLockUnlock(t *testing.T) {
 	ctx := testCtx(t)
 	m := startMasters(t, 3)
-	rl, locks := m.redLock()
+	rl, members := m.redLock()
 	other := holdElsewhere(t, m.ss[1], m.name)
 
 	require.NoError(t, rl.Lock(ctx))
@@ -258,7 +222,7 @@ func TestRedLockUnlock(t *testing.T) {
 	require.Equal(t, []bool{false, true, false}, m.locked(t))
 
 	require.NoError(t, rl.Lock(ctx))
-	again := multilock.NewRedLock(locks[0], locks[1], locks[2]) // same handles, so the same owners
+	again := multilock.NewRedLock(members...) // same handles, so the same owners
 	require.NoError(t, again.Unlock(ctx))
 	require.Equal(t, []bool{false, true, false}, m.locked(t))
 	err := rl.Unlock(ctx) // its record: members 0 and 2, released already
@@ -288,25 +252,21 @@ func TestRedLockUnlock(t *testing.T) {
 func TestRedLockWaitsForRelease(t *testing.T) {
 	ctx := testCtx(t)
 	m := startMasters(t, 3)
-	holder := startMastersSame(t, m)
+	holder := m.redLockElsewhere(t)
 	rl, _ := m.redLock()
 	require.NoError(t, holder.Lock(ctx))
 
-	gotIn := lockInBackground(ctx, t, rl)
-	waitForWaiters(t, m.cs[0], 1) // waiting for the first member
-	released := time.Now()
-	require.NoError(t, holder.Unlock(ctx))
-	at := gotIn("the waiting RedLock")
-	t.Logf("RedLock got in %v after the release", at.Sub(released))
-	assert.Less(t, at.Sub(released), 2*time.Second)
+	waiting := lockInBackground(ctx, t, rl, "the waiting RedLock")
+	waiting.requireWaitingOn(m.cs[0]) // waiting for the first member
+	waiting.requireWokenBy(func() { require.NoError(t, holder.Unlock(ctx)) })
 	require.GreaterOrEqual(t, m.lockedCount(t), 2)
 	require.NoError(t, rl.Unlock(ctx))
 	m.eventuallyFree(t, 0, 1, 2)
 }
 
-// startMastersSame returns a RedLock on m's servers and lock name through
+// redLockElsewhere returns a RedLock on m's servers and lock name through
 // clients of its own: another process's RedLock on the same lock.
-func startMastersSame(t *testing.T, m *masters) *multilock.MultiLock {
+func (m *masters) redLockElsewhere(t *testing.T) *multilock.MultiLock {
 	var members []redisync.Locker
 	for _, s := range m.ss {
 		members = append(members, rlock.New(newClient(t, s), m.name))
@@ -359,14 +319,13 @@ func TestRedLockHammer(t *testing.T) {
 				rl, wctx = shared, redisync.WithOwner(ctx)
 			}
 			for done.Load() < entries {
-				if err := rl.Lock(wctx); err != nil {
-					t.Errorf("worker %d: Lock: %v", w, err)
+				if !assert.NoError(t, rl.Lock(wctx), "worker %d: Lock", w) {
 					return
 				}
 				if inside.Add(1) != 1 {
 					overlaps.Add(1)
 				}
-				time.Sleep(500 * time.Microsecond)
+				time.Sleep(500 * time.Microsecond) // work inside, for others to overlap with
 				inside.Add(-1)
 				if done.Add(1) == stopAfter {
 					stopOnce.Do(func() {
@@ -377,9 +336,7 @@ func TestRedLockHammer(t *testing.T) {
 				// After the stop, a holder whose acquisition took the
 				// stopped server's member cannot release it: an error, but
 				// not ErrNotHeld, since the other two were released.
-				if err := rl.Unlock(wctx); err != nil && errors.Is(err, redisync.ErrNotHeld) {
-					t.Errorf("worker %d: Unlock: %v", w, err)
-				}
+				assert.NotErrorIs(t, rl.Unlock(wctx), redisync.ErrNotHeld, "worker %d: Unlock", w)
 			}
 		}()
 	}
@@ -387,13 +344,10 @@ func TestRedLockHammer(t *testing.T) {
 	end := time.Now()
 	require.Zero(t, overlaps.Load(), "two RedLock holders at once")
 	require.GreaterOrEqual(t, done.Load(), int64(entries))
-	select {
-	case at := <-stopped:
-		t.Logf("%d entries: %d before the stop in %v, the rest after it in %v",
-			done.Load(), stopAfter, at.Sub(start), end.Sub(at))
-	default:
-		t.Fatal("the server was not stopped")
-	}
+	require.Len(t, stopped, 1, "the server was not stopped")
+	at := <-stopped
+	t.Logf("%d entries: %d before the stop in %v, the rest after it in %v",
+		done.Load(), stopAfter, at.Sub(start), end.Sub(at))
 	requireFree(t, ss[0], name)
 	requireFree(t, ss[1], name)
 }
