@@ -43,6 +43,20 @@ func (k kind) title() string {
 	return string(k)
 }
 
+// withArticle returns the kind's name in prose after "a" or "an": "a lock",
+// "an expirable semaphore".
+func (k kind) withArticle() string { return withArticle(k.title()) }
+
+// withArticle puts "a" or "an" before phrase, chosen by its first letter:
+// "an" before a vowel. That is right for every word inspect and unlock put
+// after an article; words like "unit" or "hour" would need a list.
+func withArticle(phrase string) string {
+	if phrase != "" && strings.ContainsRune("aeiouAEIOU", rune(phrase[0])) {
+		return "an " + phrase
+	}
+	return "a " + phrase
+}
+
 // channel is where the primitive's waiters subscribe.
 func (k kind) channel(name string) string {
 	switch k {
@@ -419,9 +433,9 @@ func classify(s *snapshot, name string, forced kind) (kind, bool, string, error)
 		case !rw && (forced == "" || forced == kindLock):
 			return kindLock, false, "a hash of owner fields", nil
 		case rw:
-			return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not a %s", name, forced.title())
+			return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not %s", name, forced.withArticle())
 		}
-		return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not a %s", name, forced.title())
+		return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not %s", name, forced.withArticle())
 
 	case "string":
 		n, err := strconv.ParseInt(s.value, 10, 64)
@@ -429,7 +443,7 @@ func classify(s *snapshot, name string, forced kind) (kind, bool, string, error)
 			return "", false, "", fmt.Errorf("%q is a string holding %q, not a count of permits or a latch count", name, truncate(s.value, 40))
 		}
 		if forced == kindLock || forced == kindRWLock {
-			return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not a %s", name, forced.title())
+			return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not %s", name, forced.withArticle())
 		}
 		if forced != "" {
 			return forced, false, "set with -type", nil

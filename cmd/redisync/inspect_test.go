@@ -309,6 +309,7 @@ func TestInspectNotAPrimitive(t *testing.T) {
 		{[]string{text}, 1, `holding "hello"`},
 		{[]string{"-type", "rwlock", hash}, 1, "a lock, not a read-write lock"},
 		{[]string{"-type", "semaphore", hash}, 1, "a lock, not a semaphore"},
+		{[]string{"-type", "expirable-semaphore", hash}, 1, "a lock, not an expirable semaphore"},
 		{[]string{"-type", "lock", number}, 1, "a semaphore or latch, not a lock"},
 	} {
 		res := runCmd(t, nil, append([]string{"inspect", "-redis", testURL(t)}, tc.args...)...)
@@ -333,6 +334,34 @@ func TestInspectNotAPrimitive(t *testing.T) {
 	res := runCmd(t, nil, "inspect", "-redis", testURL(t), fenced)
 	if !strings.Contains(res.stdout, "state:    free") {
 		t.Errorf("a free lock is not shown as free")
+	}
+}
+
+func TestWithArticle(t *testing.T) {
+	t.Parallel()
+	for phrase, want := range map[string]string{
+		"lock":                "a lock",
+		"read-write lock":     "a read-write lock",
+		"semaphore":           "a semaphore",
+		"expirable semaphore": "an expirable semaphore",
+		"latch":               "a latch",
+		"owner":               "an owner",
+		"Update":              "an Update",
+	} {
+		if got := withArticle(phrase); got != want {
+			t.Errorf("withArticle(%q) = %q, want %q", phrase, got, want)
+		}
+	}
+	for k, want := range map[kind]string{
+		kindLock:      "a lock",
+		kindRWLock:    "a read-write lock",
+		kindSemaphore: "a semaphore",
+		kindExpirable: "an expirable semaphore",
+		kindLatch:     "a latch",
+	} {
+		if got := k.withArticle(); got != want {
+			t.Errorf("kind %s: %q, want %q", k, got, want)
+		}
 	}
 }
 

@@ -83,7 +83,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case err != nil:
 		return err
 	case r.Type != kindLock && r.Type != kindRWLock:
-		return fmt.Errorf("%q is a %s: unlock frees only locks and read-write locks", name, r.Type.title())
+		return fmt.Errorf("%q is %s: unlock frees only locks and read-write locks", name, r.Type.withArticle())
 	case !r.Exists:
 		return fmt.Errorf("%q is not locked", name)
 	}

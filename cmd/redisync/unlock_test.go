@@ -15,6 +15,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // Holders in these tests have a long lease and waiters a long re-check
@@ -162,6 +163,13 @@ func TestUnlockRefuses(t *testing.T) {
 	name, sem, missing := redistest.Key(t, "lock"), redistest.Key(t, "sem"), redistest.Key(t, "missing")
 	rdb(t).HSet(ctx, name, "someone:1", 1)
 	rdb(t).Set(ctx, sem, 3, 0)
+	xsem := redistest.Key(t, "xsem")
+	if _, err := semaphore.NewExpirable(newClient(t), xsem).TrySetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := semaphore.NewExpirable(newClient(t), xsem).Acquire(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -169,6 +177,8 @@ func TestUnlockRefuses(t *testing.T) {
 	}{
 		{[]string{"-force", name}, 2, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes"},
 		{[]string{"-force", "-yes", sem}, 1, "is a semaphore: unlock frees only locks and read-write locks"},
+		// Regression: the message said "is a expirable semaphore".
+		{[]string{"-force", "-yes", xsem}, 1, `"` + xsem + `" is an expirable semaphore: unlock frees only`},
 		{[]string{"-force", "-yes", missing}, 1, "is not locked"},
 		{[]string{"-force", "-yes"}, 2, "want exactly one NAME"},
 	} {
