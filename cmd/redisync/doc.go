@@ -97,8 +97,9 @@
 // (redisync: Done closes with ErrLockLost) or when it unlocks (ErrNotHeld;
 // Redisson: IllegalMonitorStateException).
 //
-// It shows the lock and asks for confirmation on stderr, reading "y" from
-// stdin. -yes skips the question; without -yes, a stdin that is not a
+// It shows the lock and asks for confirmation on stderr, reading "y" (or
+// "yes") from stdin; any other answer leaves the lock alone and exits with
+// status 1 ("not unlocked: confirmation declined"). -yes skips the question; without -yes, a stdin that is not a
 // terminal is a usage error, so scripts must say -yes. -force is required.
 // Semaphores and latches have no holder to free: unlock refuses them.
 package main

@@ -32,8 +32,9 @@ an IllegalMonitorStateException). Use it for a lock whose holder is stuck;
 a crashed holder's lock frees itself when its lease ends.
 
 It first shows the lock (as inspect does) and asks for confirmation on the
-terminal; -yes skips the question, and is required when stdin is not a
-terminal. -force is always required. Semaphores and latches have no
+terminal: "y" or "yes" unlocks, any other answer leaves the lock alone and
+exits with status 1. -yes skips the question, and is required when stdin
+is not a terminal. -force is always required. Semaphores and latches have no
 holder to free and are refused.
 
 The server is the -redis URL, else $REDIS_URL.
@@ -96,7 +97,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 		if !ok {
-			return errors.New("not confirmed; nothing changed")
+			return errors.New("not unlocked: confirmation declined")
 		}
 	}
 	existed, err := forceUnlock(ctx, rdb, r.Type, name)
@@ -124,7 +125,8 @@ func forceUnlock(ctx context.Context, rdb redis.UniversalClient, k kind, name st
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or
-// "yes" (any case) confirms.
+// "yes" (any case) confirms, any other answer declines (false, nil). It
+// fails when stdin ends without an answer or ctx ends first.
 func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question string) (bool, error) {
 	fmt.Fprintf(stderr, "%s [y/N] ", question)
 	answer := make(chan string, 1)
@@ -140,7 +142,7 @@ func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question st
 		a := strings.ToLower(strings.TrimSpace(line))
 		if line == "" {
 			fmt.Fprintln(stderr)
-			return false, errors.New("no answer on stdin; nothing changed (pass -yes to skip the question)")
+			return false, errors.New("not unlocked: no answer on stdin (pass -yes to skip the question)")
 		}
 		return a == "y" || a == "yes", nil
 	}

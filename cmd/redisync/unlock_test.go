@@ -192,8 +192,10 @@ func TestUnlockRefuses(t *testing.T) {
 	}
 }
 
-// TestUnlockConfirm answers the question on a (simulated) terminal. It
-// replaces the terminal check, so it does not run in parallel.
+// TestUnlockConfirm answers the question on a (simulated) terminal: any
+// answer but yes declines, exits 1 and says so (the issue reported exit 0
+// for "n"). It replaces the terminal check, so it does not run in
+// parallel.
 func TestUnlockConfirm(t *testing.T) {
 	ctx := context.Background()
 	defer func(old func(io.Reader) bool) { isTerminal = old }(isTerminal)
@@ -201,10 +203,19 @@ func TestUnlockConfirm(t *testing.T) {
 	name := redistest.Key(t, "lock")
 	rdb(t).HSet(ctx, name, "someone:9", 2)
 
-	for _, answer := range []string{"n\n", "\n", "maybe\n", ""} {
+	for answer, msg := range map[string]string{
+		"n\n":     "redisync: unlock: not unlocked: confirmation declined\n",
+		"no\n":    "redisync: unlock: not unlocked: confirmation declined\n",
+		"\n":      "redisync: unlock: not unlocked: confirmation declined\n",
+		"maybe\n": "redisync: unlock: not unlocked: confirmation declined\n",
+		"":        "redisync: unlock: not unlocked: no answer on stdin (pass -yes to skip the question)\n",
+	} {
 		res := runCmd(t, strings.NewReader(answer), "unlock", "-force", "-redis", testURL(t), name)
-		if res.code != 1 || rdb(t).Exists(ctx, name).Val() != 1 {
-			t.Errorf("answer %q: exit %d, or the lock is gone; want 1 and the lock kept", answer, res.code)
+		if res.code != exitError || rdb(t).Exists(ctx, name).Val() != 1 {
+			t.Errorf("answer %q: exit %d, or the lock is gone; want %d and the lock kept", answer, res.code, exitError)
+		}
+		if !strings.HasSuffix(res.stderr, msg) || res.stdout != "" {
+			t.Errorf("answer %q: stderr does not end with %q, or stdout is not empty", answer, msg)
 		}
 		if !strings.Contains(res.stderr, "client someone") || !strings.Contains(res.stderr, `Force-unlock lock "`+name+`", held by 1 owner? [y/N]`) {
 			t.Errorf("answer %q: the question does not show the lock", answer)
