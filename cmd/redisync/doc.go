@@ -81,7 +81,8 @@
 //
 // -json prints the Report as one JSON object, for scripts. When nothing is
 // stored under NAME (no key, no permit zset, no fencing counter, no
-// waiters) inspect fails with exit status 1. Inspect only reads: the keys
+// waiters) inspect fails with exit status 1; with -json it still prints
+// an object, with "exists": false and "type": "none". Inspect only reads: the keys
 // are read in one MULTI/EXEC, the read holds' leases and the waiters just
 // after.
 //

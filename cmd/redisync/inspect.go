@@ -28,6 +28,9 @@ const (
 	kindSemaphore kind = "semaphore"
 	kindExpirable kind = "expirable-semaphore"
 	kindLatch     kind = "latch"
+	// kindNone is the type of a report on a name under which nothing is
+	// stored (Redis's TYPE says "none" too). It is not a -type value.
+	kindNone kind = "none"
 )
 
 var allKinds = []kind{kindLock, kindRWLock, kindSemaphore, kindExpirable, kindLatch}
@@ -101,7 +104,9 @@ const maxReadHolds = 1000
 // apply to the primitive's type are left out.
 type Report struct {
 	Name string `json:"name"`
-	// Type is lock, rwlock, semaphore, expirable-semaphore or latch.
+	// Type is lock, rwlock, semaphore, expirable-semaphore or latch; none
+	// when nothing is stored under the name (then Exists is false and
+	// inspect exits with status 1).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
 	// a latch and the type was inferred (see Reason); -type forces it.
@@ -128,8 +133,9 @@ type Report struct {
 	Acquired []Permit `json:"acquired,omitempty"`
 	// Count is a latch's count (0: open).
 	Count *int64 `json:"count,omitempty"`
-	// Channel is the pub/sub channel the primitive's waiters subscribe to.
-	Channel string `json:"channel"`
+	// Channel is the pub/sub channel the primitive's waiters subscribe to;
+	// absent when Type is none.
+	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel: one per
 	// waiting client (a redisync Client or a Redisson instance), however
 	// many of its goroutines or threads wait. On a Redis Cluster the counts
@@ -193,6 +199,11 @@ Waiters are the connections subscribed to the primitive's channel: one per
 waiting client, however many of its goroutines or threads wait. On a Redis
 Cluster the counts of all nodes are added up.
 
+-json prints the report as a JSON object. When nothing is stored under NAME
+(no key, no permit zset, no fencing counter, no waiters), inspect fails
+with exit status 1; with -json it still prints an object, with "exists":
+false and "type": "none".
+
 The server is the -redis URL, else $REDIS_URL. Inspect only reads.
 `
 
@@ -217,13 +228,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer rdb.Close()
 	r, err := inspect(ctx, rdb, name, o.typ.k)
-	if err != nil {
-		return err
-	}
-	if o.json {
+	if o.json && r != nil {
+		// Also when nothing is stored (r.Type none, err errNotFound):
+		// scripts read "exists": false, and the exit status is still 1.
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if jerr := enc.Encode(r); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	if err != nil {
+		return err
 	}
 	return r.writeText(stdout)
 }
@@ -371,7 +387,8 @@ func isWrongType(err error) bool {
 }
 
 // inspect reads the primitive stored under name and reports it. forced,
-// when not empty, is the type -type set.
+// when not empty, is the type -type set. When nothing is stored under name
+// it returns both a report of type none and an error wrapping errNotFound.
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind) (*Report, error) {
 	s, err := readSnapshot(ctx, rdb, name)
 	if err != nil {
@@ -380,6 +397,10 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 	k, guessed, reason, err := classify(s, name, forced)
 	if err != nil {
 		return nil, err
+	}
+	if k == kindNone {
+		r := &Report{Name: name, Type: kindNone, Reason: reason}
+		return r, fmt.Errorf("%w under %q: %s", errNotFound, name, reason)
 	}
 	r := &Report{
 		Name:    name,
@@ -422,7 +443,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 }
 
 // classify recognises the primitive from the snapshot: its kind, whether
-// that is a guess, and why.
+// that is a guess, and why; kindNone when nothing is stored under name.
 func classify(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	switch s.typ {
 	case "hash":
@@ -484,7 +505,7 @@ func classify(s *snapshot, name string, forced kind) (kind, bool, string, error)
 			k := waited[0]
 			return k, true, fmt.Sprintf("no key, but %s on the %s channel", waitText(s.subs[k.channel(name)]), k.title()), nil
 		}
-		return "", false, "", fmt.Errorf("%w under %q: no key, no permit zset, no fencing counter and no waiters on its channels", errNotFound, name)
+		return kindNone, false, "no key, no permit zset, no fencing counter and no waiters on its channels", nil
 	}
 	return "", false, "", fmt.Errorf("%q is a Redis %s: not a lock, read-write lock, semaphore or latch", name, s.typ)
 }

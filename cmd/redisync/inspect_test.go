@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -334,6 +335,37 @@ func TestInspectNotAPrimitive(t *testing.T) {
 	res := runCmd(t, nil, "inspect", "-redis", testURL(t), fenced)
 	if !strings.Contains(res.stdout, "state:    free") {
 		t.Errorf("a free lock is not shown as free")
+	}
+}
+
+// TestInspectMissingJSON: inspect -json on a name under which nothing is
+// stored printed nothing on stdout. It prints an object saying so, and
+// still exits 1 with the message on stderr, as without -json.
+func TestInspectMissingJSON(t *testing.T) {
+	t.Parallel()
+	missing := redistest.Key(t, "nosuchthing")
+	res := runCmd(t, nil, "inspect", "-json", "-redis", testURL(t), missing)
+	if res.code != exitError {
+		t.Errorf("exit %d, want %d", res.code, exitError)
+	}
+	if !strings.HasPrefix(res.stderr, `redisync: inspect: nothing stored under "`+missing+`"`) {
+		t.Errorf("stderr %q does not say nothing is stored", res.stderr)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(res.stdout), &raw); err != nil {
+		t.Fatalf("stdout is not a JSON object: %v\n%s", err, res.stdout)
+	}
+	for key, want := range map[string]any{"name": missing, "type": "none", "exists": false, "waiters": 0.0, "guessed": false} {
+		if got, ok := raw[key]; !ok || got != want {
+			t.Errorf("%q: %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+	if _, ok := raw["channel"]; ok {
+		t.Errorf("a report of nothing names a channel: %v", raw["channel"])
+	}
+	// Without -json, stdout stays empty.
+	if res := runCmd(t, nil, "inspect", "-redis", testURL(t), missing); res.code != exitError || res.stdout != "" {
+		t.Errorf("text: exit %d, stdout %q; want %d and nothing", res.code, res.stdout, exitError)
 	}
 }
 
