@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit statuses, as Go tools use them.
@@ -19,8 +21,20 @@ const (
 )
 
 func main() {
+	// go-redis logs to stderr on its own, for instance one "pool.go: ...
+	// failed to dial after 5 attempts" line per connection attempt on an
+	// unreachable server, before the command's message about the same
+	// failure. The command reports every error itself, clearly and once,
+	// so go-redis's log is discarded. This is process-wide, so it is done
+	// here and not in run, which tests call.
+	redis.SetLogger(discardLogger{})
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// discardLogger is a go-redis logger that prints nothing.
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // env is the process environment as the commands see it; tests replace it.
 var env = os.Getenv

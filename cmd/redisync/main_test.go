@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +18,49 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
+// runMainEnv set to "1" in the environment makes this test binary run the
+// command's main with its arguments instead of the tests, so a test can
+// run the command as a process (see runProcess).
+const runMainEnv = "REDISYNC_TEST_RUN_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main() // exits
+	}
 	// The tests name their server with -redis; a REDIS_URL of the machine
 	// running them must not leak in. TestRedisURLEnv sets its own.
 	env = func(string) string { return "" }
 	redistest.Main(m)
+}
+
+// processBound is how long a command run as a process may take on a busy
+// machine.
+const processBound = 60 * time.Second
+
+// runProcess runs the command line args as a process (this test binary
+// running main, see TestMain), for what run cannot show: what main does
+// to the process, and what libraries print to the process's stderr.
+func runProcess(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), processBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "REDIS_URL=")
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("redisync %s did not finish within %v", strings.Join(args, " "), processBound)
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run redisync %s: %v", strings.Join(args, " "), err)
+	}
+	t.Logf("process redisync %s → exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	return result{code, out.String(), errOut.String()}
 }
 
 // result is what one run of the command produced.
@@ -206,5 +247,23 @@ func TestRedisURLEnv(t *testing.T) {
 	}
 	if res := runCmd(t, nil, "inspect", "-redis", redistest.Shared(t).Addr(), name); res.code != 0 {
 		t.Errorf("-redis host:port over a bad REDIS_URL: exit %d", res.code)
+	}
+}
+
+// TestNoGoRedisLog: on an unreachable server the command printed four
+// go-redis log lines ("redis: <date> pool.go:762: ... failed to dial after
+// 5 attempts") before its own message. Only its own message remains.
+func TestNoGoRedisLog(t *testing.T) {
+	t.Parallel()
+	res := runProcess(t, "inspect", "-redis", "redis://127.0.0.1:1", "x")
+	if res.code != exitError {
+		t.Errorf("exit %d, want %d", res.code, exitError)
+	}
+	if strings.Contains(res.stderr, "pool.go") {
+		t.Errorf("stderr has go-redis's log lines:\n%s", res.stderr)
+	}
+	const want = "redisync: inspect: cannot reach Redis at redis://127.0.0.1:1: "
+	if lines := strings.Split(strings.TrimSuffix(res.stderr, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("stderr is not one line starting with %q:\n%s", want, res.stderr)
 	}
 }
