@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,18 +34,104 @@ func parseURL(raw string) (*redis.Options, error) {
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, usagef("bad Redis URL %q: %s", redactURL(raw), strings.TrimPrefix(err.Error(), "redis: "))
+		return nil, badURL(raw, err)
 	}
 	return o, nil
 }
 
-// redactURL hides the password of a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
+// badURL is the usage error for the URL raw that did not parse: the URL
+// with its password hidden, and what is wrong with it.
+func badURL(raw string, err error) error {
+	return usagef("bad Redis URL %q: %s", redactURL(raw), urlErrText(raw, err))
+}
+
+// urlErrText says what is wrong with the URL raw, without the URL itself:
+// a *url.Error quotes the whole URL, password included, before its reason
+// (`parse "redis://u:pw@h:x": invalid port ":x" after host`). A reason that
+// quotes part of the password (one with an unencoded "/" makes url.Parse
+// take what precedes it for a port) is replaced by advice.
+func urlErrText(raw string, err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return u.Redacted()
+	reason := strings.TrimPrefix(err.Error(), "redis: ")
+	if pw := urlPassword(raw); pw != "" {
+		for _, q := range quoted(reason) {
+			if q = strings.Trim(q, ":/@?#"); q != "" && (strings.Contains(pw, q) || strings.Contains(q, pw)) {
+				return "it does not parse; percent-encode any / ? # @ : in the user name and password"
+			}
+		}
+	}
+	return reason
+}
+
+// quoted returns the Go-quoted strings in s, unquoted.
+func quoted(s string) []string {
+	var qs []string
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			return qs
+		}
+		q, err := strconv.QuotedPrefix(s[i:])
+		if err != nil {
+			return qs
+		}
+		if u, err := strconv.Unquote(q); err == nil {
+			qs = append(qs, u)
+		}
+		s = s[i+len(q):]
+	}
+}
+
+// urlPassword returns the password in the user info of the URL raw, as
+// redactURL finds it; "" when there is none.
+func urlPassword(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	head, _, _ := strings.Cut(rest, "?")
+	at := strings.LastIndexByte(head, '@')
+	if at < 0 {
+		return ""
+	}
+	_, pw, _ := strings.Cut(head[:at], ":")
+	return pw
+}
+
+// redactedPassword replaces a password in messages, as url.URL.Redacted.
+const redactedPassword = "xxxxx"
+
+// redactURL hides the passwords of a URL for messages: the one in its
+// user info and the values of password and sentinel_password query
+// parameters. It does not need the URL to parse, so a URL with a typo
+// is shown as typed, but without its password.
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	head, query, hasQuery := strings.Cut(rest, "?")
+	// The user info ends at the last "@" before the query: a password
+	// may contain "/" or "@" when it was not percent-encoded.
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		if user, _, hasPassword := strings.Cut(head[:at], ":"); hasPassword {
+			head = user + ":" + redactedPassword + head[at:]
+		}
+	}
+	if !hasQuery {
+		return scheme + "://" + head
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		k, _, hasValue := strings.Cut(p, "=")
+		if key, err := url.QueryUnescape(k); err == nil && hasValue && (key == "password" || key == "sentinel_password") {
+			params[i] = k + "=" + redactedPassword
+		}
+	}
+	return scheme + "://" + head + "?" + strings.Join(params, "&")
 }
 
 // dial connects to the server at raw and checks that it answers. When the

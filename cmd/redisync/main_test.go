@@ -161,6 +161,8 @@ func TestUsage(t *testing.T) {
 		{"unlock without -force", []string{"unlock", "-yes", "-redis", "redis://127.0.0.1:1", "x"}, 2, "-force is required"},
 		{"bad URL scheme", []string{"inspect", "-redis", "http://x", "x"}, 2, "invalid URL scheme"},
 		{"bad URL db", []string{"inspect", "-redis", "redis://localhost/x", "x"}, 2, "invalid database number"},
+		// Regression: said `bad Redis URL "(unparsable URL)": parse "redis://…": …`.
+		{"bad URL port", []string{"inspect", "-redis", "redis://127.0.0.1:notaport", "x"}, 2, `redisync: inspect: bad Redis URL "redis://127.0.0.1:notaport": invalid port ":notaport" after host` + "\n"},
 		{"demo argument", []string{"demo", "now"}, 2, "unexpected arguments"},
 		{"unreachable server", []string{"inspect", "-redis", "redis://127.0.0.1:1", "x"}, 1, "redisync: inspect: cannot reach Redis at redis://127.0.0.1:1"},
 	} {
@@ -187,9 +189,42 @@ func TestUsage(t *testing.T) {
 
 func TestRedactedURL(t *testing.T) {
 	t.Parallel()
-	res := runCmd(t, nil, "inspect", "-redis", "redis://user:s3cret@127.0.0.1:1/0", "x")
-	if res.code != 1 || strings.Contains(res.stderr, "s3cret") || !strings.Contains(res.stderr, "user:xxxxx@") {
-		t.Errorf("exit %d, stderr %q: want exit 1 and the password hidden", res.code, res.stderr)
+	for _, tc := range []struct {
+		url    string
+		code   int
+		secret string // must not show
+		show   string // must show
+	}{
+		{"redis://user:s3cret@127.0.0.1:1/0", 1, "s3cret", "cannot reach Redis at redis://user:xxxxx@127.0.0.1:1/0: "},
+		// A URL that does not parse: url.Parse's error quotes it whole.
+		{"redis://user:s3cret@127.0.0.1:notaport", 2, "s3cret", `bad Redis URL "redis://user:xxxxx@127.0.0.1:notaport": invalid port ":notaport"`},
+		// An unencoded "/" makes url.Parse take the password's start for a port.
+		{"redis://user:s3/cret@127.0.0.1:1", 2, "s3", `bad Redis URL "redis://user:xxxxx@127.0.0.1:1": it does not parse; percent-encode`},
+		{"redis://127.0.0.1:1?password=s3cret&frob=1", 2, "s3cret", `bad Redis URL "redis://127.0.0.1:1?password=xxxxx&frob=1": unexpected option`},
+	} {
+		res := runCmd(t, nil, "inspect", "-redis", tc.url, "x")
+		if res.code != tc.code || strings.Contains(res.stderr, tc.secret) || !strings.Contains(res.stderr, tc.show) {
+			t.Errorf("%s: exit %d, stderr %q: want exit %d, %q shown and %q hidden", tc.url, res.code, res.stderr, tc.code, tc.show, tc.secret)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"redis://127.0.0.1:6379/2":                     "redis://127.0.0.1:6379/2",
+		"redis://user@h:1":                             "redis://user@h:1",
+		"redis://user:pw@h:1/0":                        "redis://user:xxxxx@h:1/0",
+		"redis://:pw@h":                                "redis://:xxxxx@h",
+		"rediss://u:p@ss@h:1":                          "rediss://u:xxxxx@h:1",
+		"redis://u:p/w@h:1?dial_timeout=1":             "redis://u:xxxxx@h:1?dial_timeout=1",
+		"redis://h:1?password=pw&sentinel_password=sp": "redis://h:1?password=xxxxx&sentinel_password=xxxxx",
+		"redis-sentinel://u:pw@a:1,b:2/mymaster/3":     "redis-sentinel://u:xxxxx@a:1,b:2/mymaster/3",
+		"unix://u:pw@/run/redis.sock":                  "unix://u:xxxxx@/run/redis.sock",
+	} {
+		if got := redactURL(raw); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
+		}
 	}
 }
 
