@@ -155,7 +155,7 @@ func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
 		}
-		return nil, "", fmt.Errorf("cannot reach Redis at %s: %w", desc, err)
+		return nil, "", connectError(desc, err)
 	}
 	if !isClusterNode(pctx, rdb) {
 		return rdb, desc, nil
@@ -174,9 +174,24 @@ func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error
 	})
 	if err := cc.Ping(pctx).Err(); err != nil {
 		_ = cc.Close()
-		return nil, "", fmt.Errorf("cannot reach Redis Cluster at %s: %w", desc, err)
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, "", connectError(desc+" (cluster)", err)
 	}
 	return cc, desc + " (cluster)", nil
+}
+
+// connectError describes a failed first command on the server desc. A
+// server that answered with an error (a wrong password, a database index
+// it does not have, a server still loading) is not an unreachable one, and
+// an operator fixes them differently, so the two are told apart.
+func connectError(desc string, err error) error {
+	var re redis.Error
+	if errors.As(err, &re) {
+		return fmt.Errorf("connected to Redis at %s, but it refused: %w", desc, err)
+	}
+	return fmt.Errorf("cannot reach Redis at %s: %w", desc, err)
 }
 
 // isClusterNode reports whether rdb's server runs in cluster mode. A server

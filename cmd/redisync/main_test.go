@@ -302,3 +302,21 @@ func TestNoGoRedisLog(t *testing.T) {
 		t.Errorf("stderr is not one line starting with %q:\n%s", want, res.stderr)
 	}
 }
+
+// TestRedisRefused: a server that answers with an error (here: a database
+// it does not have, a user it does not know) was reported as "cannot reach
+// Redis". It is reported as refusing, with its error.
+func TestRedisRefused(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Shared(t).Addr()
+	for url, reply := range map[string]string{
+		"redis://" + addr + "/99":              "ERR DB index is out of range",
+		"redis://nobody:s3cret@" + addr + "/0": "WRONGPASS",
+	} {
+		res := runCmd(t, nil, "inspect", "-redis", url, "x")
+		want := "redisync: inspect: connected to Redis at " + redactURL(url) + ", but it refused: " + reply
+		if res.code != exitError || !strings.HasPrefix(res.stderr, want) || strings.Contains(res.stderr, "cannot reach") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", url, res.code, res.stderr, exitError, want)
+		}
+	}
+}
