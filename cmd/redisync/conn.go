@@ -26,8 +26,8 @@ func serverURL(flagValue string) string {
 }
 
 // parseURL parses a Redis URL with go-redis's ParseURL (redis://, rediss://
-// for TLS, unix://). A bare "host:port" is taken as redis://host:port. A bad
-// URL is a usage error.
+// for TLS, unix://; redis-sentinel:// is parseSentinelURL's). A bare
+// "host:port" is taken as redis://host:port. A bad URL is a usage error.
 func parseURL(raw string) (*redis.Options, error) {
 	if !strings.Contains(raw, "://") {
 		raw = "redis://" + raw
@@ -134,34 +134,66 @@ func redactURL(raw string) string {
 	return scheme + "://" + head + "?" + strings.Join(params, "&")
 }
 
-// dial connects to the server at raw and checks that it answers. When the
-// server is a Redis Cluster node it returns a cluster client seeded with
-// that node, so keys are found on whichever node owns them. The returned
-// description names the server for messages, without its password.
-func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error) {
+// server is a connection to the server a URL names.
+type server struct {
+	rdb redis.UniversalClient
+	// desc names the server for messages, without passwords.
+	desc string
+	// newClient returns another client with rdb's options (the demo gives
+	// one to each simulated process).
+	newClient func() redis.UniversalClient
+}
+
+// dial connects to the server at raw and checks that it answers. A
+// redis-sentinel:// URL gives a failover client that finds the master
+// through the sentinels. When the server of any other URL is a Redis
+// Cluster node, dial returns a cluster client seeded with that node, so
+// keys are found on whichever node owns them.
+func dial(ctx context.Context, raw string) (*server, error) {
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if isSentinelURL(raw) {
+		fo, err := parseSentinelURL(raw)
+		if err != nil {
+			return nil, badURL(raw, err)
+		}
+		desc := redactURL(raw)
+		// go-redis fills in defaults in the options it is given: each
+		// client gets a copy.
+		newClient := func() redis.UniversalClient { o := *fo; return redis.NewFailoverClient(&o) }
+		rdb := newClient()
+		if err := rdb.Ping(pctx).Err(); err != nil {
+			_ = rdb.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, sentinelError(desc, fo.MasterName, err)
+		}
+		return &server{rdb, desc, newClient}, nil
+	}
+
 	o, err := parseURL(raw)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	desc := redactURL(raw)
 	if !strings.Contains(raw, "://") {
 		desc = redactURL("redis://" + raw)
 	}
-	rdb := redis.NewClient(o)
-	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
+	newSingle := func() *redis.Client { oc := *o; return redis.NewClient(&oc) }
+	rdb := newSingle()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, ctx.Err()
 		}
-		return nil, "", connectError(desc, err)
+		return nil, connectError(desc, err)
 	}
 	if !isClusterNode(pctx, rdb) {
-		return rdb, desc, nil
+		return &server{rdb, desc, func() redis.UniversalClient { return newSingle() }}, nil
 	}
 	_ = rdb.Close()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
+	co := redis.ClusterOptions{
 		Addrs:        []string{o.Addr},
 		Username:     o.Username,
 		Password:     o.Password,
@@ -171,15 +203,18 @@ func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error
 		ReadTimeout:  o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout,
 		MaxRetries:   o.MaxRetries,
-	})
+	}
+	newClient := func() redis.UniversalClient { oc := co; return redis.NewClusterClient(&oc) }
+	desc += " (cluster)"
+	cc := newClient()
 	if err := cc.Ping(pctx).Err(); err != nil {
 		_ = cc.Close()
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, ctx.Err()
 		}
-		return nil, "", connectError(desc+" (cluster)", err)
+		return nil, connectError(desc, err)
 	}
-	return cc, desc + " (cluster)", nil
+	return &server{cc, desc, newClient}, nil
 }
 
 // connectError describes a failed first command on the server desc. A
@@ -188,7 +223,7 @@ func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error
 // an operator fixes them differently, so the two are told apart.
 func connectError(desc string, err error) error {
 	var re redis.Error
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("connected to Redis at %s, but it refused: %w", desc, err)
 	}
 	return fmt.Errorf("cannot reach Redis at %s: %w", desc, err)

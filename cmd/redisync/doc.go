@@ -27,6 +27,23 @@
 // cluster mode is detected (INFO cluster) and used through a cluster
 // client, so names are found on whichever node owns them.
 //
+// A master that Redis Sentinel monitors is named by the sentinels:
+//
+//	redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[/db][?options]
+//
+// The hosts are sentinels (port 26379 when left out), master is the name
+// they monitor it under, db the database number (default 0). The command
+// asks the sentinels where the master is and uses it through a go-redis
+// failover client (redis.NewFailoverClient). user and password are the
+// master's; the options sentinel_username and sentinel_password
+// authenticate to the sentinels, and the other options are go-redis's
+// (redis.ParseFailoverURL), dial_timeout for example. rediss-sentinel://
+// uses TLS. For example:
+//
+//	redisync inspect -redis redis-sentinel://:secret@10.0.0.1:26379,10.0.0.2:26379/mymaster orders:42
+//
+// Passwords are hidden (xxxxx) wherever the command prints a URL.
+//
 // # Demo
 //
 //	redisync demo [-redis URL]

@@ -210,7 +210,7 @@ The server is the -redis URL, else $REDIS_URL. Inspect only reads.
 func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	o := &inspectOptions{}
 	fs := newFlagSet("inspect", inspectHead)
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
 	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, rwlock, semaphore, expirable-semaphore or latch")
 	return fs, o
@@ -222,10 +222,11 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rdb, _, err := dialFor(ctx, o.redis)
+	srv, err := dialFor(ctx, o.redis)
 	if err != nil {
 		return err
 	}
+	rdb := srv.rdb
 	defer rdb.Close()
 	r, err := inspect(ctx, rdb, name, o.typ.k)
 	if o.json && r != nil {
@@ -246,10 +247,10 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // dialFor connects to the server of the -redis flag or $REDIS_URL, for the
 // commands that need one named.
-func dialFor(ctx context.Context, flagValue string) (redis.UniversalClient, string, error) {
+func dialFor(ctx context.Context, flagValue string) (*server, error) {
 	u := serverURL(flagValue)
 	if u == "" {
-		return nil, "", usagef("no Redis server: pass -redis URL or set REDIS_URL (e.g. redis://localhost:6379)")
+		return nil, usagef("no Redis server: pass -redis URL or set REDIS_URL (e.g. redis://localhost:6379)")
 	}
 	return dial(ctx, u)
 }

@@ -81,8 +81,17 @@ The commands are:
 	unlock    force-release a lock or read-write lock and wake its waiters
 
 The Redis server is the -redis flag's URL, or else the REDIS_URL
-environment variable (redis://[user:password@]host:port[/db] or rediss://
-for TLS). Without either, demo starts an embedded in-process Redis.
+environment variable, in one of these forms:
+
+	redis://[user:password@]host:port[/db]
+	rediss://[user:password@]host:port[/db]
+	redis-sentinel://[user:password@]host:port[,host:port...]/master[/db]
+
+rediss:// uses TLS. redis-sentinel:// names the master that the sentinels
+at host:port... monitor under the name master (rediss-sentinel:// for
+TLS); user and password are the master's. A server in cluster mode is used
+as a Redis Cluster. Without -redis or REDIS_URL, demo starts an embedded
+in-process Redis.
 
 Use "redisync help <command>" or "redisync <command> -h" for more
 information about a command.

@@ -145,6 +145,7 @@ func TestUsage(t *testing.T) {
 		{"no command", nil, 2, "Usage:"},
 		{"help", []string{"help"}, 0, "The commands are"},
 		{"help command", []string{"help", "inspect"}, 0, "usage: redisync inspect"},
+		{"help sentinel URL", []string{"help"}, 0, "redis-sentinel://[user:password@]host:port[,host:port...]/master[/db]"},
 		{"help unknown", []string{"help", "frob"}, 2, `redisync: help: unknown command "frob"`},
 		{"unknown command", []string{"frob"}, 2, `redisync: unknown command "frob"`},
 		{"-h", []string{"-h"}, 0, "The commands are"},

@@ -43,7 +43,7 @@ The server is the -redis URL, else $REDIS_URL.
 func unlockFlags() (*flag.FlagSet, *unlockOptions) {
 	o := &unlockOptions{}
 	fs := newFlagSet("unlock", unlockHead)
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.force, "force", false, "required: free the lock whoever holds it")
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	return fs, o
@@ -71,10 +71,11 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case !o.yes && !isTerminal(stdin):
 		return usagef("stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes to force-unlock %q", name)
 	}
-	rdb, _, err := dialFor(ctx, o.redis)
+	srv, err := dialFor(ctx, o.redis)
 	if err != nil {
 		return err
 	}
+	rdb := srv.rdb
 	defer rdb.Close()
 
 	r, err := inspect(ctx, rdb, name, "")
