@@ -90,8 +90,8 @@
 //     -type sets the type instead.
 //
 // Owners are printed as their client id (a redisync Client's ID or a
-// Redisson instance's UUID) and token (a redisync owner token or a Java
-// thread id). Waiters are the connections subscribed to the primitive's
+// Redisson instance's UUID) and owner token (a redisync owner token or a
+// Java thread id). Waiters are the connections subscribed to the primitive's
 // channel (PUBSUB NUMSUB): one per waiting client, however many of its
 // goroutines or threads wait. On a Redis Cluster a subscription lives on
 // one node, so inspect adds up the counts of every node.

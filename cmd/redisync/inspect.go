@@ -145,15 +145,15 @@ type Report struct {
 
 // Holder is one owner of a lock or read-write lock.
 type Holder struct {
-	// Owner is the hash field naming the owner, "<client id>:<token>"
+	// Owner is the hash field naming the owner, "<client id>:<owner token>"
 	// (without a write hold's ":write" suffix).
 	Owner string `json:"owner"`
 	// ClientID is the client's id: a redisync Client's ID or a Redisson
 	// instance's UUID.
 	ClientID string `json:"client_id"`
-	// Token is the owner token within the client: a redisync owner token or
+	// OwnerToken is the owner token within the client: a redisync owner token or
 	// a Java thread id. Empty when the field does not end in ":<digits>".
-	Token string `json:"token"`
+	OwnerToken string `json:"owner_token"`
 	// Side is "read" or "write" for a read-write lock, empty for a lock.
 	Side string `json:"side,omitempty"`
 	// Count is the hold count: how many unlocks free the lock.
@@ -188,9 +188,10 @@ type inspectOptions struct {
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
 
 Inspect shows the lock, read-write lock, semaphore, expirable semaphore or
-latch stored under NAME in Redisson's layout: its holders (client id, token,
-hold count), mode, leases, permits, count, and how many clients wait on its
-channel. It recognises the type from the keys it finds. A semaphore and a
+latch stored under NAME in Redisson's layout: its holders (client id,
+owner token, hold count), mode, leases, last fencing token issued,
+permits, count, and how many clients wait on its channel. An owner token
+is a redisync owner token or a Java thread id. It recognises the type from the keys it finds. A semaphore and a
 latch are stored alike (a string); inspect then tells them apart by which
 channel has waiters, says in its output that it guessed, and -type sets the
 type instead.
@@ -574,11 +575,11 @@ func rwHolders(ctx context.Context, rdb redis.UniversalClient, name string, hash
 	return hs, nil
 }
 
-// newHolder splits an owner "<client id>:<token>" at its last colon.
+// newHolder splits an owner "<client id>:<owner token>" at its last colon.
 func newHolder(owner, side string, count int64) Holder {
 	h := Holder{Owner: owner, ClientID: owner, Side: side, Count: count}
 	if i := strings.LastIndexByte(owner, ':'); i >= 0 && i < len(owner)-1 && isDigits(owner[i+1:]) {
-		h.ClientID, h.Token = owner[:i], owner[i+1:]
+		h.ClientID, h.OwnerToken = owner[:i], owner[i+1:]
 	}
 	return h
 }
@@ -637,7 +638,7 @@ func (r *Report) writeText(w io.Writer) error {
 			if h.Side != "" {
 				label = map[string]string{"read": "reader", "write": "writer"}[h.Side]
 			}
-			token := h.Token
+			token := h.OwnerToken
 			if token == "" {
 				token = "-"
 			}
@@ -649,10 +650,10 @@ func (r *Report) writeText(w io.Writer) error {
 				}
 				extra = "\thold leases " + strings.Join(leases, ", ")
 			}
-			fmt.Fprintf(tw, "%s:\tclient %s\ttoken %s\tcount %d%s\n", label, h.ClientID, token, h.Count, extra)
+			fmt.Fprintf(tw, "%s:\tclient %s\towner token %s\tcount %d%s\n", label, h.ClientID, token, h.Count, extra)
 		}
 		if r.FenceToken != nil {
-			line("fencing", "last token issued %d (%s)", *r.FenceToken, keys.FenceCounter(r.Name))
+			line("fencing", "last fencing token issued %d (%s)", *r.FenceToken, keys.FenceCounter(r.Name))
 		}
 	case kindSemaphore, kindExpirable:
 		avail := fmt.Sprintf("%d available", *r.Permits)

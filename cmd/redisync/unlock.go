@@ -156,8 +156,8 @@ func holdersText(hs []Holder) string {
 	parts := make([]string, len(hs))
 	for i, h := range hs {
 		s := "client " + h.ClientID
-		if h.Token != "" {
-			s += " token " + h.Token
+		if h.OwnerToken != "" {
+			s += " owner token " + h.OwnerToken
 		}
 		if h.Side != "" {
 			s += " (" + h.Side + ")"

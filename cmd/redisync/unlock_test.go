@@ -78,7 +78,7 @@ func TestUnlockGoLock(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	for _, s := range []string{`force-unlocked lock "` + name + `"`, "client " + holder.ID() + " token ", "×2", "to 1 waiting client"} {
+	for _, s := range []string{`force-unlocked lock "` + name + `"`, "client " + holder.ID() + " owner token ", "×2", "to 1 waiting client"} {
 		if !strings.Contains(res.stdout, s) {
 			t.Errorf("output does not contain %q", s)
 		}
@@ -108,7 +108,7 @@ func TestUnlockJavaLock(t *testing.T) {
 	done := blockedLock(t, waiter, keys.LockChannel(name))
 
 	res := runCmd(t, nil, "unlock", "-yes", "-force", "-redis", testURL(t), name)
-	if res.code != 0 || !strings.Contains(res.stdout, "client "+javaID+" token 1 ×1") {
+	if res.code != 0 || !strings.Contains(res.stdout, "client "+javaID+" owner token 1 ×1") {
 		t.Fatalf("exit %d, stdout %q", res.code, res.stdout)
 	}
 	waitWoken(t, waiter, done)
