@@ -87,6 +87,11 @@ func (s *ExpirableSemaphore) AddPermits(ctx context.Context, n int64) error {
 // Acquire takes one permit, waiting as long as ctx allows, and returns its
 // id. The permit expires lease after it was taken unless released first;
 // lease ≤ 0 means it never expires. Waiting works as for AcquireN.
+//
+// A semaphore that was never set has 0 available permits, so Acquire waits
+// until someone calls TrySetPermits, SetPermits or AddPermits. Under a
+// misspelled name it waits forever (until ctx ends): where the name may be
+// wrong, use TryAcquire with a wait, or check AvailablePermits first.
 func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
 	ids, err := s.AcquireN(ctx, 1, lease)
 	if err != nil {
@@ -114,7 +119,10 @@ func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.D
 }
 
 // TryAcquire takes one permit if it can within wait, as TryAcquireN, and
-// returns its id.
+// returns its id. A semaphore that was never set has 0 available permits
+// until someone calls TrySetPermits, SetPermits or AddPermits, so
+// TryAcquire on it, or on a misspelled name, waits the whole wait and
+// returns ("", false, nil).
 func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
 	ids, ok, err := s.TryAcquireN(ctx, 1, wait, lease)
 	if !ok || err != nil {
@@ -326,8 +334,11 @@ func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int
 }
 
 // AvailablePermits returns the number of permits available now, after
-// giving expired ones back (0 when the semaphore was never set; negative
-// when SetPermits or AddPermits left fewer than are acquired).
+// giving expired ones back: negative when SetPermits or AddPermits left
+// fewer than are acquired, and 0 when the semaphore was never set. A
+// semaphore that was never set (or a misspelled name) reads as 0, not as
+// an error: Acquire on it waits until someone calls TrySetPermits,
+// SetPermits or AddPermits.
 func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context) (int64, error) {
 	available, _, err := s.state(ctx)
 	return available, err

@@ -60,6 +60,11 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // was lost; callers of the same Client queue in arrival order (see the
 // package documentation).
 //
+// A semaphore that was never set has 0 available permits, so Acquire waits
+// until someone calls TrySetPermits, AddPermits or Release. Under a
+// misspelled name it waits forever (until ctx ends): where the name may be
+// wrong, use TryAcquire with a wait, or check AvailablePermits first.
+//
 // On failure it returns an error and holds nothing: when ctx ends first,
 // one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
@@ -77,6 +82,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // available in time, and an error only for a failure (a bad argument, Redis
 // unreachable, ctx ended: then wrapping ctx.Err()), after which it holds
 // nothing. A negative wait is an invalid argument.
+//
+// A semaphore that was never set has 0 available permits until someone
+// calls TrySetPermits, AddPermits or Release, so TryAcquire on it, or on a
+// misspelled name, waits the whole wait and returns (false, nil).
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
 	if err := s.checkN(n); err != nil {
 		return false, err
@@ -155,9 +164,11 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	return nil
 }
 
-// AvailablePermits returns the number of permits available now (0 when the
-// semaphore was never set; negative after AddPermits removed more than
-// were available).
+// AvailablePermits returns the number of permits available now: negative
+// after AddPermits removed more than were available, and 0 when the
+// semaphore was never set. A semaphore that was never set (or a misspelled
+// name) reads as 0, not as an error: Acquire on it waits until someone
+// calls TrySetPermits, AddPermits or Release.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 	if err := s.h.Check(); err != nil {
 		return 0, err

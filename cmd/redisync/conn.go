@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,56 +26,174 @@ func serverURL(flagValue string) string {
 }
 
 // parseURL parses a Redis URL with go-redis's ParseURL (redis://, rediss://
-// for TLS, unix://). A bare "host:port" is taken as redis://host:port. A bad
-// URL is a usage error.
+// for TLS, unix://; redis-sentinel:// is parseSentinelURL's). A bare
+// "host:port" is taken as redis://host:port. A bad URL is a usage error.
 func parseURL(raw string) (*redis.Options, error) {
 	if !strings.Contains(raw, "://") {
 		raw = "redis://" + raw
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, usagef("bad Redis URL %q: %s", redactURL(raw), strings.TrimPrefix(err.Error(), "redis: "))
+		return nil, badURL(raw, err)
 	}
 	return o, nil
 }
 
-// redactURL hides the password of a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
+// badURL is the usage error for the URL raw that did not parse: the URL
+// with its password hidden, and what is wrong with it.
+func badURL(raw string, err error) error {
+	return usagef("bad Redis URL %q: %s", redactURL(raw), urlErrText(raw, err))
 }
 
-// dial connects to the server at raw and checks that it answers. When the
-// server is a Redis Cluster node it returns a cluster client seeded with
-// that node, so keys are found on whichever node owns them. The returned
-// description names the server for messages, without its password.
-func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error) {
+// urlErrText says what is wrong with the URL raw, without the URL itself:
+// a *url.Error quotes the whole URL, password included, before its reason
+// (`parse "redis://u:pw@h:x": invalid port ":x" after host`). A reason that
+// quotes part of the password (one with an unencoded "/" makes url.Parse
+// take what precedes it for a port) is replaced by advice.
+func urlErrText(raw string, err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	reason := strings.TrimPrefix(err.Error(), "redis: ")
+	if pw := urlPassword(raw); pw != "" {
+		for _, q := range quoted(reason) {
+			if q = strings.Trim(q, ":/@?#"); q != "" && (strings.Contains(pw, q) || strings.Contains(q, pw)) {
+				return "it does not parse; percent-encode any / ? # @ : in the user name and password"
+			}
+		}
+	}
+	return reason
+}
+
+// quoted returns the Go-quoted strings in s, unquoted.
+func quoted(s string) []string {
+	var qs []string
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			return qs
+		}
+		q, err := strconv.QuotedPrefix(s[i:])
+		if err != nil {
+			return qs
+		}
+		if u, err := strconv.Unquote(q); err == nil {
+			qs = append(qs, u)
+		}
+		s = s[i+len(q):]
+	}
+}
+
+// urlPassword returns the password in the user info of the URL raw, as
+// redactURL finds it; "" when there is none.
+func urlPassword(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	head, _, _ := strings.Cut(rest, "?")
+	at := strings.LastIndexByte(head, '@')
+	if at < 0 {
+		return ""
+	}
+	_, pw, _ := strings.Cut(head[:at], ":")
+	return pw
+}
+
+// redactedPassword replaces a password in messages, as url.URL.Redacted.
+const redactedPassword = "xxxxx"
+
+// redactURL hides the passwords of a URL for messages: the one in its
+// user info and the values of password and sentinel_password query
+// parameters. It does not need the URL to parse, so a URL with a typo
+// is shown as typed, but without its password.
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	head, query, hasQuery := strings.Cut(rest, "?")
+	// The user info ends at the last "@" before the query: a password
+	// may contain "/" or "@" when it was not percent-encoded.
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		if user, _, hasPassword := strings.Cut(head[:at], ":"); hasPassword {
+			head = user + ":" + redactedPassword + head[at:]
+		}
+	}
+	if !hasQuery {
+		return scheme + "://" + head
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		k, _, hasValue := strings.Cut(p, "=")
+		if key, err := url.QueryUnescape(k); err == nil && hasValue && (key == "password" || key == "sentinel_password") {
+			params[i] = k + "=" + redactedPassword
+		}
+	}
+	return scheme + "://" + head + "?" + strings.Join(params, "&")
+}
+
+// server is a connection to the server a URL names.
+type server struct {
+	rdb redis.UniversalClient
+	// desc names the server for messages, without passwords.
+	desc string
+	// newClient returns another client with rdb's options (the demo gives
+	// one to each simulated process).
+	newClient func() redis.UniversalClient
+}
+
+// dial connects to the server at raw and checks that it answers. A
+// redis-sentinel:// URL gives a failover client that finds the master
+// through the sentinels. When the server of any other URL is a Redis
+// Cluster node, dial returns a cluster client seeded with that node, so
+// keys are found on whichever node owns them.
+func dial(ctx context.Context, raw string) (*server, error) {
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if isSentinelURL(raw) {
+		fo, err := parseSentinelURL(raw)
+		if err != nil {
+			return nil, badURL(raw, err)
+		}
+		desc := redactURL(raw)
+		// go-redis fills in defaults in the options it is given: each
+		// client gets a copy.
+		newClient := func() redis.UniversalClient { o := *fo; return redis.NewFailoverClient(&o) }
+		rdb := newClient()
+		if err := rdb.Ping(pctx).Err(); err != nil {
+			_ = rdb.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, sentinelError(desc, fo.MasterName, err)
+		}
+		return &server{rdb, desc, newClient}, nil
+	}
+
 	o, err := parseURL(raw)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	desc := redactURL(raw)
 	if !strings.Contains(raw, "://") {
 		desc = redactURL("redis://" + raw)
 	}
-	rdb := redis.NewClient(o)
-	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
+	newSingle := func() *redis.Client { oc := *o; return redis.NewClient(&oc) }
+	rdb := newSingle()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, ctx.Err()
 		}
-		return nil, "", fmt.Errorf("cannot reach Redis at %s: %w", desc, err)
+		return nil, connectError(desc, err)
 	}
 	if !isClusterNode(pctx, rdb) {
-		return rdb, desc, nil
+		return &server{rdb, desc, func() redis.UniversalClient { return newSingle() }}, nil
 	}
 	_ = rdb.Close()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
+	co := redis.ClusterOptions{
 		Addrs:        []string{o.Addr},
 		Username:     o.Username,
 		Password:     o.Password,
@@ -83,12 +203,30 @@ func dial(ctx context.Context, raw string) (redis.UniversalClient, string, error
 		ReadTimeout:  o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout,
 		MaxRetries:   o.MaxRetries,
-	})
+	}
+	newClient := func() redis.UniversalClient { oc := co; return redis.NewClusterClient(&oc) }
+	desc += " (cluster)"
+	cc := newClient()
 	if err := cc.Ping(pctx).Err(); err != nil {
 		_ = cc.Close()
-		return nil, "", fmt.Errorf("cannot reach Redis Cluster at %s: %w", desc, err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, connectError(desc, err)
 	}
-	return cc, desc + " (cluster)", nil
+	return &server{cc, desc, newClient}, nil
+}
+
+// connectError describes a failed first command on the server desc. A
+// server that answered with an error (a wrong password, a database index
+// it does not have, a server still loading) is not an unreachable one, and
+// an operator fixes them differently, so the two are told apart.
+func connectError(desc string, err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("connected to Redis at %s, but it refused: %w", desc, err)
+	}
+	return fmt.Errorf("cannot reach Redis at %s: %w", desc, err)
 }
 
 // isClusterNode reports whether rdb's server runs in cluster mode. A server

@@ -46,7 +46,7 @@ are named "redisync-demo:<random>:..." and deleted at the end.
 func demoFlags() (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
 	fs := newFlagSet("demo", demoHead)
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL, else an embedded server")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL, else an embedded server")
 	return fs, o
 }
 
@@ -126,21 +126,13 @@ func (d *demo) startEmbedded() error {
 // useServer connects to the server at u. Each simulated process gets its
 // own client with the same options.
 func (d *demo) useServer(ctx context.Context, u string) error {
-	rdb, desc, err := dial(ctx, u)
+	srv, err := dial(ctx, u)
 	if err != nil {
 		return err
 	}
-	d.obs = rdb
-	// Every process gets a client of its own, with a copy of the options:
-	// go-redis fills in defaults in the options it is given.
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		o := *c.Options()
-		d.newRDB = func() redis.UniversalClient { oc := o; return redis.NewClusterClient(&oc) }
-	case *redis.Client:
-		o := *c.Options()
-		d.newRDB = func() redis.UniversalClient { oc := o; return redis.NewClient(&oc) }
-	}
+	d.obs = srv.rdb
+	d.newRDB = srv.newClient // every process gets a client of its own
+	desc := srv.desc
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	d.prefix = "redisync-demo:" + hex.EncodeToString(b) + ":"

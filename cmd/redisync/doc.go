@@ -27,6 +27,23 @@
 // cluster mode is detected (INFO cluster) and used through a cluster
 // client, so names are found on whichever node owns them.
 //
+// A master that Redis Sentinel monitors is named by the sentinels:
+//
+//	redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[/db][?options]
+//
+// The hosts are sentinels (port 26379 when left out), master is the name
+// they monitor it under, db the database number (default 0). The command
+// asks the sentinels where the master is and uses it through a go-redis
+// failover client (redis.NewFailoverClient). user and password are the
+// master's; the options sentinel_username and sentinel_password
+// authenticate to the sentinels, and the other options are go-redis's
+// (redis.ParseFailoverURL), dial_timeout for example. rediss-sentinel://
+// uses TLS. For example:
+//
+//	redisync inspect -redis redis-sentinel://:secret@10.0.0.1:26379,10.0.0.2:26379/mymaster orders:42
+//
+// Passwords are hidden (xxxxx) wherever the command prints a URL.
+//
 // # Demo
 //
 //	redisync demo [-redis URL]
@@ -73,15 +90,16 @@
 //     -type sets the type instead.
 //
 // Owners are printed as their client id (a redisync Client's ID or a
-// Redisson instance's UUID) and token (a redisync owner token or a Java
-// thread id). Waiters are the connections subscribed to the primitive's
+// Redisson instance's UUID) and owner token (a redisync owner token or a
+// Java thread id). Waiters are the connections subscribed to the primitive's
 // channel (PUBSUB NUMSUB): one per waiting client, however many of its
 // goroutines or threads wait. On a Redis Cluster a subscription lives on
 // one node, so inspect adds up the counts of every node.
 //
 // -json prints the Report as one JSON object, for scripts. When nothing is
 // stored under NAME (no key, no permit zset, no fencing counter, no
-// waiters) inspect fails with exit status 1. Inspect only reads: the keys
+// waiters) inspect fails with exit status 1; with -json it still prints
+// an object, with "exists": false and "type": "none". Inspect only reads: the keys
 // are read in one MULTI/EXEC, the read holds' leases and the waiters just
 // after.
 //
@@ -97,8 +115,9 @@
 // (redisync: Done closes with ErrLockLost) or when it unlocks (ErrNotHeld;
 // Redisson: IllegalMonitorStateException).
 //
-// It shows the lock and asks for confirmation on stderr, reading "y" from
-// stdin. -yes skips the question; without -yes, a stdin that is not a
+// It shows the lock and asks for confirmation on stderr, reading "y" (or
+// "yes") from stdin; any other answer leaves the lock alone and exits with
+// status 1 ("not unlocked: confirmation declined"). -yes skips the question; without -yes, a stdin that is not a
 // terminal is a usage error, so scripts must say -yes. -force is required.
 // Semaphores and latches have no holder to free: unlock refuses them.
 package main

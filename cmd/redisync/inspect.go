@@ -28,6 +28,9 @@ const (
 	kindSemaphore kind = "semaphore"
 	kindExpirable kind = "expirable-semaphore"
 	kindLatch     kind = "latch"
+	// kindNone is the type of a report on a name under which nothing is
+	// stored (Redis's TYPE says "none" too). It is not a -type value.
+	kindNone kind = "none"
 )
 
 var allKinds = []kind{kindLock, kindRWLock, kindSemaphore, kindExpirable, kindLatch}
@@ -41,6 +44,20 @@ func (k kind) title() string {
 		return "expirable semaphore"
 	}
 	return string(k)
+}
+
+// withArticle returns the kind's name in prose after "a" or "an": "a lock",
+// "an expirable semaphore".
+func (k kind) withArticle() string { return withArticle(k.title()) }
+
+// withArticle puts "a" or "an" before phrase, chosen by its first letter:
+// "an" before a vowel. That is right for every word inspect and unlock put
+// after an article; words like "unit" or "hour" would need a list.
+func withArticle(phrase string) string {
+	if phrase != "" && strings.ContainsRune("aeiouAEIOU", rune(phrase[0])) {
+		return "an " + phrase
+	}
+	return "a " + phrase
 }
 
 // channel is where the primitive's waiters subscribe.
@@ -87,7 +104,9 @@ const maxReadHolds = 1000
 // apply to the primitive's type are left out.
 type Report struct {
 	Name string `json:"name"`
-	// Type is lock, rwlock, semaphore, expirable-semaphore or latch.
+	// Type is lock, rwlock, semaphore, expirable-semaphore or latch; none
+	// when nothing is stored under the name (then Exists is false and
+	// inspect exits with status 1).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
 	// a latch and the type was inferred (see Reason); -type forces it.
@@ -114,8 +133,9 @@ type Report struct {
 	Acquired []Permit `json:"acquired,omitempty"`
 	// Count is a latch's count (0: open).
 	Count *int64 `json:"count,omitempty"`
-	// Channel is the pub/sub channel the primitive's waiters subscribe to.
-	Channel string `json:"channel"`
+	// Channel is the pub/sub channel the primitive's waiters subscribe to;
+	// absent when Type is none.
+	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel: one per
 	// waiting client (a redisync Client or a Redisson instance), however
 	// many of its goroutines or threads wait. On a Redis Cluster the counts
@@ -125,15 +145,15 @@ type Report struct {
 
 // Holder is one owner of a lock or read-write lock.
 type Holder struct {
-	// Owner is the hash field naming the owner, "<client id>:<token>"
+	// Owner is the hash field naming the owner, "<client id>:<owner token>"
 	// (without a write hold's ":write" suffix).
 	Owner string `json:"owner"`
 	// ClientID is the client's id: a redisync Client's ID or a Redisson
 	// instance's UUID.
 	ClientID string `json:"client_id"`
-	// Token is the owner token within the client: a redisync owner token or
+	// OwnerToken is the owner token within the client: a redisync owner token or
 	// a Java thread id. Empty when the field does not end in ":<digits>".
-	Token string `json:"token"`
+	OwnerToken string `json:"owner_token"`
 	// Side is "read" or "write" for a read-write lock, empty for a lock.
 	Side string `json:"side,omitempty"`
 	// Count is the hold count: how many unlocks free the lock.
@@ -168,9 +188,10 @@ type inspectOptions struct {
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
 
 Inspect shows the lock, read-write lock, semaphore, expirable semaphore or
-latch stored under NAME in Redisson's layout: its holders (client id, token,
-hold count), mode, leases, permits, count, and how many clients wait on its
-channel. It recognises the type from the keys it finds. A semaphore and a
+latch stored under NAME in Redisson's layout: its holders (client id,
+owner token, hold count), mode, leases, last fencing token issued,
+permits, count, and how many clients wait on its channel. An owner token
+is a redisync owner token or a Java thread id. It recognises the type from the keys it finds. A semaphore and a
 latch are stored alike (a string); inspect then tells them apart by which
 channel has waiters, says in its output that it guessed, and -type sets the
 type instead.
@@ -179,13 +200,18 @@ Waiters are the connections subscribed to the primitive's channel: one per
 waiting client, however many of its goroutines or threads wait. On a Redis
 Cluster the counts of all nodes are added up.
 
+-json prints the report as a JSON object. When nothing is stored under NAME
+(no key, no permit zset, no fencing counter, no waiters), inspect fails
+with exit status 1; with -json it still prints an object, with "exists":
+false and "type": "none".
+
 The server is the -redis URL, else $REDIS_URL. Inspect only reads.
 `
 
 func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	o := &inspectOptions{}
 	fs := newFlagSet("inspect", inspectHead)
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
 	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, rwlock, semaphore, expirable-semaphore or latch")
 	return fs, o
@@ -197,29 +223,35 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rdb, _, err := dialFor(ctx, o.redis)
+	srv, err := dialFor(ctx, o.redis)
 	if err != nil {
 		return err
 	}
+	rdb := srv.rdb
 	defer rdb.Close()
 	r, err := inspect(ctx, rdb, name, o.typ.k)
-	if err != nil {
-		return err
-	}
-	if o.json {
+	if o.json && r != nil {
+		// Also when nothing is stored (r.Type none, err errNotFound):
+		// scripts read "exists": false, and the exit status is still 1.
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if jerr := enc.Encode(r); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	if err != nil {
+		return err
 	}
 	return r.writeText(stdout)
 }
 
 // dialFor connects to the server of the -redis flag or $REDIS_URL, for the
 // commands that need one named.
-func dialFor(ctx context.Context, flagValue string) (redis.UniversalClient, string, error) {
+func dialFor(ctx context.Context, flagValue string) (*server, error) {
 	u := serverURL(flagValue)
 	if u == "" {
-		return nil, "", usagef("no Redis server: pass -redis URL or set REDIS_URL (e.g. redis://localhost:6379)")
+		return nil, usagef("no Redis server: pass -redis URL or set REDIS_URL (e.g. redis://localhost:6379)")
 	}
 	return dial(ctx, u)
 }
@@ -357,7 +389,8 @@ func isWrongType(err error) bool {
 }
 
 // inspect reads the primitive stored under name and reports it. forced,
-// when not empty, is the type -type set.
+// when not empty, is the type -type set. When nothing is stored under name
+// it returns both a report of type none and an error wrapping errNotFound.
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind) (*Report, error) {
 	s, err := readSnapshot(ctx, rdb, name)
 	if err != nil {
@@ -366,6 +399,10 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 	k, guessed, reason, err := classify(s, name, forced)
 	if err != nil {
 		return nil, err
+	}
+	if k == kindNone {
+		r := &Report{Name: name, Type: kindNone, Reason: reason}
+		return r, fmt.Errorf("%w under %q: %s", errNotFound, name, reason)
 	}
 	r := &Report{
 		Name:    name,
@@ -408,7 +445,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 }
 
 // classify recognises the primitive from the snapshot: its kind, whether
-// that is a guess, and why.
+// that is a guess, and why; kindNone when nothing is stored under name.
 func classify(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	switch s.typ {
 	case "hash":
@@ -419,9 +456,9 @@ func classify(s *snapshot, name string, forced kind) (kind, bool, string, error)
 		case !rw && (forced == "" || forced == kindLock):
 			return kindLock, false, "a hash of owner fields", nil
 		case rw:
-			return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not a %s", name, forced.title())
+			return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not %s", name, forced.withArticle())
 		}
-		return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not a %s", name, forced.title())
+		return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not %s", name, forced.withArticle())
 
 	case "string":
 		n, err := strconv.ParseInt(s.value, 10, 64)
@@ -429,7 +466,7 @@ func classify(s *snapshot, name string, forced kind) (kind, bool, string, error)
 			return "", false, "", fmt.Errorf("%q is a string holding %q, not a count of permits or a latch count", name, truncate(s.value, 40))
 		}
 		if forced == kindLock || forced == kindRWLock {
-			return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not a %s", name, forced.title())
+			return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not %s", name, forced.withArticle())
 		}
 		if forced != "" {
 			return forced, false, "set with -type", nil
@@ -470,7 +507,7 @@ func classify(s *snapshot, name string, forced kind) (kind, bool, string, error)
 			k := waited[0]
 			return k, true, fmt.Sprintf("no key, but %s on the %s channel", waitText(s.subs[k.channel(name)]), k.title()), nil
 		}
-		return "", false, "", fmt.Errorf("%w under %q: no key, no permit zset, no fencing counter and no waiters on its channels", errNotFound, name)
+		return kindNone, false, "no key, no permit zset, no fencing counter and no waiters on its channels", nil
 	}
 	return "", false, "", fmt.Errorf("%q is a Redis %s: not a lock, read-write lock, semaphore or latch", name, s.typ)
 }
@@ -538,11 +575,11 @@ func rwHolders(ctx context.Context, rdb redis.UniversalClient, name string, hash
 	return hs, nil
 }
 
-// newHolder splits an owner "<client id>:<token>" at its last colon.
+// newHolder splits an owner "<client id>:<owner token>" at its last colon.
 func newHolder(owner, side string, count int64) Holder {
 	h := Holder{Owner: owner, ClientID: owner, Side: side, Count: count}
 	if i := strings.LastIndexByte(owner, ':'); i >= 0 && i < len(owner)-1 && isDigits(owner[i+1:]) {
-		h.ClientID, h.Token = owner[:i], owner[i+1:]
+		h.ClientID, h.OwnerToken = owner[:i], owner[i+1:]
 	}
 	return h
 }
@@ -601,7 +638,7 @@ func (r *Report) writeText(w io.Writer) error {
 			if h.Side != "" {
 				label = map[string]string{"read": "reader", "write": "writer"}[h.Side]
 			}
-			token := h.Token
+			token := h.OwnerToken
 			if token == "" {
 				token = "-"
 			}
@@ -613,10 +650,10 @@ func (r *Report) writeText(w io.Writer) error {
 				}
 				extra = "\thold leases " + strings.Join(leases, ", ")
 			}
-			fmt.Fprintf(tw, "%s:\tclient %s\ttoken %s\tcount %d%s\n", label, h.ClientID, token, h.Count, extra)
+			fmt.Fprintf(tw, "%s:\tclient %s\towner token %s\tcount %d%s\n", label, h.ClientID, token, h.Count, extra)
 		}
 		if r.FenceToken != nil {
-			line("fencing", "last token issued %d (%s)", *r.FenceToken, keys.FenceCounter(r.Name))
+			line("fencing", "last fencing token issued %d (%s)", *r.FenceToken, keys.FenceCounter(r.Name))
 		}
 	case kindSemaphore, kindExpirable:
 		avail := fmt.Sprintf("%d available", *r.Permits)

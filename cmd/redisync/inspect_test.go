@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +45,7 @@ func TestInspectGoLock(t *testing.T) {
 	if r.FenceToken == nil || *r.FenceToken != 2 {
 		t.Errorf("fence_token %v, want 2", r.FenceToken)
 	}
-	want := Holder{Owner: c.ID() + ":77", ClientID: c.ID(), Token: "77", Count: 2}
+	want := Holder{Owner: c.ID() + ":77", ClientID: c.ID(), OwnerToken: "77", Count: 2}
 	if len(r.Holders) != 1 || !equalHolder(r.Holders[0], want) {
 		t.Errorf("holders %+v, want [%+v]", r.Holders, want)
 	}
@@ -61,8 +63,8 @@ func TestInspectGoLock(t *testing.T) {
 	for _, s := range []string{
 		"lock (a hash of owner fields)",
 		"held by 1 owner, lease ",
-		"client " + c.ID(), "token 77", "count 2",
-		"last token issued 2",
+		"client " + c.ID(), "owner token 77", "count 2",
+		"last fencing token issued 2",
 		"1 client subscribed to " + keys.LockChannel(name),
 	} {
 		if !strings.Contains(res.stdout, s) {
@@ -76,7 +78,7 @@ func TestInspectGoLock(t *testing.T) {
 }
 
 func equalHolder(a, b Holder) bool {
-	return a.Owner == b.Owner && a.ClientID == b.ClientID && a.Token == b.Token && a.Side == b.Side && a.Count == b.Count
+	return a.Owner == b.Owner && a.ClientID == b.ClientID && a.OwnerToken == b.OwnerToken && a.Side == b.Side && a.Count == b.Count
 }
 
 // TestInspectJavaLock: a lock written the way Redisson writes it, by a
@@ -90,7 +92,7 @@ func TestInspectJavaLock(t *testing.T) {
 	rdb(t).PExpire(ctx, name, 30*time.Second)
 
 	r := inspectJSON(t, name)
-	want := Holder{Owner: javaID + ":57", ClientID: javaID, Token: "57", Count: 1}
+	want := Holder{Owner: javaID + ":57", ClientID: javaID, OwnerToken: "57", Count: 1}
 	if r.Type != kindLock || len(r.Holders) != 1 || !equalHolder(r.Holders[0], want) {
 		t.Errorf("report %+v, want a lock held by %+v", r, want)
 	}
@@ -309,6 +311,7 @@ func TestInspectNotAPrimitive(t *testing.T) {
 		{[]string{text}, 1, `holding "hello"`},
 		{[]string{"-type", "rwlock", hash}, 1, "a lock, not a read-write lock"},
 		{[]string{"-type", "semaphore", hash}, 1, "a lock, not a semaphore"},
+		{[]string{"-type", "expirable-semaphore", hash}, 1, "a lock, not an expirable semaphore"},
 		{[]string{"-type", "lock", number}, 1, "a semaphore or latch, not a lock"},
 	} {
 		res := runCmd(t, nil, append([]string{"inspect", "-redis", testURL(t)}, tc.args...)...)
@@ -336,6 +339,65 @@ func TestInspectNotAPrimitive(t *testing.T) {
 	}
 }
 
+// TestInspectMissingJSON: inspect -json on a name under which nothing is
+// stored printed nothing on stdout. It prints an object saying so, and
+// still exits 1 with the message on stderr, as without -json.
+func TestInspectMissingJSON(t *testing.T) {
+	t.Parallel()
+	missing := redistest.Key(t, "nosuchthing")
+	res := runCmd(t, nil, "inspect", "-json", "-redis", testURL(t), missing)
+	if res.code != exitError {
+		t.Errorf("exit %d, want %d", res.code, exitError)
+	}
+	if !strings.HasPrefix(res.stderr, `redisync: inspect: nothing stored under "`+missing+`"`) {
+		t.Errorf("stderr %q does not say nothing is stored", res.stderr)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(res.stdout), &raw); err != nil {
+		t.Fatalf("stdout is not a JSON object: %v\n%s", err, res.stdout)
+	}
+	for key, want := range map[string]any{"name": missing, "type": "none", "exists": false, "waiters": 0.0, "guessed": false} {
+		if got, ok := raw[key]; !ok || got != want {
+			t.Errorf("%q: %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+	if _, ok := raw["channel"]; ok {
+		t.Errorf("a report of nothing names a channel: %v", raw["channel"])
+	}
+	// Without -json, stdout stays empty.
+	if res := runCmd(t, nil, "inspect", "-redis", testURL(t), missing); res.code != exitError || res.stdout != "" {
+		t.Errorf("text: exit %d, stdout %q; want %d and nothing", res.code, res.stdout, exitError)
+	}
+}
+
+func TestWithArticle(t *testing.T) {
+	t.Parallel()
+	for phrase, want := range map[string]string{
+		"lock":                "a lock",
+		"read-write lock":     "a read-write lock",
+		"semaphore":           "a semaphore",
+		"expirable semaphore": "an expirable semaphore",
+		"latch":               "a latch",
+		"owner":               "an owner",
+		"Update":              "an Update",
+	} {
+		if got := withArticle(phrase); got != want {
+			t.Errorf("withArticle(%q) = %q, want %q", phrase, got, want)
+		}
+	}
+	for k, want := range map[kind]string{
+		kindLock:      "a lock",
+		kindRWLock:    "a read-write lock",
+		kindSemaphore: "a semaphore",
+		kindExpirable: "an expirable semaphore",
+		kindLatch:     "a latch",
+	} {
+		if got := k.withArticle(); got != want {
+			t.Errorf("kind %s: %q, want %q", k, got, want)
+		}
+	}
+}
+
 func TestNewHolder(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ owner, id, token string }{
@@ -346,8 +408,8 @@ func TestNewHolder(t *testing.T) {
 		{"x:1a", "x:1a", ""},
 	} {
 		h := newHolder(tc.owner, "", 1)
-		if h.ClientID != tc.id || h.Token != tc.token || h.Owner != tc.owner {
-			t.Errorf("newHolder(%q) = %+v, want client %q token %q", tc.owner, h, tc.id, tc.token)
+		if h.ClientID != tc.id || h.OwnerToken != tc.token || h.Owner != tc.owner {
+			t.Errorf("newHolder(%q) = %+v, want client %q owner token %q", tc.owner, h, tc.id, tc.token)
 		}
 	}
 }
@@ -372,4 +434,58 @@ func TestInspectUnsetSemaphore(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Error("the cancelled Acquire returned nil")
 	}
+}
+
+// TestTokenWording: inspect and unlock said "token" alone for an owner
+// token and for a fencing token. Every token they show says which it is,
+// in the text, in the JSON keys and in the help.
+func TestTokenWording(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "lock")
+	c := newClient(t, redisync.WithWatchdogTimeout(longLease))
+	l := rlock.New(c, name, rlock.WithFencing())
+	if err := l.Lock(redisync.WithOwnerToken(ctx, 9)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = l.ForceUnlock(context.Background()) })
+
+	bare := regexp.MustCompile(`(?i)(^|[^a-z_])(owner|fencing|fence)?[ _]?token`)
+	checkWording := func(what, out string) {
+		t.Helper()
+		for _, m := range bare.FindAllStringSubmatch(out, -1) {
+			if m[2] == "" {
+				t.Errorf("%s says %q: a bare token", what, m[0])
+			}
+		}
+	}
+	text := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
+	for _, s := range []string{"owner token 9", "last fencing token issued 1"} {
+		if !strings.Contains(text.stdout, s) {
+			t.Errorf("inspect does not say %q", s)
+		}
+	}
+	// The channel and counter key names are Redisson's; leave them out.
+	checkWording("inspect", strings.ReplaceAll(text.stdout, keys.FenceCounter(name), ""))
+
+	js := runCmd(t, nil, "inspect", "-json", "-redis", testURL(t), name)
+	var raw struct {
+		Holders []map[string]any `json:"holders"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &raw); err != nil || len(raw.Holders) != 1 {
+		t.Fatalf("inspect -json: %v, holders %v", err, raw.Holders)
+	}
+	if _, ok := raw.Holders[0]["token"]; ok || raw.Holders[0]["owner_token"] != "9" {
+		t.Errorf("holder %v: want owner_token 9 and no token key", raw.Holders[0])
+	}
+
+	for _, cmd := range []string{"inspect", "unlock"} {
+		help := runCmd(t, nil, "help", cmd)
+		checkWording("help "+cmd, help.stdout)
+	}
+	unlocked := runCmd(t, nil, "unlock", "-force", "-yes", "-redis", testURL(t), name)
+	if !strings.Contains(unlocked.stdout, "client "+c.ID()+" owner token 9 ×1") {
+		t.Errorf("unlock does not show the owner token")
+	}
+	checkWording("unlock", unlocked.stdout)
 }

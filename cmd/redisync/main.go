@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit statuses, as Go tools use them.
@@ -19,8 +21,20 @@ const (
 )
 
 func main() {
+	// go-redis logs to stderr on its own, for instance one "pool.go: ...
+	// failed to dial after 5 attempts" line per connection attempt on an
+	// unreachable server, before the command's message about the same
+	// failure. The command reports every error itself, clearly and once,
+	// so go-redis's log is discarded. This is process-wide, so it is done
+	// here and not in run, which tests call.
+	redis.SetLogger(discardLogger{})
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// discardLogger is a go-redis logger that prints nothing.
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // env is the process environment as the commands see it; tests replace it.
 var env = os.Getenv
@@ -67,8 +81,17 @@ The commands are:
 	unlock    force-release a lock or read-write lock and wake its waiters
 
 The Redis server is the -redis flag's URL, or else the REDIS_URL
-environment variable (redis://[user:password@]host:port[/db] or rediss://
-for TLS). Without either, demo starts an embedded in-process Redis.
+environment variable, in one of these forms:
+
+	redis://[user:password@]host:port[/db]
+	rediss://[user:password@]host:port[/db]
+	redis-sentinel://[user:password@]host:port[,host:port...]/master[/db]
+
+rediss:// uses TLS. redis-sentinel:// names the master that the sentinels
+at host:port... monitor under the name master (rediss-sentinel:// for
+TLS); user and password are the master's. A server in cluster mode is used
+as a Redis Cluster. Without -redis or REDIS_URL, demo starts an embedded
+in-process Redis.
 
 Use "redisync help <command>" or "redisync <command> -h" for more
 information about a command.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +18,49 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
+// runMainEnv set to "1" in the environment makes this test binary run the
+// command's main with its arguments instead of the tests, so a test can
+// run the command as a process (see runProcess).
+const runMainEnv = "REDISYNC_TEST_RUN_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main() // exits
+	}
 	// The tests name their server with -redis; a REDIS_URL of the machine
 	// running them must not leak in. TestRedisURLEnv sets its own.
 	env = func(string) string { return "" }
 	redistest.Main(m)
+}
+
+// processBound is how long a command run as a process may take on a busy
+// machine.
+const processBound = 60 * time.Second
+
+// runProcess runs the command line args as a process (this test binary
+// running main, see TestMain), for what run cannot show: what main does
+// to the process, and what libraries print to the process's stderr.
+func runProcess(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), processBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "REDIS_URL=")
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("redisync %s did not finish within %v", strings.Join(args, " "), processBound)
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run redisync %s: %v", strings.Join(args, " "), err)
+	}
+	t.Logf("process redisync %s → exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	return result{code, out.String(), errOut.String()}
 }
 
 // result is what one run of the command produced.
@@ -104,6 +145,7 @@ func TestUsage(t *testing.T) {
 		{"no command", nil, 2, "Usage:"},
 		{"help", []string{"help"}, 0, "The commands are"},
 		{"help command", []string{"help", "inspect"}, 0, "usage: redisync inspect"},
+		{"help sentinel URL", []string{"help"}, 0, "redis-sentinel://[user:password@]host:port[,host:port...]/master[/db]"},
 		{"help unknown", []string{"help", "frob"}, 2, `redisync: help: unknown command "frob"`},
 		{"unknown command", []string{"frob"}, 2, `redisync: unknown command "frob"`},
 		{"-h", []string{"-h"}, 0, "The commands are"},
@@ -120,6 +162,8 @@ func TestUsage(t *testing.T) {
 		{"unlock without -force", []string{"unlock", "-yes", "-redis", "redis://127.0.0.1:1", "x"}, 2, "-force is required"},
 		{"bad URL scheme", []string{"inspect", "-redis", "http://x", "x"}, 2, "invalid URL scheme"},
 		{"bad URL db", []string{"inspect", "-redis", "redis://localhost/x", "x"}, 2, "invalid database number"},
+		// Regression: said `bad Redis URL "(unparsable URL)": parse "redis://…": …`.
+		{"bad URL port", []string{"inspect", "-redis", "redis://127.0.0.1:notaport", "x"}, 2, `redisync: inspect: bad Redis URL "redis://127.0.0.1:notaport": invalid port ":notaport" after host` + "\n"},
 		{"demo argument", []string{"demo", "now"}, 2, "unexpected arguments"},
 		{"unreachable server", []string{"inspect", "-redis", "redis://127.0.0.1:1", "x"}, 1, "redisync: inspect: cannot reach Redis at redis://127.0.0.1:1"},
 	} {
@@ -146,9 +190,42 @@ func TestUsage(t *testing.T) {
 
 func TestRedactedURL(t *testing.T) {
 	t.Parallel()
-	res := runCmd(t, nil, "inspect", "-redis", "redis://user:s3cret@127.0.0.1:1/0", "x")
-	if res.code != 1 || strings.Contains(res.stderr, "s3cret") || !strings.Contains(res.stderr, "user:xxxxx@") {
-		t.Errorf("exit %d, stderr %q: want exit 1 and the password hidden", res.code, res.stderr)
+	for _, tc := range []struct {
+		url    string
+		code   int
+		secret string // must not show
+		show   string // must show
+	}{
+		{"redis://user:s3cret@127.0.0.1:1/0", 1, "s3cret", "cannot reach Redis at redis://user:xxxxx@127.0.0.1:1/0: "},
+		// A URL that does not parse: url.Parse's error quotes it whole.
+		{"redis://user:s3cret@127.0.0.1:notaport", 2, "s3cret", `bad Redis URL "redis://user:xxxxx@127.0.0.1:notaport": invalid port ":notaport"`},
+		// An unencoded "/" makes url.Parse take the password's start for a port.
+		{"redis://user:s3/cret@127.0.0.1:1", 2, "s3", `bad Redis URL "redis://user:xxxxx@127.0.0.1:1": it does not parse; percent-encode`},
+		{"redis://127.0.0.1:1?password=s3cret&frob=1", 2, "s3cret", `bad Redis URL "redis://127.0.0.1:1?password=xxxxx&frob=1": unexpected option`},
+	} {
+		res := runCmd(t, nil, "inspect", "-redis", tc.url, "x")
+		if res.code != tc.code || strings.Contains(res.stderr, tc.secret) || !strings.Contains(res.stderr, tc.show) {
+			t.Errorf("%s: exit %d, stderr %q: want exit %d, %q shown and %q hidden", tc.url, res.code, res.stderr, tc.code, tc.show, tc.secret)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"redis://127.0.0.1:6379/2":                     "redis://127.0.0.1:6379/2",
+		"redis://user@h:1":                             "redis://user@h:1",
+		"redis://user:pw@h:1/0":                        "redis://user:xxxxx@h:1/0",
+		"redis://:pw@h":                                "redis://:xxxxx@h",
+		"rediss://u:p@ss@h:1":                          "rediss://u:xxxxx@h:1",
+		"redis://u:p/w@h:1?dial_timeout=1":             "redis://u:xxxxx@h:1?dial_timeout=1",
+		"redis://h:1?password=pw&sentinel_password=sp": "redis://h:1?password=xxxxx&sentinel_password=xxxxx",
+		"redis-sentinel://u:pw@a:1,b:2/mymaster/3":     "redis-sentinel://u:xxxxx@a:1,b:2/mymaster/3",
+		"unix://u:pw@/run/redis.sock":                  "unix://u:xxxxx@/run/redis.sock",
+	} {
+		if got := redactURL(raw); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
+		}
 	}
 }
 
@@ -206,5 +283,41 @@ func TestRedisURLEnv(t *testing.T) {
 	}
 	if res := runCmd(t, nil, "inspect", "-redis", redistest.Shared(t).Addr(), name); res.code != 0 {
 		t.Errorf("-redis host:port over a bad REDIS_URL: exit %d", res.code)
+	}
+}
+
+// TestNoGoRedisLog: on an unreachable server the command printed four
+// go-redis log lines ("redis: <date> pool.go:762: ... failed to dial after
+// 5 attempts") before its own message. Only its own message remains.
+func TestNoGoRedisLog(t *testing.T) {
+	t.Parallel()
+	res := runProcess(t, "inspect", "-redis", "redis://127.0.0.1:1", "x")
+	if res.code != exitError {
+		t.Errorf("exit %d, want %d", res.code, exitError)
+	}
+	if strings.Contains(res.stderr, "pool.go") {
+		t.Errorf("stderr has go-redis's log lines:\n%s", res.stderr)
+	}
+	const want = "redisync: inspect: cannot reach Redis at redis://127.0.0.1:1: "
+	if lines := strings.Split(strings.TrimSuffix(res.stderr, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("stderr is not one line starting with %q:\n%s", want, res.stderr)
+	}
+}
+
+// TestRedisRefused: a server that answers with an error (here: a database
+// it does not have, a user it does not know) was reported as "cannot reach
+// Redis". It is reported as refusing, with its error.
+func TestRedisRefused(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Shared(t).Addr()
+	for url, reply := range map[string]string{
+		"redis://" + addr + "/99":              "ERR DB index is out of range",
+		"redis://nobody:s3cret@" + addr + "/0": "WRONGPASS",
+	} {
+		res := runCmd(t, nil, "inspect", "-redis", url, "x")
+		want := "redisync: inspect: connected to Redis at " + redactURL(url) + ", but it refused: " + reply
+		if res.code != exitError || !strings.HasPrefix(res.stderr, want) || strings.Contains(res.stderr, "cannot reach") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", url, res.code, res.stderr, exitError, want)
+		}
 	}
 }

@@ -32,8 +32,9 @@ an IllegalMonitorStateException). Use it for a lock whose holder is stuck;
 a crashed holder's lock frees itself when its lease ends.
 
 It first shows the lock (as inspect does) and asks for confirmation on the
-terminal; -yes skips the question, and is required when stdin is not a
-terminal. -force is always required. Semaphores and latches have no
+terminal: "y" or "yes" unlocks, any other answer leaves the lock alone and
+exits with status 1. -yes skips the question, and is required when stdin
+is not a terminal. -force is always required. Semaphores and latches have no
 holder to free and are refused.
 
 The server is the -redis URL, else $REDIS_URL.
@@ -42,7 +43,7 @@ The server is the -redis URL, else $REDIS_URL.
 func unlockFlags() (*flag.FlagSet, *unlockOptions) {
 	o := &unlockOptions{}
 	fs := newFlagSet("unlock", unlockHead)
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://); default $REDIS_URL")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.force, "force", false, "required: free the lock whoever holds it")
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	return fs, o
@@ -70,10 +71,11 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case !o.yes && !isTerminal(stdin):
 		return usagef("stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes to force-unlock %q", name)
 	}
-	rdb, _, err := dialFor(ctx, o.redis)
+	srv, err := dialFor(ctx, o.redis)
 	if err != nil {
 		return err
 	}
+	rdb := srv.rdb
 	defer rdb.Close()
 
 	r, err := inspect(ctx, rdb, name, "")
@@ -83,7 +85,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case err != nil:
 		return err
 	case r.Type != kindLock && r.Type != kindRWLock:
-		return fmt.Errorf("%q is a %s: unlock frees only locks and read-write locks", name, r.Type.title())
+		return fmt.Errorf("%q is %s: unlock frees only locks and read-write locks", name, r.Type.withArticle())
 	case !r.Exists:
 		return fmt.Errorf("%q is not locked", name)
 	}
@@ -96,7 +98,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 		if !ok {
-			return errors.New("not confirmed; nothing changed")
+			return errors.New("not unlocked: confirmation declined")
 		}
 	}
 	existed, err := forceUnlock(ctx, rdb, r.Type, name)
@@ -124,7 +126,8 @@ func forceUnlock(ctx context.Context, rdb redis.UniversalClient, k kind, name st
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or
-// "yes" (any case) confirms.
+// "yes" (any case) confirms, any other answer declines (false, nil). It
+// fails when stdin ends without an answer or ctx ends first.
 func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question string) (bool, error) {
 	fmt.Fprintf(stderr, "%s [y/N] ", question)
 	answer := make(chan string, 1)
@@ -140,7 +143,7 @@ func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question st
 		a := strings.ToLower(strings.TrimSpace(line))
 		if line == "" {
 			fmt.Fprintln(stderr)
-			return false, errors.New("no answer on stdin; nothing changed (pass -yes to skip the question)")
+			return false, errors.New("not unlocked: no answer on stdin (pass -yes to skip the question)")
 		}
 		return a == "y" || a == "yes", nil
 	}
@@ -153,8 +156,8 @@ func holdersText(hs []Holder) string {
 	parts := make([]string, len(hs))
 	for i, h := range hs {
 		s := "client " + h.ClientID
-		if h.Token != "" {
-			s += " token " + h.Token
+		if h.OwnerToken != "" {
+			s += " owner token " + h.OwnerToken
 		}
 		if h.Side != "" {
 			s += " (" + h.Side + ")"

@@ -15,6 +15,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // Holders in these tests have a long lease and waiters a long re-check
@@ -77,7 +78,7 @@ func TestUnlockGoLock(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	for _, s := range []string{`force-unlocked lock "` + name + `"`, "client " + holder.ID() + " token ", "×2", "to 1 waiting client"} {
+	for _, s := range []string{`force-unlocked lock "` + name + `"`, "client " + holder.ID() + " owner token ", "×2", "to 1 waiting client"} {
 		if !strings.Contains(res.stdout, s) {
 			t.Errorf("output does not contain %q", s)
 		}
@@ -107,7 +108,7 @@ func TestUnlockJavaLock(t *testing.T) {
 	done := blockedLock(t, waiter, keys.LockChannel(name))
 
 	res := runCmd(t, nil, "unlock", "-yes", "-force", "-redis", testURL(t), name)
-	if res.code != 0 || !strings.Contains(res.stdout, "client "+javaID+" token 1 ×1") {
+	if res.code != 0 || !strings.Contains(res.stdout, "client "+javaID+" owner token 1 ×1") {
 		t.Fatalf("exit %d, stdout %q", res.code, res.stdout)
 	}
 	waitWoken(t, waiter, done)
@@ -162,6 +163,13 @@ func TestUnlockRefuses(t *testing.T) {
 	name, sem, missing := redistest.Key(t, "lock"), redistest.Key(t, "sem"), redistest.Key(t, "missing")
 	rdb(t).HSet(ctx, name, "someone:1", 1)
 	rdb(t).Set(ctx, sem, 3, 0)
+	xsem := redistest.Key(t, "xsem")
+	if _, err := semaphore.NewExpirable(newClient(t), xsem).TrySetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := semaphore.NewExpirable(newClient(t), xsem).Acquire(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -169,6 +177,8 @@ func TestUnlockRefuses(t *testing.T) {
 	}{
 		{[]string{"-force", name}, 2, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes"},
 		{[]string{"-force", "-yes", sem}, 1, "is a semaphore: unlock frees only locks and read-write locks"},
+		// Regression: the message said "is a expirable semaphore".
+		{[]string{"-force", "-yes", xsem}, 1, `"` + xsem + `" is an expirable semaphore: unlock frees only`},
 		{[]string{"-force", "-yes", missing}, 1, "is not locked"},
 		{[]string{"-force", "-yes"}, 2, "want exactly one NAME"},
 	} {
@@ -182,8 +192,10 @@ func TestUnlockRefuses(t *testing.T) {
 	}
 }
 
-// TestUnlockConfirm answers the question on a (simulated) terminal. It
-// replaces the terminal check, so it does not run in parallel.
+// TestUnlockConfirm answers the question on a (simulated) terminal: any
+// answer but yes declines, exits 1 and says so (the issue reported exit 0
+// for "n"). It replaces the terminal check, so it does not run in
+// parallel.
 func TestUnlockConfirm(t *testing.T) {
 	ctx := context.Background()
 	defer func(old func(io.Reader) bool) { isTerminal = old }(isTerminal)
@@ -191,10 +203,19 @@ func TestUnlockConfirm(t *testing.T) {
 	name := redistest.Key(t, "lock")
 	rdb(t).HSet(ctx, name, "someone:9", 2)
 
-	for _, answer := range []string{"n\n", "\n", "maybe\n", ""} {
+	for answer, msg := range map[string]string{
+		"n\n":     "redisync: unlock: not unlocked: confirmation declined\n",
+		"no\n":    "redisync: unlock: not unlocked: confirmation declined\n",
+		"\n":      "redisync: unlock: not unlocked: confirmation declined\n",
+		"maybe\n": "redisync: unlock: not unlocked: confirmation declined\n",
+		"":        "redisync: unlock: not unlocked: no answer on stdin (pass -yes to skip the question)\n",
+	} {
 		res := runCmd(t, strings.NewReader(answer), "unlock", "-force", "-redis", testURL(t), name)
-		if res.code != 1 || rdb(t).Exists(ctx, name).Val() != 1 {
-			t.Errorf("answer %q: exit %d, or the lock is gone; want 1 and the lock kept", answer, res.code)
+		if res.code != exitError || rdb(t).Exists(ctx, name).Val() != 1 {
+			t.Errorf("answer %q: exit %d, or the lock is gone; want %d and the lock kept", answer, res.code, exitError)
+		}
+		if !strings.HasSuffix(res.stderr, msg) || res.stdout != "" {
+			t.Errorf("answer %q: stderr does not end with %q, or stdout is not empty", answer, msg)
 		}
 		if !strings.Contains(res.stderr, "client someone") || !strings.Contains(res.stderr, `Force-unlock lock "`+name+`", held by 1 owner? [y/N]`) {
 			t.Errorf("answer %q: the question does not show the lock", answer)

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The URL schemes of a master reached through Redis Sentinel, without and
+// with TLS.
+const (
+	sentinelScheme    = "redis-sentinel"
+	sentinelTLSScheme = "rediss-sentinel"
+)
+
+// defaultSentinelPort is the port of a sentinel address given without one.
+const defaultSentinelPort = "26379"
+
+// isSentinelURL reports whether raw names a master through Sentinel.
+func isSentinelURL(raw string) bool {
+	scheme, _, ok := strings.Cut(raw, "://")
+	return ok && (scheme == sentinelScheme || scheme == sentinelTLSScheme)
+}
+
+// parseSentinelURL parses the URL of a master that Redis Sentinel
+// monitors:
+//
+//	redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db][?option=value&...]
+//
+// The hosts are sentinels (port 26379 when left out), master is the name
+// they monitor it under, and db is the database number (default 0). user
+// and password are the master's (and its replicas'); the options
+// sentinel_username and sentinel_password authenticate to the sentinels.
+// rediss-sentinel:// uses TLS to the sentinels and the master. The other
+// options are go-redis's (redis.ParseFailoverURL), dial_timeout for
+// example; master_name, addr, db, username and password are refused since
+// the URL's parts give them. User name, password and master name may be
+// percent-encoded.
+func parseSentinelURL(raw string) (*redis.FailoverOptions, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	head, query, _ := strings.Cut(rest, "?")
+	if strings.Contains(head, "#") {
+		return nil, errors.New(`unexpected "#"; percent-encode it as %23`)
+	}
+	// The user info ends at the last "@", as in redactURL, so that an
+	// unencoded "/" in a password is not taken for the path.
+	var userinfo string
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		userinfo, head = head[:at], head[at+1:]
+	}
+	hosts, path, _ := strings.Cut(head, "/")
+
+	var addrs []string
+	for _, h := range strings.Split(hosts, ",") {
+		addr, err := sentinelAddr(h)
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, addr)
+	}
+
+	segs := strings.Split(strings.TrimSuffix(path, "/"), "/")
+	if len(segs) > 2 {
+		return nil, fmt.Errorf("unexpected path %q: want /master or /master/db", "/"+path)
+	}
+	master, err := url.PathUnescape(segs[0])
+	if err != nil {
+		return nil, fmt.Errorf("bad master name: %w", err)
+	}
+	if master == "" {
+		return nil, fmt.Errorf("no master name: want %s://host:port/master", scheme)
+	}
+	db := 0
+	if len(segs) == 2 {
+		if db, err = strconv.Atoi(segs[1]); err != nil || db < 0 {
+			return nil, fmt.Errorf("invalid database number %q", segs[1])
+		}
+	}
+
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("bad options: %w", err)
+	}
+	for _, k := range []string{"master_name", "addr", "db", "username", "password"} {
+		if q.Has(k) {
+			return nil, fmt.Errorf("option %s: the URL gives it (user:password@sentinels/master/db)", k)
+		}
+	}
+	sentinelUser, sentinelPassword := q.Get("sentinel_username"), q.Get("sentinel_password")
+	q.Del("sentinel_username")
+	q.Del("sentinel_password")
+	// go-redis parses the other options; it takes the first sentinel from
+	// the host and the others from addr options.
+	q.Set("master_name", master)
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	goScheme := "redis"
+	if scheme == sentinelTLSScheme {
+		goScheme = "rediss"
+	}
+	u := url.URL{Scheme: goScheme, Host: addrs[0], RawQuery: q.Encode()}
+	o, err := redis.ParseFailoverURL(u.String())
+	if err != nil {
+		return nil, err
+	}
+	o.DB = db
+	o.SentinelUsername, o.SentinelPassword = sentinelUser, sentinelPassword
+	if userinfo != "" {
+		user, password, _ := strings.Cut(userinfo, ":")
+		if o.Username, err = url.PathUnescape(user); err != nil {
+			return nil, errors.New("bad user name: invalid percent-encoding")
+		}
+		if o.Password, err = url.PathUnescape(password); err != nil {
+			return nil, errors.New("bad password: invalid percent-encoding")
+		}
+	}
+	return o, nil
+}
+
+// sentinelAddr checks one sentinel address of a sentinel URL, host[:port],
+// and returns it as host:port.
+func sentinelAddr(h string) (string, error) {
+	if h == "" {
+		return "", errors.New("empty sentinel address: want host:port[,host:port...]")
+	}
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		var ae *net.AddrError
+		if !errors.As(err, &ae) || ae.Err != "missing port in address" {
+			return "", fmt.Errorf("bad sentinel address %q: %s", h, strings.TrimPrefix(err.Error(), "address "+h+": "))
+		}
+		host, port = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), defaultSentinelPort
+	}
+	if host == "" {
+		return "", fmt.Errorf("bad sentinel address %q: no host", h)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("bad sentinel address %q: invalid port %q", h, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// sentinelError describes a failed first command through the sentinels of
+// desc, for master.
+func sentinelError(desc, master string, err error) error {
+	if errors.Is(err, redis.Nil) {
+		// The sentinels that answered have no master by that name (go-redis
+		// says "all sentinels ... are unreachable: redis: nil").
+		return fmt.Errorf("no sentinel at %s knows a master named %q", desc, master)
+	}
+	return connectError(desc, err)
+}
