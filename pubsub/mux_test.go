@@ -55,7 +55,7 @@ func TestSubscribeIsConfirmed(t *testing.T) {
 	assert.True(t, woken(w, 5*time.Second))
 	w.Close()
 	assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 0 }, 5*time.Second, 5*time.Millisecond)
-	assert.Equal(t, pubsub.Stats{}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Conns: 1}, m.Stats())
 }
 
 // WakeOne wakes the oldest idle waiter; WakeAll wakes everyone.
@@ -159,7 +159,7 @@ func TestOneConnectionManyChannels(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, pubsub.Stats{Channels: 20, Waiters: 100}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Channels: 20, Waiters: 100, Conns: 1}, m.Stats())
 	chans, err := rdb.PubSubChannels(ctx, "chan:*").Result()
 	require.NoError(t, err)
 	assert.Len(t, chans, 20)
@@ -234,12 +234,12 @@ func TestCancelledBeforeConfirmation(t *testing.T) {
 	defer cancel()
 	_, err = m.Subscribe(short, left, pubsub.WakeOne)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, pubsub.Stats{Channels: 1, Leaving: 1, Waiters: 1}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Channels: 1, Leaving: 1, Waiters: 1, Conns: 1}, m.Stats())
 	s.Resume(t)
 
 	assert.Eventually(t, func() bool { return m.Stats().Leaving == 0 }, 5*time.Second, 5*time.Millisecond)
 	assert.Eventually(t, func() bool { return numSub(t, rdb, left) == 0 }, 5*time.Second, 5*time.Millisecond)
-	assert.Equal(t, pubsub.Stats{Channels: 1, Waiters: 1}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Channels: 1, Waiters: 1, Conns: 1}, m.Stats())
 	require.NoError(t, rdb.Publish(ctx, kept, "0").Err())
 	assert.True(t, woken(w, 5*time.Second), "the channel kept is still served")
 }
