@@ -48,6 +48,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Logger:          o.logger,
 		Recheck:         o.recheck,
 		Err:             o.err,
+		Sharded:         o.sharded.core(),
 	})}
 }
 
@@ -74,6 +75,7 @@ type options struct {
 	id              string
 	logger          *slog.Logger
 	recheck         time.Duration
+	sharded         ShardedMode
 	err             error
 }
 
