@@ -14,6 +14,8 @@
 -- ARGV[5]  "1": undo mode. The release happens only if the acquisition
 --          KEYS[4] took place; if it has not, it is marked cancelled so that a
 --          late copy of it does nothing.
+-- ARGV[6]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
@@ -42,7 +44,7 @@ if count > 0 then
 else
   count = 0
   redis.call('del', KEYS[1])
-  redis.call('publish', KEYS[2], ARGV[4])
+  redis.call(ARGV[6], KEYS[2], ARGV[4])
 end
 redis.call('set', KEYS[3], count, 'px', ARGV[3])
 return count

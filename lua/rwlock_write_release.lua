@@ -17,6 +17,8 @@
 -- ARGV[5]  "1": undo mode (see rwlock_read_release.lua)
 -- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n
+-- ARGV[8]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the owner's remaining write hold count (0: write lock released);
 --         -1 when the owner does not hold the write lock (nothing changed);
@@ -74,7 +76,7 @@ else
   else
     redis.call('del', hash)
   end
-  redis.call('publish', KEYS[2], ARGV[4])
+  redis.call(ARGV[8], KEYS[2], ARGV[4])
 end
 redis.call('set', KEYS[3], count, 'px', ARGV[3])
 return count

@@ -138,9 +138,12 @@ func (l *Lock) undo(ctx context.Context, owner, acquireKey string) {
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
 	reqKey := keys.Request(l.h.Name, l.h.C.RequestID())
-	err := lua.LockRelease.Run(ctx, l.h.C.Redis(),
-		[]string{l.h.Name, keys.LockChannel(l.h.Name), reqKey, acquireKey},
-		l.lease().Milliseconds(), owner, l.h.C.RequestTTLMillis(), "0", "1").Err()
+	pub, err := l.h.C.PublishCommand(ctx)
+	if err == nil {
+		err = lua.LockRelease.Run(ctx, l.h.C.Redis(),
+			[]string{l.h.Name, keys.LockChannel(l.h.Name), reqKey, acquireKey},
+			l.lease().Milliseconds(), owner, l.h.C.RequestTTLMillis(), "0", "1", pub).Err()
+	}
 	if err != nil {
 		l.h.C.Logger().Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
 			"lock", l.h.Name, "owner", owner, "err", err)
@@ -167,9 +170,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	defer cancel()
 	reqKey := keys.Request(l.h.Name, l.h.C.RequestID())
 	remaining, err := l.h.C.Release(core.HoldKey{Key: l.h.Name, Field: owner}, func() (int64, error) {
+		pub, err := l.h.C.PublishCommand(ctx)
+		if err != nil {
+			return 0, err
+		}
 		return lua.LockRelease.Run(ctx, l.h.C.Redis(),
 			[]string{l.h.Name, keys.LockChannel(l.h.Name), reqKey, reqKey},
-			l.lease().Milliseconds(), owner, l.h.C.RequestTTLMillis(), "0", "0").Int64()
+			l.lease().Milliseconds(), owner, l.h.C.RequestTTLMillis(), "0", "0", pub).Int64()
 	})
 	switch {
 	case err != nil:
@@ -188,8 +195,12 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
+	pub, err := l.h.C.PublishCommand(ctx)
+	if err != nil {
+		return false, fmt.Errorf("rlock %q: force unlock: %w", l.h.Name, err)
+	}
 	n, err := lua.LockForceUnlock.Run(ctx, l.h.C.Redis(),
-		[]string{l.h.Name, keys.LockChannel(l.h.Name)}, "0").Int64()
+		[]string{l.h.Name, keys.LockChannel(l.h.Name)}, "0", pub).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rlock %q: force unlock: %w", l.h.Name, err)
 	}

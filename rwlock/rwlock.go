@@ -228,12 +228,18 @@ func (rw *RWLock) runRelease(ctx context.Context, write bool, owner, reqKey, acq
 		mode = "1"
 	}
 	ks := []string{rw.h.Name, keys.RWChannel(rw.h.Name), reqKey, acquireKey}
+	pub, err := rw.h.C.PublishCommand(ctx)
+	if err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
 	if write {
 		return lua.RWWriteRelease.Run(ctx, rw.h.C.Redis(), ks,
-			rw.lease().Milliseconds(), keys.RWWriteField(owner), rw.h.C.RequestTTLMillis(), msgWrite, mode, head, tail)
+			rw.lease().Milliseconds(), keys.RWWriteField(owner), rw.h.C.RequestTTLMillis(), msgWrite, mode, head, tail, pub)
 	}
 	return lua.RWReadRelease.Run(ctx, rw.h.C.Redis(), ks,
-		rw.lease().Milliseconds(), owner, rw.h.C.RequestTTLMillis(), msgRead, mode, head, tail)
+		rw.lease().Milliseconds(), owner, rw.h.C.RequestTTLMillis(), msgRead, mode, head, tail, pub)
 }
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
@@ -306,8 +312,12 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	head, tail := keys.RWTimeoutParts(rw.h.Name)
+	pub, err := rw.h.C.PublishCommand(ctx)
+	if err != nil {
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.h.Name, err)
+	}
 	n, err := lua.RWForceUnlock.Run(ctx, rw.h.C.Redis(),
-		[]string{rw.h.Name, keys.RWChannel(rw.h.Name)}, head, tail, msgWrite).Int64()
+		[]string{rw.h.Name, keys.RWChannel(rw.h.Name)}, head, tail, msgWrite, pub).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.h.Name, err)
 	}
