@@ -45,6 +45,14 @@ const (
 	// a failed re-subscription is tried again.
 	minBackoff = 50 * time.Millisecond
 	maxBackoff = 2 * time.Second
+	// routeCheckInterval is how often the route loop compares each sharded
+	// channel's connection with the master go-redis's slot map names for
+	// its slot; every reloadEvery-th check first asks go-redis to reload the
+	// map. A master demoted by a failover keeps its sharded subscribers
+	// (Redis 7.0 ends them only when a slot is migrated away), so this is
+	// how they move to the new master.
+	routeCheckInterval = time.Second
+	reloadEvery        = 5
 )
 
 // Options tune a Mux. The zero value gives the defaults.
@@ -606,6 +614,11 @@ func (m *Mux) reroute() {
 	if m.cluster != nil {
 		m.cluster.ReloadState(context.Background())
 	}
+	m.kickLocked()
+}
+
+// kickLocked wakes the route loop.
+func (m *Mux) kickLocked() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -622,13 +635,20 @@ func (m *Mux) routeLoop() {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	check := time.NewTicker(routeCheckInterval)
+	defer check.Stop()
 	backoff := minBackoff
-	for {
+	for ticks := 1; ; ticks++ {
 		select {
 		case <-m.stop:
 			return
 		case <-m.kick:
 		case <-retry.C:
+		case <-check.C:
+			if ticks%reloadEvery == 0 {
+				m.cluster.ReloadState(context.Background())
+			}
+			m.checkRoutes()
 		}
 		if left := m.routeOnce(); left > 0 {
 			retry.Reset(backoff)
@@ -637,6 +657,62 @@ func (m *Mux) routeLoop() {
 			backoff = minBackoff
 		}
 	}
+}
+
+// checkRoutes moves every sharded channel whose connection is not to the
+// master go-redis now names for its slot off that connection (for routeOnce
+// to subscribe it on the right one), and closes connections left without
+// channels by such moves.
+func (m *Mux) checkRoutes() {
+	m.mu.Lock()
+	routed := make(map[string]*conn)
+	for name, ch := range m.chans {
+		if ch.conn != nil && ch.conn.sharded {
+			routed[name] = ch.conn
+		}
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
+	defer cancel()
+	moved := make(map[string]bool)
+	for name, c := range routed {
+		node, err := m.cluster.MasterForKey(ctx, name)
+		if err == nil && node.Options().Addr != c.addr {
+			moved[name] = true
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	left := make(map[*conn]bool)
+	for name := range moved {
+		ch := m.chans[name]
+		if ch == nil || ch.conn != routed[name] || ch.conn.retired {
+			continue
+		}
+		c := ch.conn
+		m.log.Info("redisync: slot of a sharded channel has a new master, re-subscribing", "channel", name, "from", c.addr)
+		m.unrouteLocked(ch)
+		left[c] = true
+		uctx, ucancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
+		_ = c.ps.SUnsubscribe(uctx, name) // a demoted master may answer MOVED: refused ignores it
+		ucancel()
+	}
+	for c := range left {
+		idle := true
+		for _, ch := range m.chans {
+			if ch.conn == c {
+				idle = false
+				break
+			}
+		}
+		if idle {
+			m.retireLocked(c, errors.New("no channel left after its slots moved"))
+		}
+	}
+	m.kickLocked()
 }
 
 // routeOnce tries once to subscribe every unrouted channel on its slot's
