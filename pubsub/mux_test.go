@@ -342,3 +342,42 @@ func TestCancelAndClose(t *testing.T) {
 	assert.ErrorIs(t, err, pubsub.ErrClosed)
 	require.NoError(t, m.Close(), "Close is idempotent")
 }
+
+// In sharded mode each channel is subscribed with SSUBSCRIBE on the master
+// of its slot, over one connection per master, and SPUBLISH wakes it.
+func TestShardedOneConnectionPerMaster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client(t)
+	m := newMux(t, cl.Client(t), pubsub.Options{Sharded: func(context.Context) (bool, error) { return true, nil }})
+	var ws []*pubsub.Waiter
+	for i := 0; i < 60; i++ {
+		w, err := m.Subscribe(ctx, "{"+redistest.Key(t)+"}:chan", pubsub.WakeOne)
+		require.NoError(t, err)
+		ws = append(ws, w)
+	}
+	st := m.Stats()
+	assert.Equal(t, 3, st.Conns, "one connection per master: %+v", st)
+	for _, s := range cl.Servers {
+		list, _ := s.Do(t, "CLIENT", "LIST").(string)
+		n := 0
+		for _, line := range splitLines(list) {
+			for _, f := range splitFields(line) {
+				if len(f) > 5 && f[:5] == "ssub=" && f != "ssub=0" {
+					n++
+				}
+			}
+		}
+		assert.Equal(t, 1, n, "sharded subscriber connections on %s", s.Addr())
+	}
+	name := "{" + redistest.Key(t) + "}:woken"
+	w, err := m.Subscribe(ctx, name, pubsub.WakeOne)
+	require.NoError(t, err)
+	require.NoError(t, cc.SPublish(ctx, name, "0").Err())
+	assert.True(t, woken(w, 5*time.Second))
+	w.Close()
+	for _, w := range ws {
+		w.Close()
+	}
+	assert.Eventually(t, func() bool { return m.Stats().Channels == 0 }, 5*time.Second, 5*time.Millisecond)
+}
