@@ -43,6 +43,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Logger:          o.logger,
 		Recheck:         o.recheck,
 		Err:             o.err,
+		Sharded:         o.sharded.core(),
 	}))
 }
 
@@ -69,6 +70,7 @@ type options struct {
 	id              string
 	logger          *slog.Logger
 	recheck         time.Duration
+	sharded         ShardedMode
 	err             error
 }
 

@@ -60,7 +60,17 @@
 // the counter. redisync declares the channel to its scripts when it shares
 // the counter's slot, and otherwise passes it as an argument (PUBLISH in a
 // script needs no declared key), so such names work on a Cluster too.
-// Subscribers on a Cluster receive the message whatever node they use. On a
+// Subscribers on a Cluster receive the message whatever node they use.
+// With sharded pub/sub (redisync.WithShardedPubSub, the default on a Redis 7
+// Cluster) the message must be sent with SPUBLISH on the node that serves
+// the channel's slot, which a script running on the counter's node cannot
+// do: for such names the script publishes nothing and the latch sends the
+// SPUBLISH itself right after the script, to the channel's node. The
+// message is then not atomic with the change (a process dying in between
+// loses it, and waiters notice on their next re-check), and it costs a
+// second round trip. Redisson cannot use such names on a Cluster at all (it
+// declares the channel as a key, and the script fails with CROSSSLOT), so
+// no Java client shares them. On a
 // Cluster, a name holding braces that do not form a hash tag ("a}b",
 // "a{}b", "a{b") is not supported: its request records hash to another
 // slot, and the state-changing calls fail with a CROSSSLOT error.

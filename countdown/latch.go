@@ -56,16 +56,49 @@ func (l *Latch) Name() string { return l.h.Name }
 
 // run runs a state-changing latch script with a fresh request key. KEYS are
 // the counter, the request key and the channel when it shares the counter's
-// slot; otherwise the channel is appended to args.
-func (l *Latch) run(ctx context.Context, script *redis.Script, args ...any) (int64, error) {
+// slot. ARGV are args, then msg and the publish command, then the channel
+// when it is not in KEYS. published tells from the script's result whether
+// it published msg.
+//
+// With sharded pub/sub a channel outside the counter's slot cannot be
+// published from the script (SPUBLISH runs on the node of the channel's
+// slot, the script on the counter's): the script then publishes nothing,
+// and run sends the SPUBLISH itself right after, to the channel's node. That
+// message is not atomic with the change: if it is lost (the process dies in
+// between, the node is unreachable), waiters find the change on their next
+// re-check.
+func (l *Latch) run(ctx context.Context, script *redis.Script, msg string, published func(int64) bool, args ...any) (int64, error) {
+	pub, err := l.h.C.PublishCommand(ctx)
+	if err != nil {
+		return 0, err
+	}
+	after := pub == core.SPublish && !l.chanInKeys
+	if after {
+		pub = "" // the script publishes nothing
+	}
+	args = append(args, msg, pub)
 	ks := []string{l.h.Name, keys.Request(l.h.Name, l.h.C.RequestID())}
 	if l.chanInKeys {
 		ks = append(ks, l.channel)
 	} else {
 		args = append(args, l.channel)
 	}
-	return script.Run(ctx, l.h.C.Redis(), ks, args...).Int64()
+	res, err := script.Run(ctx, l.h.C.Redis(), ks, args...).Int64()
+	if err == nil && after && published(res) {
+		if err := l.h.C.Redis().SPublish(ctx, l.channel, msg).Err(); err != nil {
+			// The change is made; reporting an error would invite a retry
+			// that counts down twice. Waiters re-check on their timers.
+			l.h.C.Logger().Warn("redisync: latch changed but its SPUBLISH failed; waiters find out on their next re-check",
+				"latch", l.h.Name, "channel", l.channel, "err", err)
+		}
+	}
+	return res, err
 }
+
+// setOrDeleted and opened tell from a latch script's result whether it
+// published (or, for run's own SPUBLISH, would have).
+func setOrDeleted(res int64) bool { return res == 1 }
+func opened(res int64) bool       { return res == 0 }
 
 // TrySetCount sets the count to n if the latch is not set (its count is
 // zero), and publishes the change. It returns true when it set the count,
@@ -82,7 +115,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
 		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.h.Name, n)
 	}
-	res, err := l.run(ctx, lua.LatchTrySetCount, n, l.h.C.RequestTTLMillis(), newMessage)
+	res, err := l.run(ctx, lua.LatchTrySetCount, newMessage, setOrDeleted, n, l.h.C.RequestTTLMillis())
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, err)
 	}
@@ -107,7 +140,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	}
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	if _, err := l.run(ctx, lua.LatchCountDown, l.h.C.RequestTTLMillis(), zeroMessage); err != nil {
+	if _, err := l.run(ctx, lua.LatchCountDown, zeroMessage, opened, l.h.C.RequestTTLMillis()); err != nil {
 		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, err)
 	}
 	return nil
@@ -199,7 +232,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	res, err := l.run(ctx, lua.LatchDelete, l.h.C.RequestTTLMillis(), newMessage)
+	res, err := l.run(ctx, lua.LatchDelete, newMessage, setOrDeleted, l.h.C.RequestTTLMillis())
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, err)
 	}

@@ -11,7 +11,11 @@
 -- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
 -- ARGV[1]  request record TTL in milliseconds
 -- ARGV[2]  message published when the count reaches zero ("0")
--- ARGV[3]  latch channel, only when it is not KEYS[3] (see
+-- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster; "" to publish nothing (the caller publishes:
+--          SPUBLISH must run on the node of the channel's slot, which for
+--          a channel outside KEYS[1]'s slot a script cannot reach)
+-- ARGV[4]  latch channel, only when it is not KEYS[3] (see
 --          latch_try_set_count.lua)
 --
 -- Returns the count left (0: the latch opened, or was open already when a
@@ -27,7 +31,9 @@ if redis.call('exists', KEYS[1]) == 1 then
   if res <= 0 then
     res = 0
     redis.call('del', KEYS[1])
-    redis.call('publish', KEYS[3] or ARGV[3], ARGV[2])
+    if ARGV[3] ~= '' then
+      redis.call(ARGV[3], KEYS[3] or ARGV[4], ARGV[2])
+    end
   end
 end
 redis.call('set', KEYS[2], res, 'px', ARGV[1])

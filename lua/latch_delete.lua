@@ -10,7 +10,11 @@
 -- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
 -- ARGV[1]  request record TTL in milliseconds
 -- ARGV[2]  message published when the latch was deleted ("1")
--- ARGV[3]  latch channel, only when it is not KEYS[3] (see
+-- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster; "" to publish nothing (the caller publishes:
+--          SPUBLISH must run on the node of the channel's slot, which for
+--          a channel outside KEYS[1]'s slot a script cannot reach)
+-- ARGV[4]  latch channel, only when it is not KEYS[3] (see
 --          latch_try_set_count.lua)
 --
 -- Returns 1 when the latch existed, 0 otherwise.
@@ -19,8 +23,8 @@ if rec then
   return tonumber(rec)
 end
 local res = redis.call('del', KEYS[1])
-if res == 1 then
-  redis.call('publish', KEYS[3] or ARGV[3], ARGV[2])
+if res == 1 and ARGV[3] ~= '' then
+  redis.call(ARGV[3], KEYS[3] or ARGV[4], ARGV[2])
 end
 redis.call('set', KEYS[2], res, 'px', ARGV[1])
 return res

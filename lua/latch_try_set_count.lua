@@ -11,7 +11,11 @@
 -- ARGV[1]  the count (a positive integer)
 -- ARGV[2]  request record TTL in milliseconds
 -- ARGV[3]  message published when the count was set ("1")
--- ARGV[4]  latch channel, only when it is not KEYS[3]: Redisson's latch
+-- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster; "" to publish nothing (the caller publishes:
+--          SPUBLISH must run on the node of the channel's slot, which for
+--          a channel outside KEYS[1]'s slot a script cannot reach)
+-- ARGV[5]  latch channel, only when it is not KEYS[3]: Redisson's latch
 --          channel may hash to another slot than the counter, and PUBLISH
 --          needs no declared key
 --
@@ -23,7 +27,9 @@ end
 local res = 0
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[1])
-  redis.call('publish', KEYS[3] or ARGV[4], ARGV[3])
+  if ARGV[4] ~= '' then
+    redis.call(ARGV[4], KEYS[3] or ARGV[5], ARGV[3])
+  end
   res = 1
 end
 redis.call('set', KEYS[2], res, 'px', ARGV[2])

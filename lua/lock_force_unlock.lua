@@ -3,10 +3,12 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  lock channel
 -- ARGV[1]  message published when a lock was deleted ("0")
+-- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns 1 when the lock existed, 0 otherwise.
 if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call(ARGV[2], KEYS[2], ARGV[1])
   return 1
 end
 return 0

@@ -16,6 +16,8 @@
 --          KEYS[4] took place; if it has not, it is marked cancelled so that a
 --          late copy of it does nothing.
 -- ARGV[6]  the owner's hold count once released (0: the lock is freed)
+-- ARGV[7]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
@@ -37,7 +39,7 @@ if count > 0 then
 else
   redis.call('del', KEYS[1])
   if ARGV[4] ~= '' then
-    redis.call('publish', KEYS[2], ARGV[4])
+    redis.call(ARGV[7], KEYS[2], ARGV[4])
   end
 end
 record(KEYS[3], count, ARGV[3])

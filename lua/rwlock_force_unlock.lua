@@ -6,6 +6,8 @@
 -- ARGV[1], ARGV[2]  head and tail of timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[1] .. r .. ARGV[2] .. ':' .. n
 -- ARGV[3]  message published when a lock was deleted ("1": wake all)
+-- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns 1 when the lock existed, 0 otherwise.
 if redis.call('exists', KEYS[1]) == 0 then
@@ -20,5 +22,5 @@ for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
   end
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[3])
+redis.call(ARGV[4], KEYS[2], ARGV[3])
 return 1

@@ -23,6 +23,8 @@
 -- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n
 -- ARGV[8]  the owner's read hold count once released
+-- ARGV[9]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the owner's remaining read hold count (0: it holds no read hold);
 --         -1 when the owner holds no live read hold (nothing released; a
@@ -55,7 +57,7 @@ local function settle()
     redis.call('pexpire', hash, longest)
   else
     redis.call('del', hash)
-    redis.call('publish', KEYS[2], ARGV[4])
+    redis.call(ARGV[9], KEYS[2], ARGV[4])
   end
 end
 

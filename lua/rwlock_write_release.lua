@@ -19,6 +19,8 @@
 -- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n
 -- ARGV[8]  the owner's write hold count once released
+-- ARGV[9]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the owner's remaining write hold count (0: write lock released);
 --         -1 when the owner does not hold the write lock (nothing changed);
@@ -50,7 +52,7 @@ else
   else
     redis.call('del', hash)
   end
-  redis.call('publish', KEYS[2], ARGV[4])
+  redis.call(ARGV[9], KEYS[2], ARGV[4])
 end
 record(KEYS[3], count, ARGV[3])
 return count

@@ -12,6 +12,8 @@
 -- ARGV[2]  request record TTL in milliseconds
 -- ARGV[3]  "1": expirable. Expired permits are first given back, by the
 --          Redis server's clock.
+-- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the number of available permits afterwards (may be negative).
 local rec = redis.call('get', KEYS[4])
@@ -29,7 +31,7 @@ if ARGV[3] == '1' then
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 if value > 0 and (tonumber(ARGV[1]) > 0 or expired > 0) then
-  redis.call('publish', KEYS[3], string.format('%d', value))
+  redis.call(ARGV[4], KEYS[3], string.format('%d', value))
 end
 redis.call('set', KEYS[4], string.format('%d', value), 'px', ARGV[2])
 return value

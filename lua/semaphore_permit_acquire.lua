@@ -14,7 +14,9 @@
 -- KEYS[4]  request key of this acquisition
 -- ARGV[1]  lease in milliseconds; ≤ 0: the permits never expire
 -- ARGV[2]  request record TTL in milliseconds
--- ARGV[3..] the ids of the new permits, 16 raw bytes each; n = #ARGV - 2
+-- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
+-- ARGV[4..] the ids of the new permits, 16 raw bytes each; n = #ARGV - 3
 --
 -- Returns {1} when the permits were taken;
 --         {0, available, ms until the nearest permit expiry (0: none
@@ -36,25 +38,25 @@ if expired > 0 then
   redis.call('incrby', KEYS[1], expired)
 end
 local available = tonumber(redis.call('get', KEYS[1]) or '0')
-local n = #ARGV - 2
+local n = #ARGV - 3
 if available >= n then
   local lease = tonumber(ARGV[1])
   local score = string.format('%.0f', never)
   if lease > 0 and now + lease < never then
     score = string.format('%.0f', now + lease)
   end
-  for i = 3, #ARGV do
+  for i = 4, #ARGV do
     redis.call('zadd', KEYS[2], score, ARGV[i])
   end
   available = redis.call('decrby', KEYS[1], n)
   redis.call('set', KEYS[4], n, 'px', ARGV[2])
   if expired > 0 and available > 0 then
-    redis.call('publish', KEYS[3], string.format('%d', available))
+    redis.call(ARGV[3], KEYS[3], string.format('%d', available))
   end
   return {1}
 end
 if expired > 0 and available > 0 then
-  redis.call('publish', KEYS[3], string.format('%d', available))
+  redis.call(ARGV[3], KEYS[3], string.format('%d', available))
 end
 local retry = 0
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

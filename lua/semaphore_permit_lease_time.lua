@@ -7,6 +7,8 @@
 -- KEYS[2]  zset {name}:timeout of acquired permit ids
 -- KEYS[3]  channel (redisson_sc:{name})
 -- ARGV[1]  permit id, 16 raw bytes
+-- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the milliseconds left (≥ 1); -1 when the permit never expires;
 --         -2 when it is unknown or expired.
@@ -17,7 +19,7 @@ local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%
 if expired > 0 then
   local available = redis.call('incrby', KEYS[1], expired)
   if available > 0 then
-    redis.call('publish', KEYS[3], string.format('%d', available))
+    redis.call(ARGV[2], KEYS[3], string.format('%d', available))
   end
 end
 local score = redis.call('zscore', KEYS[2], ARGV[1])

@@ -15,7 +15,9 @@
 -- ARGV[2]  "1": undo mode. The acquisition's permits still held are given
 --          back only if it took place (expired ones already were); either
 --          way it is marked cancelled so that a late copy of it does nothing.
--- ARGV[3..] permit ids, 16 raw bytes each, all distinct
+-- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
+-- ARGV[4..] permit ids, 16 raw bytes each, all distinct
 --
 -- Returns {1, available permits afterwards} when released;
 --         {0, i} when the i-th id (1-based) is unknown or expired: nothing
@@ -34,7 +36,7 @@ if expired > 0 then
 end
 local function published(result)
   if expired > 0 and available > 0 then
-    redis.call('publish', KEYS[3], string.format('%d', available))
+    redis.call(ARGV[3], KEYS[3], string.format('%d', available))
   end
   return result
 end
@@ -45,26 +47,26 @@ if ARGV[2] == '1' then
   if not acq or acq == 'cancelled' then
     return published({-2})
   end
-  for i = 3, #ARGV do
+  for i = 4, #ARGV do
     released = released + redis.call('zrem', KEYS[2], ARGV[i])
   end
 else
-  for i = 3, #ARGV do
+  for i = 4, #ARGV do
     if not redis.call('zscore', KEYS[2], ARGV[i]) then
-      return published({0, i - 2})
+      return published({0, i - 3})
     end
   end
-  for i = 3, #ARGV do
+  for i = 4, #ARGV do
     redis.call('zrem', KEYS[2], ARGV[i])
   end
-  released = #ARGV - 2
+  released = #ARGV - 3
 end
 if released == 0 then
   available = tonumber(redis.call('get', KEYS[1]) or '0')
   published(nil)
 else
   available = redis.call('incrby', KEYS[1], released)
-  redis.call('publish', KEYS[3], string.format('%d', available))
+  redis.call(ARGV[3], KEYS[3], string.format('%d', available))
 end
 redis.call('set', KEYS[4], string.format('%d', available), 'px', ARGV[1])
 return {1, available}

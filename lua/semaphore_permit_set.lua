@@ -9,6 +9,8 @@
 -- KEYS[2]  zset {name}:timeout of acquired permit ids
 -- KEYS[3]  channel (redisson_sc:{name})
 -- ARGV[1]  n, the total number of permits (≥ 0)
+-- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns the number of available permits afterwards.
 local t = redis.call('time')
@@ -17,6 +19,6 @@ redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
 local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])
 redis.call('set', KEYS[1], string.format('%d', available))
 if available > 0 then
-  redis.call('publish', KEYS[3], string.format('%d', available))
+  redis.call(ARGV[2], KEYS[3], string.format('%d', available))
 end
 return available

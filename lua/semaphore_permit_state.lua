@@ -5,7 +5,8 @@
 -- KEYS[1]  semaphore: available permits
 -- KEYS[2]  zset {name}:timeout of acquired permit ids
 -- KEYS[3]  channel (redisson_sc:{name})
--- ARGV     none
+-- ARGV[1]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns {available permits (absent: 0), acquired permits}.
 local t = redis.call('time')
@@ -15,7 +16,7 @@ local available
 if expired > 0 then
   available = redis.call('incrby', KEYS[1], expired)
   if available > 0 then
-    redis.call('publish', KEYS[3], string.format('%d', available))
+    redis.call(ARGV[1], KEYS[3], string.format('%d', available))
   end
 else
   available = tonumber(redis.call('get', KEYS[1]) or '0')

@@ -10,6 +10,8 @@
 -- KEYS[3]  channel (redisson_sc:{name})
 -- ARGV[1]  permit id, 16 raw bytes
 -- ARGV[2]  lease in milliseconds; ≤ 0: the permit never expires
+-- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns 1 when the lease was set; 0 when the permit is unknown or expired.
 local never = 922337203685477
@@ -19,7 +21,7 @@ local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%
 if expired > 0 then
   local available = redis.call('incrby', KEYS[1], expired)
   if available > 0 then
-    redis.call('publish', KEYS[3], string.format('%d', available))
+    redis.call(ARGV[3], KEYS[3], string.format('%d', available))
   end
 end
 if not redis.call('zscore', KEYS[2], ARGV[1]) then

@@ -15,6 +15,8 @@
 -- ARGV[3]  "1": undo mode. The permits are given back only if the
 --          acquisition KEYS[4] took place; either way it is marked cancelled
 --          so that a late copy of it does nothing.
+-- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns {1, available permits after the release};
 --         {0, 0} in undo mode when the acquisition never took place.
@@ -32,6 +34,6 @@ if ARGV[3] == '1' then
   n = acq
 end
 local value = redis.call('incrby', KEYS[1], n)
-redis.call('publish', KEYS[2], string.format('%d', value))
+redis.call(ARGV[4], KEYS[2], string.format('%d', value))
 redis.call('set', KEYS[3], string.format('%d', value), 'px', ARGV[2])
 return {1, value}

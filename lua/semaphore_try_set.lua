@@ -12,6 +12,8 @@
 -- ARGV[2]  request record TTL in milliseconds
 -- ARGV[3]  "1": expirable. Expired permits are first given back (which sets
 --          the semaphore), by the Redis server's clock.
+-- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
 --
 -- Returns 1 when the permits were set; 0 when the semaphore was already set.
 local rec = redis.call('get', KEYS[4])
@@ -25,7 +27,7 @@ if ARGV[3] == '1' then
   if expired > 0 then
     local value = redis.call('incrby', KEYS[1], expired)
     if value > 0 then
-      redis.call('publish', KEYS[3], string.format('%d', value))
+      redis.call(ARGV[4], KEYS[3], string.format('%d', value))
     end
   end
 end
@@ -33,7 +35,7 @@ local result = 0
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[1])
   if tonumber(ARGV[1]) > 0 then
-    redis.call('publish', KEYS[3], ARGV[1])
+    redis.call(ARGV[4], KEYS[3], ARGV[1])
   end
   result = 1
 end

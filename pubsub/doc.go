@@ -1,5 +1,6 @@
 // Package pubsub multiplexes the waiters of one redisync client over a
-// single Redis pub/sub connection.
+// single Redis pub/sub connection (in sharded mode on a Cluster, one per
+// master).
 //
 // Every primitive that waits (a lock, a semaphore, a latch) subscribes to its
 // Redis channel through the client's Mux. A channel is subscribed when its
@@ -19,7 +20,26 @@
 // messages can still be lost, every waiter in redisync also re-checks on a
 // bounded fallback timer.
 //
-// There is one goroutine per Mux (the receive loop, started by the first
-// Subscribe and stopped by Close); waiting costs no goroutine besides the
-// caller's own.
+// # Sharded pub/sub on a Redis Cluster
+//
+// With Options.Sharded reporting true and a *redis.ClusterClient, channels
+// are subscribed with SSUBSCRIBE on the master that serves their slot (the
+// slot of the channel's hash tag, so a primitive's channel lives with its
+// keys), over one connection per master: waiters on 1,000 locks of a
+// 3-master cluster use 3 connections. Redis accepts one slot per SSUBSCRIBE,
+// and go-redis re-subscribes all of a connection's channels in one command
+// after a reconnect, so the Mux never lets go-redis reconnect a sharded
+// connection: a lost connection, an unanswered ping or an error reply
+// other than a redirect closes it, and its channels are subscribed again on
+// the master the slot map then names, retrying with back-off while a
+// failover is in progress. A channel is also subscribed again when Redis
+// ends it (an sunsubscribe after its slot migrated), when its SSUBSCRIBE is
+// answered with MOVED or ASK, and when the slot map, checked every second,
+// names another master for its slot (Redis 7.0 keeps the subscribers of a
+// master demoted by a failover). Each re-subscription wakes the channel's
+// waiters to re-check.
+//
+// There is one receive goroutine per connection, and in sharded mode one
+// route goroutine, all started by Subscribe and stopped by Close; waiting
+// costs no goroutine besides the caller's own.
 package pubsub

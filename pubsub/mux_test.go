@@ -55,7 +55,7 @@ func TestSubscribeIsConfirmed(t *testing.T) {
 	assert.True(t, woken(w, 5*time.Second))
 	w.Close()
 	assert.Eventually(t, func() bool { return numSub(t, rdb, ch) == 0 }, 5*time.Second, 5*time.Millisecond)
-	assert.Equal(t, pubsub.Stats{}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Conns: 1}, m.Stats())
 }
 
 // WakeOne wakes the oldest idle waiter; WakeAll wakes everyone.
@@ -159,7 +159,7 @@ func TestOneConnectionManyChannels(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, pubsub.Stats{Channels: 20, Waiters: 100}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Channels: 20, Waiters: 100, Conns: 1}, m.Stats())
 	chans, err := rdb.PubSubChannels(ctx, "chan:*").Result()
 	require.NoError(t, err)
 	assert.Len(t, chans, 20)
@@ -234,12 +234,12 @@ func TestCancelledBeforeConfirmation(t *testing.T) {
 	defer cancel()
 	_, err = m.Subscribe(short, left, pubsub.WakeOne)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, pubsub.Stats{Channels: 1, Leaving: 1, Waiters: 1}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Channels: 1, Leaving: 1, Waiters: 1, Conns: 1}, m.Stats())
 	s.Resume(t)
 
 	assert.Eventually(t, func() bool { return m.Stats().Leaving == 0 }, 5*time.Second, 5*time.Millisecond)
 	assert.Eventually(t, func() bool { return numSub(t, rdb, left) == 0 }, 5*time.Second, 5*time.Millisecond)
-	assert.Equal(t, pubsub.Stats{Channels: 1, Waiters: 1}, m.Stats())
+	assert.Equal(t, pubsub.Stats{Channels: 1, Waiters: 1, Conns: 1}, m.Stats())
 	require.NoError(t, rdb.Publish(ctx, kept, "0").Err())
 	assert.True(t, woken(w, 5*time.Second), "the channel kept is still served")
 }
@@ -341,4 +341,43 @@ func TestCancelAndClose(t *testing.T) {
 	_, err = m.Subscribe(context.Background(), redistest.Key(t), pubsub.WakeOne)
 	assert.ErrorIs(t, err, pubsub.ErrClosed)
 	require.NoError(t, m.Close(), "Close is idempotent")
+}
+
+// In sharded mode each channel is subscribed with SSUBSCRIBE on the master
+// of its slot, over one connection per master, and SPUBLISH wakes it.
+func TestShardedOneConnectionPerMaster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client(t)
+	m := newMux(t, cl.Client(t), pubsub.Options{Sharded: func(context.Context) (bool, error) { return true, nil }})
+	var ws []*pubsub.Waiter
+	for i := 0; i < 60; i++ {
+		w, err := m.Subscribe(ctx, "{"+redistest.Key(t)+"}:chan", pubsub.WakeOne)
+		require.NoError(t, err)
+		ws = append(ws, w)
+	}
+	st := m.Stats()
+	assert.Equal(t, 3, st.Conns, "one connection per master: %+v", st)
+	for _, s := range cl.Servers {
+		list, _ := s.Do(t, "CLIENT", "LIST").(string)
+		n := 0
+		for _, line := range splitLines(list) {
+			for _, f := range splitFields(line) {
+				if len(f) > 5 && f[:5] == "ssub=" && f != "ssub=0" {
+					n++
+				}
+			}
+		}
+		assert.Equal(t, 1, n, "sharded subscriber connections on %s", s.Addr())
+	}
+	name := "{" + redistest.Key(t) + "}:woken"
+	w, err := m.Subscribe(ctx, name, pubsub.WakeOne)
+	require.NoError(t, err)
+	require.NoError(t, cc.SPublish(ctx, name, "0").Err())
+	assert.True(t, woken(w, 5*time.Second))
+	w.Close()
+	for _, w := range ws {
+		w.Close()
+	}
+	assert.Eventually(t, func() bool { return m.Stats().Channels == 0 }, 5*time.Second, 5*time.Millisecond)
 }

@@ -81,7 +81,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			}
 			return lua.LockRelease.Run(ctx, rdb(),
 				[]string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, op.Count).Int64()
+				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, op.Count, op.Publish).Int64()
 		},
 		Renew: func(op *core.Op) *core.RenewSpec {
 			return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}
@@ -166,8 +166,12 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := h.e.Check(); err != nil {
 		return false, err
 	}
+	pub, err := h.e.C.PublishCommand(ctx)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
+	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
-		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0").Int64()
+		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub).Int64()
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}

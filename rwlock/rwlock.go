@@ -89,7 +89,7 @@ func side(e *core.Lock, what string, field func(string) string, script *redis.Sc
 				undo, undoKey = "1", op.UndoKey
 			}
 			return script.Run(ctx, e.C.Redis(), []string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, head, tail, op.Count).Int64()
+				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, head, tail, op.Count, op.Publish).Int64()
 		},
 		Wait: func(*core.Op) core.WaitSpec { return core.WaitSpec{Channel: channel, Wake: wake} },
 	}
@@ -232,9 +232,13 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := rw.e.Check(); err != nil {
 		return false, err
 	}
+	pub, err := rw.e.C.PublishCommand(ctx)
+	if err != nil {
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
+	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
-		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite).Int64()
+		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
 	}

@@ -64,8 +64,12 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 	if n < 0 || n > maxPermits {
 		return false, b.h.Invalid("%d permits, must be between 0 and 2^53", n)
 	}
+	pub, err := b.h.C.PublishCommand(ctx)
+	if err != nil {
+		return false, b.fail("set permits", err)
+	}
 	r, err := lua.SemaphoreTrySet.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
-		n, b.h.C.RequestTTLMillis(), flag(expirable)).Int64()
+		n, b.h.C.RequestTTLMillis(), flag(expirable), pub).Int64()
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
@@ -80,8 +84,12 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 	if n < -maxPermits || n > maxPermits {
 		return b.h.Invalid("%d permits, must be between -2^53 and 2^53", n)
 	}
-	err := lua.SemaphoreAdd.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
-		n, b.h.C.RequestTTLMillis(), flag(expirable)).Err()
+	pub, err := b.h.C.PublishCommand(ctx)
+	if err != nil {
+		return b.fail("add permits", err)
+	}
+	err = lua.SemaphoreAdd.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
+		n, b.h.C.RequestTTLMillis(), flag(expirable), pub).Err()
 	if err != nil {
 		return b.fail("add permits", err)
 	}

@@ -70,7 +70,11 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 || n > maxPermits {
 		return s.h.Invalid("%d permits, must be between 0 and 2^53", n)
 	}
-	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n).Err(); err != nil {
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return s.fail("set permits", err)
+	}
+	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n, pub).Err(); err != nil {
 		return s.fail("set permits", err)
 	}
 	return nil
@@ -182,6 +186,10 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err // nothing sent, nothing to undo
 	}
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("acquire: %w", err)
+	}
 	ids := make([]string, n)
 	raw := make([]any, n)
 	for i := range ids {
@@ -191,7 +199,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	args := append([]any{leaseMillis(lease), s.h.C.RequestTTLMillis()}, raw...)
+	args := append([]any{leaseMillis(lease), s.h.C.RequestTTLMillis(), pub}, raw...)
 	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey), args...).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
@@ -216,8 +224,11 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []any) {
 	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
-	args := append([]any{s.h.C.RequestTTLMillis(), "1"}, raw...)
-	err := lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err == nil {
+		args := append([]any{s.h.C.RequestTTLMillis(), "1", pub}, raw...)
+		err = lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
+	}
 	if err != nil {
 		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits come back when their lease ends",
 			"semaphore", s.h.Name, "permits", len(raw), "err", err)
@@ -244,7 +255,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return s.h.Invalid("release of %d permits, must be between 1 and %d", len(ids), maxIDs)
 	}
 	seen := make(map[string]bool, len(ids))
-	args := make([]any, 2, len(ids)+2)
+	args := make([]any, 3, len(ids)+3)
 	for _, id := range ids {
 		raw, ok := decodeID(id)
 		if !ok {
@@ -258,8 +269,12 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return s.fail("release", err)
+	}
 	reqKey := s.requestKey()
-	args[0], args[1] = s.h.C.RequestTTLMillis(), "0"
+	args[0], args[1], args[2] = s.h.C.RequestTTLMillis(), "0", pub
 	res, err := lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
 	if err != nil {
 		return s.fail("release", err)
@@ -286,7 +301,11 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if !ok {
 		return false, s.h.Invalid("permit id %q is not 32 hex characters", id)
 	}
-	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease)).Int64()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return false, s.fail("update lease", err)
+	}
+	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease), pub).Int64()
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
@@ -305,7 +324,11 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 	if !ok {
 		return 0, s.h.Invalid("permit id %q is not 32 hex characters", id)
 	}
-	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.h.C.Redis(), s.keys(), raw).Int64()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return 0, s.fail("lease time", err)
+	}
+	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.h.C.Redis(), s.keys(), raw, pub).Int64()
 	switch {
 	case err != nil:
 		return 0, s.fail("lease time", err)
@@ -323,7 +346,11 @@ func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int
 	if err := s.h.Check(); err != nil {
 		return 0, 0, err
 	}
-	res, err := lua.SemaphorePermitState.Run(ctx, s.h.C.Redis(), s.keys()).Int64Slice()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return 0, 0, s.fail("permits", err)
+	}
+	res, err := lua.SemaphorePermitState.Run(ctx, s.h.C.Redis(), s.keys(), pub).Int64Slice()
 	if err != nil {
 		return 0, 0, s.fail("permits", err)
 	}

@@ -132,9 +132,12 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
 	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
-	err := lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
-		[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey},
-		n, s.h.C.RequestTTLMillis(), "1").Err()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err == nil {
+		err = lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+			[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey},
+			n, s.h.C.RequestTTLMillis(), "1", pub).Err()
+	}
 	if err != nil {
 		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
 			"semaphore", s.h.Name, "permits", n, "err", err)
@@ -154,10 +157,14 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	}
 	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return s.fail("release", err)
+	}
 	reqKey := s.requestKey()
-	err := lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+	err = lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
 		[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
-		n, s.h.C.RequestTTLMillis(), "0").Err()
+		n, s.h.C.RequestTTLMillis(), "0", pub).Err()
 	if err != nil {
 		return s.fail("release", err)
 	}

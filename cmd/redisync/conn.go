@@ -240,7 +240,7 @@ func isClusterNode(ctx context.Context, rdb *redis.Client) bool {
 // numSub returns how many connections are subscribed to each channel. On a
 // Redis Cluster a subscription lives on one node only (the one the
 // subscriber connected to), so the counts of every node, masters and
-// replicas, are added up.
+// replicas, are added up, classic (NUMSUB) and sharded (SHARDNUMSUB) ones.
 func numSub(ctx context.Context, rdb redis.UniversalClient, channels ...string) (map[string]int64, error) {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
@@ -257,9 +257,20 @@ func numSub(ctx context.Context, rdb redis.UniversalClient, channels ...string) 
 		if err != nil {
 			return err
 		}
+		// Sharded subscribers (SSUBSCRIBE, redisync's and Redisson's
+		// default on a Redis 7 Cluster) are counted apart; a Redis older
+		// than 7 answers SHARDNUMSUB with an error and has none.
+		sm, err := node.PubSubShardNumSub(ctx, channels...).Result()
+		var re redis.Error
+		if err != nil && !errors.As(err, &re) {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for ch, n := range m {
+			sum[ch] += n
+		}
+		for ch, n := range sm {
 			sum[ch] += n
 		}
 		return nil

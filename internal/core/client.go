@@ -35,6 +35,7 @@ type Options struct {
 	Logger          *slog.Logger  // nil discards
 	Recheck         time.Duration // cap on a waiter's fallback re-check interval
 	Err             error         // first invalid option, reported by every operation
+	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
 }
 
 // Client is the state behind a redisync.Client.
@@ -47,6 +48,7 @@ type Client struct {
 	reqTTL  time.Duration
 	reqSeq  atomic.Uint64
 	cluster bool
+	pub     publishMode
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -84,7 +86,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		holds:   make(map[HoldKey]*Hold),
 	}
 	if rdb != nil {
-		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger})
+		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		c.reqTTL = requestTTL(rdb)
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}

@@ -57,6 +57,9 @@ type Op struct {
 	// recorded under UndoKey: the release happens only if that acquisition
 	// took place, and marks it cancelled otherwise.
 	UndoKey string
+	// Publish is the command a release publishes with (PublishCommand:
+	// "publish", or "spublish" for sharded pub/sub on a Cluster).
+	Publish string
 }
 
 // LeaseMillis is the lease in the whole milliseconds the scripts take.
@@ -245,7 +248,11 @@ func (l *Lock) undo(ctx context.Context, s *Side, acq Op) {
 	op.Count = acq.Count - 1
 	op.UndoKey = acq.ReqKey
 	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
-	if _, err := s.Release(ctx, &op); err != nil {
+	var err error
+	if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
+		_, err = s.Release(ctx, &op)
+	}
+	if err != nil {
 		l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
 			"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
 	}
@@ -277,6 +284,11 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	op := base
 	op.Lease = l.lease()
 	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+	pub, err := l.C.PublishCommand(ctx)
+	if err != nil {
+		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+	}
+	op.Publish = pub
 	cur := l.C.heldCount(hk)
 	if cur == 0 {
 		// This client holds nothing for the owner (never acquired, lost,

@@ -165,7 +165,7 @@ func TestClusterProbeNoticesMissingLink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c.Servers[0].Do(t, "CLUSTER", "FORGET", c.Servers[2].Do(t, "CLUSTER", "MYID"))
-	err := c.carriesPublish(ctx)
+	err := c.carriesPublish(ctx, c.Servers)
 	if err == nil {
 		t.Fatal("the probe passed while node 0 knows no node 2")
 	}

@@ -352,3 +352,61 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A cluster with replicas: a slot migrates with its keys, a replica takes
+// over with CLUSTER FAILOVER, and after its master is killed a replica is
+// elected in its place; the cluster serves every key throughout.
+func TestClusterReplicasFailoverMigrate(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartCluster(t, 3, redistest.ClusterReplicas(1), redistest.ClusterNodeTimeout(2*time.Second))
+	equal(t, len(c.Replicas), 3)
+	equal(t, len(c.Nodes()), 6)
+	equal(t, c.MasterOf(t, 0), c.Servers[0])
+	equal(t, c.ReplicaOf(t, c.Servers[0]), c.Replicas[0])
+
+	ctx := context.Background()
+	cc := c.Client(t)
+	key := "{" + redistest.Key(t) + "}"
+	noErr(t, cc.Set(ctx, key, "v", 0).Err())
+	slot := int(c.Servers[0].Do(t, "CLUSTER", "KEYSLOT", key).(int64))
+	from := c.MasterOf(t, slot)
+	to := c.Servers[0]
+	if from == to {
+		to = c.Servers[1]
+	}
+	c.MigrateSlot(t, slot, to)
+	equal(t, c.MasterOf(t, slot), to)
+	equal(t, to.Do(t, "GET", key), any("v"))
+	got, err := cc.Get(ctx, key).Result()
+	noErr(t, err)
+	equal(t, got, "v")
+
+	r := c.ReplicaOf(t, c.Servers[0])
+	c.Failover(t, r)
+	equal(t, c.MasterOf(t, 0), r)
+	equal(t, c.ReplicaOf(t, r), c.Servers[0])
+
+	next := c.KillMaster(t, r)
+	equal(t, next, c.Servers[0])
+	equal(t, c.MasterOf(t, 0), c.Servers[0])
+	noErr(t, cc.Set(ctx, key, "w", 0).Err())
+}
+
+// Through a sentinel with a replica, SENTINEL FAILOVER promotes the
+// replica; the failover client follows it.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	sn := redistest.StartSentinel(t, redistest.SentinelReplicas(1))
+	equal(t, len(sn.Replicas), 1)
+	old, replica := sn.Master, sn.Replicas[0]
+	ctx := context.Background()
+	rdb := sn.Client(t)
+	key := redistest.Key(t)
+	noErr(t, rdb.Set(ctx, key, "before", 0).Err())
+	next := sn.Failover(t)
+	equal(t, next, replica)
+	equal(t, sn.Master, replica)
+	equal(t, sn.Replicas[0], old)
+	eventually(t, 10*time.Second, func() error { return rdb.Set(ctx, key, "after", 0).Err() })
+	equal(t, replica.Do(t, "GET", key), any("after"))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,28 +19,58 @@ const SentinelMasterName = "mymaster"
 // report the master.
 const sentinelTimeout = 30 * time.Second
 
-// Sentinel is a master and one sentinel monitoring it as "mymaster"
-// (quorum 1, down-after 5 s), started by StartSentinel. SentinelAddr is
-// the sentinel's "127.0.0.1:port".
+// Sentinel is a master, its replicas and one sentinel monitoring it as
+// "mymaster" (quorum 1, down-after 5 s), started by StartSentinel.
+// SentinelAddr is the sentinel's "127.0.0.1:port". Master is the current
+// master and Replicas the others: Failover swaps them.
 type Sentinel struct {
 	Master       *Server
+	Replicas     []*Server
 	SentinelAddr string
 
 	sentinel *Server
 }
 
-// StartSentinel starts a redis-server master and a sentinel process
-// (redis-sentinel, or "redis-server <conf> --sentinel" if that binary is
-// missing) monitoring it, and returns when the sentinel reports the master
-// at its address with no down flags. Both processes are killed when the
-// test finishes. StartSentinel fails the test if no local redis-server
-// binary is installed (a Docker-backed sentinel is not supported) or if the
-// sentinel does not report the master within 30 seconds.
-func StartSentinel(t testing.TB) *Sentinel {
+// SentinelOption configures StartSentinel.
+type SentinelOption func(*sentinelConfig)
+
+type sentinelConfig struct{ replicas int }
+
+// SentinelReplicas gives the master n replicas (n >= 0), so that the
+// sentinel can fail over (Sentinel.Failover). The default is no replicas.
+func SentinelReplicas(n int) SentinelOption {
+	return func(c *sentinelConfig) { c.replicas = n }
+}
+
+// StartSentinel starts a redis-server master, the replicas
+// SentinelReplicas asks for, and a sentinel process (redis-sentinel, or
+// "redis-server <conf> --sentinel" if that binary is missing) monitoring
+// the master, and returns when the sentinel reports the master at its
+// address with no down flags and every replica as a replica whose link to
+// the master is up. The processes are killed when the test finishes.
+// StartSentinel fails the test if no local redis-server binary is installed
+// (a Docker-backed sentinel is not supported) or if the sentinel does not
+// report that within 30 seconds.
+func StartSentinel(t testing.TB, opts ...SentinelOption) *Sentinel {
 	t.Helper()
+	var cfg sentinelConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	master := Start(t)
+	s := &Sentinel{Master: master}
+	for range cfg.replicas {
+		r := Start(t)
+		r.Do(t, "REPLICAOF", master.host, master.port)
+		s.Replicas = append(s.Replicas, r)
+	}
+	// Replicas whose link is up before the sentinel starts are found by its
+	// first INFO of the master, not ten seconds later.
+	for _, r := range s.Replicas {
+		waitFor(t, sentinelTimeout, r.Addr()+": link to the master", func() error { return r.linkUp() })
+	}
 	sent := Start(t, func(cfg *config) { cfg.sentinelOf = master.Addr() })
-	s := &Sentinel{Master: master, SentinelAddr: sent.Addr(), sentinel: sent}
+	s.SentinelAddr, s.sentinel = sent.Addr(), sent
 
 	deadline := time.Now().Add(sentinelTimeout)
 	for {
@@ -56,7 +87,8 @@ func StartSentinel(t testing.TB) *Sentinel {
 }
 
 // check returns nil when the sentinel reports the master at its address
-// with exactly the "master" flag (no "disconnected", "s_down", ...).
+// with exactly the "master" flag (no "disconnected", "s_down", ...), and
+// each replica as a replica whose link to the master is ok.
 func (s *Sentinel) check() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -76,7 +108,111 @@ func (s *Sentinel) check() error {
 	if info["flags"] != "master" {
 		return fmt.Errorf("sentinel reports master flags %q", info["flags"])
 	}
+	replicas, err := c.Replicas(ctx, SentinelMasterName).Result()
+	if err != nil {
+		return fmt.Errorf("SENTINEL REPLICAS: %w", err)
+	}
+	ok := map[string]bool{}
+	for _, r := range replicas {
+		if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+			ok[net.JoinHostPort(r["ip"], r["port"])] = true
+		}
+	}
+	for _, r := range s.Replicas {
+		if !ok[r.Addr()] {
+			return fmt.Errorf("sentinel does not report replica %s as a replica with its link up (it reports %v)", r.Addr(), replicas)
+		}
+	}
 	return nil
+}
+
+// Failover has the sentinel promote a replica (SENTINEL FAILOVER) and
+// returns the new master once the sentinel reports it, the new master's
+// role is master, the former master replicates it (the sentinel has
+// reconfigured it, which kills its clients' connections) and the sentinel
+// sees every replica's link up. Master and Replicas are updated. Failover
+// fails the test if there is no replica or it takes more than 30 seconds.
+func (s *Sentinel) Failover(t testing.TB) *Server {
+	t.Helper()
+	if len(s.Replicas) == 0 {
+		t.Fatal("redistest: Sentinel.Failover needs a replica: start with SentinelReplicas(1)")
+	}
+	old := s.Master
+	s.sentinel.Do(t, "SENTINEL", "FAILOVER", SentinelMasterName)
+	var next *Server
+	waitFor(t, sentinelTimeout, "sentinel failover", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, err := s.sentinel.do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMasterName)
+		if err != nil {
+			return err
+		}
+		a, _ := v.([]any)
+		if len(a) != 2 {
+			return fmt.Errorf("sentinel reports master %v", v)
+		}
+		addr := net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1]))
+		next = nil
+		for _, r := range s.Replicas {
+			if r.Addr() == addr {
+				next = r
+			}
+		}
+		if next == nil {
+			return fmt.Errorf("sentinel still reports master %s", addr)
+		}
+		if r, err := next.do(ctx, "ROLE"); err != nil {
+			return err
+		} else if r, _ := r.([]any); len(r) == 0 || r[0] != "master" {
+			return fmt.Errorf("%s is not master yet", addr)
+		}
+		if err := old.linkUp(); err != nil {
+			return fmt.Errorf("former master: %w", err)
+		}
+		return nil
+	})
+	replicas := []*Server{old}
+	for _, r := range s.Replicas {
+		if r != next {
+			replicas = append(replicas, r)
+		}
+	}
+	s.Master, s.Replicas = next, replicas
+	waitFor(t, sentinelTimeout, "sentinel to settle after the failover", s.check)
+	return next
+}
+
+// linkUp returns nil when the server is a replica whose link to its master
+// is up.
+func (s *Server) linkUp() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := s.do(ctx, "INFO", "replication")
+	if err != nil {
+		return err
+	}
+	info, _ := v.(string)
+	if !strings.Contains(info, "role:slave\r\n") || !strings.Contains(info, "master_link_status:up\r\n") {
+		return fmt.Errorf("%s is not a replica with its link up", s.Addr())
+	}
+	return nil
+}
+
+// waitFor polls check every 100 ms until it returns nil, and fails the
+// test with its last error if that takes longer than timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: %s: not done within %v: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Client returns a new go-redis failover client (redis.NewFailoverClient)

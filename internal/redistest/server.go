@@ -597,3 +597,10 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+// running reports whether the server's process runs (it was not stopped).
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil || s.container != nil
+}
