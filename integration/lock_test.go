@@ -49,7 +49,7 @@ func newClient(t *testing.T, rdb redis.UniversalClient, opts ...redisync.Option)
 func TestLockAcrossDeployments(t *testing.T) {
 	for _, d := range deployments(t) {
 		t.Run(d.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := redisync.WithOwner(context.Background()) // it re-enters
 			c1 := newClient(t, d.client(t), redisync.WithWatchdogTimeout(1500*time.Millisecond))
 			c2 := newClient(t, d.client(t), redisync.WithRecheckInterval(time.Minute))
 

@@ -154,10 +154,11 @@ func TestInspectRWLock(t *testing.T) {
 	// Write mode: the writer holds the write side and one read hold.
 	wname := redistest.Key(t, "rw")
 	w := rwlock.New(c1, wname)
-	if err := w.Lock(ctx); err != nil {
+	wctx := redisync.WithOwner(ctx) // a downgrade needs a context owner
+	if err := w.Lock(wctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.RLock(ctx); err != nil {
+	if err := w.RLock(wctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = w.ForceUnlock(context.Background()) })

@@ -62,7 +62,7 @@ func waiterClient(t *testing.T) *redisync.Client {
 // gone.
 func TestUnlockGoLock(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := redisync.WithOwner(context.Background()) // it holds twice
 	name := redistest.Key(t, "lock")
 	holder := newClient(t, redisync.WithWatchdogTimeout(longLease))
 	l := rlock.New(holder, name)
