@@ -28,10 +28,13 @@ const (
 	// rwlockHelpers: live read holds (prelude_rwlock.lua), for the
 	// read-write lock's scripts.
 	rwlockHelpers = "prelude_rwlock.lua"
+	// permits: expired permits given back (prelude_permits.lua), for the
+	// permit-expirable semaphore's scripts.
+	permits = "prelude_permits.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers}
+var preludes = []string{request, rwlockHelpers, permits}
 
 // load wraps an embedded file once as a *redis.Script, after the given
 // preludes. A missing file is a programming error caught by every test run.

@@ -27,12 +27,9 @@
 --         {0, -3} when this request was cancelled (undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 read holds gone (lost): nothing changed.
-local rec = recorded(KEYS[2])
-if rec then
-  if rec == 'cancelled' then
-    return {0, -3}
-  end
-  return {1, tonumber(rec)}
+local replay = acquire_replay(KEYS[2])
+if replay then
+  return replay
 end
 local hash, lease, prefix = KEYS[1], tonumber(ARGV[1]), ARGV[5]
 local count = tonumber(ARGV[6])

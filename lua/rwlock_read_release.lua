@@ -30,12 +30,9 @@
 --         -1 when the owner holds no live read hold (nothing released; a
 --            field left by its expired holds is removed);
 --         -2 in undo mode when the acquisition never took place.
-local rec = recorded(KEYS[3])
-if rec then
-  return tonumber(rec)
-end
-if ARGV[5] == '1' and not undo_allowed(KEYS[4], ARGV[3]) then
-  return -2
+local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
+if replay then
+  return replay
 end
 
 local hash, head, tail = KEYS[1], ARGV[6], ARGV[7]

@@ -14,6 +14,10 @@
 -- ARGV[4]  the owner's write field "<owner>:write"
 -- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
 -- ARGV[6]  the owner's write hold count once acquired, as the client counts it
+-- ARGV[7]  the owner's read hold count, as the client counts it: read holds
+--          Redis keeps for the owner when the client counts none (left by a
+--          release whose reply was lost) are dropped, not taken for an
+--          upgrade
 --
 -- Returns {1, write hold count} when acquired;
 --         {0, pttl} when other owners hold it (pttl -1: no expiry);
@@ -21,12 +25,9 @@
 --         {-1, 0} when the owner holds only read holds (nothing changed);
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 write hold gone (lost): nothing changed.
-local rec = recorded(KEYS[2])
-if rec then
-  if rec == 'cancelled' then
-    return {0, -3}
-  end
-  return {1, tonumber(rec)}
+local replay = acquire_replay(KEYS[2])
+if replay then
+  return replay
 end
 local hash, lease = KEYS[1], tonumber(ARGV[1])
 local count = tonumber(ARGV[6])
@@ -39,15 +40,25 @@ if mine then
   if redis.call('pttl', hash) < lease then
     redis.call('pexpire', hash, lease)
   end
-elseif redis.call('exists', hash) == 0 then
-  redis.call('hset', hash, 'mode', 'write', ARGV[4], count)
-  redis.call('pexpire', hash, lease)
 else
   local v = redis.call('hget', hash, ARGV[2])
   if v and live(ARGV[5], tonumber(v)) then
-    return {-1, 0}
+    if tonumber(ARGV[7]) > 0 then
+      return {-1, 0}
+    end
+    redis.call('hdel', hash, ARGV[2])
+    for i = 1, tonumber(v) do
+      redis.call('del', ARGV[5] .. ':' .. i)
+    end
+    if redis.call('hlen', hash) == 1 then
+      redis.call('del', hash) -- only "mode" was left
+    end
   end
-  return {0, redis.call('pttl', hash)}
+  if redis.call('exists', hash) == 1 then
+    return {0, redis.call('pttl', hash)}
+  end
+  redis.call('hset', hash, 'mode', 'write', ARGV[4], count)
+  redis.call('pexpire', hash, lease)
 end
 record(KEYS[2], count, ARGV[3])
 return {1, count}

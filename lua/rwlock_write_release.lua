@@ -25,12 +25,9 @@
 -- Returns the owner's remaining write hold count (0: write lock released);
 --         -1 when the owner does not hold the write lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
-local rec = recorded(KEYS[3])
-if rec then
-  return tonumber(rec)
-end
-if ARGV[5] == '1' and not undo_allowed(KEYS[4], ARGV[3]) then
-  return -2
+local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
+if replay then
+  return replay
 end
 
 local hash = KEYS[1]

@@ -10,7 +10,7 @@ var (
 	// SemaphoreRelease gives n permits back or undoes a lost acquisition; see semaphore_release.lua.
 	SemaphoreRelease = load("semaphore_release.lua")
 	// SemaphoreTrySet sets the permits of an unset semaphore (both kinds); see semaphore_try_set.lua.
-	SemaphoreTrySet = load("semaphore_try_set.lua")
+	SemaphoreTrySet = load("semaphore_try_set.lua", request, permits)
 	// SemaphoreAdd adds to the available permits (both kinds); see semaphore_add.lua.
 	SemaphoreAdd = load("semaphore_add.lua")
 	// SemaphoreDrain takes every available permit of a counted semaphore; see semaphore_drain.lua.
@@ -19,16 +19,16 @@ var (
 	SemaphoreDelete = load("semaphore_delete.lua")
 
 	// SemaphorePermitAcquire takes n expirable permits; see semaphore_permit_acquire.lua.
-	SemaphorePermitAcquire = load("semaphore_permit_acquire.lua")
+	SemaphorePermitAcquire = load("semaphore_permit_acquire.lua", request, permits)
 	// SemaphorePermitRelease releases permits by id, all or nothing, or undoes a lost
 	// acquisition; see semaphore_permit_release.lua.
-	SemaphorePermitRelease = load("semaphore_permit_release.lua")
+	SemaphorePermitRelease = load("semaphore_permit_release.lua", request, permits)
 	// SemaphorePermitSet sets the total number of expirable permits; see semaphore_permit_set.lua.
-	SemaphorePermitSet = load("semaphore_permit_set.lua")
+	SemaphorePermitSet = load("semaphore_permit_set.lua", permits)
 	// SemaphorePermitUpdateLease renews a permit's lease; see semaphore_permit_update_lease.lua.
-	SemaphorePermitUpdateLease = load("semaphore_permit_update_lease.lua")
+	SemaphorePermitUpdateLease = load("semaphore_permit_update_lease.lua", permits)
 	// SemaphorePermitLeaseTime reports a permit's remaining lease; see semaphore_permit_lease_time.lua.
-	SemaphorePermitLeaseTime = load("semaphore_permit_lease_time.lua")
+	SemaphorePermitLeaseTime = load("semaphore_permit_lease_time.lua", permits)
 	// SemaphorePermitState reports available and acquired permits; see semaphore_permit_state.lua.
-	SemaphorePermitState = load("semaphore_permit_state.lua")
+	SemaphorePermitState = load("semaphore_permit_state.lua", permits)
 )

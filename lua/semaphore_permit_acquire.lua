@@ -23,40 +23,30 @@
 --             expires)} when fewer than n are available (nothing taken);
 --         {-1} when this request was cancelled (semaphore_permit_release
 --             undo) first.
-local never = 922337203685477
-local rec = redis.call('get', KEYS[4])
+local rec = recorded(KEYS[4])
 if rec then
   if rec == 'cancelled' then
     return {-1}
   end
   return {1}
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
-if expired > 0 then
-  redis.call('incrby', KEYS[1], expired)
-end
+local now, expired = reclaim(KEYS[1], KEYS[2])
 local available = tonumber(redis.call('get', KEYS[1]) or '0')
 local n = #ARGV - 3
 if available >= n then
-  local lease = tonumber(ARGV[1])
-  local score = string.format('%.0f', never)
-  if lease > 0 and now + lease < never then
-    score = string.format('%.0f', now + lease)
-  end
+  local score = expiry(now, tonumber(ARGV[1]))
   for i = 4, #ARGV do
     redis.call('zadd', KEYS[2], score, ARGV[i])
   end
   available = redis.call('decrby', KEYS[1], n)
-  redis.call('set', KEYS[4], n, 'px', ARGV[2])
-  if expired > 0 and available > 0 then
-    redis.call(ARGV[3], KEYS[3], string.format('%d', available))
+  record(KEYS[4], n, ARGV[2])
+  if expired > 0 then
+    announce(ARGV[3], KEYS[3], available)
   end
   return {1}
 end
-if expired > 0 and available > 0 then
-  redis.call(ARGV[3], KEYS[3], string.format('%d', available))
+if expired > 0 then
+  announce(ARGV[3], KEYS[3], available)
 end
 local retry = 0
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

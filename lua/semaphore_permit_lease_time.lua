@@ -12,16 +12,8 @@
 --
 -- Returns the milliseconds left (≥ 1); -1 when the permit never expires;
 --         -2 when it is unknown or expired.
-local never = 922337203685477
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
-if expired > 0 then
-  local available = redis.call('incrby', KEYS[1], expired)
-  if available > 0 then
-    redis.call(ARGV[2], KEYS[3], string.format('%d', available))
-  end
-end
+local now, _, available = reclaim(KEYS[1], KEYS[2])
+announce(ARGV[2], KEYS[3], available)
 local score = redis.call('zscore', KEYS[2], ARGV[1])
 if not score then
   return -2

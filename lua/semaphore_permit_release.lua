@@ -23,28 +23,20 @@
 --         {0, i} when the i-th id (1-based) is unknown or expired: nothing
 --             was released;
 --         {-2} in undo mode when the acquisition never took place.
-local rec = redis.call('get', KEYS[4])
+local rec = recorded(KEYS[4])
 if rec then
   return {1, tonumber(rec)}
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
-local available
-if expired > 0 then
-  available = redis.call('incrby', KEYS[1], expired)
-end
+local _, expired, available = reclaim(KEYS[1], KEYS[2])
 local function published(result)
-  if expired > 0 and available > 0 then
-    redis.call(ARGV[3], KEYS[3], string.format('%d', available))
+  if expired > 0 then
+    announce(ARGV[3], KEYS[3], available)
   end
   return result
 end
 local released = 0
 if ARGV[2] == '1' then
-  local acq = redis.call('get', KEYS[5])
-  redis.call('set', KEYS[5], 'cancelled', 'px', ARGV[1])
-  if not acq or acq == 'cancelled' then
+  if not undo_allowed(KEYS[5], ARGV[1]) then
     return published({-2})
   end
   for i = 4, #ARGV do
@@ -68,5 +60,5 @@ else
   available = redis.call('incrby', KEYS[1], released)
   redis.call(ARGV[3], KEYS[3], string.format('%d', available))
 end
-redis.call('set', KEYS[4], string.format('%d', available), 'px', ARGV[1])
+record(KEYS[4], string.format('%d', available), ARGV[1])
 return {1, available}

@@ -13,12 +13,8 @@
 --          a Redis Cluster
 --
 -- Returns the number of available permits afterwards.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
+reclaim(KEYS[1], KEYS[2])
 local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])
 redis.call('set', KEYS[1], string.format('%d', available))
-if available > 0 then
-  redis.call(ARGV[2], KEYS[3], string.format('%d', available))
-end
+announce(ARGV[2], KEYS[3], available)
 return available

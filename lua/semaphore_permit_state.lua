@@ -9,15 +9,9 @@
 --          a Redis Cluster
 --
 -- Returns {available permits (absent: 0), acquired permits}.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
-local available
+local _, expired, available = reclaim(KEYS[1], KEYS[2])
 if expired > 0 then
-  available = redis.call('incrby', KEYS[1], expired)
-  if available > 0 then
-    redis.call(ARGV[1], KEYS[3], string.format('%d', available))
-  end
+  announce(ARGV[1], KEYS[3], available)
 else
   available = tonumber(redis.call('get', KEYS[1]) or '0')
 end

@@ -14,23 +14,10 @@
 --          a Redis Cluster
 --
 -- Returns 1 when the lease was set; 0 when the permit is unknown or expired.
-local never = 922337203685477
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
-if expired > 0 then
-  local available = redis.call('incrby', KEYS[1], expired)
-  if available > 0 then
-    redis.call(ARGV[3], KEYS[3], string.format('%d', available))
-  end
-end
+local now, _, available = reclaim(KEYS[1], KEYS[2])
+announce(ARGV[3], KEYS[3], available)
 if not redis.call('zscore', KEYS[2], ARGV[1]) then
   return 0
 end
-local lease = tonumber(ARGV[2])
-local score = string.format('%.0f', never)
-if lease > 0 and now + lease < never then
-  score = string.format('%.0f', now + lease)
-end
-redis.call('zadd', KEYS[2], 'xx', score, ARGV[1])
+redis.call('zadd', KEYS[2], 'xx', expiry(now, tonumber(ARGV[2])), ARGV[1])
 return 1

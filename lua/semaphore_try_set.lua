@@ -16,20 +16,13 @@
 --          a Redis Cluster
 --
 -- Returns 1 when the permits were set; 0 when the semaphore was already set.
-local rec = redis.call('get', KEYS[4])
+local rec = recorded(KEYS[4])
 if rec then
   return tonumber(rec)
 end
 if ARGV[3] == '1' then
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
-  if expired > 0 then
-    local value = redis.call('incrby', KEYS[1], expired)
-    if value > 0 then
-      redis.call(ARGV[4], KEYS[3], string.format('%d', value))
-    end
-  end
+  local _, _, available = reclaim(KEYS[1], KEYS[2])
+  announce(ARGV[4], KEYS[3], available)
 end
 local result = 0
 if redis.call('exists', KEYS[1]) == 0 then
@@ -39,5 +32,5 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   result = 1
 end
-redis.call('set', KEYS[4], result, 'px', ARGV[2])
+record(KEYS[4], result, ARGV[2])
 return result

@@ -120,7 +120,8 @@ func writeSide(e *core.Lock) *core.Side {
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 		res, err := lua.RWWriteAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
 			op.LeaseMillis(), op.Owner, e.C.RequestTTLMillis(), op.Field,
-			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count).Int64Slice()
+			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count,
+			e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})).Int64Slice()
 		return outcome(res, err, op.Owner)
 	}
 	s.Renew = func(op *core.Op) *core.RenewSpec {

@@ -151,9 +151,9 @@ func (c *Client) LiveHold(key HoldKey) *Hold {
 	return c.holds[key]
 }
 
-// heldCount returns the owner's hold count on key as this client counts
+// HeldCount returns the owner's hold count on key as this client counts
 // it: 0 without a live hold.
-func (c *Client) heldCount(key HoldKey) int64 {
+func (c *Client) HeldCount(key HoldKey) int64 {
 	h := c.LiveHold(key)
 	if h == nil {
 		return 0

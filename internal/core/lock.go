@@ -202,7 +202,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 	defer l.C.owners.lock(hk)()
 	for {
 		op := base
-		op.Count = l.C.heldCount(hk) + 1
+		op.Count = l.C.HeldCount(hk) + 1
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
 		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
@@ -289,7 +289,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
 	op.Publish = pub
-	cur := l.C.heldCount(hk)
+	cur := l.C.HeldCount(hk)
 	if cur == 0 {
 		// This client holds nothing for the owner (never acquired, lost,
 		// released). Whatever Redis keeps for this client's owner is stale
