@@ -115,7 +115,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
 		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.h.Name, n)
 	}
-	res, err := l.run(ctx, lua.LatchTrySetCount, newMessage, setOrDeleted, n, l.h.C.RequestTTLMillis())
+	res, err := l.run(ctx, lua.LatchTrySetCount, newMessage, setOrDeleted, n, l.h.C.RequestDeadline(ctx))
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, err)
 	}
@@ -140,7 +140,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	}
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	if _, err := l.run(ctx, lua.LatchCountDown, zeroMessage, opened, l.h.C.RequestTTLMillis()); err != nil {
+	if _, err := l.run(ctx, lua.LatchCountDown, zeroMessage, opened, l.h.C.RequestDeadline(ctx)); err != nil {
 		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, err)
 	}
 	return nil
@@ -232,7 +232,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	res, err := l.run(ctx, lua.LatchDelete, newMessage, setOrDeleted, l.h.C.RequestTTLMillis())
+	res, err := l.run(ctx, lua.LatchDelete, newMessage, setOrDeleted, l.h.C.RequestDeadline(ctx))
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, err)
 	}

@@ -427,7 +427,7 @@ func TestCountDownResentAfterReset(t *testing.T) {
 
 	mustSet(t, l, 1)
 	countDown := func() int64 {
-		n, err := lua.LatchCountDown.Run(ctx, rdb, ks, cc.RequestTTLMillis(), "0", "publish").Int64()
+		n, err := lua.LatchCountDown.Run(ctx, rdb, ks, cc.RequestDeadline(ctx), "0", "publish").Int64()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@
 -- KEYS[1]  latch counter (the latch's name)
 -- KEYS[2]  request key of this call
 -- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
--- ARGV[1]  request record TTL in milliseconds
+-- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[2]  message published when the count reaches zero ("0")
 -- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster; "" to publish nothing (the caller publishes:
@@ -21,10 +21,11 @@
 -- Returns the count left (0: the latch opened, or was open already when a
 -- stored count was not positive); -1 when the latch was not set (nothing
 -- changed).
-local rec = redis.call('get', KEYS[2])
+local rec = recorded(KEYS[2])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[1])
 local res = -1
 if redis.call('exists', KEYS[1]) == 1 then
   res = redis.call('decr', KEYS[1])
@@ -36,5 +37,5 @@ if redis.call('exists', KEYS[1]) == 1 then
     end
   end
 end
-redis.call('set', KEYS[2], res, 'px', ARGV[1])
+record(KEYS[2], res, ARGV[1])
 return res

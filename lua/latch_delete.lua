@@ -8,7 +8,7 @@
 -- KEYS[1]  latch counter (the latch's name)
 -- KEYS[2]  request key of this call
 -- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
--- ARGV[1]  request record TTL in milliseconds
+-- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[2]  message published when the latch was deleted ("1")
 -- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster; "" to publish nothing (the caller publishes:
@@ -18,13 +18,14 @@
 --          latch_try_set_count.lua)
 --
 -- Returns 1 when the latch existed, 0 otherwise.
-local rec = redis.call('get', KEYS[2])
+local rec = recorded(KEYS[2])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[1])
 local res = redis.call('del', KEYS[1])
 if res == 1 and ARGV[3] ~= '' then
   redis.call(ARGV[3], KEYS[3] or ARGV[4], ARGV[2])
 end
-redis.call('set', KEYS[2], res, 'px', ARGV[1])
+record(KEYS[2], res, ARGV[1])
 return res

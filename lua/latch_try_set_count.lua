@@ -9,7 +9,7 @@
 -- KEYS[2]  request key of this call
 -- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
 -- ARGV[1]  the count (a positive integer)
--- ARGV[2]  request record TTL in milliseconds
+-- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  message published when the count was set ("1")
 -- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster; "" to publish nothing (the caller publishes:
@@ -20,10 +20,11 @@
 --          needs no declared key
 --
 -- Returns 1 when the count was set, 0 when the latch was already set.
-local rec = redis.call('get', KEYS[2])
+local rec = recorded(KEYS[2])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[2])
 local res = 0
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[1])
@@ -32,5 +33,5 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   res = 1
 end
-redis.call('set', KEYS[2], res, 'px', ARGV[2])
+record(KEYS[2], res, ARGV[2])
 return res

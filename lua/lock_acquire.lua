@@ -11,7 +11,7 @@
 -- KEYS[3]  fencing counter (read only when ARGV[4] == "1")
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field "<client id>:<token>"
--- ARGV[3]  request record TTL in milliseconds
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[4]  "1" to take a fencing token (INCR of KEYS[3]), "0" not to
 -- ARGV[5]  the owner's hold count once acquired, as the client counts it
 --
@@ -28,6 +28,7 @@ if rec then
   local count, token = string.match(rec, '^(%d+):(%d+)$')
   return {1, tonumber(count), tonumber(token)}
 end
+refuse_late(ARGV[3])
 local count = tonumber(ARGV[5])
 local free = redis.call('exists', KEYS[1]) == 0
 if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then

@@ -10,7 +10,7 @@
 -- KEYS[4]  undo mode only: the request key of the acquisition to undo
 -- ARGV[1]  lease in milliseconds (re-set while holds remain)
 -- ARGV[2]  owner field
--- ARGV[3]  request record TTL in milliseconds
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[4]  message published when the lock is freed ("0"), or "" for none
 -- ARGV[5]  "1": undo mode. The release happens only if the acquisition
 --          KEYS[4] took place; if it has not, it is marked cancelled so that a

@@ -2,27 +2,48 @@
 -- to each of them when it is loaded (Redis scripts have no require). It
 -- defines local functions only and runs no command by itself.
 --
+-- Exactly once. Every state-changing request carries a request key (where
+-- its result is recorded) and a deadline (epoch milliseconds by the Redis
+-- server's clock). A copy of a request that finds the record returns it and
+-- changes nothing; a copy that finds no record after the deadline is
+-- refused (REDISYNC_LATE) and changes nothing; the record lives until a
+-- second past the deadline. So a copy delivered at any later time — a
+-- go-redis re-send, a request held up in the network for minutes — either
+-- returns what the first one did or does nothing, and records still expire.
+--
 -- KEYS     none of its own: the functions take the keys they touch
--- ARGV     none of its own
+-- ARGV     none of its own: the functions take the deadline
 -- Returns  nothing. It defines:
 --   recorded(key)           the result recorded under a request key, or nil
---   record(key, value, ttl) records a request's result for ttl milliseconds
---   undo_allowed(acq, ttl)  for a release in undo mode: true when the
---                           acquisition recorded under the request key acq
---                           took place, so the undo goes on; false when it
---                           did not (or was undone already). Either way the
---                           acquisition is marked cancelled, so that a late
---                           copy of it does nothing.
---   release_replay(req, acq, undo, ttl)
+--   refuse_late(deadline)   reads the server's clock and fails the script
+--                           with REDISYNC_LATE when it is past deadline; call
+--                           it after looking for the record, before any write
+--   record(key, value, deadline)
+--                           records a request's result until a second past
+--                           its deadline (after refuse_late)
+--   take_for_undo(acq, deadline)
+--                           for a release in undo mode: the record of the
+--                           acquisition under the request key acq when it
+--                           took place (the undo goes on), nil when it did
+--                           not or was undone already. Either way the
+--                           acquisition is marked cancelled, so that a copy
+--                           of it arriving later does nothing
+--   undo_allowed(acq, deadline)
+--                           take_for_undo(acq, deadline) ~= nil
+--   release_replay(req, acq, undo, deadline)
 --                           the start of a release script: the recorded
 --                           result of a re-sent release (request key req),
 --                           or -2 for an undo (undo == '1') of an
 --                           acquisition that did not take place; nil when
---                           the release goes on
---   acquire_replay(req)     the start of an acquisition script whose record
+--                           the release goes on. Refuses late requests.
+--   acquire_replay(req, deadline)
+--                           the start of an acquisition script whose record
 --                           is a count: {1, count} for a re-sent
 --                           acquisition, {0, -3} when it was cancelled by an
---                           undo first; nil when the acquisition goes on
+--                           undo first; nil when the acquisition goes on.
+--                           Refuses late requests.
+local request_now -- the server's clock when refuse_late ran, epoch ms
+
 local function recorded(key)
   local v = redis.call('get', key)
   if v then
@@ -31,35 +52,52 @@ local function recorded(key)
   return nil
 end
 
-local function record(key, value, ttl)
-  redis.call('set', key, value, 'px', ttl)
+local function refuse_late(deadline)
+  local t = redis.call('time')
+  request_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if request_now > tonumber(deadline) then
+    error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
+  end
 end
 
-local function undo_allowed(acq, ttl)
+local function record(key, value, deadline)
+  redis.call('set', key, value, 'px', math.max(tonumber(deadline) - request_now, 0) + 1000)
+end
+
+local function take_for_undo(acq, deadline)
   local v = redis.call('get', acq)
-  redis.call('set', acq, 'cancelled', 'px', ttl)
-  return v ~= false and v ~= 'cancelled'
+  record(acq, 'cancelled', deadline)
+  if v and v ~= 'cancelled' then
+    return v
+  end
+  return nil
 end
 
-local function release_replay(req, acq, undo, ttl)
+local function undo_allowed(acq, deadline)
+  return take_for_undo(acq, deadline) ~= nil
+end
+
+local function release_replay(req, acq, undo, deadline)
   local rec = recorded(req)
   if rec then
     return tonumber(rec)
   end
-  if undo == '1' and not undo_allowed(acq, ttl) then
+  refuse_late(deadline)
+  if undo == '1' and not undo_allowed(acq, deadline) then
     return -2
   end
   return nil
 end
 
-local function acquire_replay(req)
+local function acquire_replay(req, deadline)
   local rec = recorded(req)
-  if not rec then
-    return nil
+  if rec then
+    if rec == 'cancelled' then
+      return {0, -3}
+    end
+    return {1, tonumber(rec)}
   end
-  if rec == 'cancelled' then
-    return {0, -3}
-  end
-  return {1, tonumber(rec)}
+  refuse_late(deadline)
+  return nil
 end
 

@@ -15,7 +15,7 @@
 -- KEYS[2]  request key of this acquisition
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field "<client id>:<token>"
--- ARGV[3]  request record TTL in milliseconds
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[4]  the owner's write field "<owner>:write"
 -- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout);
 --          hold n's key is ARGV[5] .. ':' .. n
@@ -27,7 +27,7 @@
 --         {0, -3} when this request was cancelled (undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 read holds gone (lost): nothing changed.
-local replay = acquire_replay(KEYS[2])
+local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay
 end

@@ -10,7 +10,7 @@
 -- KEYS[2]  request key of this acquisition
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the owner's reader field "<client id>:<token>"
--- ARGV[3]  request record TTL in milliseconds
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[4]  the owner's write field "<owner>:write"
 -- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
 -- ARGV[6]  the owner's write hold count once acquired, as the client counts it
@@ -25,7 +25,7 @@
 --         {-1, 0} when the owner holds only read holds (nothing changed);
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 write hold gone (lost): nothing changed.
-local replay = acquire_replay(KEYS[2])
+local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay
 end

@@ -13,7 +13,7 @@
 -- KEYS[4]  undo mode only: the request key of the acquisition to undo
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the owner's write field "<owner>:write"
--- ARGV[3]  request record TTL in milliseconds
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[4]  message published when the write lock is released ("1")
 -- ARGV[5]  "1": undo mode (see rwlock_read_release.lua)
 -- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th

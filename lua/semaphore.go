@@ -6,17 +6,17 @@ package lua
 // server's clock.
 var (
 	// SemaphoreAcquire takes n permits of a counted semaphore; see semaphore_acquire.lua.
-	SemaphoreAcquire = load("semaphore_acquire.lua")
+	SemaphoreAcquire = load("semaphore_acquire.lua", request)
 	// SemaphoreRelease gives n permits back or undoes a lost acquisition; see semaphore_release.lua.
-	SemaphoreRelease = load("semaphore_release.lua")
+	SemaphoreRelease = load("semaphore_release.lua", request)
 	// SemaphoreTrySet sets the permits of an unset semaphore (both kinds); see semaphore_try_set.lua.
 	SemaphoreTrySet = load("semaphore_try_set.lua", request, permits)
 	// SemaphoreAdd adds to the available permits (both kinds); see semaphore_add.lua.
-	SemaphoreAdd = load("semaphore_add.lua")
+	SemaphoreAdd = load("semaphore_add.lua", request)
 	// SemaphoreDrain takes every available permit of a counted semaphore; see semaphore_drain.lua.
-	SemaphoreDrain = load("semaphore_drain.lua")
+	SemaphoreDrain = load("semaphore_drain.lua", request)
 	// SemaphoreDelete deletes a semaphore's keys (both kinds); see semaphore_delete.lua.
-	SemaphoreDelete = load("semaphore_delete.lua")
+	SemaphoreDelete = load("semaphore_delete.lua", request)
 
 	// SemaphorePermitAcquire takes n expirable permits; see semaphore_permit_acquire.lua.
 	SemaphorePermitAcquire = load("semaphore_permit_acquire.lua", request, permits)

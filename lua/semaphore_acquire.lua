@@ -7,22 +7,23 @@
 -- KEYS[1]  semaphore (its name): available permits
 -- KEYS[2]  request key of this acquisition
 -- ARGV[1]  n, the number of permits (> 0)
--- ARGV[2]  request record TTL in milliseconds
+-- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns 1 when the n permits were taken (the record holds n, for an undo);
 --         0 when fewer than n are available (nothing changed);
 --         -1 when this request was cancelled (semaphore_release undo) first.
-local rec = redis.call('get', KEYS[2])
+local rec = recorded(KEYS[2])
 if rec then
   if rec == 'cancelled' then
     return -1
   end
   return 1
 end
+refuse_late(ARGV[2])
 local available = tonumber(redis.call('get', KEYS[1]) or '0')
 if available >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], ARGV[1], 'px', ARGV[2])
+  record(KEYS[2], ARGV[1], ARGV[2])
   return 1
 end
 return 0

@@ -9,17 +9,18 @@
 -- KEYS[3]  channel (redisson_sc:{name})
 -- KEYS[4]  request key of this call
 -- ARGV[1]  n, the number of permits to add; negative removes
--- ARGV[2]  request record TTL in milliseconds
+-- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  "1": expirable. Expired permits are first given back, by the
 --          Redis server's clock.
 -- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns the number of available permits afterwards (may be negative).
-local rec = redis.call('get', KEYS[4])
+local rec = recorded(KEYS[4])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[2])
 local expired = 0
 if ARGV[3] == '1' then
   local t = redis.call('time')
@@ -33,5 +34,5 @@ local value = redis.call('incrby', KEYS[1], ARGV[1])
 if value > 0 and (tonumber(ARGV[1]) > 0 or expired > 0) then
   redis.call(ARGV[4], KEYS[3], string.format('%d', value))
 end
-redis.call('set', KEYS[4], string.format('%d', value), 'px', ARGV[2])
+record(KEYS[4], string.format('%d', value), ARGV[2])
 return value

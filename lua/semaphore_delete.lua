@@ -5,13 +5,14 @@
 --
 -- KEYS[1]  request key of this call
 -- KEYS[2..] the keys to delete
--- ARGV[1]  request record TTL in milliseconds
+-- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns 1 when any of the keys existed, 0 otherwise.
-local rec = redis.call('get', KEYS[1])
+local rec = recorded(KEYS[1])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[1])
 local deleted = 0
 for i = 2, #KEYS do
   deleted = deleted + redis.call('del', KEYS[i])
@@ -20,5 +21,5 @@ local result = 0
 if deleted > 0 then
   result = 1
 end
-redis.call('set', KEYS[1], result, 'px', ARGV[1])
+record(KEYS[1], result, ARGV[1])
 return result

@@ -5,18 +5,19 @@
 --
 -- KEYS[1]  semaphore: available permits
 -- KEYS[2]  request key of this call
--- ARGV[1]  request record TTL in milliseconds
+-- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns the number of permits available before the call.
-local rec = redis.call('get', KEYS[2])
+local rec = recorded(KEYS[2])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[1])
 local value = redis.call('get', KEYS[1])
 if value then
   redis.call('set', KEYS[1], 0)
 else
   value = '0'
 end
-redis.call('set', KEYS[2], value, 'px', ARGV[1])
+record(KEYS[2], value, ARGV[1])
 return tonumber(value)

@@ -13,7 +13,7 @@
 -- KEYS[3]  channel (redisson_sc:{name})
 -- KEYS[4]  request key of this acquisition
 -- ARGV[1]  lease in milliseconds; ≤ 0: the permits never expire
--- ARGV[2]  request record TTL in milliseconds
+-- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 -- ARGV[4..] the ids of the new permits, 16 raw bytes each; n = #ARGV - 3
@@ -30,6 +30,7 @@ if rec then
   end
   return {1}
 end
+refuse_late(ARGV[2])
 local now, expired = reclaim(KEYS[1], KEYS[2])
 local available = tonumber(redis.call('get', KEYS[1]) or '0')
 local n = #ARGV - 3

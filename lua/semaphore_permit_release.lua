@@ -11,7 +11,7 @@
 -- KEYS[4]  request key of this release
 -- KEYS[5]  undo mode only: the request key of the acquisition to undo
 --          (otherwise any key of the semaphore's slot; not touched)
--- ARGV[1]  request record TTL in milliseconds
+-- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[2]  "1": undo mode. The acquisition's permits still held are given
 --          back only if it took place (expired ones already were); either
 --          way it is marked cancelled so that a late copy of it does nothing.
@@ -27,6 +27,7 @@ local rec = recorded(KEYS[4])
 if rec then
   return {1, tonumber(rec)}
 end
+refuse_late(ARGV[1])
 local _, expired, available = reclaim(KEYS[1], KEYS[2])
 local function published(result)
   if expired > 0 then

@@ -11,7 +11,7 @@
 --          (otherwise any key of the semaphore's slot; not touched)
 -- ARGV[1]  n, the number of permits (> 0); ignored in undo mode, where the
 --          acquisition's record says how many it took
--- ARGV[2]  request record TTL in milliseconds
+-- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  "1": undo mode. The permits are given back only if the
 --          acquisition KEYS[4] took place; either way it is marked cancelled
 --          so that a late copy of it does nothing.
@@ -20,20 +20,20 @@
 --
 -- Returns {1, available permits after the release};
 --         {0, 0} in undo mode when the acquisition never took place.
-local rec = redis.call('get', KEYS[3])
+local rec = recorded(KEYS[3])
 if rec then
   return {1, tonumber(rec)}
 end
+refuse_late(ARGV[2])
 local n = ARGV[1]
 if ARGV[3] == '1' then
-  local acq = redis.call('get', KEYS[4])
-  redis.call('set', KEYS[4], 'cancelled', 'px', ARGV[2])
-  if not acq or acq == 'cancelled' then
+  local acq = take_for_undo(KEYS[4], ARGV[2])
+  if not acq then
     return {0, 0}
   end
   n = acq
 end
 local value = redis.call('incrby', KEYS[1], n)
 redis.call(ARGV[4], KEYS[2], string.format('%d', value))
-redis.call('set', KEYS[3], string.format('%d', value), 'px', ARGV[2])
+record(KEYS[3], string.format('%d', value), ARGV[2])
 return {1, value}

@@ -9,7 +9,7 @@
 -- KEYS[3]  channel (redisson_sc:{name})
 -- KEYS[4]  request key of this call
 -- ARGV[1]  n, the number of permits (≥ 0)
--- ARGV[2]  request record TTL in milliseconds
+-- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  "1": expirable. Expired permits are first given back (which sets
 --          the semaphore), by the Redis server's clock.
 -- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
@@ -20,6 +20,7 @@ local rec = recorded(KEYS[4])
 if rec then
   return tonumber(rec)
 end
+refuse_late(ARGV[2])
 if ARGV[3] == '1' then
   local _, _, available = reclaim(KEYS[1], KEYS[2])
   announce(ARGV[4], KEYS[3], available)

@@ -71,7 +71,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
 				[]string{op.Name, op.ReqKey, keys.FenceCounter(op.Name)},
-				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), fencing, op.Count).Int64Slice()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
 			return lockOutcome(res, err)
 		},
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
@@ -81,7 +81,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			}
 			return lua.LockRelease.Run(ctx, rdb(),
 				[]string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, op.Count, op.Publish).Int64()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, op.Count, op.Publish).Int64()
 		},
 		Renew: func(op *core.Op) *core.RenewSpec {
 			return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}

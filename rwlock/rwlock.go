@@ -89,7 +89,7 @@ func side(e *core.Lock, what string, field func(string) string, script *redis.Sc
 				undo, undoKey = "1", op.UndoKey
 			}
 			return script.Run(ctx, e.C.Redis(), []string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestTTLMillis(), msg, undo, head, tail, op.Count, op.Publish).Int64()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, head, tail, op.Count, op.Publish).Int64()
 		},
 		Wait: func(*core.Op) core.WaitSpec { return core.WaitSpec{Channel: channel, Wake: wake} },
 	}
@@ -102,7 +102,7 @@ func readSide(e *core.Lock) *core.Side {
 	s.Shared = true
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 		res, err := lua.RWReadAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
-			op.LeaseMillis(), op.Owner, e.C.RequestTTLMillis(), keys.RWWriteField(op.Owner),
+			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), keys.RWWriteField(op.Owner),
 			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count).Int64Slice()
 		return outcome(res, err, op.Owner)
 	}
@@ -119,7 +119,7 @@ func writeSide(e *core.Lock) *core.Side {
 	s := side(e, "write ", keys.RWWriteField, lua.RWWriteRelease, msgWrite)
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 		res, err := lua.RWWriteAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
-			op.LeaseMillis(), op.Owner, e.C.RequestTTLMillis(), op.Field,
+			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), op.Field,
 			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count,
 			e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})).Int64Slice()
 		return outcome(res, err, op.Owner)

@@ -980,6 +980,10 @@ func TestUndoInterruptedAcquire(t *testing.T) {
 	c := newProxied(t, proxy, -1) // no retries: the lost reply is an error
 	ctx := testCtx(t)
 	rdb := srv.Client(t)
+	// Warm up: the client's first request reads the server's clock.
+	warm := rwlock.New(c, redistest.Key(t, "warm"))
+	must(t, warm.Lock(ctx))
+	must(t, warm.Unlock(ctx))
 
 	for _, write := range []bool{false, true} {
 		name := redistest.Key(t, "rw")
@@ -1146,10 +1150,10 @@ func TestUndoTombstone(t *testing.T) {
 		if write {
 			field, release, acq, msg = me+":write", lua.RWWriteRelease, lua.RWWriteAcquire, "1"
 		}
-		n, err := release.Run(ctx, rdb, ks, 30000, field, cc.RequestTTLMillis(), msg, "1", head, tail).Int64()
+		n, err := release.Run(ctx, rdb, ks, 30000, field, cc.RequestDeadline(ctx), msg, "1", head, tail).Int64()
 		wantCount(t, "undo before the acquisition", n, err, -2)
 		res, err := acq.Run(ctx, rdb, []string{name, acquire},
-			30000, me, cc.RequestTTLMillis(), me+":write", keys.RWTimeoutPrefix(name, me)).Int64Slice()
+			30000, me, cc.RequestDeadline(ctx), me+":write", keys.RWTimeoutPrefix(name, me)).Int64Slice()
 		must(t, err)
 		if len(res) != 2 || res[0] != 0 || res[1] != -3 {
 			t.Fatalf("write=%v: late acquisition = %v, want [0 -3]", write, res)

@@ -69,7 +69,7 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 		return false, b.fail("set permits", err)
 	}
 	r, err := lua.SemaphoreTrySet.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
-		n, b.h.C.RequestTTLMillis(), flag(expirable), pub).Int64()
+		n, b.h.C.RequestDeadline(ctx), flag(expirable), pub).Int64()
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
@@ -89,7 +89,7 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 		return b.fail("add permits", err)
 	}
 	err = lua.SemaphoreAdd.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
-		n, b.h.C.RequestTTLMillis(), flag(expirable), pub).Err()
+		n, b.h.C.RequestDeadline(ctx), flag(expirable), pub).Err()
 	if err != nil {
 		return b.fail("add permits", err)
 	}
@@ -114,7 +114,7 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 		return false, err
 	}
 	r, err := lua.SemaphoreDelete.Run(ctx, b.h.C.Redis(),
-		append([]string{b.requestKey()}, keys...), b.h.C.RequestTTLMillis()).Int64()
+		append([]string{b.requestKey()}, keys...), b.h.C.RequestDeadline(ctx)).Int64()
 	if err != nil {
 		return false, b.fail("delete", err)
 	}

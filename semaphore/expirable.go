@@ -199,7 +199,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	args := append([]any{leaseMillis(lease), s.h.C.RequestTTLMillis(), pub}, raw...)
+	args := append([]any{leaseMillis(lease), s.h.C.RequestDeadline(ctx), pub}, raw...)
 	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey), args...).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
@@ -226,7 +226,7 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	defer cancel()
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err == nil {
-		args := append([]any{s.h.C.RequestTTLMillis(), "1", pub}, raw...)
+		args := append([]any{s.h.C.RequestDeadline(ctx), "1", pub}, raw...)
 		err = lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
 	}
 	if err != nil {
@@ -274,7 +274,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return s.fail("release", err)
 	}
 	reqKey := s.requestKey()
-	args[0], args[1], args[2] = s.h.C.RequestTTLMillis(), "0", pub
+	args[0], args[1], args[2] = s.h.C.RequestDeadline(ctx), "0", pub
 	res, err := lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
 	if err != nil {
 		return s.fail("release", err)

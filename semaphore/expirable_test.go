@@ -377,7 +377,7 @@ func TestExpirableUndo(t *testing.T) {
 	run := func(reqKey string) int64 {
 		t.Helper()
 		res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey),
-			append([]any{60000, s.h.C.RequestTTLMillis(), "publish"}, raw...)...).Int64Slice()
+			append([]any{60000, s.h.C.RequestDeadline(ctx), "publish"}, raw...)...).Int64Slice()
 		noErr(t, err)
 		return res[0]
 	}

@@ -110,7 +110,7 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	}
 	reqKey := s.requestKey()
 	r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey},
-		n, s.h.C.RequestTTLMillis()).Int64()
+		n, s.h.C.RequestDeadline(ctx)).Int64()
 	if err != nil {
 		if !core.IsReply(err) {
 			s.undo(ctx, n, reqKey)
@@ -136,7 +136,7 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
 	if err == nil {
 		err = lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
 			[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey},
-			n, s.h.C.RequestTTLMillis(), "1", pub).Err()
+			n, s.h.C.RequestDeadline(ctx), "1", pub).Err()
 	}
 	if err != nil {
 		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
@@ -164,7 +164,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	reqKey := s.requestKey()
 	err = lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
 		[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
-		n, s.h.C.RequestTTLMillis(), "0", pub).Err()
+		n, s.h.C.RequestDeadline(ctx), "0", pub).Err()
 	if err != nil {
 		return s.fail("release", err)
 	}
@@ -200,7 +200,7 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := lua.SemaphoreDrain.Run(ctx, s.h.C.Redis(), []string{s.h.Name, s.requestKey()},
-		s.h.C.RequestTTLMillis()).Int64()
+		s.h.C.RequestDeadline(ctx)).Int64()
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}

@@ -464,7 +464,7 @@ func TestUndo(t *testing.T) {
 	noErr(t, s.AddPermits(ctx, 3))
 	run := func(reqKey string) int64 {
 		t.Helper()
-		r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey}, 2, s.h.C.RequestTTLMillis()).Int64()
+		r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey}, 2, s.h.C.RequestDeadline(ctx)).Int64()
 		noErr(t, err)
 		return r
 	}

@@ -53,6 +53,8 @@ type Client struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
+	clock serverClock
+
 	holdsMu sync.Mutex
 	holds   map[HoldKey]*Hold
 	owners  ownerLocks
@@ -142,9 +144,6 @@ func (c *Client) RequestID() string {
 // RequestTTL is how long a recorded result is kept: longer than go-redis
 // can take to re-send a command after a lost reply.
 func (c *Client) RequestTTL() time.Duration { return c.reqTTL }
-
-// RequestTTLMillis is RequestTTL in milliseconds, as scripts take it.
-func (c *Client) RequestTTLMillis() int64 { return c.reqTTL.Milliseconds() }
 
 // DetachedContext returns a context for a release or clean-up that must run
 // even though ctx is cancelled: ctx's values without its cancellation,

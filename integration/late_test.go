@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// holdUp waits, as a copy of the recorded request held up in the network
+// would, until the server's clock is past the request's deadline (the
+// largest epoch-milliseconds argument) and its record's second more.
+func holdUp(t *testing.T, rdb *redis.Client, args []any) {
+	t.Helper()
+	var deadline int64
+	for _, a := range args {
+		if n, err := strconv.ParseInt(fmt.Sprint(a), 10, 64); err == nil && n > 1e12 && n > deadline {
+			deadline = n
+		}
+	}
+	require.NotZero(t, deadline, "no deadline among the request's arguments")
+	for {
+		now, err := rdb.Time(context.Background()).Result()
+		require.NoError(t, err)
+		left := time.Duration(deadline-now.UnixMilli())*time.Millisecond + 1100*time.Millisecond
+		if left <= 0 {
+			return
+		}
+		time.Sleep(left) // the time a held-up copy spends in the network
+	}
+}
+
+// recordingClient returns a redisync client on s whose script calls are
+// recorded, and the go-redis client to deliver copies with.
+func recordingClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Recorder, *redis.Client) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rec := &redistest.Recorder{}
+	rdb.AddHook(rec)
+	return newClient(t, rdb), rec, s.Client(t)
+}
+
+// Regression (issue 13): a copy of a release delivered after its request
+// record expired was applied again: semaphore.Release(1) took the permits
+// 3 → 4, then → 5 when the stalled copy arrived. Now a copy within the
+// record's lifetime returns the record, and a later one is refused.
+func TestLateReleaseChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	c, rec, direct := recordingClient(t, s)
+	sem := semaphore.New(c, redistest.Key(t, "sem"))
+	_, err := sem.TrySetPermits(ctx, 3)
+	require.NoError(t, err)
+	require.NoError(t, sem.Acquire(ctx, 1))
+
+	rec.Reset()
+	require.NoError(t, sem.Release(ctx, 1))
+	release := rec.Last()
+	require.NotNil(t, release)
+	available := func() int64 {
+		n, err := sem.AvailablePermits(ctx)
+		require.NoError(t, err)
+		return n
+	}
+	require.EqualValues(t, 3, available())
+
+	require.NoError(t, direct.Do(ctx, release...).Err(), "a copy within the record's lifetime")
+	assert.EqualValues(t, 3, available(), "a copy within the record's lifetime changed the permits")
+
+	holdUp(t, direct, release)
+	err = direct.Do(ctx, release...).Err()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REDISYNC_LATE")
+	assert.EqualValues(t, 3, available(), "a late copy changed the permits")
+}
+
+// Regression (issue 13): a Lock whose first copy stalled returned through
+// its retry; after the Unlock, the late copy took the lock again for an
+// owner nobody knew of. Now the late copy is refused and the lock stays
+// free.
+func TestLateAcquisitionChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := redisync.WithOwner(context.Background())
+	s := redistest.Shared(t)
+	c, rec, direct := recordingClient(t, s)
+	name := redistest.Key(t, "lock")
+	l := rlock.New(c, name)
+
+	rec.Reset()
+	require.NoError(t, l.Lock(ctx))
+	acquire := rec.Last()
+	require.NotNil(t, acquire)
+	require.NoError(t, l.Unlock(ctx))
+
+	require.NoError(t, direct.Do(ctx, acquire...).Err(), "a copy within the record's lifetime")
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a copy within the record's lifetime took the lock")
+
+	holdUp(t, direct, acquire)
+	err := direct.Do(ctx, acquire...).Err()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REDISYNC_LATE")
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a late copy took the lock")
+}
