@@ -8,7 +8,7 @@ var (
 	// LockRelease releases one hold or undoes a lost acquisition; see lock_release.lua.
 	LockRelease = load("lock_release.lua", request)
 	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
-	LockForceUnlock = load("lock_force_unlock.lua")
+	LockForceUnlock = load("lock_force_unlock.lua", request)
 	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.
 	RenewLock = load("renew_lock.lua")
 )

@@ -16,7 +16,7 @@ var (
 	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers)
 	// RWForceUnlock deletes a read-write lock in either mode; see
 	// rwlock_force_unlock.lua.
-	RWForceUnlock = load("rwlock_force_unlock.lua")
+	RWForceUnlock = load("rwlock_force_unlock.lua", request)
 	// RWReadCount returns an owner's live read hold count; see
 	// rwlock_read_count.lua.
 	RWReadCount = load("rwlock_read_count.lua")

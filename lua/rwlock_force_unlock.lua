@@ -8,8 +8,11 @@
 -- ARGV[3]  message published when a lock was deleted ("1": wake all)
 -- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[5]  request deadline, epoch ms by the server clock: a copy delivered
+--          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns 1 when the lock existed, 0 otherwise.
+refuse_late(ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
   return 0
 end

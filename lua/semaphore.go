@@ -24,9 +24,9 @@ var (
 	// acquisition; see semaphore_permit_release.lua.
 	SemaphorePermitRelease = load("semaphore_permit_release.lua", request, permits)
 	// SemaphorePermitSet sets the total number of expirable permits; see semaphore_permit_set.lua.
-	SemaphorePermitSet = load("semaphore_permit_set.lua", permits)
+	SemaphorePermitSet = load("semaphore_permit_set.lua", request, permits)
 	// SemaphorePermitUpdateLease renews a permit's lease; see semaphore_permit_update_lease.lua.
-	SemaphorePermitUpdateLease = load("semaphore_permit_update_lease.lua", permits)
+	SemaphorePermitUpdateLease = load("semaphore_permit_update_lease.lua", request, permits)
 	// SemaphorePermitLeaseTime reports a permit's remaining lease; see semaphore_permit_lease_time.lua.
 	SemaphorePermitLeaseTime = load("semaphore_permit_lease_time.lua", permits)
 	// SemaphorePermitState reports available and acquired permits; see semaphore_permit_state.lua.

@@ -11,8 +11,11 @@
 -- ARGV[1]  n, the total number of permits (≥ 0)
 -- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[3]  request deadline, epoch ms by the server clock: a copy delivered
+--          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns the number of available permits afterwards.
+refuse_late(ARGV[3])
 reclaim(KEYS[1], KEYS[2])
 local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])
 redis.call('set', KEYS[1], string.format('%d', available))

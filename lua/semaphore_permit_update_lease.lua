@@ -12,8 +12,11 @@
 -- ARGV[2]  lease in milliseconds; ≤ 0: the permit never expires
 -- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[4]  request deadline, epoch ms by the server clock: a copy delivered
+--          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns 1 when the lease was set; 0 when the permit is unknown or expired.
+refuse_late(ARGV[4])
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[3], KEYS[3], available)
 if not redis.call('zscore', KEYS[2], ARGV[1]) then

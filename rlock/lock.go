@@ -171,7 +171,7 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
-		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub).Int64()
+		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}

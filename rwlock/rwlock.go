@@ -239,7 +239,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
-		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub).Int64()
+		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
 	}

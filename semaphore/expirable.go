@@ -74,7 +74,7 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	if err != nil {
 		return s.fail("set permits", err)
 	}
-	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n, pub).Err(); err != nil {
+	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n, pub, s.h.C.RequestDeadline(ctx)).Err(); err != nil {
 		return s.fail("set permits", err)
 	}
 	return nil
@@ -305,7 +305,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
-	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease), pub).Int64()
+	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease), pub, s.h.C.RequestDeadline(ctx)).Int64()
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
