@@ -36,10 +36,22 @@ import (
 // in (the renewal scripts set them too). Operations of one owner on one
 // lock are serialized in the client, so the count they send is exact.
 //
-// Retry safety. Each state-changing script records its result under a
-// request key (keys.Request) and returns the record when the same request
-// runs again; an acquisition whose reply is lost is undone by a release in
-// undo mode, which marks the acquisition cancelled if it has not run yet.
+// Exactly once. A copy of a request may reach Redis at any later time: a
+// go-redis re-send after a lost reply, or a request held up in the network
+// and delivered after the client gave up on it. Each state-changing script
+// records its result under a request key (keys.Request) and returns the
+// record when a copy of the same request runs again; and each request
+// carries a deadline by the Redis server's clock (RequestDeadline: the time
+// go-redis may take to re-send, converted with a measured offset), checked
+// in the script with TIME: a copy that finds no record after the deadline
+// is refused and changes nothing. The record lives until just past the
+// deadline, so a copy either finds it or is refused, and no record outlives
+// its purpose (lua/prelude_request.lua). Owner-based locks have a second
+// defence: the scripts set the count the client believes in, so a
+// duplicate that slipped through would change nothing. An acquisition whose
+// reply is lost is undone by a release in undo mode, which marks the
+// acquisition cancelled if it has not run yet, so a later copy of it does
+// nothing either.
 
 // Op is one lock script call for one owner.
 type Op struct {
