@@ -1,11 +1,16 @@
 // Package rlock provides a reentrant distributed lock on Redis, compatible
 // with Redisson's RLock and, with WithFencing, RFencedLock.
 //
-// A Lock is held by an owner ("<client id>:<token>"): by default the handle
-// itself, or the owner a context carries (redisync.WithOwner). The owner that
-// holds the lock may lock it again; each Lock adds one to its hold count and
-// each Unlock takes one away, and the lock is free when the count reaches
-// zero.
+// A Lock is held by an owner ("<client id>:<token>"). Without an owner in
+// the context, a handle is a distributed sync.Mutex: it acts for its own
+// owner, any number of goroutines may share it (a struct field, a package
+// variable) and they exclude each other, waiting locally in arrival order;
+// it is not reentrant, and Unlock may come from any goroutine. With an owner
+// in the context (redisync.WithOwner), every handle used with that context
+// acts for that owner, which may lock again what it holds: each Lock adds
+// one to its hold count and each Unlock takes one away, and the lock is free
+// when the count reaches zero. The client's own count is the authority: it
+// is what every acquisition, release and renewal sets in Redis.
 //
 //	l := rlock.New(c, "orders:42")
 //	if err := l.Lock(ctx); err != nil {

@@ -1,10 +1,15 @@
 // Package rwlock provides a distributed read-write lock on Redis,
 // compatible with Redisson's RReadWriteLock: many readers, or one writer.
 //
-// An RWLock is held by owners ("<client id>:<token>"): by default the handle
-// itself, or the owner a context carries (redisync.WithOwner). Both sides are
-// reentrant: each RLock or Lock adds one to the owner's read or write hold
-// count, each RUnlock or Unlock takes one away.
+// An RWLock is held by owners ("<client id>:<token>"). Without an owner in
+// the context, a handle is a distributed sync.RWMutex: any number of
+// goroutines may share it; read holds through it coexist, a write hold
+// through it excludes everyone, a waiting Lock keeps later RLocks through
+// it out, holds are not reentrant, and releases may come from any
+// goroutine. With an owner in the context (redisync.WithOwner), every
+// handle used with it acts for that owner, and both sides are reentrant:
+// each RLock or Lock adds one to the owner's read or write hold count, each
+// RUnlock or Unlock takes one away.
 //
 //	rw := rwlock.New(c, "config")
 //	if err := rw.RLock(ctx); err != nil {
@@ -21,6 +26,9 @@
 // by it (a downgrade) and lets waiting readers in at once. The reverse, an
 // upgrade, is refused: Lock by an owner that holds only read holds returns
 // redisync.ErrUpgrade at once, where Redisson would wait for itself forever.
+// Downgrade and ErrUpgrade concern context owners: without one, Lock waits
+// for every read hold to go, those through the same handle included, as
+// sync.RWMutex does.
 // As with Redisson, readers that keep arriving can hold a writer off: there
 // is no queue.
 //
