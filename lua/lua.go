@@ -28,10 +28,13 @@ const (
 	// rwlockHelpers: live read holds (prelude_rwlock.lua), for the
 	// read-write lock's scripts.
 	rwlockHelpers = "prelude_rwlock.lua"
+	// fairHelpers: the server's clock, dropping dead waiters and waking the
+	// head of the queue (prelude_fair.lua), for the fair lock's scripts.
+	fairHelpers = "prelude_fair.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers}
+var preludes = []string{request, rwlockHelpers, fairHelpers}
 
 // load wraps an embedded file once as a *redis.Script, after the given
 // preludes. A missing file is a programming error caught by every test run.
