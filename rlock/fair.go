@@ -42,7 +42,9 @@ type FairLock struct{ handle }
 // never fails: an empty name or an invalid option (WithBackoff, a
 // WithWaiterTimeout that is not positive) is reported, wrapping
 // redisync.ErrInvalidArgument, by the first operation. A FairLock and a Lock
-// of the same name are the same lock, but only FairLocks wait in the queue.
+// of the same name are the same lock, but only FairLocks wait in the queue,
+// and a Lock's release wakes none of them: they see it at their next
+// re-check, within a third of the waiter timeout.
 func NewFair(c *redisync.Client, name string, opts ...Option) *FairLock {
 	h := newHandle(c, "fair lock", name, opts)
 	h.side = fairSide(h.e, h.opts.deadWaiter)
