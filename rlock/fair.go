@@ -36,6 +36,13 @@ import (
 // timeout (WithWaiterTimeout, 5s by default), and the next one is woken. A
 // lock key deleted from outside lets the head of the queue in at its next
 // re-check.
+//
+// Java waiters using Redisson's fair lock queue in the same line. One
+// difference remains: when a Redisson client takes the lock it shortens
+// every queued deadline by its own wait timeout (5 minutes by default),
+// which can make a Go waiter's entry look dead until its next re-check; if
+// a Redisson client drops it meanwhile, the Go waiter joins the queue again
+// at its end at that re-check. It is never stranded, but may lose its turn.
 type FairLock struct{ handle }
 
 // NewFair returns a handle on the fair lock called name. It does no I/O and

@@ -682,3 +682,55 @@ func TestFairInvalidArgumentsSendNothing(t *testing.T) {
 	}
 	assert.Zero(t, dials.Load(), "nothing may be sent for an invalid argument")
 }
+
+// go-redis re-sends a script whose reply was lost: an acquisition, a queued
+// attempt and a release each take effect once (no double count, no second
+// queue entry).
+func TestFairRetriedScriptsApplyOnce(t *testing.T) {
+	ctx := redisync.WithOwner(context.Background()) // it re-enters
+	s := redistest.Shared(t)
+	direct := s.Client(t)
+	proxy := redistest.NewProxy(t, s.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := redisync.New(rdb)
+	t.Cleanup(func() { _ = c.Close() })
+	name := redistest.Key(t)
+	l := rlock.NewFair(c, name)
+	count := func() int64 {
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		return n
+	}
+
+	require.NoError(t, l.Lock(ctx)) // loads the scripts, opens the connection
+	require.NoError(t, l.Unlock(ctx))
+	proxy.DropNextReply()
+	require.NoError(t, l.Lock(ctx))
+	require.Equal(t, 1, proxy.Dropped())
+	assert.EqualValues(t, 1, count())
+	require.NoError(t, l.Lock(ctx))
+	proxy.DropNextReply()
+	require.NoError(t, l.Lock(ctx))
+	require.Equal(t, 2, proxy.Dropped())
+	assert.EqualValues(t, 3, count())
+	proxy.DropNextReply()
+	require.NoError(t, l.Unlock(ctx))
+	require.Equal(t, 3, proxy.Dropped())
+	assert.EqualValues(t, 2, count())
+	require.NoError(t, l.Unlock(ctx))
+	proxy.DropNextReply()
+	require.NoError(t, l.Unlock(ctx), "a re-sent final release must report success")
+	assert.EqualValues(t, 0, count())
+
+	// A queued attempt whose reply is lost, run twice, queues the owner once.
+	holder := rlock.NewFair(newClient(t, s), name)
+	require.NoError(t, holder.Lock(context.Background()))
+	proxy.DropNextReply()
+	got := lockInGoroutine(t, ctx, l, 0, make(chan int, 1))
+	require.Eventually(t, func() bool { return proxy.Dropped() == 4 }, 10*time.Second, 2*time.Millisecond)
+	waitQueued(t, direct, name, 1)
+	require.NoError(t, holder.Unlock(context.Background()))
+	require.NoError(t, receive(t, got, 10*time.Second, "waiter"))
+	requireNoQueue(t, direct, name)
+}
