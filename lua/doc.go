@@ -17,5 +17,8 @@
 // script whose reply was lost on a dropped connection, the second run returns
 // the recorded result instead of changing the hold count, the permits or the
 // count a second time. Pub/sub channels are passed in KEYS, so every name a
-// script touches is declared and shares the primitive's cluster slot.
+// script touches is declared and shares the primitive's cluster slot. The
+// fair lock's per-waiter channels are the exception: whom a release wakes is
+// decided in the script, so it gets the channel prefix in KEYS and appends
+// the waiter, as Redisson does; the prefix's hash tag keeps them in the slot.
 package lua

@@ -31,10 +31,13 @@ const (
 	// permits: expired permits given back (prelude_permits.lua), for the
 	// permit-expirable semaphore's scripts.
 	permits = "prelude_permits.lua"
+	// fairHelpers: the server's clock, dropping dead waiters and waking the
+	// head of the queue (prelude_fair.lua), for the fair lock's scripts.
+	fairHelpers = "prelude_fair.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers, permits}
+var preludes = []string{request, rwlockHelpers, permits, fairHelpers}
 
 // load wraps an embedded file once as a *redis.Script, after the given
 // preludes. A missing file is a programming error caught by every test run.

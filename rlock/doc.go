@@ -1,5 +1,6 @@
 // Package rlock provides a reentrant distributed lock on Redis, compatible
-// with Redisson's RLock and, with WithFencing, RFencedLock.
+// with Redisson's RLock and, with WithFencing, RFencedLock; and two ways of
+// waiting for it: the fair lock (RFairLock) and the spin lock (RSpinLock).
 //
 // A Lock is held by an owner ("<client id>:<token>"). Without an owner in
 // the context, a handle is a distributed sync.Mutex: it acts for its own
@@ -41,10 +42,48 @@
 // re-checks when the holder's lease would end and at least every
 // redisync.WithRecheckInterval, since messages can be lost.
 //
+// # Fair lock
+//
+// NewFair returns a FairLock (Redisson's RFairLock): the same lock, whose
+// waiters get it in the order they asked for it, across processes. They
+// line up in a queue in Redis, and a release wakes only the waiter at its
+// head, on that waiter's own channel, so a release costs one message
+// whatever the number of waiters. An owner that holds the lock re-enters it
+// without queueing; goroutines sharing one handle without a context owner
+// line up at the handle first, and the handle takes one place in the queue.
+//
+// Each queued waiter has a deadline on Redis's clock. A live waiter pushes
+// it further at each re-check, which comes at least every third of the
+// waiter timeout (WithWaiterTimeout, 5s by default) even when no message
+// does, so it keeps its place however long it waits. A waiter whose process
+// died stops holding up the queue once its deadline passes, and the next
+// one is woken; a waiter that gives up (TryLock's wait ran out, ctx ended,
+// Close) leaves the queue at once. The head of the queue also gets in at its
+// next re-check when the lock key disappears without a message (deleted
+// from outside, expired). Redisson's own fair lock does none of this: it
+// uses each client's clock, drops a live waiter that waited past its
+// timeout, and lets a crashed waiter hold up the queue for 5 minutes.
+//
+// # Spin lock
+//
+// NewSpin returns a SpinLock (Redisson's RSpinLock): the same lock, waited
+// for without pub/sub. A release publishes nothing and a waiter re-tries
+// with an exponential backoff and jitter (WithBackoff, 1ms to 128ms by
+// default). It subscribes nothing, so it suits very many locks, and
+// Redis-compatible servers without pub/sub, at the cost of a slower
+// hand-over and more commands under contention. A SpinLock, a Lock and a
+// FairLock of one name exclude each other.
+//
 // # Layout
 //
 // Hash <name>, field <client id>:<token> = hold count, PEXPIRE = lease;
 // channel redisson_lock__channel:{name}, on which a release that frees the
 // lock publishes "0"; fencing counter redisson_lock_token:{name}, which only
-// grows. Java services using Redisson contend for the same lock.
+// grows. The fair lock adds the list redisson_lock_queue:{name} of waiting
+// owners in arrival order, the zset redisson_lock_timeout:{name} of their
+// deadlines (epoch milliseconds on the server's clock), and one channel per
+// waiter, redisson_lock__channel:{name}:<owner>, on which a release
+// publishes "0" to the head of the queue only. Java services using Redisson
+// contend for the same lock, and their fair-lock waiters queue in the same
+// line.
 package rlock

@@ -211,3 +211,46 @@ func ExampleNewSpin() {
 	_ = l.Unlock(ctx)
 	// Output: spun in: true <nil>
 }
+
+// A fair lock serves its waiters in the order they asked for it, across
+// handles, clients and processes: here three workers queue behind a holder
+// and get the lock in turn.
+func ExampleNewFair() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	c := redisync.New(rdb)
+	defer c.Close()
+
+	const name = "example:fair"
+	holder := rlock.NewFair(c, name)
+	_ = holder.Lock(ctx)
+
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		order []int
+	)
+	for i := 1; i <= 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := rlock.NewFair(c, name) // a handle of its own: its own place in the queue
+			if err := l.Lock(ctx); err != nil {
+				fmt.Println("lock:", err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			_ = l.Unlock(ctx)
+		}()
+		// Let worker i take its place in the queue before the next asks.
+		for rdb.LLen(ctx, "redisson_lock_queue:{"+name+"}").Val() < int64(i) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	_ = holder.Unlock(ctx)
+	wg.Wait()
+	fmt.Println("served in order:", order)
+	// Output: served in order: [1 2 3]
+}

@@ -29,6 +29,7 @@ type options struct {
 	backoffMin time.Duration
 	backoffMax time.Duration
 	deadWaiter time.Duration
+	waiterSet  bool // WithWaiterTimeout was given
 	err        error
 }
 
@@ -41,6 +42,9 @@ func newOptions(kind string, opts []Option) options {
 	}
 	if o.backoff && kind != "spin lock" && o.err == nil {
 		o.err = fmt.Errorf("%w: WithBackoff applies to a SpinLock only, not to a %s", redisync.ErrInvalidArgument, kind)
+	}
+	if o.waiterSet && kind != "fair lock" && o.err == nil {
+		o.err = fmt.Errorf("%w: WithWaiterTimeout applies to a FairLock only, not to a %s", redisync.ErrInvalidArgument, kind)
 	}
 	return o
 }
@@ -93,5 +97,24 @@ func WithBackoff(min, max time.Duration) Option {
 			return
 		}
 		o.backoffMin, o.backoffMax = min, max
+	}
+}
+
+// WithWaiterTimeout sets how long a FairLock waiter's place in the queue
+// outlives its latest re-check: a waiter whose process died stops holding up
+// the queue about d after it last re-checked, and the next one is woken. A
+// live waiter re-checks at least every d/3 (on its own timer when no message
+// comes) and so keeps its place however long it waits; keep d well above
+// the round-trip time to Redis. The deadlines are kept on Redis's clock. d
+// must be positive and is rounded up to whole milliseconds; given to a Lock
+// or SpinLock, it is an invalid argument. The default is 5s.
+func WithWaiterTimeout(d time.Duration) Option {
+	return func(o *options) {
+		o.waiterSet = true
+		if d <= 0 {
+			o.invalid(fmt.Errorf("%w: fair lock waiter timeout %v, must be positive", redisync.ErrInvalidArgument, d))
+			return
+		}
+		o.deadWaiter = d
 	}
 }

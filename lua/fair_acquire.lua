@@ -1,0 +1,102 @@
+-- fair_acquire: one attempt to take a hold of a fair lock (Redisson
+-- RFairLock layout) for one owner. The lock is the lock's hash (field
+-- <owner> = hold count, TTL = lease); waiting owners wait in the queue list
+-- in arrival order, each scored in the timeouts zset with the server time
+-- (epoch ms) by which it must try again or be dropped as dead.
+--
+-- First the dead waiters at the head of the queue are dropped. Then the
+-- owner takes the lock if it already holds it (reentrant: never queued), or
+-- if the lock is free and the queue is empty or starts with the owner (which
+-- then leaves the queue and the zset). Otherwise the owner joins the queue
+-- at its end, once, and its deadline becomes now + the waiter timeout: every
+-- attempt of a live waiter refreshes it, so only waiters whose process died
+-- are ever dropped. When dead waiters were dropped and the lock is free, the
+-- new head (if not this owner) is told on its channel. The count is set to
+-- what the client says (its own count is the authority), never added to
+-- what Redis has. Retry-safe: the result of a successful attempt is recorded
+-- under the request key, and a re-sent request returns the record.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channel prefix (redisson_lock__channel:{name}); an owner's channel
+--          is KEYS[4] .. ':' .. owner
+-- KEYS[5]  request key of this acquisition
+-- KEYS[6]  fencing counter (read only when ARGV[4] == "1")
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner field "<client id>:<token>", which is also its queue entry
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  "1" to take a fencing token (INCR of KEYS[6]), "0" not to
+-- ARGV[5]  the owner's hold count once acquired, as the client counts it
+-- ARGV[6]  waiter timeout in milliseconds: how long a queued owner's entry
+--          outlives this attempt
+-- ARGV[7]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
+--
+-- Returns {1, hold count, fencing token (0 without fencing)} when acquired;
+--         {0, hint} when queued: hint is the lock's PTTL for the head of the
+--                 queue, the head's remaining deadline (ms) for the second
+--                 in line, -1 otherwise (no hint);
+--         {0, -3} when this request was cancelled (fair_release undo) first;
+--         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
+--                 hold gone (lost): the owner is not queued.
+local rec = recorded(KEYS[5])
+if rec then
+  if rec == 'cancelled' then
+    return {0, -3}
+  end
+  local count, token = string.match(rec, '^(%d+):(%d+)$')
+  return {1, tonumber(count), tonumber(token)}
+end
+refuse_late(ARGV[3])
+local owner = ARGV[2]
+local count = tonumber(ARGV[5])
+local now = fair_now()
+local pruned = fair_prune(KEYS[2], KEYS[3], now)
+local free = redis.call('exists', KEYS[1]) == 0
+local take = false
+if free then
+  if count == 1 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    take = (not head) or head == owner
+  end
+elseif redis.call('hexists', KEYS[1], owner) == 1 then
+  -- a reentrant acquisition, or a count left by this owner's release whose
+  -- reply was lost: either way the owner holds it in Redis
+  take = true
+end
+if take then
+  if redis.call('zscore', KEYS[3], owner) then
+    redis.call('lrem', KEYS[2], 1, owner)
+    redis.call('zrem', KEYS[3], owner)
+  end
+  redis.call('hset', KEYS[1], owner, count)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  local token = 0
+  if ARGV[4] == '1' then
+    token = redis.call('incr', KEYS[6])
+  end
+  record(KEYS[5], count .. ':' .. token, ARGV[3])
+  return {1, count, token}
+end
+if pruned and free then
+  fair_notify(KEYS[2], KEYS[4], ARGV[7])
+end
+if count > 1 then
+  return {-2, 0}
+end
+local pos = redis.call('lpos', KEYS[2], owner)
+if not pos then
+  pos = redis.call('rpush', KEYS[2], owner) - 1
+end
+redis.call('zadd', KEYS[3], now + tonumber(ARGV[6]), owner)
+local hint = -1
+if pos == 0 then
+  hint = redis.call('pttl', KEYS[1])
+elseif pos == 1 then
+  local deadline = redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], 0))
+  if deadline then
+    hint = math.max(tonumber(deadline) - now, 0)
+  end
+end
+return {0, hint}

@@ -1,0 +1,20 @@
+-- fair_force_unlock: delete a fair lock whoever holds it, drop the dead
+-- waiters at the head of its queue, and publish "0" on the channel of the
+-- owner then at the head (if any), so that it takes the lock at once. The
+-- head is told even when the lock did not exist (say, deleted from outside).
+--
+-- KEYS[1]  lock hash
+-- KEYS[2]  queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channel prefix (redisson_lock__channel:{name})
+-- ARGV[1]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
+-- ARGV[2]  request deadline, epoch ms by the server clock: a copy delivered
+--          after it is refused (REDISYNC_LATE) and changes nothing
+--
+-- Returns 1 when the lock existed, 0 otherwise.
+refuse_late(ARGV[2])
+local existed = redis.call('del', KEYS[1])
+fair_prune(KEYS[2], KEYS[3], fair_now())
+fair_notify(KEYS[2], KEYS[4], ARGV[1])
+return existed

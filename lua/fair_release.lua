@@ -1,0 +1,46 @@
+-- fair_release: release one hold of a fair lock, or undo an acquisition
+-- whose reply never arrived. The owner's count is set to ARGV[5], the count
+-- the client has once the release took effect; above 0 the lease is set
+-- again. At 0 the hash is deleted, the dead waiters at the head of the queue
+-- are dropped, and "0" is published on the channel of the owner then at the
+-- head (only that one; nothing when the queue is empty). Retry-safe through
+-- the request key. (lock_release is not reused: whom to wake is decided
+-- inside the script, from the queue.)
+--
+-- KEYS[1]  lock hash
+-- KEYS[2]  queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channel prefix (redisson_lock__channel:{name})
+-- KEYS[5]  request key of this release
+-- KEYS[6]  undo mode only: the request key of the acquisition to undo
+-- ARGV[1]  lease in milliseconds (re-set while holds remain)
+-- ARGV[2]  owner field
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  "1": undo mode. The release happens only if the acquisition
+--          KEYS[6] took place; if it has not, it is marked cancelled so that
+--          a late copy of it does nothing.
+-- ARGV[5]  the owner's hold count once released (0: the lock is freed)
+-- ARGV[6]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
+--
+-- Returns the owner's remaining hold count (0: the lock was freed);
+--         -1 when the owner does not hold the lock (nothing changed);
+--         -2 in undo mode when the acquisition never took place.
+local replay = release_replay(KEYS[5], KEYS[6], ARGV[4], ARGV[3])
+if replay then
+  return replay
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return -1
+end
+local count = tonumber(ARGV[5])
+if count > 0 then
+  redis.call('hset', KEYS[1], ARGV[2], count)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+else
+  redis.call('del', KEYS[1])
+  fair_prune(KEYS[2], KEYS[3], fair_now())
+  fair_notify(KEYS[2], KEYS[4], ARGV[6])
+end
+record(KEYS[5], count, ARGV[3])
+return count

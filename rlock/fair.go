@@ -1,0 +1,163 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+// FairLock is Redisson's RFairLock: a Lock whose waiters get it in the order
+// they asked for it, across processes, and a release wakes only the waiter
+// whose turn it is. It has Lock's methods, with the same meanings and owner
+// rules, and is a redisync.Locker; WithLease, WithFencing and
+// WithWaiterTimeout apply to it.
+//
+// Waiting owners line up in a queue in Redis. Goroutines calling through
+// one handle without a context owner act for the handle's one owner: they
+// line up in arrival order at the handle first, and the handle takes one
+// place in the queue; every other handle, context owner and process takes
+// its own. An owner that already holds the lock re-enters it without
+// queueing. A waiter that gives up (TryLock's wait runs out, ctx ends, the
+// Client closes) leaves the queue at once, and the waiter behind it is
+// woken if that made it the head.
+//
+// Unlike Redisson's, a waiter that waits long is never dropped from the
+// queue: its place carries a deadline on Redis's clock, which each of its
+// re-checks (at least every third of the waiter timeout) pushes further. A
+// waiter whose process died stops holding up the queue after the waiter
+// timeout (WithWaiterTimeout, 5s by default), and the next one is woken. A
+// lock key deleted from outside lets the head of the queue in at its next
+// re-check.
+//
+// Java waiters using Redisson's fair lock queue in the same line. One
+// difference remains: when a Redisson client takes the lock it shortens
+// every queued deadline by its own wait timeout (5 minutes by default),
+// which can make a Go waiter's entry look dead until its next re-check; if
+// a Redisson client drops it meanwhile, the Go waiter joins the queue again
+// at its end at that re-check. It is never stranded, but may lose its turn.
+type FairLock struct{ handle }
+
+// NewFair returns a handle on the fair lock called name. It does no I/O and
+// never fails: an empty name or an invalid option (WithBackoff, a
+// WithWaiterTimeout that is not positive) is reported, wrapping
+// redisync.ErrInvalidArgument, by the first operation. A FairLock and a Lock
+// of the same name are the same lock, but only FairLocks wait in the queue,
+// and a Lock's release wakes none of them: they see it at their next
+// re-check, within a third of the waiter timeout.
+func NewFair(c *redisync.Client, name string, opts ...Option) *FairLock {
+	h := newHandle(c, "fair lock", name, opts)
+	h.side = fairSide(h.e, h.opts.deadWaiter)
+	return &FairLock{h}
+}
+
+// fairKeys are a fair lock's keys besides its hash: the queue, the timeouts
+// zset and the prefix of its waiters' channels, in the scripts' order.
+func fairKeys(name string) []string {
+	return []string{keys.FairQueue(name), keys.FairTimeouts(name), keys.LockChannel(name)}
+}
+
+// fairSide is the fair lock's configuration of the engine: the lock's hash,
+// owner fields and renewal; the fair scripts, which queue the owners that
+// must wait; a wait on the owner's own channel, which a release publishes
+// on only when the owner is at the head of the queue; and, when a wait ends
+// without the lock, leaving the queue.
+//
+// A queued owner's deadline is timeout after its latest attempt, on the
+// server's clock. Each attempt's retry hint is at most a third of timeout,
+// so a live waiter re-checks, and so refreshes its deadline, twice more
+// before it could be taken for dead, even when no message comes.
+func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
+	rdb := func() redis.UniversalClient { return e.C.Redis() }
+	fk := fairKeys(e.Name)
+	timeoutMillis := core.Millis(timeout)
+	recheck := max(timeout/3, time.Millisecond)
+	s := lockSide(e, "fair lock", "0") // the lock's field and renewal
+	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
+		pub, err := e.C.PublishCommand(ctx)
+		if err != nil {
+			return core.Outcome{}, err
+		}
+		fencing := "0"
+		if op.Fencing {
+			fencing = "1"
+		}
+		res, err := lua.FairAcquire.Run(ctx, rdb(),
+			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, keys.FenceCounter(op.Name)},
+			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub).Int64Slice()
+		out, err := lockOutcome(res, err)
+		if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > recheck) {
+			out.Retry = recheck
+		}
+		return out, err
+	}
+	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
+		undo, undoKey := "0", op.ReqKey
+		if op.UndoKey != "" {
+			undo, undoKey = "1", op.UndoKey
+		}
+		return lua.FairRelease.Run(ctx, rdb(),
+			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, undoKey},
+			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), undo, op.Count, op.Publish).Int64()
+	}
+	s.Wait = func(op *core.Op) core.WaitSpec {
+		owner := op.Owner
+		return core.WaitSpec{
+			Channel: keys.FairChannel(e.Name, owner),
+			// Only this owner's waiters listen here, and a message means
+			// it is the owner's turn: each of them may go on (the first in
+			// takes the lock, the others re-enter it).
+			Wake:   pubsub.WakeAll,
+			GiveUp: func(ctx context.Context) { fairLeave(ctx, e, owner) },
+		}
+	}
+	return s
+}
+
+// fairLeave takes owner out of the fair lock's queue after a wait that
+// ended without the lock. A failure only delays the others: the entry is
+// dropped when its deadline passes.
+func fairLeave(ctx context.Context, e *core.Lock, owner string) {
+	pub, err := e.C.PublishCommand(ctx)
+	if err == nil {
+		err = lua.FairLeave.Run(ctx, e.C.Redis(), append([]string{e.Name}, fairKeys(e.Name)...), owner, pub, e.C.RequestDeadline(ctx)).Err()
+	}
+	if err != nil {
+		e.C.Logger().Warn("redisync: a fair lock waiter that gave up could not leave the queue; it is dropped after its deadline",
+			"name", e.Name, "owner", owner, "err", err)
+	}
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes the waiter at the
+// head of the queue (also when the lock no longer existed), leaving the
+// queue otherwise as it is. It reports whether the lock existed. Holders in
+// this process see their hold end with ErrLockLost at once; holders
+// elsewhere when their watchdog next renews, or when they unlock
+// (ErrNotHeld).
+func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := l.e.Check(); err != nil {
+		return false, err
+	}
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, err)
+	}
+	pub, err := l.e.C.PublishCommand(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	n, err := lua.FairForceUnlock.Run(ctx, l.e.C.Redis(), append([]string{l.e.Name}, fairKeys(l.e.Name)...), pub, l.e.C.RequestDeadline(ctx)).Int64()
+	if err != nil {
+		return fail(err)
+	}
+	l.e.ForceEnded()
+	return n == 1, nil
+}
+
+var _ redisync.Locker = (*FairLock)(nil)
