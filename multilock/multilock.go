@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -147,10 +148,13 @@ var _ redisync.Locker = (*MultiLock)(nil)
 type group struct {
 	kind    string // "multilock" (New) or "redlock" (NewRedLock)
 	members []redisync.Locker
+	// pending[i] is set while an abandoned try of member i (see round) is
+	// still running: its server has not answered it.
+	pending []atomic.Bool
 }
 
 func newGroup(kind string, locks []redisync.Locker) *group {
-	return &group{kind: kind, members: slices.Clone(locks)}
+	return &group{kind: kind, members: slices.Clone(locks), pending: make([]atomic.Bool, len(locks))}
 }
 
 // check returns the error every call of a MultiLock over g reports, or nil

@@ -229,12 +229,13 @@ func TestRedLockUnlock(t *testing.T) {
 	require.ErrorIs(t, err, redisync.ErrNotHeld)
 	require.NoError(t, other.Unlock(ctx))
 
-	// Reentrant: the same owner twice, free after two Unlocks.
-	require.NoError(t, rl.Lock(ctx))
-	require.NoError(t, rl.Lock(ctx))
-	require.NoError(t, rl.Unlock(ctx))
+	// Reentrant: the same (context) owner twice, free after two Unlocks.
+	octx := redisync.WithOwner(ctx)
+	require.NoError(t, rl.Lock(octx))
+	require.NoError(t, rl.Lock(octx))
+	require.NoError(t, rl.Unlock(octx))
 	require.GreaterOrEqual(t, m.lockedCount(t), 2, "one Unlock of two freed the RedLock")
-	require.NoError(t, rl.Unlock(ctx))
+	require.NoError(t, rl.Unlock(octx))
 	m.eventuallyFree(t, 0, 1, 2)
 
 	// Lost: two members force-unlocked behind its back.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -41,7 +42,14 @@ func (g *group) round(ctx context.Context, idx []int, wait, bound time.Duration,
 	r := &roundState{ch: make(chan reply, len(idx))}
 	release := context.WithoutCancel(ctx) // carries ctx's owner
 	for _, i := range idx {
-		go r.try(rctx, release, g.members[i], i, wait)
+		// A member whose try of an earlier round is still running has not
+		// answered that one: it counts as not answering this one either.
+		// (A new try would queue behind it, at the handle's local gate.)
+		if !g.pending[i].CompareAndSwap(false, true) {
+			answers[i] = answer{err: errNoAnswer}
+			continue
+		}
+		go r.try(rctx, release, g.members[i], i, wait, &g.pending[i])
 	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -86,7 +94,8 @@ type roundState struct {
 // try runs one member's TryLock and hands its reply over, or, when the
 // round was abandoned meanwhile, releases what it got on release, a
 // context that carries the caller's owner.
-func (r *roundState) try(ctx, release context.Context, l redisync.Locker, i int, wait time.Duration) {
+func (r *roundState) try(ctx, release context.Context, l redisync.Locker, i int, wait time.Duration, pending *atomic.Bool) {
+	defer pending.Store(false)
 	ok, err := l.TryLock(ctx, wait)
 	r.mu.Lock()
 	if !r.abandoned {

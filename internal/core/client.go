@@ -52,6 +52,10 @@ type Client struct {
 
 	closing   chan struct{}
 	closeOnce sync.Once
+	// bg counts background work (undos, clock readings); Close waits for
+	// it after closing, which cancels it.
+	bg   sync.WaitGroup
+	bgMu sync.Mutex // orders bg.Add before Close's bg.Wait
 
 	clock serverClock
 
@@ -152,14 +156,55 @@ func (c *Client) DetachedContext(ctx context.Context) (context.Context, context.
 	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 }
 
+// background runs f in a goroutine that Close waits for. f's context ends
+// when Close starts, or after timeout. It reports false, running nothing,
+// when the client is closed already.
+func (c *Client) background(timeout time.Duration, f func(ctx context.Context)) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	select {
+	case <-c.closing:
+		return false
+	default:
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		stop := context.AfterFunc(closedContext{c.closing}, cancel)
+		defer stop()
+		f(ctx)
+	}()
+	return true
+}
+
+// closedContext is a context that is done when ch is closed.
+type closedContext struct{ ch <-chan struct{} }
+
+func (closedContext) Deadline() (time.Time, bool)   { return time.Time{}, false }
+func (c closedContext) Done() <-chan struct{}       { return c.ch }
+func (c closedContext) Err() error {
+	select {
+	case <-c.ch:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+func (closedContext) Value(any) any { return nil }
+
 // Close stops renewals and the pub/sub multiplexer and ends every live hold
 // with ErrLockLost (the holds are not released in Redis: they expire after
 // their lease). It is idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		c.bgMu.Lock()
 		close(c.closing)
+		c.bgMu.Unlock()
 		c.wd.wait()
+		c.bg.Wait()
 		if c.mux != nil {
 			err = c.mux.Close()
 		}

@@ -35,33 +35,37 @@ func (c *Client) RequestDeadline(ctx context.Context) int64 {
 	return time.Now().Add(c.serverOffset(ctx) + c.reqTTL).UnixMilli()
 }
 
-// serverOffset returns the offset to the server's clock, measuring it when
-// it is due. While one caller measures, the others use the last offset;
-// a failed measurement keeps it (zero at first: the clocks are assumed to
-// agree) and is tried again at the next resample.
-func (c *Client) serverOffset(ctx context.Context) time.Duration {
+// serverOffset returns the offset to the server's clock. When a measurement
+// is due it starts one in the background and returns the last offset (zero
+// at first: the clocks are assumed to agree until measured), so no request
+// waits for it and none fails because of it. A failed measurement keeps the
+// offset and is tried again at the next resample.
+func (c *Client) serverOffset(context.Context) time.Duration {
 	sc := &c.clock
 	sc.mu.Lock()
-	due := !sc.sampling && !time.Now().Before(sc.next)
-	if due {
-		sc.sampling = true
+	defer sc.mu.Unlock()
+	if !sc.sampling && !time.Now().Before(sc.next) {
+		sc.sampling = c.background(clockTimeout, c.sampleClock)
 	}
-	offset := sc.offset
-	sc.mu.Unlock()
-	if !due {
-		return offset
-	}
+	return sc.offset
+}
+
+// clockTimeout bounds one measurement of the server's clock.
+const clockTimeout = 5 * time.Second
+
+// sampleClock measures the offset to the server's clock with TIME.
+func (c *Client) sampleClock(ctx context.Context) {
 	before := time.Now()
 	t, err := c.rdb.Time(ctx).Result()
 	after := time.Now()
+	sc := &c.clock
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.sampling = false
 	sc.next = after.Add(clockResample)
 	if err != nil {
 		c.log.Debug("redisync: could not read the server's clock; deadlines use the last offset", "err", err)
-		return sc.offset
+		return
 	}
 	sc.offset = t.Sub(before.Add(after.Sub(before) / 2))
-	return sc.offset
 }

@@ -211,7 +211,16 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 // try makes one acquisition attempt for the owner of base.
 func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, error) {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	defer l.C.owners.lock(hk)()
+	unlock, err := l.C.owners.lock(ctx, hk)
+	if err != nil {
+		return false, 0, err
+	}
+	undoing := false
+	defer func() {
+		if !undoing {
+			unlock()
+		}
+	}()
 	for {
 		op := base
 		op.Count = l.C.HeldCount(hk) + 1
@@ -223,7 +232,10 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		switch {
 		case err != nil:
 			if !IsReply(err) {
-				l.undo(ctx, s, op)
+				// The undo goes on in the background, still holding the
+				// owner's lock: the owner's next operation waits for it
+				// (as long as its ctx allows), this one does not.
+				undoing = l.undo(s, op, unlock)
 			}
 			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
 		case out.Err != nil:
@@ -249,25 +261,30 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 	}
 }
 
-// undo reverts an acquisition whose reply was lost (ctx ended, the
-// connection broke): if it took place, the owner's count goes back to what
-// it was; if it has not yet, it is marked cancelled so a late copy does
-// nothing.
-func (l *Lock) undo(ctx context.Context, s *Side, acq Op) {
-	ctx, cancel := l.C.DetachedContext(ctx)
-	defer cancel()
-	op := acq
-	op.Count = acq.Count - 1
-	op.UndoKey = acq.ReqKey
-	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
-	var err error
-	if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
-		_, err = s.Release(ctx, &op)
-	}
-	if err != nil {
-		l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
-			"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
-	}
+// undo reverts, in the background, an acquisition whose reply was lost
+// (ctx ended, the connection broke): if it took place, the owner's count
+// goes back to what it was; if it has not yet, it is marked cancelled so a
+// late copy does nothing. It calls unlock (the owner's lock) when done and
+// reports whether it started; when it did not (the client is closed), the
+// caller unlocks, and the acquisition, if it took place, expires with its
+// lease.
+func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
+	return l.C.background(releaseTimeout, func(ctx context.Context) {
+		defer unlock()
+		op := acq
+		op.Count = acq.Count - 1
+		op.UndoKey = acq.ReqKey
+		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+		op.Publish = ""
+		var err error
+		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
+			_, err = s.Release(ctx, &op)
+		}
+		if err != nil {
+			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
+				"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
+		}
+	})
 }
 
 // Release releases one hold of side s by the owner acting in ctx. It runs
@@ -290,9 +307,13 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		defer l.gate.leave(s.Shared)
 	}
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	defer l.C.owners.lock(hk)()
 	ctx, cancel := l.C.DetachedContext(ctx)
 	defer cancel()
+	unlock, err := l.C.owners.lock(ctx, hk)
+	if err != nil {
+		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+	}
+	defer unlock()
 	op := base
 	op.Lease = l.lease()
 	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
@@ -361,37 +382,51 @@ func (l *Lock) HoldsLocally(s *Side) bool { return l.gate.holds(s.Shared) }
 func IsNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }
 
 // ownerLocks serialize the operations of one owner on one lock in a client,
-// so that the hold count each sends is exact.
+// so that the hold count each sends is exact (and an undo in the background
+// finishes before the owner's next operation).
 type ownerLocks struct {
 	mu sync.Mutex
 	m  map[HoldKey]*ownerLock
 }
 
 type ownerLock struct {
-	mu   sync.Mutex
+	sem  chan struct{} // holds a value while locked
 	refs int
 }
 
-// lock locks k and returns its unlock.
-func (o *ownerLocks) lock(k HoldKey) func() {
+// lock locks k, waiting as long as ctx allows, and returns its unlock; when
+// ctx ends first it returns an error wrapping ctx.Err() and holds nothing.
+func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (func(), error) {
 	o.mu.Lock()
 	if o.m == nil {
 		o.m = make(map[HoldKey]*ownerLock)
 	}
 	ol := o.m[k]
 	if ol == nil {
-		ol = &ownerLock{}
+		ol = &ownerLock{sem: make(chan struct{}, 1)}
 		o.m[k] = ol
 	}
 	ol.refs++
 	o.mu.Unlock()
-	ol.mu.Lock()
-	return func() {
-		ol.mu.Unlock()
+	drop := func() {
 		o.mu.Lock()
 		if ol.refs--; ol.refs == 0 {
 			delete(o.m, k)
 		}
 		o.mu.Unlock()
 	}
+	select {
+	case ol.sem <- struct{}{}:
+	default:
+		select {
+		case ol.sem <- struct{}{}:
+		case <-ctx.Done():
+			drop()
+			return nil, ctxError(ctx)
+		}
+	}
+	return func() {
+		<-ol.sem
+		drop()
+	}, nil
 }
