@@ -182,8 +182,8 @@ func (c *Client) background(timeout time.Duration, f func(ctx context.Context)) 
 // closedContext is a context that is done when ch is closed.
 type closedContext struct{ ch <-chan struct{} }
 
-func (closedContext) Deadline() (time.Time, bool)   { return time.Time{}, false }
-func (c closedContext) Done() <-chan struct{}       { return c.ch }
+func (closedContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c closedContext) Done() <-chan struct{}     { return c.ch }
 func (c closedContext) Err() error {
 	select {
 	case <-c.ch:
