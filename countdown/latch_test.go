@@ -2,16 +2,18 @@ package countdown_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
@@ -44,12 +46,10 @@ func collect(t *testing.T, in <-chan result, n int, d time.Duration) []time.Time
 	for range n {
 		select {
 		case r := <-in:
-			if r.err != nil {
-				t.Fatalf("Wait: %v", r.err)
-			}
+			require.NoError(t, r.err, "Wait")
 			ats = append(ats, r.at)
 		case <-timer.C:
-			t.Fatalf("%d of %d waiters returned within %v", len(ats), n, d)
+			require.FailNowf(t, "waiters did not return", "%d of %d waiters returned within %v", len(ats), n, d)
 		}
 	}
 	return ats
@@ -67,33 +67,24 @@ func latest(start time.Time, ats []time.Time) time.Duration {
 func mustCount(t *testing.T, l *countdown.Latch, want int64) {
 	t.Helper()
 	n, err := l.Count(context.Background())
-	if err != nil {
-		t.Fatalf("Count: %v", err)
-	}
-	if n != want {
-		t.Fatalf("Count = %d, want %d", n, want)
-	}
+	require.NoError(t, err, "Count")
+	require.Equal(t, want, n, "Count")
 }
 
 func mustSet(t *testing.T, l *countdown.Latch, n int64) {
 	t.Helper()
 	ok, err := l.TrySetCount(context.Background(), n)
-	if err != nil || !ok {
-		t.Fatalf("TrySetCount(%d) = %v, %v; want true, nil", n, ok, err)
-	}
+	require.NoError(t, err, "TrySetCount(%d)", n)
+	require.True(t, ok, "TrySetCount(%d)", n)
 }
 
 func mustCountDown(t *testing.T, l *countdown.Latch) {
 	t.Helper()
-	if err := l.CountDown(context.Background()); err != nil {
-		t.Fatalf("CountDown: %v", err)
-	}
+	require.NoError(t, l.CountDown(context.Background()), "CountDown")
 }
 
 func TestName(t *testing.T) {
-	if got := countdown.New(nil, "batch").Name(); got != "batch" {
-		t.Fatalf("Name = %q", got)
-	}
+	require.Equal(t, "batch", countdown.New(nil, "batch").Name())
 }
 
 // Redisson layout: the count is a plain string key, the name itself.
@@ -101,27 +92,22 @@ func TestTrySetCount(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t, "latch")
-	l := countdown.New(sharedClient(t), name)
+	l := countdown.New(clienttest.Shared(t), name)
 
 	mustCount(t, l, 0)
 	mustSet(t, l, 3)
 	mustCount(t, l, 3)
-	if got := s.Do(t, "GET", name); got != "3" {
-		t.Fatalf("GET %s = %v, want \"3\"", name, got)
-	}
-	if got := s.Do(t, "TTL", name); got != int64(-1) {
-		t.Fatalf("TTL %s = %v, want -1 (a latch does not expire)", name, got)
-	}
+	require.Equal(t, any("3"), s.Do(t, "GET", name), "GET %s", name)
+	require.Equal(t, any(int64(-1)), s.Do(t, "TTL", name), "TTL %s (a latch does not expire)", name)
 
 	// Redisson: trySetCount on a set latch is false and changes nothing.
 	ok, err := l.TrySetCount(ctx, 5)
-	if err != nil || ok {
-		t.Fatalf("TrySetCount on a set latch = %v, %v; want false, nil", ok, err)
-	}
+	require.NoError(t, err, "TrySetCount on a set latch")
+	require.False(t, ok, "TrySetCount on a set latch")
 	mustCount(t, l, 3)
 
 	// Another client's handle sees the same latch.
-	mustCount(t, countdown.New(sharedClient(t), name), 3)
+	mustCount(t, countdown.New(clienttest.Shared(t), name), 3)
 }
 
 // Redisson: 8 waiters all return promptly when the third of three
@@ -130,36 +116,28 @@ func TestCountDownOpensForAllWaiters(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t, "latch")
-	c := sharedClient(t)
+	c := clienttest.Shared(t)
 	l := countdown.New(c, name)
-	worker := countdown.New(sharedClient(t), name)
+	worker := countdown.New(clienttest.Shared(t), name)
 	mustSet(t, l, 3)
 
 	out := make(chan result, 8)
 	startWaiters(ctx, l, 8, out)
-	eventually(t, 5*time.Second, "8 waiters subscribed", func() bool { return waitersOf(c) == 8 })
+	require.Eventually(t, func() bool { return clienttest.Stats(c).Waiters == 8 }, 5*time.Second, redistest.Tick, "8 waiters subscribed")
 
 	mustCountDown(t, worker)
 	mustCountDown(t, worker)
 	mustCount(t, l, 1)
-	select {
-	case r := <-out:
-		t.Fatalf("a waiter returned (%v) with the count at 1", r.err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	require.Never(t, func() bool { return len(out) > 0 }, 200*time.Millisecond, redistest.Tick, "a waiter returned with the count at 1")
 
 	start := time.Now()
 	mustCountDown(t, worker)
 	d := latest(start, collect(t, out, 8, 5*time.Second))
 	t.Logf("8 waiters returned within %v of the last count-down", d)
-	if d > time.Second {
-		t.Errorf("waiters returned %v after the last count-down, want < 1s", d)
-	}
-	if got := s.Do(t, "EXISTS", name); got != int64(0) {
-		t.Fatalf("the counter still exists at zero")
-	}
+	assert.Less(t, d, time.Second, "waiters returned too long after the last count-down")
+	require.Equal(t, any(int64(0)), s.Do(t, "EXISTS", name), "the counter still exists at zero")
 	mustCount(t, l, 0)
-	eventually(t, 5*time.Second, "subscription released", func() bool { return channelsOf(c) == 0 })
+	require.Eventually(t, func() bool { return clienttest.Stats(c).Channels == 0 }, 5*time.Second, redistest.Tick, "subscription released")
 }
 
 // The figure: 8 waiters in one client and waiters in two other
@@ -168,9 +146,9 @@ func TestCountDownOpensForAllWaiters(t *testing.T) {
 func TestWaitersAcrossClients(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
-	clients := []*redisync.Client{sharedClient(t), sharedClient(t), sharedClient(t)}
+	clients := []*redisync.Client{clienttest.Shared(t), clienttest.Shared(t), clienttest.Shared(t)}
 	counts := []int{8, 4, 4}
-	coordinator := countdown.New(sharedClient(t), name)
+	coordinator := countdown.New(clienttest.Shared(t), name)
 	mustSet(t, coordinator, 2)
 
 	out := make(chan result, 16)
@@ -178,7 +156,7 @@ func TestWaitersAcrossClients(t *testing.T) {
 		startWaiters(ctx, countdown.New(c, name), counts[i], out)
 	}
 	for i, c := range clients {
-		eventually(t, 5*time.Second, "waiters subscribed", func() bool { return waitersOf(c) == counts[i] })
+		require.Eventually(t, func() bool { return clienttest.Stats(c).Waiters == counts[i] }, 5*time.Second, redistest.Tick, "waiters subscribed")
 	}
 	mustCountDown(t, coordinator)
 
@@ -186,9 +164,7 @@ func TestWaitersAcrossClients(t *testing.T) {
 	mustCountDown(t, coordinator)
 	d := latest(start, collect(t, out, 16, 5*time.Second))
 	t.Logf("16 waiters in 3 clients returned within %v of the last count-down", d)
-	if d > time.Second {
-		t.Errorf("waiters returned %v after the last count-down, want < 1s", d)
-	}
+	assert.Less(t, d, time.Second, "waiters returned too long after the last count-down")
 }
 
 // The count never goes below zero: the counter is deleted at zero, and
@@ -197,27 +173,23 @@ func TestCountNeverBelowZero(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t, "latch")
-	l := countdown.New(sharedClient(t), name)
+	l := countdown.New(clienttest.Shared(t), name)
 	mustSet(t, l, 2)
 	for range 5 {
 		mustCountDown(t, l)
 	}
 	mustCount(t, l, 0)
-	if got := s.Do(t, "EXISTS", name); got != int64(0) {
-		t.Fatalf("the counter exists after counting down past zero")
-	}
+	require.Equal(t, any(int64(0)), s.Do(t, "EXISTS", name), "the counter exists after counting down past zero")
 
 	// A stored count that is not positive (another client wrote it) is an
 	// open latch, and reads as 0.
 	s.Do(t, "SET", name, "-3")
 	mustCount(t, l, 0)
-	if ok, err := l.TryWait(ctx, 0); err != nil || !ok {
-		t.Fatalf("TryWait(0) on count -3 = %v, %v; want true, nil", ok, err)
-	}
+	ok, err := l.TryWait(ctx, 0)
+	require.NoError(t, err, "TryWait(0) on count -3")
+	require.True(t, ok, "TryWait(0) on count -3")
 	mustCountDown(t, l)
-	if got := s.Do(t, "EXISTS", name); got != int64(0) {
-		t.Fatalf("CountDown left a non-positive counter in place")
-	}
+	require.Equal(t, any(int64(0)), s.Do(t, "EXISTS", name), "CountDown left a non-positive counter in place")
 }
 
 // Redisson: counting down a latch that is not set does nothing and is no
@@ -225,11 +197,9 @@ func TestCountNeverBelowZero(t *testing.T) {
 func TestCountDownUnsetLatch(t *testing.T) {
 	s := redistest.Shared(t)
 	name := redistest.Key(t, "latch")
-	l := countdown.New(sharedClient(t), name)
+	l := countdown.New(clienttest.Shared(t), name)
 	mustCountDown(t, l)
-	if got := s.Do(t, "EXISTS", name); got != int64(0) {
-		t.Fatalf("CountDown on an unset latch created %s", name)
-	}
+	require.Equal(t, any(int64(0)), s.Do(t, "EXISTS", name), "CountDown on an unset latch created %s", name)
 	mustCount(t, l, 0)
 }
 
@@ -238,20 +208,20 @@ func TestCountDownUnsetLatch(t *testing.T) {
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
-	c := sharedClient(t)
+	c := clienttest.Shared(t)
 	l := countdown.New(c, name)
 
-	if ok, err := l.Delete(ctx); err != nil || ok {
-		t.Fatalf("Delete of an absent latch = %v, %v; want false, nil", ok, err)
-	}
+	ok, err := l.Delete(ctx)
+	require.NoError(t, err, "Delete of an absent latch")
+	require.False(t, ok, "Delete of an absent latch")
 	mustSet(t, l, 5)
 	out := make(chan result, 3)
 	startWaiters(ctx, l, 3, out)
-	eventually(t, 5*time.Second, "3 waiters subscribed", func() bool { return waitersOf(c) == 3 })
+	require.Eventually(t, func() bool { return clienttest.Stats(c).Waiters == 3 }, 5*time.Second, redistest.Tick, "3 waiters subscribed")
 	start := time.Now()
-	if ok, err := l.Delete(ctx); err != nil || !ok {
-		t.Fatalf("Delete of a set latch = %v, %v; want true, nil", ok, err)
-	}
+	ok, err = l.Delete(ctx)
+	require.NoError(t, err, "Delete of a set latch")
+	require.True(t, ok, "Delete of a set latch")
 	t.Logf("3 waiters returned within %v of Delete", latest(start, collect(t, out, 3, 5*time.Second)))
 	mustCount(t, l, 0)
 	// Deleted, the latch can be set again.
@@ -264,58 +234,35 @@ func TestDelete(t *testing.T) {
 func TestMessages(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
-	l := countdown.New(sharedClient(t), name)
+	l := countdown.New(clienttest.Shared(t), name)
 
 	ps := redistest.Shared(t).Client(t).Subscribe(ctx, keys.LatchChannel(name))
 	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
-		t.Fatal(err)
-	}
-	if want := "redisson_countdownlatch__channel__{" + name + "}"; keys.LatchChannel(name) != want {
-		t.Fatalf("channel %q, want %q", keys.LatchChannel(name), want)
-	}
+	_, err := ps.Receive(ctx) // the subscription's confirmation
+	require.NoError(t, err)
+	require.Equal(t, "redisson_countdownlatch__channel__{"+name+"}", keys.LatchChannel(name), "channel")
 
 	mustSet(t, l, 2)
 	mustCountDown(t, l)
 	mustCountDown(t, l) // zero
 	mustCountDown(t, l) // unset: nothing
 	mustSet(t, l, 1)
-	if _, err := l.Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Delete(ctx); err != nil { // absent: nothing
-		t.Fatal(err)
-	}
-	if err := ps.Ping(ctx, "end"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = l.Delete(ctx)
+	require.NoError(t, err)
+	_, err = l.Delete(ctx) // absent: nothing
+	require.NoError(t, err)
+	require.NoError(t, ps.Ping(ctx, "end"))
 
 	var got []string
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if _, ok := msg.(*redis.Pong); ok {
 			break
 		}
 		got = append(got, msg.(*redis.Message).Payload)
 	}
-	if want := []string{"1", "0", "1", "1"}; !equal(got, want) {
-		t.Fatalf("messages %q, want %q", got, want)
-	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	require.Equal(t, []string{"1", "0", "1", "1"}, got, "messages")
 }
 
 // A latch that is not set is open: Wait returns at once, without
@@ -323,17 +270,13 @@ func equal(a, b []string) bool {
 func TestWaitUnsetLatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c := sharedClient(t)
+	c := clienttest.Shared(t)
 	l := countdown.New(c, redistest.Key(t, "latch"))
-	if err := l.Wait(ctx); err != nil {
-		t.Fatalf("Wait on an unset latch: %v", err)
-	}
-	if ok, err := l.TryWait(ctx, time.Second); err != nil || !ok {
-		t.Fatalf("TryWait on an unset latch = %v, %v; want true, nil", ok, err)
-	}
-	if n := channelsOf(c); n != 0 {
-		t.Fatalf("%d channels subscribed", n)
-	}
+	require.NoError(t, l.Wait(ctx), "Wait on an unset latch")
+	ok, err := l.TryWait(ctx, time.Second)
+	require.NoError(t, err, "TryWait on an unset latch")
+	require.True(t, ok, "TryWait on an unset latch")
+	require.Zero(t, clienttest.Stats(c).Channels, "channels subscribed")
 }
 
 // A waiter whose pub/sub message is lost still returns, by its bounded
@@ -344,22 +287,20 @@ func TestLostMessageFallback(t *testing.T) {
 	s := redistest.Shared(t)
 	name := redistest.Key(t, "latch")
 	const recheck = 300 * time.Millisecond
-	c := sharedClient(t, redisync.WithRecheckInterval(recheck))
+	c := clienttest.Shared(t, redisync.WithRecheckInterval(recheck))
 	l := countdown.New(c, name)
 	mustSet(t, l, 1)
 
 	out := make(chan result, 2)
 	startWaiters(ctx, l, 2, out)
-	eventually(t, 5*time.Second, "2 waiters subscribed", func() bool { return waitersOf(c) == 2 })
+	require.Eventually(t, func() bool { return clienttest.Stats(c).Waiters == 2 }, 5*time.Second, redistest.Tick, "2 waiters subscribed")
 	start := time.Now()
 	s.Do(t, "DEL", name)
 	d := latest(start, collect(t, out, 2, 5*time.Second))
 	t.Logf("with a lost message, waiters returned %v after the count reached zero (re-check interval %v)", d, recheck)
 	// The default re-check interval is 5s: returning well before it shows
 	// the configured interval bounds the wait.
-	if d > recheck+time.Second {
-		t.Errorf("waiters returned %v after the count reached zero, want about %v", d, recheck)
-	}
+	assert.LessOrEqual(t, d, recheck+time.Second, "waiters returned too long after the count reached zero, want about %v", recheck)
 }
 
 // A count-down re-sent by go-redis after a lost reply is applied once (a
@@ -371,45 +312,33 @@ func TestRetrySafety(t *testing.T) {
 	p := redistest.NewProxy(t, s.Addr())
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := newClient(t, rdb)
+	c := clienttest.New(t, rdb)
 	// Set the connection up and load the scripts before arming, so that the
 	// dropped reply is the script's, not the handshake's or a NOSCRIPT.
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rdb.Ping(ctx).Err())
 	for _, s := range []*redis.Script{lua.LatchTrySetCount, lua.LatchCountDown, lua.LatchDelete} {
-		if err := s.Load(ctx, rdb).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Load(ctx, rdb).Err())
 	}
 	name := redistest.Key(t, "latch")
 	l := countdown.New(c, name)
 
 	p.DropNextReply()
 	ok, err := l.TrySetCount(ctx, 3)
-	if err != nil || !ok {
-		t.Fatalf("re-sent TrySetCount = %v, %v; want true, nil", ok, err)
-	}
-	if p.Dropped() != 1 {
-		t.Fatalf("the proxy dropped %d replies, want 1", p.Dropped())
-	}
+	require.NoError(t, err, "re-sent TrySetCount")
+	require.True(t, ok, "re-sent TrySetCount")
+	require.Equal(t, 1, p.Dropped(), "replies the proxy dropped")
 	mustCount(t, l, 3)
 
 	p.DropNextReply()
 	mustCountDown(t, l)
-	if p.Dropped() != 2 {
-		t.Fatalf("the proxy dropped %d replies, want 2", p.Dropped())
-	}
+	require.Equal(t, 2, p.Dropped(), "replies the proxy dropped")
 	mustCount(t, l, 2)
 
 	p.DropNextReply()
 	ok, err = l.Delete(ctx)
-	if err != nil || !ok {
-		t.Fatalf("re-sent Delete = %v, %v; want true, nil", ok, err)
-	}
-	if p.Dropped() != 3 {
-		t.Fatalf("the proxy dropped %d replies, want 3", p.Dropped())
-	}
+	require.NoError(t, err, "re-sent Delete")
+	require.True(t, ok, "re-sent Delete")
+	require.Equal(t, 3, p.Dropped(), "replies the proxy dropped")
 	mustCount(t, l, 0)
 }
 
@@ -420,7 +349,7 @@ func TestCountDownResentAfterReset(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
 	rdb := redistest.Shared(t).Client(t)
-	c := newClient(t, rdb)
+	c := clienttest.New(t, rdb)
 	l := countdown.New(c, name)
 	cc := (*core.Client)(c)
 	ks := []string{name, keys.Request(name, cc.RequestID()), keys.LatchChannel(name)}
@@ -428,18 +357,12 @@ func TestCountDownResentAfterReset(t *testing.T) {
 	mustSet(t, l, 1)
 	countDown := func() int64 {
 		n, err := lua.LatchCountDown.Run(ctx, rdb, ks, cc.RequestDeadline(ctx), "0", "publish").Int64()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return n
 	}
-	if n := countDown(); n != 0 {
-		t.Fatalf("first run left %d", n)
-	}
+	require.Zero(t, countDown(), "what the first run left")
 	mustSet(t, l, 2) // the next round
-	if n := countDown(); n != 0 {
-		t.Fatalf("re-run returned %d, want the recorded 0", n)
-	}
+	require.Zero(t, countDown(), "re-run, want the recorded 0")
 	mustCount(t, l, 2)
 }
 
@@ -448,18 +371,16 @@ func TestCountDownResentAfterReset(t *testing.T) {
 func TestCountDownCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l := countdown.New(sharedClient(t), redistest.Key(t, "latch"))
+	l := countdown.New(clienttest.Shared(t), redistest.Key(t, "latch"))
 	mustSet(t, l, 2)
-	if err := l.CountDown(ctx); err != nil {
-		t.Fatalf("CountDown with a cancelled ctx: %v", err)
-	}
+	require.NoError(t, l.CountDown(ctx), "CountDown with a cancelled ctx")
 	mustCount(t, l, 1)
 }
 
 // A Wait ended by its ctx returns an error wrapping ctx.Err() and leaves no
 // subscription behind.
 func TestWaitContext(t *testing.T) {
-	c := sharedClient(t)
+	c := clienttest.Shared(t)
 	l := countdown.New(c, redistest.Key(t, "latch"))
 	mustSet(t, l, 1)
 
@@ -467,43 +388,37 @@ func TestWaitContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- l.Wait(ctx) }()
-		eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOf(c) == 1 })
+		require.Eventually(t, func() bool { return clienttest.Stats(c).Waiters == 1 }, 5*time.Second, redistest.Tick, "waiter subscribed")
 		cancel()
 		select {
 		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("Wait = %v, want an error wrapping context.Canceled", err)
-			}
+			require.ErrorIs(t, err, context.Canceled, "Wait")
 		case <-time.After(5 * time.Second):
-			t.Fatal("Wait did not return after cancel")
+			require.FailNow(t, "Wait did not return after cancel")
 		}
-		eventually(t, 5*time.Second, "no subscription left", func() bool {
-			st := (*core.Client)(c).Mux().Stats()
+		require.Eventually(t, func() bool {
+			st := clienttest.Stats(c)
 			return st.Channels == 0 && st.Waiters == 0
-		})
+		}, 5*time.Second, redistest.Tick, "no subscription left")
 	})
 	t.Run("deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		if err := l.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Wait = %v, want an error wrapping context.DeadlineExceeded", err)
-		}
-		eventually(t, 5*time.Second, "no subscription left", func() bool { return channelsOf(c) == 0 })
+		require.ErrorIs(t, l.Wait(ctx), context.DeadlineExceeded, "Wait")
+		require.Eventually(t, func() bool { return clienttest.Stats(c).Channels == 0 }, 5*time.Second, redistest.Tick, "no subscription left")
 	})
 	t.Run("close", func(t *testing.T) {
-		c2 := sharedClient(t)
+		c2 := clienttest.Shared(t)
 		l2 := countdown.New(c2, l.Name())
 		done := make(chan error, 1)
 		go func() { done <- l2.Wait(context.Background()) }()
-		eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOf(c2) == 1 })
+		require.Eventually(t, func() bool { return clienttest.Stats(c2).Waiters == 1 }, 5*time.Second, redistest.Tick, "waiter subscribed")
 		_ = c2.Close()
 		select {
 		case err := <-done:
-			if !errors.Is(err, redisync.ErrClosed) {
-				t.Fatalf("Wait = %v, want an error wrapping ErrClosed", err)
-			}
+			require.ErrorIs(t, err, redisync.ErrClosed, "Wait")
 		case <-time.After(5 * time.Second):
-			t.Fatal("Wait did not return after Close")
+			require.FailNow(t, "Wait did not return after Close")
 		}
 	})
 }
@@ -516,38 +431,41 @@ func TestTryWait(t *testing.T) {
 	var cmds redistest.Counter
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(&cmds)
-	c := newClient(t, rdb)
+	c := clienttest.New(t, rdb)
 	l := countdown.New(c, name)
 	mustSet(t, l, 1)
 
 	before := cmds.Load()
-	if ok, err := l.TryWait(ctx, 0); err != nil || ok {
-		t.Fatalf("TryWait(0) on a set latch = %v, %v; want false, nil", ok, err)
-	}
-	if n := cmds.Load() - before; n != 1 {
-		t.Fatalf("TryWait(0) sent %d commands, want 1", n)
-	}
-	if n := channelsOf(c); n != 0 {
-		t.Fatalf("TryWait(0) subscribed %d channels", n)
-	}
+	ok, err := l.TryWait(ctx, 0)
+	require.NoError(t, err, "TryWait(0) on a set latch")
+	require.False(t, ok, "TryWait(0) on a set latch")
+	require.EqualValues(t, 1, cmds.Load()-before, "commands TryWait(0) sent")
+	require.Zero(t, clienttest.Stats(c).Channels, "channels TryWait(0) subscribed")
 
 	start := time.Now()
-	if ok, err := l.TryWait(ctx, 300*time.Millisecond); err != nil || ok {
-		t.Fatalf("TryWait(300ms) on a set latch = %v, %v; want false, nil", ok, err)
-	}
-	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
-		t.Fatalf("TryWait(300ms) took %v", d)
-	}
-	eventually(t, 5*time.Second, "no subscription left", func() bool { return channelsOf(c) == 0 })
+	ok, err = l.TryWait(ctx, 300*time.Millisecond)
+	require.NoError(t, err, "TryWait(300ms) on a set latch")
+	require.False(t, ok, "TryWait(300ms) on a set latch")
+	d := time.Since(start)
+	require.GreaterOrEqual(t, d, 300*time.Millisecond, "TryWait(300ms) took")
+	require.LessOrEqual(t, d, 3*time.Second, "TryWait(300ms) took")
+	require.Eventually(t, func() bool { return clienttest.Stats(c).Channels == 0 }, 5*time.Second, redistest.Tick, "no subscription left")
 
-	worker := countdown.New(sharedClient(t), name)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		_ = worker.CountDown(ctx)
-	}()
-	if ok, err := l.TryWait(ctx, 10*time.Second); err != nil || !ok {
-		t.Fatalf("TryWait(10s) with a count-down after 100ms = %v, %v; want true, nil", ok, err)
+	worker := countdown.New(clienttest.Shared(t), name)
+	type waited struct {
+		ok  bool
+		err error
 	}
+	got := make(chan waited, 1)
+	go func() {
+		ok, err := l.TryWait(ctx, 10*time.Second)
+		got <- waited{ok, err}
+	}()
+	clienttest.WaitWaiters(t, 1, c) // the count-down comes while TryWait waits
+	require.NoError(t, worker.CountDown(ctx))
+	r := <-got
+	require.NoError(t, r.err, "TryWait(10s) with a count-down during the wait")
+	require.True(t, r.ok, "TryWait(10s) with a count-down during the wait")
 }
 
 // Bad input fails with ErrInvalidArgument before anything is sent.
@@ -556,11 +474,11 @@ func TestBadInput(t *testing.T) {
 	var cmds redistest.Counter
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(&cmds)
-	c := newClient(t, rdb)
+	c := clienttest.New(t, rdb)
 	empty := countdown.New(c, "")
 	named := countdown.New(c, redistest.Key(t, "latch"))
 	nilClient := countdown.New(nil, "latch")
-	badOption := countdown.New(newClient(t, rdb, redisync.WithRecheckInterval(-1)), "latch")
+	badOption := countdown.New(clienttest.New(t, rdb, redisync.WithRecheckInterval(-1)), "latch")
 
 	calls := map[string]func() error{
 		"empty name TrySetCount": func() error { _, err := empty.TrySetCount(ctx, 1); return err },
@@ -576,22 +494,16 @@ func TestBadInput(t *testing.T) {
 		"bad client option":      func() error { return badOption.Wait(ctx) },
 	}
 	for what, call := range calls {
-		if err := call(); !errors.Is(err, redisync.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
-		}
+		assert.ErrorIs(t, call(), redisync.ErrInvalidArgument, what)
 	}
-	if n := cmds.Load(); n != 0 {
-		t.Fatalf("bad input sent %d commands", n)
-	}
-	if n := channelsOf(c); n != 0 {
-		t.Fatalf("bad input subscribed %d channels", n)
-	}
+	require.Zero(t, cmds.Load(), "commands bad input sent")
+	require.Zero(t, clienttest.Stats(c).Channels, "channels bad input subscribed")
 }
 
 // Every operation on a closed client fails with ErrClosed.
 func TestClosedClient(t *testing.T) {
 	ctx := context.Background()
-	c := sharedClient(t)
+	c := clienttest.Shared(t)
 	l := countdown.New(c, redistest.Key(t, "latch"))
 	_ = c.Close()
 	calls := map[string]func() error{
@@ -603,9 +515,7 @@ func TestClosedClient(t *testing.T) {
 		"Delete":      func() error { _, err := l.Delete(ctx); return err },
 	}
 	for what, call := range calls {
-		if err := call(); !errors.Is(err, redisync.ErrClosed) {
-			t.Errorf("%s: %v, want ErrClosed", what, err)
-		}
+		assert.ErrorIs(t, call(), redisync.ErrClosed, what)
 	}
 }
 
@@ -615,18 +525,16 @@ func TestConcurrentCountDowns(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
 	const workers = 50
-	l := countdown.New(sharedClient(t), name)
+	l := countdown.New(clienttest.Shared(t), name)
 	mustSet(t, l, workers+1)
 	var wg sync.WaitGroup
 	for range 4 {
-		w := countdown.New(sharedClient(t), name)
+		w := countdown.New(clienttest.Shared(t), name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range workers / 4 {
-				if err := w.CountDown(ctx); err != nil {
-					t.Error(err)
-				}
+				assert.NoError(t, w.CountDown(ctx))
 			}
 		}()
 	}
@@ -635,13 +543,12 @@ func TestConcurrentCountDowns(t *testing.T) {
 	}
 	wg.Wait()
 	mustCount(t, l, 1)
-	if ok, _ := l.TryWait(ctx, 0); ok {
-		t.Fatal("latch open with one count left")
-	}
+	open, _ := l.TryWait(ctx, 0)
+	require.False(t, open, "latch open with one count left")
 	mustCountDown(t, l)
-	if ok, err := l.TryWait(ctx, 0); err != nil || !ok {
-		t.Fatalf("TryWait(0) after the last count-down = %v, %v", ok, err)
-	}
+	ok, err := l.TryWait(ctx, 0)
+	require.NoError(t, err, "TryWait(0) after the last count-down")
+	require.True(t, ok, "TryWait(0) after the last count-down")
 }
 
 // A name holding a hash tag puts Redisson's latch channel in another
@@ -650,8 +557,8 @@ func TestConcurrentCountDowns(t *testing.T) {
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	c1 := newClient(t, cl.Client(t))
-	c2 := newClient(t, cl.Client(t))
+	c1 := clienttest.New(t, cl.Client(t))
+	c2 := clienttest.New(t, cl.Client(t))
 	for _, tc := range []struct {
 		name     string
 		sameSlot bool
@@ -660,28 +567,24 @@ func TestCluster(t *testing.T) {
 		{"batch{" + t.Name() + "}:7", false},
 	} {
 		name := tc.name
-		if sameSlot := keys.Slot(keys.LatchChannel(name)) == keys.Slot(name); sameSlot != tc.sameSlot {
-			t.Fatalf("%s: channel slot %d, counter slot %d: not the case this name is for",
-				name, keys.Slot(keys.LatchChannel(name)), keys.Slot(name))
-		}
+		require.Equal(t, tc.sameSlot, keys.Slot(keys.LatchChannel(name)) == keys.Slot(name),
+			"%s: channel slot %d, counter slot %d: not the case this name is for", name, keys.Slot(keys.LatchChannel(name)), keys.Slot(name))
 		l1, l2 := countdown.New(c1, name), countdown.New(c2, name)
 		mustSet(t, l1, 2)
 		out := make(chan result, 4)
 		startWaiters(ctx, l1, 2, out)
 		startWaiters(ctx, l2, 2, out)
-		eventually(t, 10*time.Second, "waiters subscribed", func() bool { return waitersOf(c1) == 2 && waitersOf(c2) == 2 })
+		require.Eventually(t, func() bool { return clienttest.Stats(c1).Waiters == 2 && clienttest.Stats(c2).Waiters == 2 }, 10*time.Second, redistest.Tick, "waiters subscribed")
 		mustCountDown(t, l2)
 		start := time.Now()
 		mustCountDown(t, l1)
 		d := latest(start, collect(t, out, 4, 10*time.Second))
 		t.Logf("%s: waiters on two cluster clients returned within %v", name, d)
-		if d > time.Second {
-			t.Errorf("%s: waiters returned %v after the last count-down, want < 1s (the zero message was lost?)", name, d)
-		}
+		assert.Less(t, d, time.Second, "%s: waiters returned too long after the last count-down (the zero message was lost?)", name)
 		mustSet(t, l2, 1)
-		if ok, err := l1.Delete(ctx); err != nil || !ok {
-			t.Fatalf("%s: Delete = %v, %v", name, ok, err)
-		}
+		ok, err := l1.Delete(ctx)
+		require.NoError(t, err, "%s: Delete", name)
+		require.True(t, ok, "%s: Delete", name)
 		mustCount(t, l2, 0)
 	}
 }
@@ -695,30 +598,27 @@ func TestMiniredisCompatible(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := newClient(t, rdb)
+	c := clienttest.New(t, rdb)
 	for _, name := range []string{"latch", "batch{7}"} {
 		l := countdown.New(c, name)
 		mustSet(t, l, 2)
-		if ok, err := l.TrySetCount(ctx, 2); err != nil || ok {
-			t.Fatalf("%s: TrySetCount on a set latch = %v, %v", name, ok, err)
-		}
+		ok, err := l.TrySetCount(ctx, 2)
+		require.NoError(t, err, "%s: TrySetCount on a set latch", name)
+		require.False(t, ok, "%s: TrySetCount on a set latch", name)
 		mustCountDown(t, l)
 		mustCount(t, l, 1)
 		out := make(chan result, 1)
 		startWaiters(ctx, l, 1, out)
-		eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOf(c) == 1 })
+		require.Eventually(t, func() bool { return clienttest.Stats(c).Waiters == 1 }, 5*time.Second, redistest.Tick, "waiter subscribed")
 		start := time.Now()
 		mustCountDown(t, l)
-		if d := latest(start, collect(t, out, 1, 5*time.Second)); d > time.Second {
-			t.Fatalf("%s: the waiter returned %v after the last count-down: no message?", name, d)
-		}
+		require.LessOrEqual(t, latest(start, collect(t, out, 1, 5*time.Second)), time.Second,
+			"%s: the waiter returned too long after the last count-down: no message?", name)
 		mustCountDown(t, l) // unset: nothing
-		if mr.Exists(name) {
-			t.Fatalf("%s: counter left at zero", name)
-		}
+		require.False(t, mr.Exists(name), "%s: counter left at zero", name)
 		mustSet(t, l, 1)
-		if ok, err := l.Delete(ctx); err != nil || !ok {
-			t.Fatalf("%s: Delete = %v, %v", name, ok, err)
-		}
+		ok, err = l.Delete(ctx)
+		require.NoError(t, err, "%s: Delete", name)
+		require.True(t, ok, "%s: Delete", name)
 	}
 }

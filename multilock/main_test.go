@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
@@ -26,15 +27,13 @@ func TestMain(m *testing.M) { redistest.Main(m, redistest.WithExampleAddr(&examp
 // left behind by a failing test frees itself soon.
 const watchdog = 1500 * time.Millisecond
 
-// newClient returns a redisync client on s, with its own go-redis client
+// memberClient returns a redisync client on s, with its own go-redis client
 // set up as the package doc advises for RedLock members
 // (ContextTimeoutEnabled) and changed by mods, closed when the test ends.
-func newClient(t *testing.T, s *redistest.Server, mods ...func(*redis.Options)) *redisync.Client {
+func memberClient(t *testing.T, s *redistest.Server, mods ...func(*redis.Options)) *redisync.Client {
 	t.Helper()
 	rdb := s.Client(t, append([]func(*redis.Options){func(o *redis.Options) { o.ContextTimeoutEnabled = true }}, mods...)...)
-	c := redisync.New(rdb, redisync.WithWatchdogTimeout(watchdog))
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return clienttest.New(t, rdb, redisync.WithWatchdogTimeout(watchdog))
 }
 
 // failFast makes go-redis give up on a stopped server after one retry
@@ -70,7 +69,7 @@ func startMasters(t *testing.T, n int, mods ...func(*redis.Options)) *masters {
 	t.Helper()
 	m := &masters{ss: startServers(t, n), name: redistest.Key(t)}
 	for _, s := range m.ss {
-		m.cs = append(m.cs, newClient(t, s, mods...))
+		m.cs = append(m.cs, memberClient(t, s, mods...))
 	}
 	return m
 }
@@ -147,26 +146,9 @@ func unlockFrees(ctx context.Context, t *testing.T, l redisync.Locker, held map[
 // as another process would, and returns its handle.
 func holdElsewhere(t *testing.T, s *redistest.Server, name string) *rlock.Lock {
 	t.Helper()
-	l := rlock.New(newClient(t, s), name)
+	l := rlock.New(memberClient(t, s), name)
 	require.NoError(t, l.Lock(testCtx(t)))
 	return l
-}
-
-// waitForWaiters waits until c's pub/sub multiplexer has n waiters.
-func waitForWaiters(t *testing.T, c *redisync.Client, n int) {
-	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, n, waitersOf(c), "waiters")
-	}, 20*time.Second, 10*time.Millisecond)
-}
-
-// eventually fails the test unless cond returns nil within d; what and
-// cond's latest error say what was missing.
-func eventually(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.NoError(ct, cond(), what)
-	}, d, 20*time.Millisecond)
 }
 
 // noWatchdogHolds checks that c renews nothing any more.
@@ -176,9 +158,6 @@ func noWatchdogHolds(t *testing.T, c *redisync.Client) {
 		assert.Zero(ct, (*core.Client)(c).WatchdogStats().Holds, "holds renewed by the watchdog")
 	}, 5*time.Second, 20*time.Millisecond)
 }
-
-// waitersOf is the number of waiters in c's pub/sub multiplexer.
-func waitersOf(c *redisync.Client) int { return (*core.Client)(c).Mux().Stats().Waiters }
 
 // waitDialRetries waits until no go-redis pool is retrying to dial. After
 // as many failed dials as its pool size (a stopped server), a go-redis pool
@@ -222,7 +201,7 @@ func lockInBackground(ctx context.Context, t *testing.T, l redisync.Locker, what
 func (b *background) requireWaitingOn(c *redisync.Client) {
 	b.t.Helper()
 	returned := func() bool { return len(b.ch) > 0 }
-	require.Eventually(b.t, func() bool { return waitersOf(c) == 1 || returned() }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(b.t, func() bool { return clienttest.Stats(c).Waiters == 1 || returned() }, 20*time.Second, 10*time.Millisecond,
 		"%s never waited on the busy member", b.what)
 	require.Never(b.t, returned, 200*time.Millisecond, 10*time.Millisecond,
 		"%s returned while a member was held elsewhere", b.what)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
@@ -115,14 +116,14 @@ func TestMixedMembers(t *testing.T) {
 		return n
 	}
 
-	reader := rwlock.New(newClient(t, m.ss[1]), rwName)
+	reader := rwlock.New(memberClient(t, m.ss[1]), rwName)
 	require.NoError(t, reader.RLock(ctx))
 	require.True(t, tryLock(ctx, t, ml, 0), "another reader kept the MultiLock's read side out")
 	require.EqualValues(t, 1, readHolds())
 	require.NoError(t, ml.Unlock(ctx))
 	require.NoError(t, reader.RUnlock(ctx))
 
-	writer := rwlock.New(newClient(t, m.ss[1]), rwName)
+	writer := rwlock.New(memberClient(t, m.ss[1]), rwName)
 	require.NoError(t, writer.Lock(ctx))
 	require.False(t, tryLock(ctx, t, ml, 100*time.Millisecond))
 	requireFree(t, m.ss[0], lockName)
@@ -243,7 +244,7 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			errc := make(chan error, 1)
 			go func() { errc <- ml.Lock(cctx) }()
-			waitForWaiters(t, m.cs[1], 1)
+			clienttest.WaitWaiters(t, 1, m.cs[1])
 			cancel()
 			require.ErrorIs(t, <-errc, context.Canceled)
 
@@ -254,8 +255,8 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 			requireFree(t, m.ss[0], m.name)
 			for i, c := range m.cs {
 				noWatchdogHolds(t, c)
-				eventually(t, 5*time.Second, "no waiters", func() error {
-					if n := waitersOf(c); n != 0 {
+				redistest.Eventually(t, 5*time.Second, "no waiters", func() error {
+					if n := clienttest.Stats(c).Waiters; n != 0 {
 						return fmt.Errorf("%d waiters left on member %d's client", n, i)
 					}
 					return nil
@@ -284,8 +285,8 @@ func TestOppositeOrders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := rlock.New(newClient(t, ss[0]), name+":a")
-			b := rlock.New(newClient(t, ss[1]), name+":b")
+			a := rlock.New(memberClient(t, ss[0]), name+":a")
+			b := rlock.New(memberClient(t, ss[1]), name+":b")
 			ml := multilock.New(a, b)
 			if w%2 == 1 {
 				ml = multilock.New(b, a)

@@ -35,7 +35,7 @@ func (m *masters) lockedCount(t *testing.T) int {
 // that asked it, a moment after the call returned.
 func (m *masters) eventuallyFree(t *testing.T, servers ...int) {
 	t.Helper()
-	eventually(t, 5*time.Second, "members released", func() error {
+	redistest.Eventually(t, 5*time.Second, "members released", func() error {
 		for _, i := range servers {
 			if locked(t, m.ss[i], m.name) {
 				return fmt.Errorf("member %d still locked", i)
@@ -170,7 +170,7 @@ func TestRedLockServerPaused(t *testing.T) {
 	// or released what they got, so the RedLock can be taken in full.
 	m.ss[1].Resume(t)
 	m.ss[2].Resume(t)
-	eventually(t, 20*time.Second, "all three members taken after the resume", func() error {
+	redistest.Eventually(t, 20*time.Second, "all three members taken after the resume", func() error {
 		ok, err := rl.TryLock(ctx, time.Second)
 		if err != nil || !ok {
 			return errors.Join(errors.New("not acquired"), err)
@@ -241,7 +241,7 @@ func TestRedLockUnlock(t *testing.T) {
 	// Lost: two members force-unlocked behind its back.
 	require.NoError(t, rl.Lock(ctx))
 	for _, i := range []int{0, 2} {
-		_, err := rlock.New(newClient(t, m.ss[i]), m.name).ForceUnlock(ctx)
+		_, err := rlock.New(memberClient(t, m.ss[i]), m.name).ForceUnlock(ctx)
 		require.NoError(t, err)
 	}
 	require.ErrorIs(t, rl.Unlock(ctx), redisync.ErrNotHeld)
@@ -270,7 +270,7 @@ func TestRedLockWaitsForRelease(t *testing.T) {
 func (m *masters) redLockElsewhere(t *testing.T) *multilock.MultiLock {
 	var members []redisync.Locker
 	for _, s := range m.ss {
-		members = append(members, rlock.New(newClient(t, s), m.name))
+		members = append(members, rlock.New(memberClient(t, s), m.name))
 	}
 	return multilock.NewRedLock(members...)
 }
@@ -294,7 +294,7 @@ func TestRedLockHammer(t *testing.T) {
 	var cs [servers][clients]*redisync.Client
 	for s := range servers {
 		for k := range clients {
-			cs[s][k] = newClient(t, ss[s], failFast)
+			cs[s][k] = memberClient(t, ss[s], failFast)
 		}
 	}
 	redLock := func(k int) *multilock.MultiLock {

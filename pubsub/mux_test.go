@@ -316,6 +316,8 @@ func TestUnresponsiveConnectionReplaced(t *testing.T) {
 	w, err := m.Subscribe(ctx, redistest.Key(t), pubsub.WakeOne)
 	require.NoError(t, err)
 	s.Pause(t)
+	// Not a synchronisation: the fault lasts a second, longer than a ping
+	// interval and a read timeout, so the ping goes unanswered.
 	time.Sleep(time.Second)
 	s.Resume(t)
 	assert.True(t, woken(w, 10*time.Second), "waiter not woken after the connection was replaced")

@@ -4,21 +4,15 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
 
-func benchClient(b *testing.B) *redisync.Client {
-	c := redisync.New(redistest.Shared(b).Client(b))
-	b.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // BenchmarkRLockRUnlock: an uncontended read hold taken and released.
 func BenchmarkRLockRUnlock(b *testing.B) {
 	ctx := context.Background()
-	rw := rwlock.New(benchClient(b), redistest.Key(b, "rw"))
+	rw := rwlock.New(clienttest.Shared(b), redistest.Key(b, "rw"))
 	for b.Loop() {
 		if err := rw.RLock(ctx); err != nil {
 			b.Fatal(err)
@@ -32,7 +26,7 @@ func BenchmarkRLockRUnlock(b *testing.B) {
 // BenchmarkLockUnlock: an uncontended write hold taken and released.
 func BenchmarkLockUnlock(b *testing.B) {
 	ctx := context.Background()
-	rw := rwlock.New(benchClient(b), redistest.Key(b, "rw"))
+	rw := rwlock.New(clienttest.Shared(b), redistest.Key(b, "rw"))
 	for b.Loop() {
 		if err := rw.Lock(ctx); err != nil {
 			b.Fatal(err)
@@ -47,7 +41,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 // each with its own handle (owner).
 func BenchmarkParallelReaders(b *testing.B) {
 	ctx := context.Background()
-	c := benchClient(b)
+	c := clienttest.Shared(b)
 	name := redistest.Key(b, "rw")
 	b.RunParallel(func(pb *testing.PB) {
 		rw := rwlock.New(c, name)

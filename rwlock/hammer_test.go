@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -80,7 +84,7 @@ func TestHammer(t *testing.T) {
 	var wg sync.WaitGroup
 	for range clients {
 		// A short watchdog timeout makes renewals run during the hammer.
-		c := newClient(t, redisync.WithWatchdogTimeout(1500*time.Millisecond))
+		c := clienttest.Shared(t, redisync.WithWatchdogTimeout(1500*time.Millisecond))
 		for range workers {
 			rw := rwlock.New(c, name)
 			wg.Add(1)
@@ -89,10 +93,10 @@ func TestHammer(t *testing.T) {
 				// Each worker is one owner: it re-enters and downgrades.
 				ctx := redisync.WithOwner(ctx)
 				for time.Now().Before(deadline) {
-					if err := step(ctx, rw, &chk); err != nil {
-						t.Error(err)
+					if !assert.NoError(t, step(ctx, rw, &chk)) {
 						return
 					}
+					// Not a synchronisation: a random pause between sections.
 					time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
 				}
 			}()
@@ -103,27 +107,17 @@ func TestHammer(t *testing.T) {
 	chk.mu.Lock()
 	defer chk.mu.Unlock()
 	t.Logf("%d reads (up to %d at once), %d writes, %d downgrades", chk.reads, chk.maxReaders, chk.writes, chk.downgrades)
-	for i, v := range chk.violations {
-		if i == 10 {
-			t.Errorf("... %d violations in all", len(chk.violations))
-			break
-		}
-		t.Error(v)
-	}
-	if chk.reads == 0 || chk.writes == 0 {
-		t.Fatal("the hammer did not both read and write")
-	}
-	if chk.maxReaders < 2 {
-		t.Fatal("readers never overlapped")
-	}
-	if chk.readers != 0 || chk.writers != 0 {
-		t.Fatalf("%d readers, %d writers left inside", chk.readers, chk.writers)
-	}
+	assert.Empty(t, chk.violations[:min(len(chk.violations), 10)], "%d violations in all", len(chk.violations))
+	require.Positive(t, chk.reads, "the hammer did not read")
+	require.Positive(t, chk.writes, "the hammer did not write")
+	require.GreaterOrEqual(t, chk.maxReaders, 2, "readers never overlapped")
+	require.Zero(t, chk.readers, "readers left inside")
+	require.Zero(t, chk.writers, "writers left inside")
 }
 
 // step runs one random guarded section.
 func step(ctx context.Context, rw *rwlock.RWLock, chk *checker) error {
-	hold := func() { time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) }
+	hold := func() { time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) } // work inside the section
 	switch n := rand.IntN(10); {
 	case n < 7: // read
 		if err := rw.RLock(ctx); err != nil {

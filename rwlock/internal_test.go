@@ -3,19 +3,17 @@ package rwlock
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/redisync/redisync/internal/keys"
 )
 
 func TestWakePolicy(t *testing.T) {
-	if got := wake(msgWrite, 5); got >= 0 {
-		t.Fatalf(`a write release ("1") wakes %d waiters, want all`, got)
-	}
-	if got := wake(msgRead, 5); got != 1 {
-		t.Fatalf(`a read release ("0") wakes %d waiters, want 1`, got)
-	}
-	if msgRead != "0" || msgWrite != "1" {
-		t.Fatal("messages differ from Redisson's")
-	}
+	assert.Negative(t, wake(msgWrite, 5), `a write release ("1") wakes all waiters`)
+	assert.Equal(t, 1, wake(msgRead, 5), `a read release ("0") wakes 1 waiter`)
+	assert.Equal(t, "0", msgRead, "messages differ from Redisson's")
+	assert.Equal(t, "1", msgWrite, "messages differ from Redisson's")
 }
 
 // TestTimeoutParts: the parts scripts build other readers' timeout keys
@@ -24,17 +22,9 @@ func TestTimeoutParts(t *testing.T) {
 	for _, name := range []string{"config", "{orders}:rw", "a{b}c", "x:y"} {
 		head, tail := keys.RWTimeoutParts(name)
 		owner := "6f1c2a54-3b7e-4c8d-9e0f-112233445566:7"
-		if got, want := head+owner+tail, keys.RWTimeoutPrefix(name, owner); got != want {
-			t.Fatalf("%q: parts give %q, want %q", name, got, want)
-		}
-		if got, want := head+owner+tail+":3", keys.RWTimeoutKey(name, owner, 3); got != want {
-			t.Fatalf("%q: parts give %q, want %q", name, got, want)
-		}
-		if keys.Slot(keys.RWTimeoutKey(name, owner, 1)) != keys.Slot(name) {
-			t.Fatalf("%q: timeout key not in the lock's slot", name)
-		}
+		require.Equal(t, keys.RWTimeoutPrefix(name, owner), head+owner+tail, "%q: parts", name)
+		require.Equal(t, keys.RWTimeoutKey(name, owner, 3), head+owner+tail+":3", "%q: parts", name)
+		require.Equal(t, keys.Slot(name), keys.Slot(keys.RWTimeoutKey(name, owner, 1)), "%q: timeout key not in the lock's slot", name)
 	}
-	if got := keys.RWTimeoutKey("config", "id:1", 2); got != "{config}:id:1:rwlock_timeout:2" {
-		t.Fatalf("RWTimeoutKey = %q", got)
-	}
+	require.Equal(t, "{config}:id:1:rwlock_timeout:2", keys.RWTimeoutKey("config", "id:1", 2), "RWTimeoutKey")
 }

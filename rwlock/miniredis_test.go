@@ -7,8 +7,12 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
 
@@ -28,45 +32,45 @@ func TestMiniredisCompatible(t *testing.T) {
 	for _, name := range []string{"rw", "a{b}c"} {
 		rw, other := rwlock.New(c, name), rwlock.New(c, name)
 		octx := redisync.WithOwner(ctx) // rw re-enters, downgrades and is refused an upgrade
-		must(t, rw.RLock(octx))
-		must(t, rw.RLock(octx))
-		must(t, other.RLock(ctx))
-		wantErr(t, name+": upgrade", rw.Lock(octx), redisync.ErrUpgrade)
-		time.Sleep(time.Second) // a lease and more: renewals keep the holds
-		if err := rw.Err(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		must(t, rw.RUnlock(octx))
-		must(t, rw.RUnlock(octx))
-		must(t, other.RUnlock(ctx))
-		if mr.Exists(name) {
-			t.Fatalf("%s: hash left after the last read release", name)
-		}
+		require.NoError(t, rw.RLock(octx))
+		require.NoError(t, rw.RLock(octx))
+		require.NoError(t, other.RLock(ctx))
+		require.ErrorIs(t, rw.Lock(octx), redisync.ErrUpgrade, name+": upgrade")
+		// A lease and more: four renewal rounds (every 300ms) keep the holds.
+		ticks := (*core.Client)(c).WatchdogStats().Ticks
+		require.Eventually(t, func() bool { return (*core.Client)(c).WatchdogStats().Ticks >= ticks+4 },
+			10*time.Second, redistest.Tick, "%s: four renewal rounds", name)
+		require.NoError(t, rw.Err(), name)
+		require.NoError(t, rw.RUnlock(octx))
+		require.NoError(t, rw.RUnlock(octx))
+		require.NoError(t, other.RUnlock(ctx))
+		require.False(t, mr.Exists(name), "%s: hash left after the last read release", name)
 
-		must(t, rw.Lock(octx))
-		must(t, rw.Lock(octx))
-		must(t, rw.RLock(octx))
+		require.NoError(t, rw.Lock(octx))
+		require.NoError(t, rw.Lock(octx))
+		require.NoError(t, rw.RLock(octx))
 		got := make(chan error, 1)
 		go func() { got <- other.RLock(ctx) }()
-		waitWaiters(t, 1, c)
-		must(t, rw.Unlock(octx))
-		must(t, rw.Unlock(octx)) // downgrade: publishes "1"
+		clienttest.WaitWaiters(t, 1, c)
+		require.NoError(t, rw.Unlock(octx))
+		require.NoError(t, rw.Unlock(octx)) // downgrade: publishes "1"
 		select {
 		case err := <-got:
-			must(t, err)
+			require.NoError(t, err)
 		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: the downgrade did not wake the reader", name)
+			require.FailNow(t, name+": the downgrade did not wake the reader")
 		}
 		ok, err := rw.IsReadLocked(ctx)
-		wantBool(t, name+": IsReadLocked", ok, err, true)
+		require.NoError(t, err, name+": IsReadLocked")
+		require.True(t, ok, name+": IsReadLocked")
 		n, err := rw.ReadHoldCount(octx)
-		wantCount(t, name+": ReadHoldCount", n, err, 1)
+		require.NoError(t, err, name+": ReadHoldCount")
+		require.Equal(t, int64(1), n, name+": ReadHoldCount")
 		ok, err = rw.ForceUnlock(ctx)
-		wantBool(t, name+": ForceUnlock", ok, err, true)
+		require.NoError(t, err, name+": ForceUnlock")
+		require.True(t, ok, name+": ForceUnlock")
 		for _, k := range mr.Keys() {
-			if !strings.HasPrefix(k, "redisync_request:") {
-				t.Fatalf("%s: key %q left after ForceUnlock", name, k)
-			}
+			require.True(t, strings.HasPrefix(k, "redisync_request:"), "%s: key %q left after ForceUnlock", name, k)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
@@ -30,7 +31,7 @@ func TestSharedHandleExcludes(t *testing.T) {
 	var chk checker
 	var wg sync.WaitGroup
 	for range clients {
-		rw := rwlock.New(newClient(t), name) // one handle, shared
+		rw := rwlock.New(clienttest.Shared(t), name) // one handle, shared
 		for range goroutines {
 			wg.Add(1)
 			go func() {
@@ -69,7 +70,7 @@ func TestSharedHandleExcludes(t *testing.T) {
 // waiting Lock keeps later RLocks through the handle out.
 func TestPlainHandleWriterWaitsForItsReaders(t *testing.T) {
 	ctx := testCtx(t)
-	rw := rwlock.New(newClient(t), redistest.Key(t, "rw"))
+	rw := rwlock.New(clienttest.Shared(t), redistest.Key(t, "rw"))
 	require.NoError(t, rw.RLock(ctx))
 	ok, err := rw.TryLock(ctx, 0)
 	require.NoError(t, err, "no ErrUpgrade without a context owner")
@@ -138,7 +139,7 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 			require.NoError(t, unlock(ctx))
 			assert.Zero(t, direct.Exists(ctx, name).Val(), "the lock is free after the last release")
 			assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "nothing is renewed")
-			ok, err := rwlock.New(newClient(t), name).TryLock(testCtx(t), 0)
+			ok, err := rwlock.New(clienttest.Shared(t), name).TryLock(testCtx(t), 0)
 			require.NoError(t, err)
 			assert.True(t, ok, "the write side is free for other owners")
 		})

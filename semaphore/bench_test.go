@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -13,7 +14,7 @@ import (
 // of a round trip for each of Acquire and Release.
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
-	s := New(clientOn(b, redistest.Shared(b).Client(b)), redistest.Key(b, "sem"))
+	s := New(clienttest.Shared(b), redistest.Key(b, "sem"))
 	if err := s.AddPermits(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // expirable semaphore.
 func BenchmarkExpirableAcquireRelease(b *testing.B) {
 	ctx := context.Background()
-	s := NewExpirable(clientOn(b, redistest.Shared(b).Client(b)), redistest.Key(b, "sem"))
+	s := NewExpirable(clienttest.Shared(b), redistest.Key(b, "sem"))
 	if err := s.SetPermits(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func BenchmarkContended(b *testing.B) {
 	name := redistest.Key(b, "sem")
 	var sems []*Semaphore
 	for range 4 {
-		sems = append(sems, New(clientOn(b, redistest.Shared(b).Client(b)), name))
+		sems = append(sems, New(clienttest.Shared(b), name))
 	}
 	if err := sems[0].AddPermits(ctx, 2); err != nil {
 		b.Fatal(err)

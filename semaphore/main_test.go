@@ -1,32 +1,20 @@
 package semaphore
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 )
-
-// newClient returns a redisync client on the shared server, closed at the
-// end of the test.
-func newClient(t *testing.T, opts ...redisync.Option) *redisync.Client {
-	t.Helper()
-	return clientOn(t, redistest.Shared(t).Client(t), opts...)
-}
-
-func clientOn(t testing.TB, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
-	t.Helper()
-	c := redisync.New(rdb, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // countedClient returns a redisync client on the shared server and the
 // counter of the commands it sends.
@@ -35,7 +23,7 @@ func countedClient(t *testing.T) (*redisync.Client, *redistest.Counter) {
 	cc := new(redistest.Counter)
 	rdb := redistest.Shared(t).Client(t)
 	rdb.AddHook(cc)
-	return clientOn(t, rdb), cc
+	return clienttest.New(t, rdb), cc
 }
 
 // allInvalidNothingSent checks that every call in invalid failed with
@@ -43,11 +31,9 @@ func countedClient(t *testing.T) (*redisync.Client, *redistest.Counter) {
 func allInvalidNothingSent(t *testing.T, invalid map[string]error, cc *redistest.Counter) {
 	t.Helper()
 	for what, err := range invalid {
-		if !errors.Is(err, redisync.ErrInvalidArgument) {
-			t.Errorf("%s: got %v, want ErrInvalidArgument", what, err)
-		}
+		assert.ErrorIs(t, err, redisync.ErrInvalidArgument, what)
 	}
-	equal(t, cc.Load(), 0, "commands sent")
+	require.Zero(t, cc.Load(), "commands sent")
 }
 
 // proxied returns a redisync client whose connections go through a fault
@@ -61,33 +47,7 @@ func proxied(t *testing.T, mods ...func(*redis.Options)) (*redisync.Client, *red
 	}
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
-	return clientOn(t, rdb), rdb, p
-}
-
-func noErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func equal[T comparable](t *testing.T, got, want T, what string) {
-	t.Helper()
-	if got != want {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}
-
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return clienttest.New(t, rdb), rdb, p
 }
 
 // waiters returns the number of pub/sub waiters of c.
@@ -117,7 +77,7 @@ func pending(t *testing.T, ch <-chan result, d time.Duration, what string) {
 	t.Helper()
 	select {
 	case r := <-ch:
-		t.Fatalf("%s returned early (err %v)", what, r.err)
+		require.FailNowf(t, "returned early", "%s returned early (err %v)", what, r.err)
 	case <-time.After(d):
 	}
 }
@@ -129,7 +89,7 @@ func await(t *testing.T, ch <-chan result, d time.Duration, what string) result 
 	case r := <-ch:
 		return r
 	case <-time.After(d):
-		t.Fatalf("%s did not return within %v", what, d)
+		require.FailNowf(t, "no return", "%s did not return within %v", what, d)
 		return result{}
 	}
 }
@@ -156,7 +116,7 @@ func eachClient(t *testing.T, clients, sections int, section func(c int) error) 
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		require.NoError(t, err)
 	}
 }
 
@@ -175,7 +135,7 @@ func mostHolders(t *testing.T, clients, sections int, acquire func(c int) (relea
 		n := inside.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the section's work, for others to overlap with
 		inside.Add(-1)
 		return release()
 	})

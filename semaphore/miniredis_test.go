@@ -2,14 +2,15 @@ package semaphore
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 )
 
 // The scripts run on miniredis (gopher-lua), the embedded server of the
@@ -20,62 +21,60 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := clientOn(t, rdb, redisync.WithRecheckInterval(100*time.Millisecond))
+	c := clienttest.New(t, rdb, redisync.WithRecheckInterval(100*time.Millisecond))
 
 	s := New(c, "jobs")
 	ok, err := s.TrySetPermits(ctx, 2)
-	noErr(t, err)
-	equal(t, ok, true, "TrySetPermits")
-	noErr(t, s.AddPermits(ctx, 1))
-	noErr(t, s.Acquire(ctx, 3))
+	require.NoError(t, err)
+	require.True(t, ok, "TrySetPermits")
+	require.NoError(t, s.AddPermits(ctx, 1))
+	require.NoError(t, s.Acquire(ctx, 3))
 	ok, err = s.TryAcquire(ctx, 1, 0)
-	noErr(t, err)
-	equal(t, ok, false, "TryAcquire with none available")
-	noErr(t, s.Release(ctx, 2))
-	equal(t, available(t, s), 2, "available")
+	require.NoError(t, err)
+	require.False(t, ok, "TryAcquire with none available")
+	require.NoError(t, s.Release(ctx, 2))
+	require.EqualValues(t, 2, available(t, s), "available")
 	n, err := s.DrainPermits(ctx)
-	noErr(t, err)
-	equal(t, n, 2, "drained")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "drained")
 	s.undo(ctx, 1, s.requestKey())
 	ok, err = s.Delete(ctx)
-	noErr(t, err)
-	equal(t, ok, true, "Delete")
+	require.NoError(t, err)
+	require.True(t, ok, "Delete")
 
 	e := NewExpirable(c, "calls")
 	now := time.Now()
 	m.SetTime(now)
-	noErr(t, e.SetPermits(ctx, 2))
+	require.NoError(t, e.SetPermits(ctx, 2))
 	ok, err = e.TrySetPermits(ctx, 5)
-	noErr(t, err)
-	equal(t, ok, false, "TrySetPermits of a set semaphore")
-	noErr(t, e.AddPermits(ctx, 1))
+	require.NoError(t, err)
+	require.False(t, ok, "TrySetPermits of a set semaphore")
+	require.NoError(t, e.AddPermits(ctx, 1))
 	ids, err := e.AcquireN(ctx, 2, time.Second)
-	noErr(t, err)
+	require.NoError(t, err)
 	forever, err := e.Acquire(ctx, 0)
-	noErr(t, err)
+	require.NoError(t, err)
 	d, err := e.LeaseTime(ctx, ids[0])
-	noErr(t, err)
-	equal(t, d, time.Second, "LeaseTime on the server's clock")
+	require.NoError(t, err)
+	require.Equal(t, time.Second, d, "LeaseTime on the server's clock")
 	d, err = e.LeaseTime(ctx, forever)
-	noErr(t, err)
-	equal(t, d, time.Duration(-1), "LeaseTime of a permit that never expires")
+	require.NoError(t, err)
+	require.Equal(t, time.Duration(-1), d, "LeaseTime of a permit that never expires")
 	ok, err = e.UpdateLease(ctx, ids[1], 3*time.Second)
-	noErr(t, err)
-	equal(t, ok, true, "UpdateLease")
+	require.NoError(t, err)
+	require.True(t, ok, "UpdateLease")
 
 	m.SetTime(now.Add(2 * time.Second)) // ids[0] expires, ids[1] does not
-	if err := e.Release(ctx, ids...); !errors.Is(err, redisync.ErrNotHeld) {
-		t.Fatalf("release of an expired permit: got %v, want ErrNotHeld", err)
-	}
-	noErr(t, e.Release(ctx, ids[1]))
+	require.ErrorIs(t, e.Release(ctx, ids...), redisync.ErrNotHeld, "release of an expired permit")
+	require.NoError(t, e.Release(ctx, ids[1]))
 	_, ok, err = e.TryAcquireN(ctx, 3, 0, time.Second)
-	noErr(t, err)
-	equal(t, ok, false, "TryAcquireN(3) with 2 available")
+	require.NoError(t, err)
+	require.False(t, ok, "TryAcquireN(3) with 2 available")
 	avail, acquired, err := e.state(ctx)
-	noErr(t, err)
-	equal(t, [2]int64{avail, acquired}, [2]int64{2, 1}, "available, acquired")
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{2, 1}, [2]int64{avail, acquired}, "available, acquired")
 	e.undo(ctx, e.requestKey(), []any{"0123456789abcdef"})
 	ok, err = e.Delete(ctx)
-	noErr(t, err)
-	equal(t, ok, true, "Delete")
+	require.NoError(t, err)
+	require.True(t, ok, "Delete")
 }

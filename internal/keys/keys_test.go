@@ -1,6 +1,10 @@
 package keys
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 func TestLayout(t *testing.T) {
 	cases := []struct{ got, want string }{
@@ -19,9 +23,7 @@ func TestLayout(t *testing.T) {
 		{Request("x", "r1"), "redisync_request:{x}:r1"},
 	}
 	for _, c := range cases {
-		if c.got != c.want {
-			t.Errorf("got %q, want %q", c.got, c.want)
-		}
+		assert.Equal(t, c.want, c.got)
 	}
 }
 
@@ -29,20 +31,15 @@ func TestSlot(t *testing.T) {
 	// Reference values from CLUSTER KEYSLOT.
 	cases := map[string]int{"foo": 12182, "bar": 5061, "{user1000}.following": 3443, "user1000": 3443, "a{}b": 13694, "orders:42": 11414}
 	for k, want := range cases {
-		if got := Slot(k); got != want {
-			t.Errorf("Slot(%q) = %d, want %d", k, got, want)
-		}
+		assert.Equal(t, want, Slot(k), "Slot(%q)", k)
 	}
-	if Slot("orders:42") != Slot(LockChannel("orders:42")) || Slot("orders:42") != Slot(Request("orders:42", "r")) {
-		t.Error("a lock's keys must share its slot")
-	}
+	assert.Equal(t, Slot("orders:42"), Slot(LockChannel("orders:42")), "a lock's keys must share its slot")
+	assert.Equal(t, Slot("orders:42"), Slot(Request("orders:42", "r")), "a lock's keys must share its slot")
 }
 
 // A request key shares its name's slot whatever braces the name holds.
 func TestRequestSharesSlot(t *testing.T) {
 	for _, name := range []string{"orders:42", "a{b}c", "a}b", "a{}b", "a{b", "}{", "{", "}", "x{y}z{w}"} {
-		if got, want := Slot(Request(name, "c:1")), Slot(name); got != want {
-			t.Errorf("Request(%q) in slot %d, name in %d", name, got, want)
-		}
+		assert.Equal(t, Slot(name), Slot(Request(name, "c:1")), "Request(%q)", name)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fatalTB records how a harness function ended the test, without ending
@@ -73,41 +75,31 @@ func TestNoRedisFails(t *testing.T) {
 	} {
 		f := &fatalTB{TB: t}
 		f.run(fn)
-		if f.skip != "" {
-			t.Errorf("%s skipped (%q); it must fail", name, f.skip)
-		}
+		assert.Empty(t, f.skip, "%s skipped; it must fail", name)
 		want := `redistest: no redis-server found on PATH and no Docker engine reachable. Install Redis with "apt-get install -y redis-server" (Debian/Ubuntu) or run "make test", which installs it.`
-		if f.fatal != want {
-			t.Errorf("%s failed with\n%q\nwant\n%q", name, f.fatal, want)
-		}
+		assert.Equal(t, want, f.fatal, "%s failed with another message", name)
 	}
 
 	f := &fatalTB{TB: t}
 	f.run(func(tb testing.TB) { StartCluster(tb, 3) })
-	if f.fatal == "" || f.skip != "" {
-		t.Errorf("StartCluster without redis-server: fatal %q, skip %q; want a failure", f.fatal, f.skip)
-	}
+	assert.NotEmpty(t, f.fatal, "StartCluster without redis-server did not fail")
+	assert.Empty(t, f.skip, "StartCluster without redis-server skipped")
 }
 
 func TestStartClusterTooSmall(t *testing.T) {
 	t.Parallel()
 	f := &fatalTB{TB: t}
 	f.run(func(tb testing.TB) { StartCluster(tb, 2) })
-	if f.fatal == "" {
-		t.Error("StartCluster(2) did not fail the test")
-	}
+	assert.NotEmpty(t, f.fatal, "StartCluster(2) did not fail the test")
 }
 
 // TestRepoRoot checks that the Docker fallback finds the testtools module.
 func TestRepoRoot(t *testing.T) {
 	t.Parallel()
 	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "testtools", "cmd", "rediscontainer", "main.go")); err != nil {
-		t.Fatalf("repoRoot() = %s, which has no testtools/cmd/rediscontainer: %v", root, err)
-	}
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "testtools", "cmd", "rediscontainer", "main.go"))
+	require.NoError(t, err, "repoRoot() = %s, which has no testtools/cmd/rediscontainer", root)
 }
 
 // TestAddrInUseDetected checks that a lost bind race is recognised, which
@@ -115,23 +107,17 @@ func TestRepoRoot(t *testing.T) {
 func TestAddrInUseDetected(t *testing.T) {
 	t.Parallel()
 	bin := redisServerPath()
-	if bin == "" {
-		t.Fatal(errNoBackend)
-	}
+	require.NotEmpty(t, bin, errNoBackend.Error())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ln.Close()
 	s := &Server{host: "127.0.0.1", port: ln.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), bin: bin}
 	p, err := s.launch()
 	if err == nil {
 		p.kill()
-		t.Fatalf("redis-server started on port %d, which we hold", s.port)
+		require.FailNowf(t, "started on a port in use", "redis-server started on port %d, which we hold", s.port)
 	}
-	if !isAddrInUse(p) {
-		t.Fatalf("not recognised as a bind race: %v", err)
-	}
+	require.True(t, isAddrInUse(p), "not recognised as a bind race: %v", err)
 }
 
 // TestForeignServerNotTakenForOurs checks the other side of a lost bind
@@ -145,15 +131,12 @@ func TestForeignServerNotTakenForOurs(t *testing.T) {
 	p, err := s.launch()
 	if err == nil {
 		p.kill()
-		t.Fatalf("launch on %s, which another redis-server holds, succeeded", other.Addr())
+		require.FailNowf(t, "started on a port in use", "launch on %s, which another redis-server holds, succeeded", other.Addr())
 	}
-	if !isAddrInUse(p) {
-		t.Fatalf("not recognised as a bind race: %v", err)
-	}
+	require.True(t, isAddrInUse(p), "not recognised as a bind race: %v", err)
 	pid, err := serverPID(other.Addr(), time.Second)
-	if err != nil || pid != other.proc.cmd.Process.Pid {
-		t.Fatalf("serverPID(%s) = %d, %v; want %d", other.Addr(), pid, err, other.proc.cmd.Process.Pid)
-	}
+	require.NoError(t, err, "serverPID(%s)", other.Addr())
+	require.Equal(t, other.proc.cmd.Process.Pid, pid, "serverPID(%s)", other.Addr())
 }
 
 // TestClusterProbeNoticesMissingLink checks that the PUBLISH probe of the
@@ -166,12 +149,8 @@ func TestClusterProbeNoticesMissingLink(t *testing.T) {
 	defer cancel()
 	c.Servers[0].Do(t, "CLUSTER", "FORGET", c.Servers[2].Do(t, "CLUSTER", "MYID"))
 	err := c.carriesPublish(ctx, c.Servers)
-	if err == nil {
-		t.Fatal("the probe passed while node 0 knows no node 2")
-	}
-	if !strings.Contains(err.Error(), "did not reach") {
-		t.Fatalf("probe error %q; want a message that did not reach a node", err)
-	}
+	require.Error(t, err, "the probe passed while node 0 knows no node 2")
+	require.ErrorContains(t, err, "did not reach", "want a message that did not reach a node")
 }
 
 // TestStartConcurrently starts servers at once, as parallel tests and test
@@ -193,17 +172,15 @@ func TestStartConcurrently(t *testing.T) {
 	wg.Wait()
 	ports := map[int]bool{}
 	for i, s := range servers {
-		if errs[i] != nil {
-			t.Errorf("start %d: %v", i, errs[i])
+		if !assert.NoError(t, errs[i], "start %d", i) {
 			continue
 		}
 		defer s.close()
-		if ports[s.Port()] {
-			t.Errorf("port %d used twice", s.Port())
-		}
+		assert.False(t, ports[s.Port()], "port %d used twice", s.Port())
 		ports[s.Port()] = true
-		if pid, err := serverPID(s.Addr(), 5*time.Second); err != nil || pid != s.proc.cmd.Process.Pid {
-			t.Errorf("%s answered as pid %d (%v); want %d", s.Addr(), pid, err, s.proc.cmd.Process.Pid)
+		pid, err := serverPID(s.Addr(), 5*time.Second)
+		if assert.NoError(t, err, "serverPID(%s)", s.Addr()) {
+			assert.Equal(t, s.proc.cmd.Process.Pid, pid, "%s answered as another process", s.Addr())
 		}
 	}
 }

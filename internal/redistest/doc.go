@@ -23,6 +23,13 @@
 // Start. Everything a test starts (servers, clients, proxies) is stopped
 // or closed by t.Cleanup.
 //
+// Tests assert with testify (require, assert). A test waits for a condition,
+// never for a guessed time: Eventually polls a condition that says what is
+// missing, testify's require.Eventually and require.Never one that does not.
+// Redisync clients for tests come from internal/clienttest (Shared, New,
+// WaitWaiters, NoSubscriptions), which is apart from this package because
+// it imports the root package, and internal/core's own tests use this one.
+//
 // # Where redis-server comes from
 //
 // Start looks, in order, for:

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -23,57 +23,51 @@ import (
 func TestStart(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
-	equal(t, s.Addr(), fmt.Sprintf("127.0.0.1:%d", s.Port()))
+	require.Equal(t, fmt.Sprintf("127.0.0.1:%d", s.Port()), s.Addr())
 
 	ctx := context.Background()
 	rdb := s.Client(t)
-	noErr(t, rdb.Set(ctx, "k", "v", 0).Err())
-	equal(t, s.Do(t, "GET", "k"), any("v"))
-	equal(t, s.Do(t, "GET", "missing"), nil) // a nil reply is nil, not an error
-	equal(t, s.Do(t, "CONFIG", "GET", "save"), any([]any{"save", ""}))
-	equal(t, s.Do(t, "CONFIG", "GET", "appendonly"), any([]any{"appendonly", "no"}))
+	require.NoError(t, rdb.Set(ctx, "k", "v", 0).Err())
+	require.Equal(t, any("v"), s.Do(t, "GET", "k"))
+	require.Equal(t, nil, s.Do(t, "GET", "missing")) // a nil reply is nil, not an error
+	require.Equal(t, any([]any{"save", ""}), s.Do(t, "CONFIG", "GET", "save"))
+	require.Equal(t, any([]any{"appendonly", "no"}), s.Do(t, "CONFIG", "GET", "appendonly"))
 }
 
 func TestWithArgs(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t, redistest.WithArgs("--maxmemory", "12mb", "--maxmemory-policy", "allkeys-lru"))
-	equal(t, s.Do(t, "CONFIG", "GET", "maxmemory"), any([]any{"maxmemory", "12582912"}))
-	equal(t, s.Do(t, "CONFIG", "GET", "maxmemory-policy"), any([]any{"maxmemory-policy", "allkeys-lru"}))
+	require.Equal(t, any([]any{"maxmemory", "12582912"}), s.Do(t, "CONFIG", "GET", "maxmemory"))
+	require.Equal(t, any([]any{"maxmemory-policy", "allkeys-lru"}), s.Do(t, "CONFIG", "GET", "maxmemory-policy"))
 }
 
 func TestShared(t *testing.T) {
 	t.Parallel()
 	s := redistest.Shared(t)
-	if s2 := redistest.Shared(t); s2 != s {
-		t.Fatalf("Shared returned %p, then %p", s, s2)
-	}
+	require.Same(t, s, redistest.Shared(t), "Shared returned another server")
 
 	key := redistest.Key(t)
 	ctx := context.Background()
-	noErr(t, s.Client(t).Set(ctx, key, "x", time.Minute).Err())
-	equal(t, s.Do(t, "GET", key), any("x"))
+	require.NoError(t, s.Client(t).Set(ctx, key, "x", time.Minute).Err())
+	require.Equal(t, any("x"), s.Do(t, "GET", key))
 }
 
 func TestKey(t *testing.T) {
 	t.Parallel()
 	k1, k2 := redistest.Key(t), redistest.Key(t)
-	if k1 == k2 {
-		t.Errorf("two calls returned %s", k1)
-	}
-	matches(t, `^t:TestKey:[0-9a-f]{8}$`, k1)
-	matches(t, `^t:TestKey:[0-9a-f]{8}:lock:owner$`, redistest.Key(t, "lock", "owner"))
-	matches(t, `^t:TestKey:[0-9a-f]{8}:_tag_$`, redistest.Key(t, "{tag}")) // no hash tags from parts
+	assert.NotEqual(t, k1, k2, "two calls returned the same key")
+	assert.Regexp(t, `^t:TestKey:[0-9a-f]{8}$`, k1)
+	assert.Regexp(t, `^t:TestKey:[0-9a-f]{8}:lock:owner$`, redistest.Key(t, "lock", "owner"))
+	assert.Regexp(t, `^t:TestKey:[0-9a-f]{8}:_tag_$`, redistest.Key(t, "{tag}")) // no hash tags from parts
 
 	t.Run("sub {x}/y z", func(t *testing.T) {
-		matches(t, `^t:TestKey_sub__x__y_z:[0-9a-f]{8}$`, redistest.Key(t))
+		assert.Regexp(t, `^t:TestKey_sub__x__y_z:[0-9a-f]{8}$`, redistest.Key(t))
 	})
 
 	seen := map[string]bool{}
 	for range 1000 {
 		k := redistest.Key(t)
-		if seen[k] {
-			t.Fatalf("duplicate key %s", k)
-		}
+		require.False(t, seen[k], "duplicate key %s", k)
 		seen[k] = true
 	}
 }
@@ -85,27 +79,25 @@ func TestStopRestart(t *testing.T) {
 	ctx := context.Background()
 	rdb := s.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
 	key := redistest.Key(t)
-	noErr(t, rdb.Set(ctx, key, "v", 0).Err())
+	require.NoError(t, rdb.Set(ctx, key, "v", 0).Err())
 
 	s.Stop(t)
 	s.Stop(t) // stopping twice is harmless
 	if c, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 		c.Close()
-		t.Fatal("the port still accepts connections after Stop")
+		require.FailNow(t, "the port still accepts connections after Stop")
 	}
-	if err := rdb.Ping(ctx).Err(); err == nil {
-		t.Fatal("PING succeeded on a stopped server")
-	}
+	require.Error(t, rdb.Ping(ctx).Err(), "PING succeeded on a stopped server")
 
 	s.Restart(t)
-	equal(t, s.Port(), port)
-	equal(t, s.Addr(), fmt.Sprintf("127.0.0.1:%d", port))
-	eventually(t, 5*time.Second, func() error { return rdb.Ping(ctx).Err() })
-	equal(t, s.Do(t, "GET", key), nil) // nothing is persisted across a restart
+	require.Equal(t, port, s.Port())
+	require.Equal(t, fmt.Sprintf("127.0.0.1:%d", port), s.Addr())
+	redistest.Eventually(t, 5*time.Second, "PING after Restart", func() error { return rdb.Ping(ctx).Err() })
+	require.Nil(t, s.Do(t, "GET", key)) // nothing is persisted across a restart
 
 	s.Restart(t) // restarting a running server works too
-	equal(t, s.Do(t, "PING"), any("PONG"))
-	equal(t, s.Port(), port)
+	require.Equal(t, any("PONG"), s.Do(t, "PING"))
+	require.Equal(t, port, s.Port())
 }
 
 func TestPauseResume(t *testing.T) {
@@ -116,42 +108,36 @@ func TestPauseResume(t *testing.T) {
 		o.ReadTimeout = 200 * time.Millisecond
 		o.MaxRetries = -1
 	})
-	noErr(t, rdb.Ping(ctx).Err())
+	require.NoError(t, rdb.Ping(ctx).Err())
 
 	s.Pause(t)
 	start := time.Now()
 	err := rdb.Ping(ctx).Err()
 	var netErr net.Error
-	if !errors.As(err, &netErr) || !netErr.Timeout() {
-		t.Fatalf("PING on a paused server: %v; want a timeout", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("PING took %v to time out with a 200ms ReadTimeout", d)
-	}
+	require.True(t, errors.As(err, &netErr) && netErr.Timeout(), "PING on a paused server: %v; want a timeout", err)
+	assert.LessOrEqual(t, time.Since(start), 5*time.Second, "PING took too long to time out with a 200ms ReadTimeout")
 
 	s.Resume(t)
-	noErr(t, rdb.Ping(ctx).Err())
+	require.NoError(t, rdb.Ping(ctx).Err())
 }
 
 func TestProxyForwards(t *testing.T) {
 	t.Parallel()
 	s := redistest.Shared(t)
 	p := redistest.NewProxy(t, s.Addr())
-	if p.Addr() == s.Addr() {
-		t.Fatalf("proxy and server share %s", p.Addr())
-	}
+	require.NotEqual(t, s.Addr(), p.Addr(), "proxy and server share an address")
 
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	defer rdb.Close()
 	key := redistest.Key(t)
 	big := strings.Repeat("x", 100_000) // several chunks each way
-	noErr(t, rdb.Set(ctx, key, big, time.Minute).Err())
+	require.NoError(t, rdb.Set(ctx, key, big, time.Minute).Err())
 	got, err := rdb.Get(ctx, key).Result()
-	noErr(t, err)
-	equal(t, got, big)
-	equal(t, s.Do(t, "STRLEN", key), any(int64(100_000)))
-	equal(t, p.Dropped(), 0)
+	require.NoError(t, err)
+	require.Equal(t, big, got)
+	require.Equal(t, any(int64(100_000)), s.Do(t, "STRLEN", key))
+	require.Equal(t, 0, p.Dropped())
 }
 
 // TestProxyDropNextReply checks the fault the proxy exists for: the server
@@ -164,19 +150,19 @@ func TestProxyDropNextReply(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()}) // default MaxRetries
 	defer rdb.Close()
 	key := redistest.Key(t)
-	noErr(t, rdb.Ping(ctx).Err()) // connection set up before arming
+	require.NoError(t, rdb.Ping(ctx).Err()) // connection set up before arming
 
 	p.DropNextReply()
 	n, err := rdb.Incr(ctx, key).Result()
-	noErr(t, err)
-	equal(t, n, int64(2)) // once before the lost reply, once on retry
-	equal(t, s.Do(t, "GET", key), any("2"))
-	equal(t, p.Dropped(), 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n) // once before the lost reply, once on retry
+	require.Equal(t, any("2"), s.Do(t, "GET", key))
+	require.Equal(t, 1, p.Dropped())
 
 	n, err = rdb.Incr(ctx, key).Result()
-	noErr(t, err)
-	equal(t, n, int64(3)) // disarmed after firing once
-	equal(t, p.Dropped(), 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n) // disarmed after firing once
+	require.Equal(t, 1, p.Dropped())
 	s.Do(t, "DEL", key)
 }
 
@@ -186,29 +172,28 @@ func TestProxyCutAll(t *testing.T) {
 	p := redistest.NewProxy(t, s.Addr())
 
 	conn, err := net.Dial("tcp", p.Addr())
-	noErr(t, err)
+	require.NoError(t, err)
 	defer conn.Close()
 	r := bufio.NewReader(conn)
-	equal(t, rawPing(t, conn, r), "+PONG\r\n")
+	require.Equal(t, "+PONG\r\n", rawPing(t, conn, r))
 
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	defer rdb.Close()
-	noErr(t, rdb.Ping(ctx).Err())
+	require.NoError(t, rdb.Ping(ctx).Err())
 
 	p.CutAll()
-	noErr(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
 	_, err = r.ReadByte()
 	var netErr net.Error
-	if err == nil || errors.As(err, &netErr) && netErr.Timeout() {
-		t.Fatalf("read on a cut connection: %v; want EOF or reset", err)
-	}
+	require.Error(t, err, "read on a cut connection; want EOF or reset")
+	require.False(t, errors.As(err, &netErr) && netErr.Timeout(), "read on a cut connection: %v; want EOF or reset", err)
 
 	conn2, err := net.Dial("tcp", p.Addr())
-	noErr(t, err) // new connections are still accepted
+	require.NoError(t, err) // new connections are still accepted
 	defer conn2.Close()
-	equal(t, rawPing(t, conn2, bufio.NewReader(conn2)), "+PONG\r\n")
-	noErr(t, rdb.Ping(ctx).Err()) // go-redis replaces its cut connection
+	require.Equal(t, "+PONG\r\n", rawPing(t, conn2, bufio.NewReader(conn2)))
+	require.NoError(t, rdb.Ping(ctx).Err()) // go-redis replaces its cut connection
 }
 
 func TestProxyBlock(t *testing.T) {
@@ -217,15 +202,15 @@ func TestProxyBlock(t *testing.T) {
 	p := redistest.NewProxy(t, s.Addr())
 
 	c1, err := net.Dial("tcp", p.Addr())
-	noErr(t, err)
+	require.NoError(t, err)
 	defer c1.Close()
 	r1 := bufio.NewReader(c1)
-	equal(t, rawPing(t, c1, r1), "+PONG\r\n")
+	require.Equal(t, "+PONG\r\n", rawPing(t, c1, r1))
 
 	p.Block()
 	p.Block()
 	c2, err := net.Dial("tcp", p.Addr())
-	noErr(t, err) // new connections are accepted while blocked
+	require.NoError(t, err) // new connections are accepted while blocked
 	defer c2.Close()
 	r2 := bufio.NewReader(c2)
 	conns := []struct {
@@ -234,44 +219,40 @@ func TestProxyBlock(t *testing.T) {
 	}{{c1, r1}, {c2, r2}}
 	for _, cr := range conns {
 		_, err := cr.c.Write([]byte("*1\r\n$4\r\nPING\r\n"))
-		noErr(t, err)
-		noErr(t, cr.c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+		require.NoError(t, err)
+		require.NoError(t, cr.c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 		_, err = cr.r.ReadByte()
 		var netErr net.Error
-		if !errors.As(err, &netErr) || !netErr.Timeout() {
-			t.Fatalf("read while blocked: %v; want a timeout", err)
-		}
+		require.True(t, errors.As(err, &netErr) && netErr.Timeout(), "read while blocked: %v; want a timeout", err)
 	}
 
 	p.Unblock()
 	p.Unblock()
 	for _, cr := range conns {
-		noErr(t, cr.c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		require.NoError(t, cr.c.SetReadDeadline(time.Now().Add(5*time.Second)))
 		line, err := cr.r.ReadString('\n')
-		noErr(t, err)
-		equal(t, line, "+PONG\r\n") // held bytes are delivered after Unblock
+		require.NoError(t, err)
+		require.Equal(t, "+PONG\r\n", line) // held bytes are delivered after Unblock
 	}
 }
 
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t, 3)
-	equal(t, len(c.Servers), 3)
-	equal(t, len(c.Addrs()), 3)
+	require.Equal(t, 3, len(c.Servers))
+	require.Equal(t, 3, len(c.Addrs()))
 
 	ctx := context.Background()
 	cc := c.Client(t)
 	for i := range 100 {
 		key := redistest.Key(t, fmt.Sprint(i))
-		noErr(t, cc.Set(ctx, key, i, 0).Err())
+		require.NoError(t, cc.Set(ctx, key, i, 0).Err())
 		got, err := cc.Get(ctx, key).Result()
-		noErr(t, err)
-		equal(t, got, fmt.Sprint(i))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint(i), got)
 	}
 	for _, s := range c.Servers {
-		if n := s.Do(t, "DBSIZE").(int64); n == 0 {
-			t.Errorf("node %s holds no keys; want the keys spread over every master", s.Addr())
-		}
+		assert.NotZero(t, s.Do(t, "DBSIZE").(int64), "node %s holds no keys; want the keys spread over every master", s.Addr())
 	}
 
 	// StartCluster returned only once the bus links carry PUBLISH: a message
@@ -282,75 +263,39 @@ func TestCluster(t *testing.T) {
 	ps := sub.Subscribe(ctx, channel)
 	defer ps.Close()
 	_, err := ps.Receive(ctx)
-	noErr(t, err)
+	require.NoError(t, err)
 	for _, s := range c.Servers[1:] {
 		s.Do(t, "PUBLISH", channel, s.Addr())
 		msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
-		noErr(t, err)
-		equal(t, msg.(*redis.Message).Payload, s.Addr())
+		require.NoError(t, err)
+		require.Equal(t, s.Addr(), msg.(*redis.Message).Payload)
 	}
 }
 
 func TestSentinel(t *testing.T) {
 	t.Parallel()
 	sn := redistest.StartSentinel(t)
-	matches(t, `^127\.0\.0\.1:\d+$`, sn.SentinelAddr)
+	assert.Regexp(t, `^127\.0\.0\.1:\d+$`, sn.SentinelAddr)
 
 	ctx := context.Background()
 	rdb := sn.Client(t)
 	key := redistest.Key(t)
-	noErr(t, rdb.Set(ctx, key, "via-sentinel", 0).Err())
+	require.NoError(t, rdb.Set(ctx, key, "via-sentinel", 0).Err())
 	got, err := rdb.Get(ctx, key).Result()
-	noErr(t, err)
-	equal(t, got, "via-sentinel")
-	equal(t, sn.Master.Do(t, "GET", key), any("via-sentinel"))
+	require.NoError(t, err)
+	require.Equal(t, "via-sentinel", got)
+	require.Equal(t, any("via-sentinel"), sn.Master.Do(t, "GET", key))
 }
 
 // rawPing sends PING on conn and returns the reply line.
 func rawPing(t *testing.T, conn net.Conn, r *bufio.Reader) string {
 	t.Helper()
-	noErr(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
 	_, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n"))
-	noErr(t, err)
+	require.NoError(t, err)
 	line, err := r.ReadString('\n')
-	noErr(t, err)
+	require.NoError(t, err)
 	return line
-}
-
-func noErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func equal[T any](t *testing.T, got, want T) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %#v, want %#v", got, want)
-	}
-}
-
-func matches(t *testing.T, pattern, s string) {
-	t.Helper()
-	if !regexp.MustCompile(pattern).MatchString(s) {
-		t.Errorf("%q does not match %s", s, pattern)
-	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // A cluster with replicas: a slot migrates with its keys, a replica takes
@@ -359,15 +304,15 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 func TestClusterReplicasFailoverMigrate(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t, 3, redistest.ClusterReplicas(1), redistest.ClusterNodeTimeout(2*time.Second))
-	equal(t, len(c.Replicas), 3)
-	equal(t, len(c.Nodes()), 6)
-	equal(t, c.MasterOf(t, 0), c.Servers[0])
-	equal(t, c.ReplicaOf(t, c.Servers[0]), c.Replicas[0])
+	require.Equal(t, 3, len(c.Replicas))
+	require.Equal(t, 6, len(c.Nodes()))
+	require.Equal(t, c.Servers[0], c.MasterOf(t, 0))
+	require.Equal(t, c.Replicas[0], c.ReplicaOf(t, c.Servers[0]))
 
 	ctx := context.Background()
 	cc := c.Client(t)
 	key := "{" + redistest.Key(t) + "}"
-	noErr(t, cc.Set(ctx, key, "v", 0).Err())
+	require.NoError(t, cc.Set(ctx, key, "v", 0).Err())
 	slot := int(c.Servers[0].Do(t, "CLUSTER", "KEYSLOT", key).(int64))
 	from := c.MasterOf(t, slot)
 	to := c.Servers[0]
@@ -375,21 +320,21 @@ func TestClusterReplicasFailoverMigrate(t *testing.T) {
 		to = c.Servers[1]
 	}
 	c.MigrateSlot(t, slot, to)
-	equal(t, c.MasterOf(t, slot), to)
-	equal(t, to.Do(t, "GET", key), any("v"))
+	require.Equal(t, to, c.MasterOf(t, slot))
+	require.Equal(t, any("v"), to.Do(t, "GET", key))
 	got, err := cc.Get(ctx, key).Result()
-	noErr(t, err)
-	equal(t, got, "v")
+	require.NoError(t, err)
+	require.Equal(t, "v", got)
 
 	r := c.ReplicaOf(t, c.Servers[0])
 	c.Failover(t, r)
-	equal(t, c.MasterOf(t, 0), r)
-	equal(t, c.ReplicaOf(t, r), c.Servers[0])
+	require.Equal(t, r, c.MasterOf(t, 0))
+	require.Equal(t, c.Servers[0], c.ReplicaOf(t, r))
 
 	next := c.KillMaster(t, r)
-	equal(t, next, c.Servers[0])
-	equal(t, c.MasterOf(t, 0), c.Servers[0])
-	noErr(t, cc.Set(ctx, key, "w", 0).Err())
+	require.Equal(t, c.Servers[0], next)
+	require.Equal(t, c.Servers[0], c.MasterOf(t, 0))
+	require.NoError(t, cc.Set(ctx, key, "w", 0).Err())
 }
 
 // Through a sentinel with a replica, SENTINEL FAILOVER promotes the
@@ -397,16 +342,16 @@ func TestClusterReplicasFailoverMigrate(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	sn := redistest.StartSentinel(t, redistest.SentinelReplicas(1))
-	equal(t, len(sn.Replicas), 1)
+	require.Equal(t, 1, len(sn.Replicas))
 	old, replica := sn.Master, sn.Replicas[0]
 	ctx := context.Background()
 	rdb := sn.Client(t)
 	key := redistest.Key(t)
-	noErr(t, rdb.Set(ctx, key, "before", 0).Err())
+	require.NoError(t, rdb.Set(ctx, key, "before", 0).Err())
 	next := sn.Failover(t)
-	equal(t, next, replica)
-	equal(t, sn.Master, replica)
-	equal(t, sn.Replicas[0], old)
-	eventually(t, 10*time.Second, func() error { return rdb.Set(ctx, key, "after", 0).Err() })
-	equal(t, replica.Do(t, "GET", key), any("after"))
+	require.Equal(t, replica, next)
+	require.Equal(t, replica, sn.Master)
+	require.Equal(t, old, sn.Replicas[0])
+	redistest.Eventually(t, 10*time.Second, "SET through the sentinel after the failover", func() error { return rdb.Set(ctx, key, "after", 0).Err() })
+	require.Equal(t, any("after"), replica.Do(t, "GET", key))
 }

@@ -1,0 +1,352 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// renewSource is a renewal script in the common encoding (RenewSpec): a
+// hold is renewed (PEXPIRE of its first key) while that key exists, and
+// found gone otherwise. %s makes scripts with distinct SHA1s.
+const renewSource = `-- %s
+local n = tonumber(ARGV[2])
+local res = {}
+local k, a = 1, 3
+for i = 1, n do
+  local nkeys, nargs = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2 + nargs
+  if redis.call('exists', KEYS[k]) == 1 then
+    redis.call('pexpire', KEYS[k], ARGV[1])
+    res[i] = 1
+  else
+    res[i] = 0
+  end
+  k = k + nkeys
+end
+return res`
+
+var (
+	renewA = redis.NewScript(fmt.Sprintf(renewSource, "a"))
+	renewB = redis.NewScript(fmt.Sprintf(renewSource, "b"))
+)
+
+// evalCall is one script call of a pipeline, as sent.
+type evalCall struct {
+	sha  string
+	keys []string
+}
+
+// pipelines is a go-redis hook that records the script calls of every
+// pipeline the client sends.
+type pipelines struct {
+	mu    sync.Mutex
+	calls [][]evalCall
+}
+
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var pipe []evalCall
+		for _, cmd := range cmds {
+			args := cmd.Args()
+			if cmd.Name() != "evalsha" && cmd.Name() != "eval" {
+				continue
+			}
+			n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+			call := evalCall{sha: fmt.Sprint(args[1])}
+			for _, k := range args[3 : 3+n] {
+				call.keys = append(call.keys, fmt.Sprint(k))
+			}
+			pipe = append(pipe, call)
+		}
+		p.mu.Lock()
+		p.calls = append(p.calls, pipe)
+		p.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (p *pipelines) recorded() [][]evalCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.calls)
+}
+
+// watchdogSetup is a Client whose watchdog renews holds on the shared
+// server every interval, the record of its pipelines, and a client for the
+// test's own commands.
+type watchdogSetup struct {
+	c     *Client
+	rdb   *redis.Client // the Client's
+	pipes *pipelines
+	cmd   *redis.Client // for the test's commands
+}
+
+func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
+	t.Helper()
+	rdb := redistest.Shared(t).Client(t)
+	ctx := context.Background()
+	for _, s := range []*redis.Script{renewA, renewB} {
+		require.NoError(t, s.Load(ctx, rdb).Err()) // no NOSCRIPT round trip to count
+	}
+	pipes := &pipelines{}
+	rdb.AddHook(pipes)
+	return &watchdogSetup{c: testClient(t, rdb, Options{WatchdogTimeout: timeout}), rdb: rdb, pipes: pipes, cmd: rdb}
+}
+
+// hold creates key in Redis and registers a watchdog hold on it renewed
+// with script.
+func (w *watchdogSetup) hold(t *testing.T, key string, script *redis.Script) *Hold {
+	t.Helper()
+	require.NoError(t, w.cmd.Set(context.Background(), key, "1", time.Minute).Err())
+	return w.c.Acquired(HoldKey{Key: key, Field: "owner"}, 1, w.c.WatchdogTimeout(), &RenewSpec{Script: script, Keys: []string{key}})
+}
+
+// ticks waits until the watchdog has completed n more rounds.
+func (w *watchdogSetup) ticks(t *testing.T, n uint64) {
+	t.Helper()
+	from := w.c.WatchdogStats().Ticks
+	require.Eventually(t, func() bool { return w.c.WatchdogStats().Ticks >= from+n }, 10*time.Second, redistest.Tick, "%d renewal rounds", n)
+}
+
+// callSizes returns the number of keys of each call in pipe, by script,
+// sorted.
+func callSizes(pipe []evalCall) map[string][]int {
+	sizes := map[string][]int{}
+	for _, c := range pipe {
+		sizes[c.sha] = append(sizes[c.sha], len(c.keys))
+	}
+	for _, s := range sizes {
+		slices.Sort(s)
+	}
+	return sizes
+}
+
+// Holds are renewed in one pipeline per round, in one call per script and
+// MaxBatch holds.
+func TestWatchdogBatches(t *testing.T) {
+	w := newWatchdogSetup(t, 600*time.Millisecond)
+	name := redistest.Key(t, "hold")
+	var holds []*Hold
+	for i := range 2*MaxBatch + 50 {
+		holds = append(holds, w.hold(t, name+":a:"+strconv.Itoa(i), renewA))
+	}
+	for i := range 30 {
+		holds = append(holds, w.hold(t, name+":b:"+strconv.Itoa(i), renewB))
+	}
+	require.Equal(t, len(holds), w.c.WatchdogStats().Holds)
+	w.ticks(t, 2)
+
+	pipes := w.pipes.recorded()
+	require.GreaterOrEqual(t, len(pipes), 2, "pipelines")
+	want := map[string][]int{renewA.Hash(): {50, MaxBatch, MaxBatch}, renewB.Hash(): {30}}
+	for i, pipe := range pipes {
+		assert.Equal(t, want, callSizes(pipe), "pipeline %d: calls by script and their sizes", i)
+	}
+	st := w.c.WatchdogStats()
+	assert.Equal(t, 4*st.RoundTrips, st.Calls, "script calls per round trip")
+	for _, h := range holds {
+		require.NoError(t, h.Err())
+	}
+	// The renewal set the lease: a minute became at most 600ms.
+	d := w.cmd.PTTL(context.Background(), name+":a:0").Val()
+	assert.Positive(t, d)
+	assert.LessOrEqual(t, d, 600*time.Millisecond)
+}
+
+// On a Cluster a call's keys must share a slot: holds are grouped by
+// script and the slot of their first key.
+func TestWatchdogBatchesBySlot(t *testing.T) {
+	w := newWatchdogSetup(t, 600*time.Millisecond)
+	// The server is a single node, which runs scripts across slots; the
+	// client is told it talks to a Cluster, so it groups as it would there.
+	w.c.cluster = true
+	name := redistest.Key(t, "hold")
+	tags := []string{"a", "b", "c"}
+	for _, tag := range tags {
+		for i := range 5 {
+			w.hold(t, "{"+name+":"+tag+"}:"+strconv.Itoa(i), renewA)
+		}
+	}
+	w.ticks(t, 2)
+	pipes := w.pipes.recorded()
+	require.GreaterOrEqual(t, len(pipes), 2, "pipelines")
+	for i, pipe := range pipes {
+		require.Len(t, pipe, len(tags), "pipeline %d: one call per slot", i)
+		for _, call := range pipe {
+			require.Len(t, call.keys, 5)
+			for _, k := range call.keys {
+				assert.Equal(t, keys.Slot(call.keys[0]), keys.Slot(k), "pipeline %d: keys of one call in two slots: %v", i, call.keys)
+			}
+		}
+	}
+}
+
+// A renewal that finds a hold gone from Redis ends it with ErrLockLost;
+// the other holds of its batch go on.
+func TestWatchdogHoldGone(t *testing.T) {
+	w := newWatchdogSetup(t, 600*time.Millisecond)
+	name := redistest.Key(t, "hold")
+	gone := w.hold(t, name+":gone", renewA)
+	kept := w.hold(t, name+":kept", renewA)
+	require.NoError(t, w.cmd.Del(context.Background(), name+":gone").Err())
+	select {
+	case <-gone.Done():
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "Done not closed after the hold's key was deleted")
+	}
+	require.ErrorIs(t, gone.Err(), ErrLockLost)
+	assert.ErrorContains(t, gone.Err(), "found the hold gone")
+	w.ticks(t, 2)
+	require.NoError(t, kept.Err())
+	assert.Equal(t, 1, w.c.WatchdogStats().Holds)
+}
+
+// cmdWith returns a finished script call whose reply is res.
+func cmdWith(res ...int64) *redis.Cmd {
+	cmd := redis.NewCmd(context.Background())
+	v := make([]any, len(res))
+	for i, r := range res {
+		v[i] = r
+	}
+	cmd.SetVal(v)
+	return cmd
+}
+
+// The loss rules of one renewal reply: 1 renews (the hold counts from the
+// round's start), 0 loses a live hold, and a hold whose renewal Unlock
+// stopped meanwhile is released, not lost; an error or a malformed reply
+// ends nothing.
+func TestWatchdogApply(t *testing.T) {
+	// An hour's watchdog timeout: the watchdog's own rounds never run here.
+	c := sharedClient(t, Options{WatchdogTimeout: time.Hour})
+	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
+	acquire := func(key string) *Hold {
+		return c.AcquiredAt(time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, time.Hour, spec(key))
+	}
+	renewed, lost := acquire("renewed"), acquire("lost")
+	b := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{renewed, lost})
+
+	require.Error(t, c.wd.apply(b, cmdWith(1), time.Now()), "a reply with fewer results than holds")
+	failed := redis.NewCmd(context.Background())
+	failed.SetErr(errors.New("i/o timeout"))
+	require.Error(t, c.wd.apply(b, failed, time.Now()))
+	require.NoError(t, renewed.Err(), "a failed renewal ended a hold")
+	require.NoError(t, lost.Err(), "a failed renewal ended a hold")
+
+	start := time.Now()
+	require.NoError(t, c.wd.apply(b, cmdWith(1, 0), start))
+	require.NoError(t, renewed.Err())
+	renewed.mu.Lock()
+	assert.Equal(t, start, renewed.lastOK, "a renewed hold counts from the round's start")
+	renewed.mu.Unlock()
+	require.ErrorIs(t, lost.Err(), ErrLockLost)
+	select {
+	case <-lost.Done():
+	default:
+		require.FailNow(t, "Done not closed for a lost hold")
+	}
+
+	// Unlock stops the renewal, then sends the release; a round in flight
+	// finds the field gone: released, not lost.
+	released := acquire("released")
+	rb := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{released})
+	_, err := c.Release(released.key, 0, func() (int64, error) {
+		require.NoError(t, c.wd.apply(rb, cmdWith(0), time.Now()))
+		return 0, nil
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, released.Err(), ErrNotHeld)
+	require.NotErrorIs(t, released.Err(), ErrLockLost)
+	require.NoError(t, renewed.Err())
+	assert.Equal(t, 1, c.WatchdogStats().Holds)
+}
+
+// A round that fails with a network error keeps the hold and retries; the
+// hold is lost only once no renewal has succeeded for a whole lease.
+func TestWatchdogNetworkErrors(t *testing.T) {
+	// Nothing listens here: every round fails with a network error.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := testClient(t, rdb, Options{WatchdogTimeout: time.Hour}) // rounds run by the test
+	const lease = 300 * time.Millisecond
+	acquire := func(key string, sent time.Time) *Hold {
+		return c.AcquiredAt(sent, HoldKey{Key: key, Field: "owner"}, 1, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
+	}
+	acquired := time.Now()
+	fresh := acquire("fresh", acquired)
+	stale := acquire("stale", time.Now().Add(-lease))
+
+	require.True(t, c.wd.renewAll(time.Second), "a round with a network error reports the failure")
+	require.NoError(t, fresh.Err(), "a hold lost after one failed round")
+	require.ErrorIs(t, stale.Err(), ErrLockLost, "a hold without a renewal for a whole lease")
+	assert.ErrorContains(t, stale.Err(), "no renewal succeeded within the lease")
+
+	// Rounds keep failing: the fresh hold is lost when its lease has passed.
+	require.Eventually(t, func() bool {
+		c.wd.renewAll(time.Second)
+		return fresh.Err() != nil
+	}, 5*time.Second, redistest.Tick, "the hold outlived a whole lease without renewal")
+	assert.GreaterOrEqual(t, time.Since(acquired), lease, "lost before a whole lease without renewal")
+	require.ErrorIs(t, fresh.Err(), ErrLockLost)
+	assert.Zero(t, c.WatchdogStats().Holds)
+}
+
+// Through a network partition shorter than a lease the watchdog's own
+// rounds retry and keep the hold; a longer one loses it after a lease.
+func TestWatchdogPartition(t *testing.T) {
+	srv := redistest.Shared(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	rdb := redis.NewClient(&redis.Options{
+		Addr: proxy.Addr(), MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.NoError(t, renewA.Load(context.Background(), rdb).Err())
+	const timeout = 1500 * time.Millisecond // a round every 500ms
+	w := &watchdogSetup{c: testClient(t, rdb, Options{WatchdogTimeout: timeout}), rdb: rdb, pipes: &pipelines{}, cmd: srv.Client(t)}
+	name := redistest.Key(t, "hold")
+
+	t.Run("short", func(t *testing.T) {
+		// The first round (after 500ms) fails; the retry 500ms later, past
+		// the partition, renews the hold well within its lease of 1.5s.
+		ticks := w.c.WatchdogStats().Ticks
+		proxy.Block()
+		h := w.hold(t, name+":short", renewA)
+		require.Eventually(t, func() bool { return w.c.WatchdogStats().Ticks > ticks }, 5*time.Second, redistest.Tick, "a round during the partition")
+		proxy.Unblock()
+		w.ticks(t, 4) // more than a lease since the acquisition
+		require.NoError(t, h.Err(), "a partition shorter than a lease lost the hold")
+		require.NoError(t, w.cmd.Del(context.Background(), name+":short").Err())
+		<-h.Done()
+	})
+	t.Run("long", func(t *testing.T) {
+		acquired := time.Now()
+		h := w.hold(t, name+":long", renewA)
+		proxy.Block()
+		defer proxy.Unblock()
+		select {
+		case <-h.Done():
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "the hold outlived a long partition")
+		}
+		assert.GreaterOrEqual(t, time.Since(acquired), timeout, "lost before a whole lease without renewal")
+		require.ErrorIs(t, h.Err(), ErrLockLost)
+		assert.ErrorContains(t, h.Err(), "no renewal succeeded within the lease")
+	})
+}
