@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -49,7 +50,7 @@ func recordingClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redi
 	t.Cleanup(func() { _ = rdb.Close() })
 	rec := &redistest.Recorder{}
 	rdb.AddHook(rec)
-	return newClient(t, rdb), rec, s.Client(t)
+	return clienttest.New(t, rdb), rec, s.Client(t)
 }
 
 // Regression (issue 13): a copy of a release delivered after its request

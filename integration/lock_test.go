@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -37,12 +38,6 @@ func deployments(t *testing.T) []deployment {
 	}
 }
 
-func newClient(t *testing.T, rdb redis.UniversalClient, opts ...redisync.Option) *redisync.Client {
-	c := redisync.New(rdb, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // The lock works the same on a Cluster and through Sentinel: reentrancy,
 // fencing, a waiter woken by the release, mutual exclusion across clients,
 // and renewal of holds spread over many slots.
@@ -50,8 +45,8 @@ func TestLockAcrossDeployments(t *testing.T) {
 	for _, d := range deployments(t) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := redisync.WithOwner(context.Background()) // it re-enters
-			c1 := newClient(t, d.client(t), redisync.WithWatchdogTimeout(1500*time.Millisecond))
-			c2 := newClient(t, d.client(t), redisync.WithRecheckInterval(time.Minute))
+			c1 := clienttest.New(t, d.client(t), redisync.WithWatchdogTimeout(1500*time.Millisecond))
+			c2 := clienttest.New(t, d.client(t), redisync.WithRecheckInterval(time.Minute))
 
 			// Names in many slots, with and without hash tags.
 			names := []string{redistest.Key(t), "orders:{" + redistest.Key(t) + "}:1", "{" + redistest.Key(t) + "}"}
@@ -103,7 +98,7 @@ func TestLockAcrossDeployments(t *testing.T) {
 			var inside, total atomic.Int32
 			var wg sync.WaitGroup
 			for i := 0; i < 4; i++ {
-				c := newClient(t, d.client(t))
+				c := clienttest.New(t, d.client(t))
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

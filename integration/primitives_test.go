@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
@@ -34,8 +35,8 @@ func TestPrimitivesAcrossDeployments(t *testing.T) {
 	for _, d := range deployments(t) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
-			a := newClient(t, d.client(t))
-			b := newClient(t, d.client(t), redisync.WithRecheckInterval(time.Minute))
+			a := clienttest.New(t, d.client(t))
+			b := clienttest.New(t, d.client(t), redisync.WithRecheckInterval(time.Minute))
 
 			t.Run("rwlock", func(t *testing.T) {
 				name := redistest.Key(t)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
@@ -108,7 +109,7 @@ func TestRedissonInteropOnCluster(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
 			cc := cl.Client(t)
-			c := newClient(t, cl.Client(t), redisync.WithShardedPubSub(m.opt), redisync.WithRecheckInterval(time.Minute))
+			c := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(m.opt), redisync.WithRecheckInterval(time.Minute))
 			pub, err := (*core.Client)(c).PublishCommand(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, map[bool]string{true: "spublish", false: "publish"}[m.sharded], pub)
@@ -261,7 +262,7 @@ func TestRedissonInteropOnCluster(t *testing.T) {
 func TestLatchChannelInOtherSlotSharded(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	ctx := context.Background()
-	c := newClient(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn), redisync.WithRecheckInterval(time.Minute))
+	c := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn), redisync.WithRecheckInterval(time.Minute))
 	// Find a name whose channel's slot is served by another master than the
 	// counter's, the case a script cannot publish for.
 	var name string
@@ -347,8 +348,8 @@ func TestShardedFailover(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, redistest.ClusterReplicas(1), redistest.ClusterNodeTimeout(2*time.Second))
 	ctx := context.Background()
 	holderRdb := cl.Client(t)
-	holder := newClient(t, holderRdb, redisync.WithShardedPubSub(redisync.ShardedOn))
-	waiter := newClient(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn), redisync.WithRecheckInterval(time.Minute))
+	holder := clienttest.New(t, holderRdb, redisync.WithShardedPubSub(redisync.ShardedOn))
+	waiter := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn), redisync.WithRecheckInterval(time.Minute))
 	const within = 10 * time.Second
 
 	run := func(what string, master *redistest.Server, fail func() *redistest.Server) {
@@ -412,8 +413,8 @@ func TestShardedFailover(t *testing.T) {
 func TestShardedSlotMigration(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	ctx := context.Background()
-	holder := newClient(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn))
-	waiter := newClient(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn), redisync.WithRecheckInterval(time.Minute))
+	holder := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn))
+	waiter := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(redisync.ShardedOn), redisync.WithRecheckInterval(time.Minute))
 	name := redistest.Key(t)
 	l := rlock.New(holder, name, rlock.WithLease(time.Minute))
 	require.NoError(t, l.Lock(ctx))
@@ -443,8 +444,8 @@ func TestShardedSlotMigration(t *testing.T) {
 func TestSentinelFailoverWaiters(t *testing.T) {
 	sn := redistest.StartSentinel(t, redistest.SentinelReplicas(1))
 	ctx := context.Background()
-	holder := newClient(t, sn.Client(t))
-	waiter := newClient(t, sn.Client(t), redisync.WithRecheckInterval(time.Minute))
+	holder := clienttest.New(t, sn.Client(t))
+	waiter := clienttest.New(t, sn.Client(t), redisync.WithRecheckInterval(time.Minute))
 	names := []string{redistest.Key(t), redistest.Key(t)}
 	var held []*rlock.Lock
 	for _, name := range names {
@@ -512,8 +513,8 @@ func TestClusterScaleFigures(t *testing.T) {
 	ctx := context.Background()
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			a := newClient(t, cl.Client(t), redisync.WithShardedPubSub(m.opt))
-			b := newClient(t, cl.Client(t), redisync.WithShardedPubSub(m.opt))
+			a := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(m.opt))
+			b := clienttest.New(t, cl.Client(t), redisync.WithShardedPubSub(m.opt))
 
 			// Bus messages per release (a lock release that publishes).
 			const releases = 200

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -97,13 +98,13 @@ func TestFairFIFOAcrossClients(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	holder := rlock.NewFair(newClient(t, s), name)
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, holder.Lock(ctx))
 
 	order := make(chan int, 5)
 	var done []<-chan error
 	for i := range 5 {
-		done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(newClient(t, s), name), i, order))
+		done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(clienttest.New(t, s.Client(t)), name), i, order))
 		waitQueued(t, rdb, name, i+1)
 	}
 	require.NoError(t, holder.Unlock(ctx))
@@ -130,8 +131,8 @@ func TestFairFIFOWithinOneClient(t *testing.T) {
 	for _, mode := range []string{"handles", "owners", "shared handle"} {
 		t.Run(mode, func(t *testing.T) {
 			name := redistest.Key(t)
-			c := newClient(t, s)
-			holder := rlock.NewFair(newClient(t, s), name)
+			c := clienttest.New(t, s.Client(t))
+			holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 			require.NoError(t, holder.Lock(ctx))
 			shared := rlock.NewFair(c, name)
 			order := make(chan int, 5)
@@ -189,11 +190,11 @@ func TestFairOneMessagePerReleaseToTheHead(t *testing.T) {
 	require.NoError(t, err)
 	msgs := ps.Channel()
 
-	holder := rlock.NewFair(newClient(t, s), name)
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, holder.Lock(ctx))
 	var done []<-chan error
 	for i := range 3 {
-		done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(newClient(t, s), name), i, make(chan int, 1)))
+		done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(clienttest.New(t, s.Client(t)), name), i, make(chan int, 1)))
 		waitQueued(t, rdb, name, i+1)
 	}
 	owners := fairQueue(t, rdb, name)
@@ -227,9 +228,9 @@ func TestFairGiveUpLeavesNothing(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	holder := rlock.NewFair(newClient(t, s), name)
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, holder.Lock(ctx))
-	wc := newClient(t, s)
+	wc := clienttest.New(t, s.Client(t))
 
 	ok, err := rlock.NewFair(wc, name).TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -262,7 +263,7 @@ func TestFairGiveUpLeavesNothing(t *testing.T) {
 // slowClient is a client whose waiters re-check only when a message comes
 // (or after a minute): what wakes them within seconds is a message.
 func slowClient(t *testing.T, s *redistest.Server) *redisync.Client {
-	return newClient(t, s, redisync.WithRecheckInterval(time.Minute))
+	return clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute))
 }
 
 // scriptRuns is a go-redis hook that counts the scripts a client ran to
@@ -311,7 +312,7 @@ func TestFairLeavingHeadWakesTheNext(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	holder := rlock.NewFair(newClient(t, s), name, rlock.WithLease(time.Minute))
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name, rlock.WithLease(time.Minute))
 	require.NoError(t, holder.Lock(ctx))
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -348,7 +349,7 @@ func TestFairDeadWaiterAtHead(t *testing.T) {
 	require.NoError(t, rdb.RPush(ctx, fairQueueKey(name), dead).Err())
 	require.NoError(t, rdb.ZAdd(ctx, fairTimeoutsKey(name), redis.Z{Score: float64(deadline), Member: dead}).Err())
 
-	l := rlock.NewFair(newClient(t, s), name)
+	l := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	ok, err := l.TryLock(ctx, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -363,7 +364,7 @@ func TestFairDeadWaiterAtHead(t *testing.T) {
 	require.NoError(t, rdb.RPush(ctx, fairQueueKey(name), dead).Err())
 	require.NoError(t, rdb.ZAdd(ctx, fairTimeoutsKey(name), redis.Z{Score: float64(serverMillis(t, rdb) + 1500), Member: dead}).Err())
 	start = time.Now()
-	next := lockInGoroutine(t, ctx, rlock.NewFair(newClient(t, s), name), 0, make(chan int, 1))
+	next := lockInGoroutine(t, ctx, rlock.NewFair(clienttest.New(t, s.Client(t)), name), 0, make(chan int, 1))
 	waitQueued(t, rdb, name, 2)
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, receive(t, next, 20*time.Second, "next waiter"))
@@ -381,7 +382,7 @@ func TestFairLiveWaiterOutlastsWaiterTimeout(t *testing.T) {
 	rdb := s.Client(t)
 	name := redistest.Key(t)
 	opt := rlock.WithWaiterTimeout(time.Second)
-	holder := rlock.NewFair(newClient(t, s), name, opt)
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name, opt)
 	require.NoError(t, holder.Lock(ctx))
 	order := make(chan int, 2)
 	first := lockInGoroutine(t, ctx, rlock.NewFair(slowClient(t, s), name, opt), 0, order)
@@ -418,7 +419,7 @@ func TestFairExternalDelete(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	holder := rlock.NewFair(newClient(t, s), name, rlock.WithLease(time.Minute))
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name, rlock.WithLease(time.Minute))
 	require.NoError(t, holder.Lock(ctx))
 	wc, runs := countingClient(t, s)
 	waiter := lockInGoroutine(t, ctx, rlock.NewFair(wc, name), 0, make(chan int, 1))
@@ -445,7 +446,7 @@ func TestFairHammer(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for range 4 {
-		l := rlock.NewFair(newClient(t, s), name)
+		l := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 		for range 4 {
 			wg.Add(1)
 			go func() {
@@ -488,9 +489,9 @@ func TestFairReentrantNeverQueues(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	l := rlock.NewFair(newClient(t, s), name)
+	l := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, l.Lock(ctx))
-	waiter := lockInGoroutine(t, context.Background(), rlock.NewFair(newClient(t, s), name), 0, make(chan int, 1))
+	waiter := lockInGoroutine(t, context.Background(), rlock.NewFair(clienttest.New(t, s.Client(t)), name), 0, make(chan int, 1))
 	waitQueued(t, rdb, name, 1)
 	ok, err := l.TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -511,7 +512,7 @@ func TestFairForceUnlock(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	c := newClient(t, s)
+	c := clienttest.New(t, s.Client(t))
 	holder := rlock.NewFair(c, name)
 	require.NoError(t, holder.Lock(ctx))
 	wc, runs := countingClient(t, s)
@@ -549,10 +550,10 @@ func TestFairRedissonWaiterInLine(t *testing.T) {
 	_, err := sub.Receive(ctx)
 	require.NoError(t, err)
 
-	holder := rlock.NewFair(newClient(t, s), name)
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, holder.Lock(ctx))
 	firstGot, firstGo := make(chan int, 1), make(chan struct{})
-	first := rlock.NewFair(newClient(t, s), name)
+	first := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	firstDone := make(chan error, 1)
 	go func() {
 		err := first.Lock(ctx)
@@ -622,9 +623,9 @@ func TestFairLayout(t *testing.T) {
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
 	name := redistest.Key(t)
-	plain := rlock.New(newClient(t, s), name)
+	plain := rlock.New(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, plain.Lock(ctx))
-	c := newClient(t, s)
+	c := clienttest.New(t, s.Client(t))
 	f := rlock.NewFair(c, name)
 	ok, err := f.TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -724,7 +725,7 @@ func TestFairRetriedScriptsApplyOnce(t *testing.T) {
 	assert.EqualValues(t, 0, count())
 
 	// A queued attempt whose reply is lost, run twice, queues the owner once.
-	holder := rlock.NewFair(newClient(t, s), name)
+	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, holder.Lock(context.Background()))
 	proxy.DropNextReply()
 	got := lockInGoroutine(t, ctx, l, 0, make(chan int, 1))

@@ -16,20 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m, redistest.WithExampleAddr(&exampleAddr)) }
-
-// newClient returns a redisync client on s, closed at cleanup.
-func newClient(t *testing.T, s *redistest.Server, opts ...redisync.Option) *redisync.Client {
-	t.Helper()
-	c := redisync.New(s.Client(t), opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 func holdCount(t *testing.T, l *rlock.Lock, ctx context.Context) int64 {
 	t.Helper()
@@ -41,7 +34,7 @@ func holdCount(t *testing.T, l *rlock.Lock, ctx context.Context) int64 {
 // Redisson: hold count 0,1,0,2,1,0.
 func TestHoldCount(t *testing.T) {
 	ctx := redisync.WithOwner(context.Background()) // reentrancy needs a context owner
-	l := rlock.New(newClient(t, redistest.Shared(t)), redistest.Key(t))
+	l := rlock.New(clienttest.New(t, redistest.Shared(t).Client(t)), redistest.Key(t))
 	assert.EqualValues(t, 0, holdCount(t, l, ctx))
 	require.NoError(t, l.Lock(ctx))
 	assert.EqualValues(t, 1, holdCount(t, l, ctx))
@@ -68,8 +61,8 @@ func TestFixedLeaseExpires(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	a := rlock.New(newClient(t, s), name, rlock.WithLease(time.Second))
-	b := rlock.New(newClient(t, s), name)
+	a := rlock.New(clienttest.New(t, s.Client(t)), name, rlock.WithLease(time.Second))
+	b := rlock.New(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, a.Lock(ctx))
 	start := time.Now()
 	ok, err := b.TryLock(ctx, 5*time.Second)
@@ -96,7 +89,7 @@ func TestFixedLeaseExpires(t *testing.T) {
 func TestTTL(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
-	c := newClient(t, s)
+	c := clienttest.New(t, s.Client(t))
 	name := redistest.Key(t)
 
 	l := rlock.New(c, name, rlock.WithLease(time.Hour))
@@ -120,7 +113,7 @@ func TestTTL(t *testing.T) {
 // The watchdog keeps a lock alive across many leases.
 func TestWatchdogRenews(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, redistest.Shared(t), redisync.WithWatchdogTimeout(600*time.Millisecond))
+	c := clienttest.New(t, redistest.Shared(t).Client(t), redisync.WithWatchdogTimeout(600*time.Millisecond))
 	l := rlock.New(c, redistest.Key(t))
 	require.NoError(t, l.Lock(ctx))
 	time.Sleep(2 * time.Second) // more than three leases
@@ -148,7 +141,7 @@ func TestClosedClientFreesWithinWatchdogTimeout(t *testing.T) {
 	assert.ErrorIs(t, a.Err(), redisync.ErrLockLost, "closing a client ends its holds")
 	assert.ErrorIs(t, a.Unlock(ctx), redisync.ErrClosed)
 
-	b := rlock.New(newClient(t, s), name)
+	b := rlock.New(clienttest.New(t, s.Client(t)), name)
 	start := time.Now()
 	require.NoError(t, b.Lock(ctx))
 	waited := time.Since(start)
@@ -162,9 +155,9 @@ func TestTryLockWaitRunsOut(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	a := rlock.New(newClient(t, s), name)
+	a := rlock.New(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, a.Lock(ctx))
-	b := rlock.New(newClient(t, s), name)
+	b := rlock.New(clienttest.New(t, s.Client(t)), name)
 
 	ok, err := b.TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -192,7 +185,7 @@ func TestHammer(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {
-		c := newClient(t, s)
+		c := clienttest.New(t, s.Client(t))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -233,8 +226,8 @@ func TestWaiterWokenByRelease(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	a := rlock.New(newClient(t, s), name)
-	b := rlock.New(newClient(t, s, redisync.WithRecheckInterval(time.Minute)), name)
+	a := rlock.New(clienttest.New(t, s.Client(t)), name)
+	b := rlock.New(clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute)), name)
 	require.NoError(t, a.Lock(ctx))
 	got := make(chan time.Time, 1)
 	go func() {
@@ -272,8 +265,8 @@ func waitForWaiters(t *testing.T, s *redistest.Server, name string, n int64) {
 func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Start(t)
-	holder := newClient(t, s)
-	waiting := newClient(t, s)
+	holder := clienttest.New(t, s.Client(t))
+	waiting := clienttest.New(t, s.Client(t))
 	rdb := s.Client(t)
 	var names []string
 	var held []*rlock.Lock
@@ -336,8 +329,8 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	a := rlock.New(newClient(t, s), name)
-	wc := newClient(t, s)
+	a := rlock.New(clienttest.New(t, s.Client(t)), name)
+	wc := clienttest.New(t, s.Client(t))
 	b := rlock.New(wc, name)
 	require.NoError(t, a.Lock(ctx))
 
@@ -367,7 +360,7 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 // behind, and reports the context's error.
 func TestLockWithDoneContext(t *testing.T) {
 	s := redistest.Shared(t)
-	l := rlock.New(newClient(t, s), redistest.Key(t))
+	l := rlock.New(clienttest.New(t, s.Client(t)), redistest.Key(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := l.Lock(ctx)
@@ -450,7 +443,7 @@ func TestRedissonWireCompatibility(t *testing.T) {
 	require.NoError(t, rdb.HSet(ctx, name, javaOwner, 1).Err())
 	require.NoError(t, rdb.PExpire(ctx, name, 30*time.Second).Err())
 
-	c := newClient(t, s, redisync.WithRecheckInterval(time.Minute))
+	c := clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute))
 	l := rlock.New(c, name)
 	ok, err := l.TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -501,7 +494,7 @@ func TestRedissonWireCompatibility(t *testing.T) {
 func TestLossSignalled(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
-	c := newClient(t, s, redisync.WithWatchdogTimeout(900*time.Millisecond))
+	c := clienttest.New(t, s.Client(t), redisync.WithWatchdogTimeout(900*time.Millisecond))
 	name := redistest.Key(t)
 	l := rlock.New(c, name)
 
@@ -564,7 +557,7 @@ func TestRenewalFailureLosesHoldAfterLease(t *testing.T) {
 func TestOwners(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
-	c := newClient(t, s)
+	c := clienttest.New(t, s.Client(t))
 	name := redistest.Key(t)
 	a, b := rlock.New(c, name), rlock.New(c, name)
 
@@ -647,7 +640,7 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 
 // Unlock runs even when the caller's context is already cancelled.
 func TestUnlockWithCancelledContext(t *testing.T) {
-	l := rlock.New(newClient(t, redistest.Shared(t)), redistest.Key(t))
+	l := rlock.New(clienttest.New(t, redistest.Shared(t).Client(t)), redistest.Key(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, l.Lock(ctx))
 	cancel()
@@ -662,7 +655,7 @@ func TestClose(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	holder := rlock.New(newClient(t, s), name)
+	holder := rlock.New(clienttest.New(t, s.Client(t)), name)
 	require.NoError(t, holder.Lock(ctx))
 
 	c := redisync.New(s.Client(t))
@@ -688,10 +681,10 @@ func TestForceUnlock(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	c := newClient(t, s)
+	c := clienttest.New(t, s.Client(t))
 	holder := rlock.New(c, name)
 	require.NoError(t, holder.Lock(ctx))
-	waiter := rlock.New(newClient(t, s, redisync.WithRecheckInterval(time.Minute)), name)
+	waiter := rlock.New(clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute)), name)
 	got := make(chan error, 1)
 	go func() { got <- waiter.Lock(ctx) }()
 	waitForWaiters(t, s, name, 1)
@@ -721,7 +714,7 @@ func TestFencing(t *testing.T) {
 	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
-	c := newClient(t, s)
+	c := clienttest.New(t, s.Client(t))
 	l := rlock.New(c, name, rlock.WithFencing())
 	assert.Zero(t, l.FencingToken())
 	require.NoError(t, l.Lock(ctx))
@@ -750,7 +743,7 @@ func TestFencing(t *testing.T) {
 func TestScriptFlush(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Shared(t)
-	l := rlock.New(newClient(t, s), redistest.Key(t))
+	l := rlock.New(clienttest.New(t, s.Client(t)), redistest.Key(t))
 	require.NoError(t, l.Lock(ctx))
 	require.NoError(t, s.Client(t).ScriptFlush(ctx).Err())
 	require.NoError(t, l.Unlock(ctx))
@@ -763,7 +756,7 @@ func TestScriptFlush(t *testing.T) {
 func TestServerRestart(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Start(t)
-	c := newClient(t, s, redisync.WithWatchdogTimeout(900*time.Millisecond))
+	c := clienttest.New(t, s.Client(t), redisync.WithWatchdogTimeout(900*time.Millisecond))
 	l := rlock.New(c, redistest.Key(t))
 	require.NoError(t, l.Lock(ctx))
 	s.Restart(t)
@@ -785,7 +778,7 @@ func TestServerRestart(t *testing.T) {
 func TestWatchdogBatches(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Start(t)
-	c := newClient(t, s, redisync.WithWatchdogTimeout(1500*time.Millisecond))
+	c := clienttest.New(t, s.Client(t), redisync.WithWatchdogTimeout(1500*time.Millisecond))
 	var locks []*rlock.Lock
 	for i := 0; i < 250; i++ {
 		l := rlock.New(c, fmt.Sprintf("%s:%d", redistest.Key(t), i))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -34,7 +35,7 @@ func TestSharedHandleExcludes(t *testing.T) {
 	var inside, most atomic.Int32
 	var wg sync.WaitGroup
 	for range clients {
-		l := rlock.New(newClient(t, s), name) // one handle, shared
+		l := rlock.New(clienttest.New(t, s.Client(t)), name) // one handle, shared
 		for range goroutines {
 			wg.Add(1)
 			go func() {
@@ -69,7 +70,7 @@ func TestSharedHandleExcludes(t *testing.T) {
 // any goroutine may Unlock it.
 func TestPlainHandleNotReentrant(t *testing.T) {
 	ctx := context.Background()
-	l := rlock.New(newClient(t, redistest.Shared(t)), redistest.Key(t))
+	l := rlock.New(clienttest.New(t, redistest.Shared(t).Client(t)), redistest.Key(t))
 	require.NoError(t, l.Lock(ctx))
 	ok, err := l.TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -117,7 +118,7 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 	require.NoError(t, l.Unlock(ctx))
 	assert.Zero(t, direct.Exists(ctx, name).Val(), "the lock is free after the last Unlock")
 	assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "nothing is renewed")
-	other := rlock.New(newClient(t, s), name)
+	other := rlock.New(clienttest.New(t, s.Client(t)), name)
 	ok, err := other.TryLock(ctx, 0)
 	require.NoError(t, err)
 	assert.True(t, ok, "another owner gets the lock")
