@@ -4,10 +4,10 @@ package lua
 // hash and owner fields), so the watchdog renews them with RenewLock.
 var (
 	// FairAcquire takes a fair lock or queues for it; see fair_acquire.lua.
-	FairAcquire = load("fair_acquire.lua", request, fairHelpers)
+	FairAcquire = load("fair_acquire.lua", request, lockHelpers, fairHelpers)
 	// FairRelease releases one hold of a fair lock, or undoes a lost
 	// acquisition, and wakes the head of the queue; see fair_release.lua.
-	FairRelease = load("fair_release.lua", request, fairHelpers)
+	FairRelease = load("fair_release.lua", request, lockHelpers, fairHelpers)
 	// FairLeave takes a waiter that gave up out of the queue; see
 	// fair_leave.lua.
 	FairLeave = load("fair_leave.lua", request, fairHelpers)

@@ -40,15 +40,10 @@
 --         {0, -3} when this request was cancelled (fair_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 hold gone (lost): the owner is not queued.
-local rec = recorded(KEYS[5])
-if rec then
-  if rec == 'cancelled' then
-    return {0, -3}
-  end
-  local count, token = string.match(rec, '^(%d+):(%d+)$')
-  return {1, tonumber(count), tonumber(token)}
+local replay = fenced_replay(KEYS[5], ARGV[3])
+if replay then
+  return replay
 end
-refuse_late(ARGV[3])
 local owner = ARGV[2]
 local count = tonumber(ARGV[5])
 local now = fair_now()
@@ -70,14 +65,7 @@ if take then
     redis.call('lrem', KEYS[2], 1, owner)
     redis.call('zrem', KEYS[3], owner)
   end
-  redis.call('hset', KEYS[1], owner, count)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  local token = 0
-  if ARGV[4] == '1' then
-    token = redis.call('incr', KEYS[6])
-  end
-  record(KEYS[5], count .. ':' .. token, ARGV[3])
-  return {1, count, token}
+  return take_hold(KEYS[1], owner, count, ARGV[1], ARGV[4], KEYS[6], KEYS[5], ARGV[3])
 end
 if pruned and free then
   fair_notify(KEYS[2], KEYS[4], ARGV[7])

@@ -26,19 +26,11 @@
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
-local replay = release_replay(KEYS[5], KEYS[6], ARGV[4], ARGV[3])
-if replay then
-  return replay
+local done, count = release_hold(KEYS[5], KEYS[6], ARGV[4], ARGV[3], KEYS[1], ARGV[2], ARGV[5], ARGV[1])
+if done then
+  return done
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-  return -1
-end
-local count = tonumber(ARGV[5])
-if count > 0 then
-  redis.call('hset', KEYS[1], ARGV[2], count)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-else
-  redis.call('del', KEYS[1])
+if count == 0 then
   fair_prune(KEYS[2], KEYS[3], fair_now())
   fair_notify(KEYS[2], KEYS[4], ARGV[6])
 end

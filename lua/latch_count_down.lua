@@ -21,11 +21,10 @@
 -- Returns the count left (0: the latch opened, or was open already when a
 -- stored count was not positive); -1 when the latch was not set (nothing
 -- changed).
-local rec = recorded(KEYS[2])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[2], ARGV[1])
+if replay then
+  return replay
 end
-refuse_late(ARGV[1])
 local res = -1
 if redis.call('exists', KEYS[1]) == 1 then
   res = redis.call('decr', KEYS[1])

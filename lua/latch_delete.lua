@@ -18,11 +18,10 @@
 --          latch_try_set_count.lua)
 --
 -- Returns 1 when the latch existed, 0 otherwise.
-local rec = recorded(KEYS[2])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[2], ARGV[1])
+if replay then
+  return replay
 end
-refuse_late(ARGV[1])
 local res = redis.call('del', KEYS[1])
 if res == 1 and ARGV[3] ~= '' then
   redis.call(ARGV[3], KEYS[3] or ARGV[4], ARGV[2])

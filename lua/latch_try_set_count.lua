@@ -20,11 +20,10 @@
 --          needs no declared key
 --
 -- Returns 1 when the count was set, 0 when the latch was already set.
-local rec = recorded(KEYS[2])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[2], ARGV[2])
+if replay then
+  return replay
 end
-refuse_late(ARGV[2])
 local res = 0
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[1])

@@ -20,15 +20,10 @@
 --         {0, -3} when this request was cancelled (lock_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 hold gone (lost): nothing changed.
-local rec = recorded(KEYS[2])
-if rec then
-  if rec == 'cancelled' then
-    return {0, -3}
-  end
-  local count, token = string.match(rec, '^(%d+):(%d+)$')
-  return {1, tonumber(count), tonumber(token)}
+local replay = fenced_replay(KEYS[2], ARGV[3])
+if replay then
+  return replay
 end
-refuse_late(ARGV[3])
 local count = tonumber(ARGV[5])
 local free = redis.call('exists', KEYS[1]) == 0
 if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
@@ -40,11 +35,4 @@ end
 if free and count > 1 then
   return {-2, 0}
 end
-redis.call('hset', KEYS[1], ARGV[2], count)
-redis.call('pexpire', KEYS[1], ARGV[1])
-local token = 0
-if ARGV[4] == '1' then
-  token = redis.call('incr', KEYS[3])
-end
-record(KEYS[2], count .. ':' .. token, ARGV[3])
-return {1, count, token}
+return take_hold(KEYS[1], ARGV[2], count, ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[3])

@@ -22,22 +22,12 @@
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
-local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
-if replay then
-  return replay
+local done, count = release_hold(KEYS[3], KEYS[4], ARGV[5], ARGV[3], KEYS[1], ARGV[2], ARGV[6], ARGV[1])
+if done then
+  return done
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-  return -1
-end
-local count = tonumber(ARGV[6])
-if count > 0 then
-  redis.call('hset', KEYS[1], ARGV[2], count)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-else
-  redis.call('del', KEYS[1])
-  if ARGV[4] ~= '' then
-    redis.call(ARGV[7], KEYS[2], ARGV[4])
-  end
+if count == 0 and ARGV[4] ~= '' then
+  redis.call(ARGV[7], KEYS[2], ARGV[4])
 end
 record(KEYS[3], count, ARGV[3])
 return count

@@ -34,10 +34,13 @@ const (
 	// fairHelpers: the server's clock, dropping dead waiters and waking the
 	// head of the queue (prelude_fair.lua), for the fair lock's scripts.
 	fairHelpers = "prelude_fair.lua"
+	// lockHelpers: the release step of the lock's kinds
+	// (prelude_lock.lua).
+	lockHelpers = "prelude_lock.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers, permits, fairHelpers}
+var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers}
 
 // load wraps an embedded file once as a *redis.Script, after the given
 // preludes. A missing file is a programming error caught by every test run.

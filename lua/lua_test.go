@@ -54,9 +54,9 @@ func TestEveryScriptHasHeaderAndIsWired(t *testing.T) {
 func TestPreludeComposed(t *testing.T) {
 	prelude, ok := lua.Source("prelude_request.lua")
 	require.True(t, ok)
-	own, ok := lua.Source("lock_release.lua")
+	own, ok := lua.Source("latch_delete.lua")
 	require.True(t, ok)
-	src, ok := lua.Composed("lock_release.lua")
+	src, ok := lua.Composed("latch_delete.lua")
 	require.True(t, ok)
 	assert.Equal(t, prelude+own, src)
 }

@@ -36,6 +36,16 @@
 --                           or -2 for an undo (undo == '1') of an
 --                           acquisition that did not take place; nil when
 --                           the release goes on. Refuses late requests.
+--   count_replay(req, deadline)
+--                           the start of a script whose record is a number:
+--                           that number for a re-sent request; nil when the
+--                           request goes on. Refuses late requests.
+--   fenced_replay(req, deadline)
+--                           the start of a lock acquisition whose record is
+--                           "<count>:<fencing token>": {1, count, token} for
+--                           a re-sent acquisition, {0, -3} when it was
+--                           cancelled by an undo first; nil when the
+--                           acquisition goes on. Refuses late requests.
 --   acquire_replay(req, deadline)
 --                           the start of an acquisition script whose record
 --                           is a count: {1, count} for a re-sent
@@ -77,12 +87,26 @@ local function undo_allowed(acq, deadline)
   return take_for_undo(acq, deadline) ~= nil
 end
 
-local function release_replay(req, acq, undo, deadline)
+-- replay is the start every recorded script shares: decode(record) for a
+-- re-sent request, nil (after refusing a late one) when it goes on.
+local function replay(req, deadline, decode)
   local rec = recorded(req)
   if rec then
-    return tonumber(rec)
+    return decode(rec)
   end
   refuse_late(deadline)
+  return nil
+end
+
+local function count_replay(req, deadline)
+  return replay(req, deadline, tonumber)
+end
+
+local function release_replay(req, acq, undo, deadline)
+  local done = count_replay(req, deadline)
+  if done then
+    return done
+  end
   if undo == '1' and not undo_allowed(acq, deadline) then
     return -2
   end
@@ -90,14 +114,21 @@ local function release_replay(req, acq, undo, deadline)
 end
 
 local function acquire_replay(req, deadline)
-  local rec = recorded(req)
-  if rec then
+  return replay(req, deadline, function(rec)
     if rec == 'cancelled' then
       return {0, -3}
     end
     return {1, tonumber(rec)}
-  end
-  refuse_late(deadline)
-  return nil
+  end)
+end
+
+local function fenced_replay(req, deadline)
+  return replay(req, deadline, function(rec)
+    if rec == 'cancelled' then
+      return {0, -3}
+    end
+    local count, token = string.match(rec, '^(%d+):(%d+)$')
+    return {1, tonumber(count), tonumber(token)}
+  end)
 end
 

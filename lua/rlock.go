@@ -4,9 +4,9 @@ package lua
 // is the lock's).
 var (
 	// LockAcquire takes a reentrant lock; see lock_acquire.lua.
-	LockAcquire = load("lock_acquire.lua", request)
+	LockAcquire = load("lock_acquire.lua", request, lockHelpers)
 	// LockRelease releases one hold or undoes a lost acquisition; see lock_release.lua.
-	LockRelease = load("lock_release.lua", request)
+	LockRelease = load("lock_release.lua", request, lockHelpers)
 	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
 	LockForceUnlock = load("lock_force_unlock.lua", request)
 	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.

@@ -16,11 +16,10 @@
 --          a Redis Cluster
 --
 -- Returns the number of available permits afterwards (may be negative).
-local rec = recorded(KEYS[4])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[4], ARGV[2])
+if replay then
+  return replay
 end
-refuse_late(ARGV[2])
 local expired = 0
 if ARGV[3] == '1' then
   local t = redis.call('time')

@@ -8,11 +8,10 @@
 -- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns 1 when any of the keys existed, 0 otherwise.
-local rec = recorded(KEYS[1])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[1], ARGV[1])
+if replay then
+  return replay
 end
-refuse_late(ARGV[1])
 local deleted = 0
 for i = 2, #KEYS do
   deleted = deleted + redis.call('del', KEYS[i])

@@ -8,11 +8,10 @@
 -- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns the number of permits available before the call.
-local rec = recorded(KEYS[2])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[2], ARGV[1])
+if replay then
+  return replay
 end
-refuse_late(ARGV[1])
 local value = redis.call('get', KEYS[1])
 if value then
   redis.call('set', KEYS[1], 0)

@@ -16,11 +16,10 @@
 --          a Redis Cluster
 --
 -- Returns 1 when the permits were set; 0 when the semaphore was already set.
-local rec = recorded(KEYS[4])
-if rec then
-  return tonumber(rec)
+local replay = count_replay(KEYS[4], ARGV[2])
+if replay then
+  return replay
 end
-refuse_late(ARGV[2])
 if ARGV[3] == '1' then
   local _, _, available = reclaim(KEYS[1], KEYS[2])
   announce(ARGV[4], KEYS[3], available)

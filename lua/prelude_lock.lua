@@ -1,0 +1,50 @@
+-- prelude_lock: the steps the lock's kinds share (lock, spin lock, fair
+-- lock), prepended to their acquire and release scripts when they are
+-- loaded (after prelude_request). It defines local functions only and runs no
+-- command by itself.
+--
+-- KEYS     none of its own: the functions take the keys they touch
+-- ARGV     none of its own
+-- Returns  nothing. It defines:
+--   release_hold(req, acq, undo, deadline, hash, field, count, lease)
+--       a release (or, undo == '1', the undo of the acquisition recorded
+--       under acq) that sets the owner's hold count in the lock hash to
+--       count: above 0 the lease is set again, at 0 the lock is deleted.
+--       Returns what the script must return at once (the record of a
+--       re-sent release; -2 for an undo of an acquisition that did not
+--       take place; -1 when the owner does not hold the lock: nothing
+--       changed), or nil and count when the release took place and the
+--       script goes on to wake waiters and record count.
+--   take_hold(hash, field, count, lease, fencing, counter, req, deadline)
+--       sets the owner's hold count in the lock hash to count with the
+--       lease, takes a fencing token (INCR of counter) when fencing == '1',
+--       records "<count>:<token>" under req and returns {1, count, token}
+local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
+  local replay = release_replay(req, acq, undo, deadline)
+  if replay then
+    return replay
+  end
+  if redis.call('hexists', hash, field) == 0 then
+    return -1
+  end
+  count = tonumber(count)
+  if count > 0 then
+    redis.call('hset', hash, field, count)
+    redis.call('pexpire', hash, lease)
+  else
+    redis.call('del', hash)
+  end
+  return nil, count
+end
+
+local function take_hold(hash, field, count, lease, fencing, counter, req, deadline)
+  redis.call('hset', hash, field, count)
+  redis.call('pexpire', hash, lease)
+  local token = 0
+  if fencing == '1' then
+    token = redis.call('incr', counter)
+  end
+  record(req, count .. ':' .. token, deadline)
+  return {1, count, token}
+end
+
