@@ -23,10 +23,8 @@ import (
 type kind string
 
 const (
-	kindLock kind = "lock"
-	// kindFair is a fair lock: a lock with a waiting queue. Its -type value
-	// is "fair" (see flagName); the report's type is "fair lock".
-	kindFair      kind = "fair lock"
+	kindLock      kind = "lock"
+	kindFair      kind = "fair lock" // a lock with a waiting queue; its -type value is "fair" (flagName)
 	kindRWLock    kind = "rwlock"
 	kindSemaphore kind = "semaphore"
 	kindExpirable kind = "expirable-semaphore"
