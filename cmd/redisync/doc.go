@@ -11,7 +11,7 @@
 //
 //	demo     show the primitives at work between simulated processes
 //	inspect  show who holds a lock, semaphore or latch, and who waits
-//	unlock   force-release a lock or read-write lock and wake its waiters
+//	unlock   force-release a lock, fair lock or read-write lock and wake its waiters
 //
 // Flags may come before or after the arguments, with one dash or two, and
 // "redisync <command> -h" prints a command's usage. Errors go to stderr,
@@ -79,6 +79,16 @@
 //   - any other hash is a lock: its owners with their hold counts, its
 //     remaining lease, and the last fencing token issued
 //     (redisson_lock_token:{NAME}) when there is one;
+//   - a lock (held or free) with a waiting queue redisson_lock_queue:{NAME}
+//     or a waiter timeouts zset redisson_lock_timeout:{NAME} is a fair
+//     lock: its holders as for a lock, then its queue head first, each
+//     owner with the time left before its deadline (its score in the zset,
+//     against the server's TIME). A live waiter pushes its deadline further
+//     each time it re-checks; an owner whose deadline has passed is dead,
+//     and is dropped by the next operation on the lock once it is at the
+//     head of the queue (the scripts drop dead owners from the head only).
+//     A fair lock nobody waits for looks like a lock; -type fair shows it
+//     as a fair lock, -type lock shows a fair lock without its queue;
 //   - a string with a zset {NAME}:timeout is an expirable semaphore: the
 //     available permits, and each acquired permit's id (32 hex characters)
 //     and expiry;
@@ -93,31 +103,43 @@
 // Redisson instance's UUID) and owner token (a redisync owner token or a
 // Java thread id). Waiters are the connections subscribed to the primitive's
 // channel (PUBSUB NUMSUB): one per waiting client, however many of its
-// goroutines or threads wait. On a Redis Cluster a subscription lives on
-// one node, so inspect adds up the counts of every node.
+// goroutines or threads wait. A fair lock's waiters each listen on their
+// own channel, redisson_lock__channel:{NAME}:<owner>, so for a fair lock
+// Waiters adds up the subscribers of the queued owners' channels. On a
+// Redis Cluster a subscription lives on one node, so inspect adds up the
+// counts of every node.
 //
-// -json prints the Report as one JSON object, for scripts. When nothing is
-// stored under NAME (no key, no permit zset, no fencing counter, no
-// waiters) inspect fails with exit status 1; with -json it still prints
-// an object, with "exists": false and "type": "none". Inspect only reads: the keys
-// are read in one MULTI/EXEC, the read holds' leases and the waiters just
-// after.
+// -json prints the Report as one JSON object, for scripts. A fair lock's
+// has "type": "fair lock" (its -type value is "fair") and a "queue" array
+// of QueueEntry, head first: owner, client_id, owner_token,
+// deadline_ms_left and dead. When nothing is stored under NAME (no key, no
+// permit zset, no fair lock queue, no fencing counter, no waiters) inspect
+// fails with exit status 1; with -json it still prints an object, with
+// "exists": false and "type": "none". Inspect only reads: the keys (a fair
+// lock's queue and timeouts too) are read in one MULTI/EXEC, the read
+// holds' leases and the waiters just after.
 //
 // # Unlock
 //
 //	redisync unlock -force [-yes] [-redis URL] NAME
 //
-// Unlock frees the lock or read-write lock NAME whoever holds it, with the
-// library's ForceUnlock (rlock.Lock.ForceUnlock, rwlock.RWLock.ForceUnlock):
-// the hash (and a read-write lock's read-hold timeout keys) are deleted
-// and the release is published on the lock's channel, so waiters, Go or
-// Java, wake at once. A holder learns of it when its watchdog next renews
+// Unlock frees the lock, fair lock or read-write lock NAME whoever holds
+// it, with the library's ForceUnlock (rlock.Lock.ForceUnlock,
+// rlock.FairLock.ForceUnlock, rwlock.RWLock.ForceUnlock): the hash (and a
+// read-write lock's read-hold timeout keys) are deleted and the release is
+// published on the lock's channel, so waiters, Go or Java, wake at once.
+// A fair lock's release wakes only the owner whose turn it is: the dead
+// owners at the head of its queue are dropped, the release is published on
+// the channel of the owner then at the head, and the rest of the queue is
+// left as it is. The output names the owner it woke (client id and owner
+// token), as the queue read just before the unlock shows it. A holder learns of it when its watchdog next renews
 // (redisync: Done closes with ErrLockLost) or when it unlocks (ErrNotHeld;
 // Redisson: IllegalMonitorStateException).
 //
 // It shows the lock and asks for confirmation on stderr, reading "y" (or
 // "yes") from stdin; any other answer leaves the lock alone and exits with
-// status 1 ("not unlocked: confirmation declined"). -yes skips the question; without -yes, a stdin that is not a
-// terminal is a usage error, so scripts must say -yes. -force is required.
+// status 1 ("not unlocked: confirmation declined"). -yes skips the
+// question; without -yes, a stdin that is not a terminal is a usage error,
+// so scripts must say -yes. -force is required.
 // Semaphores and latches have no holder to free: unlock refuses them.
 package main

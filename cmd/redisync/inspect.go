@@ -24,6 +24,7 @@ type kind string
 
 const (
 	kindLock      kind = "lock"
+	kindFair      kind = "fair lock" // a lock with a waiting queue; its -type value is "fair" (flagName)
 	kindRWLock    kind = "rwlock"
 	kindSemaphore kind = "semaphore"
 	kindExpirable kind = "expirable-semaphore"
@@ -33,7 +34,20 @@ const (
 	kindNone kind = "none"
 )
 
-var allKinds = []kind{kindLock, kindRWLock, kindSemaphore, kindExpirable, kindLatch}
+var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirable, kindLatch}
+
+// flagName is the kind's -type value.
+func (k kind) flagName() string {
+	if k == kindFair {
+		return "fair"
+	}
+	return string(k)
+}
+
+// ownChannel reports whether the kind's waiters subscribe to a channel no
+// other kind uses: an expirable semaphore shares the semaphore's, and a
+// fair lock's waiters each have their own, under the lock's channel.
+func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair }
 
 // title is the kind's name in prose.
 func (k kind) title() string {
@@ -60,10 +74,11 @@ func withArticle(phrase string) string {
 	return "a " + phrase
 }
 
-// channel is where the primitive's waiters subscribe.
+// channel is where the primitive's waiters subscribe; for a fair lock, the
+// prefix of its waiters' channels (<channel>:<owner>).
 func (k kind) channel(name string) string {
 	switch k {
-	case kindLock:
+	case kindLock, kindFair:
 		return keys.LockChannel(name)
 	case kindRWLock:
 		return keys.RWChannel(name)
@@ -76,18 +91,20 @@ func (k kind) channel(name string) string {
 // kindValue is a flag.Value holding a kind ("" when not set).
 type kindValue struct{ k kind }
 
-func (v *kindValue) String() string { return string(v.k) }
+func (v *kindValue) String() string { return v.k.flagName() }
 
+// Set takes a kind's -type value, or its report type ("fair lock"), so a
+// script can pass back the type a report gave.
 func (v *kindValue) Set(s string) error {
 	for _, k := range allKinds {
-		if s == string(k) {
+		if s == k.flagName() || s == string(k) {
 			v.k = k
 			return nil
 		}
 	}
 	names := make([]string, len(allKinds))
 	for i, k := range allKinds {
-		names[i] = string(k)
+		names[i] = k.flagName()
 	}
 	return fmt.Errorf("unknown type %q (want one of %s)", s, strings.Join(names, ", "))
 }
@@ -104,9 +121,9 @@ const maxReadHolds = 1000
 // apply to the primitive's type are left out.
 type Report struct {
 	Name string `json:"name"`
-	// Type is lock, rwlock, semaphore, expirable-semaphore or latch; none
-	// when nothing is stored under the name (then Exists is false and
-	// inspect exits with status 1).
+	// Type is lock, fair lock, rwlock, semaphore, expirable-semaphore or
+	// latch; none when nothing is stored under the name (then Exists is
+	// false and inspect exits with status 1).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
 	// a latch and the type was inferred (see Reason); -type forces it.
@@ -121,10 +138,13 @@ type Report struct {
 	TTLMillis *int64 `json:"ttl_ms,omitempty"`
 	// Mode is a read-write lock's mode: read or write.
 	Mode string `json:"mode,omitempty"`
-	// Holders are a lock's or read-write lock's owners.
+	// Holders are a lock's, fair lock's or read-write lock's owners.
 	Holders []Holder `json:"holders,omitempty"`
-	// FenceToken is the last fencing token issued for a lock (the counter
-	// redisson_lock_token:{name}), when it exists.
+	// Queue is a fair lock's line of waiting owners, head first (the list
+	// redisson_lock_queue:{name}); an empty array when none waits.
+	Queue []QueueEntry `json:"queue,omitzero"`
+	// FenceToken is the last fencing token issued for a lock or fair lock
+	// (the counter redisson_lock_token:{name}), when it exists.
 	FenceToken *int64 `json:"fence_token,omitempty"`
 	// Permits is a semaphore's count of available permits (0 when the key
 	// does not exist; it may be negative).
@@ -134,13 +154,36 @@ type Report struct {
 	// Count is a latch's count (0: open).
 	Count *int64 `json:"count,omitempty"`
 	// Channel is the pub/sub channel the primitive's waiters subscribe to;
-	// absent when Type is none.
+	// absent when Type is none. A fair lock's waiters each subscribe to
+	// their own channel, Channel + ":" + their owner.
 	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel: one per
 	// waiting client (a redisync Client or a Redisson instance), however
-	// many of its goroutines or threads wait. On a Redis Cluster the counts
-	// of every node are added up.
+	// many of its goroutines or threads wait. For a fair lock it is the
+	// sum over the queued owners' channels: one per queued owner whose
+	// client listens. On a Redis Cluster the counts of every node are
+	// added up.
 	Waiters int64 `json:"waiters"`
+}
+
+// QueueEntry is one owner waiting in a fair lock's queue.
+type QueueEntry struct {
+	// Owner is the queued owner, "<client id>:<owner token>".
+	Owner string `json:"owner"`
+	// ClientID and OwnerToken are Owner's parts, as a Holder's.
+	ClientID   string `json:"client_id"`
+	OwnerToken string `json:"owner_token"`
+	// DeadlineMillisLeft is how long the entry has left, by the server's
+	// clock, until its deadline (its score in redisson_lock_timeout:{name}):
+	// a live waiter pushes its deadline further each time it re-checks. 0
+	// or less when the deadline has passed.
+	DeadlineMillisLeft int64 `json:"deadline_ms_left"`
+	// Dead reports that the deadline has passed (or the entry has none):
+	// the waiter stopped re-checking, and is dropped once it is at the
+	// head of the queue, by the next operation on the lock.
+	Dead bool `json:"dead"`
+
+	noDeadline bool // no score in the timeouts zset
 }
 
 // Holder is one owner of a lock or read-write lock.
@@ -187,23 +230,35 @@ type inspectOptions struct {
 
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
 
-Inspect shows the lock, read-write lock, semaphore, expirable semaphore or
-latch stored under NAME in Redisson's layout: its holders (client id,
-owner token, hold count), mode, leases, last fencing token issued,
-permits, count, and how many clients wait on its channel. An owner token
-is a redisync owner token or a Java thread id. It recognises the type from the keys it finds. A semaphore and a
-latch are stored alike (a string); inspect then tells them apart by which
-channel has waiters, says in its output that it guessed, and -type sets the
-type instead.
+Inspect shows the lock, fair lock, read-write lock, semaphore, expirable
+semaphore or latch stored under NAME in Redisson's layout: its holders
+(client id, owner token, hold count), mode, leases, last fencing token
+issued, permits, count, and how many clients wait on its channel. An
+owner token is a redisync owner token or a Java thread id. It recognises
+the type from the keys it finds. A semaphore and a latch are stored alike
+(a string); inspect then tells them apart by which channel has waiters,
+says in its output that it guessed, and -type sets the type instead.
+
+A lock with a waiting queue (redisson_lock_queue:{NAME}) or a waiter
+timeouts zset (redisson_lock_timeout:{NAME}) is a fair lock. Inspect shows
+its holders, then its queue head first: each owner and how long it has
+left before its deadline, on the server's clock. A live waiter pushes its
+deadline further each time it re-checks; an owner whose deadline has
+passed is dead, and is dropped once it is at the head of the queue, by
+the next operation on the lock. A fair lock nobody waits for looks like a
+lock; -type fair shows it as a fair lock.
 
 Waiters are the connections subscribed to the primitive's channel: one per
-waiting client, however many of its goroutines or threads wait. On a Redis
-Cluster the counts of all nodes are added up.
+waiting client, however many of its goroutines or threads wait; for a fair
+lock, one per queued owner whose client listens on the owner's channel.
+On a Redis Cluster the counts of all nodes are added up.
 
--json prints the report as a JSON object. When nothing is stored under NAME
-(no key, no permit zset, no fencing counter, no waiters), inspect fails
-with exit status 1; with -json it still prints an object, with "exists":
-false and "type": "none".
+-json prints the report as a JSON object; a fair lock's has "type":
+"fair lock" and a "queue" array (owner, client_id, owner_token,
+deadline_ms_left, dead), head first. When nothing is stored under NAME
+(no key, no permit zset, no fair lock queue, no fencing counter, no
+waiters), inspect fails with exit status 1; with -json it still prints an
+object, with "exists": false and "type": "none".
 
 The server is the -redis URL, else $REDIS_URL. Inspect only reads.
 `
@@ -213,7 +268,7 @@ func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	fs := newFlagSet("inspect", inspectHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
-	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, rwlock, semaphore, expirable-semaphore or latch")
+	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, fair, rwlock, semaphore, expirable-semaphore or latch")
 	return fs, o
 }
 
@@ -258,39 +313,49 @@ func dialFor(ctx context.Context, flagValue string) (*server, error) {
 
 // snapshot is the raw state of the keys a primitive called name may use.
 type snapshot struct {
-	typ      string            // TYPE name
-	zsetType string            // TYPE {name}:timeout
-	hash     map[string]string // HGETALL name, for a hash
-	value    string            // GET name, for a string
-	pttl     int64             // PTTL name
-	permits  []redis.Z         // ZRANGE {name}:timeout WITHSCORES, for a zset
-	fence    *int64            // GET redisson_lock_token:{name}
-	now      time.Time         // the server's clock
-	subs     map[string]int64  // subscribers of every kind's channel
+	typ       string             // TYPE name
+	zsetType  string             // TYPE {name}:timeout
+	queueType string             // TYPE redisson_lock_queue:{name}
+	fairType  string             // TYPE redisson_lock_timeout:{name}
+	hash      map[string]string  // HGETALL name, for a hash
+	value     string             // GET name, for a string
+	pttl      int64              // PTTL name
+	permits   []redis.Z          // ZRANGE {name}:timeout WITHSCORES, for a zset
+	queue     []string           // LRANGE redisson_lock_queue:{name}, for a list
+	deadlines map[string]float64 // redisson_lock_timeout:{name}'s scores, for a zset
+	fence     *int64             // GET redisson_lock_token:{name}
+	now       time.Time          // the server's clock
+	subs      map[string]int64   // subscribers of every kind's channel and of each queued owner's
 }
+
+// keyTypes are the Redis types (TYPE) of the keys a primitive called name
+// may use: the name, the permit zset, a fair lock's queue and timeouts.
+type keyTypes [4]string
+
+// keyNames lists the keys whose types keyTypes holds, in its order.
+func keyNames(name string) [4]string {
+	return [4]string{name, keys.SemaphoreTimeouts(name), keys.FairQueue(name), keys.FairTimeouts(name)}
+}
+
+// isFair reports whether a fair lock's queue or timeouts zset exists.
+func (s *snapshot) isFair() bool { return s.queueType == "list" || s.fairType == "zset" }
 
 // maxSnapshotTries bounds how often readSnapshot starts over when a key
 // changes type between its two reads.
 const maxSnapshotTries = 5
 
 // readSnapshot reads everything inspect shows about name. The keys are read
-// in one MULTI/EXEC (they share name's cluster slot), so holders, TTLs and
-// permits are one consistent picture; read-hold leases and waiter counts
-// are read right after.
+// in one MULTI/EXEC (they share name's cluster slot), so holders, TTLs,
+// permits and queue are one consistent picture; read-hold leases and
+// waiter counts are read right after.
 func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (*snapshot, error) {
-	timeouts, fence := keys.SemaphoreTimeouts(name), keys.FenceCounter(name)
 	var s *snapshot
 	for try := 0; ; try++ {
-		types, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Type(ctx, name)
-			p.Type(ctx, timeouts)
-			return nil
-		})
+		types, err := readTypes(ctx, rdb, name)
 		if err != nil {
 			return nil, err
 		}
-		typ, ztyp := types[0].(*redis.StatusCmd).Val(), types[1].(*redis.StatusCmd).Val()
-		s, err = readKeys(ctx, rdb, name, typ, ztyp, fence)
+		s, err = readKeys(ctx, rdb, name, types)
 		if err != nil {
 			return nil, err
 		}
@@ -306,11 +371,14 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		return nil, fmt.Errorf("TIME: %w", err)
 	}
 	s.now = now
-	channels := make([]string, 0, len(allKinds))
+	channels := make([]string, 0, len(allKinds)+len(s.queue))
 	for _, k := range allKinds {
-		if k != kindExpirable { // shares the semaphore's channel
+		if k.ownChannel() {
 			channels = append(channels, k.channel(name))
 		}
+	}
+	for _, owner := range s.queue {
+		channels = append(channels, keys.FairChannel(name, owner))
 	}
 	if s.subs, err = numSub(ctx, rdb, channels...); err != nil {
 		return nil, err
@@ -318,55 +386,66 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 	return s, nil
 }
 
+// readTypes reads the types of name's keys in one transaction.
+func readTypes(ctx context.Context, rdb redis.UniversalClient, name string) (keyTypes, error) {
+	var cmds [4]*redis.StatusCmd
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keyNames(name) {
+			cmds[i] = p.Type(ctx, key)
+		}
+		return nil
+	})
+	var types keyTypes
+	if err != nil {
+		return types, err
+	}
+	for i, c := range cmds {
+		types[i] = c.Val()
+	}
+	return types, nil
+}
+
 // readKeys reads name's keys given the types just seen, in one
 // transaction that checks the types again; it returns nil, nil when they
 // changed meanwhile.
-func readKeys(ctx context.Context, rdb redis.UniversalClient, name, typ, ztyp, fence string) (*snapshot, error) {
-	timeouts := keys.SemaphoreTimeouts(name)
+func readKeys(ctx context.Context, rdb redis.UniversalClient, name string, types keyTypes) (*snapshot, error) {
+	kn := keyNames(name)
 	var (
-		typCmd, ztypCmd *redis.StatusCmd
-		hashCmd         *redis.MapStringStringCmd
-		getCmd          *redis.StringCmd
-		pttlCmd         *redis.Cmd
-		zCmd            *redis.ZSliceCmd
-		fenceCmd        *redis.StringCmd
+		typeCmds [4]*redis.StatusCmd
+		hashCmd  *redis.MapStringStringCmd
+		getCmd   *redis.StringCmd
+		pttlCmd  *redis.Cmd
+		zCmd     *redis.ZSliceCmd
+		queueCmd *redis.StringSliceCmd
+		fairCmd  *redis.ZSliceCmd
+		fenceCmd *redis.StringCmd
 	)
 	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		typCmd = p.Type(ctx, name)
-		ztypCmd = p.Type(ctx, timeouts)
+		for i, key := range kn {
+			typeCmds[i] = p.Type(ctx, key)
+		}
 		pttlCmd = p.Do(ctx, "pttl", name)
-		fenceCmd = p.Get(ctx, fence)
-		switch typ {
+		fenceCmd = p.Get(ctx, keys.FenceCounter(name))
+		switch types[0] {
 		case "hash":
 			hashCmd = p.HGetAll(ctx, name)
 		case "string":
 			getCmd = p.Get(ctx, name)
 		}
-		if ztyp == "zset" {
-			zCmd = p.ZRangeWithScores(ctx, timeouts, 0, -1)
-		}
+		zCmd = ifType(types[1], "zset", func() *redis.ZSliceCmd { return p.ZRangeWithScores(ctx, kn[1], 0, -1) })
+		queueCmd = ifType(types[2], "list", func() *redis.StringSliceCmd { return p.LRange(ctx, kn[2], 0, -1) })
+		fairCmd = ifType(types[3], "zset", func() *redis.ZSliceCmd { return p.ZRangeWithScores(ctx, kn[3], 0, -1) })
 		return nil
 	})
-	if err != nil {
-		// Exec reports the first failed command; look at each: a missing
-		// fencing counter is fine, a key that changed type starts over.
-		for _, c := range cmds {
-			switch err := c.Err(); {
-			case err == nil, errors.Is(err, redis.Nil):
-			case isWrongType(err):
-				return nil, nil
-			default:
-				return nil, err
-			}
-		}
-		if len(cmds) == 0 {
-			return nil, err
+	if retry, err := txFailure(cmds, err); retry || err != nil {
+		return nil, err
+	}
+	for i, c := range typeCmds {
+		if c.Val() != types[i] {
+			return nil, nil
 		}
 	}
-	if typCmd.Val() != typ || ztypCmd.Val() != ztyp {
-		return nil, nil
-	}
-	s := &snapshot{typ: typ, zsetType: ztyp}
+	s := &snapshot{typ: types[0], zsetType: types[1], queueType: types[2], fairType: types[3]}
 	s.pttl, _ = pttlCmd.Int64()
 	if v, err := fenceCmd.Int64(); err == nil {
 		s.fence = &v
@@ -380,7 +459,48 @@ func readKeys(ctx context.Context, rdb redis.UniversalClient, name, typ, ztyp, f
 	if zCmd != nil {
 		s.permits = zCmd.Val()
 	}
+	if queueCmd != nil {
+		s.queue = queueCmd.Val()
+	}
+	if fairCmd != nil {
+		s.deadlines = make(map[string]float64, len(fairCmd.Val()))
+		for _, z := range fairCmd.Val() {
+			owner, _ := z.Member.(string)
+			s.deadlines[owner] = z.Score
+		}
+	}
 	return s, nil
+}
+
+// ifType queues a read with add when the key's type is want, and returns
+// its command; nil otherwise.
+func ifType[C any](typ, want string, add func() *C) *C {
+	if typ != want {
+		return nil
+	}
+	return add()
+}
+
+// txFailure looks at each command of a failed transaction (Exec reports
+// the first failed one): a missing key read with GET is fine, a key that
+// changed type means starting over (retry), anything else is an error.
+func txFailure(cmds []redis.Cmder, err error) (retry bool, _ error) {
+	if err == nil {
+		return false, nil
+	}
+	for _, c := range cmds {
+		switch err := c.Err(); {
+		case err == nil, errors.Is(err, redis.Nil):
+		case isWrongType(err):
+			return true, nil
+		default:
+			return false, err
+		}
+	}
+	if len(cmds) == 0 {
+		return false, err
+	}
+	return false, nil
 }
 
 func isWrongType(err error) bool {
@@ -417,31 +537,48 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 		ttl := s.pttl
 		r.TTLMillis = &ttl
 	}
-	switch k {
+	if err := r.fill(ctx, rdb, s); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// fill sets the fields of r that depend on its type, from s.
+func (r *Report) fill(ctx context.Context, rdb redis.UniversalClient, s *snapshot) error {
+	var err error
+	switch r.Type {
 	case kindLock:
 		r.FenceToken = s.fence
 		r.Holders = lockHolders(s.hash)
+	case kindFair:
+		r.FenceToken = s.fence
+		r.Holders = lockHolders(s.hash)
+		r.Queue = fairQueue(s.queue, s.deadlines, s.now)
+		r.Waiters = 0
+		for _, e := range r.Queue {
+			r.Waiters += s.subs[keys.FairChannel(r.Name, e.Owner)]
+		}
 	case kindRWLock:
 		r.Mode = s.hash["mode"]
-		r.Holders, err = rwHolders(ctx, rdb, name, s.hash)
-		if err != nil {
-			return nil, err
-		}
+		r.Holders, err = rwHolders(ctx, rdb, r.Name, s.hash)
 	case kindSemaphore, kindExpirable:
-		p := int64(0)
-		if s.typ == "string" {
-			p, _ = strconv.ParseInt(s.value, 10, 64)
-		}
+		p := stringInt(s)
 		r.Permits = &p
 		r.Acquired = permits(s.permits, s.now)
 	case kindLatch:
-		c := int64(0)
-		if s.typ == "string" {
-			c, _ = strconv.ParseInt(s.value, 10, 64)
-		}
+		c := stringInt(s)
 		r.Count = &c
 	}
-	return r, nil
+	return err
+}
+
+// stringInt is the integer a string key holds, 0 when there is none.
+func stringInt(s *snapshot) int64 {
+	n := int64(0)
+	if s.typ == "string" {
+		n, _ = strconv.ParseInt(s.value, 10, 64)
+	}
+	return n
 }
 
 // classify recognises the primitive from the snapshot: its kind, whether
@@ -449,67 +586,132 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 func classify(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	switch s.typ {
 	case "hash":
-		_, rw := s.hash["mode"]
-		switch {
-		case rw && (forced == "" || forced == kindRWLock):
-			return kindRWLock, false, "a hash with a mode field", nil
-		case !rw && (forced == "" || forced == kindLock):
-			return kindLock, false, "a hash of owner fields", nil
-		case rw:
-			return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not %s", name, forced.withArticle())
-		}
-		return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not %s", name, forced.withArticle())
-
+		return classifyHash(s, name, forced)
 	case "string":
-		n, err := strconv.ParseInt(s.value, 10, 64)
-		if err != nil {
-			return "", false, "", fmt.Errorf("%q is a string holding %q, not a count of permits or a latch count", name, truncate(s.value, 40))
-		}
-		if forced == kindLock || forced == kindRWLock {
-			return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not %s", name, forced.withArticle())
-		}
-		if forced != "" {
-			return forced, false, "set with -type", nil
-		}
-		if s.zsetType == "zset" {
-			return kindExpirable, false, "a string with a permit zset " + keys.SemaphoreTimeouts(name), nil
-		}
-		semSubs, latchSubs := s.subs[keys.SemaphoreChannel(name)], s.subs[keys.LatchChannel(name)]
-		switch {
-		case n < 0:
-			return kindSemaphore, false, "a negative string value: only a semaphore's permits go below zero", nil
-		case semSubs > 0 && latchSubs == 0:
-			return kindSemaphore, true, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", waitText(semSubs)), nil
-		case latchSubs > 0 && semSubs == 0:
-			return kindLatch, true, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", waitText(latchSubs)), nil
-		case latchSubs > 0:
-			return kindSemaphore, true, "a string, as a semaphore or a latch is, with waiters on both channels; -type latch if it is a latch", nil
-		}
-		return kindSemaphore, true, "a string, as a semaphore or a latch is, and no waiters to tell them apart; -type latch if it is a latch", nil
-
+		return classifyString(s, name, forced)
 	case "none":
-		if forced != "" {
-			return forced, false, "set with -type; no key " + name, nil
-		}
-		if s.zsetType == "zset" {
-			return kindExpirable, false, "no key (no permits available) and a permit zset " + keys.SemaphoreTimeouts(name), nil
-		}
-		if s.fence != nil {
-			return kindLock, false, "no key (free) and a fencing counter " + keys.FenceCounter(name), nil
-		}
-		var waited []kind
-		for _, k := range allKinds {
-			if k != kindExpirable && s.subs[k.channel(name)] > 0 {
-				waited = append(waited, k)
-			}
-		}
-		if len(waited) == 1 {
-			k := waited[0]
-			return k, true, fmt.Sprintf("no key, but %s on the %s channel", waitText(s.subs[k.channel(name)]), k.title()), nil
-		}
-		return kindNone, false, "no key, no permit zset, no fencing counter and no waiters on its channels", nil
+		return classifyNone(s, name, forced)
 	}
 	return "", false, "", fmt.Errorf("%q is a Redis %s: not a lock, read-write lock, semaphore or latch", name, s.typ)
+}
+
+// classifyHash tells a read-write lock (a mode field) from a lock, and a
+// lock with a waiting queue or timeouts zset from a fair lock. -type lock
+// shows a fair lock as a lock (it is one, without its queue); -type fair
+// shows a lock as a fair lock with nobody queued.
+func classifyHash(s *snapshot, name string, forced kind) (kind, bool, string, error) {
+	_, rw := s.hash["mode"]
+	if rw {
+		if forced == "" || forced == kindRWLock {
+			return kindRWLock, false, "a hash with a mode field", nil
+		}
+		return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not %s", name, forced.withArticle())
+	}
+	fair := s.isFair()
+	switch {
+	case fair && (forced == "" || forced == kindFair):
+		return kindFair, false, "a hash of owner fields and " + fairEvidence(s, name), nil
+	case forced == "" || forced == kindLock:
+		return kindLock, false, "a hash of owner fields", nil
+	case forced == kindFair:
+		return kindFair, false, "a hash of owner fields, set with -type; no waiting queue " + keys.FairQueue(name), nil
+	case fair:
+		return "", false, "", fmt.Errorf("%q is a hash without a mode field, with a waiting queue: a fair lock, not %s", name, forced.withArticle())
+	}
+	return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not %s", name, forced.withArticle())
+}
+
+// fairEvidence names the fair lock's keys that exist, for a reason.
+func fairEvidence(s *snapshot, name string) string {
+	switch {
+	case s.queueType == "list" && s.fairType == "zset":
+		return "a waiting queue " + keys.FairQueue(name) + " with its timeouts " + keys.FairTimeouts(name)
+	case s.queueType == "list":
+		return "a waiting queue " + keys.FairQueue(name)
+	}
+	return "a waiter timeouts zset " + keys.FairTimeouts(name)
+}
+
+// classifyString tells a semaphore, expirable semaphore and latch apart:
+// they are all stored as a string holding an integer.
+func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, error) {
+	n, err := strconv.ParseInt(s.value, 10, 64)
+	if err != nil {
+		return "", false, "", fmt.Errorf("%q is a string holding %q, not a count of permits or a latch count", name, truncate(s.value, 40))
+	}
+	if forced == kindLock || forced == kindFair || forced == kindRWLock {
+		return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not %s", name, forced.withArticle())
+	}
+	if forced != "" {
+		return forced, false, "set with -type", nil
+	}
+	if s.zsetType == "zset" {
+		return kindExpirable, false, "a string with a permit zset " + keys.SemaphoreTimeouts(name), nil
+	}
+	if n < 0 {
+		return kindSemaphore, false, "a negative string value: only a semaphore's permits go below zero", nil
+	}
+	k, reason := guessCounter(s.subs[keys.SemaphoreChannel(name)], s.subs[keys.LatchChannel(name)])
+	return k, true, reason, nil
+}
+
+// guessCounter decides between a semaphore and a latch by the waiters on
+// their channels.
+func guessCounter(semSubs, latchSubs int64) (kind, string) {
+	switch {
+	case semSubs > 0 && latchSubs == 0:
+		return kindSemaphore, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", waitText(semSubs))
+	case latchSubs > 0 && semSubs == 0:
+		return kindLatch, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", waitText(latchSubs))
+	case latchSubs > 0:
+		return kindSemaphore, "a string, as a semaphore or a latch is, with waiters on both channels; -type latch if it is a latch"
+	}
+	return kindSemaphore, "a string, as a semaphore or a latch is, and no waiters to tell them apart; -type latch if it is a latch"
+}
+
+// classifyNone recognises a primitive whose main key does not exist by
+// its other keys (a permit zset, a fair lock's queue, a fencing counter)
+// or, failing those, by the one channel that has waiters.
+func classifyNone(s *snapshot, name string, forced kind) (kind, bool, string, error) {
+	switch {
+	case forced != "":
+		return forced, false, "set with -type; no key " + name, nil
+	case s.zsetType == "zset":
+		return kindExpirable, false, "no key (no permits available) and a permit zset " + keys.SemaphoreTimeouts(name), nil
+	case s.isFair():
+		return kindFair, false, "no key (free) and " + fairEvidence(s, name), nil
+	case s.fence != nil:
+		return kindLock, false, "no key (free) and a fencing counter " + keys.FenceCounter(name), nil
+	}
+	var waited []kind
+	for _, k := range allKinds {
+		if k.ownChannel() && s.subs[k.channel(name)] > 0 {
+			waited = append(waited, k)
+		}
+	}
+	if len(waited) == 1 {
+		k := waited[0]
+		return k, true, fmt.Sprintf("no key, but %s on the %s channel", waitText(s.subs[k.channel(name)]), k.title()), nil
+	}
+	return kindNone, false, "no key, no permit zset, no fencing counter and no waiters on its channels", nil
+}
+
+// fairQueue lists a fair lock's queued owners, head first, with what is
+// left of each one's deadline at now. The result is empty, not nil, when
+// nobody is queued.
+func fairQueue(queue []string, deadlines map[string]float64, now time.Time) []QueueEntry {
+	q := make([]QueueEntry, 0, len(queue))
+	for _, owner := range queue {
+		h := newHolder(owner, "", 0)
+		e := QueueEntry{Owner: owner, ClientID: h.ClientID, OwnerToken: h.OwnerToken, Dead: true, noDeadline: true}
+		if d, ok := deadlines[owner]; ok {
+			// The scripts keep a waiter while its deadline > now.
+			e.DeadlineMillisLeft = int64(d) - now.UnixMilli()
+			e.Dead, e.noDeadline = e.DeadlineMillisLeft <= 0, false
+		}
+		q = append(q, e)
+	}
+	return q
 }
 
 // lockHolders lists a lock's owners, sorted by field.
@@ -623,54 +825,16 @@ func (r *Report) writeText(w io.Writer) error {
 		line("type", "%s (%s)", r.Type.title(), r.Reason)
 	}
 	switch r.Type {
-	case kindLock, kindRWLock:
-		state := "free"
-		if r.Exists {
-			state = fmt.Sprintf("held by %s", plural(owners(r.Holders), "owner"))
-			if r.Mode != "" {
-				state = fmt.Sprintf("%s-locked, %s", r.Mode, state)
-			}
-			state += ", " + leaseText(*r.TTLMillis)
-		}
-		line("state", "%s", state)
-		for _, h := range r.Holders {
-			label := "holder"
-			if h.Side != "" {
-				label = map[string]string{"read": "reader", "write": "writer"}[h.Side]
-			}
-			token := h.OwnerToken
-			if token == "" {
-				token = "-"
-			}
-			extra := ""
-			if len(h.HoldTTLsMillis) > 0 {
-				leases := make([]string, len(h.HoldTTLsMillis))
-				for i, ms := range h.HoldTTLsMillis {
-					leases[i] = msText(ms)
-				}
-				extra = "\thold leases " + strings.Join(leases, ", ")
-			}
-			fmt.Fprintf(tw, "%s:\tclient %s\towner token %s\tcount %d%s\n", label, h.ClientID, token, h.Count, extra)
+	case kindLock, kindFair, kindRWLock:
+		r.writeHolders(tw)
+		if r.Type == kindFair {
+			r.writeQueue(tw)
 		}
 		if r.FenceToken != nil {
 			line("fencing", "last fencing token issued %d (%s)", *r.FenceToken, keys.FenceCounter(r.Name))
 		}
 	case kindSemaphore, kindExpirable:
-		avail := fmt.Sprintf("%d available", *r.Permits)
-		if r.Type == kindExpirable {
-			avail += fmt.Sprintf(", %d acquired", len(r.Acquired))
-		}
-		line("permits", "%s", avail)
-		for _, p := range r.Acquired {
-			switch {
-			case p.ExpiresAt == nil:
-				fmt.Fprintf(tw, "permit:\t%s\tnever expires\n", p.ID)
-			case p.TTLMillis > 0:
-				fmt.Fprintf(tw, "permit:\t%s\texpires in %s (%s)\n", p.ID, msText(p.TTLMillis), p.ExpiresAt.Format(time.RFC3339Nano))
-			default:
-				fmt.Fprintf(tw, "permit:\t%s\texpired %s ago; returns with the next operation\n", p.ID, msText(-p.TTLMillis))
-			}
-		}
+		r.writePermits(tw)
 	case kindLatch:
 		state := "open"
 		if *r.Count > 0 {
@@ -678,8 +842,111 @@ func (r *Report) writeText(w io.Writer) error {
 		}
 		line("count", "%d (%s)", *r.Count, state)
 	}
-	line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
+	if r.Type == kindFair {
+		line("waiters", "%s subscribed to the queued owners' channels %s:<owner>", clients(r.Waiters), r.Channel)
+	} else {
+		line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
+	}
 	return tw.Flush()
+}
+
+// writeHolders prints a lock's, fair lock's or read-write lock's state and
+// holders.
+func (r *Report) writeHolders(w io.Writer) {
+	state := "free"
+	if r.Exists {
+		state = fmt.Sprintf("held by %s", plural(owners(r.Holders), "owner"))
+		if r.Mode != "" {
+			state = fmt.Sprintf("%s-locked, %s", r.Mode, state)
+		}
+		state += ", " + leaseText(*r.TTLMillis)
+	}
+	fmt.Fprintf(w, "state:\t%s\n", state)
+	for _, h := range r.Holders {
+		label := "holder"
+		if h.Side != "" {
+			label = map[string]string{"read": "reader", "write": "writer"}[h.Side]
+		}
+		extra := ""
+		if len(h.HoldTTLsMillis) > 0 {
+			leases := make([]string, len(h.HoldTTLsMillis))
+			for i, ms := range h.HoldTTLsMillis {
+				leases[i] = msText(ms)
+			}
+			extra = "\thold leases " + strings.Join(leases, ", ")
+		}
+		fmt.Fprintf(w, "%s:\tclient %s\towner token %s\tcount %d%s\n", label, h.ClientID, tokenText(h.OwnerToken), h.Count, extra)
+	}
+}
+
+// tokenText is an owner token as printed: "-" when there is none.
+func tokenText(token string) string {
+	if token == "" {
+		return "-"
+	}
+	return token
+}
+
+// writeQueue prints a fair lock's waiting line, head first, with each
+// entry's deadline. The scripts drop dead entries from the head of the
+// queue only, so a dead entry behind a live one stays until it is at the
+// head.
+func (r *Report) writeQueue(w io.Writer) {
+	dead := 0
+	for _, e := range r.Queue {
+		if e.Dead {
+			dead++
+		}
+	}
+	switch {
+	case len(r.Queue) == 0:
+		fmt.Fprintf(w, "queue:\tempty: no owner waits its turn\n")
+	case dead == 0:
+		fmt.Fprintf(w, "queue:\t%s waiting, head first\n", plural(len(r.Queue), "owner"))
+	default:
+		fmt.Fprintf(w, "queue:\t%s waiting, head first, %d of them dead\n", plural(len(r.Queue), "owner"), dead)
+	}
+	atHead := true // no live entry before this one
+	for i, e := range r.Queue {
+		atHead = atHead && e.Dead
+		fmt.Fprintf(w, "queued:\t#%d\tclient %s\towner token %s\t%s\n", i+1, e.ClientID, tokenText(e.OwnerToken), e.deadlineText(atHead))
+	}
+}
+
+// deadlineText says how long the entry has left, or that it is dead and
+// when it goes: atHead is true when only dead entries are before it.
+func (e QueueEntry) deadlineText(atHead bool) string {
+	if !e.Dead {
+		return "deadline in " + msText(e.DeadlineMillisLeft)
+	}
+	text := "dead: deadline passed " + msText(-e.DeadlineMillisLeft) + " ago"
+	if e.noDeadline {
+		text = "dead: no deadline"
+	}
+	if atHead {
+		return text + "; the next operation drops it"
+	}
+	return text + "; dropped once it is at the head"
+}
+
+// writePermits prints a semaphore's permits and an expirable semaphore's
+// acquired ones.
+func (r *Report) writePermits(w io.Writer) {
+	avail := fmt.Sprintf("%d available", *r.Permits)
+	if r.Type == kindExpirable {
+		avail += fmt.Sprintf(", %d acquired", len(r.Acquired))
+	}
+	fmt.Fprintf(w, "permits:\t%s\n", avail)
+	for _, p := range r.Acquired {
+		switch {
+		case p.ExpiresAt == nil:
+			fmt.Fprintf(w, "permit:\t%s\tnever expires\n", p.ID)
+		case p.TTLMillis > 0:
+			fmt.Fprintf(w, "permit:\t%s\texpires in %s (%s)\n", p.ID, msText(p.TTLMillis), p.ExpiresAt.Format(time.RFC3339Nano))
+		default:
+			fmt.Fprintf(w, "permit:\t%s\texpired %s ago; returns with the next operation\n", p.ID, msText(-p.TTLMillis))
+		}
+	}
 }
 
 // leaseText describes a key's PTTL.

@@ -105,7 +105,7 @@ func TestInspectJavaLock(t *testing.T) {
 }
 
 // TestInspectRWLock: two Go readers (one with two holds) and an emulated
-// Java reader, then a writer that also took a read hold.
+// Java reader; TestInspectRWLockWriter has a writer.
 func TestInspectRWLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -150,11 +150,16 @@ func TestInspectRWLock(t *testing.T) {
 	if counts[c1.ID()+":5"] != 2 || counts[javaOwner] != 1 || len(counts) != 3 {
 		t.Errorf("holders %+v: want %s×2, a reader of %s, %s×1", r.Holders, c1.ID(), c2.ID(), javaOwner)
 	}
+}
 
-	// Write mode: the writer holds the write side and one read hold.
+// TestInspectRWLockWriter: write mode, the writer holds the write side and
+// one read hold.
+func TestInspectRWLockWriter(t *testing.T) {
+	t.Parallel()
 	wname := redistest.Key(t, "rw")
-	w := rwlock.New(c1, wname)
-	wctx := redisync.WithOwner(ctx) // a downgrade needs a context owner
+	c := newClient(t)
+	w := rwlock.New(c, wname)
+	wctx := redisync.WithOwner(context.Background()) // a downgrade needs a context owner
 	if err := w.Lock(wctx); err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +167,9 @@ func TestInspectRWLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = w.ForceUnlock(context.Background()) })
-	r = inspectJSON(t, wname)
+	r := inspectJSON(t, wname)
 	if r.Mode != "write" || len(r.Holders) != 2 || r.Holders[0].Side != "write" || r.Holders[1].Side != "read" ||
-		r.Holders[0].Owner != r.Holders[1].Owner || r.Holders[0].ClientID != c1.ID() {
+		r.Holders[0].Owner != r.Holders[1].Owner || r.Holders[0].ClientID != c.ID() {
 		t.Errorf("report %+v: want write mode, writer first, then its read hold", r)
 	}
 	res := runCmd(t, nil, "inspect", "-redis", testURL(t), wname)
@@ -175,9 +180,10 @@ func TestInspectRWLock(t *testing.T) {
 	}
 }
 
-// TestInspectSemaphoreAndLatch: a semaphore and a latch are both a
-// string; waiters tell them apart, -type forces the type.
-func TestInspectSemaphoreAndLatch(t *testing.T) {
+// TestInspectSemaphore: a semaphore and a latch are both a string;
+// waiters tell them apart (here a semaphore with a waiter; TestInspectLatch
+// has a latch), and -type forces the type (TestInspectUndecidedString).
+func TestInspectSemaphore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
@@ -207,7 +213,19 @@ func TestInspectSemaphoreAndLatch(t *testing.T) {
 		t.Errorf("text output does not say it guessed a semaphore with 0 permits")
 	}
 
-	// A latch with two waiters.
+	cancel()
+	if err := <-semDone; err == nil {
+		t.Error("a cancelled waiter returned nil")
+	}
+}
+
+// TestInspectLatch: a latch with two waiters, told from a semaphore by
+// its waiters.
+func TestInspectLatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	latch := redistest.Key(t, "latch")
 	l := countdown.New(newClient(t), latch)
 	if _, err := l.TrySetCount(ctx, 3); err != nil {
@@ -218,17 +236,29 @@ func TestInspectSemaphoreAndLatch(t *testing.T) {
 		go func() { latchDone <- countdown.New(newClient(t), latch).Wait(wctx) }()
 	}
 	waitSubscribers(t, keys.LatchChannel(latch), 2)
-	r = inspectJSON(t, latch)
+	r := inspectJSON(t, latch)
 	if r.Type != kindLatch || !r.Guessed || r.Count == nil || *r.Count != 3 || r.Waiters != 2 || r.Channel != keys.LatchChannel(latch) {
 		t.Errorf("report %+v: want a guessed latch with count 3 and 2 waiters", r)
 	}
-	res = runCmd(t, nil, "inspect", "-redis", testURL(t), latch)
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), latch)
 	if !strings.Contains(res.stdout, "latch (guessed: ") || !strings.Contains(res.stdout, "3 (closed)") {
 		t.Errorf("text output does not say it guessed a closed latch")
 	}
 
-	// Without waiters the layout cannot tell: semaphore, guessed; -type
-	// latch settles it.
+	cancel()
+	for range 2 {
+		if err := <-latchDone; err == nil {
+			t.Error("a cancelled waiter returned nil")
+		}
+	}
+}
+
+// TestInspectUndecidedString: without waiters the layout cannot tell a
+// semaphore from a latch: semaphore, guessed; -type latch settles it. A
+// negative value is a semaphore's.
+func TestInspectUndecidedString(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
 	plain := redistest.Key(t, "plain")
 	rdb(t).Set(ctx, plain, 4, 0)
 	if r := inspectJSON(t, plain); r.Type != kindSemaphore || !r.Guessed || *r.Permits != 4 {
@@ -242,13 +272,6 @@ func TestInspectSemaphoreAndLatch(t *testing.T) {
 	rdb(t).Set(ctx, neg, -2, 0)
 	if r := inspectJSON(t, neg); r.Type != kindSemaphore || r.Guessed || *r.Permits != -2 {
 		t.Errorf("report %+v: want a semaphore with -2 permits, not guessed", r)
-	}
-
-	cancel()
-	for _, ch := range []chan error{semDone, latchDone, latchDone} {
-		if err := <-ch; err == nil {
-			t.Error("a cancelled waiter returned nil")
-		}
 	}
 }
 

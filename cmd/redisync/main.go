@@ -78,7 +78,7 @@ The commands are:
 
 	demo      show the primitives at work between simulated processes
 	inspect   show who holds a lock, semaphore or latch, and who waits
-	unlock    force-release a lock or read-write lock and wake its waiters
+	unlock    force-release a lock, fair lock or read-write lock and wake its waiters
 
 The Redis server is the -redis flag's URL, or else the REDIS_URL
 environment variable, in one of these forms:

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -25,11 +26,17 @@ type unlockOptions struct {
 
 const unlockHead = `usage: redisync unlock -force [-yes] [-redis URL] NAME
 
-Unlock frees the lock or read-write lock stored under NAME whoever holds
-it, and wakes the clients waiting for it: the holders' next renewal or
-unlock finds it gone (redisync reports ErrLockLost / ErrNotHeld, Redisson
-an IllegalMonitorStateException). Use it for a lock whose holder is stuck;
-a crashed holder's lock frees itself when its lease ends.
+Unlock frees the lock, fair lock or read-write lock stored under NAME
+whoever holds it, and wakes the clients waiting for it: the holders' next
+renewal or unlock finds it gone (redisync reports ErrLockLost /
+ErrNotHeld, Redisson an IllegalMonitorStateException). Use it for a lock
+whose holder is stuck; a crashed holder's lock frees itself when its
+lease ends.
+
+A fair lock's release wakes only the owner whose turn it is: unlock drops
+the dead owners at the head of the queue (their deadline passed), wakes
+the owner then at the head, leaves the rest of the queue as it is, and
+says which owner it woke.
 
 It first shows the lock (as inspect does) and asks for confirmation on the
 terminal: "y" or "yes" unlocks, any other answer leaves the lock alone and
@@ -78,16 +85,9 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	rdb := srv.rdb
 	defer rdb.Close()
 
-	r, err := inspect(ctx, rdb, name, "")
-	switch {
-	case errors.Is(err, errNotFound):
-		return fmt.Errorf("%q is not locked: no such key", name)
-	case err != nil:
+	r, err := unlockable(ctx, rdb, name)
+	if err != nil {
 		return err
-	case r.Type != kindLock && r.Type != kindRWLock:
-		return fmt.Errorf("%q is %s: unlock frees only locks and read-write locks", name, r.Type.withArticle())
-	case !r.Exists:
-		return fmt.Errorf("%q is not locked", name)
 	}
 	if !o.yes {
 		if err := r.writeText(stderr); err != nil {
@@ -101,28 +101,122 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return errors.New("not unlocked: confirmation declined")
 		}
 	}
-	existed, err := forceUnlock(ctx, rdb, r.Type, name)
-	if err != nil {
-		return err
+	return unlockReport(ctx, rdb, r, stdout)
+}
+
+// unlockable inspects name and returns its report if it is a lock, fair
+// lock or read-write lock that is held.
+func unlockable(ctx context.Context, rdb redis.UniversalClient, name string) (*Report, error) {
+	r, err := inspect(ctx, rdb, name, "")
+	switch {
+	case errors.Is(err, errNotFound):
+		return nil, fmt.Errorf("%q is not locked: no such key", name)
+	case err != nil:
+		return nil, err
+	case r.Type != kindLock && r.Type != kindFair && r.Type != kindRWLock:
+		return nil, fmt.Errorf("%q is %s: unlock frees only locks and read-write locks", name, r.Type.withArticle())
+	case !r.Exists:
+		return nil, fmt.Errorf("%q is not locked", name)
 	}
-	if !existed {
-		fmt.Fprintf(stdout, "%s %q was released meanwhile; nothing to do\n", r.Type.title(), name)
+	return r, nil
+}
+
+// unlockReport force-unlocks the lock r reports and says what it did: whom
+// it freed and whom it woke.
+func unlockReport(ctx context.Context, rdb redis.UniversalClient, r *Report, stdout io.Writer) error {
+	if r.Type == kindFair {
+		return unlockFair(ctx, rdb, r, stdout)
+	}
+	existed, err := forceUnlock(ctx, rdb, r.Type, r.Name)
+	switch {
+	case err != nil:
+		return err
+	case !existed:
+		fmt.Fprintf(stdout, "%s %q was released meanwhile; nothing to do\n", r.Type.title(), r.Name)
 		return nil
 	}
-	fmt.Fprintf(stdout, "force-unlocked %s %q (was held by %s)\n", r.Type.title(), name, holdersText(r.Holders))
+	fmt.Fprintf(stdout, "force-unlocked %s %q (was held by %s)\n", r.Type.title(), r.Name, holdersText(r.Holders))
 	fmt.Fprintf(stdout, "published the release on %s to %s\n", r.Channel, waitingClients(r.Waiters))
 	return nil
 }
 
-// forceUnlock frees the lock or read-write lock name through the library,
-// which deletes it and publishes its release so waiters wake at once.
+// unlockFair force-unlocks the fair lock r reports. Its queue is read
+// again first, not taken from r: a person's answer may have taken long.
+// The script wakes the head of the queue also when the lock was released
+// meanwhile.
+func unlockFair(ctx context.Context, rdb redis.UniversalClient, r *Report, stdout io.Writer) error {
+	next, err := readFairNext(ctx, rdb, r.Name)
+	if err != nil {
+		return err
+	}
+	existed, err := forceUnlock(ctx, rdb, kindFair, r.Name)
+	if err != nil {
+		return err
+	}
+	if existed {
+		fmt.Fprintf(stdout, "force-unlocked %s %q (was held by %s)\n", r.Type.title(), r.Name, holdersText(r.Holders))
+	} else {
+		fmt.Fprintf(stdout, "%s %q was released meanwhile\n", r.Type.title(), r.Name)
+	}
+	next.write(stdout)
+	return nil
+}
+
+// forceUnlock frees the lock, fair lock or read-write lock name through
+// the library, which deletes it and publishes its release so waiters wake
+// at once (for a fair lock, the waiter at the head of the queue only).
 func forceUnlock(ctx context.Context, rdb redis.UniversalClient, k kind, name string) (bool, error) {
 	c := redisync.New(rdb)
 	defer c.Close()
-	if k == kindRWLock {
+	switch k {
+	case kindRWLock:
 		return rwlock.New(c, name).ForceUnlock(ctx)
+	case kindFair:
+		return rlock.NewFair(c, name).ForceUnlock(ctx)
 	}
 	return rlock.New(c, name).ForceUnlock(ctx)
+}
+
+// fairNext is whom a fair lock's force unlock wakes, as read just before
+// it: the script drops the dead owners at the head of the queue, then
+// publishes the release on the channel of the owner then at the head.
+type fairNext struct {
+	name    string
+	head    *QueueEntry // nil when no live owner is queued
+	dropped int         // dead owners before head
+	subs    int64       // clients subscribed to head's channel
+}
+
+// readFairNext reads the fair lock name's queue and finds whom a force
+// unlock wakes.
+func readFairNext(ctx context.Context, rdb redis.UniversalClient, name string) (*fairNext, error) {
+	s, err := readSnapshot(ctx, rdb, name)
+	if err != nil {
+		return nil, err
+	}
+	n := &fairNext{name: name}
+	for _, e := range fairQueue(s.queue, s.deadlines, s.now) {
+		if !e.Dead {
+			n.head = &e
+			n.subs = s.subs[keys.FairChannel(name, e.Owner)]
+			break
+		}
+		n.dropped++
+	}
+	return n, nil
+}
+
+// write says whom the force unlock woke.
+func (n *fairNext) write(w io.Writer) {
+	if n.dropped > 0 {
+		fmt.Fprintf(w, "dropped %s from the head of the queue\n", plural(n.dropped, "dead owner"))
+	}
+	if n.head == nil {
+		fmt.Fprintln(w, "no owner waits in the queue: nobody to wake")
+		return
+	}
+	fmt.Fprintf(w, "woke the head of the queue, client %s owner token %s: published the release on %s (%s subscribed)\n",
+		n.head.ClientID, tokenText(n.head.OwnerToken), keys.FairChannel(n.name, n.head.Owner), clients(n.subs))
 }
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or
