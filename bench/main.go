@@ -104,7 +104,7 @@ type config struct {
 	warmupHandoffs int
 }
 
-// defaultConfig is sized to finish within about two minutes on a 2-core
+// defaultConfig is sized to finish within about three minutes on a 2-core
 // machine.
 func defaultConfig() config {
 	return config{
