@@ -35,10 +35,10 @@ type library struct {
 	name string // as in results.json
 	wait string // its waiting strategy, for the notes of the waiting scenarios
 	// waitingAfter is how many requests a Lock call that finds the lock
-	// taken has completed once it is waiting: redisync tries, subscribes
-	// (not counted: pub/sub bypasses hooks) and tries again; redsync sends
-	// SET NX and then its release script; redislock sends its obtain
-	// script.
+	// taken has completed once it is waiting: redisync's lock and fair
+	// lock try, subscribe (not counted: pub/sub bypasses hooks) and try
+	// again; its spin lock tries once; redsync sends SET NX and then its
+	// release script; redislock sends its obtain script.
 	waitingAfter int64
 	// open makes a session over rdb. gaveUp counts the library's lock
 	// calls that returned without the lock before ctx ended and were
@@ -52,12 +52,13 @@ type library struct {
 // redisync uses its default: the watchdog (30 s lease, renewed every 10 s).
 const leaseTTL = 8 * time.Second
 
-// lockLibraries returns the contenders of lock scenario sc. redisync
-// runs its plain lock and its spin lock (which polls, as the peers do) in
-// every one, its fair lock in the uncontended and contended ones (left out
-// of handoff, one waiter, to keep the run short). Uncontended runs need no waiting strategy, so redislock appears
-// there once, as "redislock"; the waiting scenarios run both of its
-// strategies.
+// lockLibraries returns the contenders of lock scenario sc. redisync runs
+// its plain lock and its spin lock (which polls, as the peers do) in every
+// one, and its fair lock in the uncontended and contended ones: handoff has
+// a single waiter, so there is no order to keep, and is left out to keep
+// the run short. Uncontended runs need no waiting strategy, so redislock
+// appears there once, as "redislock"; the waiting scenarios run both of
+// its strategies.
 func lockLibraries(sc string) []library {
 	plain := library{
 		name:         "redisync",

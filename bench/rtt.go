@@ -10,7 +10,7 @@ import (
 // p50_rtt.
 const scRTT = "rtt"
 
-// rttPings is how many PINGs the rtt row measures, after rttWarmup.
+// The rtt row measures rttPings PINGs, after rttWarmup unmeasured ones.
 const (
 	rttPings  = 2000
 	rttWarmup = 200
