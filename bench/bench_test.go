@@ -18,13 +18,21 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // wantRows are the (scenario, library) rows of a full run, in order.
-var wantRows = [][2]string{
-	{scUncontended, "redisync"}, {scUncontended, "redsync"}, {scUncontended, "redislock"},
-	{scHandoff, "redisync"}, {scHandoff, "redsync"}, {scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"},
-	{scContended0, "redisync"}, {scContended0, "redsync"}, {scContended0, "redislock-linear10ms"}, {scContended0, "redislock-default"},
-	{scContended1, "redisync"}, {scContended1, "redsync"}, {scContended1, "redislock-linear10ms"}, {scContended1, "redislock-default"},
-	{scSemaphore, "redisync"}, {scLatchFanout, "redisync"}, {scWatchdog1000, "redisync"},
-}
+var wantRows = func() [][2]string {
+	rows := [][2]string{
+		{scRTT, "go-redis"},
+		{scUncontended, "redisync"}, {scUncontended, "redisync-fair"}, {scUncontended, "redisync-spin"},
+		{scUncontended, "redsync"}, {scUncontended, "redislock"},
+		{scHandoff, "redisync"}, {scHandoff, "redisync-spin"}, {scHandoff, "redsync"},
+		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"},
+	}
+	for _, sc := range []string{scContended0, scContended1, scContended0Many, scContended1Many} {
+		for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock-linear10ms", "redislock-default"} {
+			rows = append(rows, [2]string{sc, lib})
+		}
+	}
+	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"}, [2]string{scWatchdog1000, "redisync"})
+}()
 
 // TestQuickRun runs every scenario with tiny sizes against a redis-server
 // the tool starts, and checks results.json and the table.
@@ -93,15 +101,36 @@ func TestQuickRun(t *testing.T) {
 		if r.ServerCPUusPerOp == nil || *r.ServerCPUusPerOp < 0 || r.KeysAddedPerOp == nil {
 			t.Errorf("%s: Redis CPU per op %v, keys added per op %v", name, r.ServerCPUusPerOp, r.KeysAddedPerOp)
 		}
-		hasRate := r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
+		hasRate := r.Scenario == scRTT || r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
+		}
+		if (r.Scenario == scRTT) != (r.P50RTT == nil) || (r.P50RTT != nil && *r.P50RTT <= 0) {
+			t.Errorf("%s: p50_rtt = %v", name, r.P50RTT)
+		}
+		contended := strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
+		if _, ok := r.Extra["busiest_goroutine_share"]; ok != contended {
+			t.Errorf("%s: extra %v; want the fairness shares exactly on contended rows", name, r.Extra)
+		}
+		if contended {
+			busiest, least, ideal := r.Extra["busiest_goroutine_share"], r.Extra["least_goroutine_share"], r.Extra["ideal_share"]
+			goroutines := 16.0
+			if strings.HasSuffix(r.Scenario, "-64") {
+				goroutines = 64
+			}
+			if ideal != round4(1/goroutines) || busiest < ideal || least > ideal || busiest > 1 {
+				t.Errorf("%s: busiest %v, least %v, ideal %v share", name, busiest, least, ideal)
+			}
 		}
 	}
 
 	// Exact counts that do not depend on timing.
 	for _, r := range results {
 		switch {
+		case r.Scenario == scRTT:
+			if *r.RoundTripsPerOp != 1 || *r.CommandsPerOp != 1 || r.Commands["ping"] != 1 {
+				t.Errorf("rtt: %v round trips, %v commands per PING (%v)", *r.RoundTripsPerOp, *r.CommandsPerOp, r.Commands)
+			}
 		case r.Scenario == scUncontended:
 			// Every library locks and unlocks in one request each.
 			if got := *r.RoundTripsPerOp; got != 2 {
@@ -121,7 +150,7 @@ func TestQuickRun(t *testing.T) {
 	}
 
 	table := stdout.String()
-	if !strings.Contains(table, "| scenario | library | ops/s | p50 ms | p99 ms |") {
+	if !strings.Contains(table, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt |") {
 		t.Errorf("no table header in:\n%s", table)
 	}
 	for _, row := range wantRows {
@@ -228,7 +257,7 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
+	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.ManyGoroutines != 64 || def.ManyClients != 16 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
 		t.Errorf("defaults = %+v", def)
 	}
 	for _, args := range [][]string{
@@ -246,6 +275,10 @@ func TestFlags(t *testing.T) {
 	}
 	if !cfg.library("redislock-default") || !cfg.library("redisync") {
 		t.Error("no -libraries must select every library")
+	}
+	cfg.Libraries = []string{"redisync"}
+	if !cfg.library("redisync-fair") || !cfg.library("redisync-spin") || cfg.library("redsync") {
+		t.Error("-libraries redisync must select its three lock kinds and nothing else")
 	}
 	cfg.Libraries = []string{"redislock"}
 	if !cfg.library("redislock-linear10ms") || cfg.library("redisync") {

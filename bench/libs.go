@@ -35,10 +35,10 @@ type library struct {
 	name string // as in results.json
 	wait string // its waiting strategy, for the notes of the waiting scenarios
 	// waitingAfter is how many requests a Lock call that finds the lock
-	// taken has completed once it is waiting: redisync tries, subscribes
-	// (not counted: pub/sub bypasses hooks) and tries again; redsync sends
-	// SET NX and then its release script; redislock sends its obtain
-	// script.
+	// taken has completed once it is waiting: redisync's lock and fair
+	// lock try, subscribe (not counted: pub/sub bypasses hooks) and try
+	// again; its spin lock tries once; redsync sends SET NX and then its
+	// release script; redislock sends its obtain script.
 	waitingAfter int64
 	// open makes a session over rdb. gaveUp counts the library's lock
 	// calls that returned without the lock before ctx ended and were
@@ -52,34 +52,58 @@ type library struct {
 // redisync uses its default: the watchdog (30 s lease, renewed every 10 s).
 const leaseTTL = 8 * time.Second
 
-// lockLibraries returns the contenders of the lock scenarios. Uncontended
-// runs need no waiting strategy, so redislock appears there once, as
-// "redislock"; the waiting scenarios run both of its strategies.
-func lockLibraries(waiting bool) []library {
-	libs := []library{
-		{
-			name:         "redisync",
-			wait:         "pub/sub (default)",
-			waitingAfter: 2,
-			open:         openRedisync,
-		},
-		{
-			name:         "redsync",
-			wait:         "retry every rand(50–250) ms, 32 tries (default)",
-			waitingAfter: 2,
-			open:         openRedsync,
-		},
+// lockLibraries returns the contenders of lock scenario sc. redisync runs
+// its plain lock and its spin lock (which polls, as the peers do) in every
+// one, and its fair lock in the uncontended and contended ones: handoff has
+// a single waiter, so there is no order to keep, and is left out to keep
+// the run short. Uncontended runs need no waiting strategy, so redislock
+// appears there once, as "redislock"; the waiting scenarios run both of
+// its strategies.
+func lockLibraries(sc string) []library {
+	plain := library{
+		name:         "redisync",
+		wait:         "pub/sub (default)",
+		waitingAfter: 2,
+		open:         openRedisync(newPlain),
 	}
-	if !waiting {
-		return append(libs, library{
+	fair := library{
+		name: "redisync-fair",
+		wait: "FIFO queue; pub/sub to the queue's head only",
+		// Tries (joining the queue), subscribes (not counted), tries again.
+		waitingAfter: 2,
+		open:         openRedisync(newFair),
+	}
+	spin := library{
+		name:         "redisync-spin",
+		wait:         "retry after 1, 2, 4 … 128 ms (upper half at random; default)",
+		waitingAfter: 1,
+		open:         openRedisync(newSpin),
+	}
+	redsyncLib := library{
+		name:         "redsync",
+		wait:         "retry every rand(50–250) ms, 32 tries (default)",
+		waitingAfter: 2,
+		open:         openRedsync,
+	}
+	switch sc {
+	case scUncontended:
+		return []library{plain, fair, spin, redsyncLib, {
 			name:         "redislock",
 			wait:         "",
 			waitingAfter: 1,
 			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
-		})
+		}}
+	case scHandoff:
+		return append([]library{plain, spin, redsyncLib}, redislockWaiting()...)
 	}
-	return append(libs,
-		library{
+	return append([]library{plain, fair, spin, redsyncLib}, redislockWaiting()...)
+}
+
+// redislockWaiting returns redislock with a 10 ms linear backoff and with
+// its default strategy.
+func redislockWaiting() []library {
+	return []library{
+		{
 			name:         "redislock-linear10ms",
 			wait:         "LinearBackoff(10 ms)",
 			waitingAfter: 1,
@@ -87,25 +111,39 @@ func lockLibraries(waiting bool) []library {
 				return openRedislock(rdb, redislock.LinearBackoff(10*time.Millisecond), gaveUp)
 			},
 		},
-		library{
+		{
 			name:         "redislock-default",
 			wait:         "NoRetry (default): Obtain again at once, a spin",
 			waitingAfter: 1,
 			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
 		},
-	)
+	}
 }
 
 // --- redisync --------------------------------------------------------------
 
-type redisyncSession struct{ c *redisync.Client }
-
-func openRedisync(rdb *redis.Client, _ *atomic.Int64) session {
-	return &redisyncSession{c: redisync.New(rdb)}
+// redisyncSession makes handles of one lock kind over one redisync client.
+type redisyncSession struct {
+	c    *redisync.Client
+	kind func(c *redisync.Client, key string) mutex
 }
 
-// mutex returns a new rlock handle: each handle is its own owner.
-func (s *redisyncSession) mutex(key string) mutex { return rlock.New(s.c, key) }
+// openRedisync returns the open function of a redisync lock kind.
+func openRedisync(kind func(c *redisync.Client, key string) mutex) func(*redis.Client, *atomic.Int64) session {
+	return func(rdb *redis.Client, _ *atomic.Int64) session {
+		return &redisyncSession{c: redisync.New(rdb), kind: kind}
+	}
+}
+
+// The lock kinds, with their defaults.
+func newPlain(c *redisync.Client, key string) mutex { return rlock.New(c, key) }
+func newFair(c *redisync.Client, key string) mutex  { return rlock.NewFair(c, key) }
+func newSpin(c *redisync.Client, key string) mutex  { return rlock.NewSpin(c, key) }
+
+// mutex returns a new handle: each goroutine gets one, and, used without a
+// context owner, each handle is its own owner, as each goroutine of the
+// peers is with its own mutex.
+func (s *redisyncSession) mutex(key string) mutex { return s.kind(s.c, key) }
 func (s *redisyncSession) close()                 { _ = s.c.Close() }
 
 // redisyncClients opens n redisync clients, each over a go-redis client of

@@ -287,14 +287,15 @@ func (r *handoffRun) result() Result {
 
 func (r *handoffRun) close() { r.lr.close() }
 
-// contendedRun measures acquisitions per second of Goroutines goroutines
-// spread over Clients clients, all on one lock, each holding it for hold
+// contendedRun measures acquisitions per second of goroutines goroutines
+// spread over clients clients, all on one lock, each holding it for hold
 // before unlocking and asking again.
 type contendedRun struct {
 	b        *bench
 	lib      library
 	scenario string
 	hold     time.Duration
+	clients  int
 	lr       *lockRun
 	mutexes  []mutex
 	gaveUp0  int64
@@ -303,10 +304,10 @@ type contendedRun struct {
 	u        usage
 }
 
-func (b *bench) newContended(ctx context.Context, lib library, scenario string, hold time.Duration) (runner, error) {
-	lr := b.openLockRun(lib, b.cfg.Clients)
+func (b *bench) newContended(ctx context.Context, lib library, scenario string, hold time.Duration, goroutines, clients int) (runner, error) {
+	lr := b.openLockRun(lib, clients)
 	key := b.key(lib.name, scenario)
-	r := &contendedRun{b: b, lib: lib, scenario: scenario, hold: hold, lr: lr, mutexes: make([]mutex, b.cfg.Goroutines)}
+	r := &contendedRun{b: b, lib: lib, scenario: scenario, hold: hold, clients: clients, lr: lr, mutexes: make([]mutex, goroutines)}
 	for g := range r.mutexes {
 		r.mutexes[g] = lr.sessions[g%len(lr.sessions)].mutex(key)
 	}
@@ -350,7 +351,7 @@ func (r *contendedRun) result() Result {
 		Scenario:  r.scenario,
 		OpsPerSec: f(float64(ops) / r.window.Seconds()),
 		Op: fmt.Sprintf("one acquisition: %d goroutines over %d clients on one lock, each holding it %s",
-			r.b.cfg.Goroutines, r.b.cfg.Clients, holdText),
+			len(r.mutexes), r.clients, holdText),
 		Latency: "wait for the lock, from the Lock call to its return",
 		Ops:     ops,
 		Seconds: round4(r.window.Seconds()),
@@ -391,28 +392,33 @@ func (c contention) busiestShare() float64 {
 	return float64(slices.Max(c.perGoroutine)) / float64(c.acquisitions)
 }
 
-// fairness notes busiestShare in the result.
+// fairness records in r how evenly the goroutines shared the
+// acquisitions: the busiest goroutine's share (busiestShare), the least
+// busy one's, and the share each would have if all had the same, 1/N.
+// Goroutines that took none are noted.
 func (c contention) fairness(r *Result) {
 	if r.Extra == nil {
 		r.Extra = map[string]float64{}
 	}
-	share := c.busiestShare()
-	r.Extra["busiest_goroutine_share"] = round4(share)
-	idle := 0
+	r.Extra["busiest_goroutine_share"] = round4(c.busiestShare())
+	r.Extra["ideal_share"] = round4(1 / float64(len(c.perGoroutine)))
+	least, idle := 0.0, 0
+	if c.acquisitions > 0 {
+		least = float64(slices.Min(c.perGoroutine)) / float64(c.acquisitions)
+	}
 	for _, n := range c.perGoroutine {
 		if n == 0 {
 			idle++
 		}
 	}
+	r.Extra["least_goroutine_share"] = round4(least)
 	r.Extra["goroutines_without_acquisition"] = float64(idle)
-	note := fmt.Sprintf("busiest goroutine %.0f%% of acquisitions", 100*share)
 	if idle > 0 {
-		note += fmt.Sprintf(", %d of %d took none", idle, len(c.perGoroutine))
+		if r.Note != "" {
+			r.Note += "; "
+		}
+		r.Note += fmt.Sprintf("%d of %d goroutines took none", idle, len(c.perGoroutine))
 	}
-	if r.Note != "" {
-		r.Note += "; "
-	}
-	r.Note += note
 }
 
 // contend runs one goroutine per mutex for d: each locks, holds for hold,

@@ -12,17 +12,27 @@
 // PATH or in the usual bin directories) on a free loopback port, without
 // persistence, and kills it when it exits, Ctrl-C included. Every library
 // talks to that server through go-redis v9 clients with the same (default)
-// options. The scenarios, in order:
+// options. redisync runs as three libraries: its lock (rlock.New,
+// "redisync"), its fair lock (rlock.NewFair, "redisync-fair") and its spin
+// lock (rlock.NewSpin, "redisync-spin"), each with its defaults. The rows,
+// in order:
 //
+//   - rtt (always measured): PING round trips from one goroutine, p50/p99;
+//     every other row's p50 is also given as a multiple of this p50.
 //   - uncontended: lock+unlock pairs from one goroutine: ops/s, p50/p99.
 //   - handoff: a waiter on a second client is already waiting when the
 //     holder unlocks; time from the unlock call to the waiter's Lock
 //     returning, p50/p99 over -handoffs handoffs, with each library's
-//     waiting strategy: redisync pub/sub, redsync its default retry delay,
-//     redislock a 10 ms linear backoff and its default (no retry, so the
-//     caller calls Obtain again at once).
+//     waiting strategy: redisync pub/sub, its spin lock and redsync their
+//     default retry delays, redislock a 10 ms linear backoff and its
+//     default (no retry, so the caller calls Obtain again at once). The
+//     fair lock is left out here.
 //   - contended-0ms, contended-1ms: -goroutines goroutines over -clients
-//     clients on one lock, holding it ~0 or 1 ms: acquisitions/s.
+//     clients on one lock, holding it ~0 or 1 ms: acquisitions/s, and how
+//     evenly the goroutines shared them (the busiest one's share against
+//     1/goroutines).
+//   - contended-0ms-64, contended-1ms-64: the same with -many-goroutines
+//     goroutines over -many-clients clients (64 over 16).
 //   - semaphore (redisync): -permits permits under -goroutines contenders
 //     over -clients clients, each holding a permit -semaphore-hold:
 //     acquisitions/s.
@@ -74,6 +84,8 @@ type config struct {
 	Duration        time.Duration // per contended scenario, per library, and of the semaphore scenario
 	Goroutines      int
 	Clients         int
+	ManyGoroutines  int // of the contended-*-64 scenarios
+	ManyClients     int
 	Permits         int
 	SemaphoreHold   time.Duration
 	FanoutWaiters   int
@@ -92,7 +104,7 @@ type config struct {
 	warmupHandoffs int
 }
 
-// defaultConfig is sized to finish within about two minutes on a 2-core
+// defaultConfig is sized to finish within about three minutes on a 2-core
 // machine.
 func defaultConfig() config {
 	return config{
@@ -103,6 +115,8 @@ func defaultConfig() config {
 		Duration:        3 * time.Second,
 		Goroutines:      16,
 		Clients:         4,
+		ManyGoroutines:  64,
+		ManyClients:     16,
 		Permits:         4,
 		SemaphoreHold:   time.Millisecond,
 		FanoutWaiters:   100,
@@ -145,7 +159,7 @@ func (c config) validate() error {
 	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 || c.SemaphoreHold < 0 {
 		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
 	}
-	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
+	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
 		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
 		bad = append(bad, "counts must be at least 1")
 	}
@@ -208,6 +222,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each contended run, per library, and of the semaphore run")
 	fs.IntVar(&cfg.Goroutines, "goroutines", cfg.Goroutines, "contending goroutines")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients the contending goroutines are spread over")
+	fs.IntVar(&cfg.ManyGoroutines, "many-goroutines", cfg.ManyGoroutines, "contending goroutines of the contended-*-64 scenarios")
+	fs.IntVar(&cfg.ManyClients, "many-clients", cfg.ManyClients, "clients the goroutines of the contended-*-64 scenarios are spread over")
 	fs.IntVar(&cfg.Permits, "permits", cfg.Permits, "semaphore permits")
 	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
 	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
@@ -219,7 +235,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
-	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redsync, redislock; default all)")
+	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock; \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -371,23 +387,31 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 		return nil, e, fmt.Errorf("redis at %s: %w", addr, err)
 	}
 	e.Redis = v
-	if e.PingP50, err = pingP50(ctx, b.meter, 1000); err != nil {
-		return nil, e, fmt.Errorf("redis at %s: %w", addr, err)
-	}
-	fmt.Fprintf(log, "bench: Redis %s, PING round trip p50 %s ms\n", v, num(f(ms(e.PingP50)), 3))
+	fmt.Fprintf(log, "bench: Redis %s\n", v)
 	defer b.cleanup()
 
+	// The round trip first: every other row's p50 is also given as a
+	// multiple of its p50.
+	rtt, err := b.rtt(ctx)
+	if err != nil {
+		return nil, e, fmt.Errorf("%s: %w", scRTT, err)
+	}
+	e.RTTp50ms = *rtt.P50ms
 	var results []Result
 	record := func(r Result) {
+		if r.Scenario != scRTT && r.P50ms != nil && e.RTTp50ms > 0 {
+			r.P50RTT = f(*r.P50ms / e.RTTp50ms)
+		}
 		results = append(results, r)
-		fmt.Fprintf(log, "bench: %-14s %-21s %s\n", r.Scenario, r.Library, summary(r))
+		fmt.Fprintf(log, "bench: %-16s %-21s %s\n", r.Scenario, r.Library, summary(r))
 	}
+	record(rtt)
 	for _, sc := range allScenarios {
 		if !cfg.scenario(sc) {
 			continue
 		}
 		switch sc {
-		case scUncontended, scHandoff, scContended0, scContended1:
+		case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many:
 			rs, err := b.lockScenario(ctx, sc)
 			if err != nil {
 				return results, e, err
@@ -431,7 +455,7 @@ func (b *bench) lockScenario(ctx context.Context, sc string) ([]Result, error) {
 			r.close()
 		}
 	}()
-	for _, lib := range lockLibraries(sc != scUncontended) {
+	for _, lib := range lockLibraries(sc) {
 		if !b.cfg.library(lib.name) {
 			continue
 		}
@@ -443,9 +467,13 @@ func (b *bench) lockScenario(ctx context.Context, sc string) ([]Result, error) {
 		case scHandoff:
 			r, err = b.newHandoff(ctx, lib)
 		case scContended0:
-			r, err = b.newContended(ctx, lib, sc, 0)
+			r, err = b.newContended(ctx, lib, sc, 0, b.cfg.Goroutines, b.cfg.Clients)
 		case scContended1:
-			r, err = b.newContended(ctx, lib, sc, time.Millisecond)
+			r, err = b.newContended(ctx, lib, sc, time.Millisecond, b.cfg.Goroutines, b.cfg.Clients)
+		case scContended0Many:
+			r, err = b.newContended(ctx, lib, sc, 0, b.cfg.ManyGoroutines, b.cfg.ManyClients)
+		case scContended1Many:
+			r, err = b.newContended(ctx, lib, sc, time.Millisecond, b.cfg.ManyGoroutines, b.cfg.ManyClients)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", sc, lib.name, err)
@@ -513,18 +541,4 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
-}
-
-// pingP50 returns the median PING round trip over n PINGs: the unit to
-// compare handoff times with.
-func pingP50(ctx context.Context, rdb *redis.Client, n int) (time.Duration, error) {
-	d := make([]time.Duration, 0, n)
-	for range n {
-		t := time.Now()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			return 0, err
-		}
-		d = append(d, time.Since(t))
-	}
-	return percentile(sortDurations(d), 0.5), nil
 }

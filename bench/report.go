@@ -14,17 +14,21 @@ import (
 
 // Scenario names, as in results.json.
 const (
-	scUncontended  = "uncontended"
-	scHandoff      = "handoff"
-	scContended0   = "contended-0ms"
-	scContended1   = "contended-1ms"
-	scSemaphore    = "semaphore"
-	scLatchFanout  = "latch-fanout"
-	scWatchdog1000 = "watchdog-1000"
+	scUncontended = "uncontended"
+	scHandoff     = "handoff"
+	scContended0  = "contended-0ms"
+	scContended1  = "contended-1ms"
+	// The contended scenarios with ManyGoroutines over ManyClients (64
+	// over 16 by default).
+	scContended0Many = "contended-0ms-64"
+	scContended1Many = "contended-1ms-64"
+	scSemaphore      = "semaphore"
+	scLatchFanout    = "latch-fanout"
+	scWatchdog1000   = "watchdog-1000"
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scSemaphore, scLatchFanout, scWatchdog1000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scSemaphore, scLatchFanout, scWatchdog1000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
@@ -38,6 +42,9 @@ type Result struct {
 	// P50ms and P99ms are quantiles, in milliseconds, of what Latency says.
 	P50ms *float64 `json:"p50_ms"`
 	P99ms *float64 `json:"p99_ms"`
+	// P50RTT is P50ms as a multiple of the rtt row's p50 (the PING round
+	// trip measured at the start of the run); null on the rtt row.
+	P50RTT *float64 `json:"p50_rtt"`
 	// CommandsPerOp is every command Redis executed per operation, from
 	// INFO commandstats, including the commands run inside Lua scripts
 	// (Redis counts those too) and pub/sub (un)subscribes.
@@ -162,22 +169,22 @@ func writeJSON(path string, results []Result) error {
 
 // env describes where a run happened, for the table's heading.
 type env struct {
-	CPUs    int
-	CPU     string
-	Redis   string
-	Go      string
-	OS      string
-	Server  string        // "started by the tool" or the -redis address
-	PingP50 time.Duration // median PING round trip before the scenarios
+	CPUs     int
+	CPU      string
+	Redis    string
+	Go       string
+	OS       string
+	Server   string  // "started by the tool" or the -redis address
+	RTTp50ms float64 // the rtt row's p50
 }
 
 // writeMarkdown prints the results as a markdown table, with the
 // environment above it and what each scenario measures below it.
 func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
-	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (hot loop); %s.\n\n",
-		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(ms(e.PingP50)), 3), e.Go)
-	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | round trips/op | commands/op | bytes in/out per op | Redis CPU µs/op | notes |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (the rtt row); %s.\n\n",
+		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(e.RTTp50ms), 3), e.Go)
+	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | notes |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	var legend []string
 	seen := map[string]bool{}
 	for _, r := range results {
@@ -191,9 +198,9 @@ func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 		if r.Note != "" {
 			notes = append(notes, r.Note)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3),
-			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), bytesCell(r), num(r.ServerCPUusPerOp, 0),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3), num(r.P50RTT, 1),
+			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), shareCell(r), bytesCell(r), num(r.ServerCPUusPerOp, 0),
 			strings.Join(notes, "; "))
 		if !seen[r.Scenario] {
 			seen[r.Scenario] = true
@@ -204,7 +211,9 @@ func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 	for _, l := range legend {
 		fmt.Fprintln(w, l)
 	}
-	fmt.Fprintln(w, "- round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
+	fmt.Fprintln(w, "- p50/rtt: p50 as a multiple of the rtt row's p50;")
+	fmt.Fprintln(w, "  busiest / ideal share: the share of the acquisitions the busiest goroutine made, and 1/goroutines;")
+	fmt.Fprintln(w, "  round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
 	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op.")
@@ -231,6 +240,17 @@ func num(v *float64, decimals int) string {
 		decimals = 2
 	}
 	return strconv.FormatFloat(*v, 'f', decimals, 64)
+}
+
+// shareCell is the busiest goroutine's share of the acquisitions and the
+// even share, in percent, or "–" for rows without goroutines contending.
+func shareCell(r Result) string {
+	busiest, ok1 := r.Extra["busiest_goroutine_share"]
+	ideal, ok2 := r.Extra["ideal_share"]
+	if !ok1 || !ok2 {
+		return "–"
+	}
+	return num(f(100*busiest), 1) + " / " + num(f(100*ideal), 1)
 }
 
 func bytesCell(r Result) string {
