@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -107,7 +108,7 @@ func TestInspectFairLock(t *testing.T) {
 	t.Parallel()
 	name := redistest.Key(t, "fair")
 	fairCleanup(t, name)
-	hc := newClient(t, redisync.WithWatchdogTimeout(longLease))
+	hc := clienttest.Shared(t, redisync.WithWatchdogTimeout(longLease))
 	holder := rlock.NewFair(hc, name)
 	require.NoError(t, holder.Lock(redisync.WithOwnerToken(context.Background(), 1)))
 	w1 := queueFairWaiter(t, name, 11)
@@ -241,7 +242,7 @@ func TestUnlockFairLock(t *testing.T) {
 	name := redistest.Key(t, "fair")
 	fairCleanup(t, name)
 	ctx := redisync.WithOwnerToken(context.Background(), 1)
-	hc := newClient(t, redisync.WithWatchdogTimeout(longLease))
+	hc := clienttest.Shared(t, redisync.WithWatchdogTimeout(longLease))
 	holder := rlock.NewFair(hc, name)
 	require.NoError(t, holder.Lock(ctx))
 	w1 := queueFairWaiter(t, name, 21)

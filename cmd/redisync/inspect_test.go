@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -25,7 +26,7 @@ func TestInspectGoLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := redistest.Key(t, "lock")
-	c := newClient(t, redisync.WithWatchdogTimeout(20*time.Second))
+	c := clienttest.Shared(t, redisync.WithWatchdogTimeout(20*time.Second))
 	ctx = redisync.WithOwnerToken(ctx, 77)
 	l := rlock.New(c, name, rlock.WithFencing())
 	for range 2 {
@@ -51,7 +52,7 @@ func TestInspectGoLock(t *testing.T) {
 	}
 
 	// A waiter in another client shows up as a subscriber of the channel.
-	waiter := rlock.New(newClient(t), name)
+	waiter := rlock.New(clienttest.Shared(t), name)
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(wctx) }()
@@ -110,7 +111,7 @@ func TestInspectRWLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := redistest.Key(t, "rw")
-	c1, c2 := newClient(t), newClient(t)
+	c1, c2 := clienttest.Shared(t), clienttest.Shared(t)
 	r1, r2 := rwlock.New(c1, name), rwlock.New(c2, name)
 	ctx1 := redisync.WithOwnerToken(ctx, 5)
 	for _, step := range []func() error{
@@ -126,7 +127,7 @@ func TestInspectRWLock(t *testing.T) {
 	javaOwner := uuid.NewString() + ":12"
 	rdb(t).HSet(ctx, name, javaOwner, 1)
 	rdb(t).Set(ctx, keys.RWTimeoutPrefix(name, javaOwner)+":1", 1, 25*time.Second)
-	t.Cleanup(func() { _, _ = rwlock.New(newClient(t), name).ForceUnlock(context.Background()) })
+	t.Cleanup(func() { _, _ = rwlock.New(clienttest.Shared(t), name).ForceUnlock(context.Background()) })
 
 	r := inspectJSON(t, name)
 	if r.Type != kindRWLock || r.Mode != "read" || r.Channel != keys.RWChannel(name) {
@@ -157,7 +158,7 @@ func TestInspectRWLock(t *testing.T) {
 func TestInspectRWLockWriter(t *testing.T) {
 	t.Parallel()
 	wname := redistest.Key(t, "rw")
-	c := newClient(t)
+	c := clienttest.Shared(t)
 	w := rwlock.New(c, wname)
 	wctx := redisync.WithOwner(context.Background()) // a downgrade needs a context owner
 	if err := w.Lock(wctx); err != nil {
@@ -189,7 +190,7 @@ func TestInspectSemaphore(t *testing.T) {
 
 	// A semaphore with no permits left and a waiter.
 	sem := redistest.Key(t, "sem")
-	s := semaphore.New(newClient(t), sem)
+	s := semaphore.New(clienttest.Shared(t), sem)
 	if _, err := s.TrySetPermits(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestInspectSemaphore(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	semDone := make(chan error, 1)
-	go func() { semDone <- semaphore.New(newClient(t), sem).Acquire(wctx, 1) }()
+	go func() { semDone <- semaphore.New(clienttest.Shared(t), sem).Acquire(wctx, 1) }()
 	waitSubscribers(t, keys.SemaphoreChannel(sem), 1)
 	r := inspectJSON(t, sem)
 	if r.Type != kindSemaphore || !r.Guessed || r.Permits == nil || *r.Permits != 0 || r.Waiters != 1 {
@@ -227,13 +228,13 @@ func TestInspectLatch(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	latch := redistest.Key(t, "latch")
-	l := countdown.New(newClient(t), latch)
+	l := countdown.New(clienttest.Shared(t), latch)
 	if _, err := l.TrySetCount(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	latchDone := make(chan error, 2)
 	for range 2 {
-		go func() { latchDone <- countdown.New(newClient(t), latch).Wait(wctx) }()
+		go func() { latchDone <- countdown.New(clienttest.Shared(t), latch).Wait(wctx) }()
 	}
 	waitSubscribers(t, keys.LatchChannel(latch), 2)
 	r := inspectJSON(t, latch)
@@ -281,7 +282,7 @@ func TestInspectExpirableSemaphore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := redistest.Key(t, "xsem")
-	s := semaphore.NewExpirable(newClient(t), name)
+	s := semaphore.NewExpirable(clienttest.Shared(t), name)
 	if _, err := s.TrySetPermits(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestInspectNotAPrimitive(t *testing.T) {
 	}
 	// A fenced lock that is free: only its counter remains.
 	fenced := redistest.Key(t, "fenced")
-	l := rlock.New(newClient(t), fenced, rlock.WithFencing())
+	l := rlock.New(clienttest.Shared(t), fenced, rlock.WithFencing())
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestInspectUnsetSemaphore(t *testing.T) {
 	name := redistest.Key(t, "sem")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- semaphore.New(newClient(t), name).Acquire(ctx, 1) }()
+	go func() { done <- semaphore.New(clienttest.Shared(t), name).Acquire(ctx, 1) }()
 	waitSubscribers(t, keys.SemaphoreChannel(name), 1)
 	r := inspectJSON(t, name)
 	if r.Type != kindSemaphore || !r.Guessed || r.Exists || r.Permits == nil || *r.Permits != 0 || r.Waiters != 1 {
@@ -467,7 +468,7 @@ func TestTokenWording(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := redistest.Key(t, "lock")
-	c := newClient(t, redisync.WithWatchdogTimeout(longLease))
+	c := clienttest.Shared(t, redisync.WithWatchdogTimeout(longLease))
 	l := rlock.New(c, name, rlock.WithFencing())
 	if err := l.Lock(redisync.WithOwnerToken(ctx, 9)); err != nil {
 		t.Fatal(err)

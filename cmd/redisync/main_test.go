@@ -14,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -85,15 +84,6 @@ func runCmd(t *testing.T, stdin io.Reader, args ...string) result {
 // testURL returns the redis:// URL of the shared test server.
 func testURL(t *testing.T) string {
 	return "redis://" + redistest.Shared(t).Addr()
-}
-
-// newClient returns a redisync Client (a simulated process) on the shared
-// server, closed at the end of the test.
-func newClient(t *testing.T, opts ...redisync.Option) *redisync.Client {
-	t.Helper()
-	c := redisync.New(redistest.Shared(t).Client(t), opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 // inspectJSON runs inspect -json on name and decodes the report.

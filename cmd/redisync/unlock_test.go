@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -54,7 +55,7 @@ func waitWoken(t *testing.T, lock redisync.Locker, done <-chan error) {
 }
 
 func waiterClient(t *testing.T) *redisync.Client {
-	return newClient(t, redisync.WithRecheckInterval(longLease))
+	return clienttest.Shared(t, redisync.WithRecheckInterval(longLease))
 }
 
 // TestUnlockGoLock frees a lock a Go client holds twice; the Go client
@@ -64,7 +65,7 @@ func TestUnlockGoLock(t *testing.T) {
 	t.Parallel()
 	ctx := redisync.WithOwner(context.Background()) // it holds twice
 	name := redistest.Key(t, "lock")
-	holder := newClient(t, redisync.WithWatchdogTimeout(longLease))
+	holder := clienttest.Shared(t, redisync.WithWatchdogTimeout(longLease))
 	l := rlock.New(holder, name)
 	for range 2 {
 		if err := l.Lock(ctx); err != nil {
@@ -128,7 +129,7 @@ func TestUnlockRWLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := redistest.Key(t, "rw")
-	reader := rwlock.New(newClient(t, redisync.WithWatchdogTimeout(longLease)), name)
+	reader := rwlock.New(clienttest.Shared(t, redisync.WithWatchdogTimeout(longLease)), name)
 	if err := reader.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -164,10 +165,10 @@ func TestUnlockRefuses(t *testing.T) {
 	rdb(t).HSet(ctx, name, "someone:1", 1)
 	rdb(t).Set(ctx, sem, 3, 0)
 	xsem := redistest.Key(t, "xsem")
-	if _, err := semaphore.NewExpirable(newClient(t), xsem).TrySetPermits(ctx, 2); err != nil {
+	if _, err := semaphore.NewExpirable(clienttest.Shared(t), xsem).TrySetPermits(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := semaphore.NewExpirable(newClient(t), xsem).Acquire(ctx, time.Minute); err != nil {
+	if _, err := semaphore.NewExpirable(clienttest.Shared(t), xsem).Acquire(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
