@@ -62,11 +62,8 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	}
 	start := time.Now()
 	ok, _, err = c.try(ctx, s.Try)
-	if ok || err != nil {
+	if ok || err != nil || (!s.Forever && s.Wait <= 0) {
 		return ok, err
-	}
-	if !s.Forever && s.Wait <= 0 {
-		return false, nil
 	}
 	var deadline time.Time
 	subCtx := ctx
@@ -78,16 +75,7 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	}
 	w, err := c.mux.Subscribe(subCtx, s.Channel, s.Wake)
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return false, ctxError(ctx)
-		case errors.Is(err, pubsub.ErrClosed):
-			return false, ErrClosed
-		case !s.Forever && !time.Now().Before(deadline):
-			ok, _, err := c.try(ctx, s.Try) // the wait ran out while subscribing: last try
-			return ok, err
-		}
-		return false, err
+		return c.subscribeFailed(ctx, s, deadline, err)
 	}
 	defer w.Close()
 
@@ -98,16 +86,9 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 		if ok || err != nil {
 			return ok, err
 		}
-		d := c.opts.Recheck
-		if retry > 0 && retry < d {
-			d = retry
-		}
-		if !s.Forever {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return false, nil
-			}
-			d = min(d, left)
+		d, more := c.pause(s, deadline, retry)
+		if !more {
+			return false, nil
 		}
 		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
 		select {
@@ -119,6 +100,40 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 			return false, ErrClosed
 		}
 	}
+}
+
+// subscribeFailed is Wait's answer when its subscription failed: ctx or
+// Close ended it, or the wait ran out meanwhile (then one last try), or the
+// error.
+func (c *Client) subscribeFailed(ctx context.Context, s WaitSpec, deadline time.Time, err error) (bool, error) {
+	switch {
+	case ctx.Err() != nil:
+		return false, ctxError(ctx)
+	case errors.Is(err, pubsub.ErrClosed):
+		return false, ErrClosed
+	case !s.Forever && !time.Now().Before(deadline):
+		ok, _, err := c.try(ctx, s.Try)
+		return ok, err
+	}
+	return false, err
+}
+
+// pause returns how long a waiter sleeps before its next try: the attempt's
+// retry hint, capped by the re-check interval and the end of the wait; more
+// is false when the wait has run out.
+func (c *Client) pause(s WaitSpec, deadline time.Time, retry time.Duration) (d time.Duration, more bool) {
+	d = c.opts.Recheck
+	if retry > 0 && retry < d {
+		d = retry
+	}
+	if !s.Forever {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, false
+		}
+		d = min(d, left)
+	}
+	return d, true
 }
 
 // Backoff is a spin wait's pause between attempts: it starts at Min and
