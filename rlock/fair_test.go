@@ -2,9 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"errors"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,23 +89,76 @@ func receive[T any](t *testing.T, c <-chan T, within time.Duration, what string)
 	return zero
 }
 
-// Five waiters on five clients get the lock in the order they asked for it.
-func TestFairFIFOAcrossClients(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
-	require.NoError(t, holder.Lock(ctx))
+// fairFixture is what most fair-lock tests start from: a context, the
+// shared server, a client of it, and a fresh lock name.
+type fairFixture struct {
+	t    *testing.T
+	ctx  context.Context
+	s    *redistest.Server
+	rdb  *redis.Client
+	name string
+}
 
-	order := make(chan int, 5)
-	var done []<-chan error
-	for i := range 5 {
-		done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(clienttest.New(t, s.Client(t)), name), i, order))
-		waitQueued(t, rdb, name, i+1)
-	}
-	require.NoError(t, holder.Unlock(ctx))
-	for i := range 5 {
+func newFairFixture(t *testing.T) *fairFixture {
+	s := redistest.Shared(t)
+	return &fairFixture{t: t, ctx: context.Background(), s: s, rdb: s.Client(t), name: redistest.Key(t)}
+}
+
+// client returns a new client of the shared server.
+func (f *fairFixture) client() *redisync.Client { return clienttest.New(f.t, f.s.Client(f.t)) }
+
+// fair returns a fair lock of the fixture's name on a new client.
+func (f *fairFixture) fair(opts ...rlock.Option) *rlock.FairLock {
+	return rlock.NewFair(f.client(), f.name, opts...)
+}
+
+// holder returns a fair lock on a new client that holds the lock.
+func (f *fairFixture) holder(opts ...rlock.Option) *rlock.FairLock {
+	h := f.fair(opts...)
+	require.NoError(f.t, h.Lock(f.ctx))
+	return h
+}
+
+// queue starts l.Lock in a goroutine (see lockInGoroutine) and waits until
+// n owners are queued.
+func (f *fairFixture) queue(ctx context.Context, l redisync.Locker, i int, order chan<- int, n int) <-chan error {
+	done := lockInGoroutine(f.t, ctx, l, i, order)
+	waitQueued(f.t, f.rdb, f.name, n)
+	return done
+}
+
+// settledWaiter starts the Lock of a fair lock on a counting client (which
+// unlocks once it gets in when order is not nil), waits until n owners are
+// queued and the waiter has made its attempt after subscribing, and returns
+// the lock, its Lock's result and the queue.
+func (f *fairFixture) settledWaiter(order chan<- int, n int, opts ...rlock.Option) (*rlock.FairLock, <-chan error, []string) {
+	c, runs := countingClient(f.t, f.s)
+	l := rlock.NewFair(c, f.name, opts...)
+	done := lockInGoroutine(f.t, f.ctx, l, 0, order)
+	q := waitQueued(f.t, f.rdb, f.name, n)
+	waitSettled(f.t, runs)
+	return l, done, q
+}
+
+// addQueued puts owner in the queue with a deadline d milliseconds after
+// the server's now, as a Redisson client does.
+func (f *fairFixture) addQueued(owner string, d int64) {
+	f.t.Helper()
+	require.NoError(f.t, f.rdb.RPush(f.ctx, fairQueueKey(f.name), owner).Err())
+	require.NoError(f.t, f.rdb.ZAdd(f.ctx, fairTimeoutsKey(f.name), redis.Z{Score: float64(serverMillis(f.t, f.rdb) + d), Member: owner}).Err())
+}
+
+// requireNoQueue checks that the fair lock's queue and timeouts are gone.
+func (f *fairFixture) requireNoQueue() {
+	f.t.Helper()
+	requireNoQueue(f.t, f.rdb, f.name)
+}
+
+// receiveAll waits for each of done and returns what order received, in
+// the order it received it.
+func receiveAll(t *testing.T, done []<-chan error, order chan int) []int {
+	t.Helper()
+	for i := range done {
 		require.NoError(t, receive(t, done[i], 20*time.Second, "waiter"))
 	}
 	close(order)
@@ -116,8 +166,23 @@ func TestFairFIFOAcrossClients(t *testing.T) {
 	for i := range order {
 		got = append(got, i)
 	}
+	return got
+}
+
+// Five waiters on five clients get the lock in the order they asked for it.
+func TestFairFIFOAcrossClients(t *testing.T) {
+	f := newFairFixture(t)
+	holder := f.holder()
+
+	order := make(chan int, 5)
+	var done []<-chan error
+	for i := range 5 {
+		done = append(done, f.queue(f.ctx, f.fair(), i, order, i+1))
+	}
+	require.NoError(t, holder.Unlock(f.ctx))
+	got := receiveAll(t, done, order)
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, got)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // Within one client, waiters acting for different owners (separate
@@ -125,53 +190,40 @@ func TestFairFIFOAcrossClients(t *testing.T) {
 // too; goroutines of one handle without a context owner line up at the
 // handle and take one place in the queue.
 func TestFairFIFOWithinOneClient(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
 	for _, mode := range []string{"handles", "owners", "shared handle"} {
 		t.Run(mode, func(t *testing.T) {
-			name := redistest.Key(t)
-			c := clienttest.New(t, s.Client(t))
-			holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
-			require.NoError(t, holder.Lock(ctx))
+			f := newFairFixture(t)
+			ctx, name := f.ctx, f.name
+			c := f.client()
+			holder := f.holder()
 			shared := rlock.NewFair(c, name)
 			order := make(chan int, 5)
 			var done []<-chan error
 			for i := range 5 {
 				switch mode {
 				case "handles":
-					done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(c, name), i, order))
-					waitQueued(t, rdb, name, i+1)
+					done = append(done, f.queue(ctx, rlock.NewFair(c, name), i, order, i+1))
 				case "owners":
-					done = append(done, lockInGoroutine(t, redisync.WithOwner(ctx), shared, i, order))
-					waitQueued(t, rdb, name, i+1)
+					done = append(done, f.queue(redisync.WithOwner(ctx), shared, i, order, i+1))
 				default:
 					// Only the first is in the queue; the others wait at the
 					// handle's gate, in arrival order (a caller that reaches
 					// the gate cannot be told apart from one about to, so
 					// this one checks exclusion and the single entry).
-					done = append(done, lockInGoroutine(t, ctx, shared, i, order))
-					waitQueued(t, rdb, name, 1)
+					done = append(done, f.queue(ctx, shared, i, order, 1))
 				}
 			}
 			if mode == "shared handle" {
-				assert.Len(t, fairQueue(t, rdb, name), 1, "one handle takes one place in the queue")
+				assert.Len(t, fairQueue(t, f.rdb, name), 1, "one handle takes one place in the queue")
 			}
 			require.NoError(t, holder.Unlock(ctx))
-			for i := range 5 {
-				require.NoError(t, receive(t, done[i], 20*time.Second, "waiter"))
-			}
-			close(order)
-			var got []int
-			for i := range order {
-				got = append(got, i)
-			}
+			got := receiveAll(t, done, order)
 			if mode == "shared handle" {
 				assert.ElementsMatch(t, []int{0, 1, 2, 3, 4}, got)
 			} else {
 				assert.Equal(t, []int{0, 1, 2, 3, 4}, got)
 			}
-			requireNoQueue(t, rdb, name)
+			f.requireNoQueue()
 		})
 	}
 }
@@ -180,22 +232,18 @@ func TestFairFIFOWithinOneClient(t *testing.T) {
 // head of the queue and nowhere else; the last release, with nobody
 // queued, publishes nothing.
 func TestFairOneMessagePerReleaseToTheHead(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
+	f := newFairFixture(t)
+	ctx, rdb, name := f.ctx, f.rdb, f.name
 	ps := rdb.PSubscribe(ctx, "redisson_lock__channel:{"+name+"}*")
 	t.Cleanup(func() { _ = ps.Close() })
 	_, err := ps.Receive(ctx) // the subscription's confirmation
 	require.NoError(t, err)
 	msgs := ps.Channel()
 
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
-	require.NoError(t, holder.Lock(ctx))
+	holder := f.holder()
 	var done []<-chan error
 	for i := range 3 {
-		done = append(done, lockInGoroutine(t, ctx, rlock.NewFair(clienttest.New(t, s.Client(t)), name), i, make(chan int, 1)))
-		waitQueued(t, rdb, name, i+1)
+		done = append(done, f.queue(ctx, f.fair(), i, make(chan int, 1), i+1))
 	}
 	owners := fairQueue(t, rdb, name)
 	require.NoError(t, holder.Unlock(ctx))
@@ -217,44 +265,39 @@ func TestFairOneMessagePerReleaseToTheHead(t *testing.T) {
 	}
 	want := []string{fairChannel(name, owners[0]), fairChannel(name, owners[1]), fairChannel(name, owners[2])}
 	assert.Equal(t, want, got)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // A waiter that gives up — TryLock's wait runs out, a single TryLock
 // attempt, its context ends, its client closes — leaves no queue entry, no
 // deadline and no subscription behind.
 func TestFairGiveUpLeavesNothing(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
-	require.NoError(t, holder.Lock(ctx))
-	wc := clienttest.New(t, s.Client(t))
+	f := newFairFixture(t)
+	ctx, name := f.ctx, f.name
+	holder := f.holder()
+	wc := f.client()
 
 	ok, err := rlock.NewFair(wc, name).TryLock(ctx, 0)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 
 	ok, err = rlock.NewFair(wc, name).TryLock(ctx, 300*time.Millisecond)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 
 	cctx, cancel := context.WithCancel(ctx)
-	errc := lockInGoroutine(t, cctx, rlock.NewFair(wc, name), 0, nil)
-	waitQueued(t, rdb, name, 1)
+	errc := f.queue(cctx, rlock.NewFair(wc, name), 0, nil, 1)
 	cancel()
 	require.ErrorIs(t, receive(t, errc, 10*time.Second, "cancelled waiter"), context.Canceled)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 
-	closing := redisync.New(s.Client(t))
-	errc = lockInGoroutine(t, ctx, rlock.NewFair(closing, name), 0, nil)
-	waitQueued(t, rdb, name, 1)
+	closing := redisync.New(f.s.Client(t))
+	errc = f.queue(ctx, rlock.NewFair(closing, name), 0, nil, 1)
 	require.NoError(t, closing.Close())
 	require.ErrorIs(t, receive(t, errc, 10*time.Second, "waiter of a closed client"), redisync.ErrClosed)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 
 	assert.Equal(t, 0, (*core.Client)(wc).Mux().Stats().Waiters)
 	require.NoError(t, holder.Unlock(ctx))
@@ -308,20 +351,13 @@ func waitSettled(t *testing.T, h *scriptRuns) {
 // A waiter at the head of the queue that gives up while the lock is free
 // wakes the waiter behind it.
 func TestFairLeavingHeadWakesTheNext(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name, rlock.WithLease(time.Minute))
-	require.NoError(t, holder.Lock(ctx))
+	f := newFairFixture(t)
+	ctx, rdb, name := f.ctx, f.rdb, f.name
+	f.holder(rlock.WithLease(time.Minute))
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	first := lockInGoroutine(t, cctx, rlock.NewFair(slowClient(t, s), name, rlock.WithWaiterTimeout(time.Minute)), 0, nil)
-	waitQueued(t, rdb, name, 1)
-	sc, runs := countingClient(t, s)
-	second := lockInGoroutine(t, ctx, rlock.NewFair(sc, name, rlock.WithWaiterTimeout(time.Minute)), 1, make(chan int, 1))
-	waitQueued(t, rdb, name, 2)
-	waitSettled(t, runs)
+	first := f.queue(cctx, rlock.NewFair(slowClient(t, f.s), name, rlock.WithWaiterTimeout(time.Minute)), 0, nil, 1)
+	_, second, _ := f.settledWaiter(make(chan int, 1), 2, rlock.WithWaiterTimeout(time.Minute))
 
 	// The lock vanishes without a message (deleted from outside); the head
 	// then gives up, which must hand the turn on at once.
@@ -332,24 +368,22 @@ func TestFairLeavingHeadWakesTheNext(t *testing.T) {
 	require.NoError(t, receive(t, second, 10*time.Second, "second waiter"))
 	t.Logf("the second waiter got the lock %v after the head left", time.Since(start))
 	assert.Less(t, time.Since(start), 5*time.Second)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // A waiter whose process died at the head of the queue (its entry and a
 // deadline 1.5s ahead, as a crashed client leaves them) holds up the next
 // waiter until that deadline, and not much longer.
 func TestFairDeadWaiterAtHead(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
+	f := newFairFixture(t)
+	ctx, rdb, name := f.ctx, f.rdb, f.name
 	dead := "00000000-dead-4000-8000-000000000000:1"
 	deadline := serverMillis(t, rdb) + 1500
 	start := time.Now()
 	require.NoError(t, rdb.RPush(ctx, fairQueueKey(name), dead).Err())
 	require.NoError(t, rdb.ZAdd(ctx, fairTimeoutsKey(name), redis.Z{Score: float64(deadline), Member: dead}).Err())
 
-	l := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
+	l := f.fair()
 	ok, err := l.TryLock(ctx, 20*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -357,37 +391,31 @@ func TestFairDeadWaiterAtHead(t *testing.T) {
 	t.Logf("the next waiter got the lock %v after the dead waiter's entry was written with a 1.5s deadline", waited)
 	assert.Greater(t, waited, 1200*time.Millisecond, "a waiter jumped the queue")
 	assert.Less(t, waited, 4*time.Second, "a dead waiter held up the queue past its deadline")
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 
 	// The same behind a holder: the release finds the dead head still
 	// within its deadline; the next waiter goes in when the deadline passes.
-	require.NoError(t, rdb.RPush(ctx, fairQueueKey(name), dead).Err())
-	require.NoError(t, rdb.ZAdd(ctx, fairTimeoutsKey(name), redis.Z{Score: float64(serverMillis(t, rdb) + 1500), Member: dead}).Err())
+	f.addQueued(dead, 1500)
 	start = time.Now()
-	next := lockInGoroutine(t, ctx, rlock.NewFair(clienttest.New(t, s.Client(t)), name), 0, make(chan int, 1))
-	waitQueued(t, rdb, name, 2)
+	next := f.queue(ctx, f.fair(), 0, make(chan int, 1), 2)
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, receive(t, next, 20*time.Second, "next waiter"))
 	t.Logf("behind a holder: %v", time.Since(start))
 	assert.Less(t, time.Since(start), 4*time.Second)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // A live waiter that waits much longer than the waiter timeout keeps its
 // place: it is never dropped as dead, and is served in its turn (Redisson
 // drops it and then never notifies it).
 func TestFairLiveWaiterOutlastsWaiterTimeout(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
+	f := newFairFixture(t)
+	ctx, rdb, name := f.ctx, f.rdb, f.name
 	opt := rlock.WithWaiterTimeout(time.Second)
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name, opt)
-	require.NoError(t, holder.Lock(ctx))
+	holder := f.holder(opt)
 	order := make(chan int, 2)
-	first := lockInGoroutine(t, ctx, rlock.NewFair(slowClient(t, s), name, opt), 0, order)
-	waitQueued(t, rdb, name, 1)
-	second := lockInGoroutine(t, ctx, rlock.NewFair(slowClient(t, s), name, opt), 1, order)
+	first := f.queue(ctx, rlock.NewFair(slowClient(t, f.s), name, opt), 0, order, 1)
+	second := lockInGoroutine(t, ctx, rlock.NewFair(slowClient(t, f.s), name, opt), 1, order)
 	queued := waitQueued(t, rdb, name, 2)
 
 	// 3.5 waiter timeouts pass; both keep their places and fresh deadlines.
@@ -408,30 +436,23 @@ func TestFairLiveWaiterOutlastsWaiterTimeout(t *testing.T) {
 	require.NoError(t, receive(t, second, 10*time.Second, "second waiter"))
 	assert.Equal(t, 0, <-order)
 	assert.Equal(t, 1, <-order)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // A lock key deleted from outside publishes nothing; the head of the queue
 // still gets in at its next re-check, within a third of the waiter timeout
 // (5s by default), not after the client's re-check interval (a minute here).
 func TestFairExternalDelete(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name, rlock.WithLease(time.Minute))
-	require.NoError(t, holder.Lock(ctx))
-	wc, runs := countingClient(t, s)
-	waiter := lockInGoroutine(t, ctx, rlock.NewFair(wc, name), 0, make(chan int, 1))
-	waitQueued(t, rdb, name, 1)
-	waitSettled(t, runs)
+	f := newFairFixture(t)
+	f.holder(rlock.WithLease(time.Minute))
+	_, waiter, _ := f.settledWaiter(make(chan int, 1), 1)
 	start := time.Now()
-	require.NoError(t, rdb.Del(ctx, name).Err())
+	require.NoError(t, f.rdb.Del(f.ctx, f.name).Err())
 	require.NoError(t, receive(t, waiter, 20*time.Second, "waiter"))
 	t.Logf("the head got in %v after the lock key was deleted", time.Since(start))
 	assert.Greater(t, time.Since(start), 500*time.Millisecond, "woken by what? nothing was published")
 	assert.Less(t, time.Since(start), 4*time.Second)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // Mutual exclusion: 4 clients, each with one handle shared by 4 goroutines,
@@ -442,64 +463,29 @@ func TestFairHammer(t *testing.T) {
 	rdb := s.Client(t)
 	name := redistest.Key(t, "lock")
 	counter := redistest.Key(t, "counter")
-	var inside atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	var lockers []redisync.Locker
 	for range 4 {
-		l := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 20 {
-					if err := l.Lock(ctx); err != nil {
-						errs <- err
-						return
-					}
-					if inside.Add(1) != 1 {
-						errs <- errors.New("two holders inside the critical section")
-					}
-					v, _ := rdb.Get(ctx, counter).Int()
-					if err := rdb.Set(ctx, counter, v+1, 0).Err(); err != nil {
-						errs <- err
-					}
-					inside.Add(-1)
-					if err := l.Unlock(ctx); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
+		lockers = append(lockers, rlock.NewFair(clienttest.New(t, s.Client(t)), name))
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	n, err := rdb.Get(ctx, counter).Int()
-	require.NoError(t, err)
+	n := hammer(t, ctx, rdb, counter, lockers, 4, 20)
 	assert.Equal(t, 320, n)
 	requireNoQueue(t, rdb, name)
 }
 
 // An owner that holds the lock re-enters it at once, however many wait.
 func TestFairReentrantNeverQueues(t *testing.T) {
-	ctx := redisync.WithOwner(context.Background())
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	l := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
+	f := newFairFixture(t)
+	ctx := redisync.WithOwner(f.ctx)
+	l := f.fair()
 	require.NoError(t, l.Lock(ctx))
-	waiter := lockInGoroutine(t, context.Background(), rlock.NewFair(clienttest.New(t, s.Client(t)), name), 0, make(chan int, 1))
-	waitQueued(t, rdb, name, 1)
+	waiter := f.queue(f.ctx, f.fair(), 0, make(chan int, 1), 1)
 	ok, err := l.TryLock(ctx, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	n, err := l.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, n)
-	assert.Len(t, fairQueue(t, rdb, name), 1)
+	assert.Len(t, fairQueue(t, f.rdb, f.name), 1)
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, receive(t, waiter, 10*time.Second, "waiter"))
@@ -508,18 +494,12 @@ func TestFairReentrantNeverQueues(t *testing.T) {
 // ForceUnlock deletes the lock, ends local holds and wakes the head of the
 // queue at once.
 func TestFairForceUnlock(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	c := clienttest.New(t, s.Client(t))
+	f := newFairFixture(t)
+	ctx, name := f.ctx, f.name
+	c := f.client()
 	holder := rlock.NewFair(c, name)
 	require.NoError(t, holder.Lock(ctx))
-	wc, runs := countingClient(t, s)
-	waiter := rlock.NewFair(wc, name, rlock.WithWaiterTimeout(time.Minute))
-	got := lockInGoroutine(t, ctx, waiter, 0, nil)
-	waitQueued(t, rdb, name, 1)
-	waitSettled(t, runs)
+	waiter, got, _ := f.settledWaiter(nil, 1, rlock.WithWaiterTimeout(time.Minute))
 
 	existed, err := rlock.NewFair(c, name).ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -532,7 +512,7 @@ func TestFairForceUnlock(t *testing.T) {
 	existed, err = waiter.ForceUnlock(ctx)
 	require.NoError(t, err)
 	assert.False(t, existed)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // A Java waiter in Redisson's layout (a queue entry, a deadline, listening
@@ -540,20 +520,17 @@ func TestFairForceUnlock(t *testing.T) {
 // wakes it when its turn comes, a Go waiter behind it does not jump ahead,
 // and its release message wakes the Go waiter behind it.
 func TestFairRedissonWaiterInLine(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
+	f := newFairFixture(t)
+	ctx, rdb, name := f.ctx, f.rdb, f.name
 	java := "8c1a1f47-3a4b-4d5e-9f60-7182a3b4c5d6:57"
 	sub := rdb.Subscribe(ctx, fairChannel(name, java))
 	t.Cleanup(func() { _ = sub.Close() })
 	_, err := sub.Receive(ctx)
 	require.NoError(t, err)
 
-	holder := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
-	require.NoError(t, holder.Lock(ctx))
+	holder := f.holder()
 	firstGot, firstGo := make(chan int, 1), make(chan struct{})
-	first := rlock.NewFair(clienttest.New(t, s.Client(t)), name)
+	first := f.fair()
 	firstDone := make(chan error, 1)
 	go func() {
 		err := first.Lock(ctx)
@@ -567,12 +544,8 @@ func TestFairRedissonWaiterInLine(t *testing.T) {
 	waitQueued(t, rdb, name, 1)
 	// Redisson's waiter joins: its entry, and a deadline its client
 	// computed (the previous waiter's plus fairLockWaitTimeout, 5 min).
-	require.NoError(t, rdb.RPush(ctx, fairQueueKey(name), java).Err())
-	require.NoError(t, rdb.ZAdd(ctx, fairTimeoutsKey(name), redis.Z{Score: float64(serverMillis(t, rdb) + 300_000), Member: java}).Err())
-	sc, runs := countingClient(t, s)
-	second := lockInGoroutine(t, ctx, rlock.NewFair(sc, name, rlock.WithWaiterTimeout(time.Minute)), 1, make(chan int, 1))
-	q := waitQueued(t, rdb, name, 3)
-	waitSettled(t, runs)
+	f.addQueued(java, 300_000)
+	_, second, q := f.settledWaiter(make(chan int, 1), 3, rlock.WithWaiterTimeout(time.Minute))
 	require.Equal(t, java, q[1])
 
 	require.NoError(t, holder.Unlock(ctx))
@@ -612,20 +585,18 @@ return head`
 	require.NoError(t, receive(t, second, 10*time.Second, "Go waiter behind the Java one"))
 	t.Logf("the Go waiter got the lock %v after the Java release", time.Since(released))
 	assert.Less(t, time.Since(released), 5*time.Second)
-	requireNoQueue(t, rdb, name)
+	f.requireNoQueue()
 }
 
 // The fair lock is the lock: the same hash and owner fields, so a Lock and
 // a FairLock of one name exclude each other; queued owners are
 // "<client id>:<token>" with deadlines on the server's clock.
 func TestFairLayout(t *testing.T) {
-	ctx := context.Background()
-	s := redistest.Shared(t)
-	rdb := s.Client(t)
-	name := redistest.Key(t)
-	plain := rlock.New(clienttest.New(t, s.Client(t)), name)
+	fx := newFairFixture(t)
+	ctx, rdb, name := fx.ctx, fx.rdb, fx.name
+	plain := rlock.New(fx.client(), name)
 	require.NoError(t, plain.Lock(ctx))
-	c := clienttest.New(t, s.Client(t))
+	c := fx.client()
 	f := rlock.NewFair(c, name)
 	ok, err := f.TryLock(ctx, 0)
 	require.NoError(t, err)
@@ -644,20 +615,12 @@ func TestFairLayout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1", count)
 	require.NoError(t, f.Unlock(ctx))
-	requireNoQueue(t, rdb, name)
+	fx.requireNoQueue()
 }
 
 // Invalid arguments are rejected before anything is sent.
 func TestFairInvalidArgumentsSendNothing(t *testing.T) {
-	var dials atomic.Int32
-	rdb := redis.NewClient(&redis.Options{
-		Addr: "127.0.0.1:1",
-		Dialer: func(context.Context, string, string) (net.Conn, error) {
-			dials.Add(1)
-			return nil, errors.New("dialled")
-		},
-	})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb, dials := undiallable(t)
 	ctx := context.Background()
 	c := redisync.New(rdb)
 	t.Cleanup(func() { _ = c.Close() })
@@ -676,12 +639,7 @@ func TestFairInvalidArgumentsSendNothing(t *testing.T) {
 			return err
 		},
 	}
-	for name, f := range cases {
-		t.Run(name, func(t *testing.T) {
-			assert.ErrorIs(t, f(), redisync.ErrInvalidArgument)
-		})
-	}
-	assert.Zero(t, dials.Load(), "nothing may be sent for an invalid argument")
+	requireInvalidSendNothing(t, cases, dials)
 }
 
 // go-redis re-sends a script whose reply was lost: an acquisition, a queued
@@ -691,11 +649,7 @@ func TestFairRetriedScriptsApplyOnce(t *testing.T) {
 	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
 	direct := s.Client(t)
-	proxy := redistest.NewProxy(t, s.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := redisync.New(rdb)
-	t.Cleanup(func() { _ = c.Close() })
+	c, proxy := singleProxiedClient(t, s)
 	name := redistest.Key(t)
 	l := rlock.NewFair(c, name)
 	count := func() int64 {

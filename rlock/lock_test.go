@@ -181,34 +181,47 @@ func TestHammer(t *testing.T) {
 	name := redistest.Key(t, "lock")
 	counter := redistest.Key(t, "counter")
 	rdb := s.Client(t)
+	var lockers []redisync.Locker
+	for i := 0; i < 8; i++ {
+		lockers = append(lockers, rlock.New(clienttest.New(t, s.Client(t)), name))
+	}
+	n := hammer(t, ctx, rdb, counter, lockers, 1, 25)
+	assert.Equal(t, 200, n)
+}
+
+// hammer runs, in goroutines goroutines sharing each of lockers, increments
+// guarded read-modify-write increments of counter each, reports every error
+// and two holders inside at once, and returns the counter's final value.
+func hammer(t *testing.T, ctx context.Context, rdb *redis.Client, counter string, lockers []redisync.Locker, goroutines, increments int) int {
+	t.Helper()
 	var inside atomic.Int32
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := 0; i < 8; i++ {
-		c := clienttest.New(t, s.Client(t))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := rlock.New(c, name)
-			for j := 0; j < 25; j++ {
-				if err := l.Lock(ctx); err != nil {
-					errs <- err
-					return
+	errs := make(chan error, len(lockers)*goroutines)
+	for _, l := range lockers {
+		for range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range increments {
+					if err := l.Lock(ctx); err != nil {
+						errs <- err
+						return
+					}
+					if inside.Add(1) != 1 {
+						errs <- errors.New("two holders inside the critical section")
+					}
+					v, _ := rdb.Get(ctx, counter).Int()
+					if err := rdb.Set(ctx, counter, v+1, 0).Err(); err != nil {
+						errs <- err
+					}
+					inside.Add(-1)
+					if err := l.Unlock(ctx); err != nil {
+						errs <- err
+						return
+					}
 				}
-				if inside.Add(1) != 1 {
-					errs <- errors.New("two holders inside the critical section")
-				}
-				v, _ := rdb.Get(ctx, counter).Int()
-				if err := rdb.Set(ctx, counter, v+1, 0).Err(); err != nil {
-					errs <- err
-				}
-				inside.Add(-1)
-				if err := l.Unlock(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 	close(errs)
@@ -217,7 +230,7 @@ func TestHammer(t *testing.T) {
 	}
 	n, err := rdb.Get(ctx, counter).Int()
 	require.NoError(t, err)
-	assert.Equal(t, 200, n)
+	return n
 }
 
 // A waiter is woken by the release message, not by the holder's lease (30 s)
@@ -375,11 +388,7 @@ func TestLockWithDoneContext(t *testing.T) {
 func TestRetriedScriptsApplyOnce(t *testing.T) {
 	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
-	proxy := redistest.NewProxy(t, s.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := redisync.New(rdb)
-	t.Cleanup(func() { _ = c.Close() })
+	c, proxy := singleProxiedClient(t, s)
 	name := redistest.Key(t)
 	l := rlock.New(c, name)
 	direct := s.Client(t)
@@ -414,6 +423,17 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	locked, err := l.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked)
+}
+
+// singleProxiedClient returns a client with one pooled connection, which
+// goes through a fault proxy to s.
+func singleProxiedClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Proxy) {
+	proxy := redistest.NewProxy(t, s.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := redisync.New(rdb)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, proxy
 }
 
 func evalshaCalls(t *testing.T, rdb *redis.Client) int64 {
@@ -599,15 +619,7 @@ func TestOwners(t *testing.T) {
 
 // Invalid arguments are rejected before anything is sent.
 func TestInvalidArgumentsSendNothing(t *testing.T) {
-	var dials atomic.Int32
-	rdb := redis.NewClient(&redis.Options{
-		Addr: "127.0.0.1:1",
-		Dialer: func(context.Context, string, string) (net.Conn, error) {
-			dials.Add(1)
-			return nil, errors.New("dialled")
-		},
-	})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb, dials := undiallable(t)
 	ctx := context.Background()
 	good := redisync.New(rdb)
 	t.Cleanup(func() { _ = good.Close() })
@@ -630,6 +642,28 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 		"ttl no name":      func() error { _, err := rlock.New(good, "").TTL(ctx); return err },
 		"count zero owner": func() error { _, err := rlock.New(good, "x").HoldCount(redisync.WithOwnerToken(ctx, 0)); return err },
 	}
+	requireInvalidSendNothing(t, cases, dials)
+}
+
+// undiallable returns a go-redis client whose every dial fails, and the
+// count of its dials.
+func undiallable(t *testing.T) (*redis.Client, *atomic.Int32) {
+	dials := new(atomic.Int32)
+	rdb := redis.NewClient(&redis.Options{
+		Addr: "127.0.0.1:1",
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("dialled")
+		},
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, dials
+}
+
+// requireInvalidSendNothing runs each case in a subtest, expecting
+// ErrInvalidArgument, and checks that none of them dialled.
+func requireInvalidSendNothing(t *testing.T, cases map[string]func() error, dials *atomic.Int32) {
+	t.Helper()
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
 			assert.ErrorIs(t, f(), redisync.ErrInvalidArgument)
