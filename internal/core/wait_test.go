@@ -67,6 +67,14 @@ func waitSpec(t *testing.T, f *fakeAttempt, g *giveUps) WaitSpec {
 	return WaitSpec{Channel: redistest.Key(t, "ch"), Wake: pubsub.WakeOne, Try: f.try, GiveUp: g.giveUp}
 }
 
+// newWait returns a fake attempt answering result, its GiveUp counter and
+// a WaitSpec for them on a fresh channel.
+func newWait(t *testing.T, result func(n int64) (bool, time.Duration, error)) (*fakeAttempt, *giveUps, WaitSpec) {
+	f := &fakeAttempt{result: result}
+	g := &giveUps{}
+	return f, g, waitSpec(t, f, g)
+}
+
 // waitResult is what a Wait in the background returned, and when.
 type waitResult struct {
 	ok  bool
@@ -136,9 +144,7 @@ func TestWaitSuccessAtOnce(t *testing.T) {
 // Wait 0 makes a single attempt and does not subscribe.
 func TestWaitZeroIsOneAttempt(t *testing.T) {
 	c := sharedClient(t, Options{})
-	f := &fakeAttempt{result: never}
-	var g giveUps
-	spec := waitSpec(t, f, &g)
+	f, g, spec := newWait(t, never)
 	ok, err := c.Wait(context.Background(), spec)
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -152,9 +158,7 @@ func TestWaitZeroIsOneAttempt(t *testing.T) {
 func TestWaitWokenByMessage(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
 	var released atomic.Bool
-	f := &fakeAttempt{result: func(int64) (bool, time.Duration, error) { return released.Load(), 0, nil }}
-	var g giveUps
-	spec := waitSpec(t, f, &g)
+	f, g, spec := newWait(t, func(int64) (bool, time.Duration, error) { return released.Load(), 0, nil })
 	spec.Forever = true
 	done := waitInBackground(context.Background(), c, spec)
 	// Attempt 1 fails, the waiter subscribes, attempt 2 (the re-check after
@@ -179,11 +183,9 @@ func TestWaitRetryHint(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
 	start := time.Now()
 	const hint = 300 * time.Millisecond
-	f := &fakeAttempt{result: func(int64) (bool, time.Duration, error) {
+	f, _, spec := newWait(t, func(int64) (bool, time.Duration, error) {
 		return time.Since(start) >= hint, hint, nil
-	}}
-	var g giveUps
-	spec := waitSpec(t, f, &g)
+	})
 	spec.Forever = true
 	ok, err := c.Wait(context.Background(), spec)
 	require.NoError(t, err)
@@ -200,11 +202,9 @@ func TestWaitRecheckCapsHint(t *testing.T) {
 	const recheck = 200 * time.Millisecond
 	c := sharedClient(t, Options{Recheck: recheck})
 	start := time.Now()
-	f := &fakeAttempt{result: func(n int64) (bool, time.Duration, error) {
+	_, _, spec := newWait(t, func(n int64) (bool, time.Duration, error) {
 		return n >= 3, time.Minute, nil // succeeds on the first re-check
-	}}
-	var g giveUps
-	spec := waitSpec(t, f, &g)
+	})
 	spec.Forever = true
 	ok, err := c.Wait(context.Background(), spec)
 	require.NoError(t, err)
@@ -219,9 +219,7 @@ func TestWaitRecheckCapsHint(t *testing.T) {
 // called once and the subscription released.
 func TestWaitRunsOut(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
-	f := &fakeAttempt{result: never}
-	var g giveUps
-	spec := waitSpec(t, f, &g)
+	f, g, spec := newWait(t, never)
 	spec.Wait = 300 * time.Millisecond
 	start := time.Now()
 	ok, err := c.Wait(context.Background(), spec)
@@ -240,9 +238,7 @@ func TestWaitRunsOut(t *testing.T) {
 func TestWaitContextEnds(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
 	t.Run("cancel", func(t *testing.T) {
-		f := &fakeAttempt{result: never}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		_, g, spec := newWait(t, never)
 		spec.Forever = true
 		cause := errors.New("the caller went away")
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -257,9 +253,7 @@ func TestWaitContextEnds(t *testing.T) {
 		unsubscribed(t, c)
 	})
 	t.Run("deadline", func(t *testing.T) {
-		f := &fakeAttempt{result: never}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		_, g, spec := newWait(t, never)
 		spec.Forever = true
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
@@ -290,14 +284,12 @@ func TestWaitAttemptError(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: 50 * time.Millisecond})
 	boom := errors.New("boom")
 	for _, failAt := range []int64{1, 3} {
-		f := &fakeAttempt{result: func(n int64) (bool, time.Duration, error) {
+		f, g, spec := newWait(t, func(n int64) (bool, time.Duration, error) {
 			if n == failAt {
 				return false, 0, boom
 			}
 			return false, 0, nil
-		}}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		})
 		spec.Forever = true
 		ok, err := c.Wait(context.Background(), spec)
 		require.False(t, ok)
@@ -312,9 +304,7 @@ func TestWaitAttemptError(t *testing.T) {
 // client makes no attempt.
 func TestWaitClosed(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
-	f := &fakeAttempt{result: never}
-	var g giveUps
-	spec := waitSpec(t, f, &g)
+	f, g, spec := newWait(t, never)
 	spec.Forever = true
 	done := waitInBackground(context.Background(), c, spec)
 	subscribed(t, c, 1)
@@ -337,9 +327,7 @@ func TestWaitSpin(t *testing.T) {
 	spin := &Backoff{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
 
 	t.Run("success", func(t *testing.T) {
-		f := &fakeAttempt{result: func(n int64) (bool, time.Duration, error) { return n == 5, time.Hour, nil }}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		f, g, spec := newWait(t, func(n int64) (bool, time.Duration, error) { return n == 5, time.Hour, nil })
 		spec.Spin, spec.Forever = spin, true
 		start := time.Now()
 		ok, err := c.Wait(context.Background(), spec)
@@ -352,9 +340,7 @@ func TestWaitSpin(t *testing.T) {
 		assert.Zero(t, g.n.Load(), "GiveUp after a success")
 	})
 	t.Run("runs out", func(t *testing.T) {
-		f := &fakeAttempt{result: never}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		f, g, spec := newWait(t, never)
 		spec.Spin, spec.Wait = spin, 150*time.Millisecond
 		start := time.Now()
 		ok, err := c.Wait(context.Background(), spec)
@@ -367,9 +353,7 @@ func TestWaitSpin(t *testing.T) {
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 	})
 	t.Run("ctx", func(t *testing.T) {
-		f := &fakeAttempt{result: never}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		_, g, spec := newWait(t, never)
 		spec.Spin, spec.Forever = spin, true
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
@@ -381,9 +365,7 @@ func TestWaitSpin(t *testing.T) {
 	assert.Equal(t, pubsub.Stats{}, c.Mux().Stats(), "a spin wait subscribed")
 
 	t.Run("closed", func(t *testing.T) {
-		f := &fakeAttempt{result: never}
-		var g giveUps
-		spec := waitSpec(t, f, &g)
+		f, g, spec := newWait(t, never)
 		spec.Spin, spec.Forever = spin, true
 		done := waitInBackground(context.Background(), c, spec)
 		require.Eventually(t, func() bool { return f.calls.Load() >= 2 }, 5*time.Second, redistest.Tick, "spin attempts")
