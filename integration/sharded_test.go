@@ -99,6 +99,125 @@ func awaitWake(t *testing.T, c *redisync.Client, wait func() error, release func
 	}
 }
 
+// interopPrimitive is one primitive in TestRedissonInteropOnCluster: how
+// Redisson holds and releases it, with raw commands in its layout, and how
+// a redisync waiter waits for it and releases it.
+type interopPrimitive struct {
+	name    string
+	channel func(name string) string
+	// javaHolds, if not nil, leaves what a Redisson holder leaves.
+	javaHolds func(t *testing.T, name string)
+	// javaRelease frees it as Redisson does and returns the message
+	// Redisson then publishes.
+	javaRelease func(t *testing.T, name string) string
+	// goSide returns the redisync waiter of name.
+	goSide func(name string) interopWaiter
+	// goMessage is what redisync's release publishes.
+	goMessage string
+	// The words of the log lines.
+	javaReleases, goWaiter, goReleases string
+}
+
+// interopWaiter is a redisync waiter: wait blocks until it holds, release
+// releases, and beforeRelease (if not nil) runs before the release is
+// timed, with a Redisson waiter's subscription.
+type interopWaiter struct {
+	wait, release func() error
+	beforeRelease func(t *testing.T, ps *redis.PubSub)
+}
+
+// interopPrimitives returns the primitives of TestRedissonInteropOnCluster,
+// with redisync's side on c and Redisson's raw commands through cc.
+func interopPrimitives(ctx context.Context, c *redisync.Client, cc *redis.ClusterClient, javaOwner string) []interopPrimitive {
+	// Redisson's unlock and count down delete the key; its semaphore
+	// release adds a permit and publishes the new count.
+	del := func(msg string) func(*testing.T, string) string {
+		return func(t *testing.T, name string) string {
+			require.NoError(t, cc.Del(ctx, name).Err())
+			return msg
+		}
+	}
+	incr := func(t *testing.T, name string) string {
+		n, err := cc.IncrBy(ctx, name, 1).Result()
+		require.NoError(t, err)
+		return strconv.FormatInt(n, 10)
+	}
+	// hash is a Redisson lock's hash, with a minute to live.
+	hash := func(values ...any) func(*testing.T, string) {
+		return func(t *testing.T, name string) {
+			require.NoError(t, cc.HSet(ctx, name, values...).Err())
+			require.NoError(t, cc.PExpire(ctx, name, time.Minute).Err())
+		}
+	}
+	return []interopPrimitive{{
+		name: "lock", channel: keys.LockChannel,
+		javaHolds:   hash(javaOwner, 1),
+		javaRelease: del("0"),
+		goSide: func(name string) interopWaiter {
+			l := rlock.New(c, name)
+			return interopWaiter{wait: func() error { return l.Lock(ctx) }, release: func() error { return l.Unlock(ctx) }}
+		},
+		goMessage:    "0",
+		javaReleases: "unlock", goWaiter: "waiter", goReleases: "unlock",
+	}, {
+		name: "rwlock", channel: keys.RWChannel,
+		javaHolds:   hash("mode", "write", javaOwner+":write", 1),
+		javaRelease: del("1"),
+		goSide: func(name string) interopWaiter {
+			rw := rwlock.New(c, name)
+			return interopWaiter{wait: func() error { return rw.RLock(ctx) }, release: func() error { return rw.RUnlock(ctx) }}
+		},
+		goMessage:    "0",
+		javaReleases: "write unlock", goWaiter: "reader", goReleases: "read unlock",
+	}, {
+		name: "semaphore", channel: keys.SemaphoreChannel,
+		javaRelease: incr,
+		goSide: func(name string) interopWaiter {
+			s := semaphore.New(c, name)
+			return interopWaiter{wait: func() error { return s.Acquire(ctx, 1) }, release: func() error { return s.Release(ctx, 1) }}
+		},
+		goMessage:    "1",
+		javaReleases: "release", goWaiter: "waiter", goReleases: "release",
+	}, {
+		name: "expirable", channel: keys.SemaphoreChannel,
+		javaRelease: incr,
+		goSide: func(name string) interopWaiter {
+			s := semaphore.NewExpirable(c, name)
+			var id string
+			return interopWaiter{
+				wait:    func() error { var err error; id, err = s.Acquire(ctx, time.Minute); return err },
+				release: func() error { return s.Release(ctx, id) },
+			}
+		},
+		goMessage:    "1",
+		javaReleases: "release", goWaiter: "waiter", goReleases: "release",
+	}, {
+		name: "latch", channel: keys.LatchChannel,
+		javaHolds: func(t *testing.T, name string) {
+			require.NoError(t, cc.Set(ctx, name, 1, 0).Err())
+		},
+		javaRelease: del("0"),
+		goSide: func(name string) interopWaiter {
+			l := countdown.New(c, name)
+			return interopWaiter{
+				wait:    func() error { return l.Wait(ctx) },
+				release: func() error { return l.CountDown(ctx) },
+				// Set the count again: its message reaches the Redisson
+				// waiter first.
+				beforeRelease: func(t *testing.T, ps *redis.PubSub) {
+					ok, err := l.TrySetCount(ctx, 1)
+					require.NoError(t, err)
+					require.True(t, ok)
+					msg, _ := received(t, ps, time.Now())
+					assert.Equal(t, "1", msg.Payload)
+				},
+			}
+		},
+		goMessage:    "0",
+		javaReleases: "count down", goWaiter: "waiter", goReleases: "count down",
+	}}
+}
+
 // Redisson's sharded and classic behaviour, emulated with raw commands in
 // its layout: a Redisson release wakes a redisync waiter, and a redisync
 // release reaches a Redisson waiter, within 100 ms, for every primitive;
@@ -135,123 +254,34 @@ func TestRedissonInteropOnCluster(t *testing.T) {
 				}, 5*time.Second, time.Millisecond, "%s: the waiter subscribes as Redisson does", channel)
 			}
 
-			t.Run("lock", func(t *testing.T) {
-				name := redistest.Key(t)
-				ch := keys.LockChannel(name)
-				require.NoError(t, cc.HSet(ctx, name, javaOwner, 1).Err())
-				require.NoError(t, cc.PExpire(ctx, name, time.Minute).Err())
-				l := rlock.New(c, name)
-				d := awaitWake(t, c, func() error { return l.Lock(ctx) }, func() error {
-					subscribedAs(ch)
-					require.NoError(t, cc.Del(ctx, name).Err())
-					return m.publish(ctx, cc, ch, "0")
+			for _, p := range interopPrimitives(ctx, c, cc, javaOwner) {
+				t.Run(p.name, func(t *testing.T) {
+					name := redistest.Key(t)
+					ch := p.channel(name)
+					if p.javaHolds != nil {
+						p.javaHolds(t, name)
+					}
+					w := p.goSide(name)
+					d := awaitWake(t, c, w.wait, func() error {
+						subscribedAs(ch)
+						msg := p.javaRelease(t, name)
+						return m.publish(ctx, cc, ch, msg)
+					})
+					t.Logf("Redisson %s -> redisync %s: %v", p.javaReleases, p.goWaiter, d)
+					assert.Less(t, d, wakeBound)
+
+					ps := m.subscribe(t, cl, ch)
+					if w.beforeRelease != nil {
+						w.beforeRelease(t, ps)
+					}
+					start := time.Now()
+					require.NoError(t, w.release())
+					msg, d := received(t, ps, start)
+					assert.Equal(t, p.goMessage, msg.Payload)
+					t.Logf("redisync %s -> Redisson waiter: %v", p.goReleases, d)
+					assert.Less(t, d, wakeBound)
 				})
-				t.Logf("Redisson unlock -> redisync waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-
-				ps := m.subscribe(t, cl, ch)
-				start := time.Now()
-				require.NoError(t, l.Unlock(ctx))
-				msg, d := received(t, ps, start)
-				assert.Equal(t, "0", msg.Payload)
-				t.Logf("redisync unlock -> Redisson waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-			})
-
-			t.Run("rwlock", func(t *testing.T) {
-				name := redistest.Key(t)
-				ch := keys.RWChannel(name)
-				require.NoError(t, cc.HSet(ctx, name, "mode", "write", javaOwner+":write", 1).Err())
-				require.NoError(t, cc.PExpire(ctx, name, time.Minute).Err())
-				rw := rwlock.New(c, name)
-				d := awaitWake(t, c, func() error { return rw.RLock(ctx) }, func() error {
-					subscribedAs(ch)
-					require.NoError(t, cc.Del(ctx, name).Err())
-					return m.publish(ctx, cc, ch, "1")
-				})
-				t.Logf("Redisson write unlock -> redisync reader: %v", d)
-				assert.Less(t, d, wakeBound)
-
-				ps := m.subscribe(t, cl, ch)
-				start := time.Now()
-				require.NoError(t, rw.RUnlock(ctx))
-				msg, d := received(t, ps, start)
-				assert.Equal(t, "0", msg.Payload)
-				t.Logf("redisync read unlock -> Redisson waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-			})
-
-			t.Run("semaphore", func(t *testing.T) {
-				name := redistest.Key(t)
-				ch := keys.SemaphoreChannel(name)
-				s := semaphore.New(c, name)
-				d := awaitWake(t, c, func() error { return s.Acquire(ctx, 1) }, func() error {
-					subscribedAs(ch)
-					n, err := cc.IncrBy(ctx, name, 1).Result()
-					require.NoError(t, err)
-					return m.publish(ctx, cc, ch, strconv.FormatInt(n, 10))
-				})
-				t.Logf("Redisson release -> redisync waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-
-				ps := m.subscribe(t, cl, ch)
-				start := time.Now()
-				require.NoError(t, s.Release(ctx, 1))
-				msg, d := received(t, ps, start)
-				assert.Equal(t, "1", msg.Payload)
-				t.Logf("redisync release -> Redisson waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-			})
-
-			t.Run("expirable", func(t *testing.T) {
-				name := redistest.Key(t)
-				ch := keys.SemaphoreChannel(name)
-				s := semaphore.NewExpirable(c, name)
-				var id string
-				d := awaitWake(t, c, func() error { var err error; id, err = s.Acquire(ctx, time.Minute); return err }, func() error {
-					subscribedAs(ch)
-					n, err := cc.IncrBy(ctx, name, 1).Result()
-					require.NoError(t, err)
-					return m.publish(ctx, cc, ch, strconv.FormatInt(n, 10))
-				})
-				t.Logf("Redisson release -> redisync waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-
-				ps := m.subscribe(t, cl, ch)
-				start := time.Now()
-				require.NoError(t, s.Release(ctx, id))
-				msg, d := received(t, ps, start)
-				assert.Equal(t, "1", msg.Payload)
-				t.Logf("redisync release -> Redisson waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-			})
-
-			t.Run("latch", func(t *testing.T) {
-				name := redistest.Key(t)
-				ch := keys.LatchChannel(name)
-				require.NoError(t, cc.Set(ctx, name, 1, 0).Err())
-				l := countdown.New(c, name)
-				d := awaitWake(t, c, func() error { return l.Wait(ctx) }, func() error {
-					subscribedAs(ch)
-					require.NoError(t, cc.Del(ctx, name).Err())
-					return m.publish(ctx, cc, ch, "0")
-				})
-				t.Logf("Redisson count down -> redisync waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-
-				ps := m.subscribe(t, cl, ch)
-				ok, err := l.TrySetCount(ctx, 1)
-				require.NoError(t, err)
-				require.True(t, ok)
-				msg, _ := received(t, ps, time.Now())
-				assert.Equal(t, "1", msg.Payload)
-				start := time.Now()
-				require.NoError(t, l.CountDown(ctx))
-				msg, d = received(t, ps, start)
-				assert.Equal(t, "0", msg.Payload)
-				t.Logf("redisync count down -> Redisson waiter: %v", d)
-				assert.Less(t, d, wakeBound)
-			})
+			}
 		})
 	}
 }
