@@ -66,5 +66,7 @@ func ExampleNew() {
 	// redisync.acquisitions acquired 1
 	// redisync.wait.duration count 1
 	// redisync.hold.duration count 1
+	// redisync.renewals 0
+	// redisync.renewal.failures 0
 	// redisync.pubsub.reconnects 0
 }

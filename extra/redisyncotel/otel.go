@@ -171,6 +171,14 @@ func newObserver(cfg config) *observer {
 		metric.WithDescription("Acquisitions and waits in progress.")); err != nil {
 		otel.Handle(err)
 	}
+	// The unattributed counters start at 0, so a dashboard shows "no
+	// failures" rather than no data.
+	if o.renewals != nil {
+		o.renewals.Add(context.Background(), 0)
+	}
+	if o.renewalFailures != nil {
+		o.renewalFailures.Add(context.Background(), 0)
+	}
 	return o
 }
 
