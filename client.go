@@ -37,14 +37,17 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 			opt(&o)
 		}
 	}
-	return (*Client)(core.NewClient(rdb, core.Options{
+	c := (*Client)(core.NewClient(rdb, core.Options{
 		WatchdogTimeout: o.watchdogTimeout,
 		ID:              o.id,
 		Logger:          o.logger,
 		Recheck:         o.recheck,
 		Err:             o.err,
 		Sharded:         o.sharded.core(),
+		Hooks:           hooks(o.observers),
 	}))
+	attach(c, o.observers)
+	return c
 }
 
 // ID returns the client id: the first part of every owner
@@ -71,6 +74,7 @@ type options struct {
 	logger          *slog.Logger
 	recheck         time.Duration
 	sharded         ShardedMode
+	observers       []Observer // observe.go
 	err             error
 }
 

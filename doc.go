@@ -82,6 +82,16 @@
 // not leave the lock held. Calls after Close return ErrClosed. Match the
 // sentinel errors with errors.Is.
 //
+// # Observability
+//
+// Client.Stats returns a Client's counters at any time: acquisitions by
+// result, lost holds, renewals and their failures, pub/sub reconnects, and
+// the holds, waits and subscribed channels of the moment. WithObserver
+// hands the same events, with durations and a context for spans, to an
+// Observer; the module github.com/redisync/redisync/extra/redisyncotel
+// reports them as OpenTelemetry metrics and spans, so this module depends
+// on no telemetry package.
+//
 // # Key layout (Redisson 3.x)
 //
 // {name} below is the name in braces, or the name itself when it already

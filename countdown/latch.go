@@ -200,11 +200,15 @@ func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 	return l.wait(ctx, wait, false)
 }
 
-func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
+// wait is Wait and TryWait after their argument checks: one observed wait
+// (core.Client.BeginWait), in which "acquired" means the latch was open.
+func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok bool, err error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	ok, err := l.h.C.Wait(ctx, core.WaitSpec{
+	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
+	defer func() { obs.End(ok, err) }()
+	ok, err = l.h.C.Wait(ctx, core.WaitSpec{
 		Channel: l.channel,
 		// The zero message opens the latch for every waiter; a set or delete
 		// message may too (a deleted latch is open), so all re-check.

@@ -92,7 +92,7 @@ type Mux struct {
 	loops   sync.WaitGroup
 	routing bool          // the route loop runs (sharded mode)
 	kick    chan struct{} // wakes the route loop; buffered 1
-	reconns int           // connections replaced after a dead ping, a lost connection or an error reply, for Stats
+	reconns int           // reconnects, for Stats (see Stats.Reconnects)
 }
 
 // conn is one pub/sub connection and its receive loop.
@@ -425,6 +425,10 @@ func (m *Mux) loop(c *conn) {
 	defer m.loops.Done()
 	ctx := context.Background()
 	pinged := false
+	// broken: the classic connection failed; go-redis dials it again and
+	// re-subscribes its channels on the next receive, and the first one
+	// that succeeds counts as a reconnect.
+	broken := false
 	backoff := minBackoff
 	for {
 		m.mu.Lock()
@@ -476,6 +480,9 @@ func (m *Mux) loop(c *conn) {
 				return
 			}
 			m.log.Warn("redisync: pubsub receive failed", "err", err)
+			if !errors.As(err, &re) {
+				broken = true
+			}
 			select {
 			case <-m.stop:
 				return
@@ -485,6 +492,12 @@ func (m *Mux) loop(c *conn) {
 			continue
 		}
 		backoff, pinged = minBackoff, false
+		if broken {
+			broken = false
+			m.mu.Lock()
+			m.reconns++
+			m.mu.Unlock()
+		}
 		switch msg := msg.(type) {
 		case *redis.Subscription:
 			switch msg.Kind {
@@ -841,8 +854,10 @@ type Stats struct {
 	// arrives, and then they are gone. They are not in Channels.
 	Leaving int
 	Waiters int // registered waiters over all channels
-	// Reconnects counts connections replaced: after an unanswered ping,
-	// and in sharded mode after a lost connection or an error reply.
+	// Reconnects counts connections replaced after an unanswered ping, in
+	// sharded mode after a lost connection or an error reply, and classic
+	// connections back after a failure (go-redis dials them again and
+	// re-subscribes their channels).
 	Reconnects int
 	// Conns is the number of pub/sub connections open: at most one in
 	// classic mode, at most one per cluster node in sharded mode.

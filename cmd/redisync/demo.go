@@ -25,9 +25,10 @@ const demoWatchdog = 1500 * time.Millisecond
 
 type demoOptions struct {
 	redis string
+	stats bool
 }
 
-const demoHead = `usage: redisync demo [-redis URL]
+const demoHead = `usage: redisync demo [-redis URL] [-stats]
 
 Demo runs redisync's primitives between simulated processes, each with its
 own connection and redisync Client, and narrates what happens, with times
@@ -41,12 +42,17 @@ summary and takes about 15 seconds.
 Without -redis or $REDIS_URL it starts an embedded in-process Redis
 (miniredis), so it needs nothing installed. With a server, the demo's keys
 are named "redisync-demo:<random>:..." and deleted at the end.
+
+With -stats it also prints, before the summary, the counters every
+process's Client kept (redisync.Client.Stats), summed: what a metrics
+dashboard would show for the run.
 `
 
 func demoFlags() (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
 	fs := newFlagSet("demo", demoHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL, else an embedded server")
+	fs.BoolVar(&o.stats, "stats", false, "print the processes' Client.Stats, summed, after the summary")
 	return fs, o
 }
 
@@ -59,7 +65,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) != 0 {
 		return usagef("unexpected arguments %q", pos)
 	}
-	d := &demo{out: stdout, procs: make(map[string]string)}
+	d := &demo{out: stdout, procs: make(map[string]string), printStats: o.stats}
 	if u := serverURL(o.redis); u != "" {
 		if err := d.useServer(ctx, u); err != nil {
 			return err
@@ -83,6 +89,9 @@ type demo struct {
 	nproc   int                          // processes started so far
 	cleanup []func()
 	stats   demoStats
+
+	printStats bool               // -stats
+	clients    []*redisync.Client // every process's, for -stats (demo_stats.go)
 }
 
 // demoStats collects the figures of the summary.
@@ -202,6 +211,10 @@ func (d *demo) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if d.printStats {
+		d.section("Client.Stats, summed over the processes")
+		d.printClientStats()
+	}
 	d.section("summary")
 	d.summary()
 	return nil
@@ -234,6 +247,7 @@ func (d *demo) proc(name string) *proc {
 	}
 	d.mu.Lock()
 	d.procs[c.ID()] = name
+	d.clients = append(d.clients, c)
 	d.mu.Unlock()
 	return p
 }

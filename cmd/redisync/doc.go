@@ -46,7 +46,7 @@
 //
 // # Demo
 //
-//	redisync demo [-redis URL]
+//	redisync demo [-redis URL] [-stats]
 //
 // Demo runs several simulated processes, each with its own connection and
 // redisync Client (watchdog timeout 1.5 s, so renewals show), and narrates
@@ -57,7 +57,9 @@
 // semaphore's permit coming back after its holder crashed, a latch
 // releasing a batch, and two locks taken together with a MultiLock. It
 // checks the guarantees it shows (one holder at a time, never more jobs
-// than permits), ends with a summary and exits 0 after about 15 s.
+// than permits), ends with a summary and exits 0 after about 15 s. With
+// -stats it prints, before the summary, the processes' Client.Stats
+// summed: acquisitions by result, lost holds, renewals, pub/sub reconnects.
 //
 // With neither -redis nor REDIS_URL it starts an embedded in-process Redis
 // (github.com/alicebob/miniredis/v2, with its TTLs on the wall clock so

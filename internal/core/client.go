@@ -36,6 +36,7 @@ type Options struct {
 	Recheck         time.Duration // cap on a waiter's fallback re-check interval
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
+	Hooks           *Hooks        // observer hooks (observe.go); nil: none
 }
 
 // Client is the state behind a redisync.Client.
@@ -64,6 +65,7 @@ type Client struct {
 	owners  ownerLocks
 	lines   lines
 	wd      watchdog
+	ctr     counters // Stats and OnClose (observe.go)
 }
 
 // NewClient returns a client over rdb. It does no I/O.
@@ -217,6 +219,7 @@ func (c *Client) Close() error {
 		for _, h := range live {
 			h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", ErrLockLost, ErrClosed))
 		}
+		c.runOnClose()
 	})
 	return err
 }

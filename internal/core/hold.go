@@ -42,6 +42,11 @@ type Hold struct {
 	renew *RenewSpec    // nil: fixed lease, no watchdog
 	lease time.Duration // the lease Redis was given
 	done  chan struct{}
+	// start is when the acquisition that started the hold was sent, for
+	// HoldEnd's Duration; primitive labels the hold for observers (set
+	// only when the client has hooks).
+	start     time.Time
+	primitive string
 
 	mu       sync.Mutex
 	count    int64       // hold count the server last reported
@@ -101,10 +106,19 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 // nil for a fixed lease, which then ends by itself when the lease runs out.
 // The caller serializes the owner's operations (ownerLocks).
 func (c *Client) AcquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+	return c.AcquiredAs("", "", sent, key, count, lease, renew)
+}
+
+// AcquiredAs is AcquiredAt for a hold of the primitive kind (Handle.Kind)
+// and engine side what (Side.What), as observers see it (HoldEnd).
+func (c *Client) AcquiredAs(kind, what string, sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
 	c.holdsMu.Lock()
 	h := c.holds[key]
 	if h == nil {
-		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: sent}
+		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: sent, start: sent}
+		if c.opts.Hooks != nil {
+			h.primitive = Primitive(kind, what)
+		}
 		c.holds[key] = h
 	}
 	c.holdsMu.Unlock()
@@ -263,10 +277,11 @@ func (h *Hold) end(err error) {
 		delete(h.c.holds, h.key)
 	}
 	h.c.holdsMu.Unlock()
-	// Log before closing Done, so that whoever reacts to Done finds the
-	// record already written.
+	// Log and observe before closing Done, so that whoever reacts to Done
+	// finds the record already written and the counters already counted.
 	if err != ErrNotHeld {
 		h.c.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
+	h.c.holdEnded(h, err)
 	close(h.done)
 }

@@ -172,8 +172,9 @@ func (l *Lock) fail(s *Side, err error) error {
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
 // most wait (0: one attempt). It returns (true, nil) when held, (false,
 // nil) when the wait ran out, and an error otherwise (wrapping ctx.Err()
-// when ctx ended); on failure it holds nothing, locally or in Redis.
-func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (bool, error) {
+// when ctx ended); on failure it holds nothing, locally or in Redis. Each
+// call after the argument checks is one observed wait (BeginWait).
+func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (ok bool, err error) {
 	token, own, err := l.owner(ctx)
 	if err != nil {
 		return false, err
@@ -181,6 +182,8 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 	if !forever && wait < 0 {
 		return false, l.Invalid("negative wait %v", wait)
 	}
+	ctx, obs := l.C.BeginWait(ctx, s.Kind, s.What, l.Name, forever, wait)
+	defer func() { obs.End(ok, err) }()
 	start := time.Now()
 	if !own {
 		ok, err := l.gate.enter(ctx, s.Shared, forever, wait, l.C.closing)
@@ -198,7 +201,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 	spec := s.Wait(&base)
 	spec.Forever, spec.Wait = forever, wait
 	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
-	ok, err := l.C.Wait(ctx, spec)
+	ok, err = l.C.Wait(ctx, spec)
 	if !ok && !own {
 		l.gate.leave(s.Shared)
 	}
@@ -250,7 +253,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		if l.Fixed == 0 && s.Renew != nil {
 			renew = s.Renew(&op)
 		}
-		h := l.C.AcquiredAt(sent, hk, op.Count, op.Lease, renew)
+		h := l.C.AcquiredAs(s.Kind, s.What, sent, hk, op.Count, op.Lease, renew)
 		l.mu.Lock()
 		l.latest = h
 		if l.Fencing {

@@ -97,8 +97,15 @@ type batchKey struct {
 
 // renewAll renews every registered hold once and reports whether any batch
 // failed with an error (those holds are retried soon, and lost once no
-// renewal has succeeded for a whole lease).
+// renewal has succeeded for a whole lease). It counts and reports the round
+// (Client.renewalTick).
 func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
+	var tick RenewalTick
+	began := time.Now()
+	defer func() {
+		tick.Duration = time.Since(began)
+		w.c.renewalTick(tick)
+	}()
 	w.mu.Lock()
 	holds := make([]*Hold, 0, len(w.holds))
 	for h := range w.holds {
@@ -116,6 +123,7 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 		h.mu.Unlock()
 		if expired {
 			h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v", ErrLockLost, lease))
+			tick.Lost++
 			continue
 		}
 		k := batchKey{script: h.renew.Script}
@@ -139,7 +147,11 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 	}
 	for len(batches) > 0 {
 		n := min(len(batches), maxPipeline)
-		if err := w.renewPipelined(batches[:n], timeout); err != nil {
+		r, err := w.renewPipelined(batches[:n], timeout)
+		tick.Renewed += r.Renewed
+		tick.Failed += r.Failed
+		tick.Lost += r.Lost
+		if err != nil {
 			failed = true
 			w.c.log.Warn("redisync: renewal failed, will retry", "batches", n, "err", err)
 		}
@@ -173,8 +185,10 @@ func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) ren
 
 // renewPipelined sends the batches in one pipeline (EVALSHA, then EVAL for
 // those the server does not have cached) and applies the results. It
-// returns the first error; batches that succeeded are applied regardless.
-func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) error {
+// returns the holds renewed, found gone and failed (in a batch whose call
+// failed), and the first error; batches that succeeded are applied
+// regardless.
+func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (RenewalTick, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
@@ -203,12 +217,19 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) e
 		})
 	}
 	var first error
+	var r RenewalTick
 	for i, cmd := range cmds {
-		if err := w.apply(batches[i], cmd, start); err != nil && first == nil {
-			first = err
+		renewed, gone, err := w.apply(batches[i], cmd, start)
+		r.Renewed += renewed
+		r.Lost += gone
+		if err != nil {
+			r.Failed += len(batches[i].holds)
+			if first == nil {
+				first = err
+			}
 		}
 	}
-	return first
+	return r, first
 }
 
 // count records script calls and one round trip, for WatchdogStats.
@@ -220,29 +241,34 @@ func (w *watchdog) count(calls int) {
 }
 
 // apply applies one batch's result: renewed holds count from start, holds
-// found gone are lost.
-func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) error {
+// found gone are lost. It returns how many of each (holds released
+// meanwhile count as neither).
+func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed, gone int, err error) {
 	res, err := cmd.Int64Slice()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if len(res) != len(b.holds) {
-		return fmt.Errorf("renewal script returned %d results for %d holds", len(res), len(b.holds))
+		return 0, 0, fmt.Errorf("renewal script returned %d results for %d holds", len(res), len(b.holds))
 	}
 	for i, h := range b.holds {
 		h.mu.Lock()
 		live := h.renewing && h.err == nil
-		if live && res[i] == 1 && start.After(h.lastOK) {
-			h.lastOK = start
+		if live && res[i] == 1 {
+			renewed++
+			if start.After(h.lastOK) {
+				h.lastOK = start
+			}
 		}
 		h.mu.Unlock()
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
 		if live && res[i] == 0 {
 			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", ErrLockLost))
+			gone++
 		}
 	}
-	return nil
+	return renewed, gone, nil
 }
 
 // WatchdogStats reports the watchdog's activity, for tests and benchmarks.

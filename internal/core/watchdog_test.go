@@ -242,15 +242,18 @@ func TestWatchdogApply(t *testing.T) {
 	renewed, lost := acquire("renewed"), acquire("lost")
 	b := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{renewed, lost})
 
-	require.Error(t, c.wd.apply(b, cmdWith(1), time.Now()), "a reply with fewer results than holds")
+	_, _, err := c.wd.apply(b, cmdWith(1), time.Now())
+	require.Error(t, err, "a reply with fewer results than holds")
 	failed := redis.NewCmd(context.Background())
 	failed.SetErr(errors.New("i/o timeout"))
-	require.Error(t, c.wd.apply(b, failed, time.Now()))
+	_, _, err = c.wd.apply(b, failed, time.Now())
+	require.Error(t, err)
 	require.NoError(t, renewed.Err(), "a failed renewal ended a hold")
 	require.NoError(t, lost.Err(), "a failed renewal ended a hold")
 
 	start := time.Now()
-	require.NoError(t, c.wd.apply(b, cmdWith(1, 0), start))
+	_, _, err = c.wd.apply(b, cmdWith(1, 0), start)
+	require.NoError(t, err)
 	require.NoError(t, renewed.Err())
 	renewed.mu.Lock()
 	assert.Equal(t, start, renewed.lastOK, "a renewed hold counts from the round's start")
@@ -266,8 +269,9 @@ func TestWatchdogApply(t *testing.T) {
 	// finds the field gone: released, not lost.
 	released := acquire("released")
 	rb := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{released})
-	_, err := c.Release(released.key, 0, func() (int64, error) {
-		require.NoError(t, c.wd.apply(rb, cmdWith(0), time.Now()))
+	_, err = c.Release(released.key, 0, func() (int64, error) {
+		_, _, err := c.wd.apply(rb, cmdWith(0), time.Now())
+		require.NoError(t, err)
 		return 0, nil
 	})
 	require.NoError(t, err)

@@ -1,0 +1,279 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Observation: the counters behind redisync.Client.Stats and the hooks
+// behind redisync.WithObserver.
+//
+// Each concept is recorded in one place: a wait (every acquisition of a
+// lock, a semaphore's permits, a latch wait) from BeginWait to WaitObs.End,
+// which the engine (Lock.Acquire) and the semaphore's and latch's waits
+// call; a hold's end in Hold.end; a renewal round in watchdog.renewAll.
+// Pub/sub reconnects and channels are read from the multiplexer's Stats.
+//
+// Counters are atomics, always kept. Hooks are called only when set, so
+// without an observer a wait costs two atomic adds and no allocation.
+
+// WaitResult is how an observed wait ended.
+type WaitResult uint8
+
+// The results of a wait, in the order of redisync.WaitResult.
+const (
+	WaitAcquired  WaitResult = iota // acquired (a latch: found open)
+	WaitBusy                        // a single attempt (wait 0) did not succeed
+	WaitTimedOut                    // the wait ran out
+	WaitCancelled                   // ctx ended first
+	WaitError                       // any other error (Redis unreachable, client closed, ...)
+	numWaitResults
+)
+
+// WaitInfo describes an observed wait when it starts.
+type WaitInfo struct {
+	Primitive string        // "rlock", "rwlock.read", "semaphore", ... (Primitive)
+	Name      string        // the primitive's name
+	Forever   bool          // wait until ctx ends
+	Wait      time.Duration // the longest wait when not Forever (0: one attempt)
+}
+
+// WaitEnd describes an observed wait when it ends.
+type WaitEnd struct {
+	WaitInfo
+	Result   WaitResult
+	Duration time.Duration
+	Err      error // nil unless Result is WaitCancelled or WaitError
+}
+
+// HoldEnd describes the end of a hold (Hold.end).
+type HoldEnd struct {
+	Primitive string
+	Name      string // the primitive's name (its hash key)
+	Owner     string // the owner's field in the hash
+	Duration  time.Duration
+	Lost      bool  // ended with ErrLockLost
+	Err       error // why it ended: ErrNotHeld (released) or an ErrLockLost
+}
+
+// RenewalTick describes one watchdog round.
+type RenewalTick struct {
+	Renewed  int // holds renewed
+	Failed   int // holds whose renewal call failed with an error; retried soon
+	Lost     int // holds found gone, or not renewed within their lease: lost
+	Duration time.Duration
+}
+
+// Hooks receive events; nil fields are skipped. They run on the goroutine
+// that caused the event (a caller's, the watchdog's, a timer's) and must
+// be fast and safe for concurrent use.
+type Hooks struct {
+	WaitStart   func(ctx context.Context, w WaitInfo) context.Context
+	WaitEnd     func(ctx context.Context, w WaitEnd)
+	HoldEnd     func(h HoldEnd)
+	RenewalTick func(t RenewalTick)
+}
+
+// counters are a Client's cumulative counters and its number of waits in
+// progress.
+type counters struct {
+	waits       [numWaitResults]atomic.Uint64
+	waiting     atomic.Int64
+	lost        atomic.Uint64
+	renewed     atomic.Uint64
+	renewFailed atomic.Uint64
+
+	closeMu sync.Mutex
+	onClose []func()
+}
+
+// Stats is a snapshot of a Client's counters.
+type Stats struct {
+	Waits            [numWaitResults]uint64 // by WaitResult
+	HoldsLost        uint64
+	Renewals         uint64
+	RenewalFailures  uint64
+	PubSubReconnects uint64
+	Holds            int // live holds
+	Waiting          int // waits in progress
+	PubSubChannels   int // channels subscribed for waiters
+}
+
+// Stats returns a snapshot of the client's counters. It works on a closed
+// client; a nil client gives zeros.
+func (c *Client) Stats() Stats {
+	var s Stats
+	if c == nil {
+		return s
+	}
+	for i := range s.Waits {
+		s.Waits[i] = c.ctr.waits[i].Load()
+	}
+	s.HoldsLost = c.ctr.lost.Load()
+	s.Renewals = c.ctr.renewed.Load()
+	s.RenewalFailures = c.ctr.renewFailed.Load()
+	s.Waiting = int(c.ctr.waiting.Load())
+	c.holdsMu.Lock()
+	s.Holds = len(c.holds)
+	c.holdsMu.Unlock()
+	if c.mux != nil {
+		ms := c.mux.Stats()
+		s.PubSubReconnects = uint64(ms.Reconnects)
+		s.PubSubChannels = ms.Channels
+	}
+	return s
+}
+
+// OnClose registers f to run when the client closes, after the watchdog and
+// the pub/sub multiplexer have stopped (an observer's detach). On a closed
+// client it runs f at once.
+func (c *Client) OnClose(f func()) {
+	c.ctr.closeMu.Lock()
+	select {
+	case <-c.closing:
+		c.ctr.closeMu.Unlock()
+		f()
+		return
+	default:
+	}
+	c.ctr.onClose = append(c.ctr.onClose, f)
+	c.ctr.closeMu.Unlock()
+}
+
+// runOnClose runs the OnClose functions; Close calls it once.
+func (c *Client) runOnClose() {
+	c.ctr.closeMu.Lock()
+	fs := c.ctr.onClose
+	c.ctr.onClose = nil
+	c.ctr.closeMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// WaitObs is one observed wait, from BeginWait to End.
+type WaitObs struct {
+	c     *Client
+	ctx   context.Context
+	info  WaitInfo
+	start time.Time
+}
+
+// BeginWait starts observing a wait of the primitive kind (Handle.Kind; what
+// is an engine side's What, "" otherwise) called name. It returns the
+// context the wait must run in (the WaitStart hook's: it may carry a span)
+// and the observation, which the caller ends with End whatever happens.
+// Calls rejected before a wait starts (invalid arguments) are not observed.
+func (c *Client) BeginWait(ctx context.Context, kind, what, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
+	c.ctr.waiting.Add(1)
+	// Forever and Wait decide busy versus timed out, so they are kept
+	// without hooks too; the label and the clock only serve hooks.
+	o := WaitObs{c: c, ctx: ctx, info: WaitInfo{Forever: forever, Wait: wait}}
+	h := c.opts.Hooks
+	if h == nil {
+		return ctx, o
+	}
+	o.start = time.Now()
+	o.info.Primitive, o.info.Name = Primitive(kind, what), name
+	if h.WaitStart != nil {
+		if nctx := h.WaitStart(ctx, o.info); nctx != nil {
+			o.ctx = nctx
+		}
+	}
+	return o.ctx, o
+}
+
+// End ends the observation with the wait's outcome: (true, nil) acquired;
+// (false, nil) busy when the wait was a single attempt, else timed out; an
+// error wrapping the context's error once it ended, cancelled; any other
+// error, error.
+func (o WaitObs) End(ok bool, err error) {
+	o.c.ctr.waiting.Add(-1)
+	r := classify(o.ctx, o.info, ok, err)
+	o.c.ctr.waits[r].Add(1)
+	h := o.c.opts.Hooks
+	if h == nil || h.WaitEnd == nil {
+		return
+	}
+	e := WaitEnd{WaitInfo: o.info, Result: r, Duration: time.Since(o.start)}
+	if r == WaitCancelled || r == WaitError {
+		e.Err = err
+	}
+	h.WaitEnd(o.ctx, e)
+}
+
+func classify(ctx context.Context, info WaitInfo, ok bool, err error) WaitResult {
+	switch {
+	case err == nil && ok:
+		return WaitAcquired
+	case err == nil && !info.Forever && info.Wait == 0:
+		return WaitBusy
+	case err == nil:
+		return WaitTimedOut
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return WaitCancelled
+	}
+	return WaitError
+}
+
+// primitives caches Primitive's labels: a handful of kinds and sides, so
+// observed waits and holds do not build a string each time.
+var primitives struct {
+	mu sync.Mutex
+	m  map[[2]string]string
+}
+
+// Primitive returns the label of a primitive kind and engine side, as
+// observers see it: the kind with spaces turned into underscores, then
+// ".read" or ".write" for a side: "rlock", "spin_lock", "rwlock.read",
+// "semaphore", "expirable_semaphore", "countdown".
+func Primitive(kind, what string) string {
+	k := [2]string{kind, what}
+	primitives.mu.Lock()
+	defer primitives.mu.Unlock()
+	if p, ok := primitives.m[k]; ok {
+		return p
+	}
+	p := strings.ReplaceAll(kind, " ", "_")
+	if w := strings.TrimSpace(what); w != "" {
+		p += "." + w
+	}
+	if primitives.m == nil {
+		primitives.m = make(map[[2]string]string)
+	}
+	primitives.m[k] = p
+	return p
+}
+
+// holdEnded counts and reports the end of hold h with err (Hold.end).
+func (c *Client) holdEnded(h *Hold, err error) {
+	lost := errors.Is(err, ErrLockLost)
+	if lost {
+		c.ctr.lost.Add(1)
+	}
+	hk := c.opts.Hooks
+	if hk == nil || hk.HoldEnd == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{
+		Primitive: h.primitive,
+		Name:      h.key.Key,
+		Owner:     h.key.Field,
+		Duration:  time.Since(h.start),
+		Lost:      lost,
+		Err:       err,
+	})
+}
+
+// renewalTick counts and reports one watchdog round.
+func (c *Client) renewalTick(t RenewalTick) {
+	c.ctr.renewed.Add(uint64(t.Renewed))
+	c.ctr.renewFailed.Add(uint64(t.Failed))
+	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
+		h.RenewalTick(t)
+	}
+}

@@ -1,0 +1,276 @@
+package redisync
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// Observer receives a Client's events, for metrics, traces or logs. Every
+// field is optional: a nil function is skipped. The module
+// github.com/redisync/redisync/extra/redisyncotel turns these events into
+// OpenTelemetry metrics and spans; the library itself imports no telemetry
+// package.
+//
+// The functions run synchronously on the goroutine that caused the event (a
+// caller's for waits, the watchdog's for renewals, the caller's, the
+// watchdog's or a lease timer's for the end of a hold), so they must be
+// fast, must not block, must be safe for concurrent use, and must not call
+// back into redisync primitives. Client.Stats may be called from them.
+type Observer struct {
+	// WaitStart is called when an acquisition or a wait starts: Lock,
+	// TryLock, RLock, TryRLock of every lock kind, Acquire and TryAcquire
+	// of both semaphores, Wait and TryWait of a latch, once their
+	// arguments are checked. The context it returns (for example one
+	// carrying a span) is the one the call runs in from then on, and the
+	// one WaitEnd gets; returning nil keeps ctx.
+	WaitStart func(ctx context.Context, w WaitInfo) context.Context
+	// WaitEnd is called when that call returns, with the context WaitStart
+	// returned.
+	WaitEnd func(ctx context.Context, w WaitEnd)
+	// HoldEnd is called when a lock hold ends: released (its owner's hold
+	// count went to 0) or lost. A hold starts when an owner's hold count
+	// goes from 0 to 1; reentrant acquisitions extend it. Semaphore
+	// permits are not holds.
+	HoldEnd func(h HoldEnd)
+	// RenewalTick is called after each round of the watchdog, which renews
+	// every hold without a fixed lease every third of the watchdog timeout
+	// (sooner after a failure).
+	RenewalTick func(t RenewalTick)
+	// Attach is called once by New with the new Client, before New
+	// returns, so that the observer can read its gauges (Client.Stats). The
+	// function it returns, if not nil, is called once by Close, after the
+	// watchdog and the pub/sub connections have stopped.
+	Attach func(c *Client) (detach func())
+}
+
+// WithObserver adds an observer of the Client's events. It may be given
+// more than once: every observer receives every event, in the order given
+// (WaitStart's contexts are chained). The default is no observer: then
+// events cost two atomic additions per wait and nothing else.
+func WithObserver(o Observer) Option {
+	return func(opts *options) { opts.observers = append(opts.observers, o) }
+}
+
+// WaitResult says how an acquisition or wait ended.
+type WaitResult int
+
+// The results of an acquisition or wait.
+const (
+	// WaitAcquired: the lock or the permits were acquired; for a latch,
+	// the latch was open.
+	WaitAcquired WaitResult = WaitResult(core.WaitAcquired)
+	// WaitBusy: a single attempt (TryX with wait 0) did not succeed.
+	WaitBusy WaitResult = WaitResult(core.WaitBusy)
+	// WaitTimedOut: a TryX wait ran out without success.
+	WaitTimedOut WaitResult = WaitResult(core.WaitTimedOut)
+	// WaitCancelled: the context ended first (cancelled or past its
+	// deadline); the call returned an error wrapping ctx.Err().
+	WaitCancelled WaitResult = WaitResult(core.WaitCancelled)
+	// WaitError: any other error: Redis unreachable or answering with an
+	// error, the Client closed, ErrUpgrade.
+	WaitError WaitResult = WaitResult(core.WaitError)
+)
+
+// String returns the result as metrics label it: "acquired", "busy",
+// "timed_out", "cancelled" or "error".
+func (r WaitResult) String() string {
+	switch r {
+	case WaitAcquired:
+		return "acquired"
+	case WaitBusy:
+		return "busy"
+	case WaitTimedOut:
+		return "timed_out"
+	case WaitCancelled:
+		return "cancelled"
+	case WaitError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// WaitInfo describes an acquisition or wait when it starts.
+type WaitInfo struct {
+	// Primitive names the kind of primitive and, for a read-write lock,
+	// the side: "rlock", "spin_lock", "rwlock.read", "rwlock.write",
+	// "semaphore", "expirable_semaphore", "countdown" (a handle's kind with
+	// spaces turned into underscores).
+	Primitive string
+	// Name is the primitive's name (its Redis key).
+	Name string
+	// Forever is true for calls that wait until ctx ends (Lock, Acquire,
+	// Wait); TryX calls wait at most Wait (0: a single attempt).
+	Forever bool
+	Wait    time.Duration
+}
+
+// WaitEnd describes an acquisition or wait when it returns.
+type WaitEnd struct {
+	WaitInfo
+	Result   WaitResult
+	Duration time.Duration // from WaitStart to the return
+	Err      error         // the error returned, for WaitCancelled and WaitError; else nil
+}
+
+// HoldEnd describes the end of a lock hold.
+type HoldEnd struct {
+	Primitive string        // as in WaitInfo
+	Name      string        // the lock's name
+	Owner     string        // the owner's field in the lock's hash: "<client id>:<token>", with ":write" for a write hold
+	Duration  time.Duration // from the acquisition that started the hold
+	// Lost is true when the hold ended without being released: Err then
+	// wraps ErrLockLost (renewal found it gone, no renewal succeeded within
+	// the lease, its fixed lease ran out, it was force-unlocked, or the
+	// Client was closed while holding it). Otherwise Err wraps ErrNotHeld.
+	Lost bool
+	Err  error
+}
+
+// RenewalTick describes one round of the watchdog.
+type RenewalTick struct {
+	Renewed int // holds whose lease was renewed
+	// Failed counts holds whose renewal call failed with an error (Redis
+	// unreachable, a timeout): they are tried again within a second, and
+	// are lost once no renewal has succeeded for a whole lease.
+	Failed int
+	// Lost counts holds this round ended as lost (found gone from Redis,
+	// or not renewed within their lease); each also gets a HoldEnd.
+	Lost     int
+	Duration time.Duration
+}
+
+// Stats are a Client's counters: cumulative counts since New, and gauges
+// of the present. They are kept whether or not an observer is set.
+type Stats struct {
+	// Acquisitions and waits (as Observer.WaitStart lists them) by result.
+	Acquired, Busy, TimedOut, Cancelled, Errors uint64
+	// HoldsLost counts lock holds that ended without being released
+	// (HoldEnd.Lost), Close included.
+	HoldsLost uint64
+	// Renewals counts hold renewals that succeeded; RenewalFailures, hold
+	// renewals whose call failed with an error (RenewalTick).
+	Renewals, RenewalFailures uint64
+	// PubSubReconnects counts pub/sub connections replaced after a dead
+	// ping, a lost connection or an error reply.
+	PubSubReconnects uint64
+
+	// Holds is the number of lock holds this Client has now.
+	Holds int
+	// Waiting is the number of acquisitions and waits in progress,
+	// including callers queued behind others of the same Client.
+	Waiting int
+	// PubSubChannels is the number of channels subscribed for waiters now.
+	PubSubChannels int
+}
+
+// Waits returns the number of acquisitions and waits that ended with r.
+func (s Stats) Waits(r WaitResult) uint64 {
+	switch r {
+	case WaitAcquired:
+		return s.Acquired
+	case WaitBusy:
+		return s.Busy
+	case WaitTimedOut:
+		return s.TimedOut
+	case WaitCancelled:
+		return s.Cancelled
+	case WaitError:
+		return s.Errors
+	}
+	return 0
+}
+
+// Stats returns a snapshot of the Client's counters. It needs no observer,
+// sends nothing to Redis, and works after Close.
+func (c *Client) Stats() Stats {
+	s := c.inner().Stats()
+	return Stats{
+		Acquired:         s.Waits[core.WaitAcquired],
+		Busy:             s.Waits[core.WaitBusy],
+		TimedOut:         s.Waits[core.WaitTimedOut],
+		Cancelled:        s.Waits[core.WaitCancelled],
+		Errors:           s.Waits[core.WaitError],
+		HoldsLost:        s.HoldsLost,
+		Renewals:         s.Renewals,
+		RenewalFailures:  s.RenewalFailures,
+		PubSubReconnects: s.PubSubReconnects,
+		Holds:            s.Holds,
+		Waiting:          s.Waiting,
+		PubSubChannels:   s.PubSubChannels,
+	}
+}
+
+// hooks turns observers into the core's hooks; nil without observers.
+func hooks(obs []Observer) *core.Hooks {
+	if len(obs) == 0 {
+		return nil
+	}
+	var h core.Hooks
+	var starts []func(context.Context, WaitInfo) context.Context
+	var ends []func(context.Context, WaitEnd)
+	var holds []func(HoldEnd)
+	var ticks []func(RenewalTick)
+	for _, o := range obs {
+		if o.WaitStart != nil {
+			starts = append(starts, o.WaitStart)
+		}
+		if o.WaitEnd != nil {
+			ends = append(ends, o.WaitEnd)
+		}
+		if o.HoldEnd != nil {
+			holds = append(holds, o.HoldEnd)
+		}
+		if o.RenewalTick != nil {
+			ticks = append(ticks, o.RenewalTick)
+		}
+	}
+	if len(starts) > 0 {
+		h.WaitStart = func(ctx context.Context, w core.WaitInfo) context.Context {
+			info := WaitInfo(w)
+			for _, f := range starts {
+				if nctx := f(ctx, info); nctx != nil {
+					ctx = nctx
+				}
+			}
+			return ctx
+		}
+	}
+	if len(ends) > 0 {
+		h.WaitEnd = func(ctx context.Context, w core.WaitEnd) {
+			e := WaitEnd{WaitInfo: WaitInfo(w.WaitInfo), Result: WaitResult(w.Result), Duration: w.Duration, Err: w.Err}
+			for _, f := range ends {
+				f(ctx, e)
+			}
+		}
+	}
+	if len(holds) > 0 {
+		h.HoldEnd = func(e core.HoldEnd) {
+			for _, f := range holds {
+				f(HoldEnd(e))
+			}
+		}
+	}
+	if len(ticks) > 0 {
+		h.RenewalTick = func(t core.RenewalTick) {
+			for _, f := range ticks {
+				f(RenewalTick(t))
+			}
+		}
+	}
+	return &h
+}
+
+// attach calls the observers' Attach with c and has Close call what they
+// return.
+func attach(c *Client, obs []Observer) {
+	for _, o := range obs {
+		if o.Attach == nil {
+			continue
+		}
+		if detach := o.Attach(c); detach != nil {
+			c.inner().OnClose(detach)
+		}
+	}
+}
