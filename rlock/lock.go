@@ -60,7 +60,7 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 // one waiter per release.
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
 	rdb := func() redis.UniversalClient { return e.C.Redis() }
-	channel := keys.LockChannel(e.Name)
+	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
 	return &core.Side{
 		Kind:  kind,
 		Field: func(owner string) string { return owner },
@@ -70,7 +70,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				fencing = "1"
 			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
-				[]string{op.Name, op.ReqKey, keys.FenceCounter(op.Name)},
+				[]string{op.Name, op.ReqKey, counter},
 				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
 			return lockOutcome(res, err)
 		},

@@ -112,9 +112,9 @@ func TestOwnerLocks(t *testing.T) {
 	var o ownerLocks
 	ctx := context.Background()
 	lock := func(k HoldKey) func() {
-		unlock, err := o.lock(ctx, k)
+		ol, err := o.lock(ctx, k)
 		require.NoError(t, err)
-		return unlock
+		return func() { o.unlock(k, ol) }
 	}
 	k := HoldKey{Key: "lock", Field: "id:1"}
 	unlock := lock(k)
@@ -122,9 +122,9 @@ func TestOwnerLocks(t *testing.T) {
 	got := make(chan struct{})
 	go func() {
 		defer close(got)
-		u, err := o.lock(ctx, k)
+		ol, err := o.lock(ctx, k)
 		if assert.NoError(t, err) {
-			u()
+			o.unlock(k, ol)
 		}
 	}()
 	require.Never(t, func() bool {

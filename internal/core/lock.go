@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -121,7 +122,12 @@ type Lock struct {
 	Fixed   time.Duration // fixed lease; 0: renewed by the watchdog
 	Fencing bool          // every acquisition takes a fencing token
 
-	gate   gate
+	gate gate
+	// reqPrefix is the handle's request keys without the sequence number
+	// (requestKey), built once.
+	reqOnce   sync.Once
+	reqPrefix string
+
 	mu     sync.Mutex
 	latest *Hold // the hold of the latest acquisition through this handle
 	fence  int64 // its fencing token
@@ -133,6 +139,14 @@ func NewLock(c *Client, kind, name string) *Lock {
 }
 
 func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
+
+// requestKey returns a fresh request key on the lock, the same as
+// keys.Request(l.Name, l.C.RequestID()) but built from a prefix kept in the
+// handle.
+func (l *Lock) requestKey() string {
+	l.reqOnce.Do(func() { l.reqPrefix = keys.Request(l.Name, l.C.id+":") })
+	return l.reqPrefix + strconv.FormatUint(l.C.reqSeq.Add(1), 36)
+}
 
 // owner checks the handle and returns the owner token acting in ctx and
 // whether ctx carries it (else it is the handle's own).
@@ -211,14 +225,14 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 // try makes one acquisition attempt for the owner of base.
 func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, error) {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	unlock, err := l.C.owners.lock(ctx, hk)
+	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
 		return false, 0, err
 	}
 	undoing := false
 	defer func() {
 		if !undoing {
-			unlock()
+			l.C.owners.unlock(hk, ol)
 		}
 	}()
 	for {
@@ -226,7 +240,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		op.Count = l.C.HeldCount(hk) + 1
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
-		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+		op.ReqKey = l.requestKey()
 		sent := time.Now() // Redis starts the lease after this
 		out, err := s.Acquire(ctx, &op)
 		switch {
@@ -235,7 +249,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 				// The undo goes on in the background, still holding the
 				// owner's lock: the owner's next operation waits for it
 				// (as long as its ctx allows), this one does not.
-				undoing = l.undo(s, op, unlock)
+				undoing = l.undo(s, op, func() { l.C.owners.unlock(hk, ol) })
 			}
 			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
 		case out.Err != nil:
@@ -274,7 +288,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 		op := acq
 		op.Count = acq.Count - 1
 		op.UndoKey = acq.ReqKey
-		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+		op.ReqKey = l.requestKey()
 		op.Publish = ""
 		var err error
 		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
@@ -309,14 +323,14 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
 	ctx, cancel := l.C.DetachedContext(ctx)
 	defer cancel()
-	unlock, err := l.C.owners.lock(ctx, hk)
+	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
-	defer unlock()
+	defer l.C.owners.unlock(hk, ol)
 	op := base
 	op.Lease = l.lease()
-	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+	op.ReqKey = l.requestKey()
 	pub, err := l.C.PublishCommand(ctx)
 	if err != nil {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
@@ -394,39 +408,54 @@ type ownerLock struct {
 	refs int
 }
 
-// lock locks k, waiting as long as ctx allows, and returns its unlock; when
-// ctx ends first it returns an error wrapping ctx.Err() and holds nothing.
-func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (func(), error) {
+// ownerLockPool recycles ownerLocks: one is taken and dropped per
+// operation, and an unreferenced one is unlocked and reusable.
+var ownerLockPool = sync.Pool{New: func() any { return &ownerLock{sem: make(chan struct{}, 1)} }}
+
+// lock locks k, waiting as long as ctx allows, and returns the lock to
+// unlock with o.unlock; when ctx ends first it returns an error wrapping
+// ctx.Err() and holds nothing.
+func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
 	o.mu.Lock()
 	if o.m == nil {
 		o.m = make(map[HoldKey]*ownerLock)
 	}
 	ol := o.m[k]
 	if ol == nil {
-		ol = &ownerLock{sem: make(chan struct{}, 1)}
+		ol = ownerLockPool.Get().(*ownerLock)
 		o.m[k] = ol
 	}
 	ol.refs++
 	o.mu.Unlock()
-	drop := func() {
-		o.mu.Lock()
-		if ol.refs--; ol.refs == 0 {
-			delete(o.m, k)
-		}
-		o.mu.Unlock()
-	}
 	select {
 	case ol.sem <- struct{}{}:
 	default:
 		select {
 		case ol.sem <- struct{}{}:
 		case <-ctx.Done():
-			drop()
+			o.drop(k, ol)
 			return nil, ctxError(ctx)
 		}
 	}
-	return func() {
-		<-ol.sem
-		drop()
-	}, nil
+	return ol, nil
+}
+
+// unlock unlocks k, locked as ol by lock.
+func (o *ownerLocks) unlock(k HoldKey, ol *ownerLock) {
+	<-ol.sem
+	o.drop(k, ol)
+}
+
+// drop gives up one reference to k's lock ol, forgetting it with the last.
+func (o *ownerLocks) drop(k HoldKey, ol *ownerLock) {
+	o.mu.Lock()
+	ol.refs--
+	last := ol.refs == 0
+	if last {
+		delete(o.m, k)
+	}
+	o.mu.Unlock()
+	if last {
+		ownerLockPool.Put(ol) // unlocked: its last holder unlocked it first
+	}
 }
