@@ -36,6 +36,7 @@ type Lock struct{ handle }
 func New(c *redisync.Client, name string, opts ...Option) *Lock {
 	h := newHandle(c, "rlock", name, opts)
 	h.side = lockSide(h.e, "rlock", "0")
+	h.side.Line = core.LockLine("rlock", name) // waiters of a client line up locally
 	return &Lock{h}
 }
 

@@ -51,9 +51,9 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
 	}
-	t := &Turn{c: c, key: key, ready: make(chan struct{})}
-	if len(l.q) == 0 {
-		close(t.ready)
+	t := &Turn{c: c, key: key, ready: closedChan} // the head's turn is now
+	if len(l.q) > 0 {
+		t.ready = make(chan struct{})
 	}
 	l.q = append(l.q, t)
 	return t

@@ -114,7 +114,16 @@ type Side struct {
 	// or a spin backoff, and what giving up must clean. Forever, Wait and
 	// Try are set by the engine.
 	Wait func(op *Op) WaitSpec
+	// Line, when not empty, is the key of the client's local line
+	// (JoinLine) in which this side's waiters for the lock line up (see
+	// Acquire); LockLine builds it. Empty: waiters do not line up.
+	Line string
 }
+
+// LockLine returns the key of the local line of a lock's waiters (a
+// Side's Line). Its leading NUL keeps it apart from the semaphores' lines,
+// which are keyed by the bare name.
+func LockLine(kind, name string) string { return "\x00" + kind + "\x00" + name }
 
 // Lock is the engine's state of one lock handle.
 type Lock struct {
@@ -187,6 +196,16 @@ func (l *Lock) fail(s *Side, err error) error {
 // most wait (0: one attempt). It returns (true, nil) when held, (false,
 // nil) when the wait ran out, and an error otherwise (wrapping ctx.Err()
 // when ctx ended); on failure it holds nothing, locally or in Redis.
+//
+// With s.Line, the callers of this client that wait for the lock (any
+// handle, any owner) line up locally in arrival order, and only the head
+// of the line asks Redis and subscribes: one waiter per client contends in
+// Redis instead of all of them, and a release wakes one. The head leaves
+// the line when it got the lock, gave up or failed, and the next caller
+// tries at once. An owner that already holds the lock re-enters without
+// lining up (the caller it would wait behind waits for it), and a single
+// attempt (wait 0) does not overtake the line: it is made only when the
+// line is empty, and reports false otherwise.
 func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (bool, error) {
 	token, own, err := l.owner(ctx)
 	if err != nil {
@@ -204,15 +223,8 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 			}
 			return false, err
 		}
-		if !forever {
-			wait = max(wait-time.Since(start), 0)
-		}
 	}
-	base := l.op(s, token)
-	spec := s.Wait(&base)
-	spec.Forever, spec.Wait = forever, wait
-	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
-	ok, err := l.C.Wait(ctx, spec)
+	ok, err := l.acquire(ctx, s, token, forever, wait, start)
 	if !ok && !own {
 		l.gate.leave(s.Shared)
 	}
@@ -220,6 +232,33 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 		return false, l.fail(s, err)
 	}
 	return ok, nil
+}
+
+// acquire is Acquire past the gate: the local line, then the wait in Redis.
+// The whole call, from start, takes at most wait unless forever.
+func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, wait time.Duration, start time.Time) (bool, error) {
+	base := l.op(s, token)
+	if s.Line != "" && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) == 0 {
+		t := l.C.JoinLine(s.Line, !forever && wait == 0)
+		if t == nil {
+			return false, nil // others wait: a single attempt does not overtake them
+		}
+		defer t.Leave()
+		left := wait
+		if !forever {
+			left = max(wait-time.Since(start), 0)
+		}
+		if ok, err := t.Await(ctx, forever, left); !ok || err != nil {
+			return false, err
+		}
+	}
+	spec := s.Wait(&base)
+	spec.Forever = forever
+	if !forever {
+		spec.Wait = max(wait-time.Since(start), 0)
+	}
+	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
+	return l.C.Wait(ctx, spec)
 }
 
 // try makes one acquisition attempt for the owner of base.
