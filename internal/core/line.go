@@ -46,7 +46,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	}
 	l := ls.m[key]
 	if l == nil {
-		l = &line{}
+		l = linePool.Get().(*line)
 		ls.m[key] = l
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
@@ -74,7 +74,9 @@ func (t *Turn) Leave() {
 		if o != t {
 			continue
 		}
-		l.q = append(l.q[:i], l.q[i+1:]...)
+		copy(l.q[i:], l.q[i+1:])
+		l.q[len(l.q)-1] = nil // the array may be pooled: keep no turn alive
+		l.q = l.q[:len(l.q)-1]
 		if i == 0 && len(l.q) > 0 {
 			close(l.q[0].ready)
 		}
@@ -82,8 +84,14 @@ func (t *Turn) Leave() {
 	}
 	if len(l.q) == 0 {
 		delete(ls.m, t.key)
+		l.q = l.q[:0]
+		linePool.Put(l)
 	}
 }
+
+// linePool recycles empty lines with their queue's array: a lock's line is
+// made and deleted at every uncontended acquisition.
+var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} }}
 
 // Await waits until the turn is at the head of its line. forever waits
 // until ctx ends; otherwise at most wait. It returns (true, nil) at the

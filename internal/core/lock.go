@@ -132,10 +132,11 @@ type Lock struct {
 	Fencing bool          // every acquisition takes a fencing token
 
 	gate gate
-	// reqPrefix is the handle's request keys without the sequence number
-	// (requestKey), built once.
-	reqOnce   sync.Once
+	// Built once (names): the handle's request keys without the sequence
+	// number (requestKey), and the name of the handle's own owner.
+	once      sync.Once
 	reqPrefix string
+	ownName   string
 
 	mu     sync.Mutex
 	latest *Hold // the hold of the latest acquisition through this handle
@@ -149,11 +150,27 @@ func NewLock(c *Client, kind, name string) *Lock {
 
 func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
 
+// names builds the names the handle keeps (l.once).
+func (l *Lock) names() {
+	l.reqPrefix = keys.Request(l.Name, l.C.id+":")
+	l.ownName = l.C.ownerName(l.Token)
+}
+
+// ownerName returns the owner of token, l.C.ownerName(token), kept for the
+// handle's own token.
+func (l *Lock) ownerName(token uint64) string {
+	if token != l.Token {
+		return l.C.ownerName(token)
+	}
+	l.once.Do(l.names)
+	return l.ownName
+}
+
 // requestKey returns a fresh request key on the lock, the same as
 // keys.Request(l.Name, l.C.RequestID()) but built from a prefix kept in the
 // handle.
 func (l *Lock) requestKey() string {
-	l.reqOnce.Do(func() { l.reqPrefix = keys.Request(l.Name, l.C.id+":") })
+	l.once.Do(l.names)
 	return l.reqPrefix + strconv.FormatUint(l.C.reqSeq.Add(1), 36)
 }
 
@@ -175,7 +192,7 @@ func (l *Lock) owner(ctx context.Context) (uint64, bool, error) {
 
 // op returns the parts of an Op that name the owner of token.
 func (l *Lock) op(s *Side, token uint64) Op {
-	owner := l.C.ownerName(token)
+	owner := l.ownerName(token)
 	return Op{Name: l.Name, Owner: owner, Field: s.Field(owner)}
 }
 
@@ -185,7 +202,7 @@ func (l *Lock) Owner(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return l.C.ownerName(t), nil
+	return l.ownerName(t), nil
 }
 
 func (l *Lock) fail(s *Side, err error) error {
