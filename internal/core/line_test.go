@@ -153,3 +153,25 @@ func TestOwnerLocks(t *testing.T) {
 	defer o.mu.Unlock()
 	assert.Empty(t, o.m, "entries left after every unlock")
 }
+
+// A subscription handed to the head of a line passes to the next caller
+// when the head leaves, and is closed when nobody follows (issue 16).
+func TestLineHandsSubscriptionOn(t *testing.T) {
+	c := sharedClient(t, Options{})
+	ctx := context.Background()
+	first := c.JoinLine("r", false)
+	second := c.JoinLine("r", false)
+	w, err := c.Mux().Subscribe(ctx, "line-handoff", nil)
+	require.NoError(t, err)
+	first.Hand(w)
+	first.Leave()
+	ok, err := second.Await(ctx, false, time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Same(t, w, second.Take(), "the next caller gets the subscription")
+	assert.Equal(t, 1, c.Mux().Stats().Waiters)
+
+	second.Hand(w)
+	second.Leave() // nobody follows
+	assert.Equal(t, 0, c.Mux().Stats().Waiters, "closed when nobody follows")
+}

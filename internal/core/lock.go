@@ -219,7 +219,8 @@ func (l *Lock) fail(s *Side, err error) error {
 // of the line asks Redis and subscribes: one waiter per client contends in
 // Redis instead of all of them, and a release wakes one. The head leaves
 // the line when it got the lock, gave up or failed, and the next caller
-// tries at once. An owner that already holds the lock re-enters without
+// tries at once, on the subscription the head hands it (the channel stays
+// subscribed while the line lasts). An owner that already holds the lock re-enters without
 // lining up (the caller it would wait behind waits for it), and a single
 // attempt (wait 0) does not overtake the line: it is made only when the
 // line is empty, and reports false otherwise.
@@ -255,12 +256,14 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 // The whole call, from start, takes at most wait unless forever.
 func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, wait time.Duration, start time.Time) (bool, error) {
 	base := l.op(s, token)
+	var turn *Turn
 	if s.Line != "" && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) == 0 {
 		t := l.C.JoinLine(s.Line, !forever && wait == 0)
 		if t == nil {
 			return false, nil // others wait: a single attempt does not overtake them
 		}
 		defer t.Leave()
+		turn = t
 		left := wait
 		if !forever {
 			left = max(wait-time.Since(start), 0)
@@ -275,6 +278,12 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		spec.Wait = max(wait-time.Since(start), 0)
 	}
 	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
+	if turn != nil && spec.Spin == nil {
+		// The channel stays subscribed from one head of the line to the
+		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
+		// unseen.
+		spec.Sub, spec.Keep = turn.Take(), turn.Hand
+	}
 	return l.C.Wait(ctx, spec)
 }
 
