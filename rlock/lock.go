@@ -36,6 +36,7 @@ type Lock struct{ handle }
 func New(c *redisync.Client, name string, opts ...Option) *Lock {
 	h := newHandle(c, "rlock", name, opts)
 	h.side = lockSide(h.e, "rlock", "0")
+	h.side.Line = core.LockLine("rlock", name) // waiters of a client line up locally
 	return &Lock{h}
 }
 
@@ -60,7 +61,7 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 // one waiter per release.
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
 	rdb := func() redis.UniversalClient { return e.C.Redis() }
-	channel := keys.LockChannel(e.Name)
+	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
 	return &core.Side{
 		Kind:  kind,
 		Field: func(owner string) string { return owner },
@@ -70,7 +71,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				fencing = "1"
 			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
-				[]string{op.Name, op.ReqKey, keys.FenceCounter(op.Name)},
+				[]string{op.Name, op.ReqKey, counter},
 				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
 			return lockOutcome(res, err)
 		},

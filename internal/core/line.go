@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/pubsub"
 )
 
 // Local FIFO lines.
@@ -33,6 +35,31 @@ type Turn struct {
 	c     *Client
 	key   string
 	ready chan struct{} // closed when the turn reaches the head of the line
+	// sub is a subscription handed along the line (Hand, Take), so that
+	// the channel stays subscribed from one head to the next.
+	sub *pubsub.Waiter
+}
+
+// Hand gives the turn a subscription to pass on (nil: none): Leave hands
+// it to the next caller in the line, or closes it when nobody follows.
+func (t *Turn) Hand(w *pubsub.Waiter) {
+	t.c.lines.mu.Lock()
+	old := t.sub
+	t.sub = w
+	t.c.lines.mu.Unlock()
+	if old != nil && old != w {
+		old.Close()
+	}
+}
+
+// Take returns the subscription handed to the turn by the caller ahead of
+// it (nil if none); the caller owns it from then on.
+func (t *Turn) Take() *pubsub.Waiter {
+	t.c.lines.mu.Lock()
+	defer t.c.lines.mu.Unlock()
+	w := t.sub
+	t.sub = nil
+	return w
 }
 
 // JoinLine puts a caller at the end of the line for resource key. With
@@ -46,26 +73,34 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	}
 	l := ls.m[key]
 	if l == nil {
-		l = &line{}
+		l = linePool.Get().(*line)
 		ls.m[key] = l
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
 	}
-	t := &Turn{c: c, key: key, ready: make(chan struct{})}
-	if len(l.q) == 0 {
-		close(t.ready)
+	t := &Turn{c: c, key: key, ready: closedChan} // the head's turn is now
+	if len(l.q) > 0 {
+		t.ready = make(chan struct{})
 	}
 	l.q = append(l.q, t)
 	return t
 }
 
 // Leave takes the turn out of its line; when it was the head, the next
-// caller becomes the head. The line is deleted when it is empty. Leave is
+// caller becomes the head, and gets the subscription the turn was handed
+// (Hand), which is closed otherwise. The line is deleted when it is empty. Leave is
 // idempotent.
 func (t *Turn) Leave() {
 	ls := &t.c.lines
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
+	sub := t.sub
+	t.sub = nil
+	defer func() {
+		ls.mu.Unlock()
+		if sub != nil {
+			sub.Close() // nobody to hand it to
+		}
+	}()
 	l := ls.m[t.key]
 	if l == nil {
 		return
@@ -74,16 +109,25 @@ func (t *Turn) Leave() {
 		if o != t {
 			continue
 		}
-		l.q = append(l.q[:i], l.q[i+1:]...)
+		copy(l.q[i:], l.q[i+1:])
+		l.q[len(l.q)-1] = nil // the array may be pooled: keep no turn alive
+		l.q = l.q[:len(l.q)-1]
 		if i == 0 && len(l.q) > 0 {
+			l.q[0].sub, sub = sub, nil
 			close(l.q[0].ready)
 		}
 		break
 	}
 	if len(l.q) == 0 {
 		delete(ls.m, t.key)
+		l.q = l.q[:0]
+		linePool.Put(l)
 	}
 }
+
+// linePool recycles empty lines with their queue's array: a lock's line is
+// made and deleted at every uncontended acquisition.
+var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} }}
 
 // Await waits until the turn is at the head of its line. forever waits
 // until ctx ends; otherwise at most wait. It returns (true, nil) at the

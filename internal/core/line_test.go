@@ -112,9 +112,9 @@ func TestOwnerLocks(t *testing.T) {
 	var o ownerLocks
 	ctx := context.Background()
 	lock := func(k HoldKey) func() {
-		unlock, err := o.lock(ctx, k)
+		ol, err := o.lock(ctx, k)
 		require.NoError(t, err)
-		return unlock
+		return func() { o.unlock(k, ol) }
 	}
 	k := HoldKey{Key: "lock", Field: "id:1"}
 	unlock := lock(k)
@@ -122,9 +122,9 @@ func TestOwnerLocks(t *testing.T) {
 	got := make(chan struct{})
 	go func() {
 		defer close(got)
-		u, err := o.lock(ctx, k)
+		ol, err := o.lock(ctx, k)
 		if assert.NoError(t, err) {
-			u()
+			o.unlock(k, ol)
 		}
 	}()
 	require.Never(t, func() bool {
@@ -152,4 +152,26 @@ func TestOwnerLocks(t *testing.T) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	assert.Empty(t, o.m, "entries left after every unlock")
+}
+
+// A subscription handed to the head of a line passes to the next caller
+// when the head leaves, and is closed when nobody follows (issue 16).
+func TestLineHandsSubscriptionOn(t *testing.T) {
+	c := sharedClient(t, Options{})
+	ctx := context.Background()
+	first := c.JoinLine("r", false)
+	second := c.JoinLine("r", false)
+	w, err := c.Mux().Subscribe(ctx, "line-handoff", nil)
+	require.NoError(t, err)
+	first.Hand(w)
+	first.Leave()
+	ok, err := second.Await(ctx, false, time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Same(t, w, second.Take(), "the next caller gets the subscription")
+	assert.Equal(t, 1, c.Mux().Stats().Waiters)
+
+	second.Hand(w)
+	second.Leave() // nobody follows
+	assert.Equal(t, 0, c.Mux().Stats().Waiters, "closed when nobody follows")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -113,7 +114,16 @@ type Side struct {
 	// or a spin backoff, and what giving up must clean. Forever, Wait and
 	// Try are set by the engine.
 	Wait func(op *Op) WaitSpec
+	// Line, when not empty, is the key of the client's local line
+	// (JoinLine) in which this side's waiters for the lock line up (see
+	// Acquire); LockLine builds it. Empty: waiters do not line up.
+	Line string
 }
+
+// LockLine returns the key of the local line of a lock's waiters (a
+// Side's Line). Its leading NUL keeps it apart from the semaphores' lines,
+// which are keyed by the bare name.
+func LockLine(kind, name string) string { return "\x00" + kind + "\x00" + name }
 
 // Lock is the engine's state of one lock handle.
 type Lock struct {
@@ -121,7 +131,13 @@ type Lock struct {
 	Fixed   time.Duration // fixed lease; 0: renewed by the watchdog
 	Fencing bool          // every acquisition takes a fencing token
 
-	gate   gate
+	gate gate
+	// Built once (names): the handle's request keys without the sequence
+	// number (requestKey), and the name of the handle's own owner.
+	once      sync.Once
+	reqPrefix string
+	ownName   string
+
 	mu     sync.Mutex
 	latest *Hold // the hold of the latest acquisition through this handle
 	fence  int64 // its fencing token
@@ -133,6 +149,30 @@ func NewLock(c *Client, kind, name string) *Lock {
 }
 
 func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
+
+// names builds the names the handle keeps (l.once).
+func (l *Lock) names() {
+	l.reqPrefix = keys.Request(l.Name, l.C.id+":")
+	l.ownName = l.C.ownerName(l.Token)
+}
+
+// ownerName returns the owner of token, l.C.ownerName(token), kept for the
+// handle's own token.
+func (l *Lock) ownerName(token uint64) string {
+	if token != l.Token {
+		return l.C.ownerName(token)
+	}
+	l.once.Do(l.names)
+	return l.ownName
+}
+
+// requestKey returns a fresh request key on the lock, the same as
+// keys.Request(l.Name, l.C.RequestID()) but built from a prefix kept in the
+// handle.
+func (l *Lock) requestKey() string {
+	l.once.Do(l.names)
+	return l.reqPrefix + strconv.FormatUint(l.C.reqSeq.Add(1), 36)
+}
 
 // owner checks the handle and returns the owner token acting in ctx and
 // whether ctx carries it (else it is the handle's own).
@@ -152,7 +192,7 @@ func (l *Lock) owner(ctx context.Context) (uint64, bool, error) {
 
 // op returns the parts of an Op that name the owner of token.
 func (l *Lock) op(s *Side, token uint64) Op {
-	owner := l.C.ownerName(token)
+	owner := l.ownerName(token)
 	return Op{Name: l.Name, Owner: owner, Field: s.Field(owner)}
 }
 
@@ -162,7 +202,7 @@ func (l *Lock) Owner(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return l.C.ownerName(t), nil
+	return l.ownerName(t), nil
 }
 
 func (l *Lock) fail(s *Side, err error) error {
@@ -174,6 +214,17 @@ func (l *Lock) fail(s *Side, err error) error {
 // nil) when the wait ran out, and an error otherwise (wrapping ctx.Err()
 // when ctx ended); on failure it holds nothing, locally or in Redis. Each
 // call after the argument checks is one observed wait (BeginWait).
+//
+// With s.Line, the callers of this client that wait for the lock (any
+// handle, any owner) line up locally in arrival order, and only the head
+// of the line asks Redis and subscribes: one waiter per client contends in
+// Redis instead of all of them, and a release wakes one. The head leaves
+// the line when it got the lock, gave up or failed, and the next caller
+// tries at once, on the subscription the head hands it (the channel stays
+// subscribed while the line lasts). An owner that already holds the lock re-enters without
+// lining up (the caller it would wait behind waits for it), and a single
+// attempt (wait 0) does not overtake the line: it is made only when the
+// line is empty, and reports false otherwise.
 func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (ok bool, err error) {
 	token, own, err := l.owner(ctx)
 	if err != nil {
@@ -193,15 +244,8 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 			}
 			return false, err
 		}
-		if !forever {
-			wait = max(wait-time.Since(start), 0)
-		}
 	}
-	base := l.op(s, token)
-	spec := s.Wait(&base)
-	spec.Forever, spec.Wait = forever, wait
-	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
-	ok, err = l.C.Wait(ctx, spec)
+	ok, err = l.acquire(ctx, s, token, forever, wait, start)
 	if !ok && !own {
 		l.gate.leave(s.Shared)
 	}
@@ -211,17 +255,52 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 	return ok, nil
 }
 
+// acquire is Acquire past the gate: the local line, then the wait in Redis.
+// The whole call, from start, takes at most wait unless forever.
+func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, wait time.Duration, start time.Time) (bool, error) {
+	base := l.op(s, token)
+	var turn *Turn
+	if s.Line != "" && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) == 0 {
+		t := l.C.JoinLine(s.Line, !forever && wait == 0)
+		if t == nil {
+			return false, nil // others wait: a single attempt does not overtake them
+		}
+		defer t.Leave()
+		turn = t
+		left := wait
+		if !forever {
+			left = max(wait-time.Since(start), 0)
+		}
+		if ok, err := t.Await(ctx, forever, left); !ok || err != nil {
+			return false, err
+		}
+	}
+	spec := s.Wait(&base)
+	spec.Forever = forever
+	if !forever {
+		spec.Wait = max(wait-time.Since(start), 0)
+	}
+	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, base) }
+	if turn != nil && spec.Spin == nil {
+		// The channel stays subscribed from one head of the line to the
+		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
+		// unseen.
+		spec.Sub, spec.Keep = turn.Take(), turn.Hand
+	}
+	return l.C.Wait(ctx, spec)
+}
+
 // try makes one acquisition attempt for the owner of base.
 func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, error) {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	unlock, err := l.C.owners.lock(ctx, hk)
+	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
 		return false, 0, err
 	}
 	undoing := false
 	defer func() {
 		if !undoing {
-			unlock()
+			l.C.owners.unlock(hk, ol)
 		}
 	}()
 	for {
@@ -229,7 +308,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		op.Count = l.C.HeldCount(hk) + 1
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
-		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+		op.ReqKey = l.requestKey()
 		sent := time.Now() // Redis starts the lease after this
 		out, err := s.Acquire(ctx, &op)
 		switch {
@@ -238,7 +317,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 				// The undo goes on in the background, still holding the
 				// owner's lock: the owner's next operation waits for it
 				// (as long as its ctx allows), this one does not.
-				undoing = l.undo(s, op, unlock)
+				undoing = l.undo(s, op, func() { l.C.owners.unlock(hk, ol) })
 			}
 			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
 		case out.Err != nil:
@@ -277,7 +356,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 		op := acq
 		op.Count = acq.Count - 1
 		op.UndoKey = acq.ReqKey
-		op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+		op.ReqKey = l.requestKey()
 		op.Publish = ""
 		var err error
 		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
@@ -312,14 +391,14 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
 	ctx, cancel := l.C.DetachedContext(ctx)
 	defer cancel()
-	unlock, err := l.C.owners.lock(ctx, hk)
+	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
-	defer unlock()
+	defer l.C.owners.unlock(hk, ol)
 	op := base
 	op.Lease = l.lease()
-	op.ReqKey = keys.Request(l.Name, l.C.RequestID())
+	op.ReqKey = l.requestKey()
 	pub, err := l.C.PublishCommand(ctx)
 	if err != nil {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
@@ -397,39 +476,54 @@ type ownerLock struct {
 	refs int
 }
 
-// lock locks k, waiting as long as ctx allows, and returns its unlock; when
-// ctx ends first it returns an error wrapping ctx.Err() and holds nothing.
-func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (func(), error) {
+// ownerLockPool recycles ownerLocks: one is taken and dropped per
+// operation, and an unreferenced one is unlocked and reusable.
+var ownerLockPool = sync.Pool{New: func() any { return &ownerLock{sem: make(chan struct{}, 1)} }}
+
+// lock locks k, waiting as long as ctx allows, and returns the lock to
+// unlock with o.unlock; when ctx ends first it returns an error wrapping
+// ctx.Err() and holds nothing.
+func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
 	o.mu.Lock()
 	if o.m == nil {
 		o.m = make(map[HoldKey]*ownerLock)
 	}
 	ol := o.m[k]
 	if ol == nil {
-		ol = &ownerLock{sem: make(chan struct{}, 1)}
+		ol = ownerLockPool.Get().(*ownerLock)
 		o.m[k] = ol
 	}
 	ol.refs++
 	o.mu.Unlock()
-	drop := func() {
-		o.mu.Lock()
-		if ol.refs--; ol.refs == 0 {
-			delete(o.m, k)
-		}
-		o.mu.Unlock()
-	}
 	select {
 	case ol.sem <- struct{}{}:
 	default:
 		select {
 		case ol.sem <- struct{}{}:
 		case <-ctx.Done():
-			drop()
+			o.drop(k, ol)
 			return nil, ctxError(ctx)
 		}
 	}
-	return func() {
-		<-ol.sem
-		drop()
-	}, nil
+	return ol, nil
+}
+
+// unlock unlocks k, locked as ol by lock.
+func (o *ownerLocks) unlock(k HoldKey, ol *ownerLock) {
+	<-ol.sem
+	o.drop(k, ol)
+}
+
+// drop gives up one reference to k's lock ol, forgetting it with the last.
+func (o *ownerLocks) drop(k HoldKey, ol *ownerLock) {
+	o.mu.Lock()
+	ol.refs--
+	last := ol.refs == 0
+	if last {
+		delete(o.m, k)
+	}
+	o.mu.Unlock()
+	if last {
+		ownerLockPool.Put(ol) // unlocked: its last holder unlocked it first
+	}
 }

@@ -33,12 +33,22 @@ type WaitSpec struct {
 	Forever bool
 	Wait    time.Duration
 	Try     Attempt
+	// Sub, when set, is a subscription to Channel that has stayed
+	// registered since before this wait began (handed over by the caller
+	// ahead in a local line): Wait uses it instead of subscribing, so no
+	// release can have gone unseen, and waits on it after every failed try.
+	Sub *pubsub.Waiter
+	// Keep, when set, takes the wait's subscription when the wait ends
+	// (nil if it never subscribed) instead of Wait closing it: to hand it
+	// to the next caller in a local line. Keep must close it eventually.
+	Keep func(w *pubsub.Waiter)
 }
 
 // Wait runs the waiting algorithm every redisync primitive shares:
 //
 //  1. try; on success or error return at once;
-//  2. subscribe to the channel and wait for Redis to confirm it;
+//  2. subscribe to the channel and wait for Redis to confirm it (with
+//     s.Sub, already subscribed: skip 1 and 2);
 //  3. try again (a release between 1 and 2 published to nobody);
 //  4. wait for a message, the attempt's retry hint (capped by the client's
 //     re-check interval: messages can be lost), the end of the wait, ctx or
@@ -46,7 +56,7 @@ type WaitSpec struct {
 //
 // It returns (true, nil) on success, (false, nil) when the wait ran out, and
 // an error wrapping ctx.Err() when ctx ended first. The subscription is
-// released before returning; no goroutine is started.
+// released before returning (or given to s.Keep); no goroutine is started.
 func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	if s.GiveUp != nil {
 		defer func() {
@@ -60,30 +70,39 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	if s.Spin != nil {
 		return c.spin(ctx, s)
 	}
-	start := time.Now()
-	ok, _, err = c.try(ctx, s.Try)
-	if ok || err != nil || (!s.Forever && s.Wait <= 0) {
-		return ok, err
+	var w *pubsub.Waiter
+	if s.Keep != nil {
+		defer func() { s.Keep(w) }()
 	}
+	start := time.Now()
 	var deadline time.Time
-	subCtx := ctx
 	if !s.Forever {
 		deadline = start.Add(s.Wait)
-		var cancel context.CancelFunc
-		subCtx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
 	}
-	w, err := c.mux.Subscribe(subCtx, s.Channel, s.Wake)
-	if err != nil {
-		return c.subscribeFailed(ctx, s, deadline, err)
+	if w = s.Sub; w == nil {
+		ok, _, err = c.try(ctx, s.Try)
+		if ok || err != nil || (!s.Forever && s.Wait <= 0) {
+			return ok, err
+		}
+		subCtx := ctx
+		if !s.Forever {
+			var cancel context.CancelFunc
+			subCtx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
+		if w, err = c.mux.Subscribe(subCtx, s.Channel, s.Wake); err != nil {
+			return c.subscribeFailed(ctx, s, deadline, err)
+		}
 	}
-	defer w.Close()
+	if s.Keep == nil {
+		defer w.Close()
+	}
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		ok, retry, err := c.try(ctx, s.Try)
-		if ok || err != nil {
+		if ok || err != nil || (s.Sub != nil && !s.Forever && s.Wait <= 0) {
 			return ok, err
 		}
 		d, more := c.pause(s, deadline, retry)
