@@ -147,10 +147,6 @@ func (c *Client) RequestID() string {
 	return c.id + ":" + strconv.FormatUint(c.reqSeq.Add(1), 36)
 }
 
-// RequestTTL is how long a recorded result is kept: longer than go-redis
-// can take to re-send a command after a lost reply.
-func (c *Client) RequestTTL() time.Duration { return c.reqTTL }
-
 // DetachedContext returns a context for a release or clean-up that must run
 // even though ctx is cancelled: ctx's values without its cancellation,
 // bounded by a timeout.

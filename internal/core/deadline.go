@@ -12,7 +12,7 @@ import (
 // clock (see lua/prelude_request.lua): a copy of the request that reaches
 // Redis after it, and finds no record of an earlier copy, is refused, and
 // the record of an applied copy lives until just past it. The deadline is
-// RequestTTL after the request is sent — longer than go-redis can take to
+// requestTTL after the request is sent — longer than go-redis can take to
 // re-send it — converted to the server's clock with an offset measured
 // with TIME (at the first request, then every clockResample).
 

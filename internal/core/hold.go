@@ -59,9 +59,6 @@ type Hold struct {
 // closedChan is returned by Done before any acquisition.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// NotHeldDone is the Done channel of a handle that never acquired.
-func NotHeldDone() <-chan struct{} { return closedChan }
-
 // Done is closed when the hold ends.
 func (h *Hold) Done() <-chan struct{} {
 	if h == nil {
@@ -91,12 +88,12 @@ func (h *Hold) Count() int64 {
 	return h.count
 }
 
-// Acquired is AcquiredAt with the current time as the send time.
+// Acquired is acquiredAt with the current time as the send time.
 func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return c.AcquiredAt(time.Now(), key, count, lease, renew)
+	return c.acquiredAt(time.Now(), key, count, lease, renew)
 }
 
-// AcquiredAt records a successful acquisition of key by this client, after
+// acquiredAt records a successful acquisition of key by this client, after
 // which the owner's hold count is count, as this client counts it (the
 // script set it in Redis). sent is when the acquiring command was sent:
 // Redis started the lease after that, so a local deadline counted from sent
@@ -105,13 +102,13 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 // otherwise it extends the live one. lease is what Redis was given; renew is
 // nil for a fixed lease, which then ends by itself when the lease runs out.
 // The caller serializes the owner's operations (ownerLocks).
-func (c *Client) AcquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return c.AcquiredAs("", "", sent, key, count, lease, renew)
+func (c *Client) acquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+	return c.acquiredAs("", "", sent, key, count, lease, renew)
 }
 
-// AcquiredAs is AcquiredAt for a hold of the primitive kind (Handle.Kind)
+// acquiredAs is acquiredAt for a hold of the primitive kind (Handle.Kind)
 // and engine side what (Side.What), as observers see it (HoldEnd).
-func (c *Client) AcquiredAs(kind, what string, sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
 	c.holdsMu.Lock()
 	h := c.holds[key]
 	if h == nil {
@@ -158,8 +155,8 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 	})
 }
 
-// LiveHold returns key's live hold in this client, or nil.
-func (c *Client) LiveHold(key HoldKey) *Hold {
+// liveHold returns key's live hold in this client, or nil.
+func (c *Client) liveHold(key HoldKey) *Hold {
 	c.holdsMu.Lock()
 	defer c.holdsMu.Unlock()
 	return c.holds[key]
@@ -168,16 +165,16 @@ func (c *Client) LiveHold(key HoldKey) *Hold {
 // HeldCount returns the owner's hold count on key as this client counts
 // it: 0 without a live hold.
 func (c *Client) HeldCount(key HoldKey) int64 {
-	h := c.LiveHold(key)
+	h := c.liveHold(key)
 	if h == nil {
 		return 0
 	}
 	return h.Count()
 }
 
-// EndHold ends key's live hold, if any, with err.
-func (c *Client) EndHold(key HoldKey, err error) {
-	if h := c.LiveHold(key); h != nil {
+// endHold ends key's live hold, if any, with err.
+func (c *Client) endHold(key HoldKey, err error) {
+	if h := c.liveHold(key); h != nil {
 		h.end(err)
 	}
 }
@@ -194,7 +191,7 @@ func (c *Client) EndHold(key HoldKey, err error) {
 // the hold goes on with count, and the next renewal sets it in Redis. When
 // Redis says it did not have the hold, the hold was lost.
 func (c *Client) Release(key HoldKey, count int64, release func() (int64, error)) (int64, error) {
-	h := c.LiveHold(key)
+	h := c.liveHold(key)
 	if h != nil && count == 0 {
 		h.mu.Lock()
 		stopped := h.renewing
@@ -238,9 +235,9 @@ func (h *Hold) setCount(count int64, sent time.Time) {
 	}
 }
 
-// EndHolds ends every live hold of this client on the Redis key (any owner)
+// endHolds ends every live hold of this client on the Redis key (any owner)
 // with err: for ForceUnlock and Delete, which remove the key whoever holds it.
-func (c *Client) EndHolds(key string, err error) {
+func (c *Client) endHolds(key string, err error) {
 	c.holdsMu.Lock()
 	var ended []*Hold
 	for k, h := range c.holds {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -323,7 +322,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		case out.Err != nil:
 			return false, 0, out.Err
 		case out.Lost && op.Count > 1:
-			l.C.EndHold(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", ErrLockLost))
+			l.C.endHold(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
 			return false, out.Retry, nil
@@ -332,7 +331,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		if l.Fixed == 0 && s.Renew != nil {
 			renew = s.Renew(&op)
 		}
-		h := l.C.AcquiredAs(s.Kind, s.What, sent, hk, op.Count, op.Lease, renew)
+		h := l.C.acquiredAs(s.Kind, s.What, sent, hk, op.Count, op.Lease, renew)
 		l.mu.Lock()
 		l.latest = h
 		if l.Fencing {
@@ -429,7 +428,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 // ForceEnded ends every hold of this client on the lock (any owner), after
 // a ForceUnlock deleted it.
 func (l *Lock) ForceEnded() {
-	l.C.EndHolds(l.Name, fmt.Errorf("%w: force-unlocked", ErrLockLost))
+	l.C.endHolds(l.Name, fmt.Errorf("%w: force-unlocked", ErrLockLost))
 }
 
 // FencingToken returns the fencing token of the latest acquisition through
@@ -455,13 +454,6 @@ func (l *Lock) Err() error {
 	defer l.mu.Unlock()
 	return l.latest.Err()
 }
-
-// HoldsLocally reports whether the handle's own owner holds side s through
-// the gate (for tests and inspection).
-func (l *Lock) HoldsLocally(s *Side) bool { return l.gate.holds(s.Shared) }
-
-// IsNotHeld reports whether err says a release found nothing to release.
-func IsNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }
 
 // ownerLocks serialize the operations of one owner on one lock in a client,
 // so that the hold count each sends is exact (and an undo in the background

@@ -237,7 +237,7 @@ func TestWatchdogApply(t *testing.T) {
 	c := sharedClient(t, Options{WatchdogTimeout: time.Hour})
 	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
 	acquire := func(key string) *Hold {
-		return c.AcquiredAt(time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, time.Hour, spec(key))
+		return c.acquiredAt(time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, time.Hour, spec(key))
 	}
 	renewed, lost := acquire("renewed"), acquire("lost")
 	b := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{renewed, lost})
@@ -290,7 +290,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	c := testClient(t, rdb, Options{WatchdogTimeout: time.Hour}) // rounds run by the test
 	const lease = 300 * time.Millisecond
 	acquire := func(key string, sent time.Time) *Hold {
-		return c.AcquiredAt(sent, HoldKey{Key: key, Field: "owner"}, 1, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
+		return c.acquiredAt(sent, HoldKey{Key: key, Field: "owner"}, 1, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
 	}
 	acquired := time.Now()
 	fresh := acquire("fresh", acquired)
