@@ -345,7 +345,21 @@ func waitersFor(t *testing.T, c *redisync.Client, names []string) <-chan string 
 			got <- name
 		}()
 	}
-	require.Eventually(t, func() bool { return (*core.Client)(c).Mux().Stats().Waiters == before+len(names) }, 10*time.Second, time.Millisecond)
+	// A client's waiters for one lock line up locally; the head of each
+	// line waits in Redis, on the pub/sub multiplexer.
+	per := map[string]int{}
+	for _, name := range names {
+		per[name]++
+	}
+	cc := (*core.Client)(c)
+	require.Eventually(t, func() bool {
+		for name, n := range per {
+			if cc.LineLen(core.LockLine("rlock", name)) != n {
+				return false
+			}
+		}
+		return cc.Mux().Stats().Waiters == before+len(per)
+	}, 10*time.Second, time.Millisecond)
 	return got
 }
 
