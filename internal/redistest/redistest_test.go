@@ -410,3 +410,103 @@ func TestSentinelFailover(t *testing.T) {
 	eventually(t, 10*time.Second, func() error { return rdb.Set(ctx, key, "after", 0).Err() })
 	equal(t, replica.Do(t, "GET", key), any("after"))
 }
+
+func TestProxyLatency(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	defer rdb.Close()
+	noErr(t, rdb.Ping(ctx).Err())
+
+	p.SetLatency(150 * time.Millisecond)
+	start := time.Now()
+	noErr(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("PING with 150ms latency each way took %v; want at least 300ms", d)
+	}
+
+	p.SetLatency(0)
+	start = time.Now()
+	noErr(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Fatalf("PING after the latency ended took %v", d)
+	}
+}
+
+// TestProxyStallLateDelivery checks the late copy a stall makes: a command
+// sent on a stalled connection whose client then gives up and closes is
+// still run by the server when the stall ends.
+func TestProxyStallLateDelivery(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	key := redistest.Key(t)
+
+	conn, err := net.Dial("tcp", p.Addr())
+	noErr(t, err)
+	r := bufio.NewReader(conn)
+	equal(t, rawPing(t, conn, r), "+PONG\r\n")
+
+	equal(t, p.Stall(time.Second), 1)
+	newer, err := net.Dial("tcp", p.Addr()) // not stalled: opened after Stall
+	noErr(t, err)
+	defer newer.Close()
+	equal(t, rawPing(t, newer, bufio.NewReader(newer)), "+PONG\r\n")
+
+	cmd := fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", len(key), key)
+	_, err = conn.Write([]byte(cmd))
+	noErr(t, err)
+	noErr(t, conn.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err = r.ReadByte()
+	var netErr net.Error
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Fatalf("read while stalled: %v; want a timeout", err)
+	}
+	noErr(t, conn.Close()) // the client gives up
+	equal(t, s.Do(t, "EXISTS", key), any(int64(0)))
+
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Do(t, "GET", key) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled INCR was never delivered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	equal(t, s.Do(t, "GET", key), any("1"))
+	equal(t, p.Held(), 1)
+	deadline = time.Now().Add(5 * time.Second)
+	for p.LateDelivered() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("LateDelivered = %d; want 1", p.LateDelivered())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Do(t, "DEL", key)
+}
+
+// TestProxyStallThenReply checks that a stalled client that waits gets its
+// reply once the stall ends, and that later requests are not held.
+func TestProxyStallThenReply(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: 1, ReadTimeout: 5 * time.Second})
+	defer rdb.Close()
+	noErr(t, rdb.Ping(ctx).Err())
+
+	p.Stall(400 * time.Millisecond)
+	start := time.Now()
+	noErr(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d < 350*time.Millisecond {
+		t.Fatalf("PING on a stalled connection took %v; want the stall", d)
+	}
+	start = time.Now()
+	noErr(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("PING after the stall took %v", d)
+	}
+	equal(t, p.LateDelivered(), 0)
+}
