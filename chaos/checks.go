@@ -118,7 +118,7 @@ func (s *sampler) sample() {
 		}
 		if d := time.Duration(now - first); d > limit && !s.found[key] {
 			s.found[key] = true
-			r.violate(Violation{Check: "phantom", Detail: fmt.Sprintf(
+			s.report("phantom "+key, object, first, Violation{Check: "phantom", Detail: fmt.Sprintf(
 				"%s %s in Redis for %v (limit %v) while its owner believes it holds nothing and calls nothing on it",
 				what, member, d.Round(time.Millisecond), limit)})
 		}
@@ -134,13 +134,13 @@ func (s *sampler) sample() {
 	for i, cmd := range lockCmds {
 		fields := cmd.Val()
 		if len(fields) > 1 {
-			r.violate(Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
+			s.report("two owners "+lockNames[i], lockNames[i], now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
 				"lock %s has %d owners at once: %v", lockNames[i], len(fields), fields)})
 		}
 		for f := range fields {
 			w, ok := s.owners[f]
 			if !ok {
-				r.violate(Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", lockNames[i], f)})
+				s.report("unknown "+f, lockNames[i], now, Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", lockNames[i], f)})
 				continue
 			}
 			phantom(lockNames[i], f, judge(w, lockNames[i]), lockLimit, "hold of lock "+lockNames[i]+" by")
@@ -165,13 +165,13 @@ func (s *sampler) sample() {
 		}
 	}
 	if len(writers) > 1 || len(writers) == 1 && len(readers) > 0 && !(len(readers) == 1 && readers[0] == writers[0]) {
-		r.violate(Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
+		s.report("rw exclusion", rwName, now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
 			"rwlock %s has writers %v and readers %v at once", rwName, writers, readers)})
 	}
 	for _, o := range append(writers, readers...) {
 		w, ok := s.owners[o]
 		if !ok {
-			r.violate(Violation{Check: "phantom", Detail: fmt.Sprintf("rwlock %s held by an unknown owner %q", rwName, o)})
+			s.report("unknown "+o, rwName, now, Violation{Check: "phantom", Detail: fmt.Sprintf("rwlock %s held by an unknown owner %q", rwName, o)})
 			continue
 		}
 		phantom(rwName, o, judge(w, rwName), lockLimit, "hold of rwlock "+rwName+" by")
@@ -186,14 +186,14 @@ func (s *sampler) sample() {
 			}
 		}
 		if avail > total || avail+believed > total {
-			r.violate(Violation{Check: "permits above total", Detail: fmt.Sprintf(
+			s.report("above "+semName, semName, now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
 				"semaphore %s: %d available in Redis and %d held by workers, total %d", semName, avail, believed, total)})
 		}
 	}
 	if avail, err := strconv.ParseInt(xsemCmd.Val(), 10, 64); err == nil {
 		members := zCmd.Val()
 		if avail+int64(len(members)) > total {
-			r.violate(Violation{Check: "permits above total", Detail: fmt.Sprintf(
+			s.report("above "+xsemName, xsemName, now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
 				"expirable semaphore %s: %d available and %d acquired in Redis, total %d", xsemName, avail, len(members), total)})
 		}
 		serverMs := float64(timeCmd.Val().UnixMilli())
@@ -224,6 +224,23 @@ func (s *sampler) sample() {
 			delete(s.since, key)
 		}
 	}
+}
+
+// report records a sampler finding once per key, stamped with the time it
+// was found, with the faults and the calls on object in the 10s before.
+func (s *sampler) report(key, object string, at int64, v Violation) {
+	v.Detail = fmt.Sprintf("at %.3fs: %s", sec(at), v.Detail)
+	from := at - int64(10*time.Second)
+	v.Excerpt = s.r.faultsAround(from, at)
+	for _, op := range s.r.h.Ops() {
+		if op.Object == object && op.Return >= from && op.Call <= at && op.Outcome != Refused {
+			v.Excerpt = append(v.Excerpt, op.String())
+		}
+	}
+	if n := len(v.Excerpt); n > 60 {
+		v.Excerpt = append([]string{fmt.Sprintf("… %d earlier lines", n-60)}, v.Excerpt[n-60:]...)
+	}
+	s.r.violateOnce(key, v)
 }
 
 // checkFinalState checks Redis once the workload is over and every client
@@ -327,7 +344,10 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 			switch res {
 			case porcupine.Illegal:
 				v := Violation{Check: "linearizability", Detail: fmt.Sprintf("%s: no linearization of %d operations fits the %s model", object, len(part), m.name)}
-				v.Excerpt = excerpt(m.model, part, info)
+				var stuck porcupine.Operation
+				v.Excerpt, stuck = excerpt(m.model, part, info)
+				v.Excerpt = append(v.Excerpt, "faults in the 30s before it:")
+				v.Excerpt = append(v.Excerpt, r.faultsAround(stuck.Call-int64(30*time.Second), stuck.Return)...)
 				v.HTML = r.writeHTML(m.model, info, object)
 				r.violate(v)
 			case porcupine.Unknown:
@@ -385,10 +405,10 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 }
 
 // excerpt returns the history around the first operation porcupine could
-// not linearize: the operations of the partition called from 3s before it
-// to its return, and the model's state after the longest linearizable
-// prefix.
-func excerpt(model porcupine.Model, part []porcupine.Operation, info porcupine.LinearizationInfo) []string {
+// not linearize, and that operation: the operations of the partition called
+// from 3s before it to its return, and the model's state after the longest
+// linearizable prefix.
+func excerpt(model porcupine.Model, part []porcupine.Operation, info porcupine.LinearizationInfo) ([]string, porcupine.Operation) {
 	var longest []int
 	for _, p := range info.PartialLinearizations() {
 		for _, l := range p {
@@ -414,7 +434,7 @@ func excerpt(model porcupine.Model, part []porcupine.Operation, info porcupine.L
 		}
 	}
 	if stuck < 0 {
-		return nil
+		return nil, porcupine.Operation{}
 	}
 	state := model.Init()
 	for _, i := range longest {
@@ -442,10 +462,10 @@ func excerpt(model porcupine.Model, part []porcupine.Operation, info porcupine.L
 			lines = append(lines, mark+" "+op.String())
 		}
 	}
-	if len(lines) > 80 {
-		lines = append(lines[:80], fmt.Sprintf("… %d more", len(lines)-80))
+	if n := len(lines); n > 63 {
+		lines = append(append(lines[:3:3], fmt.Sprintf("… %d earlier operations", n-63)), lines[n-60:]...)
 	}
-	return lines
+	return lines, s
 }
 
 // around returns the operations on op's object called within d of it.

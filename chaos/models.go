@@ -223,26 +223,16 @@ func SemaphoreModel(total int64) porcupine.Model {
 }
 
 // expirableOps returns the porcupine history of the expirable semaphore:
-// acquisitions that acquired, releases, and an expiry for every permit not
-// known to be released, in the interval its lease can end.
+// acquisitions that acquired, releases, and an expiry of every acquired
+// permit in the interval its lease can end (a no-op for a permit released
+// before, and what makes a release after it fail).
 func expirableOps(ops []Op, b Bounds) []porcupine.Operation {
-	released := map[string]bool{}
-	for _, op := range ops {
-		if op.Kind == XRelease && op.Outcome == OK {
-			for _, id := range op.IDs {
-				released[id] = true
-			}
-		}
-	}
 	var out []porcupine.Operation
 	for _, op := range ops {
 		switch {
 		case op.Kind == XAcquire && op.Outcome == OK:
 			out = append(out, porcupineOp(op, op.Call, op.Return))
 			for _, id := range op.IDs {
-				if released[id] {
-					continue
-				}
 				exp := op
 				exp.Kind, exp.IDs, exp.N = XExpire, []string{id}, 1
 				out = append(out, porcupineOp(exp,

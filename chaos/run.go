@@ -95,6 +95,8 @@ type run struct {
 
 	vmu        sync.Mutex
 	violations []Violation
+	repeats    map[string]int  // violateOnce key → index in violations
+	seenAgain  []int           // per violation: how often it was found again
 	liveness   []time.Duration // how long each liveness-round acquisition took
 }
 
@@ -121,8 +123,39 @@ func (v Violation) String() string {
 func (r *run) violate(v Violation) {
 	r.vmu.Lock()
 	r.violations = append(r.violations, v)
+	r.seenAgain = append(r.seenAgain, 0)
 	r.vmu.Unlock()
 	r.logf("VIOLATION %s: %s", v.Check, v.Detail)
+}
+
+// violateOnce records v the first time key is found and counts the later
+// times (a sampler finds a broken state again on every read until it ends).
+func (r *run) violateOnce(key string, v Violation) {
+	r.vmu.Lock()
+	if i, ok := r.repeats[key]; ok {
+		r.seenAgain[i]++
+		r.vmu.Unlock()
+		return
+	}
+	if r.repeats == nil {
+		r.repeats = map[string]int{}
+	}
+	r.repeats[key] = len(r.violations)
+	r.vmu.Unlock()
+	r.violate(v)
+}
+
+// faultsAround lists the faults that overlapped [from, to].
+func (r *run) faultsAround(from, to int64) []string {
+	r.faultsMu.Lock()
+	defer r.faultsMu.Unlock()
+	var lines []string
+	for _, f := range r.faults {
+		if f.End >= from && f.Start <= to {
+			lines = append(lines, "fault "+f.String())
+		}
+	}
+	return lines
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -279,6 +312,11 @@ func Run(t testing.TB, cfg Config) *Report {
 		rep.RegisterRejected += reg.rejected
 	}
 	r.checkHistory(ops, rep)
+	for i, n := range r.seenAgain {
+		if n > 0 {
+			r.violations[i].Detail += fmt.Sprintf(" (found again in %d later samples)", n)
+		}
+	}
 	rep.Violations = r.violations
 	rep.Findings = r.findings
 	if len(rep.Violations) > 0 {
