@@ -35,6 +35,7 @@ var (
 	durationFlag = flag.Duration("duration", envDuration("CHAOS_DURATION", defaultDuration), "fault phase per seed (env CHAOS_DURATION)")
 	lateFlag     = flag.Bool("late", envBool("CHAOS_LATE_DELIVERY", defaultLateDelivery), "add stalls longer than the request record TTL (env CHAOS_LATE_DELIVERY=1)")
 	lateMaxFlag  = flag.Duration("latemax", envDuration("CHAOS_LATE_MAX", defaultLateMax), "longest late-delivery stall (env CHAOS_LATE_MAX)")
+	strictFlag   = flag.Bool("strictpermits", envBool("CHAOS_STRICT_PERMITS", false), "counted permits lost to indeterminate calls are a violation (env CHAOS_STRICT_PERMITS=1)")
 	outFlag      = flag.String("out", os.Getenv("CHAOS_OUT"), "directory for porcupine's HTML (env CHAOS_OUT; default $TMPDIR/redisync-chaos)")
 	verboseFlag  = flag.Bool("chaoslog", envBool("CHAOS_LOG", false), "log every fault and phase as it happens (env CHAOS_LOG=1)")
 )
@@ -89,11 +90,12 @@ func TestChaos(t *testing.T) {
 		seed := *seedFlag + int64(i)
 		t.Run("seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
 			cfg := Config{
-				Seed:         seed,
-				Duration:     *durationFlag,
-				LateDelivery: *lateFlag,
-				LateMax:      *lateMaxFlag,
-				OutDir:       *outFlag,
+				Seed:          seed,
+				Duration:      *durationFlag,
+				LateDelivery:  *lateFlag,
+				LateMax:       *lateMaxFlag,
+				StrictPermits: *strictFlag,
+				OutDir:        *outFlag,
 			}
 			if *verboseFlag {
 				cfg.Logf = t.Logf

@@ -75,6 +75,9 @@ type Op struct {
 	Err     string // the error of an Unknown or unexpected outcome
 	Call    int64
 	Return  int64
+	// AcqCall, in a release, is when the acquisition of the released hold
+	// was called: the hold may have expired from then plus the lease.
+	AcqCall int64
 }
 
 func (op Op) String() string {

@@ -38,8 +38,10 @@ func porcupineOp(op Op, call, ret int64) porcupine.Operation {
 
 // lockOps returns the porcupine history of the rlock and rwlock calls: each
 // partition is one lock. Indeterminate acquisitions are left out (see the
-// package doc); an indeterminate release becomes a loss that may happen until
-// the release can no longer arrive and then a lease has run out.
+// package doc); an indeterminate release becomes a loss that may happen from
+// when the release was called, or the hold's lease could have run out if
+// that is earlier, until the release can no longer arrive and then a lease
+// has run out.
 func lockOps(ops []Op, b Bounds) []porcupine.Operation {
 	var out []porcupine.Operation
 	for _, op := range ops {
@@ -55,7 +57,7 @@ func lockOps(ops []Op, b Bounds) []porcupine.Operation {
 			}
 			loss := op
 			loss.Kind = map[Kind]Kind{LockRelease: LockLoss, ReadRelease: ReadLoss, WriteRelease: WriteLoss}[op.Kind]
-			out = append(out, porcupineOp(loss, op.Call, op.Return+int64(b.Late+b.Lease)))
+			out = append(out, porcupineOp(loss, min(op.Call, op.AcqCall+int64(b.Lease)), op.Return+int64(b.Late+b.Lease)))
 		case LockLoss, ReadLoss, WriteLoss:
 			out = append(out, porcupineOp(op, op.Call, op.Return))
 		}

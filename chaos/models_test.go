@@ -47,6 +47,14 @@ func TestLockModel(t *testing.T) {
 	t.Run("indeterminate release", func(t *testing.T) {
 		check(t, LockModel, lockOps([]Op{acq(0, 0, 0.1), rel(0, 1, 2, Unknown), acq(1, 2.5, 2.6)}, testBounds), porcupine.Ok)
 	})
+	t.Run("lease ran out before an indeterminate release", func(t *testing.T) {
+		// Regression: the loss may come before the release is called.
+		r := rel(0, 3, 4, Unknown)
+		r.AcqCall = s(0)
+		check(t, LockModel, lockOps([]Op{acq(0, 0, 0.1), acq(1, 2.5, 2.6), rel(1, 2.7, 2.8, OK), r}, testBounds), porcupine.Ok)
+		r.AcqCall = s(1) // the lease could not have run out by 2.6
+		check(t, LockModel, lockOps([]Op{acq(0, 1, 1.1), acq(1, 2.5, 2.6), rel(1, 2.7, 2.8, OK), r}, testBounds), porcupine.Illegal)
+	})
 	t.Run("readers and a writer", func(t *testing.T) {
 		ops := []Op{
 			{Worker: 0, Object: "rw", Kind: ReadAcquire, Outcome: OK, Call: s(0), Return: s(1)},

@@ -44,6 +44,11 @@ type Config struct {
 	LateDelivery bool
 	LateMax      time.Duration
 
+	// StrictPermits makes counted permits lost for good a violation even
+	// when indeterminate calls explain the loss (a release or an undo that
+	// never reached Redis); by default such a loss is a finding.
+	StrictPermits bool
+
 	// OutDir is where porcupine's HTML goes when a model check fails.
 	OutDir string
 	// Logf, if set, logs faults and phases as they happen.
@@ -91,7 +96,8 @@ type run struct {
 	faultsMu sync.Mutex
 	faults   []Fault
 
-	findings []string // what the checks noted without it being a violation
+	findings    []string // what the checks noted without it being a violation
+	skipSemLive bool     // every counted permit was lost: no liveness round on it
 
 	vmu        sync.Mutex
 	violations []Violation
@@ -281,6 +287,12 @@ func Run(t testing.TB, cfg Config) *Report {
 
 	// Liveness round: every worker makes one blocking acquisition of every
 	// primitive and one latch round; each must return within the bound.
+	// Counted permits lost to indeterminate calls cannot come back; if all
+	// are, the semaphore's liveness cannot be judged (a finding, or a
+	// violation with StrictPermits).
+	if avail := r.lostPermits(t, "before the liveness round"); avail <= 0 {
+		r.skipSemLive = true
+	}
 	r.logf("liveness round (bound %v)", r.liveBound)
 	r.latchRound(t)
 	for _, w := range r.workers {
@@ -464,6 +476,40 @@ func (r *run) latchRound(t testing.TB) {
 				wr.worker, latchNames[wr.latch], d.Round(time.Millisecond), r.liveBound)})
 		}
 	}
+}
+
+// lostPermits compares the counted semaphore's available permits with its
+// total while nothing is held, and returns the available count. A loss
+// that the indeterminate calls explain is a finding (a violation with
+// StrictPermits); any other difference is a violation.
+func (r *run) lostPermits(t testing.TB, when string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	total := r.cfg.Permits
+	v, err := r.adminRDB.Get(ctx, semName).Int64()
+	var maybe int64
+	for _, op := range r.h.Ops() {
+		if op.Object == semName && op.Outcome == Unknown {
+			maybe += op.N
+		}
+	}
+	switch {
+	case err != nil || v > total || total-v > maybe:
+		r.violate(Violation{Check: "permits", Detail: fmt.Sprintf(
+			"%s: semaphore %s has %d available with nothing held, want %d; indeterminate calls explain at most %d lost (err %v); they are:",
+			when, semName, v, total, maybe, err), Excerpt: r.indeterminate(semName)})
+	case v < total && r.cfg.StrictPermits:
+		r.violate(Violation{Check: "permits lost", Detail: fmt.Sprintf(
+			"%s: semaphore %s: %d of %d permits lost for good by indeterminate calls (StrictPermits); they are:",
+			when, semName, total-v, total), Excerpt: r.indeterminate(semName)})
+	case v < total:
+		r.findings = append(r.findings, fmt.Sprintf(
+			"%s: semaphore %s: %d of %d permits lost for good, explained by indeterminate calls (the caller got an error and cannot tell)%s: %s",
+			when, semName, total-v, total, map[bool]string{true: "; its liveness is not judged", false: ""}[v <= 0],
+			strings.Join(r.indeterminate(semName), "; ")))
+	}
+	return v
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -248,7 +248,7 @@ func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
 func (w *worker) released(object string, rel, loss Kind, acqCall int64, call int64, err error, lostAt int64) {
 	ret := w.run.h.Now()
 	out := outcome(true, err)
-	w.run.h.Add(Op{Worker: w.id, Object: object, Kind: rel, Outcome: out, Err: errText(err), Call: call, Return: ret})
+	w.run.h.Add(Op{Worker: w.id, Object: object, Kind: rel, Outcome: out, Err: errText(err), Call: call, Return: ret, AcqCall: acqCall})
 	if out == NotHeld || lostAt != 0 && out != Unknown {
 		lo := acqCall + int64(w.run.cfg.Lease)
 		op := Op{Worker: w.id, Object: object, Kind: loss, Outcome: OK, Call: lo, Return: ret}
@@ -479,6 +479,8 @@ func (w *worker) liveRound() {
 	}
 	w.rwOp(false, true)
 	w.rwOp(true, true)
-	w.semOp(true)
+	if !w.run.skipSemLive {
+		w.semOp(true)
+	}
 	w.xsemOp(true)
 }
