@@ -64,5 +64,7 @@
 // Server.Stop, Restart, Pause (SIGSTOP) and Resume (SIGCONT) act on the
 // process. Proxy sits between a client and a server and can lose one reply
 // after the server executed the command (DropNextReply), cut every
-// connection (CutAll) or partition the network (Block, Unblock).
+// connection (CutAll), partition the network (Block, Unblock), add latency
+// (SetLatency), or stall the requests of open connections and deliver them
+// late, even after their client gave up (Stall).
 package redistest

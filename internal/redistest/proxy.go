@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"testing"
@@ -8,12 +9,14 @@ import (
 )
 
 // Proxy is a TCP proxy on 127.0.0.1 in front of a server, for injecting
-// network faults into real connections: lost replies, cut connections and
-// partitions. Its methods are safe for concurrent use.
+// network faults into real connections: lost replies, cut connections,
+// partitions, latency and stalled requests delivered late. Its methods are
+// safe for concurrent use.
 type Proxy struct {
-	target string
-	ln     net.Listener
-	wg     sync.WaitGroup // the accept loop and every pipe goroutine
+	target  string
+	ln      net.Listener
+	wg      sync.WaitGroup // the accept loop and every pipe goroutine
+	closing chan struct{}  // closed when the proxy closes
 
 	mu        sync.Mutex
 	conns     map[*proxyConn]struct{}
@@ -22,7 +25,15 @@ type Proxy struct {
 	unblocked chan struct{} // closed while not blocked
 	dropArmed bool
 	dropped   int
+	latency   time.Duration
+	held      int // chunks a stall held
+	late      int // held chunks delivered after the client had closed its side
 }
+
+// lateCloseGrace is how long a connection whose client has gone stays open
+// toward the server after a stall delivered its held bytes, so the server
+// reads them before the connection closes.
+const lateCloseGrace = 200 * time.Millisecond
 
 // proxyConn is one proxied connection: the client's side and ours to the
 // target.
@@ -30,14 +41,37 @@ type proxyConn struct {
 	client, server net.Conn
 	once           sync.Once
 	done           chan struct{} // closed by close
+
+	mu         sync.Mutex
+	stallUntil time.Time // client bytes read before then are held until then
+	holding    bool      // a stall holds bytes for the server
+	closeLater bool      // close ran while holding: the holder closes the server side
 }
 
+// close closes the client's side at once and the server's side as soon as
+// no stall holds bytes for it.
 func (pc *proxyConn) close() {
 	pc.once.Do(func() {
 		close(pc.done)
 		_ = pc.client.Close()
-		_ = pc.server.Close()
+		pc.mu.Lock()
+		later := pc.holding
+		pc.closeLater = later
+		pc.mu.Unlock()
+		if !later {
+			_ = pc.server.Close()
+		}
 	})
+}
+
+// clientGone reports whether close has run.
+func (pc *proxyConn) clientGone() bool {
+	select {
+	case <-pc.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // NewProxy starts a proxy on a free 127.0.0.1 port that forwards every
@@ -55,6 +89,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	p := &Proxy{
 		target:    target,
 		ln:        ln,
+		closing:   make(chan struct{}),
 		conns:     make(map[*proxyConn]struct{}),
 		unblocked: unblocked,
 	}
@@ -90,7 +125,9 @@ func (p *Proxy) Dropped() int {
 
 // CutAll closes every current proxied connection on both sides, as a
 // network failure or server restart would. New connections are still
-// accepted.
+// accepted. Bytes a Stall holds are still delivered to the server when the
+// stall ends (they are in flight), and the server's side of their
+// connection is closed after that.
 func (p *Proxy) CutAll() {
 	p.mu.Lock()
 	conns := make([]*proxyConn, 0, len(p.conns))
@@ -128,10 +165,66 @@ func (p *Proxy) Unblock() {
 	}
 }
 
-// close stops accepting, closes every connection and waits for all proxy
-// goroutines to end.
+// SetLatency delays every chunk of bytes forwarded in either direction, on
+// current and new connections, by d before it is forwarded; 0 ends the
+// latency. Chunks already waiting keep the delay they started with. The
+// default is no latency.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = max(d, 0)
+}
+
+// Stall holds the requests of the connections open now: bytes their
+// clients send from now until d has passed are not forwarded until then,
+// and are then delivered to the server even if the client closed its side
+// meanwhile (a client that timed out and retried on a new connection finds
+// its first copy delivered late, as a network that delays segments would
+// do). The server's side of such a connection stays open until the held
+// bytes are written, then closes shortly after. Connections accepted later
+// are not stalled; a connection stalled again keeps the later deadline.
+// Block holds bytes before Stall does. Stall returns the number of
+// connections stalled. Held bytes are dropped only when the proxy closes.
+func (p *Proxy) Stall(d time.Duration) int {
+	until := time.Now().Add(d)
+	p.mu.Lock()
+	conns := make([]*proxyConn, 0, len(p.conns))
+	for pc := range p.conns {
+		conns = append(conns, pc)
+	}
+	p.mu.Unlock()
+	for _, pc := range conns {
+		pc.mu.Lock()
+		if until.After(pc.stallUntil) {
+			pc.stallUntil = until
+		}
+		pc.mu.Unlock()
+	}
+	return len(conns)
+}
+
+// Held returns how many times a stall has held bytes of a connection.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// LateDelivered returns how many times a stall delivered held bytes to the
+// server after their client had closed its side of the connection.
+func (p *Proxy) LateDelivered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.late
+}
+
+// close stops accepting, closes every connection, drops bytes held by
+// stalls and waits for all proxy goroutines to end.
 func (p *Proxy) close() {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.closing)
+	}
 	p.closed = true
 	p.mu.Unlock()
 	_ = p.ln.Close()
@@ -177,9 +270,10 @@ func (p *Proxy) serve(client net.Conn) {
 	go p.pipe(pc, pc.server, pc.client, true)
 }
 
-// pipe copies src to dst chunk by chunk, honouring Block and, for the
-// server-to-client direction, DropNextReply. When either side ends, it
-// closes the whole connection.
+// pipe copies src to dst chunk by chunk, honouring Block and SetLatency,
+// for the client-to-server direction Stall, and for the server-to-client
+// direction DropNextReply. When either side ends, it closes the whole
+// connection.
 func (p *Proxy) pipe(pc *proxyConn, src, dst net.Conn, fromServer bool) {
 	defer p.wg.Done()
 	defer func() {
@@ -195,6 +289,20 @@ func (p *Proxy) pipe(pc *proxyConn, src, dst net.Conn, fromServer bool) {
 			if !p.waitUnblocked(pc) {
 				return
 			}
+			if !p.delay(pc) {
+				return
+			}
+			if !fromServer {
+				if until, ok := pc.stalled(); ok {
+					if !p.hold(pc, buf[:n], until) {
+						return
+					}
+					if err != nil {
+						return
+					}
+					continue
+				}
+			}
 			if fromServer && p.takeDrop() {
 				return
 			}
@@ -206,6 +314,97 @@ func (p *Proxy) pipe(pc *proxyConn, src, dst net.Conn, fromServer bool) {
 			return
 		}
 	}
+}
+
+// delay waits for the latency set by SetLatency; it returns false if the
+// connection or the proxy was closed meanwhile.
+func (p *Proxy) delay(pc *proxyConn) bool {
+	p.mu.Lock()
+	d := p.latency
+	p.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-pc.done:
+		return false
+	case <-p.closing:
+		return false
+	}
+}
+
+// stalled returns the end of the stall of pc, if one is in force now, and
+// marks pc as holding bytes.
+func (pc *proxyConn) stalled() (time.Time, bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if !time.Now().Before(pc.stallUntil) {
+		return time.Time{}, false
+	}
+	pc.holding = true
+	return pc.stallUntil, true
+}
+
+// hold keeps b, and whatever else the client sends, until until, then
+// writes it all to the server, whether or not the client closed its side
+// meanwhile (its close is noticed at once, and the server's side is closed
+// only after the held bytes were written). It returns false if the pipe
+// must end: the proxy closed, the write failed, or the connection closed.
+func (p *Proxy) hold(pc *proxyConn, b []byte, until time.Time) bool {
+	p.mu.Lock()
+	p.held++
+	p.mu.Unlock()
+	held := append([]byte(nil), b...)
+	buf := make([]byte, 32<<10)
+	ok := true
+	for ok && time.Now().Before(until) {
+		if err := pc.client.SetReadDeadline(until); err != nil {
+			break // closed: wait below
+		}
+		n, err := pc.client.Read(buf)
+		held = append(held, buf[:n]...)
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			pc.close() // the client has gone: the server's side waits for us
+			break
+		}
+	}
+	_ = pc.client.SetReadDeadline(time.Time{})
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.closing:
+		ok = false
+	}
+	if ok {
+		_, err := pc.server.Write(held)
+		ok = err == nil
+		if ok && pc.clientGone() {
+			p.mu.Lock()
+			p.late++
+			p.mu.Unlock()
+		}
+	}
+	pc.mu.Lock()
+	pc.holding = false
+	later := pc.closeLater
+	pc.mu.Unlock()
+	if later {
+		if ok {
+			select {
+			case <-time.After(lateCloseGrace):
+			case <-p.closing:
+			}
+		}
+		_ = pc.server.Close()
+		return false
+	}
+	return ok
 }
 
 // waitUnblocked waits until the proxy is not blocked; it returns false if

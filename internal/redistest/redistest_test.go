@@ -355,3 +355,103 @@ func TestSentinelFailover(t *testing.T) {
 	redistest.Eventually(t, 10*time.Second, "SET through the sentinel after the failover", func() error { return rdb.Set(ctx, key, "after", 0).Err() })
 	require.Equal(t, any("after"), replica.Do(t, "GET", key))
 }
+
+func TestProxyLatency(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	defer rdb.Close()
+	require.NoError(t, rdb.Ping(ctx).Err())
+
+	p.SetLatency(150 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("PING with 150ms latency each way took %v; want at least 300ms", d)
+	}
+
+	p.SetLatency(0)
+	start = time.Now()
+	require.NoError(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Fatalf("PING after the latency ended took %v", d)
+	}
+}
+
+// TestProxyStallLateDelivery checks the late copy a stall makes: a command
+// sent on a stalled connection whose client then gives up and closes is
+// still run by the server when the stall ends.
+func TestProxyStallLateDelivery(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	key := redistest.Key(t)
+
+	conn, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	assert.Equal(t, rawPing(t, conn, r), "+PONG\r\n")
+
+	assert.Equal(t, p.Stall(time.Second), 1)
+	newer, err := net.Dial("tcp", p.Addr()) // not stalled: opened after Stall
+	require.NoError(t, err)
+	defer newer.Close()
+	assert.Equal(t, rawPing(t, newer, bufio.NewReader(newer)), "+PONG\r\n")
+
+	cmd := fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", len(key), key)
+	_, err = conn.Write([]byte(cmd))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err = r.ReadByte()
+	var netErr net.Error
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Fatalf("read while stalled: %v; want a timeout", err)
+	}
+	require.NoError(t, conn.Close()) // the client gives up
+	assert.Equal(t, s.Do(t, "EXISTS", key), any(int64(0)))
+
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Do(t, "GET", key) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled INCR was never delivered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, s.Do(t, "GET", key), any("1"))
+	assert.Equal(t, p.Held(), 1)
+	deadline = time.Now().Add(5 * time.Second)
+	for p.LateDelivered() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("LateDelivered = %d; want 1", p.LateDelivered())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Do(t, "DEL", key)
+}
+
+// TestProxyStallThenReply checks that a stalled client that waits gets its
+// reply once the stall ends, and that later requests are not held.
+func TestProxyStallThenReply(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: 1, ReadTimeout: 5 * time.Second})
+	defer rdb.Close()
+	require.NoError(t, rdb.Ping(ctx).Err())
+
+	p.Stall(400 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d < 350*time.Millisecond {
+		t.Fatalf("PING on a stalled connection took %v; want the stall", d)
+	}
+	start = time.Now()
+	require.NoError(t, rdb.Ping(ctx).Err())
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("PING after the stall took %v", d)
+	}
+	assert.Equal(t, p.LateDelivered(), 0)
+}

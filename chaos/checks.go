@@ -1,0 +1,497 @@
+package chaos
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keys"
+)
+
+// sampleEvery is how often the sampler reads Redis.
+const sampleEvery = 200 * time.Millisecond
+
+// sampler reads the primitives' state in Redis directly while the workload
+// runs and checks it against what the workers believe.
+type sampler struct {
+	r      *run
+	owners map[string]int   // owner name → worker
+	since  map[string]int64 // object|member → when first seen unexplained
+	judged int              // samples taken
+	found  map[string]bool  // phantoms reported
+}
+
+func newSampler(r *run) *sampler {
+	s := &sampler{r: r, owners: map[string]int{}, since: map[string]int64{}, found: map[string]bool{}}
+	for _, w := range r.workers {
+		s.owners[w.owner()] = w.id
+	}
+	return s
+}
+
+func (s *sampler) loop(stop <-chan struct{}) {
+	t := time.NewTicker(sampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.sample()
+		}
+	}
+}
+
+func (s *sampler) snapshot() []workerSnap {
+	snaps := make([]workerSnap, len(s.r.workers))
+	for i, w := range s.r.workers {
+		snaps[i] = w.state.snap()
+	}
+	return snaps
+}
+
+// sample reads every primitive in one MULTI and judges what it read. A
+// worker whose state changed while Redis was read is not judged.
+func (s *sampler) sample() {
+	r := s.r
+	before := s.snapshot()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var lockCmds []*redis.MapStringStringCmd
+	var rwCmd *redis.MapStringStringCmd
+	var rwKeys *redis.StringSliceCmd
+	var semCmd, xsemCmd *redis.StringCmd
+	var zCmd *redis.ZSliceCmd
+	var timeCmd *redis.TimeCmd
+	_, err := r.adminRDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, n := range lockNames {
+			lockCmds = append(lockCmds, p.HGetAll(ctx, n))
+		}
+		rwCmd = p.HGetAll(ctx, rwName)
+		rwKeys = p.Keys(ctx, keys.Tag(rwName)+":*rwlock_timeout*")
+		semCmd = p.Get(ctx, semName)
+		xsemCmd = p.Get(ctx, xsemName)
+		zCmd = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
+		timeCmd = p.Time(ctx)
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return // the server is paused or restarting: no sample
+	}
+	after := s.snapshot()
+	now := r.h.Now()
+	s.judged++
+	stable := func(w int) bool { return before[w].ver == after[w].ver }
+	believes := func(w int, object string) bool {
+		return before[w].inflight == object || before[w].holds[object].n > 0
+	}
+	seen := map[string]bool{}
+	lockLimit := r.cfg.Lease + r.lateBound() + time.Second
+	permitLimit := r.cfg.PermitLease + r.lateBound() + time.Second
+
+	// phantom tracks a member of object found in Redis: explained, not, or
+	// not judged (nil).
+	phantom := func(object, member string, explained *bool, limit time.Duration, what string) {
+		key := object + "|" + member
+		seen[key] = true
+		if explained == nil {
+			return
+		}
+		if *explained {
+			delete(s.since, key)
+			return
+		}
+		first, ok := s.since[key]
+		if !ok {
+			s.since[key] = now
+			return
+		}
+		if d := time.Duration(now - first); d > limit && !s.found[key] {
+			s.found[key] = true
+			s.report("phantom "+key, object, first, Violation{Check: "phantom", Detail: fmt.Sprintf(
+				"%s %s in Redis for %v (limit %v) while its owner believes it holds nothing and calls nothing on it",
+				what, member, d.Round(time.Millisecond), limit)})
+		}
+	}
+	judge := func(w int, object string) *bool {
+		if !stable(w) {
+			return nil
+		}
+		e := believes(w, object)
+		return &e
+	}
+
+	for i, cmd := range lockCmds {
+		fields := cmd.Val()
+		if len(fields) > 1 {
+			s.report("two owners "+lockNames[i], lockNames[i], now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
+				"lock %s has %d owners at once: %v", lockNames[i], len(fields), fields)})
+		}
+		for f := range fields {
+			w, ok := s.owners[f]
+			if !ok {
+				s.report("unknown "+f, lockNames[i], now, Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", lockNames[i], f)})
+				continue
+			}
+			phantom(lockNames[i], f, judge(w, lockNames[i]), lockLimit, "hold of lock "+lockNames[i]+" by")
+		}
+	}
+
+	liveReaders := map[string]bool{}
+	for _, k := range rwKeys.Val() {
+		rest := strings.TrimPrefix(k, keys.Tag(rwName)+":")
+		if i := strings.Index(rest, ":rwlock_timeout"); i > 0 {
+			liveReaders[rest[:i]] = true
+		}
+	}
+	var writers, readers []string
+	for f := range rwCmd.Val() {
+		switch {
+		case f == "mode":
+		case strings.HasSuffix(f, ":write"):
+			writers = append(writers, strings.TrimSuffix(f, ":write"))
+		case liveReaders[f]:
+			readers = append(readers, f)
+		}
+	}
+	if len(writers) > 1 || len(writers) == 1 && len(readers) > 0 && !(len(readers) == 1 && readers[0] == writers[0]) {
+		s.report("rw exclusion", rwName, now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
+			"rwlock %s has writers %v and readers %v at once", rwName, writers, readers)})
+	}
+	for _, o := range append(writers, readers...) {
+		w, ok := s.owners[o]
+		if !ok {
+			s.report("unknown "+o, rwName, now, Violation{Check: "phantom", Detail: fmt.Sprintf("rwlock %s held by an unknown owner %q", rwName, o)})
+			continue
+		}
+		phantom(rwName, o, judge(w, rwName), lockLimit, "hold of rwlock "+rwName+" by")
+	}
+
+	total := r.cfg.Permits
+	if avail, err := strconv.ParseInt(semCmd.Val(), 10, 64); err == nil {
+		var believed int64
+		for w := range r.workers {
+			if stable(w) {
+				believed += before[w].holds[semName].n
+			}
+		}
+		if avail > total || avail+believed > total {
+			s.report("above "+semName, semName, now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
+				"semaphore %s: %d available in Redis and %d held by workers, total %d", semName, avail, believed, total)})
+		}
+	}
+	if avail, err := strconv.ParseInt(xsemCmd.Val(), 10, 64); err == nil {
+		members := zCmd.Val()
+		if avail+int64(len(members)) > total {
+			s.report("above "+xsemName, xsemName, now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
+				"expirable semaphore %s: %d available and %d acquired in Redis, total %d", xsemName, avail, len(members), total)})
+		}
+		serverMs := float64(timeCmd.Val().UnixMilli())
+		allStable, inflight := true, false
+		holders := map[string]bool{}
+		for w := range r.workers {
+			allStable = allStable && stable(w)
+			inflight = inflight || before[w].inflight == xsemName || after[w].inflight == xsemName
+			for _, id := range before[w].holds[xsemName].ids {
+				holders[id] = true
+			}
+		}
+		for _, m := range members {
+			if m.Score <= serverMs {
+				continue // expired: given back by the next operation
+			}
+			id := hex.EncodeToString([]byte(m.Member.(string)))
+			var explained *bool
+			if allStable {
+				e := inflight || holders[id]
+				explained = &e
+			}
+			phantom(xsemName, id, explained, permitLimit, "permit of "+xsemName)
+		}
+	}
+	for key := range s.since {
+		if !seen[key] {
+			delete(s.since, key)
+		}
+	}
+}
+
+// report records a sampler finding once per key, stamped with the time it
+// was found, with the faults and the calls on object in the 10s before.
+func (s *sampler) report(key, object string, at int64, v Violation) {
+	v.Detail = fmt.Sprintf("at %.3fs: %s", sec(at), v.Detail)
+	from := at - int64(10*time.Second)
+	for _, op := range s.r.h.Ops() {
+		if op.Object == object && op.Return >= from && op.Call <= at && op.Outcome != Refused {
+			v.Excerpt = append(v.Excerpt, op.String())
+		}
+	}
+	if n := len(v.Excerpt); n > 50 {
+		v.Excerpt = append([]string{fmt.Sprintf("… %d earlier calls", n-50)}, v.Excerpt[n-50:]...)
+	}
+	v.Excerpt = append(v.Excerpt, "faults in the 10s before:")
+	v.Excerpt = append(v.Excerpt, s.r.faultsAround(from, at)...)
+	s.r.violateOnce(key, v)
+}
+
+// checkFinalState checks Redis once the workload is over and every client
+// closed: every hold released, every permit back, every latch open, and no
+// key beyond the documented ones.
+func (r *run) checkFinalState(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all, err := r.adminRDB.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatalf("chaos: KEYS at the end: %v", err)
+	}
+	allowed := map[string]bool{semName: true, xsemName: true}
+	for _, n := range lockNames {
+		allowed[keys.FenceCounter(n)] = true
+	}
+	total := r.cfg.Permits
+	for _, k := range all {
+		switch {
+		case allowed[k]:
+		case strings.HasPrefix(k, "redisync_request:"):
+			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
+			if err == nil && (ttl == -1 || ttl > r.recordTTL+time.Second) { // -2: expired meanwhile
+				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("request record %s with TTL %v (record TTL %v)", k, ttl, r.recordTTL)})
+			}
+		case k == keys.SemaphoreTimeouts(xsemName):
+			// checked with the expirable semaphore below
+		default:
+			typ, _ := r.adminRDB.Type(ctx, k).Result()
+			ttl, _ := r.adminRDB.PTTL(ctx, k).Result()
+			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("%s (%s, TTL %v) left after every hold was released", k, typ, ttl)})
+		}
+	}
+	// A counted permit whose release (or whose failed acquisition's undo)
+	// never reached Redis is lost for good: see lostPermits.
+	r.lostPermits(t, "at the end")
+	avail, err := r.adminRDB.Get(ctx, xsemName).Int64()
+	members, zerr := r.adminRDB.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1).Result()
+	now, terr := r.adminRDB.Time(ctx).Result()
+	if err != nil || zerr != nil || terr != nil {
+		r.violate(Violation{Check: "permits at the end", Detail: fmt.Sprintf("expirable semaphore %s unreadable: %v %v %v", xsemName, err, zerr, terr)})
+		return
+	}
+	live := 0
+	for _, m := range members {
+		if m.Score > float64(now.UnixMilli()) {
+			live++
+		}
+	}
+	if live > 0 || avail+int64(len(members)) != total {
+		r.violate(Violation{Check: "permits at the end", Detail: fmt.Sprintf(
+			"expirable semaphore %s: %d available, %d acquired (%d not expired) with nothing held, total %d; its indeterminate calls:",
+			xsemName, avail, len(members), live, total), Excerpt: r.indeterminate(xsemName)})
+	}
+}
+
+// checkTimeout bounds each porcupine check.
+const checkTimeout = 60 * time.Second
+
+// checkHistory runs the history checks: porcupine's models per object and
+// the fencing tokens.
+func (r *run) checkHistory(ops []Op, rep *Report) {
+	b := Bounds{Lease: r.cfg.Lease, PermitLease: r.cfg.PermitLease, Late: r.lateBound()}
+	lm, sm, xm, cm := LockModel, SemaphoreModel(r.cfg.Permits), ExpirableModel(r.cfg.Permits), LatchModel.ToModel()
+	models := []struct {
+		name  string
+		model porcupine.Model
+		ops   []porcupine.Operation
+	}{
+		{"lock and rwlock", lm, lockOps(ops, b)},
+		{"semaphore", sm, semaphoreOps(ops, b)},
+		{"expirable semaphore", xm, expirableOps(ops, b)},
+		{"latch", cm, latchOps(ops, b)},
+	}
+	for _, m := range models {
+		for _, part := range partitionByObject(m.ops) {
+			object := part[0].Input.(Op).Object
+			start := time.Now()
+			res, info := porcupine.CheckOperationsVerbose(m.model, part, checkTimeout)
+			took := time.Since(start).Round(time.Millisecond)
+			rep.Checks = append(rep.Checks, fmt.Sprintf("porcupine %s model on %s: %s (%d operations, %v)", m.name, object, res, len(part), took))
+			switch res {
+			case porcupine.Illegal:
+				v := Violation{Check: "linearizability", Detail: fmt.Sprintf("%s: no linearization of %d operations fits the %s model", object, len(part), m.name)}
+				var stuck porcupine.Operation
+				v.Excerpt, stuck = excerpt(m.model, part, info)
+				v.Excerpt = append(v.Excerpt, "faults in the 30s before it:")
+				v.Excerpt = append(v.Excerpt, r.faultsAround(stuck.Call-int64(30*time.Second), stuck.Return)...)
+				v.HTML = r.writeHTML(m.model, info, object)
+				r.violate(v)
+			case porcupine.Unknown:
+				r.violate(Violation{Check: "linearizability", Detail: fmt.Sprintf("%s: porcupine could not decide within %v", object, checkTimeout)})
+			}
+		}
+	}
+
+	// Fencing: tokens unique, positive, and increasing in real-time order.
+	for _, name := range lockNames {
+		var acq []Op
+		for _, op := range ops {
+			if op.Object == name && op.Kind == LockAcquire && op.Outcome == OK {
+				acq = append(acq, op)
+			}
+		}
+		bad := 0
+		seen := map[int64]Op{}
+		byReturn := append([]Op(nil), acq...)
+		sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
+		for _, op := range acq {
+			if prev, dup := seen[op.Token]; dup || op.Token <= 0 {
+				bad++
+				r.violate(Violation{Check: "fencing", Detail: fmt.Sprintf("%s: token %d given twice or not positive", name, op.Token),
+					Excerpt: []string{prev.String(), op.String()}})
+			}
+			seen[op.Token] = op
+		}
+		// Every acquisition that returned before another was called has a
+		// lower token.
+		var maxTok int64
+		var maxOp Op
+		j := 0
+		for _, op := range acq { // by call time
+			for j < len(byReturn) && byReturn[j].Return < op.Call {
+				if byReturn[j].Token > maxTok {
+					maxTok, maxOp = byReturn[j].Token, byReturn[j]
+				}
+				j++
+			}
+			if op.Token <= maxTok {
+				bad++
+				r.violate(Violation{Check: "fencing", Detail: fmt.Sprintf("%s: token %d after token %d was returned", name, op.Token, maxTok),
+					Excerpt: []string{maxOp.String(), op.String()}})
+			}
+		}
+		rep.Checks = append(rep.Checks, fmt.Sprintf("fencing on %s: %d acquisitions, tokens unique and increasing in real-time order: %v", name, len(acq), bad == 0))
+	}
+	for _, op := range ops {
+		if op.Err == earlyLoss {
+			r.violate(Violation{Check: "lease", Detail: fmt.Sprintf("w%d's hold of %s ended before its lease could have run out", op.Worker, op.Object),
+				Excerpt: around(ops, op, 2*time.Second)})
+		}
+	}
+}
+
+// excerpt returns the history around the first operation porcupine could
+// not linearize, and that operation: the operations of the partition called
+// from 3s before it to its return, and the model's state after the longest
+// linearizable prefix.
+func excerpt(model porcupine.Model, part []porcupine.Operation, info porcupine.LinearizationInfo) ([]string, porcupine.Operation) {
+	var longest []int
+	for _, p := range info.PartialLinearizations() {
+		for _, l := range p {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+	}
+	in := map[int]bool{}
+	for _, i := range longest {
+		in[i] = true
+	}
+	order := make([]int, len(part))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return part[order[a]].Call < part[order[b]].Call })
+	stuck := -1
+	for _, i := range order {
+		if !in[i] {
+			stuck = i
+			break
+		}
+	}
+	if stuck < 0 {
+		return nil, porcupine.Operation{}
+	}
+	state := model.Init()
+	for _, i := range longest {
+		_, state = model.Step(state, part[i].Input, part[i].Output)
+	}
+	describe := model.DescribeState
+	if describe == nil {
+		describe = func(s any) string { return fmt.Sprint(s) }
+	}
+	lines := []string{
+		fmt.Sprintf("longest linearizable prefix: %d of %d operations; model state after it: %s", len(longest), len(part), describe(state)),
+		fmt.Sprintf("first operation that fits nowhere: %s", part[stuck].Input.(Op)),
+		"operations called from 3s before it until it returned (times are the checked intervals):",
+	}
+	s := part[stuck]
+	for _, i := range order {
+		o := part[i]
+		if o.Call >= s.Call-int64(3*time.Second) && o.Call <= s.Return {
+			op := o.Input.(Op)
+			op.Call, op.Return = o.Call, o.Return
+			mark := "  "
+			if i == stuck {
+				mark = "=>"
+			}
+			lines = append(lines, mark+" "+op.String())
+		}
+	}
+	if n := len(lines); n > 63 {
+		lines = append(append(lines[:3:3], fmt.Sprintf("… %d earlier operations", n-63)), lines[n-60:]...)
+	}
+	return lines, s
+}
+
+// around returns the operations on op's object called within d of it.
+func around(ops []Op, op Op, d time.Duration) []string {
+	var lines []string
+	for _, o := range ops {
+		if o.Object == op.Object && o.Call >= op.Call-int64(d) && o.Call <= op.Return+int64(d) {
+			lines = append(lines, o.String())
+		}
+	}
+	return lines
+}
+
+// writeHTML writes porcupine's visualization of a failed check, with the
+// faults as annotations, and returns its path ("" if it could not).
+func (r *run) writeHTML(model porcupine.Model, info porcupine.LinearizationInfo, object string) string {
+	dir := r.outDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	var anns []porcupine.Annotation
+	for _, f := range r.faults {
+		anns = append(anns, porcupine.Annotation{
+			Tag: "faults", Start: f.Start, End: max(f.End, f.Start+int64(time.Millisecond)),
+			Description: string(f.Kind), Details: f.String(), BackgroundColor: "#f5c6cb",
+		})
+	}
+	info.AddAnnotations(anns)
+	name := strings.NewReplacer(":", "_", "/", "_").Replace(object)
+	path := filepath.Join(dir, fmt.Sprintf("seed-%d-%s.html", r.cfg.Seed, name))
+	if err := porcupine.VisualizePath(model, info, path); err != nil {
+		return ""
+	}
+	return path
+}
+
+// indeterminate lists the calls on object that ended with an error.
+func (r *run) indeterminate(object string) []string {
+	var lines []string
+	for _, op := range r.h.Ops() {
+		if op.Object == object && op.Outcome == Unknown {
+			lines = append(lines, op.String())
+		}
+	}
+	return lines
+}

@@ -1,0 +1,194 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// FaultKind names a kind of fault.
+type FaultKind string
+
+// The kinds of faults the schedule injects.
+const (
+	FaultDrop        FaultKind = "drop-reply"    // the server runs a command, its reply is lost (one client)
+	FaultLatency     FaultKind = "latency"       // every chunk delayed (one client)
+	FaultPartition   FaultKind = "partition"     // no bytes either way for longer than the lease (one client); sometimes ends with reset connections
+	FaultCut         FaultKind = "cut"           // every connection reset (one client)
+	FaultStall       FaultKind = "stall"         // requests of open connections held, then delivered late, within the request record TTL (one client)
+	FaultLate        FaultKind = "late-delivery" // as stall, held beyond the request record TTL (Config.LateDelivery)
+	FaultPause       FaultKind = "sigstop"       // SIGSTOP, then SIGCONT of the server
+	FaultRestart     FaultKind = "sigkill"       // SIGKILL and restart of the server (the AOF keeps the data)
+	FaultScriptFlush FaultKind = "script-flush"  // SCRIPT FLUSH
+	FaultKillPubSub  FaultKind = "kill-pubsub"   // CLIENT KILL TYPE pubsub
+)
+
+// allKinds lists every kind but FaultLate, which Config.LateDelivery adds.
+var allKinds = []FaultKind{FaultDrop, FaultLatency, FaultPartition, FaultCut, FaultStall,
+	FaultPause, FaultRestart, FaultScriptFlush, FaultKillPubSub}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind   FaultKind
+	Client int // the client whose proxy it acted on; -1 for the server
+	Start  int64
+	End    int64
+	Detail string
+}
+
+func (f Fault) String() string {
+	target := "server"
+	if f.Client >= 0 {
+		target = fmt.Sprintf("client %d", f.Client)
+	}
+	return fmt.Sprintf("[%9.3fs %9.3fs] %-13s %-8s %s", sec(f.Start), sec(f.End), f.Kind, target, f.Detail)
+}
+
+// Fault durations. Partitions last longer than the lease; stalls stay
+// within the request record TTL unless they are late deliveries.
+func (r *run) partitionRange() (time.Duration, time.Duration) {
+	return r.cfg.Lease + 500*time.Millisecond, r.cfg.Lease + 2*time.Second
+}
+
+const (
+	stallMin   = 500 * time.Millisecond
+	stallMax   = 3 * time.Second
+	pauseMin   = 500 * time.Millisecond
+	pauseMax   = 2500 * time.Millisecond
+	latencyMax = 300 * time.Millisecond
+)
+
+// lateRange is the range of late-delivery stalls: beyond the request record
+// TTL, up to Config.LateMax.
+func (r *run) lateRange() (time.Duration, time.Duration) {
+	lo := r.recordTTL + time.Second
+	return lo, max(r.cfg.LateMax, lo+time.Second)
+}
+
+// lateBound is Bounds.Late: the longest a request can take to reach the
+// server after its call returned.
+func (r *run) lateBound() time.Duration {
+	_, part := r.partitionRange()
+	longest := max(part, stallMax)
+	if r.cfg.LateDelivery {
+		_, late := r.lateRange()
+		longest = max(longest, late)
+	}
+	return longest + pauseMax + 2*time.Second
+}
+
+// schedule injects faults from the test goroutine (the server's Pause,
+// Resume and Restart fail the test from there) until the fault phase ends,
+// cycling through the kinds in a seeded random order so a short run sees
+// every kind. It returns when every fault it started has ended.
+func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
+	kinds := append([]FaultKind(nil), allKinds...)
+	if r.cfg.LateDelivery {
+		kinds = append(kinds, FaultLate)
+	}
+	var order []FaultKind
+	var asyncEnd time.Time // when the last stall started without waiting ends
+	for time.Now().Before(until) {
+		if len(order) == 0 {
+			order = append(order, kinds...)
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		k := order[0]
+		order = order[1:]
+		f := r.inject(t, rng, k)
+		if f.End > r.h.At(asyncEnd) {
+			asyncEnd = time.Now().Add(time.Duration(f.End - r.h.Now()))
+		}
+		r.faultsMu.Lock()
+		r.faults = append(r.faults, f)
+		r.faultsMu.Unlock()
+		r.logf("fault %s", f)
+		time.Sleep(between(rng, 200*time.Millisecond, time.Second))
+	}
+	time.Sleep(time.Until(asyncEnd))
+}
+
+// inject injects one fault of kind k and returns it once it is over, except
+// for late deliveries, which go on in the proxy (Fault.End says when they
+// end).
+func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
+	c := rng.IntN(len(r.proxies))
+	f := Fault{Kind: k, Client: c, Start: r.h.Now()}
+	p := r.proxies[c]
+	switch k {
+	case FaultDrop:
+		before := p.Dropped()
+		p.DropNextReply()
+		deadline := time.Now().Add(2 * time.Second)
+		for p.Dropped() == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		f.Detail = fmt.Sprintf("dropped %d", p.Dropped()-before)
+	case FaultLatency:
+		lat := between(rng, 20*time.Millisecond, latencyMax)
+		d := between(rng, time.Second, 3*time.Second)
+		p.SetLatency(lat)
+		time.Sleep(d)
+		p.SetLatency(0)
+		f.Detail = fmt.Sprintf("%v per chunk for %v", lat.Round(time.Millisecond), d.Round(time.Millisecond))
+	case FaultPartition:
+		lo, hi := r.partitionRange()
+		d := between(rng, lo, hi)
+		reset := rng.IntN(2) == 0
+		p.Block()
+		time.Sleep(d)
+		if reset {
+			p.CutAll()
+		}
+		p.Unblock()
+		f.Detail = fmt.Sprintf("%v, connections reset: %v", d.Round(time.Millisecond), reset)
+	case FaultCut:
+		p.CutAll()
+	case FaultStall:
+		d := between(rng, stallMin, stallMax)
+		n := p.Stall(d)
+		time.Sleep(d)
+		f.Detail = fmt.Sprintf("%v on %d connections", d.Round(time.Millisecond), n)
+	case FaultLate:
+		lo, hi := r.lateRange()
+		d := between(rng, lo, hi)
+		n := p.Stall(d)
+		f.Detail = fmt.Sprintf("%v on %d connections (record TTL %v)", d.Round(time.Millisecond), n, r.recordTTL)
+		f.End = r.h.Now() + int64(d)
+		time.Sleep(min(d, 2*time.Second))
+		return f
+	case FaultPause:
+		f.Client = -1
+		d := between(rng, pauseMin, pauseMax)
+		r.srv.Pause(t)
+		time.Sleep(d)
+		r.srv.Resume(t)
+		f.Detail = d.Round(time.Millisecond).String()
+	case FaultRestart:
+		f.Client = -1
+		r.srv.Restart(t)
+	case FaultScriptFlush:
+		f.Client = -1
+		f.Detail = r.admin(t, "SCRIPT", "FLUSH")
+	case FaultKillPubSub:
+		f.Client = -1
+		f.Detail = "killed " + r.admin(t, "CLIENT", "KILL", "TYPE", "pubsub")
+	}
+	f.End = r.h.Now()
+	return f
+}
+
+// admin runs one command on the server directly and returns its reply as
+// text, or the error's.
+func (r *run) admin(t testing.TB, args ...any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := r.adminRDB.Do(ctx, args...).Result()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprint(v)
+}

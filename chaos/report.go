@@ -1,0 +1,89 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is what one run did and found.
+type Report struct {
+	Seed       int64
+	Ops        []Op
+	Faults     []Fault
+	FaultPhase time.Duration // how long the fault phase lasted
+	RecordTTL  time.Duration // the clients' request record TTL
+	LiveBound  time.Duration
+	Liveness   []time.Duration // each liveness-round acquisition's wait
+	Samples    int             // sampler reads judged
+
+	Dropped, Held, LateDelivered       int // proxy counters, over all proxies
+	RegisterAccepted, RegisterRejected int // fenced register writes
+
+	Checks      []string // the checks run and their results
+	Violations  []Violation
+	Findings    []string // noted without being violations (permits lost to indeterminate calls)
+	HistoryFile string   // the whole history, written when there are violations
+}
+
+// Summary returns the per-seed figures: operations by kind and outcome,
+// faults by kind, and the checks run.
+func (rep *Report) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d operations, %d faults in a %v fault phase; request record TTL %v\n",
+		rep.Seed, len(rep.Ops), len(rep.Faults), rep.FaultPhase.Round(time.Second), rep.RecordTTL)
+	counts := map[Kind]map[Outcome]int{}
+	var kinds []Kind
+	for _, op := range rep.Ops {
+		if counts[op.Kind] == nil {
+			counts[op.Kind] = map[Outcome]int{}
+			kinds = append(kinds, op.Kind)
+		}
+		counts[op.Kind][op.Outcome]++
+	}
+	slices.Sort(kinds)
+	b.WriteString("  operations:")
+	for _, k := range kinds {
+		c := counts[k]
+		fmt.Fprintf(&b, " %s=%d", k, c[OK]+c[Refused]+c[NotHeld]+c[Unknown])
+		var parts []string
+		for _, o := range []Outcome{OK, Refused, NotHeld, Unknown} {
+			if c[o] > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", o, c[o]))
+			}
+		}
+		fmt.Fprintf(&b, "(%s)", strings.Join(parts, ", "))
+	}
+	fk := map[FaultKind]int{}
+	for _, f := range rep.Faults {
+		fk[f.Kind]++
+	}
+	var fks []string
+	for k, n := range fk {
+		fks = append(fks, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(fks)
+	fmt.Fprintf(&b, "\n  faults: %s; proxies dropped %d replies, stalls held %d times, %d delivered after the client gave up\n",
+		strings.Join(fks, " "), rep.Dropped, rep.Held, rep.LateDelivered)
+	fmt.Fprintf(&b, "  fenced registers: %d writes accepted, %d stale writes rejected\n", rep.RegisterAccepted, rep.RegisterRejected)
+	var longest time.Duration
+	for _, d := range rep.Liveness {
+		longest = max(longest, d)
+	}
+	fmt.Fprintf(&b, "  liveness: %d blocking acquisitions after the faults, longest %v (bound %v)\n",
+		len(rep.Liveness), longest.Round(time.Millisecond), rep.LiveBound)
+	fmt.Fprintf(&b, "  sampler: %d reads of Redis checked (mutual exclusion, permits ≤ total, phantoms)\n", rep.Samples)
+	for _, c := range rep.Checks {
+		fmt.Fprintf(&b, "  %s\n", c)
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "  finding: %s\n", f)
+	}
+	fmt.Fprintf(&b, "  violations: %d", len(rep.Violations))
+	if rep.HistoryFile != "" {
+		fmt.Fprintf(&b, "; whole history: %s", rep.HistoryFile)
+	}
+	return b.String()
+}

@@ -1,0 +1,486 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// Names of the primitives the workload uses.
+var (
+	lockNames  = []string{"chaos:lock:0", "chaos:lock:1"}
+	rwName     = "chaos:rw"
+	semName    = "chaos:sem"
+	xsemName   = "chaos:xsem"
+	latchNames = []string{"chaos:latch:0", "chaos:latch:1"}
+)
+
+// opTimeout bounds every call of the random workload, so a partition or a
+// paused server ends calls with an error rather than hanging the worker.
+const opTimeout = 10 * time.Second
+
+// held is what a worker believes it holds on one primitive.
+type held struct {
+	n   int64    // holds or permits
+	ids []string // expirable permit ids
+}
+
+// workerState is what the sampler may read of a worker: what it believes
+// it holds and which primitive it is calling, with a version that changes
+// whenever either changes.
+type workerState struct {
+	mu       sync.Mutex
+	ver      uint64
+	inflight string
+	holds    map[string]held
+}
+
+type workerSnap struct {
+	ver      uint64
+	inflight string
+	holds    map[string]held
+}
+
+func (s *workerState) snap() workerSnap {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := make(map[string]held, len(s.holds))
+	for k, v := range s.holds {
+		h[k] = v
+	}
+	return workerSnap{ver: s.ver, inflight: s.inflight, holds: h}
+}
+
+// begin marks a call on object in flight; hold, if not nil, replaces the
+// belief about object first (a release drops it before it is sent).
+func (s *workerState) begin(object string) {
+	s.mu.Lock()
+	s.ver++
+	s.inflight = object
+	delete(s.holds, object)
+	s.mu.Unlock()
+}
+
+// end ends the call in flight, believing h afterwards (nothing if h.n == 0).
+func (s *workerState) end(object string, h held) {
+	s.mu.Lock()
+	s.ver++
+	s.inflight = ""
+	if h.n > 0 {
+		s.holds[object] = h
+	}
+	s.mu.Unlock()
+}
+
+// register is a fenced register: it accepts a write only with a token at
+// least as high as the highest it accepted (equal only from the same
+// worker), as a storage service protected by a fenced lock would.
+type register struct {
+	mu                 sync.Mutex
+	last               int64
+	lastWorker         int
+	accepted, rejected int
+}
+
+func (r *register) write(worker int, token int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token > r.last || token == r.last && worker == r.lastWorker {
+		r.last, r.lastWorker = token, worker
+		r.accepted++
+		return true
+	}
+	r.rejected++
+	return false
+}
+
+// worker is one goroutine of the workload: an owner of its own on one
+// client, with its own handles.
+type worker struct {
+	id    int
+	run   *run
+	c     *redisync.Client
+	ctx   context.Context // carries the worker's owner
+	rng   *rand.Rand
+	state workerState
+
+	locks   []*rlock.Lock
+	rw      *rwlock.RWLock
+	sem     *semaphore.Semaphore
+	xsem    *semaphore.ExpirableSemaphore
+	latches []*countdown.Latch
+}
+
+func newWorker(r *run, id int, c *redisync.Client) *worker {
+	w := &worker{
+		id:    id,
+		run:   r,
+		c:     c,
+		ctx:   redisync.WithOwner(context.Background()),
+		rng:   rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)+1)),
+		state: workerState{holds: map[string]held{}},
+		rw:    rwlock.New(c, rwName),
+		sem:   semaphore.New(c, semName),
+		xsem:  semaphore.NewExpirable(c, xsemName),
+	}
+	for _, n := range lockNames {
+		w.locks = append(w.locks, rlock.New(c, n, rlock.WithFencing()))
+	}
+	for _, n := range latchNames {
+		w.latches = append(w.latches, countdown.New(c, n))
+	}
+	return w
+}
+
+// owner returns the worker's owner name as it appears in lock hashes.
+func (w *worker) owner() string {
+	t, _ := redisync.OwnerToken(w.ctx)
+	return w.c.ID() + ":" + itoa(int64(t))
+}
+
+// between returns a random duration in [lo, hi).
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+}
+
+// holdTime is how long a worker keeps what it acquired: mostly short, now
+// and then across a fault.
+func (w *worker) holdTime() time.Duration {
+	if w.rng.IntN(10) == 0 {
+		return between(w.rng, 300*time.Millisecond, 2500*time.Millisecond)
+	}
+	return between(w.rng, 10*time.Millisecond, 300*time.Millisecond)
+}
+
+// loop runs random operations until stop is closed.
+func (w *worker) loop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		switch k := w.rng.IntN(100); {
+		case k < 25:
+			w.lockOp(w.rng.IntN(len(w.locks)), false)
+		case k < 40:
+			w.rwOp(w.rng.IntN(2) == 0, false)
+		case k < 55:
+			w.semOp(false)
+		case k < 70:
+			w.xsemOp(false)
+		default:
+			w.latchOp(w.rng.IntN(len(w.latches)))
+		}
+	}
+}
+
+// outcome classifies a call's error.
+func outcome(ok bool, err error) Outcome {
+	switch {
+	case errors.Is(err, redisync.ErrNotHeld):
+		return NotHeld
+	case err != nil:
+		return Unknown
+	case ok:
+		return OK
+	}
+	return Refused
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// opContext returns the context of one call: the worker's owner, bounded by
+// opTimeout, or by the liveness bound in the liveness round.
+func (w *worker) opContext(live bool) (context.Context, context.CancelFunc) {
+	if live {
+		return context.WithTimeout(w.ctx, w.run.liveBound)
+	}
+	return context.WithTimeout(w.ctx, opTimeout)
+}
+
+// acquireWait is the wait of a TryX: none at times, up to a second.
+func (w *worker) acquireWait() time.Duration {
+	if w.rng.IntN(4) == 0 {
+		return 0
+	}
+	return between(w.rng, 0, time.Second)
+}
+
+// loser is a lock hold's Done and Err.
+type loser interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
+// keep holds for d (cut short if the hold ends) and reports when the hold
+// was seen lost, or zero.
+func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0
+	case <-l.Done():
+		return w.run.h.Now()
+	}
+}
+
+// released records a release and, when it found the hold gone or the hold
+// was seen lost, the loss: between the acquisition's call plus the lease
+// (Redis cannot have expired it before) and the release's return.
+func (w *worker) released(object string, rel, loss Kind, acqCall int64, call int64, err error, lostAt int64) {
+	ret := w.run.h.Now()
+	out := outcome(true, err)
+	w.run.h.Add(Op{Worker: w.id, Object: object, Kind: rel, Outcome: out, Err: errText(err), Call: call, Return: ret, AcqCall: acqCall})
+	if out == NotHeld || lostAt != 0 && out != Unknown {
+		lo := acqCall + int64(w.run.cfg.Lease)
+		op := Op{Worker: w.id, Object: object, Kind: loss, Outcome: OK, Call: lo, Return: ret}
+		if ret < lo {
+			op.Call, op.Err = ret, earlyLoss
+		}
+		w.run.h.Add(op)
+	}
+}
+
+// lockOp takes lock i (TryLock, or Lock in the liveness round), writes the
+// fenced register with its token, holds, writes again and unlocks.
+func (w *worker) lockOp(i int, live bool) {
+	l, name := w.locks[i], lockNames[i]
+	ctx, cancel := w.opContext(live)
+	defer cancel()
+	w.state.begin(name)
+	call := w.run.h.Now()
+	var ok bool
+	var err error
+	if live {
+		err = l.Lock(ctx)
+		ok = err == nil
+	} else {
+		ok, err = l.TryLock(ctx, w.acquireWait())
+	}
+	ret := w.run.h.Now()
+	op := Op{Worker: w.id, Object: name, Kind: LockAcquire, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret}
+	if ok {
+		op.Token = l.FencingToken()
+	}
+	w.run.h.Add(op)
+	w.run.live(w.id, name, live, call, ret, err)
+	if !ok {
+		w.state.end(name, held{})
+		return
+	}
+	w.state.end(name, held{n: 1})
+	reg := w.run.registers[i]
+	w.writeRegister(reg, name, op.Token)
+	d := w.holdTime()
+	if live {
+		d = liveHold
+	}
+	lostAt := w.keep(l, d)
+	w.writeRegister(reg, name, op.Token)
+	w.state.begin(name)
+	rc := w.run.h.Now()
+	err = l.Unlock(w.ctx)
+	w.released(name, LockRelease, LockLoss, call, rc, err, lostAt)
+	w.state.end(name, held{})
+}
+
+func (w *worker) writeRegister(reg *register, name string, token int64) {
+	t := w.run.h.Now()
+	ok := reg.write(w.id, token)
+	out := OK
+	if !ok {
+		out = Refused
+	}
+	w.run.h.Add(Op{Worker: w.id, Object: name, Kind: RegisterWrite, Token: token, Outcome: out, Call: t, Return: t})
+}
+
+// rwOp takes a read or a write hold of the read-write lock, holds and
+// releases it.
+func (w *worker) rwOp(read, live bool) {
+	ctx, cancel := w.opContext(live)
+	defer cancel()
+	acq, rel, loss := WriteAcquire, WriteRelease, WriteLoss
+	if read {
+		acq, rel, loss = ReadAcquire, ReadRelease, ReadLoss
+	}
+	w.state.begin(rwName)
+	call := w.run.h.Now()
+	var ok bool
+	var err error
+	switch {
+	case live && read:
+		err = w.rw.RLock(ctx)
+		ok = err == nil
+	case live:
+		err = w.rw.Lock(ctx)
+		ok = err == nil
+	case read:
+		ok, err = w.rw.TryRLock(ctx, w.acquireWait())
+	default:
+		ok, err = w.rw.TryLock(ctx, w.acquireWait())
+	}
+	ret := w.run.h.Now()
+	w.run.h.Add(Op{Worker: w.id, Object: rwName, Kind: acq, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
+	w.run.live(w.id, rwName, live, call, ret, err)
+	if !ok {
+		w.state.end(rwName, held{})
+		return
+	}
+	w.state.end(rwName, held{n: 1})
+	d := w.holdTime()
+	if live {
+		d = liveHold
+	}
+	lostAt := w.keep(w.rw, d)
+	w.state.begin(rwName)
+	rc := w.run.h.Now()
+	if read {
+		err = w.rw.RUnlock(w.ctx)
+	} else {
+		err = w.rw.Unlock(w.ctx)
+	}
+	w.released(rwName, rel, loss, call, rc, err, lostAt)
+	w.state.end(rwName, held{})
+}
+
+// semOp acquires one or two permits of the counted semaphore, holds and
+// releases them.
+func (w *worker) semOp(live bool) {
+	ctx, cancel := w.opContext(live)
+	defer cancel()
+	n := int64(1 + w.rng.IntN(2))
+	if live {
+		n = 1
+	}
+	w.state.begin(semName)
+	call := w.run.h.Now()
+	var ok bool
+	var err error
+	if live {
+		err = w.sem.Acquire(ctx, n)
+		ok = err == nil
+	} else {
+		ok, err = w.sem.TryAcquire(ctx, n, w.acquireWait())
+	}
+	ret := w.run.h.Now()
+	w.run.h.Add(Op{Worker: w.id, Object: semName, Kind: SemAcquire, N: n, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
+	w.run.live(w.id, semName, live, call, ret, err)
+	if !ok {
+		w.state.end(semName, held{})
+		return
+	}
+	w.state.end(semName, held{n: n})
+	d := w.holdTime()
+	if live {
+		d = liveHold
+	}
+	time.Sleep(d)
+	w.state.begin(semName)
+	rc := w.run.h.Now()
+	err = w.sem.Release(w.ctx, n)
+	w.run.h.Add(Op{Worker: w.id, Object: semName, Kind: SemRelease, N: n, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
+	w.state.end(semName, held{})
+}
+
+// xsemOp acquires one or two expirable permits, holds and releases them.
+func (w *worker) xsemOp(live bool) {
+	ctx, cancel := w.opContext(live)
+	defer cancel()
+	n := int64(1 + w.rng.IntN(2))
+	if live {
+		n = 1
+	}
+	lease := w.run.cfg.PermitLease
+	w.state.begin(xsemName)
+	call := w.run.h.Now()
+	var ids []string
+	var ok bool
+	var err error
+	if live {
+		ids, err = w.xsem.AcquireN(ctx, n, lease)
+		ok = err == nil
+	} else {
+		ids, ok, err = w.xsem.TryAcquireN(ctx, n, w.acquireWait(), lease)
+	}
+	ret := w.run.h.Now()
+	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XAcquire, N: n, IDs: ids, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
+	w.run.live(w.id, xsemName, live, call, ret, err)
+	if !ok {
+		w.state.end(xsemName, held{})
+		return
+	}
+	w.state.end(xsemName, held{n: n, ids: ids})
+	d := w.holdTime()
+	if live {
+		d = liveHold
+	}
+	time.Sleep(d)
+	w.state.begin(xsemName)
+	rc := w.run.h.Now()
+	err = w.xsem.Release(w.ctx, ids...)
+	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
+	w.state.end(xsemName, held{})
+}
+
+// latchOp makes one random call on latch i.
+func (w *worker) latchOp(i int) {
+	l, name := w.latches[i], latchNames[i]
+	ctx, cancel := w.opContext(false)
+	defer cancel()
+	w.state.begin(name)
+	defer w.state.end(name, held{})
+	call := w.run.h.Now()
+	op := Op{Worker: w.id, Object: name, Call: call}
+	switch k := w.rng.IntN(100); {
+	case k < 40:
+		err := l.CountDown(ctx)
+		op.Kind, op.Outcome, op.Err = LatchDown, outcome(true, err), errText(err)
+	case k < 60:
+		op.N = 3
+		ok, err := l.TrySetCount(ctx, op.N)
+		op.Kind, op.Outcome, op.Err = LatchSet, outcome(ok, err), errText(err)
+	case k < 85:
+		ok, err := l.TryWait(ctx, w.acquireWait())
+		op.Kind, op.Outcome, op.Err = LatchWait, outcome(ok, err), errText(err)
+	default:
+		n, err := l.Count(ctx)
+		op.Kind, op.N, op.Outcome, op.Err = LatchCount, n, outcome(true, err), errText(err)
+	}
+	op.Return = w.run.h.Now()
+	w.run.h.Add(op)
+}
+
+// liveHold is how long the liveness round holds what it acquires.
+const liveHold = 5 * time.Millisecond
+
+// liveRound is the liveness round: one blocking acquisition of every
+// primitive, each of which must return within the liveness bound.
+func (w *worker) liveRound() {
+	for i := range w.locks {
+		w.lockOp(i, true)
+	}
+	w.rwOp(false, true)
+	w.rwOp(true, true)
+	if !w.run.skipSemLive {
+		w.semOp(true)
+	}
+	w.xsemOp(true)
+}
