@@ -83,7 +83,11 @@ func (l *Latch) run(ctx context.Context, script *redis.Script, msg string, publi
 	} else {
 		args = append(args, l.channel)
 	}
-	res, err := script.Run(ctx, l.h.C.Redis(), ks, args...).Int64()
+	var res int64
+	err = l.h.C.Resend(ctx, func() (err error) {
+		res, err = script.Run(ctx, l.h.C.Redis(), ks, args...).Int64()
+		return err
+	})
 	if err == nil && after && published(res) {
 		if err := l.h.C.Redis().SPublish(ctx, l.channel, msg).Err(); err != nil {
 			// The change is made; reporting an error would invite a retry

@@ -227,7 +227,10 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err == nil {
 		args := append([]any{s.h.C.RequestDeadline(ctx), "1", pub}, raw...)
-		err = lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(s.requestKey(), acquireKey), args...).Err()
+		ks := s.keys(s.requestKey(), acquireKey)
+		err = s.h.C.Resend(ctx, func() error {
+			return lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), ks, args...).Err()
+		})
 	}
 	if err != nil {
 		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits come back when their lease ends",
@@ -275,7 +278,11 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	reqKey := s.requestKey()
 	args[0], args[1], args[2] = s.h.C.RequestDeadline(ctx), "0", pub
-	res, err := lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
+	var res []int64
+	err = s.h.C.Resend(ctx, func() (err error) {
+		res, err = lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return s.fail("release", err)
 	}

@@ -134,9 +134,12 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
 	defer cancel()
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err == nil {
-		err = lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
-			[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey},
-			n, s.h.C.RequestDeadline(ctx), "1", pub).Err()
+		reqKey, deadline := s.requestKey(), s.h.C.RequestDeadline(ctx)
+		err = s.h.C.Resend(ctx, func() error {
+			return lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+				[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, acquireKey},
+				n, deadline, "1", pub).Err()
+		})
 	}
 	if err != nil {
 		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
@@ -162,9 +165,12 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		return s.fail("release", err)
 	}
 	reqKey := s.requestKey()
-	err = lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
-		[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
-		n, s.h.C.RequestDeadline(ctx), "0", pub).Err()
+	deadline := s.h.C.RequestDeadline(ctx)
+	err = s.h.C.Resend(ctx, func() error {
+		return lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+			[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
+			n, deadline, "0", pub).Err()
+	})
 	if err != nil {
 		return s.fail("release", err)
 	}

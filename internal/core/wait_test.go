@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"errors"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -375,3 +377,41 @@ func TestWaitSpin(t *testing.T) {
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 	})
 }
+
+// Resend re-sends after network errors only, until an answer, ctx's end or
+// the request's lifetime.
+func TestResend(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	c := NewClient(rdb, Options{})
+	defer c.Close()
+	netErr := &net.OpError{Op: "dial", Err: errors.New("refused")}
+	calls := 0
+	err := c.Resend(context.Background(), func() error {
+		calls++
+		if calls < 3 {
+			return netErr
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("Resend = %v after %d calls, want nil after 3", err, calls)
+	}
+	calls = 0
+	var reply error = replyErr("REDISYNC_LATE late")
+	if err := c.Resend(context.Background(), func() error { calls++; return reply }); err != reply || calls != 1 {
+		t.Fatalf("an error reply is an answer: %v after %d calls", err, calls)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	calls = 0
+	if err := c.Resend(ctx, func() error { calls++; return netErr }); err != netErr || calls < 2 {
+		t.Fatalf("Resend until ctx ends = %v after %d calls", err, calls)
+	}
+}
+
+// replyErr is an error reply from Redis (redis.Error).
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
