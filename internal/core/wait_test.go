@@ -402,6 +402,18 @@ func TestResend(t *testing.T) {
 	if err := c.Resend(context.Background(), func() error { calls++; return reply }); err != reply || calls != 1 {
 		t.Fatalf("an error reply is an answer: %v after %d calls", err, calls)
 	}
+	calls = 0
+	loading := replyErr("LOADING Redis is loading the dataset in memory")
+	err = c.Resend(context.Background(), func() error {
+		calls++
+		if calls == 1 {
+			return loading
+		}
+		return nil
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("a reply saying the request did not run is re-sent: %v after %d calls", err, calls)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	calls = 0
