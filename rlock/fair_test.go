@@ -649,7 +649,7 @@ func TestFairRetriedScriptsApplyOnce(t *testing.T) {
 	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
 	direct := s.Client(t)
-	c, proxy := singleProxiedClient(t, s)
+	c, proxy := clienttest.Proxied(t, s, redis.Options{PoolSize: 1})
 	name := redistest.Key(t)
 	l := rlock.NewFair(c, name)
 	count := func() int64 {

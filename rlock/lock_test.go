@@ -397,7 +397,7 @@ func TestLockWithDoneContext(t *testing.T) {
 func TestRetriedScriptsApplyOnce(t *testing.T) {
 	ctx := redisync.WithOwner(context.Background()) // it re-enters
 	s := redistest.Shared(t)
-	c, proxy := singleProxiedClient(t, s)
+	c, proxy := clienttest.Proxied(t, s, redis.Options{PoolSize: 1})
 	name := redistest.Key(t)
 	l := rlock.New(c, name)
 	direct := s.Client(t)
@@ -432,17 +432,6 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	locked, err := l.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked)
-}
-
-// singleProxiedClient returns a client with one pooled connection, which
-// goes through a fault proxy to s.
-func singleProxiedClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Proxy) {
-	proxy := redistest.NewProxy(t, s.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), PoolSize: 1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := redisync.New(rdb)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, proxy
 }
 
 func evalshaCalls(t *testing.T, rdb *redis.Client) int64 {

@@ -104,12 +104,12 @@ func TestPlainHandleNotReentrant(t *testing.T) {
 func TestRelockAfterFailedUnlock(t *testing.T) {
 	ctx := context.Background()
 	s := redistest.Start(t)
-	c, proxy := proxiedClient(t, s)
+	c, proxy := clienttest.Proxied(t, s, cutOptions, redisync.WithWatchdogTimeout(3*time.Second))
 	name := redistest.Key(t)
 	l := rlock.New(c, name)
 
 	require.NoError(t, l.Lock(ctx))
-	failRelease(t, proxy, func() error { return l.Unlock(ctx) })
+	clienttest.FailWhileCut(t, proxy, func() error { return l.Unlock(ctx) })
 	direct := s.Client(t)
 	require.EqualValues(t, 1, direct.Exists(ctx, name).Val(), "test setup: the failed release left the hold in Redis")
 
@@ -125,26 +125,7 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 	require.NoError(t, other.Unlock(ctx))
 }
 
-// proxiedClient returns a client whose connections go through a fault
-// proxy, with short timeouts and no go-redis retries.
-func proxiedClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Proxy) {
-	t.Helper()
-	proxy := redistest.NewProxy(t, s.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1,
-		ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := redisync.New(rdb, redisync.WithWatchdogTimeout(3*time.Second))
-	t.Cleanup(func() { _ = c.Close() })
-	return c, proxy
-}
-
-// failRelease runs release while the network is cut, so that it fails and
-// never reaches Redis.
-func failRelease(t *testing.T, proxy *redistest.Proxy, release func() error) {
-	t.Helper()
-	proxy.Block()
-	err := release()
-	proxy.CutAll() // drops the held request with its connection
-	proxy.Unblock()
-	require.Error(t, err, "the release must fail while the network is cut")
-}
+// cutOptions are go-redis options for a client whose network gets cut:
+// short timeouts, no go-redis retries.
+var cutOptions = redis.Options{MaxRetries: -1,
+	ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond}

@@ -104,12 +104,9 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 		t.Run(side, func(t *testing.T) {
 			ctx := redisync.WithOwner(testCtx(t))
 			s := redistest.Start(t)
-			proxy := redistest.NewProxy(t, s.Addr())
-			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1,
-				ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
-			t.Cleanup(func() { _ = rdb.Close() })
-			c := redisync.New(rdb, redisync.WithWatchdogTimeout(3*time.Second))
-			t.Cleanup(func() { _ = c.Close() })
+			c, proxy := clienttest.Proxied(t, s, redis.Options{MaxRetries: -1,
+				ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond},
+				redisync.WithWatchdogTimeout(3*time.Second))
 			name := redistest.Key(t, "rw")
 			rw := rwlock.New(c, name)
 			lock, unlock := rw.RLock, rw.RUnlock
@@ -118,11 +115,7 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 			}
 
 			require.NoError(t, lock(ctx))
-			proxy.Block()
-			err := unlock(ctx)
-			proxy.CutAll() // drops the held release with its connection
-			proxy.Unblock()
-			require.Error(t, err, "the release must fail while the network is cut")
+			clienttest.FailWhileCut(t, proxy, func() error { return unlock(ctx) })
 			direct := s.Client(t)
 			require.EqualValues(t, 1, direct.Exists(ctx, name).Val(), "test setup: the failed release left the hold in Redis")
 

@@ -67,3 +67,30 @@ func NoSubscriptions(t testing.TB, c *redisync.Client) {
 		return nil
 	})
 }
+
+// Proxied returns a redisync client with opts whose connections go through
+// a fault proxy to s, and the proxy. ro gives the go-redis options (its Addr
+// is the proxy's). The go-redis client and the redisync client are closed
+// when the test finishes.
+func Proxied(t testing.TB, s *redistest.Server, ro redis.Options, opts ...redisync.Option) (*redisync.Client, *redistest.Proxy) {
+	t.Helper()
+	proxy := redistest.NewProxy(t, s.Addr())
+	ro.Addr = proxy.Addr()
+	rdb := redis.NewClient(&ro)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return New(t, rdb, opts...), proxy
+}
+
+// FailWhileCut runs release while the proxy's network is cut, so that it
+// fails and never reaches Redis: the held request is dropped with its
+// connection before the network comes back.
+func FailWhileCut(t testing.TB, proxy *redistest.Proxy, release func() error) {
+	t.Helper()
+	proxy.Block()
+	err := release()
+	proxy.CutAll()
+	proxy.Unblock()
+	if err == nil {
+		t.Fatal("clienttest: the release succeeded while the network was cut")
+	}
+}
