@@ -22,12 +22,12 @@ var wantRows = func() [][2]string {
 	rows := [][2]string{
 		{scRTT, "go-redis"},
 		{scUncontended, "redisync"}, {scUncontended, "redisync-fair"}, {scUncontended, "redisync-spin"},
-		{scUncontended, "redsync"}, {scUncontended, "redislock"},
+		{scUncontended, "redsync"}, {scUncontended, "redislock"}, {scUncontended, "rueidislock"},
 		{scHandoff, "redisync"}, {scHandoff, "redisync-spin"}, {scHandoff, "redsync"},
-		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"},
+		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"}, {scHandoff, "rueidislock"},
 	}
 	for _, sc := range []string{scContended0, scContended1, scContended0Many, scContended1Many} {
-		for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock-linear10ms", "redislock-default"} {
+		for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock-linear10ms", "redislock-default", "rueidislock"} {
 			rows = append(rows, [2]string{sc, lib})
 		}
 	}
@@ -131,8 +131,15 @@ func TestQuickRun(t *testing.T) {
 			if *r.RoundTripsPerOp != 1 || *r.CommandsPerOp != 1 || r.Commands["ping"] != 1 {
 				t.Errorf("rtt: %v round trips, %v commands per PING (%v)", *r.RoundTripsPerOp, *r.CommandsPerOp, r.Commands)
 			}
+		case r.Scenario == scUncontended && r.Library == "rueidislock":
+			// Two of its three keys' acquisition scripts before Lock
+			// returns, the third's unless Unlock comes first, and a release
+			// script per key.
+			if got := *r.RoundTripsPerOp; got < 5 || got > 6 {
+				t.Errorf("uncontended/%s: %v round trips per lock+unlock, want 5 to 6", r.Library, got)
+			}
 		case r.Scenario == scUncontended:
-			// Every library locks and unlocks in one request each.
+			// Every other library locks and unlocks in one request each.
 			if got := *r.RoundTripsPerOp; got != 2 {
 				t.Errorf("uncontended/%s: %v round trips per lock+unlock, want 2", r.Library, got)
 			}
@@ -281,8 +288,12 @@ func TestFlags(t *testing.T) {
 		t.Error("-libraries redisync must select its three lock kinds and nothing else")
 	}
 	cfg.Libraries = []string{"redislock"}
-	if !cfg.library("redislock-linear10ms") || cfg.library("redisync") {
+	if !cfg.library("redislock-linear10ms") || cfg.library("redisync") || cfg.library("rueidislock") {
 		t.Error("-libraries redislock must select both redislock strategies and nothing else")
+	}
+	cfg.Libraries = []string{"rueidislock"}
+	if !cfg.library("rueidislock") || cfg.library("redislock") || cfg.library("redislock-default") {
+		t.Error("-libraries rueidislock must select rueidislock and nothing else")
 	}
 }
 

@@ -1,6 +1,6 @@
 module github.com/redisync/redisync/bench
 
-go 1.24.0
+go 1.25.0
 
 require (
 	github.com/bsm/redislock v0.9.4
@@ -16,8 +16,9 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
-	golang.org/x/sys v0.31.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
 
 replace github.com/redisync/redisync => ../

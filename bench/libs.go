@@ -38,13 +38,25 @@ type library struct {
 	// taken has completed once it is waiting: redisync's lock and fair
 	// lock try, subscribe (not counted: pub/sub bypasses hooks) and try
 	// again; its spin lock tries once; redsync sends SET NX and then its
-	// release script; redislock sends its obtain script.
+	// release script; redislock sends its obtain script; rueidislock its
+	// acquisition script for the first of its three keys.
 	waitingAfter int64
-	// open makes a session over rdb. gaveUp counts the library's lock
-	// calls that returned without the lock before ctx ended and were
-	// called again (redsync after its 32 tries, redislock with a retry
-	// strategy when it ran out).
-	open func(rdb *redis.Client, gaveUp *atomic.Int64) session
+	// open makes a session over c (the go-redis libraries use c.rdb;
+	// rueidislock opens a rueidis client of its own to c.addr and counts
+	// its requests in c.cnt). gaveUp counts the library's lock calls that
+	// returned without the lock before ctx ended and were called again
+	// (redsync after its 32 tries, redislock with a retry strategy when it
+	// ran out).
+	open func(c conn, gaveUp *atomic.Int64) (session, error)
+}
+
+// conn is one client's connection to the server: a go-redis client with a
+// counting hook, and the address, for libraries that bring their own
+// client.
+type conn struct {
+	addr string
+	rdb  *redis.Client
+	cnt  *counter
 }
 
 // leaseTTL is the lease of redsync (its default expiry) and of redislock
@@ -58,7 +70,7 @@ const leaseTTL = 8 * time.Second
 // a single waiter, so there is no order to keep, and is left out to keep
 // the run short. Uncontended runs need no waiting strategy, so redislock
 // appears there once, as "redislock"; the waiting scenarios run both of
-// its strategies.
+// its strategies. rueidislock, last, runs in every one.
 func lockLibraries(sc string) []library {
 	plain := library{
 		name:         "redisync",
@@ -85,18 +97,19 @@ func lockLibraries(sc string) []library {
 		waitingAfter: 2,
 		open:         openRedsync,
 	}
+	rueidis := rueidislockLib()
 	switch sc {
 	case scUncontended:
 		return []library{plain, fair, spin, redsyncLib, {
 			name:         "redislock",
 			wait:         "",
 			waitingAfter: 1,
-			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
-		}}
+			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
+		}, rueidis}
 	case scHandoff:
-		return append([]library{plain, spin, redsyncLib}, redislockWaiting()...)
+		return append(append([]library{plain, spin, redsyncLib}, redislockWaiting()...), rueidis)
 	}
-	return append([]library{plain, fair, spin, redsyncLib}, redislockWaiting()...)
+	return append(append([]library{plain, fair, spin, redsyncLib}, redislockWaiting()...), rueidis)
 }
 
 // redislockWaiting returns redislock with a 10 ms linear backoff and with
@@ -107,15 +120,15 @@ func redislockWaiting() []library {
 			name:         "redislock-linear10ms",
 			wait:         "LinearBackoff(10 ms)",
 			waitingAfter: 1,
-			open: func(rdb *redis.Client, gaveUp *atomic.Int64) session {
-				return openRedislock(rdb, redislock.LinearBackoff(10*time.Millisecond), gaveUp)
+			open: func(c conn, gaveUp *atomic.Int64) (session, error) {
+				return openRedislock(c.rdb, redislock.LinearBackoff(10*time.Millisecond), gaveUp), nil
 			},
 		},
 		{
 			name:         "redislock-default",
 			wait:         "NoRetry (default): Obtain again at once, a spin",
 			waitingAfter: 1,
-			open:         func(rdb *redis.Client, _ *atomic.Int64) session { return openRedislock(rdb, nil, nil) },
+			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
 		},
 	}
 }
@@ -129,9 +142,9 @@ type redisyncSession struct {
 }
 
 // openRedisync returns the open function of a redisync lock kind.
-func openRedisync(kind func(c *redisync.Client, key string) mutex) func(*redis.Client, *atomic.Int64) session {
-	return func(rdb *redis.Client, _ *atomic.Int64) session {
-		return &redisyncSession{c: redisync.New(rdb), kind: kind}
+func openRedisync(kind func(c *redisync.Client, key string) mutex) func(conn, *atomic.Int64) (session, error) {
+	return func(c conn, _ *atomic.Int64) (session, error) {
+		return &redisyncSession{c: redisync.New(c.rdb), kind: kind}, nil
 	}
 }
 
@@ -195,8 +208,8 @@ type redsyncSession struct {
 	gaveUp *atomic.Int64
 }
 
-func openRedsync(rdb *redis.Client, gaveUp *atomic.Int64) session {
-	return &redsyncSession{rs: redsync.New(redsyncgoredis.NewPool(rdb)), gaveUp: gaveUp}
+func openRedsync(c conn, gaveUp *atomic.Int64) (session, error) {
+	return &redsyncSession{rs: redsync.New(redsyncgoredis.NewPool(c.rdb)), gaveUp: gaveUp}, nil
 }
 
 func (s *redsyncSession) mutex(key string) mutex {

@@ -23,15 +23,20 @@ type lockRun struct {
 	gaveUp   *atomic.Int64
 }
 
-func (b *bench) openLockRun(lib library, clients int) *lockRun {
+func (b *bench) openLockRun(lib library, clients int) (*lockRun, error) {
 	r := &lockRun{gaveUp: &atomic.Int64{}}
 	for range clients {
 		rdb, cnt := newClient(b.addr)
 		r.rdbs = append(r.rdbs, rdb)
 		r.counters = append(r.counters, cnt)
-		r.sessions = append(r.sessions, lib.open(rdb, r.gaveUp))
+		s, err := lib.open(conn{addr: b.addr, rdb: rdb, cnt: cnt}, r.gaveUp)
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("open: %w", err)
+		}
+		r.sessions = append(r.sessions, s)
 	}
-	return r
+	return r, nil
 }
 
 func (r *lockRun) close() {
@@ -85,7 +90,10 @@ type uncontendedRun struct {
 }
 
 func (b *bench) newUncontended(ctx context.Context, lib library) (runner, error) {
-	lr := b.openLockRun(lib, 1)
+	lr, err := b.openLockRun(lib, 1)
+	if err != nil {
+		return nil, err
+	}
 	r := &uncontendedRun{b: b, lib: lib, lr: lr, m: lr.sessions[0].mutex(b.key(lib.name, scUncontended))}
 	for range b.cfg.warmupOps {
 		if err := r.pair(ctx); err != nil {
@@ -172,7 +180,10 @@ type handoffRun struct {
 }
 
 func (b *bench) newHandoff(ctx context.Context, lib library) (runner, error) {
-	lr := b.openLockRun(lib, 2)
+	lr, err := b.openLockRun(lib, 2)
+	if err != nil {
+		return nil, err
+	}
 	key := b.key(lib.name, scHandoff)
 	r := &handoffRun{
 		b: b, lib: lib, lr: lr,
@@ -305,7 +316,10 @@ type contendedRun struct {
 }
 
 func (b *bench) newContended(ctx context.Context, lib library, scenario string, hold time.Duration, goroutines, clients int) (runner, error) {
-	lr := b.openLockRun(lib, clients)
+	lr, err := b.openLockRun(lib, clients)
+	if err != nil {
+		return nil, err
+	}
 	key := b.key(lib.name, scenario)
 	r := &contendedRun{b: b, lib: lib, scenario: scenario, hold: hold, clients: clients, lr: lr, mutexes: make([]mutex, goroutines)}
 	for g := range r.mutexes {

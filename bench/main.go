@@ -1,7 +1,7 @@
-// Command bench compares redisync with go-redsync/redsync v4 and
-// bsm/redislock on one local redis-server, in one run, and prints a
-// markdown table. It lives in its own module so that the library's users
-// never download the peers.
+// Command bench compares redisync with go-redsync/redsync v4,
+// bsm/redislock and redis/rueidis's rueidislock on one local redis-server,
+// in one run, and prints a markdown table. It lives in its own module so
+// that the library's users never download the peers.
 //
 // Usage (from the bench directory; "make bench" at the repository root
 // runs it with the defaults):
@@ -11,11 +11,21 @@
 // Unless -redis names a server, it starts its own redis-server (found on
 // PATH or in the usual bin directories) on a free loopback port, without
 // persistence, and kills it when it exits, Ctrl-C included. Every library
-// talks to that server through go-redis v9 clients with the same (default)
-// options. redisync runs as three libraries: its lock (rlock.New,
-// "redisync"), its fair lock (rlock.NewFair, "redisync-fair") and its spin
-// lock (rlock.NewSpin, "redisync-spin"), each with its defaults. The rows,
-// in order:
+// but rueidislock talks to that server through go-redis v9 clients with the
+// same (default) options. redisync runs as three libraries: its lock
+// (rlock.New, "redisync"), its fair lock (rlock.NewFair, "redisync-fair")
+// and its spin lock (rlock.NewSpin, "redisync-spin"), each with its
+// defaults. rueidislock ("rueidislock") runs with its defaults over a
+// rueidis client of its own per client (rueidis's default options, as
+// rueidislock sets them: one auto-pipelined RESP3 connection with client
+// tracking): a lock is 3 keys of which a holder needs 2, each key's lease
+// is 5 s (renewed every 2.5 s while held), and each key's acquisition
+// request gives up after 20 ms. Its waiters do not poll: the acquisition
+// script reads the key, so the server tracks it for the client, and a
+// waiter sleeps until the invalidation message of one of the lock's keys
+// (released or expired) wakes its client's waiters of that name. Its
+// requests are counted by a wrapper of its rueidis client, as the go-redis
+// clients' are by a hook. The rows, in order:
 //
 //   - rtt (always measured): PING round trips from one goroutine, p50/p99;
 //     every other row's p50 is also given as a multiple of this p50.
@@ -25,8 +35,9 @@
 //     returning, p50/p99 over -handoffs handoffs, with each library's
 //     waiting strategy: redisync pub/sub, its spin lock and redsync their
 //     default retry delays, redislock a 10 ms linear backoff and its
-//     default (no retry, so the caller calls Obtain again at once). The
-//     fair lock is left out here.
+//     default (no retry, so the caller calls Obtain again at once),
+//     rueidislock its invalidation messages. The fair lock is left out
+//     here.
 //   - contended-0ms, contended-1ms: -goroutines goroutines over -clients
 //     clients on one lock, holding it ~0 or 1 ms: acquisitions/s, and how
 //     evenly the goroutines shared them (the busiest one's share against
@@ -235,7 +246,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
-	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock; \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
+	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock; \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
