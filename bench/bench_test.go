@@ -31,6 +31,9 @@ var wantRows = func() [][2]string {
 			rows = append(rows, [2]string{sc, lib})
 		}
 	}
+	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock"} {
+		rows = append(rows, [2]string{scManyLocks, lib})
+	}
 	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"}, [2]string{scWatchdog1000, "redisync"})
 }()
 
@@ -101,7 +104,7 @@ func TestQuickRun(t *testing.T) {
 		if r.ServerCPUusPerOp == nil || *r.ServerCPUusPerOp < 0 || r.KeysAddedPerOp == nil {
 			t.Errorf("%s: Redis CPU per op %v, keys added per op %v", name, r.ServerCPUusPerOp, r.KeysAddedPerOp)
 		}
-		hasRate := r.Scenario == scRTT || r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
+		hasRate := r.Scenario == scRTT || r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scManyLocks || r.Scenario == scSemaphore
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
 		}
@@ -264,7 +267,8 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.ManyGoroutines != 64 || def.ManyClients != 16 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
+	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.ManyGoroutines != 64 || def.ManyClients != 16 ||
+		def.ManyLocksGoroutines != 256 || def.ManyLocksClients != 4 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
 		t.Errorf("defaults = %+v", def)
 	}
 	for _, args := range [][]string{

@@ -70,7 +70,8 @@ const leaseTTL = 8 * time.Second
 // a single waiter, so there is no order to keep, and is left out to keep
 // the run short. Uncontended runs need no waiting strategy, so redislock
 // appears there once, as "redislock"; the waiting scenarios run both of
-// its strategies. rueidislock, last, runs in every one.
+// its strategies; so is many-locks, where every goroutine has a lock of its
+// own. rueidislock, last, runs in every one.
 func lockLibraries(sc string) []library {
 	plain := library{
 		name:         "redisync",
@@ -99,7 +100,7 @@ func lockLibraries(sc string) []library {
 	}
 	rueidis := rueidislockLib()
 	switch sc {
-	case scUncontended:
+	case scUncontended, scManyLocks:
 		return []library{plain, fair, spin, redsyncLib, {
 			name:         "redislock",
 			wait:         "",

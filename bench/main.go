@@ -44,6 +44,11 @@
 //     1/goroutines).
 //   - contended-0ms-64, contended-1ms-64: the same with -many-goroutines
 //     goroutines over -many-clients clients (64 over 16).
+//   - many-locks: -many-locks-goroutines goroutines over
+//     -many-locks-clients clients (256 over 4), each on a lock of its own,
+//     locking and unlocking for -duration: lock+unlock pairs/s, p50/p99 of
+//     a pair, and the Redis CPU time per pair, for every library (redislock
+//     once, as in uncontended: nobody waits).
 //   - semaphore (redisync): -permits permits under -goroutines contenders
 //     over -clients clients, each holding a permit -semaphore-hold:
 //     acquisitions/s.
@@ -87,28 +92,32 @@ import (
 
 // config holds the sizes of a run.
 type config struct {
-	Redis           string        // address of an existing server; "" starts one
-	Out             string        // results.json path; "" writes none
-	Uncontended     time.Duration // per library
-	Handoffs        int
-	HandoffHold     time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
-	Duration        time.Duration // per contended scenario, per library, and of the semaphore scenario
-	Goroutines      int
-	Clients         int
-	ManyGoroutines  int // of the contended-*-64 scenarios
-	ManyClients     int
-	Permits         int
-	SemaphoreHold   time.Duration
-	FanoutWaiters   int
-	FanoutRounds    int
-	WatchdogLocks   int
-	WatchdogTimeout time.Duration
-	WatchdogTicks   int
-	Rounds          int      // turns the libraries of a lock scenario take
-	Scenarios       []string // nil: all
-	Libraries       []string // nil: all
-	Seed            uint64
-	CPUProfile      string // pprof CPU profile of the whole run; "" for none
+	Redis          string        // address of an existing server; "" starts one
+	Out            string        // results.json path; "" writes none
+	Uncontended    time.Duration // per library
+	Handoffs       int
+	HandoffHold    time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
+	Duration       time.Duration // per contended scenario, per library, and of the semaphore scenario
+	Goroutines     int
+	Clients        int
+	ManyGoroutines int // of the contended-*-64 scenarios
+	ManyClients    int
+	// many-locks: goroutines over clients, each goroutine on a lock of
+	// its own.
+	ManyLocksGoroutines int
+	ManyLocksClients    int
+	Permits             int
+	SemaphoreHold       time.Duration
+	FanoutWaiters       int
+	FanoutRounds        int
+	WatchdogLocks       int
+	WatchdogTimeout     time.Duration
+	WatchdogTicks       int
+	Rounds              int      // turns the libraries of a lock scenario take
+	Scenarios           []string // nil: all
+	Libraries           []string // nil: all
+	Seed                uint64
+	CPUProfile          string // pprof CPU profile of the whole run; "" for none
 
 	warmup         time.Duration // before each contended or semaphore window
 	warmupOps      int           // uncontended
@@ -119,27 +128,29 @@ type config struct {
 // machine.
 func defaultConfig() config {
 	return config{
-		Out:             "results.json",
-		Uncontended:     2 * time.Second,
-		Handoffs:        200,
-		HandoffHold:     100 * time.Millisecond,
-		Duration:        3 * time.Second,
-		Goroutines:      16,
-		Clients:         4,
-		ManyGoroutines:  64,
-		ManyClients:     16,
-		Permits:         4,
-		SemaphoreHold:   time.Millisecond,
-		FanoutWaiters:   100,
-		FanoutRounds:    20,
-		WatchdogLocks:   1000,
-		WatchdogTimeout: 3 * time.Second,
-		WatchdogTicks:   5,
-		Rounds:          4,
-		Seed:            1,
-		warmup:          300 * time.Millisecond,
-		warmupOps:       100,
-		warmupHandoffs:  3,
+		Out:                 "results.json",
+		Uncontended:         2 * time.Second,
+		Handoffs:            200,
+		HandoffHold:         100 * time.Millisecond,
+		Duration:            3 * time.Second,
+		Goroutines:          16,
+		Clients:             4,
+		ManyGoroutines:      64,
+		ManyClients:         16,
+		ManyLocksGoroutines: 256,
+		ManyLocksClients:    4,
+		Permits:             4,
+		SemaphoreHold:       time.Millisecond,
+		FanoutWaiters:       100,
+		FanoutRounds:        20,
+		WatchdogLocks:       1000,
+		WatchdogTimeout:     3 * time.Second,
+		WatchdogTicks:       5,
+		Rounds:              4,
+		Seed:                1,
+		warmup:              300 * time.Millisecond,
+		warmupOps:           100,
+		warmupHandoffs:      3,
 	}
 }
 
@@ -154,6 +165,8 @@ func (c *config) quick(set map[string]bool) {
 	def("handoffs", func() { c.Handoffs = 8 })
 	def("handoff-hold", func() { c.HandoffHold = 10 * time.Millisecond })
 	def("duration", func() { c.Duration = 200 * time.Millisecond })
+	def("many-locks-goroutines", func() { c.ManyLocksGoroutines = 16 })
+	def("many-locks-clients", func() { c.ManyLocksClients = 2 })
 	def("fanout-waiters", func() { c.FanoutWaiters = 12 })
 	def("fanout-rounds", func() { c.FanoutRounds = 2 })
 	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
@@ -170,7 +183,8 @@ func (c config) validate() error {
 	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 || c.SemaphoreHold < 0 {
 		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
 	}
-	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
+	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 ||
+		c.ManyLocksGoroutines < 1 || c.ManyLocksClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
 		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
 		bad = append(bad, "counts must be at least 1")
 	}
@@ -235,6 +249,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients the contending goroutines are spread over")
 	fs.IntVar(&cfg.ManyGoroutines, "many-goroutines", cfg.ManyGoroutines, "contending goroutines of the contended-*-64 scenarios")
 	fs.IntVar(&cfg.ManyClients, "many-clients", cfg.ManyClients, "clients the goroutines of the contended-*-64 scenarios are spread over")
+	fs.IntVar(&cfg.ManyLocksGoroutines, "many-locks-goroutines", cfg.ManyLocksGoroutines, "goroutines of the many-locks scenario, each on a lock of its own")
+	fs.IntVar(&cfg.ManyLocksClients, "many-locks-clients", cfg.ManyLocksClients, "clients the goroutines of the many-locks scenario are spread over")
 	fs.IntVar(&cfg.Permits, "permits", cfg.Permits, "semaphore permits")
 	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
 	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
@@ -422,7 +438,7 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 			continue
 		}
 		switch sc {
-		case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many:
+		case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks:
 			rs, err := b.lockScenario(ctx, sc)
 			if err != nil {
 				return results, e, err
@@ -485,6 +501,8 @@ func (b *bench) lockScenario(ctx context.Context, sc string) ([]Result, error) {
 			r, err = b.newContended(ctx, lib, sc, 0, b.cfg.ManyGoroutines, b.cfg.ManyClients)
 		case scContended1Many:
 			r, err = b.newContended(ctx, lib, sc, time.Millisecond, b.cfg.ManyGoroutines, b.cfg.ManyClients)
+		case scManyLocks:
+			r, err = b.newManyLocks(ctx, lib)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", sc, lib.name, err)

@@ -22,21 +22,23 @@ const (
 	// over 16 by default).
 	scContended0Many = "contended-0ms-64"
 	scContended1Many = "contended-1ms-64"
-	scSemaphore      = "semaphore"
-	scLatchFanout    = "latch-fanout"
-	scWatchdog1000   = "watchdog-1000"
+	// ManyLocksGoroutines goroutines, each on a lock of its own.
+	scManyLocks    = "many-locks"
+	scSemaphore    = "semaphore"
+	scLatchFanout  = "latch-fanout"
+	scWatchdog1000 = "watchdog-1000"
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scSemaphore, scLatchFanout, scWatchdog1000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scWatchdog1000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
 type Result struct {
 	Library  string `json:"library"`
 	Scenario string `json:"scenario"`
-	// OpsPerSec is operations per second: lock+unlock pairs (uncontended),
-	// acquisitions (contended-*, semaphore); null for handoff,
+	// OpsPerSec is operations per second: lock+unlock pairs (uncontended,
+	// many-locks), acquisitions (contended-*, semaphore); null for handoff,
 	// latch-fanout and watchdog-1000, which measure time or cost.
 	OpsPerSec *float64 `json:"ops_per_sec"`
 	// P50ms and P99ms are quantiles, in milliseconds, of what Latency says.
