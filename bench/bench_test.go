@@ -34,7 +34,8 @@ var wantRows = func() [][2]string {
 	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock"} {
 		rows = append(rows, [2]string{scManyLocks, lib})
 	}
-	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"}, [2]string{scWatchdog1000, "redisync"})
+	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"}, [2]string{scWatchdog1000, "redisync"},
+		[2]string{scWatchdog10000, "redisync"})
 }()
 
 // TestQuickRun runs every scenario with tiny sizes against a redis-server
@@ -149,7 +150,15 @@ func TestQuickRun(t *testing.T) {
 		case r.Scenario == scWatchdog1000:
 			// -quick holds 150 locks: two renewal scripts per tick, counted by Redis.
 			if got := *r.ScriptCallsPerOp; got != 2 {
-				t.Errorf("watchdog: %v renewal scripts per tick, want 2", got)
+				t.Errorf("watchdog-1000: %v renewal scripts per tick, want 2", got)
+			}
+		case r.Scenario == scWatchdog10000:
+			// -quick holds 450 locks: five renewal scripts per tick.
+			if got := *r.ScriptCallsPerOp; got != 5 || r.Extra["held_locks"] != 450 {
+				t.Errorf("watchdog-10000: %v renewal scripts per tick for %v locks, want 5 for 450", got, r.Extra["held_locks"])
+			}
+			if r.Extra["commands_per_lock"] <= 0 || r.Extra["server_cpu_us_per_lock"] <= 0 {
+				t.Errorf("watchdog-10000: per lock %v", r.Extra)
 			}
 		case r.Scenario == scHandoff && r.Library == "redisync":
 			// Lock, try, subscribe, try, unlock, try, unlock, unsubscribe.

@@ -54,8 +54,10 @@
 //     acquisitions/s.
 //   - latch-fanout (redisync): time from CountDown to the last of
 //     -fanout-waiters waiters returning.
-//   - watchdog-1000 (redisync): round trips per renewal tick with
-//     -watchdog-locks held locks.
+//   - watchdog-1000, watchdog-10000 (redisync): what a renewal tick
+//     costs with -watchdog-locks (1,000) and -watchdog-many-locks (10,000)
+//     locks held by one client: renewal scripts and round trips per tick,
+//     commands, Redis CPU and bytes per tick and per held lock.
 //
 // In each lock scenario the libraries take turns (-rounds slices of each
 // measurement, the starting library rotating), so that load from other
@@ -110,7 +112,8 @@ type config struct {
 	SemaphoreHold       time.Duration
 	FanoutWaiters       int
 	FanoutRounds        int
-	WatchdogLocks       int
+	WatchdogLocks       int // of watchdog-1000
+	WatchdogManyLocks   int // of watchdog-10000
 	WatchdogTimeout     time.Duration
 	WatchdogTicks       int
 	Rounds              int      // turns the libraries of a lock scenario take
@@ -144,6 +147,7 @@ func defaultConfig() config {
 		FanoutWaiters:       100,
 		FanoutRounds:        20,
 		WatchdogLocks:       1000,
+		WatchdogManyLocks:   10000,
 		WatchdogTimeout:     3 * time.Second,
 		WatchdogTicks:       5,
 		Rounds:              4,
@@ -170,6 +174,7 @@ func (c *config) quick(set map[string]bool) {
 	def("fanout-waiters", func() { c.FanoutWaiters = 12 })
 	def("fanout-rounds", func() { c.FanoutRounds = 2 })
 	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
+	def("watchdog-many-locks", func() { c.WatchdogManyLocks = 450 })
 	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
 	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
 	def("rounds", func() { c.Rounds = 2 })
@@ -185,7 +190,7 @@ func (c config) validate() error {
 	}
 	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 ||
 		c.ManyLocksGoroutines < 1 || c.ManyLocksClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
-		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
+		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogManyLocks < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
 		bad = append(bad, "counts must be at least 1")
 	}
 	for _, s := range c.Scenarios {
@@ -255,8 +260,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
 	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
 	fs.IntVar(&cfg.FanoutRounds, "fanout-rounds", cfg.FanoutRounds, "latch fan-outs measured")
-	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog scenario")
-	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenario (a tick every third of it)")
+	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog-1000 scenario")
+	fs.IntVar(&cfg.WatchdogManyLocks, "watchdog-many-locks", cfg.WatchdogManyLocks, "locks held by one client in the watchdog-10000 scenario")
+	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenarios (a tick every third of it)")
 	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the libraries of a lock scenario take: each runs 1/rounds of its measurement per turn")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
@@ -446,7 +452,7 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 			for _, r := range rs {
 				record(r)
 			}
-		case scSemaphore, scLatchFanout, scWatchdog1000:
+		case scSemaphore, scLatchFanout, scWatchdog1000, scWatchdog10000:
 			if !cfg.library("redisync") {
 				continue
 			}
@@ -458,7 +464,9 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 			case scLatchFanout:
 				r, err = b.latchFanout(ctx)
 			case scWatchdog1000:
-				r, err = b.watchdog(ctx)
+				r, err = b.watchdog(ctx, sc, cfg.WatchdogLocks)
+			case scWatchdog10000:
+				r, err = b.watchdog(ctx, sc, cfg.WatchdogManyLocks)
 			}
 			if err != nil {
 				return results, e, fmt.Errorf("%s: %w", sc, err)

@@ -23,14 +23,15 @@ const (
 	scContended0Many = "contended-0ms-64"
 	scContended1Many = "contended-1ms-64"
 	// ManyLocksGoroutines goroutines, each on a lock of its own.
-	scManyLocks    = "many-locks"
-	scSemaphore    = "semaphore"
-	scLatchFanout  = "latch-fanout"
-	scWatchdog1000 = "watchdog-1000"
+	scManyLocks     = "many-locks"
+	scSemaphore     = "semaphore"
+	scLatchFanout   = "latch-fanout"
+	scWatchdog1000  = "watchdog-1000"
+	scWatchdog10000 = "watchdog-10000"
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scWatchdog1000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scWatchdog1000, scWatchdog10000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
@@ -39,7 +40,8 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	// OpsPerSec is operations per second: lock+unlock pairs (uncontended,
 	// many-locks), acquisitions (contended-*, semaphore); null for handoff,
-	// latch-fanout and watchdog-1000, which measure time or cost.
+	// latch-fanout, scale-waiters and watchdog-*, which measure time or
+	// cost.
 	OpsPerSec *float64 `json:"ops_per_sec"`
 	// P50ms and P99ms are quantiles, in milliseconds, of what Latency says.
 	P50ms *float64 `json:"p50_ms"`

@@ -25,9 +25,11 @@ type renewCall struct {
 	scripts    int // renewal script calls in it
 }
 
-// watchdog measures what keeping WatchdogLocks locks costs: one client
-// holds them all with a watchdog timeout of WatchdogTimeout (renewed every
-// third of it), and the renewal ticks after the first are measured. The
+// watchdog measures what keeping held locks costs (scenario watchdog-1000
+// with WatchdogLocks locks, watchdog-10000 with WatchdogManyLocks): one
+// client holds them all with a watchdog timeout of WatchdogTimeout
+// (renewed every third of it), and the renewal ticks after the first are
+// measured. The
 // first tick is left out because it loads the renewal script (EVALSHA
 // answered NOSCRIPT, then EVAL).
 //
@@ -35,7 +37,7 @@ type renewCall struct {
 // INFO commandstats over the measured ticks) and, as a cross-check, by the
 // client's hook; ticks are told apart by the hook's timestamps (calls
 // less than half an interval apart belong to one tick).
-func (b *bench) watchdog(ctx context.Context) (Result, error) {
+func (b *bench) watchdog(ctx context.Context, scenario string, held int) (Result, error) {
 	cfg := b.cfg
 	interval := cfg.WatchdogTimeout / 3
 	rdb, cnt := newClient(b.addr)
@@ -84,9 +86,9 @@ func (b *bench) watchdog(ctx context.Context) (Result, error) {
 		return slices.Clone(calls)
 	}
 
-	locks := make([]*rlock.Lock, cfg.WatchdogLocks)
+	locks := make([]*rlock.Lock, held)
 	for i := range locks {
-		locks[i] = rlock.New(c, b.key("redisync", scWatchdog1000, fmt.Sprint(i)))
+		locks[i] = rlock.New(c, b.key("redisync", scenario, fmt.Sprint(i)))
 	}
 	var g errgroup.Group
 	g.SetLimit(8)
@@ -164,24 +166,30 @@ func (b *bench) watchdog(ctx context.Context) (Result, error) {
 		hookTrips += len(t)
 	}
 	n := int64(len(ticks))
+	perLock := func(v int64) float64 { return round4(float64(v) / float64(n) / float64(held)) }
 	res := Result{
 		Library:  "redisync",
-		Scenario: scWatchdog1000,
+		Scenario: scenario,
 		Op: fmt.Sprintf("one renewal tick of %d held locks (watchdog timeout %v, tick every %v)",
-			cfg.WatchdogLocks, cfg.WatchdogTimeout, interval),
+			held, cfg.WatchdogTimeout, interval),
 		Latency: "tick duration, from the first renewal request sent to the last answered",
 		Ops:     n,
 		Seconds: round4(u.elapsed.Seconds()),
 		Extra: map[string]float64{
-			"held_locks":                      float64(cfg.WatchdogLocks),
+			"held_locks":                      float64(held),
 			"ticks":                           float64(n),
 			"renewal_scripts_per_tick_redis":  round4(float64(u.scripts) / float64(n)),
 			"renewal_scripts_per_tick_client": round4(float64(hookCalls) / float64(n)),
-			"renewal_scripts_per_tick_min":    float64((cfg.WatchdogLocks + 99) / 100),
+			"renewal_scripts_per_tick_min":    float64((held + 99) / 100),
 			"renewal_round_trips_per_tick":    round4(float64(hookTrips) / float64(n)),
+			// Per held lock, per tick.
+			"commands_per_lock":      perLock(u.commands),
+			"server_cpu_us_per_lock": perLock(u.cpu.Microseconds()),
+			"bytes_in_per_lock":      perLock(u.bytesIn),
+			"exec_us_per_lock":       perLock(u.usecBy["evalsha"] + u.usecBy["eval"]),
 		},
-		Note: fmt.Sprintf("per tick %g renewal scripts of ≤100 locks (EVALSHA+EVAL, counted by Redis) in %g round trip(s)",
-			round4(float64(u.scripts)/float64(n)), round4(float64(hookTrips)/float64(n))),
+		Note: fmt.Sprintf("per tick %g renewal scripts of ≤100 locks (EVALSHA+EVAL, counted by Redis) in %g round trip(s); per lock %g commands, %g µs Redis CPU",
+			round4(float64(u.scripts)/float64(n)), round4(float64(hookTrips)/float64(n)), perLock(u.commands), perLock(u.cpu.Microseconds())),
 	}
 	res.quantiles(sortDurations(tickDur))
 	res.perOp(u, n)
