@@ -34,7 +34,8 @@ var wantRows = func() [][2]string {
 	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock"} {
 		rows = append(rows, [2]string{scManyLocks, lib})
 	}
-	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"}, [2]string{scWatchdog1000, "redisync"},
+	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"},
+		[2]string{scScaleWaiters, "redisync"}, [2]string{scWatchdog1000, "redisync"},
 		[2]string{scWatchdog10000, "redisync"})
 }()
 
@@ -151,6 +152,13 @@ func TestQuickRun(t *testing.T) {
 			// -quick holds 150 locks: two renewal scripts per tick, counted by Redis.
 			if got := *r.ScriptCallsPerOp; got != 2 {
 				t.Errorf("watchdog-1000: %v renewal scripts per tick, want 2", got)
+			}
+		case r.Scenario == scScaleWaiters:
+			// -quick: 3 waiters on each of 20 locks, all in one client.
+			x := r.Extra
+			if x["waiters"] != 60 || x["waiters_finished"] != 60 || x["pubsub_connections"] < 1 || x["pubsub_channels"] != 20 ||
+				x["heap_bytes_per_waiter"] <= 0 || x["goroutines_per_waiter"] < 1 || r.Ops != 10 {
+				t.Errorf("scale-waiters: %d handoffs, extra %v", r.Ops, x)
 			}
 		case r.Scenario == scWatchdog10000:
 			// -quick holds 450 locks: five renewal scripts per tick.

@@ -54,6 +54,17 @@
 //     acquisitions/s.
 //   - latch-fanout (redisync): time from CountDown to the last of
 //     -fanout-waiters waiters returning.
+//   - scale-waiters (redisync): one client with -scale-waiters-per-lock
+//     goroutines waiting on each of -scale-locks locks (10 on each of
+//     1,000) that a second client holds: the pub/sub connections the
+//     waiting client uses (CLIENT LIST), its subscribed channels, the Go
+//     heap and stack and the goroutines per waiter (after GC, against
+//     before the first waiter), and handoff p50/p99 with all of them
+//     waiting: the holder releases -scale-handoffs locks one at a time,
+//     timed from its Unlock call to a waiter of that lock holding it.
+//     Then every lock is released and every waiter must get its turn and
+//     leave (no waiter, hold or channel left); how long that took is in
+//     the row's extra figures.
 //   - watchdog-1000, watchdog-10000 (redisync): what a renewal tick
 //     costs with -watchdog-locks (1,000) and -watchdog-many-locks (10,000)
 //     locks held by one client: renewal scripts and round trips per tick,
@@ -112,6 +123,11 @@ type config struct {
 	SemaphoreHold       time.Duration
 	FanoutWaiters       int
 	FanoutRounds        int
+	// scale-waiters: ScaleWaitersPerLock waiters on each of ScaleLocks
+	// locks, ScaleHandoffs handoffs measured.
+	ScaleLocks          int
+	ScaleWaitersPerLock int
+	ScaleHandoffs       int
 	WatchdogLocks       int // of watchdog-1000
 	WatchdogManyLocks   int // of watchdog-10000
 	WatchdogTimeout     time.Duration
@@ -146,6 +162,9 @@ func defaultConfig() config {
 		SemaphoreHold:       time.Millisecond,
 		FanoutWaiters:       100,
 		FanoutRounds:        20,
+		ScaleLocks:          1000,
+		ScaleWaitersPerLock: 10,
+		ScaleHandoffs:       200,
 		WatchdogLocks:       1000,
 		WatchdogManyLocks:   10000,
 		WatchdogTimeout:     3 * time.Second,
@@ -173,6 +192,9 @@ func (c *config) quick(set map[string]bool) {
 	def("many-locks-clients", func() { c.ManyLocksClients = 2 })
 	def("fanout-waiters", func() { c.FanoutWaiters = 12 })
 	def("fanout-rounds", func() { c.FanoutRounds = 2 })
+	def("scale-locks", func() { c.ScaleLocks = 20 })
+	def("scale-waiters-per-lock", func() { c.ScaleWaitersPerLock = 3 })
+	def("scale-handoffs", func() { c.ScaleHandoffs = 10 })
 	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
 	def("watchdog-many-locks", func() { c.WatchdogManyLocks = 450 })
 	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
@@ -190,7 +212,8 @@ func (c config) validate() error {
 	}
 	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 ||
 		c.ManyLocksGoroutines < 1 || c.ManyLocksClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
-		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogManyLocks < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
+		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogManyLocks < 1 ||
+		c.ScaleLocks < 1 || c.ScaleWaitersPerLock < 1 || c.ScaleHandoffs < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 {
 		bad = append(bad, "counts must be at least 1")
 	}
 	for _, s := range c.Scenarios {
@@ -260,6 +283,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
 	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
 	fs.IntVar(&cfg.FanoutRounds, "fanout-rounds", cfg.FanoutRounds, "latch fan-outs measured")
+	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks a second client holds in the scale-waiters scenario")
+	fs.IntVar(&cfg.ScaleWaitersPerLock, "scale-waiters-per-lock", cfg.ScaleWaitersPerLock, "goroutines of one client waiting on each lock in the scale-waiters scenario")
+	fs.IntVar(&cfg.ScaleHandoffs, "scale-handoffs", cfg.ScaleHandoffs, "handoffs measured in the scale-waiters scenario (at most one per lock)")
 	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog-1000 scenario")
 	fs.IntVar(&cfg.WatchdogManyLocks, "watchdog-many-locks", cfg.WatchdogManyLocks, "locks held by one client in the watchdog-10000 scenario")
 	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenarios (a tick every third of it)")
@@ -452,7 +478,7 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 			for _, r := range rs {
 				record(r)
 			}
-		case scSemaphore, scLatchFanout, scWatchdog1000, scWatchdog10000:
+		case scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000:
 			if !cfg.library("redisync") {
 				continue
 			}
@@ -463,6 +489,8 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 				r, err = b.semaphore(ctx)
 			case scLatchFanout:
 				r, err = b.latchFanout(ctx)
+			case scScaleWaiters:
+				r, err = b.scaleWaiters(ctx)
 			case scWatchdog1000:
 				r, err = b.watchdog(ctx, sc, cfg.WatchdogLocks)
 			case scWatchdog10000:

@@ -31,7 +31,7 @@ const (
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scWatchdog1000, scWatchdog10000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
