@@ -52,11 +52,22 @@ func TestQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The fields the issue names are present in every object, as numbers
-	// or null.
+	// results.json is an object: environment, results, targets.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatalf("results.json is not a JSON object: %v", err)
+	}
+	for _, k := range []string{"environment", "results", "targets"} {
+		if _, ok := top[k]; !ok {
+			t.Errorf("results.json has no %q", k)
+		}
+	}
+
+	// The fields the issue names are present in every row, as numbers or
+	// null.
 	var generic []map[string]any
-	if err := json.Unmarshal(raw, &generic); err != nil {
-		t.Fatalf("results.json is not a JSON list of objects: %v", err)
+	if err := json.Unmarshal(top["results"], &generic); err != nil {
+		t.Fatalf("results.json's results are not a list of objects: %v", err)
 	}
 	for i, obj := range generic {
 		for _, k := range []string{"library", "scenario", "ops_per_sec", "p50_ms", "p99_ms", "commands_per_op"} {
@@ -78,9 +89,23 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
-	var results []Result
-	if err := json.Unmarshal(raw, &results); err != nil {
+	var rep Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
+	}
+	results := rep.Results
+	if rep.Environment.RTTp50ms <= 0 || rep.Environment.Redis == "" {
+		t.Errorf("environment = %+v", rep.Environment)
+	}
+	// Every target is judged when every row ran, each a figure of the
+	// plain lock's row, and a ratio where there is a reference.
+	if len(rep.Targets) != 17 {
+		t.Errorf("%d targets, want 17", len(rep.Targets))
+	}
+	for _, tg := range rep.Targets {
+		if tg.Pass == nil || tg.Redisync == nil || (tg.Reference != nil) != (tg.Ratio != nil) || tg.Name == "" || tg.Target == "" {
+			t.Errorf("target %+v", tg)
+		}
 	}
 	var rows [][2]string
 	for _, r := range results {
@@ -184,6 +209,9 @@ func TestQuickRun(t *testing.T) {
 		if !strings.Contains(table, "| "+row[0]+" | "+row[1]+" |") {
 			t.Errorf("no row %v in the table", row)
 		}
+	}
+	if !strings.Contains(table, "Targets (issue 16") || !strings.Contains(table, "| uncontended ops/s vs redislock |") {
+		t.Errorf("no targets section in:\n%s", table)
 	}
 	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("temporary file left behind: %v", err)
@@ -356,4 +384,51 @@ func TestRound4(t *testing.T) {
 			t.Errorf("round4(%v) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+func TestTargets(t *testing.T) {
+	row := func(sc, lib string, ops, p50, p99, trips, cmds float64) Result {
+		return Result{Scenario: sc, Library: lib, OpsPerSec: &ops, P50ms: &p50, P99ms: &p99, RoundTripsPerOp: &trips, CommandsPerOp: &cmds}
+	}
+	results := []Result{
+		row(scRTT, "go-redis", 30000, 0.1, 0.2, 1, 1),
+		row(scUncontended, "redisync", 900, 0.13, 1, 2, 8),
+		row(scUncontended, "redislock", 1000, 0.1, 1, 2, 5),
+		row(scHandoff, "redisync", 0, 0.7, 1, 8, 40),
+		// rueidislock is the fastest peer, so the ops/s reference; its p99
+		// is the lowest, but it is not a polling peer.
+		row(scContended0, "redisync", 2000, 1, 10, 3, 20),
+		row(scContended0, "redsync", 1500, 1, 30, 2, 4),
+		row(scContended0, "redislock-linear10ms", 1800, 1, 20, 2, 5),
+		row(scContended0, "rueidislock", 2500, 1, 1, 10, 30),
+		row(scContended0, "redisync-spin", 9000, 1, 0.1, 2, 13), // redisync's own kinds are no peers
+	}
+	targets := evaluateTargets(results)
+	byName := map[string]Target{}
+	for _, tg := range targets {
+		byName[tg.Name] = tg
+	}
+	check := func(name string, pass *bool, ref float64, refOf string) {
+		t.Helper()
+		tg, ok := byName[name]
+		if !ok {
+			t.Fatalf("no target %q", name)
+		}
+		if (pass == nil) != (tg.Pass == nil) || (pass != nil && *pass != *tg.Pass) {
+			t.Errorf("%s: pass %v, want %v", name, tg.Pass, pass)
+		}
+		if ref != 0 && (tg.Reference == nil || *tg.Reference != ref || tg.ReferenceOf != refOf) {
+			t.Errorf("%s: reference %v (%s), want %v (%s)", name, tg.Reference, tg.ReferenceOf, ref, refOf)
+		}
+	}
+	yes, no := true, false
+	check("uncontended ops/s vs redislock", &yes, 1000, "redislock") // 0.9 exactly
+	check("uncontended p50 vs redislock", &yes, 0.1, "redislock")    // 1.3 exactly
+	check("uncontended commands per lock+unlock", &yes, 0, "")       // 8 exactly
+	check("handoff p50 vs PING p50", &no, 0.1, "rtt p50")            // 7×
+	check("contended-0ms ops/s vs the best peer", &no, 2500, "best peer: rueidislock")
+	check("contended-0ms p99 vs the best polling peer", &yes, 20, "best polling peer: redislock-linear10ms")
+	check("contended-0ms round trips per acquisition", &yes, 0, "")
+	check("contended-1ms ops/s vs the best peer", nil, 0, "")
+	check("many-locks ops/s vs the best peer", nil, 0, "")
 }

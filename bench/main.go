@@ -78,9 +78,24 @@
 // keyspace deltas, the commands Redis executed per operation (those run
 // inside Lua scripts included) and their execution time, the requests the
 // clients sent, the bytes in and out, the server's CPU time and the keys
-// left behind. The results are written to -out (results.json) as a list of
-// objects with the fields library, scenario, ops_per_sec, p50_ms, p99_ms,
-// commands_per_op and more (see Result).
+// left behind.
+//
+// Below the table it checks issue 16's targets, each a figure of the plain
+// lock's row ("redisync") against a reference from the same run: uncontended
+// ops/s ≥ 0.9× redislock's and p50 ≤ 1.3× redislock's; at most 8 commands
+// per uncontended lock+unlock; handoff p50 ≤ 6× the PING p50; in each
+// contended-* scenario ops/s ≥ 1.0× the best peer's, p99 ≤ 0.5× the best
+// (lowest) polling peer's and at most 3 round trips per acquisition;
+// many-locks ops/s ≥ 0.9× the best peer's. The peers are redsync,
+// redislock-* and rueidislock; the polling peers redsync and redislock-*
+// (rueidislock's waiters wait for invalidation messages, not a timer). A
+// target whose rows were not run is shown as not judged.
+//
+// The results are written to -out (results.json) as one object:
+// "environment" (machine, Redis, Go, the PING p50), "results" (a list of
+// rows with the fields library, scenario, ops_per_sec, p50_ms, p99_ms,
+// commands_per_op and more; see Result) and "targets" (see Target: name,
+// redisync, reference, ratio, target, pass).
 //
 // With -redis, the server must be used by nothing else during the run, or
 // the command counts are wrong; the tool deletes the keys it created.
@@ -405,13 +420,14 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	e.Server = serverDesc
+	targets := evaluateTargets(results)
 	if cfg.Out != "" {
-		if err := writeJSON(cfg.Out, results); err != nil {
+		if err := writeJSON(cfg.Out, Report{Environment: e, Results: results, Targets: targets}); err != nil {
 			fmt.Fprintln(stderr, "bench: write results:", err)
 			return 1
 		}
 	}
-	writeMarkdown(stdout, e, results, cfg.Out)
+	writeMarkdown(stdout, e, results, targets, cfg.Out)
 	return 0
 }
 

@@ -152,10 +152,18 @@ func (r *Result) quantiles(sorted []time.Duration) {
 	r.P99ms = f(ms(percentile(sorted, 0.99)))
 }
 
-// writeJSON writes results to path through a temporary file, so that an
-// interrupted run never leaves a truncated results.json.
-func writeJSON(path string, results []Result) error {
-	b, err := json.MarshalIndent(results, "", "  ")
+// Report is what results.json holds: where the run happened, its rows,
+// and issue 16's targets checked on them.
+type Report struct {
+	Environment env      `json:"environment"`
+	Results     []Result `json:"results"`
+	Targets     []Target `json:"targets"`
+}
+
+// writeJSON writes the report to path through a temporary file, so that
+// an interrupted run never leaves a truncated results.json.
+func writeJSON(path string, rep Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -173,18 +181,19 @@ func writeJSON(path string, results []Result) error {
 
 // env describes where a run happened, for the table's heading.
 type env struct {
-	CPUs     int
-	CPU      string
-	Redis    string
-	Go       string
-	OS       string
-	Server   string  // "started by the tool" or the -redis address
-	RTTp50ms float64 // the rtt row's p50
+	CPUs     int     `json:"cpus"`
+	CPU      string  `json:"cpu"`
+	Redis    string  `json:"redis"`
+	Go       string  `json:"go"`
+	OS       string  `json:"os"`
+	Server   string  `json:"server"`     // "started by the tool" or the -redis address
+	RTTp50ms float64 `json:"rtt_p50_ms"` // the rtt row's p50
 }
 
 // writeMarkdown prints the results as a markdown table, with the
-// environment above it and what each scenario measures below it.
-func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
+// environment above it and what each scenario measures below it, then the
+// targets.
+func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPath string) {
 	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (the rtt row); %s.\n\n",
 		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(e.RTTp50ms), 3), e.Go)
 	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | notes |")
@@ -221,6 +230,7 @@ func writeMarkdown(w io.Writer, e env, results []Result, outPath string) {
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
 	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op.")
+	writeTargets(w, targets)
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)
 		if err != nil {
