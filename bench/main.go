@@ -158,8 +158,13 @@ type config struct {
 	warmupHandoffs int
 }
 
-// defaultConfig is sized to finish within about three minutes on a 2-core
-// machine.
+// defaultConfig is sized to finish within about four minutes on a 2-core
+// machine: uncontended 6 libraries × 2 s; handoff 6 × 200 cycles of a
+// 0–100 ms hold plus the handoff (about 90 s, a third of it redsync's
+// slow retries); contended-* 4 × 7 libraries × 3.3 s (about 90 s);
+// many-locks 6 × 3.3 s; semaphore 3 s; latch-fanout about 1 s;
+// scale-waiters about 5 s; watchdog-1000 and watchdog-10000 about 15 s
+// together.
 func defaultConfig() config {
 	return config{
 		Out:                 "results.json",
