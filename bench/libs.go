@@ -68,10 +68,10 @@ const leaseTTL = 8 * time.Second
 // its plain lock and its spin lock (which polls, as the peers do) in every
 // one, and its fair lock in the uncontended and contended ones: handoff has
 // a single waiter, so there is no order to keep, and is left out to keep
-// the run short. Uncontended runs need no waiting strategy, so redislock
-// appears there once, as "redislock"; the waiting scenarios run both of
-// its strategies; so is many-locks, where every goroutine has a lock of its
-// own. rueidislock, last, runs in every one.
+// the run short. Uncontended runs, and many-locks (every goroutine on a
+// lock of its own), need no waiting strategy, so redislock appears there
+// once, as "redislock"; the waiting scenarios run both of its strategies.
+// rueidislock, last, runs in every one.
 func lockLibraries(sc string) []library {
 	plain := library{
 		name:         "redisync",

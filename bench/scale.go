@@ -39,8 +39,9 @@ const scaleBatch = 500
 //     has (CLIENT LIST: its connections, named scaleWaitersName, with the
 //     pub/sub flag), its subscribed channels (Client.Stats), and the Go
 //     heap, stack and goroutines per waiter (runtime.MemStats after GC,
-//     against before the first waiter started, the waiting goroutine
-//     itself included);
+//     against before the first waiter started: the waiting goroutine
+//     itself and the waiting client's connections, opened as the waiters
+//     started, included);
 //   - handoffs with that many waiting: the holder releases ScaleHandoffs of
 //     the locks one at a time, and each time the time from its Unlock call
 //     to a waiter of that lock returning from Lock is measured; the new
