@@ -7,6 +7,9 @@ var (
 	LockAcquire = load("lock_acquire.lua", request, lockHelpers)
 	// LockRelease releases one hold or undoes a lost acquisition; see lock_release.lua.
 	LockRelease = load("lock_release.lua", request, lockHelpers)
+	// LockHandoff releases a lock and acquires it for the next owner in one
+	// step; see lock_handoff.lua.
+	LockHandoff = load("lock_handoff.lua", request, lockHelpers)
 	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
 	LockForceUnlock = load("lock_force_unlock.lua", request)
 	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.

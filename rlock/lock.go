@@ -66,13 +66,9 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 		Kind:  kind,
 		Field: func(owner string) string { return owner },
 		Acquire: func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-			fencing := "0"
-			if op.Fencing {
-				fencing = "1"
-			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
 				[]string{op.Name, op.ReqKey, counter},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), flag(op.Fencing), op.Count).Int64Slice()
 			return lockOutcome(res, err)
 		},
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
@@ -84,6 +80,18 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				[]string{op.Name, channel, op.ReqKey, undoKey},
 				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, op.Count, op.Publish).Int64()
 		},
+		Handoff: func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+			res, err := lua.LockHandoff.Run(ctx, rdb(),
+				[]string{from.Name, channel, from.ReqKey, to.ReqKey, counter},
+				to.LeaseMillis(), from.Field, to.Field, e.C.RequestDeadline(ctx), flag(to.Fencing), to.Count, msg, from.Publish).Int64Slice()
+			if err != nil {
+				return core.HandoffOutcome{}, err
+			}
+			if len(res) < 3 {
+				return core.HandoffOutcome{}, fmt.Errorf("unexpected reply %v", res)
+			}
+			return core.HandoffOutcome{Remaining: res[0], Acquired: res[1] == 1, Fence: res[2]}, nil
+		},
 		Renew: func(op *core.Op) *core.RenewSpec {
 			return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}
 		},
@@ -91,6 +99,14 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			return core.WaitSpec{Channel: channel, Wake: pubsub.WakeOne}
 		},
 	}
+}
+
+// flag is a boolean script argument: "1" or "0".
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // lockOutcome reads lock_acquire's reply.

@@ -48,6 +48,7 @@ type Client struct {
 	mux     *pubsub.Mux
 	reqTTL  time.Duration
 	reqSeq  atomic.Uint64
+	turnSeq atomic.Uint64 // arrivals in local lines (Turn.seq)
 	cluster bool
 	pub     publishMode
 

@@ -53,6 +53,8 @@ type Hold struct {
 	err      error       // why the hold ended; nil while it lasts
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
+	chain    Chain       // its chain of in-process handoffs (handoff.go)
+	line     string      // the local line whose caller took it (holdThrough)
 	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
 }
 
@@ -221,6 +223,20 @@ func (c *Client) Release(key HoldKey, count int64, release func() (int64, error)
 	return remaining, err
 }
 
+// setChain records the chain of handoffs the hold is part of.
+func (h *Hold) setChain(ch Chain) {
+	h.mu.Lock()
+	h.chain = ch
+	h.mu.Unlock()
+}
+
+// chainOf returns the chain of handoffs the hold is part of.
+func (h *Hold) chainOf() Chain {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.chain
+}
+
 // setCount sets the hold's count; sent, when set, is when a command that
 // re-set the lease was sent (a fixed lease then counts from it).
 func (h *Hold) setCount(count int64, sent time.Time) {
@@ -266,6 +282,7 @@ func (h *Hold) end(err error) {
 	wasRenewing := h.renewing
 	h.renewing = false
 	h.mu.Unlock()
+	h.leaveLine(err != ErrNotHeld) // ErrNotHeld: a release that took effect
 	if wasRenewing {
 		h.c.wd.remove(h)
 	}

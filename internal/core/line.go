@@ -22,6 +22,9 @@ import (
 type lines struct {
 	mu sync.Mutex
 	m  map[string]*line
+	// held counts, per line, the live holds of this client taken by
+	// callers of the line (HeldHere).
+	held map[string]int
 }
 
 // line is the queue of callers for one resource; q[0] is the head, the only
@@ -38,6 +41,13 @@ type Turn struct {
 	// sub is a subscription handed along the line (Hand, Take), so that
 	// the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
+	// seq is the caller's arrival in the client (Client.turnSeq), which
+	// decides whether a handoff chain may serve it (ChainRule).
+	seq uint64
+	// offer is set while the turn accepts a handoff (Accepts, Claim);
+	// trying while it asks Redis itself (BeginTry), when none is made.
+	offer  *Offer
+	trying bool
 }
 
 // Hand gives the turn a subscription to pass on (nil: none): Leave hands
@@ -78,7 +88,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
 	}
-	t := &Turn{c: c, key: key, ready: closedChan} // the head's turn is now
+	t := &Turn{c: c, key: key, ready: closedChan, seq: c.turnSeq.Add(1)} // the head's turn is now
 	if len(l.q) > 0 {
 		t.ready = make(chan struct{})
 	}

@@ -117,6 +117,21 @@ type Side struct {
 	// (JoinLine) in which this side's waiters for the lock line up (see
 	// Acquire); LockLine builds it. Empty: waiters do not line up.
 	Line string
+	// Handoff, when set (with Line), releases the last hold of the owner
+	// of from and acquires for the owner of to, the next caller in the
+	// line, in one step (handoff.go). from.Count is 0; to.Count, Lease,
+	// Fencing and ReqKey are the acquisition's.
+	Handoff func(ctx context.Context, from, to *Op) (HandoffOutcome, error)
+}
+
+// HandoffOutcome is the result of one Side.Handoff call.
+type HandoffOutcome struct {
+	// Remaining is the releasing owner's count: 0 when the lock was handed
+	// over or, the acquisition having been cancelled, released; -1 when
+	// that owner did not hold the lock (nothing changed).
+	Remaining int64
+	Acquired  bool  // the next owner holds the lock
+	Fence     int64 // its fencing token
 }
 
 // LockLine returns the key of the local line of a lock's waiters (a
@@ -244,7 +259,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 			return false, err
 		}
 	}
-	ok, err = l.acquire(ctx, s, token, forever, wait, start)
+	ok, err = l.acquire(ctx, s, token, own, forever, wait, start)
 	if !ok && !own {
 		l.gate.leave(s.Shared)
 	}
@@ -256,9 +271,12 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 
 // acquire is Acquire past the gate: the local line, then the wait in Redis.
 // The whole call, from start, takes at most wait unless forever.
-func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, wait time.Duration, start time.Time) (bool, error) {
+func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, own, forever bool, wait time.Duration, start time.Time) (bool, error) {
 	base := l.op(s, token)
-	var turn *Turn
+	var (
+		turn *Turn
+		a    *acceptor
+	)
 	if s.Line != "" && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) == 0 {
 		t := l.C.JoinLine(s.Line, !forever && wait == 0)
 		if t == nil {
@@ -266,11 +284,19 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		}
 		defer t.Leave()
 		turn = t
+		if s.Handoff != nil && !own {
+			// A handle's own owner holds nothing while it waits (the
+			// gate), so a handoff gives it a first hold.
+			a = l.newAcceptor(s, base, turn)
+		}
 		left := wait
 		if !forever {
 			left = max(wait-time.Since(start), 0)
 		}
 		if ok, err := t.Await(ctx, forever, left); !ok || err != nil {
+			if a != nil && a.Withdraw() {
+				return true, nil // handed the lock as the wait ended
+			}
 			return false, err
 		}
 	}
@@ -285,6 +311,9 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
 		// unseen.
 		spec.Sub, spec.Keep = turn.Take(), turn.Hand
+	}
+	if a != nil {
+		spec.Handoff = a
 	}
 	return l.C.Wait(ctx, spec)
 }
@@ -332,14 +361,24 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 			renew = s.Renew(&op)
 		}
 		h := l.C.acquiredAs(s.Kind, s.What, sent, hk, op.Count, op.Lease, renew)
-		l.mu.Lock()
-		l.latest = h
-		if l.Fencing {
-			l.fence = out.Fence
+		if op.Count == 1 && s.Handoff != nil && s.Line != "" {
+			h.setChain(l.C.newChain()) // a hold taken from Redis begins a chain
+			l.C.holdThrough(h, s.Line)
 		}
-		l.mu.Unlock()
+		l.took(h, out.Fence)
 		return true, 0, nil
 	}
+}
+
+// took makes h, just acquired with fencing token fence, the handle's latest
+// hold.
+func (l *Lock) took(h *Hold, fence int64) {
+	l.mu.Lock()
+	l.latest = h
+	if l.Fencing {
+		l.fence = fence
+	}
+	l.mu.Unlock()
 }
 
 // undo reverts, in the background, an acquisition whose reply was lost
@@ -415,7 +454,23 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
 	}
 	op.Count = cur - 1
+	if op.Count == 0 && s.Handoff != nil && s.Line != "" {
+		if h := l.C.liveHold(hk); h != nil {
+			chain := h.chainOf()
+			if o := l.C.Claim(s.Line, chain); o != nil {
+				return l.handOff(ctx, s, hk, op, o, chain)
+			}
+		}
+	}
+	if op.Count == 0 && s.Line != "" {
+		if h := l.C.liveHold(hk); h != nil {
+			h.leaveLine(false) // the release publishes
+		}
+	}
 	remaining, err := l.C.Release(hk, op.Count, func() (int64, error) { return s.Release(ctx, &op) })
+	if err != nil && op.Count == 0 && s.Line != "" {
+		l.C.WakeLine(s.Line) // the release may not have published
+	}
 	switch {
 	case err != nil:
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
@@ -423,6 +478,117 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
 	}
 	return nil
+}
+
+// handOff releases the owner's last hold (op) and acquires the lock for the
+// caller whose offer o the release claimed, in one script; the caller's
+// wait ends with the outcome (acceptor.End). It answers the releaser as
+// Release does.
+func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer, chain Chain) error {
+	o.Op.ReqKey = l.requestKey()
+	to := o.Op
+	var out HandoffOutcome
+	sent := time.Now()
+	remaining, err := l.C.Release(hk, 0, func() (int64, error) {
+		var err error
+		out, err = s.Handoff(ctx, &op, &to)
+		return out.Remaining, err
+	})
+	handed := Handed{Sent: sent, Chain: chain}
+	switch {
+	case err != nil:
+		// An error reply ran nothing; without a reply, the acquisition
+		// may have taken place.
+		handed.Unknown = !IsReply(err)
+	case out.Acquired:
+		handed.Acquired, handed.Fence = true, out.Fence
+	}
+	o.Finish(handed)
+	switch {
+	case err != nil:
+		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+	case remaining < 0:
+		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, op.Owner, ErrNotHeld))
+	}
+	return nil
+}
+
+// acceptor lets a caller waiting in a lock's local line be handed the lock
+// (WaitSpec.Handoff).
+type acceptor struct {
+	l    *Lock
+	s    *Side
+	op   Op // the acquisition a releaser makes for the caller
+	turn *Turn
+}
+
+// newAcceptor makes the caller's turn accept handoffs of a first hold of
+// the owner of base.
+func (l *Lock) newAcceptor(s *Side, base Op, turn *Turn) *acceptor {
+	op := base
+	op.Count = 1
+	op.Lease = l.lease()
+	op.Fencing = l.Fencing
+	turn.Accepts(op)
+	return &acceptor{l: l, s: s, op: op, turn: turn}
+}
+
+func (a *acceptor) BeginTry() bool {
+	return !a.l.C.HeldHere(a.s.Line) && a.turn.BeginTry()
+}
+
+func (a *acceptor) EndTry()                 { a.turn.EndTry() }
+func (a *acceptor) Handed() <-chan struct{} { return a.turn.Handed() }
+
+func (a *acceptor) Take() bool {
+	o := a.turn.Handover()
+	if o == nil {
+		return false
+	}
+	if a.took(o) {
+		return true
+	}
+	a.turn.Accepts(a.op) // ready for the next release
+	return false
+}
+
+func (a *acceptor) Withdraw() bool {
+	o := a.turn.Withdraw()
+	return o != nil && a.took(o)
+}
+
+// took takes the outcome of the handoff o: the hold when the caller got the
+// lock; an undo in the background when the reply was lost. It gives back
+// the owner's lock Claim took.
+func (a *acceptor) took(o *Offer) bool {
+	l, s, op := a.l, a.s, o.Op
+	hk := HoldKey{Key: op.Name, Field: op.Field}
+	unlock := func() {
+		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
+			l.C.owners.unlock(hk, o.ol)
+		}
+	}
+	r := o.res
+	switch {
+	case r.Unknown:
+		if !l.undo(s, op, unlock) {
+			unlock()
+		}
+		return false
+	case !r.Acquired:
+		unlock()
+		return false
+	}
+	var renew *RenewSpec
+	if l.Fixed == 0 && s.Renew != nil {
+		renew = s.Renew(&op)
+	}
+	h := l.C.acquiredAs(s.Kind, s.What, r.Sent, hk, op.Count, op.Lease, renew)
+	h.setChain(r.Chain)
+	l.C.holdThrough(h, s.Line)
+	unlock()
+	l.took(h, r.Fence)
+	return true
 }
 
 // ForceEnded ends every hold of this client on the lock (any owner), after
@@ -476,17 +642,7 @@ var ownerLockPool = sync.Pool{New: func() any { return &ownerLock{sem: make(chan
 // unlock with o.unlock; when ctx ends first it returns an error wrapping
 // ctx.Err() and holds nothing.
 func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
-	o.mu.Lock()
-	if o.m == nil {
-		o.m = make(map[HoldKey]*ownerLock)
-	}
-	ol := o.m[k]
-	if ol == nil {
-		ol = ownerLockPool.Get().(*ownerLock)
-		o.m[k] = ol
-	}
-	ol.refs++
-	o.mu.Unlock()
+	ol := o.ref(k)
 	select {
 	case ol.sem <- struct{}{}:
 	default:
@@ -498,6 +654,35 @@ func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
 		}
 	}
 	return ol, nil
+}
+
+// tryLock locks k if it is not locked, without waiting.
+func (o *ownerLocks) tryLock(k HoldKey) (*ownerLock, bool) {
+	ol := o.ref(k)
+	select {
+	case ol.sem <- struct{}{}:
+		return ol, true
+	default:
+		o.drop(k, ol)
+		return nil, false
+	}
+}
+
+// ref returns k's lock, made if needed, with one more reference (drop
+// gives it up).
+func (o *ownerLocks) ref(k HoldKey) *ownerLock {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = make(map[HoldKey]*ownerLock)
+	}
+	ol := o.m[k]
+	if ol == nil {
+		ol = ownerLockPool.Get().(*ownerLock)
+		o.m[k] = ol
+	}
+	ol.refs++
+	return ol
 }
 
 // unlock unlocks k, locked as ol by lock.

@@ -42,6 +42,31 @@ type WaitSpec struct {
 	// (nil if it never subscribed) instead of Wait closing it: to hand it
 	// to the next caller in a local line. Keep must close it eventually.
 	Keep func(w *pubsub.Waiter)
+	// Handoff, when set, lets a releaser in this client end the wait by
+	// handing the caller what it waits for (handoff.go) during the pauses
+	// between attempts.
+	Handoff Acceptor
+}
+
+// Acceptor is a waiter's side of in-process handoffs.
+type Acceptor interface {
+	// BeginTry reports whether the waiter may ask Redis now, and marks it
+	// as doing so (EndTry ends the mark): false while a caller of this
+	// client holds what it waits for (whose release hands it on or
+	// publishes) or once a releaser has claimed the waiter (Take).
+	BeginTry() bool
+	EndTry()
+	// Handed is closed when a releaser has finished a handoff to the
+	// waiter (nil when none can come).
+	Handed() <-chan struct{}
+	// Take takes the outcome of a handoff a releaser claimed, waiting for
+	// it, and reports whether the waiter now holds what it waits for
+	// (false too when none was claimed).
+	Take() bool
+	// Withdraw ends the waiter's readiness when its wait ends, taking the
+	// outcome of a handoff claimed at that moment: it reports whether the
+	// waiter holds what it waited for after all.
+	Withdraw() bool
 }
 
 // Wait runs the waiting algorithm every redisync primitive shares:
@@ -67,6 +92,13 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 			}
 		}()
 	}
+	if a := s.Handoff; a != nil {
+		defer func() {
+			if a.Withdraw() && !ok {
+				ok, err = true, nil
+			}
+		}()
+	}
 	if s.Spin != nil {
 		return c.spin(ctx, s)
 	}
@@ -80,7 +112,7 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 		deadline = start.Add(s.Wait)
 	}
 	if w = s.Sub; w == nil {
-		ok, _, err = c.try(ctx, s.Try)
+		ok, _, err = c.tryOrTake(ctx, s)
 		if ok || err != nil || (!s.Forever && s.Wait <= 0) {
 			return ok, err
 		}
@@ -101,7 +133,7 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		ok, retry, err := c.try(ctx, s.Try)
+		ok, retry, err := c.tryOrTake(ctx, s)
 		if ok || err != nil || (s.Sub != nil && !s.Forever && s.Wait <= 0) {
 			return ok, err
 		}
@@ -110,15 +142,45 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 			return false, nil
 		}
 		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
-		select {
-		case <-w.C():
-		case <-timer.C:
-		case <-ctx.Done():
-			return false, ctxError(ctx)
-		case <-c.closing:
-			return false, ErrClosed
+		if ok, err := c.sleep(ctx, s.Handoff, w, timer); ok || err != nil {
+			return ok, err
 		}
 	}
+}
+
+// tryOrTake runs one attempt; with an acceptor, only when it allows one, and
+// otherwise takes the outcome of a handoff claimed meanwhile, if any.
+func (c *Client) tryOrTake(ctx context.Context, s WaitSpec) (bool, time.Duration, error) {
+	a := s.Handoff
+	if a == nil {
+		return c.try(ctx, s.Try)
+	}
+	if !a.BeginTry() {
+		return a.Take(), 0, nil
+	}
+	defer a.EndTry()
+	return c.try(ctx, s.Try)
+}
+
+// sleep is one pause of Wait: until a message, the timer, ctx or Close.
+// With an acceptor, a releaser of this client may hand the caller what it
+// waits for meanwhile: then it returns true.
+func (c *Client) sleep(ctx context.Context, a Acceptor, w *pubsub.Waiter, timer *time.Timer) (bool, error) {
+	var handed <-chan struct{}
+	if a != nil {
+		handed = a.Handed()
+	}
+	select {
+	case <-w.C():
+	case <-timer.C:
+	case <-handed:
+		return a.Take(), nil
+	case <-ctx.Done():
+		return false, ctxError(ctx)
+	case <-c.closing:
+		return false, ErrClosed
+	}
+	return false, nil
 }
 
 // subscribeFailed is Wait's answer when its subscription failed: ctx or
@@ -131,7 +193,7 @@ func (c *Client) subscribeFailed(ctx context.Context, s WaitSpec, deadline time.
 	case errors.Is(err, pubsub.ErrClosed):
 		return false, ErrClosed
 	case !s.Forever && !time.Now().Before(deadline):
-		ok, _, err := c.try(ctx, s.Try)
+		ok, _, err := c.tryOrTake(ctx, s)
 		return ok, err
 	}
 	return false, err

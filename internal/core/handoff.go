@@ -1,0 +1,253 @@
+package core
+
+import (
+	"time"
+)
+
+// In-process handoff.
+//
+// When a hold ends and the next caller in the client's local line for the
+// lock is waiting (between two attempts), the release and that caller's
+// acquisition are one script (Side.Handoff): the lock goes from one owner
+// to the next in one round trip, with no PUBLISH and no waiter woken to try
+// again. Other processes see the lock held all along; their waiters re-check
+// when its lease would end, and are woken by the release that ends the
+// chain of handoffs.
+//
+// So that they get their turn, a chain is bounded as Go's sync.Mutex bounds
+// its fast path: a hold taken from Redis starts a chain, and a release hands
+// the lock on only to a caller that was already waiting when the chain
+// began, or while the chain is younger than HandoffWindow. Past both, the
+// release frees the lock in Redis and publishes, and the next local caller
+// competes with everyone else. Every caller waiting in this client when a
+// chain begins is served by it, so no caller of this client waits for more
+// than one chain of its own client per chain of every other process.
+
+// HandoffWindow is how long a chain of in-process handoffs may also serve
+// callers that arrived after it began.
+const HandoffWindow = time.Millisecond
+
+// Chain is where a hold stands in a chain of handoffs: when the chain
+// began (a hold taken from Redis) and the last arrival (Turn.seq) it serves
+// in any case.
+type Chain struct {
+	Start time.Time
+	Last  uint64
+}
+
+// allows reports whether the chain may hand the lock on to the caller that
+// arrived as seq.
+func (ch Chain) allows(seq uint64) bool {
+	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
+}
+
+// newChain returns the chain a hold taken from Redis now begins: it serves
+// every caller of the client already waiting.
+func (c *Client) newChain() Chain {
+	return Chain{Start: time.Now(), Last: c.turnSeq.Load()}
+}
+
+// Offer is a caller's readiness, while it waits in a local line, to be
+// handed the lock: the acquisition to make for it, and where the outcome
+// goes. A releaser claims it (Claim) only while the caller is at the head
+// of the line and not asking Redis itself.
+type Offer struct {
+	// Op is the acquisition for the caller: owner, field, count, lease,
+	// fencing; the releaser sets ReqKey.
+	Op   Op
+	done chan struct{} // closed once res is set
+	res  Handed
+	// claimed: a releaser took the offer, holding the owner's lock ol for
+	// the caller, which must take the outcome (Turn.Handover).
+	claimed bool
+	ol      *ownerLock
+}
+
+// Handed is the outcome of a handoff, for the caller it was made for.
+type Handed struct {
+	// Acquired: the caller holds the lock (count Op.Count, fencing token
+	// Fence), from Sent on: the lease began after Sent.
+	Acquired bool
+	Fence    int64
+	Sent     time.Time
+	Chain    Chain // the chain the hold goes on with
+	// Unknown: the handoff's reply was lost; the acquisition may or may
+	// not have happened, and the caller must undo it (Lock.undo).
+	Unknown bool
+}
+
+// Finish sets a claimed offer's outcome and wakes its caller.
+func (o *Offer) Finish(h Handed) {
+	o.res = h
+	close(o.done)
+}
+
+// Accepts makes the turn accept handoffs of op (without its ReqKey) while
+// it waits in the line, until Withdraw.
+func (t *Turn) Accepts(op Op) {
+	t.c.lines.mu.Lock()
+	t.offer = &Offer{Op: op, done: make(chan struct{})}
+	t.c.lines.mu.Unlock()
+}
+
+// BeginTry marks the turn as asking Redis, so that no releaser claims its
+// offer meanwhile; it reports false, and marks nothing, when a releaser has
+// claimed it already (Handover then gives the outcome). EndTry ends the mark.
+func (t *Turn) BeginTry() bool {
+	t.c.lines.mu.Lock()
+	defer t.c.lines.mu.Unlock()
+	if t.offer != nil && t.offer.claimed {
+		return false
+	}
+	t.trying = true
+	return true
+}
+
+// EndTry ends a BeginTry.
+func (t *Turn) EndTry() {
+	t.c.lines.mu.Lock()
+	t.trying = false
+	t.c.lines.mu.Unlock()
+}
+
+// Handed returns a channel closed when a releaser has finished a handoff
+// to the turn (nil without an offer).
+func (t *Turn) Handed() <-chan struct{} {
+	t.c.lines.mu.Lock()
+	defer t.c.lines.mu.Unlock()
+	if t.offer == nil {
+		return nil
+	}
+	return t.offer.done
+}
+
+// Handover returns the offer when a releaser claimed it, after waiting for the
+// outcome (the releaser's script is bounded by its timeout); the turn no
+// longer accepts handoffs then (Accepts again to go on). nil when
+// unclaimed.
+func (t *Turn) Handover() *Offer {
+	t.c.lines.mu.Lock()
+	o := t.offer
+	if o == nil || !o.claimed {
+		t.c.lines.mu.Unlock()
+		return nil
+	}
+	t.offer = nil
+	t.c.lines.mu.Unlock()
+	<-o.done
+	return o
+}
+
+// Withdraw ends the turn's offer; it returns the offer, with its outcome,
+// when a releaser claimed it first (as Handover).
+func (t *Turn) Withdraw() *Offer {
+	t.c.lines.mu.Lock()
+	o := t.offer
+	t.offer = nil
+	t.c.lines.mu.Unlock()
+	if o == nil || !o.claimed {
+		return nil
+	}
+	<-o.done
+	return o
+}
+
+// Claim, for the releaser of the last hold of a lock whose local line is
+// key, returns the offer of the caller at the head of the line when it
+// accepts a handoff, is not asking Redis, the chain allows it and its
+// owner's lock is free; the offer is then claimed (the owner's lock taken
+// for the caller) and the releaser must Finish it. nil otherwise.
+func (c *Client) Claim(key string, chain Chain) *Offer {
+	ls := &c.lines
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil || len(l.q) == 0 {
+		return nil
+	}
+	t := l.q[0]
+	o := t.offer
+	if o == nil || o.claimed || t.trying || !chain.allows(t.seq) {
+		return nil
+	}
+	ol, ok := c.owners.tryLock(HoldKey{Key: o.Op.Name, Field: o.Op.Field})
+	if !ok {
+		return nil
+	}
+	o.claimed, o.ol = true, ol
+	return o
+}
+
+// holdThrough records that h was taken by a caller of the line key, so that
+// the line's head waits for its release instead of asking Redis (HeldHere),
+// until h leaves the line (leaveLine: its release begins, or it ends).
+func (c *Client) holdThrough(h *Hold, key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil || h.line != "" {
+		return
+	}
+	h.line = key
+	ls := &c.lines
+	ls.mu.Lock()
+	if ls.held == nil {
+		ls.held = make(map[string]int)
+	}
+	ls.held[key]++
+	ls.mu.Unlock()
+}
+
+// leaveLine forgets that h was taken through a line (holdThrough), before
+// its release is sent (so that a waiter that then asks Redis and finds it
+// held is subscribed in time for the release's message) or when it ends.
+// When the hold was lost, or its release failed (nothing is published,
+// nothing handed on), it wakes the head of the line, which waits without
+// asking Redis while the lock is held here.
+func (h *Hold) leaveLine(lost bool) {
+	h.mu.Lock()
+	key := h.line
+	h.line = ""
+	h.mu.Unlock()
+	if key == "" {
+		return
+	}
+	ls := &h.c.lines
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.held[key]--; ls.held[key] > 0 {
+		return
+	}
+	delete(ls.held, key)
+	if lost {
+		ls.wakeHead(key)
+	}
+}
+
+// WakeLine wakes the head of the line key if it waits for a handoff: to
+// ask Redis again after a release that may not have published.
+func (c *Client) WakeLine(key string) {
+	c.lines.mu.Lock()
+	defer c.lines.mu.Unlock()
+	c.lines.wakeHead(key)
+}
+
+// wakeHead wakes the head of the line key if it waits for a handoff, with
+// an empty outcome (not handed: it asks Redis). ls.mu must be held.
+func (ls *lines) wakeHead(key string) {
+	if l := ls.m[key]; l != nil && len(l.q) > 0 {
+		if o := l.q[0].offer; o != nil && !o.claimed {
+			o.claimed = true
+			o.Finish(Handed{})
+		}
+	}
+}
+
+// HeldHere reports whether a caller of the line key holds the lock in this
+// client: its release will hand the lock on or publish, so the line's head
+// need not ask Redis meanwhile.
+func (c *Client) HeldHere(key string) bool {
+	ls := &c.lines
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.held[key] > 0
+}

@@ -1,0 +1,205 @@
+package rlock_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rlock"
+)
+
+// recorded returns a redisync client on s whose script calls rec records.
+func recorded(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Recorder) {
+	t.Helper()
+	rdb := s.Client(t)
+	rec := &redistest.Recorder{}
+	rdb.AddHook(rec)
+	return clienttest.New(t, rdb), rec
+}
+
+// scriptIs reports whether the script call args (EVALSHA's, or EVAL's
+// after NOSCRIPT) ran script.
+func scriptIs(args []any, script *redis.Script) bool {
+	if len(args) < 2 {
+		return false
+	}
+	if src, ok := args[1].(string); ok && args[0] == "eval" {
+		return sha1hex(src) == script.Hash()
+	}
+	return args[1] == script.Hash()
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Issue 16: when the next caller waiting for the lock is in the same
+// client, Unlock hands the lock over in one script (no PUBLISH, no waiter
+// woken to try), and the caller holds it with its own hold. A late copy of
+// that script changes nothing.
+func TestUnlockHandsOverInProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	c, rec := recorded(t, s)
+	name := redistest.Key(t)
+	a, b := rlock.New(c, name, rlock.WithFencing()), rlock.New(c, name, rlock.WithFencing())
+	// Both wait behind another client, so that b waits already when a's
+	// hold begins a chain of handoffs.
+	other := rlock.New(clienttest.New(t, s.Client(t)), name)
+	require.NoError(t, other.Lock(ctx))
+	gotA := make(chan error, 1)
+	go func() { gotA <- a.Lock(ctx) }()
+	require.Eventually(t, func() bool { return lockLineLen(c, name) == 1 }, 5*time.Second, time.Millisecond)
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return lockLineLen(c, name) == 2 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, other.Unlock(ctx))
+	require.NoError(t, <-gotA)
+
+	rec.Reset()
+	require.NoError(t, a.Unlock(ctx))
+	handoff := rec.Last()
+	require.True(t, scriptIs(handoff, lua.LockHandoff), "the unlock was not a handoff: %v", handoff)
+	require.NoError(t, <-got)
+	held, err := b.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "b holds the lock in Redis")
+	assert.Greater(t, b.FencingToken(), a.FencingToken(), "the handed hold has a newer fencing token")
+	assert.NoError(t, b.Err())
+	select {
+	case <-a.Done():
+	default:
+		t.Fatal("a's hold did not end")
+	}
+	require.NoError(t, b.Unlock(ctx))
+
+	direct := s.Client(t)
+	require.NoError(t, direct.Do(ctx, handoff...).Err(), "a copy within the record's lifetime")
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a copy of the handoff took the lock again")
+}
+
+// Issue 16: handoffs keep mutual exclusion between handles of one client
+// and other clients, and a chain of handoffs does not starve another
+// process: its waiter gets the lock while this client's goroutines keep
+// asking for it.
+func TestHandoffsExcludeAndLetOthersIn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t)
+	busy := clienttest.New(t, s.Client(t))
+	var inside, most, total atomic.Int64
+	enter := func() {
+		n := inside.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		total.Add(1)
+		inside.Add(-1)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := rlock.New(busy, name)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !assert.NoError(t, l.Lock(ctx)) {
+					return
+				}
+				enter()
+				assert.NoError(t, l.Unlock(ctx))
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return total.Load() > 50 }, 10*time.Second, time.Millisecond)
+
+	other := rlock.New(clienttest.New(t, s.Client(t)), name)
+	for range 3 {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := other.Lock(wctx)
+		cancel()
+		require.NoError(t, err, "another process starved by a chain of handoffs")
+		enter()
+		require.NoError(t, other.Unlock(ctx))
+	}
+	close(stop)
+	wg.Wait()
+	assert.EqualValues(t, 1, most.Load(), "two holders at once")
+}
+
+// Issue 16: a waiter whose wait ends (ctx) while the lock is being handed
+// to it either returns holding it or holds nothing: no hold is left behind
+// in Redis or in the client.
+func TestHandoffRacingCancelLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	c := clienttest.New(t, s.Client(t))
+	name := redistest.Key(t)
+	a, b := rlock.New(c, name), rlock.New(c, name)
+	for i := range 30 {
+		require.NoError(t, a.Lock(ctx))
+		wctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() { got <- b.Lock(wctx) }()
+		require.Eventually(t, func() bool { return lockLineLen(c, name) == 1 }, 5*time.Second, time.Millisecond)
+		go func() {
+			time.Sleep(time.Duration(i%6) * 50 * time.Microsecond)
+			cancel()
+		}()
+		require.NoError(t, a.Unlock(ctx))
+		if err := <-got; err == nil {
+			require.NoError(t, b.Unlock(ctx), "round %d: b returned holding the lock", i)
+		} else {
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		cancel()
+		require.Eventually(t, func() bool {
+			locked, err := a.IsLocked(ctx)
+			return err == nil && !locked
+		}, 5*time.Second, time.Millisecond, "round %d: a hold was left behind", i)
+		assert.Zero(t, lockLineLen(c, name))
+	}
+}
+
+// Issue 16: a caller waiting behind a hold of its own client does not ask
+// Redis meanwhile; when that hold is lost instead of released (nothing is
+// published), it is woken at once, not at the re-check interval.
+func TestLostLocalHoldWakesTheLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	c := clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute))
+	name := redistest.Key(t)
+	holder := rlock.New(c, name, rlock.WithLease(300*time.Millisecond))
+	require.NoError(t, holder.Lock(ctx)) // and never unlocked: the lease runs out
+	waiter := rlock.New(c, name)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, waiter.Lock(wctx))
+	assert.Less(t, time.Since(start), 15*time.Second, "woken by the re-check, not by the loss")
+	require.NoError(t, waiter.Unlock(ctx))
+	<-holder.Done()
+	require.ErrorIs(t, holder.Err(), redisync.ErrLockLost)
+}
