@@ -366,15 +366,16 @@ func (r *contendedRun) result() Result {
 		OpsPerSec: f(float64(ops) / r.window.Seconds()),
 		Op: fmt.Sprintf("one acquisition: %d goroutines over %d clients on one lock, each holding it %s",
 			len(r.mutexes), r.clients, holdText),
-		Latency: "wait for the lock, from the Lock call to its return",
+		Latency: "wait for the lock, from the Lock call to its return; a wait still going on when the window closed counts as long as it had lasted",
 		Ops:     ops,
 		Seconds: round4(r.window.Seconds()),
 		Wait:    r.lib.wait,
 		GaveUp:  r.lr.gaveUp.Load() - r.gaveUp0,
 	}
-	res.quantiles(sortDurations(r.total.waits))
+	res.quantiles(sortDurations(slices.Concat(r.total.waits, r.total.unfinished)))
 	res.perOp(r.u, ops)
 	r.total.fairness(&res)
+	res.Extra["unfinished_waits"] = float64(len(r.total.unfinished))
 	return res
 }
 
@@ -385,6 +386,9 @@ type contention struct {
 	acquisitions int64   // completed within the window
 	perGoroutine []int64 // acquisitions of each goroutine
 	waits        []time.Duration
+	// unfinished: waits still going on when the window closed, counted as
+	// long as they had lasted then (the quantiles include them).
+	unfinished []time.Duration
 }
 
 // add adds the counts of d to c (same goroutines).
@@ -394,6 +398,7 @@ func (c *contention) add(d contention) {
 		c.perGoroutine[i] += n
 	}
 	c.waits = append(c.waits, d.waits...)
+	c.unfinished = append(c.unfinished, d.unfinished...)
 }
 
 // busiestShare returns the fraction of acquisitions the busiest goroutine
@@ -443,10 +448,11 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		errOnce sync.Once
-		runErr  error
-		wg      sync.WaitGroup
-		lat     latencies
+		errOnce    sync.Once
+		runErr     error
+		wg         sync.WaitGroup
+		lat        latencies
+		unfinished latencies
 	)
 	res := contention{perGoroutine: make([]int64, len(mutexes))}
 	fail := func(err error) {
@@ -470,6 +476,12 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 				if err := m.Lock(runCtx); err != nil {
 					if runCtx.Err() == nil {
 						fail(fmt.Errorf("lock: %w", err))
+					} else if t.Before(deadline) {
+						// Still waiting when the window closed: its wait
+						// counts, as long as the window (a lower bound), so
+						// that a goroutine starved all along weighs in the
+						// quantiles instead of vanishing from them.
+						unfinished.add(deadline.Sub(t))
 					}
 					return
 				}
@@ -484,6 +496,8 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 				}
 				if got.Before(deadline) {
 					mine = append(mine, got.Sub(t))
+				} else if t.Before(deadline) {
+					unfinished.add(deadline.Sub(t))
 				}
 			}
 		}()
@@ -494,5 +508,6 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 	}
 	res.waits = lat.sorted()
 	res.acquisitions = int64(len(res.waits))
+	res.unfinished = unfinished.sorted()
 	return res, runErr
 }

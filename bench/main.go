@@ -41,7 +41,11 @@
 //   - contended-0ms, contended-1ms: -goroutines goroutines over -clients
 //     clients on one lock, holding it ~0 or 1 ms: acquisitions/s, and how
 //     evenly the goroutines shared them (the busiest one's share against
-//     1/goroutines).
+//     1/goroutines). The wait quantiles include the waits still going on
+//     when the window closed, each as long as it had lasted then: a
+//     goroutine starved for the whole window counts with a wait of the
+//     window, instead of vanishing from the quantiles (extra
+//     unfinished_waits says how many).
 //   - contended-0ms-64, contended-1ms-64: the same with -many-goroutines
 //     goroutines over -many-clients clients (64 over 16).
 //   - many-locks: -many-locks-goroutines goroutines over

@@ -180,7 +180,7 @@ func (c *Client) Claim(key string, chain Chain) *Offer {
 
 // holdThrough records that h was taken by a caller of the line key, so that
 // the line's head waits for its release instead of asking Redis (HeldHere),
-// until h leaves the line (leaveLine: its release begins, or it ends).
+// until h ends (leaveLine).
 func (c *Client) holdThrough(h *Hold, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -197,13 +197,13 @@ func (c *Client) holdThrough(h *Hold, key string) {
 	ls.mu.Unlock()
 }
 
-// leaveLine forgets that h was taken through a line (holdThrough), before
-// its release is sent (so that a waiter that then asks Redis and finds it
-// held is subscribed in time for the release's message) or when it ends.
-// When the hold was lost, or its release failed (nothing is published,
-// nothing handed on), it wakes the head of the line, which waits without
-// asking Redis while the lock is held here.
-func (h *Hold) leaveLine(lost bool) {
+// leaveLine forgets that h was taken through a line (holdThrough), when it
+// ends, and wakes the head of the line, which waits without asking Redis
+// while the lock is held here (HeldHere): at once, without waiting for the
+// release's message (or for the re-check interval when the hold was lost
+// or its release failed, and nothing was published). A head the release
+// handed the lock to is not woken: it has its outcome.
+func (h *Hold) leaveLine() {
 	h.mu.Lock()
 	key := h.line
 	h.line = ""
@@ -218,9 +218,7 @@ func (h *Hold) leaveLine(lost bool) {
 		return
 	}
 	delete(ls.held, key)
-	if lost {
-		ls.wakeHead(key)
-	}
+	ls.wakeHead(key)
 }
 
 // WakeLine wakes the head of the line key if it waits for a handoff: to

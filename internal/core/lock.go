@@ -315,7 +315,16 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, own, forever 
 	if a != nil {
 		spec.Handoff = a
 	}
-	return l.C.Wait(ctx, spec)
+	ok, err := l.C.Wait(ctx, spec)
+	if ok && turn != nil && (a == nil || !a.handed) {
+		// Taken from Redis, maybe before other processes' waiters woken by
+		// the same release: this client's subscription moves to the end
+		// of the channel's subscribers (Redis delivers in subscription
+		// order), so that the next release reaches it last, and the
+		// processes take turns.
+		turn.Hand(nil)
+	}
+	return ok, err
 }
 
 // try makes one acquisition attempt for the owner of base.
@@ -462,11 +471,6 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 			}
 		}
 	}
-	if op.Count == 0 && s.Line != "" {
-		if h := l.C.liveHold(hk); h != nil {
-			h.leaveLine(false) // the release publishes
-		}
-	}
 	remaining, err := l.C.Release(hk, op.Count, func() (int64, error) { return s.Release(ctx, &op) })
 	if err != nil && op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published
@@ -520,6 +524,8 @@ type acceptor struct {
 	s    *Side
 	op   Op // the acquisition a releaser makes for the caller
 	turn *Turn
+	// handed: the caller got the lock by a handoff.
+	handed bool
 }
 
 // newAcceptor makes the caller's turn accept handoffs of a first hold of
@@ -533,8 +539,8 @@ func (l *Lock) newAcceptor(s *Side, base Op, turn *Turn) *acceptor {
 	return &acceptor{l: l, s: s, op: op, turn: turn}
 }
 
-func (a *acceptor) BeginTry() bool {
-	return !a.l.C.HeldHere(a.s.Line) && a.turn.BeginTry()
+func (a *acceptor) BeginTry(force bool) bool {
+	return (force || !a.l.C.HeldHere(a.s.Line)) && a.turn.BeginTry()
 }
 
 func (a *acceptor) EndTry()                 { a.turn.EndTry() }
@@ -588,6 +594,7 @@ func (a *acceptor) took(o *Offer) bool {
 	l.C.holdThrough(h, s.Line)
 	unlock()
 	l.took(h, r.Fence)
+	a.handed = true
 	return true
 }
 

@@ -51,10 +51,11 @@ type WaitSpec struct {
 // Acceptor is a waiter's side of in-process handoffs.
 type Acceptor interface {
 	// BeginTry reports whether the waiter may ask Redis now, and marks it
-	// as doing so (EndTry ends the mark): false while a caller of this
-	// client holds what it waits for (whose release hands it on or
-	// publishes) or once a releaser has claimed the waiter (Take).
-	BeginTry() bool
+	// as doing so (EndTry ends the mark): false once a releaser has
+	// claimed the waiter (Take), and, unless force, while a caller of
+	// this client holds what it waits for (whose release hands it on or
+	// publishes).
+	BeginTry(force bool) bool
 	EndTry()
 	// Handed is closed when a releaser has finished a handoff to the
 	// waiter (nil when none can come).
@@ -112,7 +113,7 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 		deadline = start.Add(s.Wait)
 	}
 	if w = s.Sub; w == nil {
-		ok, _, err = c.tryOrTake(ctx, s)
+		ok, _, err = c.tryOrTake(ctx, s, false)
 		if ok || err != nil || (!s.Forever && s.Wait <= 0) {
 			return ok, err
 		}
@@ -132,8 +133,12 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// A release published before the subscription took effect reached
+	// nobody: the first try after subscribing is made in any case.
+	force := s.Sub == nil
 	for {
-		ok, retry, err := c.tryOrTake(ctx, s)
+		ok, retry, err := c.tryOrTake(ctx, s, force)
+		force = false
 		if ok || err != nil || (s.Sub != nil && !s.Forever && s.Wait <= 0) {
 			return ok, err
 		}
@@ -148,15 +153,23 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	}
 }
 
-// tryOrTake runs one attempt; with an acceptor, only when it allows one, and
-// otherwise takes the outcome of a handoff claimed meanwhile, if any.
-func (c *Client) tryOrTake(ctx context.Context, s WaitSpec) (bool, time.Duration, error) {
+// tryOrTake runs one attempt; with an acceptor, only when it allows one
+// (BeginTry(force)), and otherwise takes the outcome of a handoff claimed
+// meanwhile, if any.
+func (c *Client) tryOrTake(ctx context.Context, s WaitSpec, force bool) (bool, time.Duration, error) {
 	a := s.Handoff
 	if a == nil {
 		return c.try(ctx, s.Try)
 	}
-	if !a.BeginTry() {
-		return a.Take(), 0, nil
+	if !a.BeginTry(force) {
+		if a.Take() {
+			return true, 0, nil
+		}
+		// Not handed (a release that was no handoff woke the waiter),
+		// or nothing came: one more look, which may allow a try now.
+		if !a.BeginTry(force) {
+			return false, 0, nil
+		}
 	}
 	defer a.EndTry()
 	return c.try(ctx, s.Try)
@@ -193,7 +206,7 @@ func (c *Client) subscribeFailed(ctx context.Context, s WaitSpec, deadline time.
 	case errors.Is(err, pubsub.ErrClosed):
 		return false, ErrClosed
 	case !s.Forever && !time.Now().Before(deadline):
-		ok, _, err := c.tryOrTake(ctx, s)
+		ok, _, err := c.tryOrTake(ctx, s, true)
 		return ok, err
 	}
 	return false, err
