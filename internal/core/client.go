@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,7 @@ type Client struct {
 	log     *slog.Logger
 	mux     *pubsub.Mux
 	reqTTL  time.Duration
+	reqID   string // random, base 36: the part of RequestID before the sequence number
 	reqSeq  atomic.Uint64
 	cluster bool
 	pub     publishMode
@@ -92,6 +94,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		log:     o.Logger,
 		closing: make(chan struct{}),
 		holds:   make(map[HoldKey]*Hold),
+		reqID:   strconv.FormatUint(rand.Uint64(), 36),
 	}
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
@@ -141,10 +144,14 @@ func (c *Client) Recheck() time.Duration { return c.opts.Recheck }
 // Closing is closed when Close starts.
 func (c *Client) Closing() <-chan struct{} { return c.closing }
 
-// RequestID returns a request id unique to this client: the key under which
-// a state-changing script records its result (keys.Request).
+// RequestID returns a fresh request id: with keys.Request, the key under
+// which a state-changing script records its result. It is a random number
+// drawn for the client and a sequence number, both in base 36: short, and
+// unique among the clients that share a server while their records live
+// (minutes). It never holds ':', so it never equals an owner field
+// ("<client id>:<token>").
 func (c *Client) RequestID() string {
-	return c.id + ":" + strconv.FormatUint(c.reqSeq.Add(1), 36)
+	return c.reqID + "." + strconv.FormatUint(c.reqSeq.Add(1), 36)
 }
 
 // DetachedContext returns a context for a release or clean-up that must run

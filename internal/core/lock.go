@@ -151,7 +151,7 @@ func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
 
 // names builds the names the handle keeps (l.once).
 func (l *Lock) names() {
-	l.reqPrefix = keys.Request(l.Name, l.C.id+":")
+	l.reqPrefix = keys.Request(l.Name, l.C.reqID+".")
 	l.ownName = l.C.ownerName(l.Token)
 }
 

@@ -16,7 +16,7 @@ func TestLockRequestKey(t *testing.T) {
 	for _, name := range []string{"orders", "a{b}c", "a}b", "{x"} {
 		l := NewLock(c, "rlock", name)
 		got := l.requestKey()
-		want := keys.Request(name, c.id+":"+strconv.FormatUint(c.reqSeq.Load(), 36))
+		want := keys.Request(name, c.reqID+"."+strconv.FormatUint(c.reqSeq.Load(), 36))
 		assert.Equal(t, want, got, name)
 	}
 }
