@@ -93,6 +93,12 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 	}
 }
 
+// forcedMarkTTL is how long, in milliseconds, a force unlock's marks on
+// the request keys of fresh holds live (lua cancel_holds): past the
+// deadline of any copy of their acquisitions, sent before the force unlock
+// by any client.
+var forcedMarkTTL = (core.MaxRequestTTL + time.Second).Milliseconds()
+
 // lockOutcome reads lock_acquire's reply.
 func lockOutcome(res []int64, err error) (core.Outcome, error) {
 	switch {
@@ -172,7 +178,8 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
-		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx)).Int64()
+		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx),
+		keys.RequestPrefix(h.e.Name), forcedMarkTTL).Int64()
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}

@@ -258,5 +258,9 @@ func requestTTL(rdb redis.UniversalClient) time.Duration {
 		set(o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.MaxRetryBackoff)
 	}
 	ttl := time.Duration(retries+1)*(read+write+backoff) + time.Second
-	return min(max(ttl, 5*time.Second), 5*time.Minute)
+	return min(max(ttl, 5*time.Second), MaxRequestTTL)
 }
+
+// MaxRequestTTL bounds every client's request lifetime (requestTTL): no
+// request is applied later than this after it was sent.
+const MaxRequestTTL = 5 * time.Minute
