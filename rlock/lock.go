@@ -57,18 +57,29 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 
 // lockSide is the lock's configuration of the engine (the spin lock's too,
 // with msg "" and a spin wait): the lock_acquire and lock_release scripts
-// on the hash's owner fields, and a wait on the lock's channel that wakes
-// one waiter per release.
+// on the hash's owner fields for context owners, lock_acquire_fresh and
+// lock_release_fresh for the fresh holds of callers without one, and a
+// wait on the lock's channel that wakes one waiter per release.
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
 	rdb := func() redis.UniversalClient { return e.C.Redis() }
 	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
 	return &core.Side{
 		Kind:  kind,
+		Fresh: true,
 		Field: func(owner string) string { return owner },
 		Acquire: func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 			fencing := "0"
 			if op.Fencing {
 				fencing = "1"
+			}
+			if op.Fresh {
+				ks := []string{op.Name, op.ReqKey, counter}
+				if !op.Fencing {
+					ks = ks[:2] // the counter is not touched: spare its bytes
+				}
+				res, err := lua.LockAcquireFresh.Run(ctx, rdb(), ks,
+					op.LeaseMillis(), fieldAt(op.ReqKey, op.Field), op.Deadline, fencing).Int64Slice()
+				return lockOutcome(res, err)
 			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
 				[]string{op.Name, op.ReqKey, counter},
@@ -79,6 +90,15 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			undo, undoKey := "0", op.ReqKey
 			if op.UndoKey != "" {
 				undo, undoKey = "1", op.UndoKey
+			}
+			if op.Fresh {
+				// The hold's request key is its acquisition's (undoKey
+				// in an undo). Its mark outlives the acquisition's
+				// deadline and this request's.
+				mark := max(op.Deadline, e.C.RequestDeadline(ctx)) + markMargin
+				return lua.LockReleaseFresh.Run(ctx, rdb(),
+					[]string{op.Name, undoKey, channel},
+					fieldAt(undoKey, op.Field), msg, op.Publish, mark, undo).Int64()
 			}
 			return lua.LockRelease.Run(ctx, rdb(),
 				[]string{op.Name, channel, op.ReqKey, undoKey},
@@ -99,7 +119,16 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 // by any client.
 var forcedMarkTTL = (core.MaxRequestTTL + time.Second).Milliseconds()
 
-// lockOutcome reads lock_acquire's reply.
+// markMargin is how long, in milliseconds, a fresh hold's mark outlives
+// the deadlines it must outlive, as request records do (prelude_request).
+const markMargin = 1000
+
+// fieldAt returns where a fresh hold's owner field starts in its request
+// key req, which ends with it (1-based, as Lua's string.sub counts): the
+// scripts read the field from there instead of being sent it again.
+func fieldAt(req, field string) int { return len(req) - len(field) + 1 }
+
+// lockOutcome reads lock_acquire's (and lock_acquire_fresh's) reply.
 func lockOutcome(res []int64, err error) (core.Outcome, error) {
 	switch {
 	case err != nil:

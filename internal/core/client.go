@@ -149,7 +149,7 @@ func (c *Client) Closing() <-chan struct{} { return c.closing }
 // drawn for the client and a sequence number, both in base 36: short, and
 // unique among the clients that share a server while their records live
 // (minutes). It never holds ':', so it never equals an owner field
-// ("<client id>:<token>").
+// ("<client id>:<token>"), a fresh hold's request id (see Lock).
 func (c *Client) RequestID() string {
 	return c.reqID + "." + strconv.FormatUint(c.reqSeq.Add(1), 36)
 }
@@ -258,9 +258,12 @@ func requestTTL(rdb redis.UniversalClient) time.Duration {
 		set(o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.MaxRetryBackoff)
 	}
 	ttl := time.Duration(retries+1)*(read+write+backoff) + time.Second
-	return min(max(ttl, 5*time.Second), MaxRequestTTL)
+	return min(max(ttl, minRequestTTL), MaxRequestTTL)
 }
 
-// MaxRequestTTL bounds every client's request lifetime (requestTTL): no
-// request is applied later than this after it was sent.
-const MaxRequestTTL = 5 * time.Minute
+// The bounds of every client's request lifetime (requestTTL): no request
+// is applied later than MaxRequestTTL after it was sent.
+const (
+	minRequestTTL = 5 * time.Second
+	MaxRequestTTL = 5 * time.Minute
+)
