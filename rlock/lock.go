@@ -63,15 +63,13 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
 	rdb := func() redis.UniversalClient { return e.C.Redis() }
 	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
+	msgArg := any(msg)
 	return &core.Side{
 		Kind:  kind,
 		Fresh: true,
 		Field: func(owner string) string { return owner },
 		Acquire: func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-			fencing := "0"
-			if op.Fencing {
-				fencing = "1"
-			}
+			fencing := flag(op.Fencing)
 			if op.Fresh {
 				ks := []string{op.Name, op.ReqKey, counter}
 				if !op.Fencing {
@@ -87,9 +85,9 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			return lockOutcome(res, err)
 		},
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
-			undo, undoKey := "0", op.ReqKey
+			undo, undoKey := flag(false), op.ReqKey
 			if op.UndoKey != "" {
-				undo, undoKey = "1", op.UndoKey
+				undo, undoKey = flag(true), op.UndoKey
 			}
 			if op.Fresh {
 				// The hold's request key is its acquisition's (undoKey
@@ -98,19 +96,57 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				mark := max(op.Deadline, e.C.RequestDeadline(ctx)) + markMargin
 				return lua.LockReleaseFresh.Run(ctx, rdb(),
 					[]string{op.Name, undoKey, channel},
-					fieldAt(undoKey, op.Field), msg, op.Publish, mark, undo).Int64()
+					fieldAt(undoKey, op.Field), msgArg, publishArg(op.Publish), mark, undo).Int64()
 			}
 			return lua.LockRelease.Run(ctx, rdb(),
 				[]string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, op.Count, op.Publish).Int64()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msgArg, undo, op.Count, publishArg(op.Publish)).Int64()
 		},
-		Renew: func(op *core.Op) *core.RenewSpec {
-			return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}
-		},
+		Renew: renewLock,
 		Wait: func(*core.Op) core.WaitSpec {
 			return core.WaitSpec{Channel: channel, Wake: pubsub.WakeOne}
 		},
 	}
+}
+
+// renewLock is how the watchdog renews a hold of the lock (lua.RenewLock):
+// the hash and the owner's field, in one allocation besides the field's
+// boxing.
+func renewLock(op *core.Op) *core.RenewSpec {
+	r := &struct {
+		spec core.RenewSpec
+		keys [1]string
+		args [1]any
+	}{keys: [1]string{op.Name}, args: [1]any{op.Field}}
+	r.spec = core.RenewSpec{Script: lua.RenewLock, Keys: r.keys[:], Args: r.args[:]}
+	return &r.spec
+}
+
+// Script arguments boxed once: passing a string to a script as an any
+// allocates otherwise, at every call.
+var (
+	flags             = [2]any{"0", "1"}
+	publish, spublish = any("publish"), any("spublish")
+)
+
+// flag returns "1" for true and "0" for false, as the scripts take flags.
+func flag(b bool) any {
+	if b {
+		return flags[1]
+	}
+	return flags[0]
+}
+
+// publishArg returns the publish command (core.Client.PublishCommand) as a
+// script argument.
+func publishArg(cmd string) any {
+	switch cmd {
+	case "publish":
+		return publish
+	case "spublish":
+		return spublish
+	}
+	return cmd
 }
 
 // forcedMarkTTL is how long, in milliseconds, a force unlock's marks on

@@ -158,7 +158,10 @@ func (c *Client) RequestID() string {
 // even though ctx is cancelled: ctx's values without its cancellation,
 // bounded by a timeout.
 func (c *Client) DetachedContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	if _, ok := ctx.Deadline(); ok || ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx) // else ctx is never cancelled: keep it
+	}
+	return context.WithTimeout(ctx, releaseTimeout)
 }
 
 // background runs f in a goroutine that Close waits for. f's context ends

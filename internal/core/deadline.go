@@ -31,8 +31,9 @@ type serverClock struct {
 
 // RequestDeadline returns the deadline, in epoch milliseconds by the Redis
 // server's clock, of a state-changing request sent now.
-func (c *Client) RequestDeadline(ctx context.Context) int64 {
-	return time.Now().Add(c.serverOffset(ctx) + c.reqTTL).UnixMilli()
+func (c *Client) RequestDeadline(context.Context) int64 {
+	now := time.Now()
+	return now.Add(c.serverOffset(now) + c.reqTTL).UnixMilli()
 }
 
 // FreshDeadline returns the deadline, in epoch milliseconds by the Redis
@@ -51,12 +52,13 @@ func (c *Client) RequestDeadline(ctx context.Context) int64 {
 // "acquired") or is refused, and is then the only one, or the hold has
 // ended. Only a go-redis re-send later than the deadline, after every
 // earlier copy was lost, fails where it could have succeeded.
-func (c *Client) FreshDeadline(ctx context.Context, lease time.Duration) int64 {
+func (c *Client) FreshDeadline(_ context.Context, lease time.Duration) int64 {
 	ttl := c.reqTTL
 	if short := lease - freshSlack; short < ttl && short >= minRequestTTL {
 		ttl = short
 	}
-	return time.Now().Add(c.serverOffset(ctx) + ttl).UnixMilli()
+	now := time.Now()
+	return now.Add(c.serverOffset(now) + ttl).UnixMilli()
 }
 
 // freshSlack is how long before the end of its lease a fresh hold's
@@ -66,16 +68,17 @@ func (c *Client) FreshDeadline(ctx context.Context, lease time.Duration) int64 {
 // go-redis at least requestTTL's lower bound to re-send.
 const freshSlack = 2 * time.Second
 
-// serverOffset returns the offset to the server's clock. When a measurement
+// serverOffset returns the offset to the server's clock at now (the
+// caller's time.Now). When a measurement
 // is due it starts one in the background and returns the last offset (zero
 // at first: the clocks are assumed to agree until measured), so no request
 // waits for it and none fails because of it. A failed measurement keeps the
 // offset and is tried again at the next resample.
-func (c *Client) serverOffset(context.Context) time.Duration {
+func (c *Client) serverOffset(now time.Time) time.Duration {
 	sc := &c.clock
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if !sc.sampling && !time.Now().Before(sc.next) {
+	if !sc.sampling && !now.Before(sc.next) {
 		sc.sampling = c.background(clockTimeout, c.sampleClock)
 	}
 	return sc.offset
