@@ -61,6 +61,9 @@ type Client struct {
 	bgMu sync.Mutex // orders bg.Add before Close's bg.Wait
 
 	clock serverClock
+	// freshBase is added to the tokens of fresh holds' owners (FreshToken):
+	// random, 13 decimal digits.
+	freshBase uint64
 
 	holdsMu sync.Mutex
 	holds   map[HoldKey]*Hold
@@ -96,6 +99,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		holds:   make(map[HoldKey]*Hold),
 		reqID:   strconv.FormatUint(rand.Uint64(), 36),
 	}
+	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		c.reqTTL = requestTTL(rdb)

@@ -248,7 +248,7 @@ func (l *Lock) setRequestKey(op *Op) {
 const freshOwner uint64 = 0
 
 // attempt returns the op of one acquisition attempt from base: base
-// itself, or for a fresh hold a new owner token, its owner
+// itself, or for a fresh hold a new owner token (FreshToken), its owner
 // "<client id>:<token>" (the field too), its request key
 // keys.Request(Name, owner) and the request's deadline (FreshDeadline).
 func (l *Lock) attempt(ctx context.Context, base Op) Op {
@@ -257,7 +257,7 @@ func (l *Lock) attempt(ctx context.Context, base Op) Op {
 	}
 	l.once.Do(l.names)
 	var buf [20]byte
-	req := l.freshPrefix + string(strconv.AppendUint(buf[:0], NewToken(), 10))
+	req := l.freshPrefix + string(strconv.AppendUint(buf[:0], l.C.FreshToken(), 10))
 	base.ReqKey = req
 	base.Owner = req[l.ownerAt:]
 	base.Field = base.Owner

@@ -44,3 +44,16 @@ func TestFreshDeadline(t *testing.T) {
 		assert.InDelta(t, tc.want.Milliseconds(), ttl(tc.reqTTL, tc.lease).Milliseconds(), 50, "request TTL %v, lease %v", tc.reqTTL, tc.lease)
 	}
 }
+
+// Fresh holds' owner tokens start from a random number per client, so a
+// process restarted with the same client id does not reuse the owners (and
+// find the holds and marks) its predecessor left in Redis moments before.
+func TestFreshTokens(t *testing.T) {
+	a, b := NewClient(nil, Options{ID: "fixed"}), NewClient(nil, Options{ID: "fixed"})
+	ta, tb := a.FreshToken(), b.FreshToken()
+	assert.GreaterOrEqual(t, ta, uint64(1<<40))
+	assert.Less(t, ta, uint64(1<<41+1<<30))
+	assert.NotEqual(t, a.freshBase, b.freshBase)
+	assert.Greater(t, a.FreshToken(), ta, "tokens grow")
+	assert.Len(t, strconv.FormatUint(tb, 10), 13)
+}
