@@ -59,7 +59,7 @@ import (
 // Fresh holds. A caller without a context owner on a Fresh side holds the
 // lock at most once at a time through its handle (the gate), so its hold
 // count is always 1. Each of its acquisition attempts takes an owner of its
-// own: a new token (NewToken), the owner "<client id>:<token>" in
+// own: a new token (FreshToken), the owner "<client id>:<token>" in
 // Redisson's layout as any other (attempt); the handle remembers the owner
 // of the hold it took (Lock.fresh) and releases that one. As that owner's
 // field in the hash serves one hold and no other, the field is the
