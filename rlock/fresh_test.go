@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -282,4 +283,36 @@ func TestFreshUndo(t *testing.T) {
 		require.NoError(t, l.Lock(ctx), "the next Lock")
 		require.NoError(t, l.Unlock(ctx))
 	})
+}
+
+// Fresh holds also work on miniredis, the demo's embedded server
+// (gopher-lua): lock, exclusion, unlock, the spin lock, force unlock.
+func TestFreshOnMiniredis(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := clienttest.New(t, rdb)
+	for _, name := range []string{"lock", "a{b}c"} {
+		l, other := rlock.New(c, name), rlock.New(c, name, rlock.WithFencing())
+		require.NoError(t, l.Lock(ctx), name)
+		ok, err := other.TryLock(ctx, 0)
+		require.NoError(t, err, name)
+		require.False(t, ok, "%s: another handle got a held lock", name)
+		require.NoError(t, l.Unlock(ctx), name)
+		require.False(t, mr.Exists(name), "%s: the lock is left after Unlock", name)
+		require.ErrorIs(t, l.Unlock(ctx), redisync.ErrNotHeld, name)
+
+		require.NoError(t, other.Lock(ctx), name)
+		require.Positive(t, other.FencingToken(), name)
+		existed, err := l.ForceUnlock(ctx)
+		require.NoError(t, err, name)
+		require.True(t, existed, name)
+		require.ErrorIs(t, other.Unlock(ctx), redisync.ErrNotHeld, name)
+
+		spin := rlock.NewSpin(c, name)
+		require.NoError(t, spin.Lock(ctx), name)
+		require.NoError(t, spin.Unlock(ctx), name)
+		require.False(t, mr.Exists(name), name)
+	}
 }
