@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -180,4 +181,26 @@ func TestLateFreshCopiesChangeNothing(t *testing.T) {
 	require.Error(t, err, "a late copy on a free lock")
 	assert.Contains(t, err.Error(), "REDISYNC_LATE")
 	assert.Zero(t, direct.Exists(ctx, name).Val())
+}
+
+// Regression: request ids were "<client id>:<sequence number>", so two
+// clients with the same id (WithID: a process restarted with a fixed id, or
+// two clients of one process) gave their first requests the same request
+// keys, and the second client's count-down found the first one's record
+// and returned it instead of counting down. Request ids are now random per
+// client.
+func TestSameClientIDRequestsApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t, "latch")
+	_, err := countdown.New(clienttest.New(t, s.Client(t)), name).TrySetCount(ctx, 5)
+	require.NoError(t, err)
+	for range 2 {
+		c := clienttest.New(t, s.Client(t), redisync.WithID("fixed-id"))
+		require.NoError(t, countdown.New(c, name).CountDown(ctx)) // the client's first request
+	}
+	n, err := countdown.New(clienttest.New(t, s.Client(t)), name).Count(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n, "the second client's count-down was not applied")
 }
