@@ -46,13 +46,15 @@
 //
 // # Owners
 //
-// An owner is "<client id>:<token>". By default each handle is its own
-// owner, so two handles on the same lock exclude each other even in one
-// goroutine, and one handle re-enters a lock it holds (hold counts, as with
-// Redisson). WithOwner puts an owner into a context instead: every handle
-// used with that context acts for it, which is the Go counterpart of a Java
-// thread re-entering its locks down a call chain. WithOwnerToken hands an
-// owner over to another goroutine or process.
+// An owner is "<client id>:<token>". Without an owner in the context, a lock
+// handle is a distributed sync.Mutex: the goroutines calling through it
+// exclude each other, as they exclude other handles, and it is never
+// reentrant; a lock's or spin lock's every hold then has an owner of its
+// own (a new token), which Unlock releases. WithOwner puts an owner into a
+// context instead: every handle used with that context acts for it and
+// re-enters what it holds (hold counts, as with Redisson), which is the Go
+// counterpart of a Java thread re-entering its locks down a call chain.
+// WithOwnerToken hands an owner over to another goroutine or process.
 //
 // # Waiting
 //
@@ -69,7 +71,10 @@
 // go-redis re-sends a command whose reply was lost to a dropped connection,
 // so a script can run twice in Redis. Every state-changing script records its
 // result under a short-lived request key and returns the record when run
-// again: an acquisition, a release, a count-down is applied once.
+// again: an acquisition, a release, a count-down is applied once. A lock hold
+// taken without a context owner needs no record: its owner serves that hold
+// only, so its field in the lock is the record while the hold lasts, and the
+// release leaves a short-lived mark under the hold's request key.
 //
 // # Errors
 //

@@ -25,16 +25,20 @@ const sampleEvery = 200 * time.Millisecond
 // runs and checks it against what the workers believe.
 type sampler struct {
 	r      *run
-	owners map[string]int   // owner name → worker
-	since  map[string]int64 // object|member → when first seen unexplained
-	judged int              // samples taken
-	found  map[string]bool  // phantoms reported
+	owners map[string]int // owner name → worker
+	// clients maps a client id to its workers, whose fresh holds have
+	// owners of their own: "<client id>:<token>" with a new token each.
+	clients map[string][]int
+	since   map[string]int64 // object|member → when first seen unexplained
+	judged  int              // samples taken
+	found   map[string]bool  // phantoms reported
 }
 
 func newSampler(r *run) *sampler {
-	s := &sampler{r: r, owners: map[string]int{}, since: map[string]int64{}, found: map[string]bool{}}
+	s := &sampler{r: r, owners: map[string]int{}, clients: map[string][]int{}, since: map[string]int64{}, found: map[string]bool{}}
 	for _, w := range r.workers {
 		s.owners[w.owner()] = w.id
+		s.clients[w.c.ID()] = append(s.clients[w.c.ID()], w.id)
 	}
 	return s
 }
@@ -138,12 +142,30 @@ func (s *sampler) sample() {
 				"lock %s has %d owners at once: %v", lockNames[i], len(fields), fields)})
 		}
 		for f := range fields {
-			w, ok := s.owners[f]
+			if w, ok := s.owners[f]; ok {
+				phantom(lockNames[i], f, judge(w, lockNames[i]), lockLimit, "hold of lock "+lockNames[i]+" by")
+				continue
+			}
+			// A fresh hold: explained when one of its client's workers
+			// believes it holds the lock or is calling on it.
+			c, _, _ := strings.Cut(f, ":")
+			ws, ok := s.clients[c]
 			if !ok {
 				s.report("unknown "+f, lockNames[i], now, Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", lockNames[i], f)})
 				continue
 			}
-			phantom(lockNames[i], f, judge(w, lockNames[i]), lockLimit, "hold of lock "+lockNames[i]+" by")
+			var explained *bool
+			e := false
+			for _, w := range ws {
+				j := judge(w, lockNames[i])
+				if j == nil {
+					explained = nil
+					break
+				}
+				e = e || *j
+				explained = &e
+			}
+			phantom(lockNames[i], f, explained, lockLimit, "fresh hold of lock "+lockNames[i]+" by")
 		}
 	}
 

@@ -14,7 +14,10 @@
 // goroutine an owner of its own, redisync.WithOwner) loops over randomly
 // chosen operations: fenced rlock holds that write a fenced register, rwlock
 // read and write holds, counted and expirable semaphore acquisitions, and
-// latch rounds (TrySetCount, CountDown, TryWait, Count). Every call is
+// latch rounds (TrySetCount, CountDown, TryWait, Count). Half the rlock
+// holds are taken through handles of the worker's used without a context
+// owner: fresh holds, each with an owner of its own and no record while it
+// lasts (with the 8s lease of every third seed; see Config.Lease). Every call is
 // recorded with its call and return times and its outcome; a call that
 // failed with a network error is indeterminate.
 //

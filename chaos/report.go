@@ -15,6 +15,7 @@ type Report struct {
 	Faults     []Fault
 	FaultPhase time.Duration // how long the fault phase lasted
 	RecordTTL  time.Duration // the clients' request record TTL
+	Lease      time.Duration // the lock lease (Config.Lease)
 	LiveBound  time.Duration
 	Liveness   []time.Duration // each liveness-round acquisition's wait
 	Samples    int             // sampler reads judged
@@ -32,8 +33,8 @@ type Report struct {
 // faults by kind, and the checks run.
 func (rep *Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d operations, %d faults in a %v fault phase; request record TTL %v\n",
-		rep.Seed, len(rep.Ops), len(rep.Faults), rep.FaultPhase.Round(time.Second), rep.RecordTTL)
+	fmt.Fprintf(&b, "seed %d: %d operations, %d faults in a %v fault phase; lease %v, request record TTL %v\n",
+		rep.Seed, len(rep.Ops), len(rep.Faults), rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
 	counts := map[Kind]map[Outcome]int{}
 	var kinds []Kind
 	for _, op := range rep.Ops {

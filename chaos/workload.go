@@ -112,7 +112,8 @@ type worker struct {
 	rng   *rand.Rand
 	state workerState
 
-	locks   []*rlock.Lock
+	locks   []*rlock.Lock // used with ctx: the worker's owner
+	fresh   []*rlock.Lock // used without a context owner: fresh holds
 	rw      *rwlock.RWLock
 	sem     *semaphore.Semaphore
 	xsem    *semaphore.ExpirableSemaphore
@@ -133,6 +134,7 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 	}
 	for _, n := range lockNames {
 		w.locks = append(w.locks, rlock.New(c, n, rlock.WithFencing()))
+		w.fresh = append(w.fresh, rlock.New(c, n, rlock.WithFencing()))
 	}
 	for _, n := range latchNames {
 		w.latches = append(w.latches, countdown.New(c, n))
@@ -209,10 +211,16 @@ func errText(err error) string {
 // opContext returns the context of one call: the worker's owner, bounded by
 // opTimeout, or by the liveness bound in the liveness round.
 func (w *worker) opContext(live bool) (context.Context, context.CancelFunc) {
+	return w.opContextOf(w.ctx, live)
+}
+
+// opContextOf is opContext from ctx (without the worker's owner, for
+// fresh holds).
+func (w *worker) opContextOf(ctx context.Context, live bool) (context.Context, context.CancelFunc) {
 	if live {
-		return context.WithTimeout(w.ctx, w.run.liveBound)
+		return context.WithTimeout(ctx, w.run.liveBound)
 	}
-	return context.WithTimeout(w.ctx, opTimeout)
+	return context.WithTimeout(ctx, opTimeout)
 }
 
 // acquireWait is the wait of a TryX: none at times, up to a second.
@@ -260,10 +268,15 @@ func (w *worker) released(object string, rel, loss Kind, acqCall int64, call int
 }
 
 // lockOp takes lock i (TryLock, or Lock in the liveness round), writes the
-// fenced register with its token, holds, writes again and unlocks.
+// fenced register with its token, holds, writes again and unlocks. Half the
+// time it does so through the worker's handle used without a context owner
+// (a fresh hold).
 func (w *worker) lockOp(i int, live bool) {
-	l, name := w.locks[i], lockNames[i]
-	ctx, cancel := w.opContext(live)
+	l, name, octx := w.locks[i], lockNames[i], w.ctx
+	if w.rng.IntN(2) == 0 {
+		l, octx = w.fresh[i], context.Background()
+	}
+	ctx, cancel := w.opContextOf(octx, live)
 	defer cancel()
 	w.state.begin(name)
 	call := w.run.h.Now()
@@ -297,7 +310,7 @@ func (w *worker) lockOp(i int, live bool) {
 	w.writeRegister(reg, name, op.Token)
 	w.state.begin(name)
 	rc := w.run.h.Now()
-	err = l.Unlock(w.ctx)
+	err = l.Unlock(octx)
 	w.released(name, LockRelease, LockLoss, call, rc, err, lostAt)
 	w.state.end(name, held{})
 }
@@ -475,6 +488,7 @@ const liveHold = 5 * time.Millisecond
 // primitive, each of which must return within the liveness bound.
 func (w *worker) liveRound() {
 	for i := range w.locks {
+		w.lockOp(i, true)
 		w.lockOp(i, true)
 	}
 	w.rwOp(false, true)

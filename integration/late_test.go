@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -23,6 +24,13 @@ import (
 // largest epoch-milliseconds argument) and its record's second more.
 func holdUp(t *testing.T, rdb *redis.Client, args []any) {
 	t.Helper()
+	holdUpFor(t, rdb, args, 1100*time.Millisecond)
+}
+
+// holdUpFor waits until the server's clock is past the request's deadline
+// and extra more.
+func holdUpFor(t *testing.T, rdb *redis.Client, args []any, extra time.Duration) {
+	t.Helper()
 	var deadline int64
 	for _, a := range args {
 		if n, err := strconv.ParseInt(fmt.Sprint(a), 10, 64); err == nil && n > 1e12 && n > deadline {
@@ -33,7 +41,7 @@ func holdUp(t *testing.T, rdb *redis.Client, args []any) {
 	for {
 		now, err := rdb.Time(context.Background()).Result()
 		require.NoError(t, err)
-		left := time.Duration(deadline-now.UnixMilli())*time.Millisecond + 1100*time.Millisecond
+		left := time.Duration(deadline-now.UnixMilli())*time.Millisecond + extra
 		if left <= 0 {
 			return
 		}
@@ -114,4 +122,85 @@ func TestLateAcquisitionChangesNothing(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REDISYNC_LATE")
 	assert.Zero(t, direct.Exists(ctx, name).Val(), "a late copy took the lock")
+}
+
+// The same for a fresh hold (a Lock without a context owner, which keeps
+// no record while it lasts): after the Unlock, a copy of the acquisition
+// finds the release's mark, which outlives the acquisition's deadline, and
+// once the mark is gone a copy is refused; a copy of the release delivered
+// after the next hold was taken leaves that hold alone.
+func TestLateFreshCopiesChangeNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	c, rec, direct := recordingClient(t, s)
+	name := redistest.Key(t, "lock")
+	l := rlock.New(c, name)
+
+	rec.Reset()
+	require.NoError(t, l.Lock(ctx))
+	acquire := rec.Last()
+	require.NotNil(t, acquire)
+	require.NoError(t, l.Unlock(ctx))
+	release := rec.Last()
+	mark := fmt.Sprint(acquire[4]) // KEYS[2]: the hold's request key
+	require.Equal(t, "released", direct.Get(ctx, mark).Val())
+
+	res, err := direct.Do(ctx, acquire...).Int64Slice()
+	require.NoError(t, err, "a copy within the deadline")
+	assert.Equal(t, []int64{0, -3}, res)
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a copy within the deadline took the lock")
+
+	holdUpFor(t, direct, acquire, 100*time.Millisecond)
+	res, err = direct.Do(ctx, acquire...).Int64Slice()
+	require.NoError(t, err, "the mark outlives the acquisition's deadline")
+	assert.Equal(t, []int64{0, -3}, res)
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a copy past the deadline took the lock")
+
+	require.NoError(t, l.Lock(ctx)) // the next hold, another owner
+	next := direct.HGetAll(ctx, name).Val()
+	require.Len(t, next, 1)
+	n, err := direct.Do(ctx, release...).Int64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "a copy of the release within its mark's life answers as the first")
+	assert.Equal(t, next, direct.HGetAll(ctx, name).Val(), "a copy of the previous release touched the next hold")
+
+	for direct.Exists(ctx, mark).Val() == 1 { // a copy held up even longer
+		time.Sleep(time.Duration(max(direct.PTTL(ctx, mark).Val(), time.Millisecond)))
+	}
+	res, err = direct.Do(ctx, acquire...).Int64Slice()
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, res[0], "a late copy took a held lock")
+	n, err = direct.Do(ctx, release...).Int64()
+	require.NoError(t, err)
+	assert.EqualValues(t, -1, n, "a late release finds no hold of its owner")
+	assert.Equal(t, next, direct.HGetAll(ctx, name).Val(), "a late copy touched the next hold")
+	require.NoError(t, l.Unlock(ctx))
+
+	err = direct.Do(ctx, acquire...).Err()
+	require.Error(t, err, "a late copy on a free lock")
+	assert.Contains(t, err.Error(), "REDISYNC_LATE")
+	assert.Zero(t, direct.Exists(ctx, name).Val())
+}
+
+// Regression: request ids were "<client id>:<sequence number>", so two
+// clients with the same id (WithID: a process restarted with a fixed id, or
+// two clients of one process) gave their first requests the same request
+// keys, and the second client's count-down found the first one's record
+// and returned it instead of counting down. Request ids are now random per
+// client.
+func TestSameClientIDRequestsApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t, "latch")
+	_, err := countdown.New(clienttest.New(t, s.Client(t)), name).TrySetCount(ctx, 5)
+	require.NoError(t, err)
+	for range 2 {
+		c := clienttest.New(t, s.Client(t), redisync.WithID("fixed-id"))
+		require.NoError(t, countdown.New(c, name).CountDown(ctx)) // the client's first request
+	}
+	n, err := countdown.New(clienttest.New(t, s.Client(t)), name).Count(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n, "the second client's count-down was not applied")
 }

@@ -118,6 +118,30 @@ func TestLockAcrossDeployments(t *testing.T) {
 			}
 			wg.Wait()
 			assert.EqualValues(t, 40, total.Load())
+
+			// Fresh holds (no context owner), in several slots: a waiter
+			// woken by the release, and a force unlock that marks the
+			// hold it deletes.
+			bg := context.Background()
+			for _, name := range []string{redistest.Key(t, "fresh"), "orders:{" + redistest.Key(t) + "}:2", "{" + redistest.Key(t) + "}:f"} {
+				l, w := rlock.New(c1, name, rlock.WithFencing()), rlock.New(c2, name)
+				require.NoError(t, l.Lock(bg), name)
+				assert.Positive(t, l.FencingToken(), name)
+				got := make(chan error, 1)
+				go func() { got <- w.Lock(bg) }()
+				require.Eventually(t, func() bool { return (*core.Client)(c2).Mux().Stats().Waiters == 1 }, 10*time.Second, 5*time.Millisecond)
+				require.NoError(t, l.Unlock(bg), name)
+				select {
+				case err := <-got:
+					require.NoError(t, err, name)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("waiter on %q not woken", name)
+				}
+				existed, err := l.ForceUnlock(bg)
+				require.NoError(t, err, name)
+				assert.True(t, existed, name)
+				assert.ErrorIs(t, w.Unlock(bg), redisync.ErrNotHeld, name)
+			}
 		})
 	}
 }

@@ -2,6 +2,8 @@
 -- waiters at the head of its queue, and publish "0" on the channel of the
 -- owner then at the head (if any), so that it takes the lock at once. The
 -- head is told even when the lock did not exist (say, deleted from outside).
+-- The request keys of fresh holds (a Lock of the same name) are marked
+-- first, as lock_force_unlock does (cancel_holds).
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  queue list (redisson_lock_queue:{name})
@@ -11,9 +13,14 @@
 --          a Redis Cluster
 -- ARGV[2]  request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
+-- ARGV[3]  prefix of the request keys of fresh holds (lock_force_unlock's
+--          ARGV[4])
+-- ARGV[4]  how long their marks live, in milliseconds (lock_force_unlock's
+--          ARGV[5])
 --
 -- Returns 1 when the lock existed, 0 otherwise.
 refuse_late(ARGV[2])
+cancel_holds(KEYS[1], ARGV[3], ARGV[4])
 local existed = redis.call('del', KEYS[1])
 fair_prune(KEYS[2], KEYS[3], fair_now())
 fair_notify(KEYS[2], KEYS[4], ARGV[1])

@@ -1,4 +1,6 @@
 -- lock_force_unlock: delete a lock whoever holds it and wake its waiters.
+-- The request keys of fresh holds are marked first (cancel_holds), so that
+-- a copy of their acquisition still in flight does not take the lock again.
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  lock channel
@@ -7,9 +9,14 @@
 --          a Redis Cluster
 -- ARGV[3]  request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
+-- ARGV[4]  prefix of the request keys of the lock's fresh holds:
+--          keys.Request(name, owner field) is ARGV[4] .. owner field
+-- ARGV[5]  how long their marks live, in milliseconds: past the deadline of
+--          any acquisition sent before now
 --
 -- Returns 1 when the lock existed, 0 otherwise.
 refuse_late(ARGV[3])
+cancel_holds(KEYS[1], ARGV[4], ARGV[5])
 if redis.call('del', KEYS[1]) == 1 then
   redis.call(ARGV[2], KEYS[2], ARGV[1])
   return 1

@@ -1,52 +1,68 @@
--- lock_handoff: hand a lock from its owner to the next owner in one step
--- (an in-process handoff between two callers of one client): the release
--- of the last hold of the first owner and the acquisition for the second,
--- with no PUBLISH in between, since nobody else may take the lock at that
--- moment. Retry-safe through the release's request key; the acquisition is
--- recorded under its own request key, so that it can be undone (lock_release
--- in undo mode) when the reply is lost.
+-- lock_handoff: hand a lock from one fresh hold to the next in one step (an
+-- in-process handoff between two callers of one client; see
+-- internal/core/handoff.go): the release of the first hold
+-- (lock_release_fresh) and the acquisition of a fresh hold for the next
+-- owner (lock_acquire_fresh), with no PUBLISH in between, since nobody else
+-- may take the lock at that moment.
+--
+-- Exactly once, without reading the clock. The release deletes the first
+-- owner's field, which serves that hold only, and marks its request key
+-- "released", as lock_release_fresh does; the acquisition happens only if
+-- that field was there. So a copy of this request delivered at any later
+-- time finds the field gone and changes nothing (a re-sent copy answers as
+-- the first did, from the mark and the next owner's field). The next
+-- owner's request key is new to this request; it is marked "cancelled"
+-- only by an undo of this handoff (lock_release_fresh in undo mode, after
+-- a lost reply), before which a copy that finds the first field frees the
+-- lock instead of handing it on.
 --
 -- KEYS[1]  lock hash
--- KEYS[2]  lock channel (published only when the acquisition was cancelled
---          and the lock is freed instead)
--- KEYS[3]  request key of the release
--- KEYS[4]  request key of the acquisition for the next owner
--- KEYS[5]  fencing counter (read only when ARGV[5] == "1")
--- ARGV[1]  the next owner's lease in milliseconds
--- ARGV[2]  the releasing owner's field
--- ARGV[3]  the next owner's field
--- ARGV[4]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[5]  "1" to take a fencing token for the next owner, "0" not to
--- ARGV[6]  the next owner's hold count once acquired, as its client counts it
--- ARGV[7]  message published when the lock is freed instead ("" for none)
--- ARGV[8]  publish command: "publish", or "spublish"
+-- KEYS[2]  request key of the releasing hold: a prefix and then its field
+-- KEYS[3]  request key of the next owner's hold: a prefix and its field
+-- KEYS[4]  lock channel (published only when the lock is freed instead)
+-- KEYS[5]  fencing counter (only when ARGV[6] == "1"; may be left out
+--          otherwise)
+-- ARGV[1]  where the releasing owner's field starts in KEYS[2] (1-based)
+-- ARGV[2]  where the next owner's field starts in KEYS[3] (1-based)
+-- ARGV[3]  when the releasing hold's mark expires, epoch ms by the server
+--          clock (as lock_release_fresh's ARGV[4])
+-- ARGV[4]  the next owner's lease in milliseconds
+-- ARGV[5]  message published when the lock is freed instead ("" for none)
+-- ARGV[6]  "1" to take a fencing token for the next owner, "0" not to
+-- ARGV[7]  publish command: "publish", or "spublish"
 --
 -- Returns {0, 1, fencing token (0 without fencing)} when the lock was
---         handed over;
---         {0, 0, 0} when the acquisition had been cancelled: the lock was
---         released (and its waiters woken) instead;
+--         handed over (also for a re-sent copy);
+--         {0, 0, 0} when the next owner's acquisition had been undone: the
+--         lock was released instead, and its waiters woken;
 --         {-1, 0, 0} when the releasing owner does not hold the lock:
 --         nothing changed.
-local done = count_replay(KEYS[3], ARGV[4])
-if done then
-  local acq = fenced_replay(KEYS[4], ARGV[4])
-  if acq and acq[1] == 1 then
-    return {done, 1, acq[3]}
+local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
+local next_field = string.sub(to, tonumber(ARGV[2]))
+if redis.call('hdel', hash, string.sub(from, tonumber(ARGV[1]))) == 0 then
+  if redis.call('get', from) ~= 'released' then
+    return {-1, 0, 0}
   end
-  return {done, 0, 0}
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-  return {-1, 0, 0}
-end
-if redis.call('exists', KEYS[4]) == 1 then
-  redis.call('del', KEYS[1])
-  if ARGV[7] ~= '' then
-    redis.call(ARGV[8], KEYS[2], ARGV[7])
+  if redis.call('hexists', hash, next_field) == 0 then
+    return {0, 0, 0} -- a re-sent copy: the next hold ended since, or never began
   end
-  record(KEYS[3], 0, ARGV[4])
+  local token = 0
+  if ARGV[6] == '1' then
+    token = tonumber(redis.call('get', KEYS[5])) or 0
+  end
+  return {0, 1, token}
+end
+redis.call('set', from, 'released', 'pxat', ARGV[3])
+if redis.call('exists', to) == 1 then
+  if ARGV[5] ~= '' then
+    redis.call(ARGV[7], KEYS[4], ARGV[5])
+  end
   return {0, 0, 0}
 end
-redis.call('hdel', KEYS[1], ARGV[2])
-local got = take_hold(KEYS[1], ARGV[3], ARGV[6], ARGV[1], ARGV[5], KEYS[5], KEYS[4], ARGV[4])
-record(KEYS[3], 0, ARGV[4])
-return {0, 1, got[3]}
+redis.call('hset', hash, next_field, 1)
+redis.call('pexpire', hash, ARGV[4])
+local token = 0
+if ARGV[6] == '1' then
+  token = redis.call('incr', KEYS[5])
+end
+return {0, 1, token}

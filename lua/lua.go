@@ -34,8 +34,7 @@ const (
 	// fairHelpers: the server's clock, dropping dead waiters and waking the
 	// head of the queue (prelude_fair.lua), for the fair lock's scripts.
 	fairHelpers = "prelude_fair.lua"
-	// lockHelpers: the release step of the lock's kinds
-	// (prelude_lock.lua).
+	// lockHelpers: the steps the lock's kinds share (prelude_lock.lua).
 	lockHelpers = "prelude_lock.lua"
 )
 

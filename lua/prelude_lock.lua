@@ -19,6 +19,13 @@
 --       sets the owner's hold count in the lock hash to count with the
 --       lease, takes a fencing token (INCR of counter) when fencing == '1',
 --       records "<count>:<token>" under req and returns {1, count, token}
+--   cancel_holds(hash, prefix, ttl)
+--       for a force unlock, before it deletes the hash: marks the request
+--       key of every owner's fresh hold (prefix .. field, see
+--       lock_acquire_fresh) "cancelled" for ttl milliseconds, so that a copy
+--       of a fresh hold's acquisition still in flight does nothing. The
+--       fields of other holds (context owners, Redisson clients) get a mark
+--       nobody reads, which expires. Does nothing when hash is no hash.
 local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   local replay = release_replay(req, acq, undo, deadline)
   if replay then
@@ -48,3 +55,12 @@ local function take_hold(hash, field, count, lease, fencing, counter, req, deadl
   return {1, count, token}
 end
 
+
+local function cancel_holds(hash, prefix, ttl)
+  if redis.call('type', hash)['ok'] ~= 'hash' then
+    return
+  end
+  for _, f in ipairs(redis.call('hkeys', hash)) do
+    redis.call('set', prefix .. f, 'cancelled', 'px', ttl)
+  end
+end

@@ -10,6 +10,9 @@
 -- second past the deadline. So a copy delivered at any later time — a
 -- go-redis re-send, a request held up in the network for minutes — either
 -- returns what the first one did or does nothing, and records still expire.
+-- (The fresh holds of lock_acquire_fresh and lock_release_fresh need no
+-- record while they last, the owner's field serving as one; they use
+-- refuse_late, and record only for a lease shorter than the deadline.)
 --
 -- KEYS     none of its own: the functions take the keys they touch
 -- ARGV     none of its own: the functions take the deadline

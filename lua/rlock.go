@@ -7,11 +7,17 @@ var (
 	LockAcquire = load("lock_acquire.lua", request, lockHelpers)
 	// LockRelease releases one hold or undoes a lost acquisition; see lock_release.lua.
 	LockRelease = load("lock_release.lua", request, lockHelpers)
-	// LockHandoff releases a lock and acquires it for the next owner in one
-	// step; see lock_handoff.lua.
-	LockHandoff = load("lock_handoff.lua", request, lockHelpers)
+	// LockAcquireFresh takes a fresh hold (an owner's only hold, no
+	// record needed while it lasts); see lock_acquire_fresh.lua.
+	LockAcquireFresh = load("lock_acquire_fresh.lua", request)
+	// LockReleaseFresh releases a fresh hold or undoes its lost
+	// acquisition; see lock_release_fresh.lua.
+	LockReleaseFresh = load("lock_release_fresh.lua")
+	// LockHandoff releases a fresh hold and takes one for the next owner
+	// in one step; see lock_handoff.lua.
+	LockHandoff = load("lock_handoff.lua")
 	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
-	LockForceUnlock = load("lock_force_unlock.lua", request)
+	LockForceUnlock = load("lock_force_unlock.lua", request, lockHelpers)
 	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.
 	RenewLock = load("renew_lock.lua")
 )

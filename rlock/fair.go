@@ -80,6 +80,10 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 	timeoutMillis := core.Millis(timeout)
 	recheck := max(timeout/3, time.Millisecond)
 	s := lockSide(e, "fair lock", "0") // the lock's field and renewal
+	// A waiting owner keeps its place in the queue from one attempt to the
+	// next, so a handle's owner must not change per attempt: no fresh
+	// holds, every hold is recorded.
+	s.Fresh = false
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 		pub, err := e.C.PublishCommand(ctx)
 		if err != nil {
@@ -152,7 +156,8 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return fail(err)
 	}
-	n, err := lua.FairForceUnlock.Run(ctx, l.e.C.Redis(), append([]string{l.e.Name}, fairKeys(l.e.Name)...), pub, l.e.C.RequestDeadline(ctx)).Int64()
+	n, err := lua.FairForceUnlock.Run(ctx, l.e.C.Redis(), append([]string{l.e.Name}, fairKeys(l.e.Name)...),
+		pub, l.e.C.RequestDeadline(ctx), keys.RequestPrefix(l.e.Name), forcedMarkTTL).Int64()
 	if err != nil {
 		return fail(err)
 	}

@@ -57,33 +57,60 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 
 // lockSide is the lock's configuration of the engine (the spin lock's too,
 // with msg "" and a spin wait): the lock_acquire and lock_release scripts
-// on the hash's owner fields, and a wait on the lock's channel that wakes
-// one waiter per release.
+// on the hash's owner fields for context owners, lock_acquire_fresh and
+// lock_release_fresh for the fresh holds of callers without one, and a
+// wait on the lock's channel that wakes one waiter per release.
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
 	rdb := func() redis.UniversalClient { return e.C.Redis() }
 	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
+	msgArg := any(msg)
 	return &core.Side{
 		Kind:  kind,
+		Fresh: true,
 		Field: func(owner string) string { return owner },
 		Acquire: func(ctx context.Context, op *core.Op) (core.Outcome, error) {
+			fencing := flag(op.Fencing)
+			if op.Fresh {
+				ks := []string{op.Name, op.ReqKey, counter}
+				if !op.Fencing {
+					ks = ks[:2] // the counter is not touched: spare its bytes
+				}
+				res, err := lua.LockAcquireFresh.Run(ctx, rdb(), ks,
+					op.LeaseMillis(), fieldAt(op.ReqKey, op.Field), op.Deadline, fencing).Int64Slice()
+				return lockOutcome(res, err)
+			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
 				[]string{op.Name, op.ReqKey, counter},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), flag(op.Fencing), op.Count).Int64Slice()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
 			return lockOutcome(res, err)
 		},
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
-			undo, undoKey := "0", op.ReqKey
+			undo, undoKey := flag(false), op.ReqKey
 			if op.UndoKey != "" {
-				undo, undoKey = "1", op.UndoKey
+				undo, undoKey = flag(true), op.UndoKey
+			}
+			if op.Fresh {
+				// The hold's request key is its acquisition's (undoKey
+				// in an undo). Its mark outlives the acquisition's
+				// deadline and this request's.
+				mark := max(op.Deadline, e.C.RequestDeadline(ctx)) + markMargin
+				return lua.LockReleaseFresh.Run(ctx, rdb(),
+					[]string{op.Name, undoKey, channel},
+					fieldAt(undoKey, op.Field), msgArg, publishArg(op.Publish), mark, undo).Int64()
 			}
 			return lua.LockRelease.Run(ctx, rdb(),
 				[]string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, op.Count, op.Publish).Int64()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msgArg, undo, op.Count, publishArg(op.Publish)).Int64()
 		},
 		Handoff: func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
-			res, err := lua.LockHandoff.Run(ctx, rdb(),
-				[]string{from.Name, channel, from.ReqKey, to.ReqKey, counter},
-				to.LeaseMillis(), from.Field, to.Field, e.C.RequestDeadline(ctx), flag(to.Fencing), to.Count, msg, from.Publish).Int64Slice()
+			ks := []string{from.Name, from.ReqKey, to.ReqKey, channel, counter}
+			if !to.Fencing {
+				ks = ks[:4]
+			}
+			mark := max(from.Deadline, e.C.RequestDeadline(ctx)) + markMargin
+			res, err := lua.LockHandoff.Run(ctx, rdb(), ks,
+				fieldAt(from.ReqKey, from.Field), fieldAt(to.ReqKey, to.Field), mark, to.LeaseMillis(),
+				msgArg, flag(to.Fencing), publishArg(from.Publish)).Int64Slice()
 			if err != nil {
 				return core.HandoffOutcome{}, err
 			}
@@ -92,24 +119,69 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			}
 			return core.HandoffOutcome{Remaining: res[0], Acquired: res[1] == 1, Fence: res[2]}, nil
 		},
-		Renew: func(op *core.Op) *core.RenewSpec {
-			return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}
-		},
+		Renew: renewLock,
 		Wait: func(*core.Op) core.WaitSpec {
 			return core.WaitSpec{Channel: channel, Wake: pubsub.WakeOne}
 		},
 	}
 }
 
-// flag is a boolean script argument: "1" or "0".
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
+// renewLock is how the watchdog renews a hold of the lock (lua.RenewLock):
+// the hash and the owner's field, in one allocation besides the field's
+// boxing.
+func renewLock(op *core.Op) *core.RenewSpec {
+	r := &struct {
+		spec core.RenewSpec
+		keys [1]string
+		args [1]any
+	}{keys: [1]string{op.Name}, args: [1]any{op.Field}}
+	r.spec = core.RenewSpec{Script: lua.RenewLock, Keys: r.keys[:], Args: r.args[:]}
+	return &r.spec
 }
 
-// lockOutcome reads lock_acquire's reply.
+// Script arguments boxed once: passing a string to a script as an any
+// allocates otherwise, at every call.
+var (
+	flags             = [2]any{"0", "1"}
+	publish, spublish = any("publish"), any("spublish")
+)
+
+// flag returns "1" for true and "0" for false, as the scripts take flags.
+func flag(b bool) any {
+	if b {
+		return flags[1]
+	}
+	return flags[0]
+}
+
+// publishArg returns the publish command (core.Client.PublishCommand) as a
+// script argument.
+func publishArg(cmd string) any {
+	switch cmd {
+	case "publish":
+		return publish
+	case "spublish":
+		return spublish
+	}
+	return cmd
+}
+
+// forcedMarkTTL is how long, in milliseconds, a force unlock's marks on
+// the request keys of fresh holds live (lua cancel_holds): past the
+// deadline of any copy of their acquisitions, sent before the force unlock
+// by any client.
+var forcedMarkTTL = (core.MaxRequestTTL + time.Second).Milliseconds()
+
+// markMargin is how long, in milliseconds, a fresh hold's mark outlives
+// the deadlines it must outlive, as request records do (prelude_request).
+const markMargin = 1000
+
+// fieldAt returns where a fresh hold's owner field starts in its request
+// key req, which ends with it (1-based, as Lua's string.sub counts): the
+// scripts read the field from there instead of being sent it again.
+func fieldAt(req, field string) int { return len(req) - len(field) + 1 }
+
+// lockOutcome reads lock_acquire's (and lock_acquire_fresh's) reply.
 func lockOutcome(res []int64, err error) (core.Outcome, error) {
 	switch {
 	case err != nil:
@@ -188,7 +260,8 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
-		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx)).Int64()
+		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx),
+		keys.RequestPrefix(h.e.Name), forcedMarkTTL).Int64()
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}

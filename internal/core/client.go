@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,7 @@ type Client struct {
 	log     *slog.Logger
 	mux     *pubsub.Mux
 	reqTTL  time.Duration
+	reqID   string // random, base 36: the part of RequestID before the sequence number
 	reqSeq  atomic.Uint64
 	turnSeq atomic.Uint64 // arrivals in local lines (Turn.seq)
 	cluster bool
@@ -60,6 +62,9 @@ type Client struct {
 	bgMu sync.Mutex // orders bg.Add before Close's bg.Wait
 
 	clock serverClock
+	// freshBase is added to the tokens of fresh holds' owners (FreshToken):
+	// random, 13 decimal digits.
+	freshBase uint64
 
 	holdsMu sync.Mutex
 	holds   map[HoldKey]*Hold
@@ -93,7 +98,9 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		log:     o.Logger,
 		closing: make(chan struct{}),
 		holds:   make(map[HoldKey]*Hold),
+		reqID:   strconv.FormatUint(rand.Uint64(), 36),
 	}
+	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		c.reqTTL = requestTTL(rdb)
@@ -142,17 +149,24 @@ func (c *Client) Recheck() time.Duration { return c.opts.Recheck }
 // Closing is closed when Close starts.
 func (c *Client) Closing() <-chan struct{} { return c.closing }
 
-// RequestID returns a request id unique to this client: the key under which
-// a state-changing script records its result (keys.Request).
+// RequestID returns a fresh request id: with keys.Request, the key under
+// which a state-changing script records its result. It is a random number
+// drawn for the client and a sequence number, both in base 36: short, and
+// unique among the clients that share a server while their records live
+// (minutes). It never holds ':', so it never equals an owner field
+// ("<client id>:<token>"), a fresh hold's request id (see Lock).
 func (c *Client) RequestID() string {
-	return c.id + ":" + strconv.FormatUint(c.reqSeq.Add(1), 36)
+	return c.reqID + "." + strconv.FormatUint(c.reqSeq.Add(1), 36)
 }
 
 // DetachedContext returns a context for a release or clean-up that must run
 // even though ctx is cancelled: ctx's values without its cancellation,
 // bounded by a timeout.
 func (c *Client) DetachedContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	if _, ok := ctx.Deadline(); ok || ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx) // else ctx is never cancelled: keep it
+	}
+	return context.WithTimeout(ctx, releaseTimeout)
 }
 
 // background runs f in a goroutine that Close waits for. f's context ends
@@ -252,5 +266,12 @@ func requestTTL(rdb redis.UniversalClient) time.Duration {
 		set(o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.MaxRetryBackoff)
 	}
 	ttl := time.Duration(retries+1)*(read+write+backoff) + time.Second
-	return min(max(ttl, 5*time.Second), 5*time.Minute)
+	return min(max(ttl, minRequestTTL), MaxRequestTTL)
 }
+
+// The bounds of every client's request lifetime (requestTTL): no request
+// is applied later than MaxRequestTTL after it was sent.
+const (
+	minRequestTTL = 5 * time.Second
+	MaxRequestTTL = 5 * time.Minute
+)

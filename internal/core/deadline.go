@@ -31,20 +31,54 @@ type serverClock struct {
 
 // RequestDeadline returns the deadline, in epoch milliseconds by the Redis
 // server's clock, of a state-changing request sent now.
-func (c *Client) RequestDeadline(ctx context.Context) int64 {
-	return time.Now().Add(c.serverOffset(ctx) + c.reqTTL).UnixMilli()
+func (c *Client) RequestDeadline(context.Context) int64 {
+	now := time.Now()
+	return now.Add(c.serverOffset(now) + c.reqTTL).UnixMilli()
 }
 
-// serverOffset returns the offset to the server's clock. When a measurement
+// FreshDeadline returns the deadline, in epoch milliseconds by the Redis
+// server's clock, of a fresh hold's acquisition (Op.Fresh) sent now with
+// the given lease. It is RequestDeadline's, made earlier when needed so
+// that it comes at least freshSlack before the lease would end: when the
+// acquisition takes place, the hold then outlives its deadline by more
+// than a second, and the owner's field serves as the acquisition's record
+// while copies of it can still be accepted (lua/lock_acquire_fresh.lua:
+// one command less). Leases too short for that leave RequestDeadline's,
+// and the script records the acquisition instead.
+//
+// A deadline earlier than RequestDeadline's refuses nothing that could
+// apply twice: a copy that arrives after it either finds the owner's field
+// (an earlier copy took the lock, whose lease has not ended: it answers
+// "acquired") or is refused, and is then the only one, or the hold has
+// ended. Only a go-redis re-send later than the deadline, after every
+// earlier copy was lost, fails where it could have succeeded.
+func (c *Client) FreshDeadline(_ context.Context, lease time.Duration) int64 {
+	ttl := c.reqTTL
+	if short := lease - freshSlack; short < ttl && short >= minRequestTTL {
+		ttl = short
+	}
+	now := time.Now()
+	return now.Add(c.serverOffset(now) + ttl).UnixMilli()
+}
+
+// freshSlack is how long before the end of its lease a fresh hold's
+// acquisition's deadline comes (FreshDeadline): the second by which the
+// script wants the hold to outlive the deadline, and a second for the way
+// to Redis and the error in the measured clock offset. The deadline leaves
+// go-redis at least requestTTL's lower bound to re-send.
+const freshSlack = 2 * time.Second
+
+// serverOffset returns the offset to the server's clock at now (the
+// caller's time.Now). When a measurement
 // is due it starts one in the background and returns the last offset (zero
 // at first: the clocks are assumed to agree until measured), so no request
 // waits for it and none fails because of it. A failed measurement keeps the
 // offset and is tried again at the next resample.
-func (c *Client) serverOffset(context.Context) time.Duration {
+func (c *Client) serverOffset(now time.Time) time.Duration {
 	sc := &c.clock
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if !sc.sampling && !time.Now().Before(sc.next) {
+	if !sc.sampling && !now.Before(sc.next) {
 		sc.sampling = c.background(clockTimeout, c.sampleClock)
 	}
 	return sc.offset

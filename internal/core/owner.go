@@ -14,6 +14,14 @@ var tokens atomic.Uint64
 // NewToken returns a fresh owner token.
 func NewToken() uint64 { return tokens.Add(1) }
 
+// FreshToken returns the token of a fresh hold's owner (see Lock): a new
+// token from NewToken, plus a random number drawn for the client. Context
+// owners' tokens start from 1 in every process; if fresh holds' did, a
+// process restarted with the same client id (WithID) would give its first
+// holds the owners whose holds and marks its predecessor left in Redis,
+// and find itself holding a dead process's hold or refused by a mark.
+func (c *Client) FreshToken() uint64 { return c.freshBase + NewToken() }
+
 type ownerKey struct{}
 
 // WithOwnerToken returns ctx carrying owner token t.

@@ -74,9 +74,17 @@ func LatchChannel(name string) string {
 // that the same request re-sent after a lost reply (go-redis retries on a
 // dropped connection) returns the recorded result instead of applying twice.
 // It always shares name's cluster slot, also for names whose braces do not
-// form a hash tag ("a}b", "a{}b", "a{b"), where Tag would not.
+// form a hash tag ("a}b", "a{}b", "a{b"), where Tag would not. Request ids
+// are a client's (core.Client.RequestID, which hold no ':'), or a lock's
+// owner field for the mark of a fresh hold ("<client id>:<token>").
 func Request(name, requestID string) string {
-	return "redisync_request:" + sameSlot(name) + ":" + requestID
+	return RequestPrefix(name) + requestID
+}
+
+// RequestPrefix is the part of name's request keys before the request id:
+// Request(name, id) is RequestPrefix(name) + id.
+func RequestPrefix(name string) string {
+	return "redisync_request:" + sameSlot(name) + ":"
 }
 
 // sameSlot returns a string that, embedded in a key after a prefix without

@@ -1,0 +1,80 @@
+-- lock_acquire_fresh: take a fresh hold of a lock (Redisson RLock layout):
+-- the hold of an owner that holds the lock once and never again. A handle
+-- used without a context owner is never reentrant, so the engine gives
+-- each of its acquisition attempts an owner of its own (a new token, the
+-- field "<client id>:<token>") and releases that owner's hold. Because
+-- the field serves exactly one hold, no record is needed while it lasts:
+-- the field itself says that the acquisition took place. Used by the lock
+-- and the spin lock; the reentrant (context owner) holds use lock_acquire.
+--
+-- Exactly once. The request key KEYS[2] belongs to this hold alone
+-- (keys.Request of the lock and the owner field); nothing writes it until
+-- the hold ends. A copy of this request that finds neither the lock nor
+-- that key reads the server's clock and is refused after the deadline
+-- (REDISYNC_LATE), so only copies delivered in time can take the lock, and
+-- the first of them does. Every later copy delivered in time finds one of:
+--   - the owner's field: the hold lasts, and the copy answers "acquired"
+--     again, changing nothing (a go-redis re-send of this request);
+--   - the request key holding "released" or "cancelled": the hold was
+--     released (lock_release_fresh), its acquisition undone, or the lock
+--     force-unlocked, each of which leaves that mark until a second past
+--     the deadline; the copy changes nothing;
+--   - the request key holding this script's own record "1:<token>": when
+--     the lease is too short to outlive the deadline (a fixed lease), the
+--     hold could expire before a late copy is refused, so the acquisition
+--     records itself as lock_acquire does (one more command).
+-- With a lease that outlives the deadline, the field lasts at least until
+-- a second past it unless the hold is released, undone or force-unlocked,
+-- which leave their mark; so no copy ever takes the lock twice. (A lock
+-- deleted from outside redisync, such as with DEL or by a Redisson client's
+-- forceUnlock, leaves no mark: a copy held up in the network until then
+-- could take it again for the dead owner, until its lease ends.)
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  request key of the hold: keys.Request(name, owner field), that
+--          is a prefix and then the field
+-- KEYS[3]  fencing counter (only when ARGV[4] == "1"; may be left out
+--          otherwise)
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  where the owner field ("<client id>:<token>", fresh) starts in
+--          KEYS[2] (1-based): the field is KEYS[2] from there on
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  "1" to take a fencing token (INCR of KEYS[3]), "0" not to
+--
+-- Returns {1, 1, fencing token (0 without fencing)} when acquired, also
+--                 for a re-sent copy while the hold lasts;
+--         {0, pttl} when another owner holds it (pttl -1: no expiry);
+--         {0, -3} when the hold was released, undone or force-unlocked
+--                 already (a late copy): nothing changed.
+local hash, req, deadline = KEYS[1], KEYS[2], ARGV[3]
+local field = string.sub(req, tonumber(ARGV[2]))
+if redis.call('exists', hash, req) == 0 then
+  refuse_late(deadline)
+  redis.call('hset', hash, field, 1)
+  redis.call('pexpire', hash, ARGV[1])
+  local token = 0
+  if ARGV[4] == '1' then
+    token = redis.call('incr', KEYS[3])
+  end
+  if tonumber(ARGV[1]) < tonumber(deadline) - request_now + 1000 then
+    record(req, '1:' .. token, deadline) -- the lease may end before the deadline
+  end
+  return {1, 1, token}
+end
+local rec = recorded(req)
+if rec then
+  local count, token = string.match(rec, '^(%d+):(%d+)$')
+  if count then
+    return {1, tonumber(count), tonumber(token)}
+  end
+  return {0, -3}
+end
+if redis.call('hexists', hash, field) == 1 then
+  local token = 0
+  if ARGV[4] == '1' then
+    -- nobody else takes a token while this owner holds the lock
+    token = tonumber(redis.call('get', KEYS[3])) or 0
+  end
+  return {1, 1, token}
+end
+return {0, redis.call('pttl', hash)}

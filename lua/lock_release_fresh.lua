@@ -1,0 +1,54 @@
+-- lock_release_fresh: release a fresh hold (lock_acquire_fresh), or undo
+-- the acquisition of one whose reply never arrived. The owner's field is
+-- deleted, which frees the lock (the field was the exclusive lock's only
+-- one), and ARGV[2] is published (nothing when ARGV[2] is empty: the spin
+-- lock). Then the hold's request key is marked, until ARGV[4]: "released"
+-- after a release, "cancelled" after an undo.
+--
+-- Exactly once, without reading the clock. The mark outlives the
+-- acquisition's deadline (ARGV[4] is at least a second past it), so every
+-- copy of the acquisition delivered in time from then on finds it and
+-- changes nothing, and later ones are refused by their deadline. A copy of
+-- this request delivered at any later time changes nothing either: the
+-- field it deletes serves this hold only, and it is gone for good once
+-- the first copy ran (no acquisition can bring it back past the mark). The
+-- "released" mark also answers a re-sent release: it returns 0 as the
+-- first did instead of "not held". An undo needs no answer: it is the
+-- same whether it runs once or many times.
+--
+-- KEYS[1]  lock hash
+-- KEYS[2]  request key of the hold (its acquisition's KEYS[2]): a prefix
+--          and then the owner field
+-- KEYS[3]  lock channel (redisson_lock__channel:{name})
+-- ARGV[1]  where the owner field starts in KEYS[2] (1-based)
+-- ARGV[2]  message published when the lock is freed ("0"), or "" for none
+-- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+--          a Redis Cluster
+-- ARGV[4]  when the mark expires, epoch ms by the server clock: a second
+--          past the later of the acquisition's deadline and this request's
+-- ARGV[5]  "1": undo mode
+--
+-- Returns 0 when the hold was released (also for a re-sent release);
+--         -1 when the owner does not hold the lock (its lease ran out, or
+--            it was force-unlocked): nothing changed;
+--         in undo mode, 0 when the acquisition had taken place (it is
+--            released now) and -2 when it had not (it never will).
+local freed = redis.call('hdel', KEYS[1], string.sub(KEYS[2], tonumber(ARGV[1]))) == 1
+if freed and ARGV[2] ~= '' then
+  redis.call(ARGV[3], KEYS[3], ARGV[2])
+end
+if ARGV[5] == '1' then
+  redis.call('set', KEYS[2], 'cancelled', 'pxat', ARGV[4])
+  if freed then
+    return 0
+  end
+  return -2
+end
+if freed then
+  redis.call('set', KEYS[2], 'released', 'pxat', ARGV[4])
+  return 0
+end
+if redis.call('get', KEYS[2]) == 'released' then
+  return 0
+end
+return -1
