@@ -172,8 +172,9 @@
 // A MultiLock acts for the owner ctx carries (redisync.WithOwner), which
 // then applies to every member, or else for each member handle's own
 // owner. It is safe for concurrent use; goroutines that share it without an
-// owner in ctx are one owner and re-enter each other's holds, as with a
-// shared rlock.Lock handle.
+// owner in ctx exclude each other, as with a shared rlock.Lock handle (each
+// member handle is then a distributed sync.Mutex); reentrancy comes from an
+// owner in ctx.
 //
 // # Layout and Redis versions
 //

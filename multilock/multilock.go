@@ -23,10 +23,10 @@ import (
 // A MultiLock keeps no lease of its own: each member keeps its own lease,
 // watchdog renewal and Done channel. It acts for the owner each member acts
 // for, that is the owner ctx carries (redisync.WithOwner) or else each
-// member handle's own owner; so, as with one rlock.Lock handle, goroutines
-// that share a MultiLock and carry no owner in ctx are one owner and
-// re-enter each other's hold. Give each goroutine its own member handles, or
-// its own owner in ctx, when they must exclude each other.
+// member handle's own; so, as with one rlock.Lock handle, goroutines that
+// share a MultiLock and carry no owner in ctx exclude each other (each
+// member handle is a distributed sync.Mutex), and an owner in ctx re-enters
+// what it holds.
 //
 // A MultiLock is safe for concurrent use.
 type MultiLock struct {

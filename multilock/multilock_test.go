@@ -312,3 +312,38 @@ func TestOppositeOrders(t *testing.T) {
 	requireFree(t, ss[0], name+":a")
 	requireFree(t, ss[1], name+":b")
 }
+
+// Issue 12/16: goroutines sharing one MultiLock without an owner in ctx
+// exclude each other (each member handle is a distributed sync.Mutex).
+func TestSharedWithoutOwnerExcludes(t *testing.T) {
+	ctx := testCtx(t)
+	m := startMasters(t, 2)
+	a, b := m.name+":a", m.name+":b"
+	ml := multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b))
+	var inside, most, entries atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if !assert.NoError(t, ml.Lock(ctx)) {
+					return
+				}
+				n := inside.Add(1)
+				for old := most.Load(); n > old && !most.CompareAndSwap(old, n); old = most.Load() {
+				}
+				entries.Add(1)
+				time.Sleep(time.Millisecond) // work inside, for others to overlap with
+				inside.Add(-1)
+				if !assert.NoError(t, ml.Unlock(ctx)) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 20, entries.Load())
+	require.EqualValues(t, 1, most.Load(), "two goroutines inside the shared MultiLock")
+	requireFree(t, m.ss[0], a)
+}

@@ -46,6 +46,21 @@
 // re-checks when the holder's lease would end and at least every
 // redisync.WithRecheckInterval, since messages can be lost.
 //
+// The callers of one Client waiting for a Lock line up in the Client in
+// arrival order, and only the first asks Redis and is subscribed. When the
+// lock is released while the next caller in that line waits (a caller
+// without a context owner), Unlock hands it over in one script: the release
+// and the next caller's acquisition (a fresh hold of its own, with its own
+// fencing token), with no PUBLISH and no waiter woken to try, so a busy
+// process pays one round trip per acquisition. Other processes, Redisson's
+// included, see the lock held all along; so that they get their turn, a
+// chain of handoffs serves only the callers already waiting when it began,
+// or lasts about a millisecond (as sync.Mutex's fast path is bounded), and
+// then the lock is freed in Redis and published. A Client that took the
+// lock from Redis moves to the end of the channel's subscribers, so the
+// next release reaches the other processes first. The Lock is still not
+// fair across processes: NewFair is.
+//
 // # Fair lock
 //
 // NewFair returns a FairLock (Redisson's RFairLock): the same lock, whose
