@@ -174,29 +174,7 @@ func TestOwnersInContext(t *testing.T) {
 	require.NoError(t, ml.Unlock(bob))
 
 	// Many owners through one shared MultiLock: never two inside.
-	var inside, entries atomic.Int64
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			octx := redisync.WithOwner(ctx)
-			for range 10 {
-				if !assert.NoError(t, ml.Lock(octx)) {
-					return
-				}
-				assert.EqualValues(t, 1, inside.Add(1), "two owners inside the MultiLock")
-				entries.Add(1)
-				time.Sleep(time.Millisecond) // work inside, for others to overlap with
-				inside.Add(-1)
-				if !assert.NoError(t, ml.Unlock(octx)) {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	require.EqualValues(t, 40, entries.Load())
+	require.EqualValues(t, 40, hammer(ctx, t, ml, 4, 10, redisync.WithOwner))
 	requireFree(t, m.ss[0], a)
 	requireFree(t, m.ss[1], b)
 }
@@ -320,30 +298,38 @@ func TestSharedWithoutOwnerExcludes(t *testing.T) {
 	m := startMasters(t, 2)
 	a, b := m.name+":a", m.name+":b"
 	ml := multilock.New(rlock.New(m.cs[0], a), rlock.New(m.cs[1], b))
-	var inside, most, entries atomic.Int64
+	noOwner := func(c context.Context) context.Context { return c }
+	require.EqualValues(t, 20, hammer(ctx, t, ml, 4, 5, noOwner))
+	requireFree(t, m.ss[0], a)
+	requireFree(t, m.ss[1], b)
+}
+
+// hammer has goroutines goroutines lock and unlock ml rounds times each,
+// with the context ctxFor derives from ctx for each of them, holding it a millisecond, and
+// fails if two are ever inside at once. It returns the entries made.
+func hammer(ctx context.Context, t *testing.T, ml *multilock.MultiLock, goroutines, rounds int, ctxFor func(context.Context) context.Context) int64 {
+	t.Helper()
+	var inside, entries atomic.Int64
 	var wg sync.WaitGroup
-	for range 4 {
+	for range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 5 {
-				if !assert.NoError(t, ml.Lock(ctx)) {
+			octx := ctxFor(ctx)
+			for range rounds {
+				if !assert.NoError(t, ml.Lock(octx)) {
 					return
 				}
-				n := inside.Add(1)
-				for old := most.Load(); n > old && !most.CompareAndSwap(old, n); old = most.Load() {
-				}
+				assert.EqualValues(t, 1, inside.Add(1), "two callers inside the MultiLock")
 				entries.Add(1)
 				time.Sleep(time.Millisecond) // work inside, for others to overlap with
 				inside.Add(-1)
-				if !assert.NoError(t, ml.Unlock(ctx)) {
+				if !assert.NoError(t, ml.Unlock(octx)) {
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	require.EqualValues(t, 20, entries.Load())
-	require.EqualValues(t, 1, most.Load(), "two goroutines inside the shared MultiLock")
-	requireFree(t, m.ss[0], a)
+	return entries.Load()
 }
