@@ -588,13 +588,8 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
 	}
 	op.Count = cur - 1
-	if op.Fresh && op.Count == 0 && s.Handoff != nil && s.Line != "" {
-		if h := l.C.liveHold(hk); h != nil {
-			chain := h.chainOf()
-			if o := l.C.Claim(s.Line, chain); o != nil {
-				return l.handOff(ctx, s, hk, op, o, chain)
-			}
-		}
+	if o, chain := l.claimNext(s, hk, op); o != nil {
+		return l.handOff(ctx, s, hk, op, o, chain)
 	}
 	remaining, err := l.C.Release(hk, op.Count, func() (int64, error) { return s.Release(ctx, &op) })
 	if err != nil && op.Count == 0 && s.Line != "" {
@@ -607,6 +602,22 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
 	}
 	return nil
+}
+
+// claimNext returns, for the release op of hold hk, the offer of the next
+// caller in the lock's local line that the release may hand the lock to
+// (handoff.go), claimed, and the chain the hold is part of; nil when the
+// release frees the lock in Redis instead.
+func (l *Lock) claimNext(s *Side, hk HoldKey, op Op) (*Offer, Chain) {
+	if !op.Fresh || op.Count != 0 || s.Handoff == nil || s.Line == "" {
+		return nil, Chain{}
+	}
+	h := l.C.liveHold(hk)
+	if h == nil {
+		return nil, Chain{}
+	}
+	chain := h.chainOf()
+	return l.C.Claim(s.Line, chain), chain
 }
 
 // handOff releases the owner's last hold (op) and acquires the lock for the

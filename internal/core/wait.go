@@ -113,18 +113,9 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 		deadline = start.Add(s.Wait)
 	}
 	if w = s.Sub; w == nil {
-		ok, _, err = c.tryOrTake(ctx, s, false)
-		if ok || err != nil || (!s.Forever && s.Wait <= 0) {
+		var done bool
+		if w, done, ok, err = c.firstTry(ctx, s, deadline); done {
 			return ok, err
-		}
-		subCtx := ctx
-		if !s.Forever {
-			var cancel context.CancelFunc
-			subCtx, cancel = context.WithDeadline(ctx, deadline)
-			defer cancel()
-		}
-		if w, err = c.mux.Subscribe(subCtx, s.Channel, s.Wake); err != nil {
-			return c.subscribeFailed(ctx, s, deadline, err)
 		}
 	}
 	if s.Keep == nil {
@@ -151,6 +142,27 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 			return ok, err
 		}
 	}
+}
+
+// firstTry is Wait's start without a subscription handed to it: a try,
+// then, unless it settled the wait (done), a subscription to the channel,
+// which it returns confirmed.
+func (c *Client) firstTry(ctx context.Context, s WaitSpec, deadline time.Time) (w *pubsub.Waiter, done, ok bool, err error) {
+	ok, _, err = c.tryOrTake(ctx, s, false)
+	if ok || err != nil || (!s.Forever && s.Wait <= 0) {
+		return nil, true, ok, err
+	}
+	subCtx := ctx
+	if !s.Forever {
+		var cancel context.CancelFunc
+		subCtx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	if w, err = c.mux.Subscribe(subCtx, s.Channel, s.Wake); err != nil {
+		ok, err = c.subscribeFailed(ctx, s, deadline, err)
+		return nil, true, ok, err
+	}
+	return w, false, false, nil
 }
 
 // tryOrTake runs one attempt; with an acceptor, only when it allows one
