@@ -64,186 +64,298 @@ func (s *sampler) snapshot() []workerSnap {
 	return snaps
 }
 
+// sampleReplies holds the replies of one sample's MULTI.
+type sampleReplies struct {
+	locks     []*redis.MapStringStringCmd // one per lockNames
+	rw        *redis.MapStringStringCmd
+	rwKeys    *redis.StringSliceCmd // the rwlock's reader timeout keys
+	sem, xsem *redis.StringCmd
+	xsemZ     *redis.ZSliceCmd // the expirable semaphore's timeouts
+	time      *redis.TimeCmd
+}
+
+// readRedis reads every primitive in one MULTI. The error is the
+// transaction's: the replies are usable unless it is neither nil nor
+// redis.Nil.
+func (s *sampler) readRedis(ctx context.Context) (*sampleReplies, error) {
+	rep := &sampleReplies{}
+	_, err := s.r.adminRDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, n := range lockNames {
+			rep.locks = append(rep.locks, p.HGetAll(ctx, n))
+		}
+		rep.rw = p.HGetAll(ctx, rwName)
+		rep.rwKeys = p.Keys(ctx, keys.Tag(rwName)+":*rwlock_timeout*")
+		rep.sem = p.Get(ctx, semName)
+		rep.xsem = p.Get(ctx, xsemName)
+		rep.xsemZ = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
+		rep.time = p.Time(ctx)
+		return nil
+	})
+	return rep, err
+}
+
 // sample reads every primitive in one MULTI and judges what it read. A
 // worker whose state changed while Redis was read is not judged.
 func (s *sampler) sample() {
-	r := s.r
 	before := s.snapshot()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	var lockCmds []*redis.MapStringStringCmd
-	var rwCmd *redis.MapStringStringCmd
-	var rwKeys *redis.StringSliceCmd
-	var semCmd, xsemCmd *redis.StringCmd
-	var zCmd *redis.ZSliceCmd
-	var timeCmd *redis.TimeCmd
-	_, err := r.adminRDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, n := range lockNames {
-			lockCmds = append(lockCmds, p.HGetAll(ctx, n))
-		}
-		rwCmd = p.HGetAll(ctx, rwName)
-		rwKeys = p.Keys(ctx, keys.Tag(rwName)+":*rwlock_timeout*")
-		semCmd = p.Get(ctx, semName)
-		xsemCmd = p.Get(ctx, xsemName)
-		zCmd = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
-		timeCmd = p.Time(ctx)
-		return nil
-	})
+	rep, err := s.readRedis(ctx)
 	if err != nil && err != redis.Nil {
 		return // the server is paused or restarting: no sample
 	}
-	after := s.snapshot()
-	now := r.h.Now()
+	j := s.newJudgment(before)
 	s.judged++
-	stable := func(w int) bool { return before[w].ver == after[w].ver }
-	believes := func(w int, object string) bool {
-		return before[w].inflight == object || before[w].holds[object].n > 0
+	for i, cmd := range rep.locks {
+		j.checkLock(lockNames[i], cmd.Val())
 	}
-	seen := map[string]bool{}
-	lockLimit := r.cfg.Lease + r.lateBound() + time.Second
-	permitLimit := r.cfg.PermitLease + r.lateBound() + time.Second
+	j.checkRWLock(rep.rw.Val(), rep.rwKeys.Val())
+	j.checkSemaphore(rep.sem.Val())
+	j.checkExpirable(rep.xsem.Val(), rep.xsemZ.Val(), rep.time.Val())
+	j.forgetUnseen()
+}
 
-	// phantom tracks a member of object found in Redis: explained, not, or
-	// not judged (nil).
-	phantom := func(object, member string, explained *bool, limit time.Duration, what string) {
-		key := object + "|" + member
-		seen[key] = true
-		if explained == nil {
-			return
-		}
-		if *explained {
-			delete(s.since, key)
-			return
-		}
-		first, ok := s.since[key]
-		if !ok {
-			s.since[key] = now
-			return
-		}
-		if d := time.Duration(now - first); d > limit && !s.found[key] {
-			s.found[key] = true
-			s.report("phantom "+key, object, first, Violation{Check: "phantom", Detail: fmt.Sprintf(
-				"%s %s in Redis for %v (limit %v) while its owner believes it holds nothing and calls nothing on it",
-				what, member, d.Round(time.Millisecond), limit)})
-		}
+// judgment is the judging of one sample: what the workers believed before
+// and after Redis was read, when, and which members were found in Redis.
+type judgment struct {
+	s             *sampler
+	before, after []workerSnap
+	now           int64
+	seen          map[string]bool // object|member found in this sample
+	lockLimit     time.Duration   // how long an unexplained lock hold may last
+	permitLimit   time.Duration   // how long an unexplained permit may last
+}
+
+// newJudgment starts judging a sample read after the workers' states
+// before: it takes their states after it, and the time.
+func (s *sampler) newJudgment(before []workerSnap) *judgment {
+	r := s.r
+	j := &judgment{s: s, before: before, after: s.snapshot()}
+	j.now = r.h.Now()
+	j.seen = map[string]bool{}
+	j.lockLimit = r.cfg.Lease + r.lateBound() + time.Second
+	j.permitLimit = r.cfg.PermitLease + r.lateBound() + time.Second
+	return j
+}
+
+// stable tells whether worker w's state did not change while Redis was
+// read.
+func (j *judgment) stable(w int) bool { return j.before[w].ver == j.after[w].ver }
+
+// believes tells whether worker w believed it holds object or was calling
+// on it.
+func (j *judgment) believes(w int, object string) bool {
+	return j.before[w].inflight == object || j.before[w].holds[object].n > 0
+}
+
+// judge tells whether worker w explains a member of object it owns: nil if
+// w is not stable, so not judged.
+func (j *judgment) judge(w int, object string) *bool {
+	if !j.stable(w) {
+		return nil
 	}
-	judge := func(w int, object string) *bool {
-		if !stable(w) {
+	e := j.believes(w, object)
+	return &e
+}
+
+// judgeAny tells whether any of the workers ws explains a member of object
+// they share (a fresh hold of their client): nil if any of them is not
+// stable, or ws is empty.
+func (j *judgment) judgeAny(ws []int, object string) *bool {
+	var explained *bool
+	e := false
+	for _, w := range ws {
+		jw := j.judge(w, object)
+		if jw == nil {
 			return nil
 		}
-		e := believes(w, object)
-		return &e
+		e = e || *jw
+		explained = &e
 	}
+	return explained
+}
 
-	for i, cmd := range lockCmds {
-		fields := cmd.Val()
-		if len(fields) > 1 {
-			s.report("two owners "+lockNames[i], lockNames[i], now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
-				"lock %s has %d owners at once: %v", lockNames[i], len(fields), fields)})
-		}
-		for f := range fields {
-			if w, ok := s.owners[f]; ok {
-				phantom(lockNames[i], f, judge(w, lockNames[i]), lockLimit, "hold of lock "+lockNames[i]+" by")
-				continue
-			}
-			// A fresh hold: explained when one of its client's workers
-			// believes it holds the lock or is calling on it.
-			c, _, _ := strings.Cut(f, ":")
-			ws, ok := s.clients[c]
-			if !ok {
-				s.report("unknown "+f, lockNames[i], now, Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", lockNames[i], f)})
-				continue
-			}
-			var explained *bool
-			e := false
-			for _, w := range ws {
-				j := judge(w, lockNames[i])
-				if j == nil {
-					explained = nil
-					break
-				}
-				e = e || *j
-				explained = &e
-			}
-			phantom(lockNames[i], f, explained, lockLimit, "fresh hold of lock "+lockNames[i]+" by")
-		}
+// phantom tracks a member of object found in Redis: explained, not, or
+// not judged (nil). One left unexplained for longer than limit is reported
+// once, as a phantom; what names it in the report.
+func (j *judgment) phantom(object, member string, explained *bool, limit time.Duration, what string) {
+	s := j.s
+	key := object + "|" + member
+	j.seen[key] = true
+	if explained == nil {
+		return
 	}
+	if *explained {
+		delete(s.since, key)
+		return
+	}
+	first, ok := s.since[key]
+	if !ok {
+		s.since[key] = j.now
+		return
+	}
+	if d := time.Duration(j.now - first); d > limit && !s.found[key] {
+		s.found[key] = true
+		s.report("phantom "+key, object, first, Violation{Check: "phantom", Detail: fmt.Sprintf(
+			"%s %s in Redis for %v (limit %v) while its owner believes it holds nothing and calls nothing on it",
+			what, member, d.Round(time.Millisecond), limit)})
+	}
+}
 
-	liveReaders := map[string]bool{}
-	for _, k := range rwKeys.Val() {
+// checkLock judges lock name's hash, fields: at most one owner, and each
+// owner explained by its worker or, for a fresh hold, by one of its
+// client's workers.
+func (j *judgment) checkLock(name string, fields map[string]string) {
+	s := j.s
+	if len(fields) > 1 {
+		s.report("two owners "+name, name, j.now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
+			"lock %s has %d owners at once: %v", name, len(fields), fields)})
+	}
+	for f := range fields {
+		if w, ok := s.owners[f]; ok {
+			j.phantom(name, f, j.judge(w, name), j.lockLimit, "hold of lock "+name+" by")
+			continue
+		}
+		// A fresh hold: explained when one of its client's workers
+		// believes it holds the lock or is calling on it.
+		c, _, _ := strings.Cut(f, ":")
+		ws, ok := s.clients[c]
+		if !ok {
+			s.report("unknown "+f, name, j.now, Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", name, f)})
+			continue
+		}
+		j.phantom(name, f, j.judgeAny(ws, name), j.lockLimit, "fresh hold of lock "+name+" by")
+	}
+}
+
+// liveReaders returns the owners of the rwlock's reader timeout keys
+// timeoutKeys: the readers whose hold has not run out.
+func liveReaders(timeoutKeys []string) map[string]bool {
+	live := map[string]bool{}
+	for _, k := range timeoutKeys {
 		rest := strings.TrimPrefix(k, keys.Tag(rwName)+":")
 		if i := strings.Index(rest, ":rwlock_timeout"); i > 0 {
-			liveReaders[rest[:i]] = true
+			live[rest[:i]] = true
 		}
 	}
-	var writers, readers []string
-	for f := range rwCmd.Val() {
+	return live
+}
+
+// rwHolders returns the writers and the live readers among the rwlock's
+// hash fields.
+func rwHolders(fields map[string]string, live map[string]bool) (writers, readers []string) {
+	for f := range fields {
 		switch {
 		case f == "mode":
 		case strings.HasSuffix(f, ":write"):
 			writers = append(writers, strings.TrimSuffix(f, ":write"))
-		case liveReaders[f]:
+		case live[f]:
 			readers = append(readers, f)
 		}
 	}
-	if len(writers) > 1 || len(writers) == 1 && len(readers) > 0 && !(len(readers) == 1 && readers[0] == writers[0]) {
-		s.report("rw exclusion", rwName, now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
+	return writers, readers
+}
+
+// rwConflict tells whether writers and readers may not hold the rwlock
+// together: more than one writer, or a writer and a reader other than
+// itself.
+func rwConflict(writers, readers []string) bool {
+	return len(writers) > 1 || len(writers) == 1 && len(readers) > 0 && !(len(readers) == 1 && readers[0] == writers[0])
+}
+
+// checkRWLock judges the rwlock's hash, fields, with its reader timeout
+// keys timeoutKeys: writers exclude each other and other readers, and each
+// holder is explained by its worker.
+func (j *judgment) checkRWLock(fields map[string]string, timeoutKeys []string) {
+	s := j.s
+	writers, readers := rwHolders(fields, liveReaders(timeoutKeys))
+	if rwConflict(writers, readers) {
+		s.report("rw exclusion", rwName, j.now, Violation{Check: "mutual exclusion (Redis)", Detail: fmt.Sprintf(
 			"rwlock %s has writers %v and readers %v at once", rwName, writers, readers)})
 	}
 	for _, o := range append(writers, readers...) {
 		w, ok := s.owners[o]
 		if !ok {
-			s.report("unknown "+o, rwName, now, Violation{Check: "phantom", Detail: fmt.Sprintf("rwlock %s held by an unknown owner %q", rwName, o)})
+			s.report("unknown "+o, rwName, j.now, Violation{Check: "phantom", Detail: fmt.Sprintf("rwlock %s held by an unknown owner %q", rwName, o)})
 			continue
 		}
-		phantom(rwName, o, judge(w, rwName), lockLimit, "hold of rwlock "+rwName+" by")
+		j.phantom(rwName, o, j.judge(w, rwName), j.lockLimit, "hold of rwlock "+rwName+" by")
 	}
+}
 
-	total := r.cfg.Permits
-	if avail, err := strconv.ParseInt(semCmd.Val(), 10, 64); err == nil {
-		var believed int64
-		for w := range r.workers {
-			if stable(w) {
-				believed += before[w].holds[semName].n
-			}
-		}
-		if avail > total || avail+believed > total {
-			s.report("above "+semName, semName, now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
-				"semaphore %s: %d available in Redis and %d held by workers, total %d", semName, avail, believed, total)})
+// checkSemaphore judges the counted semaphore's available permits, val
+// (unread if not a number): with those the stable workers believe they
+// hold, no more than the total.
+func (j *judgment) checkSemaphore(val string) {
+	total := j.s.r.cfg.Permits
+	avail, err := strconv.ParseInt(val, 10, 64)
+	if err != nil {
+		return
+	}
+	var believed int64
+	for w := range j.s.r.workers {
+		if j.stable(w) {
+			believed += j.before[w].holds[semName].n
 		}
 	}
-	if avail, err := strconv.ParseInt(xsemCmd.Val(), 10, 64); err == nil {
-		members := zCmd.Val()
-		if avail+int64(len(members)) > total {
-			s.report("above "+xsemName, xsemName, now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
-				"expirable semaphore %s: %d available and %d acquired in Redis, total %d", xsemName, avail, len(members), total)})
-		}
-		serverMs := float64(timeCmd.Val().UnixMilli())
-		allStable, inflight := true, false
-		holders := map[string]bool{}
-		for w := range r.workers {
-			allStable = allStable && stable(w)
-			inflight = inflight || before[w].inflight == xsemName || after[w].inflight == xsemName
-			for _, id := range before[w].holds[xsemName].ids {
-				holders[id] = true
-			}
-		}
-		for _, m := range members {
-			if m.Score <= serverMs {
-				continue // expired: given back by the next operation
-			}
-			id := hex.EncodeToString([]byte(m.Member.(string)))
-			var explained *bool
-			if allStable {
-				e := inflight || holders[id]
-				explained = &e
-			}
-			phantom(xsemName, id, explained, permitLimit, "permit of "+xsemName)
+	if avail > total || avail+believed > total {
+		j.s.report("above "+semName, semName, j.now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
+			"semaphore %s: %d available in Redis and %d held by workers, total %d", semName, avail, believed, total)})
+	}
+}
+
+// xsemBelief returns what the workers believe of the expirable semaphore:
+// whether all were stable, whether any was calling on it before or after
+// Redis was read, and the permit ids they hold.
+func (j *judgment) xsemBelief() (allStable, inflight bool, holders map[string]bool) {
+	allStable = true
+	holders = map[string]bool{}
+	for w := range j.s.r.workers {
+		allStable = allStable && j.stable(w)
+		inflight = inflight || j.before[w].inflight == xsemName || j.after[w].inflight == xsemName
+		for _, id := range j.before[w].holds[xsemName].ids {
+			holders[id] = true
 		}
 	}
-	for key := range s.since {
-		if !seen[key] {
-			delete(s.since, key)
+	return allStable, inflight, holders
+}
+
+// checkExpirable judges the expirable semaphore: its available permits,
+// val (unread if not a number), and its acquired ones, members, no more
+// than the total, and each permit not expired at serverTime explained by
+// the workers (judged only when all are stable).
+func (j *judgment) checkExpirable(val string, members []redis.Z, serverTime time.Time) {
+	total := j.s.r.cfg.Permits
+	avail, err := strconv.ParseInt(val, 10, 64)
+	if err != nil {
+		return
+	}
+	if avail+int64(len(members)) > total {
+		j.s.report("above "+xsemName, xsemName, j.now, Violation{Check: "permits above total", Detail: fmt.Sprintf(
+			"expirable semaphore %s: %d available and %d acquired in Redis, total %d", xsemName, avail, len(members), total)})
+	}
+	serverMs := float64(serverTime.UnixMilli())
+	allStable, inflight, holders := j.xsemBelief()
+	for _, m := range members {
+		if m.Score <= serverMs {
+			continue // expired: given back by the next operation
+		}
+		id := hex.EncodeToString([]byte(m.Member.(string)))
+		var explained *bool
+		if allStable {
+			e := inflight || holders[id]
+			explained = &e
+		}
+		j.phantom(xsemName, id, explained, j.permitLimit, "permit of "+xsemName)
+	}
+}
+
+// forgetUnseen forgets when the members not found in this sample were
+// first seen unexplained.
+func (j *judgment) forgetUnseen() {
+	for key := range j.s.since {
+		if !j.seen[key] {
+			delete(j.s.since, key)
 		}
 	}
 }
