@@ -445,16 +445,62 @@ func (c contention) fairness(r *Result) {
 // within d and their waits (Lock call to Lock returning). Goroutines
 // waiting when d ends are cancelled; one holding then unlocks.
 func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (contention, error) {
+	var lat, unfinished latencies
+	res := contention{perGoroutine: make([]int64, len(mutexes))}
+	err := window(ctx, mutexes, d, func(runCtx context.Context, i int, m mutex, deadline time.Time, fail func(error)) {
+		var mine []time.Duration
+		defer func() {
+			res.perGoroutine[i] = int64(len(mine))
+			lat.add(mine...)
+		}()
+		for runCtx.Err() == nil {
+			t := time.Now()
+			if err := m.Lock(runCtx); err != nil {
+				if runCtx.Err() == nil {
+					fail(fmt.Errorf("lock: %w", err))
+				} else if t.Before(deadline) {
+					// Still waiting when the window closed: its wait
+					// counts, as long as the window (a lower bound), so
+					// that a goroutine starved all along weighs in the
+					// quantiles instead of vanishing from them.
+					unfinished.add(deadline.Sub(t))
+				}
+				return
+			}
+			got := time.Now()
+			if hold > 0 {
+				time.Sleep(hold)
+			}
+			// The release must happen even after the window closed.
+			if err := m.Unlock(context.WithoutCancel(ctx)); err != nil {
+				fail(fmt.Errorf("unlock: %w", err))
+				return
+			}
+			if got.Before(deadline) {
+				mine = append(mine, got.Sub(t))
+			} else if t.Before(deadline) {
+				unfinished.add(deadline.Sub(t))
+			}
+		}
+	})
+	res.waits = lat.sorted()
+	res.acquisitions = int64(len(res.waits))
+	res.unfinished = unfinished.sorted()
+	return res, err
+}
+
+// window runs body in one goroutine per mutex (i its index) for a window of
+// d: when d has passed, the runCtx body gets is cancelled, and deadline is
+// the window's end. A body calls fail to end the window early with an
+// error; window returns the first such error, or ctx's when ctx ended.
+func window(ctx context.Context, mutexes []mutex, d time.Duration, body func(runCtx context.Context, i int, m mutex, deadline time.Time, fail func(error))) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		errOnce    sync.Once
-		runErr     error
-		wg         sync.WaitGroup
-		lat        latencies
-		unfinished latencies
+		errOnce sync.Once
+		runErr  error
+		wg      sync.WaitGroup
 	)
-	res := contention{perGoroutine: make([]int64, len(mutexes))}
 	fail := func(err error) {
 		errOnce.Do(func() { runErr = err })
 		cancel()
@@ -466,48 +512,12 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mine []time.Duration
-			defer func() {
-				res.perGoroutine[i] = int64(len(mine))
-				lat.add(mine...)
-			}()
-			for runCtx.Err() == nil {
-				t := time.Now()
-				if err := m.Lock(runCtx); err != nil {
-					if runCtx.Err() == nil {
-						fail(fmt.Errorf("lock: %w", err))
-					} else if t.Before(deadline) {
-						// Still waiting when the window closed: its wait
-						// counts, as long as the window (a lower bound), so
-						// that a goroutine starved all along weighs in the
-						// quantiles instead of vanishing from them.
-						unfinished.add(deadline.Sub(t))
-					}
-					return
-				}
-				got := time.Now()
-				if hold > 0 {
-					time.Sleep(hold)
-				}
-				// The release must happen even after the window closed.
-				if err := m.Unlock(context.WithoutCancel(ctx)); err != nil {
-					fail(fmt.Errorf("unlock: %w", err))
-					return
-				}
-				if got.Before(deadline) {
-					mine = append(mine, got.Sub(t))
-				} else if t.Before(deadline) {
-					unfinished.add(deadline.Sub(t))
-				}
-			}
+			body(runCtx, i, m, deadline, fail)
 		}()
 	}
 	wg.Wait()
 	if runErr == nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}
-	res.waits = lat.sorted()
-	res.acquisitions = int64(len(res.waits))
-	res.unfinished = unfinished.sorted()
-	return res, runErr
+	return runErr
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -87,50 +86,28 @@ func (r *manyLocksRun) close() { r.lr.close() }
 // when d ends is finished (its Lock cancelled, or its Unlock let through)
 // but not counted.
 func lockPairs(ctx context.Context, mutexes []mutex, d time.Duration) (int64, []time.Duration, error) {
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		errOnce sync.Once
-		runErr  error
-		wg      sync.WaitGroup
-		lat     latencies
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { runErr = err })
-		cancel()
-	}
-	deadline := time.Now().Add(d)
-	timer := time.AfterFunc(d, cancel)
-	defer timer.Stop()
-	for _, m := range mutexes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { lat.add(mine...) }()
-			for runCtx.Err() == nil {
-				t := time.Now()
-				if err := m.Lock(runCtx); err != nil {
-					if runCtx.Err() == nil {
-						fail(fmt.Errorf("lock: %w", err))
-					}
-					return
+	var lat latencies
+	err := window(ctx, mutexes, d, func(runCtx context.Context, _ int, m mutex, deadline time.Time, fail func(error)) {
+		var mine []time.Duration
+		defer func() { lat.add(mine...) }()
+		for runCtx.Err() == nil {
+			t := time.Now()
+			if err := m.Lock(runCtx); err != nil {
+				if runCtx.Err() == nil {
+					fail(fmt.Errorf("lock: %w", err))
 				}
-				// The release must happen even after the window closed.
-				if err := m.Unlock(context.WithoutCancel(ctx)); err != nil {
-					fail(fmt.Errorf("unlock: %w", err))
-					return
-				}
-				if end := time.Now(); end.Before(deadline) {
-					mine = append(mine, end.Sub(t))
-				}
+				return
 			}
-		}()
-	}
-	wg.Wait()
-	if runErr == nil && ctx.Err() != nil {
-		runErr = ctx.Err()
-	}
+			// The release must happen even after the window closed.
+			if err := m.Unlock(context.WithoutCancel(ctx)); err != nil {
+				fail(fmt.Errorf("unlock: %w", err))
+				return
+			}
+			if end := time.Now(); end.Before(deadline) {
+				mine = append(mine, end.Sub(t))
+			}
+		}
+	})
 	l := lat.sorted()
-	return int64(len(l)), l, runErr
+	return int64(len(l)), l, err
 }
