@@ -7,12 +7,18 @@ import (
 // In-process handoff.
 //
 // When a hold ends and the next caller in the client's local line for the
-// lock is waiting (between two attempts), the release and that caller's
-// acquisition are one script (Side.Handoff): the lock goes from one owner
-// to the next in one round trip, with no PUBLISH and no waiter woken to try
-// again. Other processes see the lock held all along; their waiters re-check
-// when its lease would end, and are woken by the release that ends the
-// chain of handoffs.
+// lock waits (and is not asking Redis at that moment), the release and that
+// caller's acquisition are one script (Side.Handoff): the lock goes from one
+// owner to the next in one round trip, with no PUBLISH and no waiter woken
+// to try again. While the lock is held through the line (HeldHere), its
+// head does not ask Redis at all: the release hands the lock to it, or
+// wakes it in-process (leaveLine). Other processes see the lock held all
+// along; their waiters re-check when its lease would end, and are woken by
+// the release that ends the chain of handoffs. A caller that took the lock
+// from Redis drops the line's subscription (Lock.acquire), so that the next
+// head subscribes anew, at the end of the channel's subscribers: Redis
+// delivers in subscription order, and the other processes' waiters hear
+// the next release first.
 //
 // So that they get their turn, a chain is bounded as Go's sync.Mutex bounds
 // its fast path: a hold taken from Redis starts a chain, and a release hands
@@ -52,8 +58,8 @@ func (c *Client) newChain() Chain {
 // goes. A releaser claims it (Claim) only while the caller is at the head
 // of the line and not asking Redis itself.
 type Offer struct {
-	// Op is the acquisition for the caller: owner, field, count, lease,
-	// fencing; the releaser sets ReqKey.
+	// Op is the acquisition for the caller: a fresh hold's owner, field,
+	// request key and deadline (Lock.attempt), count, lease, fencing.
 	Op   Op
 	done chan struct{} // closed once res is set
 	res  Handed

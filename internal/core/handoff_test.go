@@ -1,0 +1,53 @@
+package core
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A chain serves the callers waiting when it began, and others only while
+// it is younger than HandoffWindow.
+func TestChainAllows(t *testing.T) {
+	young := Chain{Start: time.Now(), Last: 5}
+	assert.True(t, young.allows(3))
+	assert.True(t, young.allows(9), "a young chain serves late arrivals")
+	old := Chain{Start: time.Now().Add(-time.Second), Last: 5}
+	assert.True(t, old.allows(5), "an old chain still serves those waiting when it began")
+	assert.False(t, old.allows(6))
+	assert.False(t, Chain{}.allows(1), "no chain: no handoff")
+}
+
+// Claim takes only the head's offer, never while the head asks Redis,
+// and only once; Withdraw returns a claimed offer with its outcome.
+func TestClaimRules(t *testing.T) {
+	c := lineClient(t)
+	chain := c.newChain()
+	assert.Nil(t, c.Claim("r", chain), "no line")
+	head := c.JoinLine("r", false)
+	next := c.JoinLine("r", false)
+	next.Accepts(Op{Name: "r", Field: "next"})
+	assert.Nil(t, c.Claim("r", Chain{Start: time.Now(), Last: 0}), "the head accepts no handoff")
+	head.Accepts(Op{Name: "r", Field: "head"})
+
+	require.True(t, head.BeginTry())
+	assert.Nil(t, c.Claim("r", chain), "claimed while the head asks Redis")
+	head.EndTry()
+
+	o := c.Claim("r", chain)
+	require.NotNil(t, o)
+	assert.Equal(t, "head", o.Op.Field)
+	assert.Nil(t, c.Claim("r", chain), "claimed twice")
+	assert.False(t, head.BeginTry(), "a claimed head asks Redis")
+	o.Finish(Handed{Acquired: true, Fence: 7})
+	got := head.Withdraw()
+	require.NotNil(t, got)
+	assert.True(t, got.res.Acquired)
+	assert.EqualValues(t, 7, got.res.Fence)
+	c.owners.unlock(HoldKey{Key: "r", Field: "head"}, got.ol)
+	assert.Nil(t, head.Withdraw(), "withdrawn twice")
+	head.Leave()
+	next.Leave()
+}
