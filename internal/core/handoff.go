@@ -12,7 +12,9 @@ import (
 // owner to the next in one round trip, with no PUBLISH and no waiter woken
 // to try again. While the lock is held through the line (HeldHere), its
 // head does not ask Redis at all: the release hands the lock to it, or
-// wakes it in-process (leaveLine). Other processes see the lock held all
+// publishes (a message makes the head ask Redis even before this client
+// has counted the hold ended), or the hold is lost and the head is woken
+// in-process (leaveLine). Other processes see the lock held all
 // along; their waiters re-check when its lease would end, and are woken by
 // the release that ends the chain of handoffs. A caller that took the lock
 // from Redis drops the line's subscription (Lock.acquire), so that the next
@@ -204,12 +206,13 @@ func (c *Client) holdThrough(h *Hold, key string) {
 }
 
 // leaveLine forgets that h was taken through a line (holdThrough), when it
-// ends, and wakes the head of the line, which waits without asking Redis
-// while the lock is held here (HeldHere): at once, without waiting for the
-// release's message (or for the re-check interval when the hold was lost
-// or its release failed, and nothing was published). A head the release
-// handed the lock to is not woken: it has its outcome.
-func (h *Hold) leaveLine() {
+// ends. When the hold was lost, or its release failed, rather than
+// released (nothing is published, nothing handed on), it wakes the head of
+// the line, which waits without asking Redis while the lock is held here.
+// After a release it does not: the head hears the release's message in
+// its turn among the channel's subscribers (last, if this client took the
+// lock from Redis), as the other processes' waiters do.
+func (h *Hold) leaveLine(lost bool) {
 	h.mu.Lock()
 	key := h.line
 	h.line = ""
@@ -224,7 +227,9 @@ func (h *Hold) leaveLine() {
 		return
 	}
 	delete(ls.held, key)
-	ls.wakeHead(key)
+	if lost {
+		ls.wakeHead(key)
+	}
 }
 
 // WakeLine wakes the head of the line key if it waits for a handoff: to

@@ -282,7 +282,7 @@ func (h *Hold) end(err error) {
 	wasRenewing := h.renewing
 	h.renewing = false
 	h.mu.Unlock()
-	h.leaveLine()
+	h.leaveLine(err != ErrNotHeld) // ErrNotHeld: a release that took effect
 	if wasRenewing {
 		h.c.wd.remove(h)
 	}

@@ -138,9 +138,13 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 			return false, nil
 		}
 		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
-		if ok, err := c.sleep(ctx, s.Handoff, w, timer); ok || err != nil {
+		ok, msg, err := c.sleep(ctx, s.Handoff, w, timer)
+		if ok || err != nil {
 			return ok, err
 		}
+		// A message says a release took place: try, even while this
+		// client still counts the released hold as its own (HeldHere).
+		force = msg
 	}
 }
 
@@ -187,25 +191,26 @@ func (c *Client) tryOrTake(ctx context.Context, s WaitSpec, force bool) (bool, t
 	return c.try(ctx, s.Try)
 }
 
-// sleep is one pause of Wait: until a message, the timer, ctx or Close.
-// With an acceptor, a releaser of this client may hand the caller what it
-// waits for meanwhile: then it returns true.
-func (c *Client) sleep(ctx context.Context, a Acceptor, w *pubsub.Waiter, timer *time.Timer) (bool, error) {
+// sleep is one pause of Wait: until a message (msg), the timer, ctx or
+// Close. With an acceptor, a releaser of this client may hand the caller
+// what it waits for meanwhile: then it returns ok.
+func (c *Client) sleep(ctx context.Context, a Acceptor, w *pubsub.Waiter, timer *time.Timer) (ok, msg bool, err error) {
 	var handed <-chan struct{}
 	if a != nil {
 		handed = a.Handed()
 	}
 	select {
 	case <-w.C():
+		return false, true, nil
 	case <-timer.C:
 	case <-handed:
-		return a.Take(), nil
+		return a.Take(), false, nil
 	case <-ctx.Done():
-		return false, ctxError(ctx)
+		return false, false, ctxError(ctx)
 	case <-c.closing:
-		return false, ErrClosed
+		return false, false, ErrClosed
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // subscribeFailed is Wait's answer when its subscription failed: ctx or
