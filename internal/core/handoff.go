@@ -260,3 +260,83 @@ func (c *Client) HeldHere(key string) bool {
 	defer ls.mu.Unlock()
 	return ls.held[key] > 0
 }
+
+// Permit handoff (counted semaphores).
+//
+// A release of n permits of a counted semaphore, when the head of the
+// client's line for it waits for exactly n permits and is not asking Redis
+// at that moment, gives them to that caller in-process: the release and the
+// acquisition cancel out, so nothing is sent to Redis and nothing is
+// published. Permits have no owner and no lease, so there is nothing to
+// hand over in Redis either.
+//
+// The line's chain bounds such handoffs as a lock's chain does: it begins
+// with the first handoff after permits last went through Redis, and serves
+// the callers already waiting then, or any caller while it is younger than
+// HandoffWindow. The first release it does not allow goes to Redis and is
+// published, so that other processes' waiters get their turn; the release
+// after that begins a new chain.
+
+// ClaimPermits, for a release of n permits of the semaphore whose local
+// line is key, returns the offer of the caller at the head of the line
+// when it waits for exactly n permits, accepts a handoff (AcceptPermits),
+// is not asking Redis and the line's chain allows it; the offer is then
+// claimed, and the releaser must Finish it with Handed{Acquired: true}.
+// nil otherwise: the release goes to Redis.
+func (c *Client) ClaimPermits(key string, n int64) *Offer {
+	ls := &c.lines
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil || len(l.q) == 0 {
+		return nil
+	}
+	t := l.q[0]
+	o := t.offer
+	if o == nil || o.claimed || t.trying || o.Op.Count != n {
+		return nil
+	}
+	if l.chain.Start.IsZero() {
+		l.chain = c.newChain()
+	}
+	if !l.chain.allows(t.seq) {
+		l.chain = Chain{} // this release goes to Redis; the next begins a chain
+		return nil
+	}
+	o.claimed = true
+	return o
+}
+
+// AcceptPermits makes the turn accept a handoff of n permits (ClaimPermits)
+// while it waits, and returns the waiter's side of it, for
+// WaitSpec.Handoff.
+func (t *Turn) AcceptPermits(n int64) Acceptor {
+	t.Accepts(Op{Count: n})
+	return permitAcceptor{t}
+}
+
+// permitAcceptor is a semaphore waiter's Acceptor: it asks Redis whenever
+// its wait says so (permits held in this client give no sign of when they
+// come back), and takes permits a release of this client hands it.
+type permitAcceptor struct{ t *Turn }
+
+func (a permitAcceptor) BeginTry(bool) bool      { return a.t.BeginTry() }
+func (a permitAcceptor) EndTry()                 { a.t.EndTry() }
+func (a permitAcceptor) Handed() <-chan struct{} { return a.t.Handed() }
+
+func (a permitAcceptor) Take() bool {
+	o := a.t.Handover()
+	if o == nil {
+		return false
+	}
+	if o.res.Acquired {
+		return true
+	}
+	a.t.Accepts(o.Op) // ready for the next release
+	return false
+}
+
+func (a permitAcceptor) Withdraw() bool {
+	o := a.t.Withdraw()
+	return o != nil && o.res.Acquired
+}

@@ -31,6 +31,9 @@ type lines struct {
 // one that may ask Redis.
 type line struct {
 	q []*Turn
+	// chain is the chain of permit handoffs going on in the line
+	// (ClaimPermits); zero when none.
+	chain Chain
 }
 
 // Turn is one caller's place in a line.
@@ -130,7 +133,7 @@ func (t *Turn) Leave() {
 	}
 	if len(l.q) == 0 {
 		delete(ls.m, t.key)
-		l.q = l.q[:0]
+		l.q, l.chain = l.q[:0], Chain{}
 		linePool.Put(l)
 	}
 }
