@@ -114,10 +114,52 @@ func readSide(e *core.Lock) *core.Side {
 }
 
 // writeSide is the write side's configuration of the engine: the owner's
-// write field, renewed as a lock's owner field.
+// write field, renewed as a lock's owner field. Context owners take and
+// release it with the recorded scripts (rwlock_write_acquire and
+// rwlock_write_release: reentrancy, downgrade, ErrUpgrade); callers without
+// one take fresh holds (rwlock_write_acquire_fresh and
+// rwlock_write_release_fresh), line up in the client's local line of the
+// lock's writers, and are handed the write side by the writer before them
+// (rwlock_write_handoff).
 func writeSide(e *core.Lock) *core.Side {
 	s := side(e, "write ", keys.RWWriteField, lua.RWWriteRelease, msgWrite)
+	s.Fresh = true
+	s.Line = core.LockLine("rwlock", e.Name) // writers of a client line up locally
+	channel := keys.RWChannel(e.Name)
+	head, tail := keys.RWTimeoutParts(e.Name)
+	recorded := s.Release
+	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
+		if !op.Fresh {
+			return recorded(ctx, op)
+		}
+		// The hold's request key is its acquisition's (undoKey in an
+		// undo). Its mark outlives the acquisition's deadline and this
+		// request's.
+		undo, undoKey := "0", op.ReqKey
+		if op.UndoKey != "" {
+			undo, undoKey = "1", op.UndoKey
+		}
+		return lua.RWWriteReleaseFresh.Run(ctx, e.C.Redis(), []string{op.Name, undoKey, channel},
+			core.FieldAt(undoKey, op.Field), msgWrite, op.Publish, e.C.MarkUntil(ctx, op.Deadline), undo, head, tail).Int64()
+	}
+	s.Handoff = func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+		res, err := lua.RWWriteHandoff.Run(ctx, e.C.Redis(), []string{from.Name, from.ReqKey, to.ReqKey, channel},
+			core.FieldAt(from.ReqKey, from.Field), core.FieldAt(to.ReqKey, to.Field), e.C.MarkUntil(ctx, from.Deadline),
+			to.LeaseMillis(), msgWrite, from.Publish, head, tail).Int64Slice()
+		switch {
+		case err != nil:
+			return core.HandoffOutcome{}, err
+		case len(res) < 2:
+			return core.HandoffOutcome{}, fmt.Errorf("unexpected reply %v", res)
+		}
+		return core.HandoffOutcome{Remaining: res[0], Acquired: res[1] == 1}, nil
+	}
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
+		if op.Fresh {
+			res, err := lua.RWWriteAcquireFresh.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+				op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline).Int64Slice()
+			return outcome(res, err, op.Owner)
+		}
 		res, err := lua.RWWriteAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
 			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), op.Field,
 			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count,
@@ -239,7 +281,8 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
-		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx)).Int64()
+		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx),
+		keys.RequestPrefix(rw.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
 	}
@@ -281,7 +324,7 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 // RUnlocks release its read side. It is 0 when the owner holds no live read
 // hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.e.Owner(ctx)
+	owner, err := rw.e.Owner(ctx, rw.read)
 	if err != nil {
 		return 0, err
 	}
@@ -296,7 +339,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 // WriteHoldCount returns the caller's owner's write hold count: how many
 // Unlocks release its write side. It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.e.Owner(ctx)
+	owner, err := rw.e.Owner(ctx, rw.write)
 	if err != nil {
 		return 0, err
 	}
