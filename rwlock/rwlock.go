@@ -40,9 +40,17 @@ func wake(payload string, _ int) int {
 // other as they exclude other handles and other processes (many read holds
 // or one write hold through the handle at a time; a Lock waiting through it
 // keeps later RLocks through it out, so writers are not starved); holds are
-// not reentrant, and RUnlock and Unlock may come from any goroutine. With
-// an owner in the context (redisync.WithOwner), the call acts for that
-// owner, whose holds on both sides are reentrant. The writer may also take
+// not reentrant, and RUnlock and Unlock may come from any goroutine. Its
+// read holds are the handle's own owner's; each of its write holds is a
+// fresh hold, with an owner of its own (a new token) that Unlock releases.
+// The writers of one Client line up locally (only the first waits in
+// Redis), and Unlock hands the write side to the next writer of the Client
+// waiting without a context owner in one script, without freeing the lock
+// in Redis; such a chain of handoffs serves the writers already waiting
+// when it began, or lasts about a millisecond, then frees the lock, so
+// readers here and elsewhere get their turn. With an owner in the context
+// (redisync.WithOwner), the call acts for that owner, whose holds on both
+// sides are reentrant. The writer may also take
 // read holds (a downgrade: Lock, RLock, Unlock leaves the owner
 // read-locked). An owner that holds only read holds may not take the write
 // side: Lock and TryLock return ErrUpgrade at once. Downgrade and
@@ -320,9 +328,9 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 	return m == "write", err
 }
 
-// ReadHoldCount returns the caller's owner's read hold count: how many
-// RUnlocks release its read side. It is 0 when the owner holds no live read
-// hold.
+// ReadHoldCount returns the caller's owner's read hold count (without a
+// context owner, the handle's own owner's): how many RUnlocks release its
+// read side. It is 0 when the owner holds no live read hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	owner, err := rw.e.Owner(ctx, rw.read)
 	if err != nil {
@@ -337,7 +345,9 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 }
 
 // WriteHoldCount returns the caller's owner's write hold count: how many
-// Unlocks release its write side. It is 0 when the owner does not hold it.
+// Unlocks release its write side. Without a context owner it is the count
+// of the latest write hold taken through this handle (1 while it lasts).
+// It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 	owner, err := rw.e.Owner(ctx, rw.write)
 	if err != nil {
