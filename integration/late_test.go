@@ -16,6 +16,7 @@ import (
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -176,6 +177,65 @@ func TestLateFreshCopiesChangeNothing(t *testing.T) {
 	assert.EqualValues(t, -1, n, "a late release finds no hold of its owner")
 	assert.Equal(t, next, direct.HGetAll(ctx, name).Val(), "a late copy touched the next hold")
 	require.NoError(t, l.Unlock(ctx))
+
+	err = direct.Do(ctx, acquire...).Err()
+	require.Error(t, err, "a late copy on a free lock")
+	assert.Contains(t, err.Error(), "REDISYNC_LATE")
+	assert.Zero(t, direct.Exists(ctx, name).Val())
+}
+
+// The same for a fresh write hold of a read-write lock (a Lock without a
+// context owner): after the Unlock, a copy of the acquisition finds the
+// release's mark, and once the mark is gone a copy is refused; a copy of
+// the release delivered after the next hold was taken leaves that hold
+// alone.
+func TestLateFreshRWWriteCopiesChangeNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	c, rec, direct := recordingClient(t, s)
+	name := redistest.Key(t, "rw")
+	rw := rwlock.New(c, name)
+
+	rec.Reset()
+	require.NoError(t, rw.Lock(ctx))
+	acquire := rec.Last()
+	require.NotNil(t, acquire)
+	require.NoError(t, rw.Unlock(ctx))
+	release := rec.Last()
+	mark := fmt.Sprint(acquire[4]) // KEYS[2]: the hold's request key
+	require.Equal(t, "released", direct.Get(ctx, mark).Val())
+
+	res, err := direct.Do(ctx, acquire...).Int64Slice()
+	require.NoError(t, err, "a copy within the deadline")
+	assert.Equal(t, []int64{0, -3}, res)
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a copy within the deadline took the lock")
+
+	holdUpFor(t, direct, acquire, 100*time.Millisecond)
+	res, err = direct.Do(ctx, acquire...).Int64Slice()
+	require.NoError(t, err, "the mark outlives the acquisition's deadline")
+	assert.Equal(t, []int64{0, -3}, res)
+	assert.Zero(t, direct.Exists(ctx, name).Val(), "a copy past the deadline took the lock")
+
+	require.NoError(t, rw.Lock(ctx)) // the next hold, another owner
+	next := direct.HGetAll(ctx, name).Val()
+	require.Len(t, next, 2, "mode and one writer: %v", next)
+	n, err := direct.Do(ctx, release...).Int64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "a copy of the release within its mark's life answers as the first")
+	assert.Equal(t, next, direct.HGetAll(ctx, name).Val(), "a copy of the previous release touched the next hold")
+
+	for direct.Exists(ctx, mark).Val() == 1 { // a copy held up even longer
+		time.Sleep(time.Duration(max(direct.PTTL(ctx, mark).Val(), time.Millisecond)))
+	}
+	res, err = direct.Do(ctx, acquire...).Int64Slice()
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, res[0], "a late copy took a held lock")
+	n, err = direct.Do(ctx, release...).Int64()
+	require.NoError(t, err)
+	assert.EqualValues(t, -1, n, "a late release finds no hold of its owner")
+	assert.Equal(t, next, direct.HGetAll(ctx, name).Val(), "a late copy touched the next hold")
+	require.NoError(t, rw.Unlock(ctx))
 
 	err = direct.Do(ctx, acquire...).Err()
 	require.Error(t, err, "a late copy on a free lock")

@@ -17,10 +17,12 @@
 // script whose reply was lost on a dropped connection, the second run returns
 // the recorded result instead of changing the hold count, the permits or the
 // count a second time. A lock's fresh holds (lock_acquire_fresh.lua,
-// lock_release_fresh.lua), the holds of callers without a context owner,
-// are the exception: their owner serves one hold, so its field in the hash
-// is the record while the hold lasts, and the release leaves a mark under
-// the request key instead. Pub/sub channels are passed in KEYS, so every name a
+// lock_release_fresh.lua, lock_handoff.lua) and a read-write lock's fresh
+// write holds (rwlock_write_acquire_fresh.lua,
+// rwlock_write_release_fresh.lua, rwlock_write_handoff.lua), the holds of
+// callers without a context owner, are the exception: their owner serves
+// one hold, so its field in the hash is the record while the hold lasts,
+// and the release leaves a mark under the request key instead. Pub/sub channels are passed in KEYS, so every name a
 // script touches is declared and shares the primitive's cluster slot. The
 // fair lock's per-waiter channels are the exception: whom a release wakes is
 // decided in the script, so it gets the channel prefix in KEYS and appends

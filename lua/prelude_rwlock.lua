@@ -13,6 +13,14 @@
 --                     its lease) and returns the longest remaining lease,
 --                     in milliseconds, of the live read holds (0: none).
 --                     Reader r's n-th hold key is head .. r .. tail .. ':' .. n.
+--   free_write(hash, head, tail)
+--                     after the last write hold's field was deleted (a fresh
+--                     write hold's release): deletes the hash when only
+--                     "mode" is left, which is always so for a fresh hold
+--                     (its owner never reads); otherwise keeps the rule of
+--                     rwlock_write_release: mode "read" with the longest
+--                     live read hold's lease, or the hash deleted when no
+--                     read hold lives.
 local function live(prefix, n)
   for i = 1, n do
     if redis.call('pttl', prefix .. ':' .. i) > 0 then
@@ -45,3 +53,14 @@ local function readers(hash, head, tail)
   return longest
 end
 
+local function free_write(hash, head, tail)
+  if redis.call('hlen', hash) > 1 then
+    local longest = readers(hash, head, tail)
+    if longest > 0 then
+      redis.call('hset', hash, 'mode', 'read')
+      redis.call('pexpire', hash, longest)
+      return
+    end
+  end
+  redis.call('del', hash)
+end

@@ -14,6 +14,15 @@ var (
 	// RWWriteRelease releases one write hold or undoes a lost write
 	// acquisition; see rwlock_write_release.lua.
 	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers)
+	// RWWriteAcquireFresh takes a fresh write hold (an owner's only hold,
+	// no record needed while it lasts); see rwlock_write_acquire_fresh.lua.
+	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua", request)
+	// RWWriteReleaseFresh releases a fresh write hold or undoes its lost
+	// acquisition; see rwlock_write_release_fresh.lua.
+	RWWriteReleaseFresh = load("rwlock_write_release_fresh.lua", rwlockHelpers)
+	// RWWriteHandoff releases a fresh write hold and takes one for the
+	// next owner in one step; see rwlock_write_handoff.lua.
+	RWWriteHandoff = load("rwlock_write_handoff.lua", rwlockHelpers)
 	// RWForceUnlock deletes a read-write lock in either mode; see
 	// rwlock_force_unlock.lua.
 	RWForceUnlock = load("rwlock_force_unlock.lua", request)

@@ -1,5 +1,10 @@
 -- rwlock_force_unlock: delete a read-write lock whoever holds it, in either
 -- mode, with the timeout keys of all its read holds, and wake every waiter.
+-- The request keys of the writer fields are marked "cancelled" first, so
+-- that a copy of a fresh write hold's acquisition still in flight
+-- (rwlock_write_acquire_fresh) does not take the lock again. The writer
+-- fields of context owners and Redisson clients get a mark nobody reads,
+-- which expires.
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  lock channel (redisson_rwlock:{name})
@@ -10,6 +15,10 @@
 --          a Redis Cluster
 -- ARGV[5]  request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
+-- ARGV[6]  prefix of the request keys of the lock's fresh write holds:
+--          keys.Request(name, writer field) is ARGV[6] .. writer field
+-- ARGV[7]  how long their marks live, in milliseconds: past the deadline of
+--          any acquisition sent before now
 --
 -- Returns 1 when the lock existed, 0 otherwise.
 refuse_late(ARGV[5])
@@ -17,7 +26,9 @@ if redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
 for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
-  if f ~= 'mode' and string.sub(f, -6) ~= ':write' then
+  if string.sub(f, -6) == ':write' then
+    redis.call('set', ARGV[6] .. f, 'cancelled', 'px', ARGV[7])
+  elseif f ~= 'mode' then
     local n = tonumber(redis.call('hget', KEYS[1], f)) or 0
     for i = 1, n do
       redis.call('del', ARGV[1] .. f .. ARGV[2] .. ':' .. i)

@@ -157,7 +157,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return fail(err)
 	}
 	n, err := lua.FairForceUnlock.Run(ctx, l.e.C.Redis(), append([]string{l.e.Name}, fairKeys(l.e.Name)...),
-		pub, l.e.C.RequestDeadline(ctx), keys.RequestPrefix(l.e.Name), forcedMarkTTL).Int64()
+		pub, l.e.C.RequestDeadline(ctx), keys.RequestPrefix(l.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
 		return fail(err)
 	}

@@ -76,7 +76,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 					ks = ks[:2] // the counter is not touched: spare its bytes
 				}
 				res, err := lua.LockAcquireFresh.Run(ctx, rdb(), ks,
-					op.LeaseMillis(), fieldAt(op.ReqKey, op.Field), op.Deadline, fencing).Int64Slice()
+					op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline, fencing).Int64Slice()
 				return lockOutcome(res, err)
 			}
 			res, err := lua.LockAcquire.Run(ctx, rdb(),
@@ -93,10 +93,10 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				// The hold's request key is its acquisition's (undoKey
 				// in an undo). Its mark outlives the acquisition's
 				// deadline and this request's.
-				mark := max(op.Deadline, e.C.RequestDeadline(ctx)) + markMargin
+				mark := e.C.MarkUntil(ctx, op.Deadline)
 				return lua.LockReleaseFresh.Run(ctx, rdb(),
 					[]string{op.Name, undoKey, channel},
-					fieldAt(undoKey, op.Field), msgArg, publishArg(op.Publish), mark, undo).Int64()
+					core.FieldAt(undoKey, op.Field), msgArg, publishArg(op.Publish), mark, undo).Int64()
 			}
 			return lua.LockRelease.Run(ctx, rdb(),
 				[]string{op.Name, channel, op.ReqKey, undoKey},
@@ -107,9 +107,9 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			if !to.Fencing {
 				ks = ks[:4]
 			}
-			mark := max(from.Deadline, e.C.RequestDeadline(ctx)) + markMargin
+			mark := e.C.MarkUntil(ctx, from.Deadline)
 			res, err := lua.LockHandoff.Run(ctx, rdb(), ks,
-				fieldAt(from.ReqKey, from.Field), fieldAt(to.ReqKey, to.Field), mark, to.LeaseMillis(),
+				core.FieldAt(from.ReqKey, from.Field), core.FieldAt(to.ReqKey, to.Field), mark, to.LeaseMillis(),
 				msgArg, flag(to.Fencing), publishArg(from.Publish)).Int64Slice()
 			if err != nil {
 				return core.HandoffOutcome{}, err
@@ -165,21 +165,6 @@ func publishArg(cmd string) any {
 	}
 	return cmd
 }
-
-// forcedMarkTTL is how long, in milliseconds, a force unlock's marks on
-// the request keys of fresh holds live (lua cancel_holds): past the
-// deadline of any copy of their acquisitions, sent before the force unlock
-// by any client.
-var forcedMarkTTL = (core.MaxRequestTTL + time.Second).Milliseconds()
-
-// markMargin is how long, in milliseconds, a fresh hold's mark outlives
-// the deadlines it must outlive, as request records do (prelude_request).
-const markMargin = 1000
-
-// fieldAt returns where a fresh hold's owner field starts in its request
-// key req, which ends with it (1-based, as Lua's string.sub counts): the
-// scripts read the field from there instead of being sent it again.
-func fieldAt(req, field string) int { return len(req) - len(field) + 1 }
 
 // lockOutcome reads lock_acquire's (and lock_acquire_fresh's) reply.
 func lockOutcome(res []int64, err error) (core.Outcome, error) {
@@ -261,7 +246,7 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
 		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx),
-		keys.RequestPrefix(h.e.Name), forcedMarkTTL).Int64()
+		keys.RequestPrefix(h.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
 	}
@@ -291,7 +276,7 @@ func (h *handle) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns the caller's owner's hold count in Redis: how many
 // Unlocks free the lock. It is 0 when the owner does not hold it.
 func (h *handle) HoldCount(ctx context.Context) (int64, error) {
-	owner, err := h.e.Owner(ctx)
+	owner, err := h.e.Owner(ctx, h.side)
 	if err != nil {
 		return 0, err
 	}

@@ -40,9 +40,17 @@ func wake(payload string, _ int) int {
 // other as they exclude other handles and other processes (many read holds
 // or one write hold through the handle at a time; a Lock waiting through it
 // keeps later RLocks through it out, so writers are not starved); holds are
-// not reentrant, and RUnlock and Unlock may come from any goroutine. With
-// an owner in the context (redisync.WithOwner), the call acts for that
-// owner, whose holds on both sides are reentrant. The writer may also take
+// not reentrant, and RUnlock and Unlock may come from any goroutine. Its
+// read holds are the handle's own owner's; each of its write holds is a
+// fresh hold, with an owner of its own (a new token) that Unlock releases.
+// The writers of one Client line up locally (only the first waits in
+// Redis), and Unlock hands the write side to the next writer of the Client
+// waiting without a context owner in one script, without freeing the lock
+// in Redis; such a chain of handoffs serves the writers already waiting
+// when it began, or lasts about a millisecond, then frees the lock, so
+// readers here and elsewhere get their turn. With an owner in the context
+// (redisync.WithOwner), the call acts for that owner, whose holds on both
+// sides are reentrant. The writer may also take
 // read holds (a downgrade: Lock, RLock, Unlock leaves the owner
 // read-locked). An owner that holds only read holds may not take the write
 // side: Lock and TryLock return ErrUpgrade at once. Downgrade and
@@ -114,10 +122,52 @@ func readSide(e *core.Lock) *core.Side {
 }
 
 // writeSide is the write side's configuration of the engine: the owner's
-// write field, renewed as a lock's owner field.
+// write field, renewed as a lock's owner field. Context owners take and
+// release it with the recorded scripts (rwlock_write_acquire and
+// rwlock_write_release: reentrancy, downgrade, ErrUpgrade); callers without
+// one take fresh holds (rwlock_write_acquire_fresh and
+// rwlock_write_release_fresh), line up in the client's local line of the
+// lock's writers, and are handed the write side by the writer before them
+// (rwlock_write_handoff).
 func writeSide(e *core.Lock) *core.Side {
 	s := side(e, "write ", keys.RWWriteField, lua.RWWriteRelease, msgWrite)
+	s.Fresh = true
+	s.Line = core.LockLine("rwlock", e.Name) // writers of a client line up locally
+	channel := keys.RWChannel(e.Name)
+	head, tail := keys.RWTimeoutParts(e.Name)
+	recorded := s.Release
+	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
+		if !op.Fresh {
+			return recorded(ctx, op)
+		}
+		// The hold's request key is its acquisition's (undoKey in an
+		// undo). Its mark outlives the acquisition's deadline and this
+		// request's.
+		undo, undoKey := "0", op.ReqKey
+		if op.UndoKey != "" {
+			undo, undoKey = "1", op.UndoKey
+		}
+		return lua.RWWriteReleaseFresh.Run(ctx, e.C.Redis(), []string{op.Name, undoKey, channel},
+			core.FieldAt(undoKey, op.Field), msgWrite, op.Publish, e.C.MarkUntil(ctx, op.Deadline), undo, head, tail).Int64()
+	}
+	s.Handoff = func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+		res, err := lua.RWWriteHandoff.Run(ctx, e.C.Redis(), []string{from.Name, from.ReqKey, to.ReqKey, channel},
+			core.FieldAt(from.ReqKey, from.Field), core.FieldAt(to.ReqKey, to.Field), e.C.MarkUntil(ctx, from.Deadline),
+			to.LeaseMillis(), msgWrite, from.Publish, head, tail).Int64Slice()
+		switch {
+		case err != nil:
+			return core.HandoffOutcome{}, err
+		case len(res) < 2:
+			return core.HandoffOutcome{}, fmt.Errorf("unexpected reply %v", res)
+		}
+		return core.HandoffOutcome{Remaining: res[0], Acquired: res[1] == 1}, nil
+	}
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
+		if op.Fresh {
+			res, err := lua.RWWriteAcquireFresh.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+				op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline).Int64Slice()
+			return outcome(res, err, op.Owner)
+		}
 		res, err := lua.RWWriteAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
 			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), op.Field,
 			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count,
@@ -239,7 +289,8 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
-		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx)).Int64()
+		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx),
+		keys.RequestPrefix(rw.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
 	}
@@ -277,11 +328,11 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 	return m == "write", err
 }
 
-// ReadHoldCount returns the caller's owner's read hold count: how many
-// RUnlocks release its read side. It is 0 when the owner holds no live read
-// hold.
+// ReadHoldCount returns the caller's owner's read hold count (without a
+// context owner, the handle's own owner's): how many RUnlocks release its
+// read side. It is 0 when the owner holds no live read hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.e.Owner(ctx)
+	owner, err := rw.e.Owner(ctx, rw.read)
 	if err != nil {
 		return 0, err
 	}
@@ -294,9 +345,11 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 }
 
 // WriteHoldCount returns the caller's owner's write hold count: how many
-// Unlocks release its write side. It is 0 when the owner does not hold it.
+// Unlocks release its write side. Without a context owner it is the count
+// of the latest write hold taken through this handle (1 while it lasts).
+// It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
-	owner, err := rw.e.Owner(ctx)
+	owner, err := rw.e.Owner(ctx, rw.write)
 	if err != nil {
 		return 0, err
 	}

@@ -25,8 +25,9 @@ import (
 // gate makes the goroutines calling through it exclude each other as
 // sync.Mutex's (sync.RWMutex's for an rwlock) callers do, waiting locally
 // in arrival order; such a handle is never reentrant. On a side that takes
-// fresh holds (Side.Fresh: the lock and the spin lock), such a caller does
-// not use the handle's token in Redis either: see Fresh holds.
+// fresh holds (Side.Fresh: the lock, the spin lock and the rwlock's write
+// side), such a caller does not use the handle's token in Redis either: see
+// Fresh holds.
 //
 // The client is the authority over its own owners' hold counts. Every
 // acquisition and release tells Redis the count the owner has once it takes
@@ -54,18 +55,21 @@ import (
 // reply is lost is undone by a release in undo mode, which marks the
 // acquisition cancelled if it has not run yet, so a later copy of it does
 // nothing either. This is the record-based path, for context owners, the
-// fair lock and the rwlock; fresh holds take a cheaper one.
+// fair lock and the rwlock's read side; fresh holds take a cheaper one.
 //
 // Fresh holds. A caller without a context owner on a Fresh side holds the
 // lock at most once at a time through its handle (the gate), so its hold
 // count is always 1. Each of its acquisition attempts takes an owner of its
 // own: a new token (FreshToken), the owner "<client id>:<token>" in
-// Redisson's layout as any other (attempt); the handle remembers the owner
-// of the hold it took (Lock.fresh) and releases that one. As that owner's
-// field in the hash serves one hold and no other, the field is the
-// acquisition's record while the hold lasts, and the hold's request key,
-// keys.Request(name, field), shared by its acquisition, release and undo,
-// carries the marks that outlive it:
+// Redisson's layout as any other (attempt), whose field is the side's
+// (Side.Field: the owner itself for a lock, "<owner>:write" for an
+// rwlock's write side); the handle remembers the owner of the hold it took
+// (Lock.fresh) and releases that one. As that owner's field in the hash
+// serves one hold and no other, the field is the acquisition's record while
+// the hold lasts, and the hold's request key, keys.Request(name, field),
+// shared by its acquisition, release and undo, carries the marks that
+// outlive it (the rwlock's write side: lua/rwlock_write_*_fresh.lua, the
+// same steps with the field "mode"):
 //
 //   - acquisition (lua/lock_acquire_fresh.lua): when neither the hash nor
 //     the request key exists, refuse a late copy (TIME), then HSET, PEXPIRE
@@ -87,9 +91,11 @@ import (
 // before its lease ends (FreshDeadline); a lease too short for that makes
 // the script record the acquisition as the record-based path does. So a
 // fresh hold costs 9 commands in Redis per lock and unlock (8 for the spin
-// lock, which publishes nothing), against 14 on the record-based path, and
-// is exactly once as that one is, save for a lock deleted from outside
-// redisync (DEL, a Redisson forceUnlock), which leaves no mark.
+// lock, which publishes nothing; 11 for an rwlock's write side, which also
+// deletes the field "mode"), against 14 on the record-based path (19 for
+// the rwlock's write side), and is exactly once as that one is, save for a
+// lock deleted from outside redisync (DEL, a Redisson forceUnlock), which
+// leaves no mark.
 
 // Op is one lock script call for one owner.
 type Op struct {
@@ -124,6 +130,25 @@ type Op struct {
 // LeaseMillis is the lease in the whole milliseconds the scripts take.
 func (op *Op) LeaseMillis() int64 { return Millis(op.Lease) }
 
+// FieldAt returns where a fresh hold's field starts in its request key
+// req, which ends with it (1-based, as Lua's string.sub counts): the fresh
+// scripts read the field from there instead of being sent it again.
+func FieldAt(req, field string) int { return len(req) - len(field) + 1 }
+
+// MarkUntil returns when the mark a fresh hold's release (or undo, or
+// handoff) leaves on its request key expires, in epoch milliseconds by the
+// server's clock: a second past the later of the acquisition's deadline
+// (Op.Deadline) and the deadline of a request sent now, as request records
+// outlive theirs (lua/prelude_request.lua).
+func (c *Client) MarkUntil(ctx context.Context, deadline int64) int64 {
+	return max(deadline, c.RequestDeadline(ctx)) + 1000
+}
+
+// ForcedMarkTTL is how long, in milliseconds, a force unlock's marks on the
+// request keys of fresh holds live: past the deadline of any copy of their
+// acquisitions, sent before the force unlock by any client.
+var ForcedMarkTTL = (MaxRequestTTL + time.Second).Milliseconds()
+
 // Outcome is the result of one acquisition script call.
 type Outcome struct {
 	Acquired bool
@@ -146,8 +171,9 @@ type Side struct {
 	Shared bool
 	// Fresh: a caller without a context owner takes fresh holds (Op.Fresh),
 	// which Acquire and Release take and release with their own scripts.
-	// Only for a side that is not Shared and whose field is the owner
-	// itself (Field(owner) == owner): the lock's.
+	// Only for a side that is not Shared (a fresh hold's count is 1): the
+	// lock's, and the rwlock's write side. A fresh hold's request key is
+	// keys.Request(name, Field(owner)), which ends with the field.
 	Fresh bool
 	// Field returns an owner's field in the hash.
 	Field func(owner string) string
@@ -187,7 +213,9 @@ type HandoffOutcome struct {
 }
 
 // LockLine returns the key of the local line of a lock's waiters (a
-// Side's Line). Its leading NUL keeps it apart from the semaphores' lines,
+// Side's Line): one line per kind and name, so that the waiters of
+// different kinds on one name ("rlock" and "rwlock" writers) never line up
+// together. Its leading NUL keeps it apart from the semaphores' lines,
 // which are keyed by the bare name.
 func LockLine(kind, name string) string { return "\x00" + kind + "\x00" + name }
 
@@ -262,20 +290,24 @@ func (l *Lock) setRequestKey(op *Op) {
 // hold's (freshHold). Real tokens are positive.
 const freshOwner uint64 = 0
 
-// attempt returns the op of one acquisition attempt from base: base
-// itself, or for a fresh hold a new owner token (FreshToken), its owner
-// "<client id>:<token>" (the field too), its request key
-// keys.Request(Name, owner) and the request's deadline (FreshDeadline).
-func (l *Lock) attempt(ctx context.Context, base Op) Op {
+// attempt returns the op of one acquisition attempt of side s from base:
+// base itself, or for a fresh hold a new owner token (FreshToken), its
+// owner "<client id>:<token>", its field (s.Field), its request key
+// keys.Request(Name, field) and the request's deadline (FreshDeadline).
+func (l *Lock) attempt(ctx context.Context, s *Side, base Op) Op {
 	if !base.Fresh {
 		return base
 	}
 	l.once.Do(l.names)
 	var buf [20]byte
 	req := l.freshPrefix + string(strconv.AppendUint(buf[:0], l.C.FreshToken(), 10))
+	owner := req[l.ownerAt:]
+	if field := s.Field(owner); field != owner {
+		req = l.freshPrefix[:l.ownerAt] + field // keys.Request(Name, field)
+	}
 	base.ReqKey = req
-	base.Owner = req[l.ownerAt:]
-	base.Field = base.Owner
+	base.Owner = owner
+	base.Field = req[l.ownerAt:]
 	base.Deadline = l.C.FreshDeadline(ctx, l.lease())
 	return base
 }
@@ -314,15 +346,15 @@ func (l *Lock) op(s *Side, token uint64) Op {
 	return Op{Name: l.Name, Owner: owner, Field: s.Field(owner)}
 }
 
-// Owner returns the owner ("<client id>:<token>") acting in ctx: without
-// a context owner, the owner of the latest fresh hold taken through the
-// handle, if any, else the handle's own.
-func (l *Lock) Owner(ctx context.Context) (string, error) {
+// Owner returns the owner ("<client id>:<token>") acting in ctx on side
+// s: without a context owner, on a Fresh side, the owner of the latest
+// fresh hold taken through the handle, if any, else the handle's own.
+func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
 	t, own, err := l.owner(ctx)
 	if err != nil {
 		return "", err
 	}
-	if !own {
+	if !own && s.Fresh {
 		if f := l.freshHold(); f.Owner != "" {
 			return f.Owner, nil
 		}
@@ -346,8 +378,9 @@ func (l *Lock) fail(s *Side, err error) error {
 // Redis instead of all of them, and a release wakes one. The head leaves
 // the line when it got the lock, gave up or failed, and the next caller
 // tries at once, on the subscription the head hands it (the channel stays
-// subscribed while the line lasts). An owner that already holds the lock re-enters without
-// lining up (the caller it would wait behind waits for it), and a single
+// subscribed while the line lasts). An owner that already holds the lock,
+// on any side, re-enters (or is refused an upgrade) without lining up (the
+// caller it would wait behind may wait for it), and a single
 // attempt (wait 0) does not overtake the line: it is made only when the
 // line is empty, and reports false otherwise.
 func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (ok bool, err error) {
@@ -391,7 +424,7 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		turn *Turn
 		a    *acceptor
 	)
-	if s.Line != "" && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) == 0 {
+	if s.Line != "" && !l.holdsAny(base) {
 		t := l.C.JoinLine(s.Line, !forever && wait == 0)
 		if t == nil {
 			return false, nil // others wait: a single attempt does not overtake them
@@ -419,7 +452,7 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 	if !forever {
 		spec.Wait = max(wait-time.Since(start), 0)
 	}
-	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, base)) }
+	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, s, base)) }
 	if turn != nil && spec.Spin == nil {
 		// The channel stays subscribed from one head of the line to the
 		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
@@ -439,6 +472,18 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		turn.Hand(nil)
 	}
 	return ok, err
+}
+
+// holdsAny reports whether the owner of base holds the lock in this
+// client: its field's hold, or its own field's (Field differs from Owner
+// on an rwlock's write side, whose owner may hold read holds under its own
+// name). A fresh hold's base has no owner yet, and holds nothing.
+func (l *Lock) holdsAny(base Op) bool {
+	if base.Owner == "" {
+		return false
+	}
+	return l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
+		(base.Field != base.Owner && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
 }
 
 // try makes one acquisition attempt for the owner of base.
@@ -666,7 +711,7 @@ type acceptor struct {
 // newAcceptor makes the caller's turn accept handoffs of a fresh hold
 // (base is a fresh hold's op without an owner yet: attempt gives it one).
 func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *acceptor {
-	op := l.attempt(ctx, base)
+	op := l.attempt(ctx, s, base)
 	op.Count = 1
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing

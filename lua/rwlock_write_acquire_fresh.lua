@@ -1,0 +1,72 @@
+-- rwlock_write_acquire_fresh: take a fresh write hold of a read-write lock
+-- (Redisson RReadWriteLock layout: the hash with "mode" = "write" and the
+-- writer field "<owner>:write" = 1): the hold of an owner that holds the
+-- write side once and never again, and never reads. A handle used without
+-- a context owner is never reentrant, so the engine gives each of its
+-- write acquisition attempts an owner of its own (a new token) and
+-- releases that owner's hold (rwlock_write_release_fresh). Because the
+-- writer field serves exactly one hold, no record is needed while it
+-- lasts: the field itself says that the acquisition took place. Context
+-- owners (reentrancy, downgrade, ErrUpgrade) use rwlock_write_acquire.
+--
+-- Exactly once, as lock_acquire_fresh. The request key KEYS[2] belongs to
+-- this hold alone (keys.Request of the lock and the writer field); nothing
+-- writes it until the hold ends. A copy of this request that finds neither
+-- the lock nor that key reads the server's clock and is refused after the
+-- deadline (REDISYNC_LATE), so only copies delivered in time can take the
+-- lock, and the first of them does. Every later copy delivered in time
+-- finds one of:
+--   - the writer field: the hold lasts, and the copy answers "acquired"
+--     again, changing nothing (a go-redis re-send of this request);
+--   - the request key holding "released" or "cancelled": the hold was
+--     released (rwlock_write_release_fresh, rwlock_write_handoff), its
+--     acquisition undone, or the lock force-unlocked, each of which leaves
+--     that mark until a second past the deadline; the copy changes nothing;
+--   - the request key holding this script's own record "1": when the lease
+--     is too short to outlive the deadline (a fixed lease), the hold could
+--     expire before a late copy is refused, so the acquisition records
+--     itself (one more command).
+-- With a lease that outlives the deadline, the field lasts at least until
+-- a second past it unless the hold is released, undone, handed on or
+-- force-unlocked, which leave their mark; so no copy ever takes the lock
+-- twice. (A lock deleted from outside redisync, such as with DEL or by a
+-- Redisson client's forceUnlock, leaves no mark: a copy held up in the
+-- network until then could take it again for the dead owner, until its
+-- lease ends.)
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  request key of the hold: keys.Request(name, writer field), that
+--          is a prefix and then the field
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  where the writer field ("<client id>:<token>:write", fresh)
+--          starts in KEYS[2] (1-based): the field is KEYS[2] from there on
+-- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
+--
+-- Returns {1, 1} when acquired, also for a re-sent copy while the hold
+--                lasts;
+--         {0, pttl} when other owners hold the lock, in either mode (pttl
+--                -1: no expiry);
+--         {0, -3} when the hold was released, undone, handed on or
+--                force-unlocked already (a late copy): nothing changed.
+local hash, req, deadline = KEYS[1], KEYS[2], ARGV[3]
+local field = string.sub(req, tonumber(ARGV[2]))
+if redis.call('exists', hash, req) == 0 then
+  refuse_late(deadline)
+  redis.call('hset', hash, 'mode', 'write', field, 1)
+  redis.call('pexpire', hash, ARGV[1])
+  if tonumber(ARGV[1]) < tonumber(deadline) - request_now + 1000 then
+    record(req, '1', deadline) -- the lease may end before the deadline
+  end
+  return {1, 1}
+end
+local rec = recorded(req)
+if rec then
+  if rec == '1' then
+    return {1, 1}
+  end
+  return {0, -3}
+end
+if redis.call('hexists', hash, field) == 1 then
+  return {1, 1}
+end
+return {0, redis.call('pttl', hash)}

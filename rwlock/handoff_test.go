@@ -1,0 +1,288 @@
+package rwlock_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// writerLineLen returns how many writers of c line up for the rwlock name.
+func writerLineLen(c *redisync.Client, name string) int {
+	return (*core.Client)(c).LineLen(core.LockLine("rwlock", name))
+}
+
+// recorded returns a redisync client on s whose script calls rec records.
+func recorded(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Recorder) {
+	t.Helper()
+	rdb := s.Client(t)
+	rec := &redistest.Recorder{}
+	rdb.AddHook(rec)
+	return clienttest.New(t, rdb), rec
+}
+
+// scriptIs reports whether the script call args (EVALSHA's, or EVAL's
+// after NOSCRIPT) ran script.
+func scriptIs(args []any, script *redis.Script) bool {
+	if len(args) < 2 {
+		return false
+	}
+	if src, ok := args[1].(string); ok && args[0] == "eval" {
+		sum := sha1.Sum([]byte(src))
+		return hex.EncodeToString(sum[:]) == script.Hash()
+	}
+	return args[1] == script.Hash()
+}
+
+// scriptCounter is a go-redis hook that counts the calls of one script.
+type scriptCounter struct {
+	script *redis.Script
+	n      atomic.Int64
+}
+
+func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if scriptIs(cmd.Args(), h.script) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Issue 16: the writers of one client line up locally, only the head waits
+// in Redis, and when the next writer waits in the same client Unlock hands
+// it the write side in one script (no PUBLISH, no waiter woken to try):
+// the hash stays in write mode, with the next writer's fresh field. A copy
+// of that script delivered later changes nothing.
+func TestUnlockHandsWriteSideOverInProcess(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := redistest.Shared(t)
+	c, rec := recorded(t, s)
+	rdb := s.Client(t)
+	name := redistest.Key(t, "rw")
+	a, b := rwlock.New(c, name), rwlock.New(c, name)
+	// Both wait behind a reader of another client, so that b waits
+	// already when a's hold begins a chain of handoffs.
+	other := rwlock.New(clienttest.New(t, s.Client(t)), name)
+	require.NoError(t, other.RLock(ctx))
+	gotA := make(chan error, 1)
+	go func() { gotA <- a.Lock(ctx) }()
+	require.Eventually(t, func() bool { return writerLineLen(c, name) == 1 }, 5*time.Second, time.Millisecond)
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return writerLineLen(c, name) == 2 }, 5*time.Second, time.Millisecond)
+	clienttest.WaitWaiters(t, 1, c) // only the head subscribes
+	require.NoError(t, other.RUnlock(ctx))
+	require.NoError(t, <-gotA)
+	fieldA := writerField(t, rdb, name)
+
+	rec.Reset()
+	require.NoError(t, a.Unlock(ctx))
+	handoff := rec.Last()
+	require.True(t, scriptIs(handoff, lua.RWWriteHandoff), "the unlock was not a handoff: %v", handoff)
+	require.NoError(t, <-got)
+	fieldB := writerField(t, rdb, name)
+	assert.NotEqual(t, fieldA, fieldB, "b holds the write side with a field of its own")
+	n, err := b.WriteHoldCount(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "b's WriteHoldCount")
+	assert.NoError(t, b.Err())
+	select {
+	case <-a.Done():
+	default:
+		t.Fatal("a's hold did not end")
+	}
+	assert.Zero(t, writerLineLen(c, name), "the line is gone once empty")
+
+	res, err := rdb.Do(ctx, handoff...).Int64Slice()
+	require.NoError(t, err, "a copy while the handed hold lasts")
+	assert.Equal(t, []int64{0, 1}, res, "a re-sent handoff answers as the first")
+	assert.Equal(t, fieldB, writerField(t, rdb, name), "a copy of the handoff changed the hold")
+	require.NoError(t, b.Unlock(ctx))
+	res, err = rdb.Do(ctx, handoff...).Int64Slice()
+	require.NoError(t, err, "a copy after the handed hold ended")
+	assert.Equal(t, []int64{0, 0}, res)
+	assert.Zero(t, rdb.Exists(ctx, name).Val(), "a copy of the handoff took the lock again")
+}
+
+// Issue 16: with fresh write holds, a local line and handoffs, one rwlock
+// stays a read-write lock: 2 clients, each with one handle shared by its
+// goroutines (as a sync.RWMutex) and a handle per goroutine, mixing reads
+// and writes. No writer overlaps a reader or another writer, readers
+// overlap, and writers were handed the write side in-process.
+func TestFreshWritersAndReadersExclude(t *testing.T) {
+	t.Parallel()
+	const (
+		clients    = 2
+		goroutines = 4
+		steps      = 40
+	)
+	ctx := testCtx(t)
+	s := redistest.Shared(t)
+	name := redistest.Key(t, "rw")
+	handoffs := &scriptCounter{script: lua.RWWriteHandoff}
+	var chk checker
+	var wg sync.WaitGroup
+	for range clients {
+		rdb := s.Client(t)
+		rdb.AddHook(handoffs)
+		c := clienttest.New(t, rdb)
+		shared := rwlock.New(c, name)
+		for range goroutines {
+			own := rwlock.New(c, name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range steps {
+					rw := own
+					if i%2 == 0 {
+						rw = shared
+					}
+					if rand.IntN(3) != 0 {
+						if !assert.NoError(t, rw.Lock(ctx)) {
+							return
+						}
+						chk.enter(true)
+						chk.leave(true)
+						if !assert.NoError(t, rw.Unlock(ctx)) {
+							return
+						}
+						continue
+					}
+					if !assert.NoError(t, rw.RLock(ctx)) {
+						return
+					}
+					chk.enter(false)
+					time.Sleep(time.Millisecond) // work inside, so that readers overlap
+					chk.leave(false)
+					if !assert.NoError(t, rw.RUnlock(ctx)) {
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	chk.mu.Lock()
+	defer chk.mu.Unlock()
+	t.Logf("%d reads (up to %d at once), %d writes, %d handoffs", chk.reads, chk.maxReaders, chk.writes, handoffs.n.Load())
+	assert.Empty(t, chk.violations[:min(len(chk.violations), 10)], "%d violations in all", len(chk.violations))
+	assert.Equal(t, clients*goroutines*steps, chk.reads+chk.writes, "every step completed")
+	assert.Zero(t, chk.readers+chk.writers, "holders left inside")
+	assert.Positive(t, handoffs.n.Load(), "no writer was handed the write side")
+	assert.Zero(t, s.Client(t).Exists(ctx, name).Val(), "the lock is left held")
+}
+
+// Issue 16: a chain of write handoffs does not starve readers: a reader of
+// another client, and one of this client, get in while this client's
+// writers keep asking for the write side.
+func TestWriteHandoffsLetReadersIn(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := redistest.Shared(t)
+	name := redistest.Key(t, "rw")
+	busy := clienttest.New(t, s.Client(t))
+	var inside, most, writes atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rw := rwlock.New(busy, name)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !assert.NoError(t, rw.Lock(ctx)) {
+					return
+				}
+				n := inside.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				writes.Add(1)
+				inside.Add(-1)
+				assert.NoError(t, rw.Unlock(ctx))
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return writes.Load() > 50 }, 10*time.Second, time.Millisecond)
+
+	for _, reader := range []*rwlock.RWLock{
+		rwlock.New(clienttest.New(t, s.Client(t)), name), // another process
+		rwlock.New(busy, name),                           // this client
+	} {
+		for range 3 {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := reader.RLock(wctx)
+			cancel()
+			require.NoError(t, err, "a reader starved by a chain of write handoffs")
+			assert.Zero(t, inside.Load(), "a reader got in beside a writer")
+			require.NoError(t, reader.RUnlock(ctx))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	assert.EqualValues(t, 1, most.Load(), "two writers at once")
+}
+
+// Issue 16: a writer whose wait ends (ctx) while the write side is being
+// handed to it either returns holding it or holds nothing: no hold is left
+// behind in Redis or in the client, and no line entry.
+func TestWriteHandoffRacingCancelLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := redistest.Shared(t)
+	c := clienttest.New(t, s.Client(t))
+	name := redistest.Key(t, "rw")
+	a, b := rwlock.New(c, name), rwlock.New(c, name)
+	for i := range 30 {
+		require.NoError(t, a.Lock(ctx))
+		wctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() { got <- b.Lock(wctx) }()
+		require.Eventually(t, func() bool { return writerLineLen(c, name) == 1 }, 5*time.Second, time.Millisecond)
+		go func() {
+			time.Sleep(time.Duration(i%6) * 50 * time.Microsecond)
+			cancel()
+		}()
+		require.NoError(t, a.Unlock(ctx))
+		if err := <-got; err == nil {
+			require.NoError(t, b.Unlock(ctx), "round %d: b returned holding the lock", i)
+		} else {
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		cancel()
+		require.Eventually(t, func() bool {
+			locked, err := a.IsWriteLocked(ctx)
+			return err == nil && !locked
+		}, 5*time.Second, time.Millisecond, "round %d: a hold was left behind", i)
+		assert.Zero(t, writerLineLen(c, name), "round %d: a line entry was left behind", i)
+		assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "round %d: a hold is renewed", i)
+	}
+	clienttest.NoSubscriptions(t, c)
+}
