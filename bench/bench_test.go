@@ -24,7 +24,7 @@ var wantRows = func() [][2]string {
 		{scUncontended, "redisync"}, {scUncontended, "redisync-fair"}, {scUncontended, "redisync-spin"},
 		{scUncontended, "redsync"}, {scUncontended, "redislock"}, {scUncontended, "rueidislock"},
 		{scHandoff, "redisync"}, {scHandoff, "redisync-spin"}, {scHandoff, "redsync"},
-		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"}, {scHandoff, "rueidislock"},
+		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"}, {scHandoff, "rueidislock"}, {scHandoff, "pubsub-floor"},
 	}
 	for _, sc := range []string{scContended0, scContended1, scContended0Many, scContended1Many} {
 		for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock-linear10ms", "redislock-default", "rueidislock"} {

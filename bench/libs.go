@@ -71,7 +71,8 @@ const leaseTTL = 8 * time.Second
 // the run short. Uncontended runs, and many-locks (every goroutine on a
 // lock of its own), need no waiting strategy, so redislock appears there
 // once, as "redislock"; the waiting scenarios run both of its strategies.
-// rueidislock, last, runs in every one.
+// rueidislock runs in every one; the handoff scenario ends with the
+// pub/sub floor (floorLib), a reference that is no peer.
 func lockLibraries(sc string) []library {
 	plain := library{
 		name:         "redisync",
@@ -108,7 +109,7 @@ func lockLibraries(sc string) []library {
 			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
 		}, rueidis}
 	case scHandoff:
-		return append(append([]library{plain, spin, redsyncLib}, redislockWaiting()...), rueidis)
+		return append(append([]library{plain, spin, redsyncLib}, redislockWaiting()...), rueidis, floorLib())
 	}
 	return append(append([]library{plain, fair, spin, redsyncLib}, redislockWaiting()...), rueidis)
 }

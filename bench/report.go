@@ -230,7 +230,7 @@ func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPa
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
 	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op.")
-	writeTargets(w, targets)
+	writeTargets(w, targets, results)
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)
 		if err != nil {

@@ -181,7 +181,7 @@ func judge(v float64, atLeast bool, bound float64) *bool {
 
 // writeTargets prints the targets as a markdown table with a count of
 // those met.
-func writeTargets(w io.Writer, targets []Target) {
+func writeTargets(w io.Writer, targets []Target, results []Result) {
 	if len(targets) == 0 {
 		return
 	}
@@ -222,6 +222,12 @@ func writeTargets(w io.Writer, targets []Target) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "- Peers: redsync, redislock-*, rueidislock; polling peers: redsync and redislock-* (rueidislock's waiters")
 	fmt.Fprintln(w, "  wait for the server's invalidation messages instead). Best peer: highest ops/s; best polling peer: lowest p99.")
+	for _, r := range results {
+		if r.Scenario == scHandoff && r.Library == "pubsub-floor" && r.P50RTT != nil {
+			fmt.Fprintf(w, "- Handoff floor: the pubsub-floor row (bare go-redis: release script, message, SET NX) hands over in %.1f× the\n", *r.P50RTT)
+			fmt.Fprintln(w, "  PING p50 on this machine; no lock woken by pub/sub can do less here.")
+		}
+	}
 }
 
 // metricCell formats a target's figure with its unit.
