@@ -44,13 +44,12 @@ func (b *base) checkN(n int64) error {
 }
 
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
-// (see waitInLine in queue.go); handed > 0 lets a release of this Client
-// hand the caller that many permits meanwhile. The whole call, turn
-// included, is one observed wait (core.Client.BeginWait).
-func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, handed int64, try core.Attempt) (ok bool, err error) {
+// (see waitInLine in queue.go). The whole call, turn included, is one
+// observed wait (core.Client.BeginWait).
+func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (ok bool, err error) {
 	ctx, obs := b.h.C.BeginWait(ctx, b.h.Kind, "", b.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
-	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, handed, try)
+	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)
 	if err != nil {
 		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, err)
 	}

@@ -46,17 +46,7 @@
 // order, as in golang.org/x/sync/semaphore: only the first asks Redis, the
 // others wait their turn without any Redis traffic, so a caller that needs
 // several permits is not starved by a stream of callers that need one.
-// TryAcquire with a zero wait does not overtake waiting callers.
-//
-// A Semaphore's Release of n permits, when the first caller in its Client's
-// line waits for exactly n, hands them to that caller in-process: the two
-// cancel out, so no command is sent and Redis's count does not change (a
-// release handed over does not create a semaphore that was never set). As
-// with a lock's handoffs (see package rlock), such a chain serves the
-// callers already waiting when it began, or any caller for about a
-// millisecond; then a release goes to Redis and is published, so that
-// other processes' waiters get permits too. ExpirableSemaphore's permits
-// have ids and leases in Redis, so its releases always go to Redis. As in
+// TryAcquire with a zero wait does not overtake waiting callers. As in
 // x/sync, a caller waiting for more permits than become available holds up
 // the callers of its Client behind it: bound such waits with ctx or use
 // TryAcquire. Callers of different Clients (other processes, Java services)

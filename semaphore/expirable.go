@@ -166,7 +166,7 @@ func (s *ExpirableSemaphore) checkIDs(n int64) error {
 
 func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool, wait, lease time.Duration) ([]string, bool, error) {
 	var ids []string
-	ok, err := s.wait(ctx, forever, wait, 0, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
 		got, retry, err := s.try(ctx, n, lease)
 		if got != nil {
 			ids = got

@@ -41,14 +41,11 @@ func lineLen(c *core.Client, name string) int { return c.LineLen(name) }
 // with try as the attempt. forever waits until ctx ends; otherwise the whole
 // call, turn included, takes at most wait, and wait 0 makes a single attempt
 // only if no other caller of c is waiting (it does not overtake them).
-// handed > 0: at the head of the line, the caller accepts that many
-// permits from a release of c (core.Client.ClaimPermits, Semaphore.Release)
-// as success.
 //
 // It returns (true, nil) when try succeeded, (false, nil) when the wait ran
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
-func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, handed int64, try core.Attempt) (bool, error) {
+func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
 	start := time.Now()
 	t := c.JoinLine(name, !forever && wait == 0)
 	if t == nil {
@@ -66,9 +63,6 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 	}
 	if !forever {
 		spec.Wait = max(wait-time.Since(start), 0)
-	}
-	if handed > 0 && (forever || spec.Wait > 0) {
-		spec.Handoff = t.AcceptPermits(handed)
 	}
 	return c.Wait(ctx, spec)
 }

@@ -97,7 +97,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (bool, error) {
-	return s.wait(ctx, forever, wait, n, func(ctx context.Context) (bool, time.Duration, error) {
+	return s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
 		return s.try(ctx, n)
 	})
 }
@@ -148,24 +148,15 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
 }
 
 // Release gives n permits (n > 0) back and wakes waiters: in each Client,
-// up to as many waiting callers get through as permits are then available.
-// It needs no prior Acquire (a release of a semaphore that was never set
-// leaves n permits), so it never fails with ErrNotHeld. When the first
-// caller of this Client waiting for the semaphore wants exactly n permits,
-// Release hands them to it without any command (see "Waiting" in the
-// package documentation). It runs even when ctx is already cancelled (on a
-// detached context with a bounded timeout), so a deferred Release after a
-// cancelled request still gives the permits back. A release re-sent by
-// go-redis after a lost reply is applied once.
+// up to as many waiting callers get through as permits are then available. It needs no prior Acquire
+// (a release of a semaphore that was never set leaves n permits), so it
+// never fails with ErrNotHeld. It runs even when ctx is already cancelled
+// (on a detached context with a bounded timeout), so a deferred Release
+// after a cancelled request still gives the permits back. A release re-sent
+// by go-redis after a lost reply is applied once.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
-	}
-	if o := s.h.C.ClaimPermits(s.h.Name, n); o != nil {
-		// The next caller of this Client waits for exactly these
-		// permits: they change hands here, and Redis's count stays.
-		o.Finish(core.Handed{Acquired: true, Sent: time.Now()})
-		return nil
 	}
 	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()

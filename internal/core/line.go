@@ -31,9 +31,6 @@ type lines struct {
 // one that may ask Redis.
 type line struct {
 	q []*Turn
-	// chain is the chain of permit handoffs going on in the line
-	// (ClaimPermits); zero when none.
-	chain Chain
 }
 
 // Turn is one caller's place in a line.
@@ -133,7 +130,7 @@ func (t *Turn) Leave() {
 	}
 	if len(l.q) == 0 {
 		delete(ls.m, t.key)
-		l.q, l.chain = l.q[:0], Chain{}
+		l.q = l.q[:0]
 		linePool.Put(l)
 	}
 }
