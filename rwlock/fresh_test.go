@@ -147,11 +147,9 @@ func TestFreshWriteCopies(t *testing.T) {
 	ctx := testCtx(t)
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
-	wrapped := s.Client(t)
-	rec := &redistest.Recorder{}
-	wrapped.AddHook(rec)
+	c, rec := recorded(t, s)
 	name := redistest.Key(t, "rw")
-	rw := rwlock.New(clienttest.New(t, wrapped), name, rwlock.WithLease(time.Minute))
+	rw := rwlock.New(c, name, rwlock.WithLease(time.Minute))
 
 	rec.Reset()
 	require.NoError(t, rw.Lock(ctx))
@@ -189,10 +187,7 @@ func TestFreshWriteForceUnlockThenLateCopy(t *testing.T) {
 	ctx := testCtx(t)
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
-	wrapped := s.Client(t)
-	rec := &redistest.Recorder{}
-	wrapped.AddHook(rec)
-	c := clienttest.New(t, wrapped)
+	c, rec := recorded(t, s)
 	name := redistest.Key(t, "rw")
 	rw := rwlock.New(c, name)
 

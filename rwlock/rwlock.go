@@ -260,6 +260,13 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 // It returns an error wrapping redisync.ErrNotHeld, and releases nothing,
 // when the owner holds no live read hold: its lease ran out, someone
 // force-unlocked the lock, or it never took one.
+//
+// When the release fails (Redis unreachable, no reply), this client no
+// longer counts the hold, but Redis may keep it until its lease ends (it is
+// no longer renewed). The owner's next read acquisition or release
+// replaces it with what this client counts; until then, or until its lease
+// ends, writers, this handle's included (they take holds of their own),
+// wait for it as for any read hold.
 func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, rw.read) }
 
 // Unlock releases one write hold (without a context owner, the one taken
