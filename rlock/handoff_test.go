@@ -2,14 +2,11 @@ package rlock_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,32 +17,6 @@ import (
 	"github.com/redisync/redisync/rlock"
 )
 
-// recorded returns a redisync client on s whose script calls rec records.
-func recorded(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Recorder) {
-	t.Helper()
-	rdb := s.Client(t)
-	rec := &redistest.Recorder{}
-	rdb.AddHook(rec)
-	return clienttest.New(t, rdb), rec
-}
-
-// scriptIs reports whether the script call args (EVALSHA's, or EVAL's
-// after NOSCRIPT) ran script.
-func scriptIs(args []any, script *redis.Script) bool {
-	if len(args) < 2 {
-		return false
-	}
-	if src, ok := args[1].(string); ok && args[0] == "eval" {
-		return sha1hex(src) == script.Hash()
-	}
-	return args[1] == script.Hash()
-}
-
-func sha1hex(s string) string {
-	sum := sha1.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
 // Issue 16: when the next caller waiting for the lock is in the same
 // client, Unlock hands the lock over in one script (no PUBLISH, no waiter
 // woken to try), and the caller holds it with its own hold. A late copy of
@@ -54,7 +25,7 @@ func TestUnlockHandsOverInProcess(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := redistest.Shared(t)
-	c, rec := recorded(t, s)
+	c, rec := clienttest.Recorded(t, s)
 	name := redistest.Key(t)
 	a, b := rlock.New(c, name, rlock.WithFencing()), rlock.New(c, name, rlock.WithFencing())
 	// Both wait behind another client, so that b waits already when a's
@@ -73,7 +44,7 @@ func TestUnlockHandsOverInProcess(t *testing.T) {
 	rec.Reset()
 	require.NoError(t, a.Unlock(ctx))
 	handoff := rec.Last()
-	require.True(t, scriptIs(handoff, lua.LockHandoff), "the unlock was not a handoff: %v", handoff)
+	require.True(t, clienttest.ScriptIs(handoff, lua.LockHandoff), "the unlock was not a handoff: %v", handoff)
 	require.NoError(t, <-got)
 	held, err := b.IsHeld(ctx)
 	require.NoError(t, err)
@@ -152,34 +123,12 @@ func TestHandoffsExcludeAndLetOthersIn(t *testing.T) {
 // in Redis or in the client.
 func TestHandoffRacingCancelLeavesNothing(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := redistest.Shared(t)
 	c := clienttest.New(t, s.Client(t))
 	name := redistest.Key(t)
 	a, b := rlock.New(c, name), rlock.New(c, name)
-	for i := range 30 {
-		require.NoError(t, a.Lock(ctx))
-		wctx, cancel := context.WithCancel(ctx)
-		got := make(chan error, 1)
-		go func() { got <- b.Lock(wctx) }()
-		require.Eventually(t, func() bool { return lockLineLen(c, name) == 1 }, 5*time.Second, time.Millisecond)
-		go func() {
-			time.Sleep(time.Duration(i%6) * 50 * time.Microsecond)
-			cancel()
-		}()
-		require.NoError(t, a.Unlock(ctx))
-		if err := <-got; err == nil {
-			require.NoError(t, b.Unlock(ctx), "round %d: b returned holding the lock", i)
-		} else {
-			require.ErrorIs(t, err, context.Canceled)
-		}
-		cancel()
-		require.Eventually(t, func() bool {
-			locked, err := a.IsLocked(ctx)
-			return err == nil && !locked
-		}, 5*time.Second, time.Millisecond, "round %d: a hold was left behind", i)
-		assert.Zero(t, lockLineLen(c, name))
-	}
+	clienttest.HandoffRacingCancel(t, context.Background(), c, a, b,
+		func() int { return lockLineLen(c, name) }, a.IsLocked)
 }
 
 // Issue 16: a caller waiting behind a hold of its own client does not ask

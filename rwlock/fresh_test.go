@@ -147,7 +147,7 @@ func TestFreshWriteCopies(t *testing.T) {
 	ctx := testCtx(t)
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
-	c, rec := recorded(t, s)
+	c, rec := clienttest.Recorded(t, s)
 	name := redistest.Key(t, "rw")
 	rw := rwlock.New(c, name, rwlock.WithLease(time.Minute))
 
@@ -187,7 +187,7 @@ func TestFreshWriteForceUnlockThenLateCopy(t *testing.T) {
 	ctx := testCtx(t)
 	s := redistest.Shared(t)
 	rdb := s.Client(t)
-	c, rec := recorded(t, s)
+	c, rec := clienttest.Recorded(t, s)
 	name := redistest.Key(t, "rw")
 	rw := rwlock.New(c, name)
 

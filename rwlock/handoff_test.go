@@ -2,8 +2,6 @@ package rwlock_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -27,28 +25,6 @@ func writerLineLen(c *redisync.Client, name string) int {
 	return (*core.Client)(c).LineLen(core.LockLine("rwlock", name))
 }
 
-// recorded returns a redisync client on s whose script calls rec records.
-func recorded(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Recorder) {
-	t.Helper()
-	rdb := s.Client(t)
-	rec := &redistest.Recorder{}
-	rdb.AddHook(rec)
-	return clienttest.New(t, rdb), rec
-}
-
-// scriptIs reports whether the script call args (EVALSHA's, or EVAL's
-// after NOSCRIPT) ran script.
-func scriptIs(args []any, script *redis.Script) bool {
-	if len(args) < 2 {
-		return false
-	}
-	if src, ok := args[1].(string); ok && args[0] == "eval" {
-		sum := sha1.Sum([]byte(src))
-		return hex.EncodeToString(sum[:]) == script.Hash()
-	}
-	return args[1] == script.Hash()
-}
-
 // scriptCounter is a go-redis hook that counts the calls of one script.
 type scriptCounter struct {
 	script *redis.Script
@@ -59,7 +35,7 @@ func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return ne
 
 func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if scriptIs(cmd.Args(), h.script) {
+		if clienttest.ScriptIs(cmd.Args(), h.script) {
 			h.n.Add(1)
 		}
 		return next(ctx, cmd)
@@ -79,7 +55,7 @@ func TestUnlockHandsWriteSideOverInProcess(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := redistest.Shared(t)
-	c, rec := recorded(t, s)
+	c, rec := clienttest.Recorded(t, s)
 	rdb := s.Client(t)
 	name := redistest.Key(t, "rw")
 	a, b := rwlock.New(c, name), rwlock.New(c, name)
@@ -101,7 +77,7 @@ func TestUnlockHandsWriteSideOverInProcess(t *testing.T) {
 	rec.Reset()
 	require.NoError(t, a.Unlock(ctx))
 	handoff := rec.Last()
-	require.True(t, scriptIs(handoff, lua.RWWriteHandoff), "the unlock was not a handoff: %v", handoff)
+	require.True(t, clienttest.ScriptIs(handoff, lua.RWWriteHandoff), "the unlock was not a handoff: %v", handoff)
 	require.NoError(t, <-got)
 	fieldB := writerField(t, rdb, name)
 	assert.NotEqual(t, fieldA, fieldB, "b holds the write side with a field of its own")
@@ -255,34 +231,10 @@ func TestWriteHandoffsLetReadersIn(t *testing.T) {
 // behind in Redis or in the client, and no line entry.
 func TestWriteHandoffRacingCancelLeavesNothing(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
 	s := redistest.Shared(t)
 	c := clienttest.New(t, s.Client(t))
 	name := redistest.Key(t, "rw")
 	a, b := rwlock.New(c, name), rwlock.New(c, name)
-	for i := range 30 {
-		require.NoError(t, a.Lock(ctx))
-		wctx, cancel := context.WithCancel(ctx)
-		got := make(chan error, 1)
-		go func() { got <- b.Lock(wctx) }()
-		require.Eventually(t, func() bool { return writerLineLen(c, name) == 1 }, 5*time.Second, time.Millisecond)
-		go func() {
-			time.Sleep(time.Duration(i%6) * 50 * time.Microsecond)
-			cancel()
-		}()
-		require.NoError(t, a.Unlock(ctx))
-		if err := <-got; err == nil {
-			require.NoError(t, b.Unlock(ctx), "round %d: b returned holding the lock", i)
-		} else {
-			require.ErrorIs(t, err, context.Canceled)
-		}
-		cancel()
-		require.Eventually(t, func() bool {
-			locked, err := a.IsWriteLocked(ctx)
-			return err == nil && !locked
-		}, 5*time.Second, time.Millisecond, "round %d: a hold was left behind", i)
-		assert.Zero(t, writerLineLen(c, name), "round %d: a line entry was left behind", i)
-		assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "round %d: a hold is renewed", i)
-	}
-	clienttest.NoSubscriptions(t, c)
+	clienttest.HandoffRacingCancel(t, testCtx(t), c, a, b,
+		func() int { return writerLineLen(c, name) }, a.IsWriteLocked)
 }

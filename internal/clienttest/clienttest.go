@@ -6,11 +6,16 @@
 package clienttest
 
 import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
@@ -93,4 +98,61 @@ func FailWhileCut(t testing.TB, proxy *redistest.Proxy, release func() error) {
 	if err == nil {
 		t.Fatal("clienttest: the release succeeded while the network was cut")
 	}
+}
+
+// Recorded returns a redisync client on s whose commands rec records.
+func Recorded(t testing.TB, s *redistest.Server) (*redisync.Client, *redistest.Recorder) {
+	t.Helper()
+	rdb := s.Client(t)
+	rec := &redistest.Recorder{}
+	rdb.AddHook(rec)
+	return New(t, rdb), rec
+}
+
+// ScriptIs reports whether the script call args (EVALSHA's, or EVAL's
+// after NOSCRIPT) ran script.
+func ScriptIs(args []any, script *redis.Script) bool {
+	if len(args) < 2 {
+		return false
+	}
+	if src, ok := args[1].(string); ok && args[0] == "eval" {
+		sum := sha1.Sum([]byte(src))
+		return hex.EncodeToString(sum[:]) == script.Hash()
+	}
+	return args[1] == script.Hash()
+}
+
+// HandoffRacingCancel runs 30 rounds in which a locks, b (a handle of the
+// same client on the same lock) waits in the client's local line
+// (lineLen counts it), and b's wait is cancelled around a's Unlock, which
+// may hand the lock to b: b returns either holding the lock (it then
+// unlocks) or with ctx's error, and afterwards the lock is free (locked
+// reports it), the line is empty and no hold of c is renewed.
+func HandoffRacingCancel(t *testing.T, ctx context.Context, c *redisync.Client, a, b redisync.Locker, lineLen func() int, locked func(context.Context) (bool, error)) {
+	t.Helper()
+	for i := range 30 {
+		require.NoError(t, a.Lock(ctx))
+		wctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() { got <- b.Lock(wctx) }()
+		require.Eventually(t, func() bool { return lineLen() == 1 }, 5*time.Second, time.Millisecond)
+		go func() {
+			time.Sleep(time.Duration(i%6) * 50 * time.Microsecond)
+			cancel()
+		}()
+		require.NoError(t, a.Unlock(ctx))
+		if err := <-got; err == nil {
+			require.NoError(t, b.Unlock(ctx), "round %d: b returned holding the lock", i)
+		} else {
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		cancel()
+		require.Eventually(t, func() bool {
+			l, err := locked(ctx)
+			return err == nil && !l
+		}, 5*time.Second, time.Millisecond, "round %d: a hold was left behind", i)
+		assert.Zero(t, lineLen(), "round %d: a line entry was left behind", i)
+		assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "round %d: a hold is renewed", i)
+	}
+	NoSubscriptions(t, c)
 }
