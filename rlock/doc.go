@@ -44,7 +44,12 @@
 // shared connection: a release wakes the longest-waiting local waiter, which
 // takes the lock within about two round trips to Redis. A waiter also
 // re-checks when the holder's lease would end and at least every
-// redisync.WithRecheckInterval, since messages can be lost.
+// redisync.WithRecheckInterval, since messages can be lost. Once waiting, a
+// re-check that fails on the way to Redis (a connection lost or refused, a
+// Cluster node failing over) is made again after a short, growing pause
+// for as long as the wait lasts; only the first attempt's error, or an
+// error answer, ends the call at once. (The same holds for every waiting
+// primitive.)
 //
 // The callers of one Client waiting for a Lock line up in the Client in
 // arrival order, and only the first asks Redis and is subscribed. When the

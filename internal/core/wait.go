@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,8 +82,15 @@ type Acceptor interface {
 //     re-check interval: messages can be lost), the end of the wait, ctx or
 //     Close; then go to 3.
 //
-// It returns (true, nil) on success, (false, nil) when the wait ran out, and
-// an error wrapping ctx.Err() when ctx ended first. The subscription is
+// An error in 3 ends the wait, except a transient one (a connection lost
+// or refused, a node failing over: see transient): the attempt is made
+// again after a pause growing from 20 ms to 1 s, for as long as the wait
+// lasts, as a Cluster failover or a reconnect re-checks every waiter. The
+// first attempt's error (1) is returned at once.
+//
+// It returns (true, nil) on success, (false, nil) when the wait ran out
+// (with the last transient error instead, if attempts were failing then),
+// and an error wrapping ctx.Err() when ctx ended first. The subscription is
 // released before returning (or given to s.Keep); no goroutine is started.
 func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	if s.GiveUp != nil {
@@ -127,15 +136,25 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	// A release published before the subscription took effect reached
 	// nobody: the first try after subscribing is made in any case.
 	force := s.Sub == nil
+	var failed transientErrors
 	for {
 		ok, retry, err := c.tryOrTake(ctx, s, force)
 		force = false
+		if err == nil {
+			failed = transientErrors{} // Redis answered
+		} else if ctx.Err() == nil && failed.absorb(err) {
+			// Once waiting, an attempt that failed on the way to Redis
+			// (a connection lost, a node failing over) is made again
+			// later, as a lost message is re-checked: the wait goes on.
+			c.log.Debug("redisync: an attempt during a wait failed; trying again", "channel", s.Channel, "err", err)
+			retry, err, force = failed.pause, nil, true
+		}
 		if ok || err != nil || (s.Sub != nil && !s.Forever && s.Wait <= 0) {
 			return ok, err
 		}
 		d, more := c.pause(s, deadline, retry)
 		if !more {
-			return false, nil
+			return false, failed.last // the wait ran out: its last failure, if any
 		}
 		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
 		ok, msg, err := c.sleep(ctx, s.Handoff, w, timer)
@@ -245,6 +264,42 @@ func (c *Client) pause(s WaitSpec, deadline time.Time, retry time.Duration) (d t
 		d = min(d, left)
 	}
 	return d, true
+}
+
+// transientErrors keeps track of a wait's attempts that failed on the way
+// to Redis (transient): the last such error, and the pause before the next
+// attempt, which grows from 20 ms to 1 s while they go on failing.
+type transientErrors struct {
+	last  error
+	pause time.Duration
+}
+
+// absorb reports whether err is transient; if so it records it and grows
+// the pause. Any other error, or a success, is not absorbed (and a
+// success clears nothing: the wait ends).
+func (f *transientErrors) absorb(err error) bool {
+	if !transient(err) {
+		return false
+	}
+	f.last = err
+	f.pause = min(max(2*f.pause, 20*time.Millisecond), time.Second)
+	return true
+}
+
+// transient reports whether err, from an attempt, is a failure on the way
+// to Redis that a later attempt may not meet: a network error (a
+// connection refused, reset or timed out, the pool exhausted) or an error
+// reply by which Redis says it did not run the request (notRun: a node
+// loading, a cluster failing over). Not ctx's errors, nor Close, nor an
+// attempt's own answers (ErrUpgrade, a script's error).
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrClosed) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, redis.ErrPoolTimeout) || (IsReply(err) && notRun(err))
 }
 
 // Backoff is a spin wait's pause between attempts: it starts at Min and

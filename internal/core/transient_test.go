@@ -1,0 +1,42 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+)
+
+// replyError is an error reply as go-redis returns them.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// transient tells failures on the way to Redis from everything else.
+func TestTransient(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for err, want := range map[error]bool{
+		fmt.Errorf("acquire: %w", refused):                        true,
+		fmt.Errorf("acquire: %w", io.EOF):                         true,
+		io.ErrUnexpectedEOF:                                       true,
+		redis.ErrPoolTimeout:                                      true,
+		fmt.Errorf("acquire: %w", replyError("CLUSTERDOWN down")): true,
+		replyError("LOADING Redis is loading the dataset"):        true,
+		replyError("REDISYNC_LATE request delivered after"):       false,
+		replyError("ERR unknown command"):                         false,
+		context.Canceled:                                          false,
+		fmt.Errorf("wait: %w", context.DeadlineExceeded):          false,
+		ErrClosed:       false,
+		redis.ErrClosed: false,
+		fmt.Errorf("owner x: %w", errors.New("upgrade refused")): false,
+	} {
+		assert.Equal(t, want, transient(err), "%v", err)
+	}
+}
