@@ -2,8 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,36 +71,9 @@ func TestHandoffsExcludeAndLetOthersIn(t *testing.T) {
 	s := redistest.Shared(t)
 	name := redistest.Key(t)
 	busy := clienttest.New(t, s.Client(t))
-	var inside, most, total atomic.Int64
-	enter := func() {
-		n := inside.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		total.Add(1)
-		inside.Add(-1)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := rlock.New(busy, name)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !assert.NoError(t, l.Lock(ctx)) {
-					return
-				}
-				enter()
-				assert.NoError(t, l.Unlock(ctx))
-			}
-		}()
-	}
-	require.Eventually(t, func() bool { return total.Load() > 50 }, 10*time.Second, time.Millisecond)
+	var x clienttest.Exclusion
+	stop := clienttest.Hammer(t, ctx, 4, func() redisync.Locker { return rlock.New(busy, name) }, &x)
+	require.Eventually(t, func() bool { return x.Total() > 50 }, 10*time.Second, time.Millisecond)
 
 	other := rlock.New(clienttest.New(t, s.Client(t)), name)
 	for range 3 {
@@ -110,12 +81,11 @@ func TestHandoffsExcludeAndLetOthersIn(t *testing.T) {
 		err := other.Lock(wctx)
 		cancel()
 		require.NoError(t, err, "another process starved by a chain of handoffs")
-		enter()
+		x.Pass()
 		require.NoError(t, other.Unlock(ctx))
 	}
-	close(stop)
-	wg.Wait()
-	assert.EqualValues(t, 1, most.Load(), "two holders at once")
+	stop()
+	assert.EqualValues(t, 1, x.Most(), "two holders at once")
 }
 
 // Issue 16: a waiter whose wait ends (ctx) while the lock is being handed

@@ -180,33 +180,9 @@ func TestWriteHandoffsLetReadersIn(t *testing.T) {
 	s := redistest.Shared(t)
 	name := redistest.Key(t, "rw")
 	busy := clienttest.New(t, s.Client(t))
-	var inside, most, writes atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rw := rwlock.New(busy, name)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !assert.NoError(t, rw.Lock(ctx)) {
-					return
-				}
-				n := inside.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				writes.Add(1)
-				inside.Add(-1)
-				assert.NoError(t, rw.Unlock(ctx))
-			}
-		}()
-	}
-	require.Eventually(t, func() bool { return writes.Load() > 50 }, 10*time.Second, time.Millisecond)
+	var x clienttest.Exclusion
+	stop := clienttest.Hammer(t, ctx, 4, func() redisync.Locker { return rwlock.New(busy, name) }, &x)
+	require.Eventually(t, func() bool { return x.Total() > 50 }, 10*time.Second, time.Millisecond)
 
 	for _, reader := range []*rwlock.RWLock{
 		rwlock.New(clienttest.New(t, s.Client(t)), name), // another process
@@ -217,13 +193,12 @@ func TestWriteHandoffsLetReadersIn(t *testing.T) {
 			err := reader.RLock(wctx)
 			cancel()
 			require.NoError(t, err, "a reader starved by a chain of write handoffs")
-			assert.Zero(t, inside.Load(), "a reader got in beside a writer")
+			assert.Zero(t, x.Inside(), "a reader got in beside a writer")
 			require.NoError(t, reader.RUnlock(ctx))
 		}
 	}
-	close(stop)
-	wg.Wait()
-	assert.EqualValues(t, 1, most.Load(), "two writers at once")
+	stop()
+	assert.EqualValues(t, 1, x.Most(), "two writers at once")
 }
 
 // Issue 16: a writer whose wait ends (ctx) while the write side is being

@@ -10,6 +10,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +157,66 @@ func HandoffRacingCancel(t *testing.T, ctx context.Context, c *redisync.Client, 
 		assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "round %d: a hold is renewed", i)
 	}
 	NoSubscriptions(t, c)
+}
+
+// Exclusion watches a section guarded by a lock: how many callers are in
+// it now, the most that were at once, and how many went through.
+type Exclusion struct {
+	inside, most, total atomic.Int64
+}
+
+// Enter records a caller entering the section.
+func (x *Exclusion) Enter() {
+	n := x.inside.Add(1)
+	for m := x.most.Load(); n > m && !x.most.CompareAndSwap(m, n); m = x.most.Load() {
+	}
+	x.total.Add(1)
+}
+
+// Leave records a caller leaving the section.
+func (x *Exclusion) Leave() { x.inside.Add(-1) }
+
+// Pass records a caller going through the section at once.
+func (x *Exclusion) Pass() { x.Enter(); x.Leave() }
+
+// Inside returns the callers in the section now.
+func (x *Exclusion) Inside() int64 { return x.inside.Load() }
+
+// Most returns the most callers that were in the section at once.
+func (x *Exclusion) Most() int64 { return x.most.Load() }
+
+// Total returns how many callers went through the section.
+func (x *Exclusion) Total() int64 { return x.total.Load() }
+
+// Hammer starts n goroutines that each take a handle from newLocker and
+// lock it, pass through x and unlock it, over and over, until stop, which
+// waits for them. Failures are reported on t and end that goroutine.
+func Hammer(t testing.TB, ctx context.Context, n int, newLocker func() redisync.Locker, x *Exclusion) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := newLocker()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !assert.NoError(t, l.Lock(ctx)) {
+					return
+				}
+				x.Pass()
+				if !assert.NoError(t, l.Unlock(ctx)) {
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
