@@ -218,3 +218,86 @@ func TestSameClientIDRequestsApart(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, n, "the second client's count-down was not applied")
 }
+
+// Regression (chaos seed 13): an owner's release whose reply was lost was
+// left to arrive whenever the network delivered it; the owner's next Lock
+// took the lock again (its field was still there), and the late release
+// then deleted that new hold while the client counted it held. Now the
+// lost release is settled — marked cancelled in Redis — before the owner's
+// next operation, and its late copy changes nothing.
+func TestLateOwnerReleaseLeavesTheNextHold(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	p := redistest.NewProxy(t, s.Addr())
+	// One connection: the stall holds the release on it, and every later
+	// request goes through a new one.
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, PoolSize: 1,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := clienttest.New(t, rdb)
+	direct := s.Client(t)
+	ctx := redisync.WithOwner(context.Background())
+	name := redistest.Key(t, "lock")
+	l := rlock.New(c, name)
+
+	const stall = 3 * time.Second
+	var stalledAt time.Time
+	for i := 0; ; i++ {
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, rdb.Ping(ctx).Err()) // the connection is idle in the pool
+		stalledAt = time.Now()
+		require.NotZero(t, p.Stall(stall))
+		if l.Unlock(ctx) != nil {
+			break // its reply cannot arrive during the stall
+		}
+		// A connection dialled meanwhile (the client's own background
+		// requests) carried the release: again.
+		require.Less(t, i, 5, "the release was never held by the stall")
+		time.Sleep(time.Until(stalledAt.Add(stall)))
+	}
+
+	lctx, cancel := context.WithTimeout(ctx, stall/2)
+	defer cancel()
+	require.NoError(t, l.Lock(lctx), "the owner's next Lock")
+	require.Less(t, time.Since(stalledAt), stall, "the next Lock returned after the stalled release was delivered: the test proves nothing")
+
+	time.Sleep(time.Until(stalledAt.Add(stall + 500*time.Millisecond))) // the stalled release arrives
+	require.NotZero(t, p.Held(), "no request was held by the stall")
+	assert.Equal(t, int64(1), direct.Exists(ctx, name).Val(), "the late release deleted the owner's next hold")
+	require.NoError(t, l.Unlock(ctx), "the owner's next hold")
+	assert.Zero(t, direct.Exists(ctx, name).Val())
+}
+
+// Regression (chaos seed 13): a copy of an owner's write attempt, sent
+// while the owner held no read hold and delivered after it took one, found
+// that read hold, took it for one left by a failed release, deleted it and
+// took the write lock, while the client counted a read hold and no write
+// hold. Now the copy leaves the read hold alone and is refused.
+func TestLateWriteAttemptLeavesTheOwnersReadHold(t *testing.T) {
+	t.Parallel()
+	s := redistest.Shared(t)
+	c, rec, direct := recordingClient(t, s)
+	name := redistest.Key(t, "rw")
+	other := redisync.WithOwner(context.Background())
+	owner := redisync.WithOwner(context.Background())
+	rw := rwlock.New(c, name)
+
+	require.NoError(t, rw.RLock(other))
+	rec.Reset()
+	ok, err := rw.TryLock(owner, 0)
+	require.NoError(t, err)
+	require.False(t, ok, "the write side while another owner reads")
+	attempt := rec.Last()
+	require.NotNil(t, attempt)
+	require.NoError(t, rw.RUnlock(other))
+	require.NoError(t, rw.RLock(owner))
+	before := direct.HGetAll(context.Background(), name).Val()
+
+	require.NoError(t, direct.Do(context.Background(), attempt...).Err(), "a copy of the write attempt within its deadline")
+	assert.Equal(t, before, direct.HGetAll(context.Background(), name).Val(), "the copy changed the lock")
+	n, err := rw.ReadHoldCount(owner)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+	require.NoError(t, rw.RUnlock(owner), "the owner's read hold")
+	assert.Zero(t, direct.Exists(context.Background(), name).Val())
+}

@@ -36,9 +36,13 @@
 --   release_replay(req, acq, undo, deadline)
 --                           the start of a release script: the recorded
 --                           result of a re-sent release (request key req),
---                           or -2 for an undo (undo == '1') of an
---                           acquisition that did not take place; nil when
---                           the release goes on. Refuses late requests.
+--                           -3 for a release the client settled (its reply
+--                           lost, the client marked req "cancelled" with
+--                           SET NX so that no copy of it applies after the
+--                           owner's later requests: core's settle), or -2
+--                           for an undo (undo == '1') of an acquisition
+--                           that did not take place; nil when the release
+--                           goes on. Refuses late requests.
 --   count_replay(req, deadline)
 --                           the start of a script whose record is a number:
 --                           that number for a re-sent request; nil when the
@@ -106,7 +110,12 @@ local function count_replay(req, deadline)
 end
 
 local function release_replay(req, acq, undo, deadline)
-  local done = count_replay(req, deadline)
+  local done = replay(req, deadline, function(rec)
+    if rec == 'cancelled' then
+      return -3 -- settled by the client after its reply was lost
+    end
+    return tonumber(rec)
+  end)
   if done then
     return done
   end

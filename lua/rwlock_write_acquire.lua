@@ -14,10 +14,14 @@
 -- ARGV[4]  the owner's write field "<owner>:write"
 -- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
 -- ARGV[6]  the owner's write hold count once acquired, as the client counts it
--- ARGV[7]  the owner's read hold count, as the client counts it: read holds
---          Redis keeps for the owner when the client counts none (left by a
---          release whose reply was lost) are dropped, not taken for an
---          upgrade
+-- ARGV[7]  the owner's read hold count, as the client counts it: the owner
+--          is refused for an upgrade only when the client counts read
+--          holds. Read holds Redis keeps for the owner while the client
+--          counts none (left by a release whose reply was lost, or taken by
+--          a later request when this is a late copy) are left alone and
+--          count as any other reader's: the acquisition waits for them.
+--          Deleting them, as this script once did, let a late copy of a
+--          write attempt delete the owner's live read hold taken after it.
 --
 -- Returns {1, write hold count} when acquired;
 --         {0, pttl} when other owners hold it (pttl -1: no expiry);
@@ -41,17 +45,10 @@ if mine then
     redis.call('pexpire', hash, lease)
   end
 else
-  local v = redis.call('hget', hash, ARGV[2])
-  if v and live(ARGV[5], tonumber(v)) then
-    if tonumber(ARGV[7]) > 0 then
+  if tonumber(ARGV[7]) > 0 then
+    local v = redis.call('hget', hash, ARGV[2])
+    if v and live(ARGV[5], tonumber(v)) then
       return {-1, 0}
-    end
-    redis.call('hdel', hash, ARGV[2])
-    for i = 1, tonumber(v) do
-      redis.call('del', ARGV[5] .. ':' .. i)
-    end
-    if redis.call('hlen', hash) == 1 then
-      redis.call('del', hash) -- only "mode" was left
     end
   end
   if redis.call('exists', hash) == 1 then

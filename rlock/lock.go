@@ -229,7 +229,10 @@ func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) 
 // release itself fails (Redis unreachable), the hold ends in this client
 // all the same and is no longer renewed: Redis frees it when its lease runs
 // out, and a later acquisition by the same owner starts from a count of
-// one, never from what Redis kept.
+// one, never from what Redis kept. A context owner's release whose reply
+// was lost is settled before the owner's next Lock or Unlock on the lock
+// (marked cancelled in Redis unless it ran), so that a copy of it
+// delivered late cannot release the hold the owner takes next.
 func (h *handle) Unlock(ctx context.Context) error { return h.e.Release(ctx, h.side) }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It

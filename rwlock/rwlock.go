@@ -263,10 +263,13 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 //
 // When the release fails (Redis unreachable, no reply), this client no
 // longer counts the hold, but Redis may keep it until its lease ends (it is
-// no longer renewed). The owner's next read acquisition or release
-// replaces it with what this client counts; until then, or until its lease
-// ends, writers, this handle's included (they take holds of their own),
-// wait for it as for any read hold.
+// no longer renewed). With a context owner, a release whose reply was lost
+// is settled before the owner's next operation on its read holds: marked
+// cancelled in Redis unless it ran, so a copy of it delivered later cannot
+// change the holds the owner takes next. The owner's next read acquisition
+// or release replaces what Redis keeps with what this client counts; until
+// then, or until its lease ends, writers — the owner's own, and this
+// handle's fresh ones — wait for it as for any read hold.
 func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, rw.read) }
 
 // Unlock releases one write hold (without a context owner, the one taken

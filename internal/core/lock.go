@@ -555,13 +555,13 @@ func (l *Lock) took(h *Hold, fence int64, op Op) {
 // undo reverts, in the background, an acquisition whose reply was lost
 // (ctx ended, the connection broke): if it took place, the owner's count
 // goes back to what it was; if it has not yet, it is marked cancelled so a
-// late copy does nothing. It calls unlock (the owner's lock) when done and
-// reports whether it started; when it did not (the client is closed), the
+// late copy does nothing. An owner's undo whose own reply is lost is
+// settled (Client.Settle) before unlock. It calls unlock (the owner's
+// lock) when done and reports whether it started; when it did not (the client is closed), the
 // caller unlocks, and the acquisition, if it took place, expires with its
 // lease.
 func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 	return l.C.background(releaseTimeout, func(ctx context.Context) {
-		defer unlock()
 		op := acq
 		op.Count = acq.Count - 1
 		op.UndoKey = acq.ReqKey
@@ -574,6 +574,11 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 		if err != nil {
 			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
 				"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
+		}
+		// An owner's undo is a release: one whose reply was lost is
+		// settled before the owner's next request (Client.Settle).
+		if err == nil || IsReply(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
+			unlock()
 		}
 	})
 }
@@ -612,7 +617,15 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if err != nil {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
-	defer l.C.owners.unlock(hk, ol)
+	// An owner's release whose reply was lost is settled before the
+	// owner's lock is given back (Client.Settle).
+	var unsettled string
+	defer func() {
+		unlock := func() { l.C.owners.unlock(hk, ol) }
+		if unsettled == "" || !l.C.Settle(unsettled, unlock) {
+			unlock()
+		}
+	}()
 	op := base
 	op.Lease = l.lease()
 	l.setRequestKey(&op)
@@ -621,13 +634,20 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
 	op.Publish = pub
+	send := func() (int64, error) {
+		remaining, err := s.Release(ctx, &op)
+		if err != nil && !IsReply(err) && !op.Fresh {
+			unsettled = op.ReqKey
+		}
+		return remaining, err
+	}
 	cur := l.C.HeldCount(hk)
 	if cur == 0 {
 		// This client holds nothing for the owner (never acquired, lost,
 		// released). Whatever Redis keeps for this client's owner is stale
 		// (a lease about to run out, a field left by a failed release): the
 		// release clears it, and changes nothing else.
-		if _, err := s.Release(ctx, &op); err != nil {
+		if _, err := send(); err != nil {
 			l.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Name, "err", err)
 		}
 		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
@@ -636,7 +656,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if o, chain := l.claimNext(s, hk, op); o != nil {
 		return l.handOff(ctx, s, hk, op, o, chain)
 	}
-	remaining, err := l.C.Release(hk, op.Count, func() (int64, error) { return s.Release(ctx, &op) })
+	remaining, err := l.C.Release(hk, op.Count, send)
 	if err != nil && op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published
 	}

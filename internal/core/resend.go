@@ -38,6 +38,42 @@ func (c *Client) Resend(ctx context.Context, send func() error) error {
 	}
 }
 
+// Settle makes sure that an owner's request whose reply was lost — a
+// release, or the undo of an acquisition, request key req — can no longer
+// apply, then calls unlock (the owner's lock on the hold, held until
+// then). An owner's requests set its hold count to what the client counts,
+// and the last release deletes its field: a copy of such a request arriving
+// after the owner's next acquisition would lower that acquisition's count
+// or delete its hold, while this client counts it held. So Settle marks req
+// "cancelled" with SET NX, which a release finding it obeys by changing
+// nothing (lua/prelude_request.lua, release_replay), and which changes
+// nothing when the request ran already (its record holds req). It re-sends
+// the mark as Resend does, until Redis answers or the request's deadline
+// has passed (a later copy is refused by it anyway). It runs in the
+// background and reports whether it started: when the client is closing
+// it does not, and the caller unlocks.
+//
+// The fresh holds need none of this: their field serves one hold only, so
+// a late copy of its release finds nothing of a later hold to change.
+func (c *Client) Settle(req string, unlock func()) bool {
+	return c.background(c.reqTTL+settleSlack, func(ctx context.Context) {
+		defer unlock()
+		rdb := c.Redis()
+		err := c.Resend(ctx, func() error {
+			return rdb.SetNX(ctx, req, "cancelled", c.reqTTL+settleSlack).Err()
+		})
+		if err != nil {
+			c.log.Warn("redisync: could not settle a request whose reply was lost; a late copy of it may still apply until its deadline",
+				"request", req, "err", err)
+		}
+	})
+}
+
+// settleSlack is how long a settling mark outlives the request's deadline
+// at the least, and how much longer than the request's lifetime Settle may
+// try: room for the error in the measured clock offset.
+const settleSlack = 2 * time.Second
+
 // notRun reports whether err is an error reply by which Redis says it did
 // not run the request at all (loading its data after a restart, busy with
 // a script, a replica or a cluster not ready): re-sending is safe and may
