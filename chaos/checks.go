@@ -212,20 +212,28 @@ func (j *judgment) checkLock(name string, fields map[string]string) {
 			"lock %s has %d owners at once: %v", name, len(fields), fields)})
 	}
 	for f := range fields {
-		if w, ok := s.owners[f]; ok {
-			j.phantom(name, f, j.judge(w, name), j.lockLimit, "hold of lock "+name+" by")
-			continue
-		}
-		// A fresh hold: explained when one of its client's workers
-		// believes it holds the lock or is calling on it.
-		c, _, _ := strings.Cut(f, ":")
-		ws, ok := s.clients[c]
-		if !ok {
-			s.report("unknown "+f, name, j.now, Violation{Check: "phantom", Detail: fmt.Sprintf("lock %s held by an unknown owner %q", name, f)})
-			continue
-		}
-		j.phantom(name, f, j.judgeAny(ws, name), j.lockLimit, "fresh hold of lock "+name+" by")
+		j.holder(name, "lock", f)
 	}
+}
+
+// holder judges a holder, owner, of object (a primitive of kind what) found
+// in Redis: explained by its worker or, for a fresh hold (an owner of its
+// own, "<client id>:<token>"), by one of its client's workers believing it
+// holds object or calling on it; reported at once if the owner is no
+// worker's nor any client's.
+func (j *judgment) holder(object, what, owner string) {
+	s := j.s
+	if w, ok := s.owners[owner]; ok {
+		j.phantom(object, owner, j.judge(w, object), j.lockLimit, "hold of "+what+" "+object+" by")
+		return
+	}
+	c, _, _ := strings.Cut(owner, ":")
+	ws, ok := s.clients[c]
+	if !ok {
+		s.report("unknown "+owner, object, j.now, Violation{Check: "phantom", Detail: fmt.Sprintf("%s %s held by an unknown owner %q", what, object, owner)})
+		return
+	}
+	j.phantom(object, owner, j.judgeAny(ws, object), j.lockLimit, "fresh hold of "+what+" "+object+" by")
 }
 
 // liveReaders returns the owners of the rwlock's reader timeout keys
@@ -265,7 +273,8 @@ func rwConflict(writers, readers []string) bool {
 
 // checkRWLock judges the rwlock's hash, fields, with its reader timeout
 // keys timeoutKeys: writers exclude each other and other readers, and each
-// holder is explained by its worker.
+// holder is explained by its worker (a fresh writer by one of its
+// client's).
 func (j *judgment) checkRWLock(fields map[string]string, timeoutKeys []string) {
 	s := j.s
 	writers, readers := rwHolders(fields, liveReaders(timeoutKeys))
@@ -274,12 +283,7 @@ func (j *judgment) checkRWLock(fields map[string]string, timeoutKeys []string) {
 			"rwlock %s has writers %v and readers %v at once", rwName, writers, readers)})
 	}
 	for _, o := range append(writers, readers...) {
-		w, ok := s.owners[o]
-		if !ok {
-			s.report("unknown "+o, rwName, j.now, Violation{Check: "phantom", Detail: fmt.Sprintf("rwlock %s held by an unknown owner %q", rwName, o)})
-			continue
-		}
-		j.phantom(rwName, o, j.judge(w, rwName), j.lockLimit, "hold of rwlock "+rwName+" by")
+		j.holder(rwName, "rwlock", o)
 	}
 }
 

@@ -112,9 +112,10 @@ type worker struct {
 	rng   *rand.Rand
 	state workerState
 
-	locks   []*rlock.Lock // used with ctx: the worker's owner
-	fresh   []*rlock.Lock // used without a context owner: fresh holds
-	rw      *rwlock.RWLock
+	locks   []*rlock.Lock  // used with ctx: the worker's owner
+	fresh   []*rlock.Lock  // used without a context owner: fresh holds
+	rw      *rwlock.RWLock // used with ctx
+	rwFresh *rwlock.RWLock // written without a context owner: fresh writes
 	sem     *semaphore.Semaphore
 	xsem    *semaphore.ExpirableSemaphore
 	latches []*countdown.Latch
@@ -129,8 +130,10 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 		rng:   rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)+1)),
 		state: workerState{holds: map[string]held{}},
 		rw:    rwlock.New(c, rwName),
-		sem:   semaphore.New(c, semName),
-		xsem:  semaphore.NewExpirable(c, xsemName),
+		// A handle of its own, as a caller without an owner has.
+		rwFresh: rwlock.New(c, rwName),
+		sem:     semaphore.New(c, semName),
+		xsem:    semaphore.NewExpirable(c, xsemName),
 	}
 	for _, n := range lockNames {
 		w.locks = append(w.locks, rlock.New(c, n, rlock.WithFencing()))
@@ -326,9 +329,15 @@ func (w *worker) writeRegister(reg *register, name string, token int64) {
 }
 
 // rwOp takes a read or a write hold of the read-write lock, holds and
-// releases it.
+// releases it. Half the writes go through the worker's handle used
+// without a context owner (a fresh write hold, handed on in-process
+// between the client's writers).
 func (w *worker) rwOp(read, live bool) {
-	ctx, cancel := w.opContext(live)
+	rw, octx := w.rw, w.ctx
+	if !read && w.rng.IntN(2) == 0 {
+		rw, octx = w.rwFresh, context.Background()
+	}
+	ctx, cancel := w.opContextOf(octx, live)
 	defer cancel()
 	acq, rel, loss := WriteAcquire, WriteRelease, WriteLoss
 	if read {
@@ -340,15 +349,15 @@ func (w *worker) rwOp(read, live bool) {
 	var err error
 	switch {
 	case live && read:
-		err = w.rw.RLock(ctx)
+		err = rw.RLock(ctx)
 		ok = err == nil
 	case live:
-		err = w.rw.Lock(ctx)
+		err = rw.Lock(ctx)
 		ok = err == nil
 	case read:
-		ok, err = w.rw.TryRLock(ctx, w.acquireWait())
+		ok, err = rw.TryRLock(ctx, w.acquireWait())
 	default:
-		ok, err = w.rw.TryLock(ctx, w.acquireWait())
+		ok, err = rw.TryLock(ctx, w.acquireWait())
 	}
 	ret := w.run.h.Now()
 	w.run.h.Add(Op{Worker: w.id, Object: rwName, Kind: acq, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
@@ -362,13 +371,13 @@ func (w *worker) rwOp(read, live bool) {
 	if live {
 		d = liveHold
 	}
-	lostAt := w.keep(w.rw, d)
+	lostAt := w.keep(rw, d)
 	w.state.begin(rwName)
 	rc := w.run.h.Now()
 	if read {
-		err = w.rw.RUnlock(w.ctx)
+		err = rw.RUnlock(octx)
 	} else {
-		err = w.rw.Unlock(w.ctx)
+		err = rw.Unlock(octx)
 	}
 	w.released(rwName, rel, loss, call, rc, err, lostAt)
 	w.state.end(rwName, held{})
