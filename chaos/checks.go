@@ -397,6 +397,8 @@ func (r *run) checkFinalState(t testing.TB) {
 	for _, n := range lockNames {
 		allowed[keys.FenceCounter(n)] = true
 	}
+	fairQueue, fairTimeouts := keys.FairQueue(fairName), keys.FairTimeouts(fairName)
+	fairChecked := false
 	total := r.cfg.Permits
 	for _, k := range all {
 		switch {
@@ -405,6 +407,11 @@ func (r *run) checkFinalState(t testing.TB) {
 			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
 			if err == nil && (ttl == -1 || ttl > r.recordTTL+time.Second) { // -2: expired meanwhile
 				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("request record %s with TTL %v (record TTL %v)", k, ttl, r.recordTTL)})
+			}
+		case k == fairQueue || k == fairTimeouts:
+			if !fairChecked {
+				fairChecked = true
+				r.checkFairQueue(ctx, fairQueue, fairTimeouts)
 			}
 		case k == keys.SemaphoreTimeouts(xsemName):
 			// checked with the expirable semaphore below
@@ -434,6 +441,39 @@ func (r *run) checkFinalState(t testing.TB) {
 		r.violate(Violation{Check: "permits at the end", Detail: fmt.Sprintf(
 			"expirable semaphore %s: %d available, %d acquired (%d not expired) with nothing held, total %d; its indeterminate calls:",
 			xsemName, avail, len(members), live, total), Excerpt: r.indeterminate(xsemName)})
+	}
+}
+
+// checkFairQueue judges the fair lock's queue left at the end: the entries
+// of waiters whose leave was lost to a fault, which stay until an
+// acquisition drops them as dead. Each must be scored in the timeouts zset
+// with a deadline no later than the waiter timeout from now (a waiter that
+// gave up no longer pushes it), and the list and the zset must agree.
+func (r *run) checkFairQueue(ctx context.Context, queue, timeouts string) {
+	q, qerr := r.adminRDB.LRange(ctx, queue, 0, -1).Result()
+	z, zerr := r.adminRDB.ZRangeWithScores(ctx, timeouts, 0, -1).Result()
+	now, terr := r.adminRDB.Time(ctx).Result()
+	if qerr != nil || zerr != nil || terr != nil {
+		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s queue unreadable: %v %v %v", fairName, qerr, zerr, terr)})
+		return
+	}
+	bound := float64(now.Add(fairWaiterTimeout).UnixMilli())
+	scored := map[string]bool{}
+	for _, m := range z {
+		scored[fmt.Sprint(m.Member)] = true
+		if m.Score > bound {
+			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: waiter %v still scored %d ms ahead with nobody waiting",
+				fairName, m.Member, int64(m.Score)-now.UnixMilli())})
+		}
+	}
+	if len(q) != len(z) {
+		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: queue %v and timeouts %v disagree", fairName, q, z)})
+		return
+	}
+	for _, e := range q {
+		if !scored[e] {
+			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: queued %s has no deadline", fairName, e)})
+		}
 	}
 }
 

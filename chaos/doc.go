@@ -12,12 +12,15 @@
 //
 // Every worker (Config.Clients clients × Config.Workers goroutines, each
 // goroutine an owner of its own, redisync.WithOwner) loops over randomly
-// chosen operations: fenced rlock holds that write a fenced register, rwlock
-// read and write holds, counted and expirable semaphore acquisitions, and
-// latch rounds (TrySetCount, CountDown, TryWait, Count). Half the rlock
-// holds are taken through handles of the worker's used without a context
-// owner: fresh holds, each with an owner of its own and no record while it
-// lasts (with the 8s lease of every third seed; see Config.Lease). Every call is
+// chosen operations: fenced holds of two rlock locks and of an rlock fair
+// lock (waiter timeout 1s) that write a fenced register, rwlock read and
+// write holds, counted and expirable semaphore acquisitions, and latch
+// rounds (TrySetCount, CountDown, TryWait, Count). Half the lock holds and
+// half the rwlock write holds are taken through handles of the worker's
+// used without a context owner: fresh holds, each with an owner of its own
+// and no record while it lasts (with the 8s lease of every third seed; see
+// Config.Lease), handed on in-process between the client's callers; the
+// fair lock's act for the handle's owner. Every call is
 // recorded with its call and return times and its outcome; a call that
 // failed with a network error is indeterminate.
 //
@@ -48,5 +51,7 @@
 //   - liveness once the faults stop: every blocking acquisition and latch
 //     wait returns within the re-check interval (plus contention).
 //   - no keys left at the end beyond the documented ones (request records,
-//     fencing counters, the semaphores' counts); no goroutine leak (TestMain).
+//     fencing counters, the semaphores' counts, and the fair lock's queue of
+//     waiters whose leave was lost, each due to be dropped within the
+//     waiter timeout); no goroutine leak (TestMain).
 package chaos

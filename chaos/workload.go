@@ -14,14 +14,39 @@ import (
 	"github.com/redisync/redisync/semaphore"
 )
 
-// Names of the primitives the workload uses.
+// Names of the primitives the workload uses. The last of lockNames is a
+// fair lock (fairName); the others are locks.
 var (
-	lockNames  = []string{"chaos:lock:0", "chaos:lock:1"}
+	lockNames  = []string{"chaos:lock:0", "chaos:lock:1", fairName}
 	rwName     = "chaos:rw"
 	semName    = "chaos:sem"
 	xsemName   = "chaos:xsem"
 	latchNames = []string{"chaos:latch:0", "chaos:latch:1"}
 )
+
+// fairName is the fair lock, one of lockNames.
+const fairName = "chaos:fair"
+
+// fairWaiterTimeout is the fair lock's waiter timeout: a queued waiter
+// whose leave was lost to a fault holds up the queue for at most this
+// long, well within the liveness bound.
+const fairWaiterTimeout = time.Second
+
+// chaosLock is what the workload needs of a lock or a fair lock handle.
+type chaosLock interface {
+	redisync.Locker
+	loser
+	FencingToken() int64
+}
+
+// openLock returns a handle on lock name (a fair lock for fairName), with
+// fencing.
+func openLock(c *redisync.Client, name string) chaosLock {
+	if name == fairName {
+		return rlock.NewFair(c, name, rlock.WithFencing(), rlock.WithWaiterTimeout(fairWaiterTimeout))
+	}
+	return rlock.New(c, name, rlock.WithFencing())
+}
 
 // opTimeout bounds every call of the random workload, so a partition or a
 // paused server ends calls with an error rather than hanging the worker.
@@ -112,8 +137,8 @@ type worker struct {
 	rng   *rand.Rand
 	state workerState
 
-	locks   []*rlock.Lock  // used with ctx: the worker's owner
-	fresh   []*rlock.Lock  // used without a context owner: fresh holds
+	locks   []chaosLock    // used with ctx: the worker's owner
+	fresh   []chaosLock    // used without a context owner (fresh holds; the fair lock's handle owner)
 	rw      *rwlock.RWLock // used with ctx
 	rwFresh *rwlock.RWLock // written without a context owner: fresh writes
 	sem     *semaphore.Semaphore
@@ -136,8 +161,8 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 		xsem:    semaphore.NewExpirable(c, xsemName),
 	}
 	for _, n := range lockNames {
-		w.locks = append(w.locks, rlock.New(c, n, rlock.WithFencing()))
-		w.fresh = append(w.fresh, rlock.New(c, n, rlock.WithFencing()))
+		w.locks = append(w.locks, openLock(c, n))
+		w.fresh = append(w.fresh, openLock(c, n))
 	}
 	for _, n := range latchNames {
 		w.latches = append(w.latches, countdown.New(c, n))
