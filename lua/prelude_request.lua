@@ -39,7 +39,7 @@
 --                           -3 for a release the client settled (its reply
 --                           lost, the client marked req "cancelled" with
 --                           SET NX so that no copy of it applies after the
---                           owner's later requests: core's settle), or -2
+--                           owner's later requests: core's Client.Settle), or -2
 --                           for an undo (undo == '1') of an acquisition
 --                           that did not take place; nil when the release
 --                           goes on. Refuses late requests.

@@ -557,9 +557,9 @@ func (l *Lock) took(h *Hold, fence int64, op Op) {
 // goes back to what it was; if it has not yet, it is marked cancelled so a
 // late copy does nothing. An owner's undo whose own reply is lost is
 // settled (Client.Settle) before unlock. It calls unlock (the owner's
-// lock) when done and reports whether it started; when it did not (the client is closed), the
-// caller unlocks, and the acquisition, if it took place, expires with its
-// lease.
+// lock) when done and reports whether it started; when it did not (the
+// client is closed), the caller unlocks, and the acquisition, if it took
+// place, expires with its lease.
 func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 	return l.C.background(releaseTimeout, func(ctx context.Context) {
 		op := acq
