@@ -50,13 +50,21 @@ func holdUpFor(t *testing.T, rdb *redis.Client, args []any, extra time.Duration)
 	}
 }
 
+// quickClient returns a go-redis client on addr that gives up on a reply
+// after 200ms and never re-sends (poolSize 0: go-redis's default pool).
+func quickClient(t *testing.T, addr string, poolSize int) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: poolSize,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // recordingClient returns a redisync client on s whose script calls are
 // recorded, and the go-redis client to deliver copies with.
 func recordingClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redistest.Recorder, *redis.Client) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := quickClient(t, s.Addr(), 0)
 	rec := &redistest.Recorder{}
 	rdb.AddHook(rec)
 	return clienttest.New(t, rdb), rec, s.Client(t)
@@ -231,9 +239,7 @@ func TestLateOwnerReleaseLeavesTheNextHold(t *testing.T) {
 	p := redistest.NewProxy(t, s.Addr())
 	// One connection: the stall holds the release on it, and every later
 	// request goes through a new one.
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, PoolSize: 1,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := quickClient(t, p.Addr(), 1)
 	c := clienttest.New(t, rdb)
 	direct := s.Client(t)
 	ctx := redisync.WithOwner(context.Background())
