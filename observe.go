@@ -152,6 +152,14 @@ type Stats struct {
 	// Renewals counts hold renewals that succeeded; RenewalFailures, hold
 	// renewals whose call failed with an error (RenewalTick).
 	Renewals, RenewalFailures uint64
+	// UndosFailed counts undos of interrupted acquisitions that could not
+	// be made: an acquisition whose reply was lost (its caller got an
+	// error) is undone in the background, re-sent until Redis answers;
+	// one that got no answer while it could still matter, or before
+	// Close's grace ran out, is counted here and logged as a warning.
+	// What such an acquisition took may stay taken: a lock or an
+	// expirable permit until its lease ends, counted permits for good.
+	UndosFailed uint64
 	// PubSubReconnects counts pub/sub connections replaced after a dead
 	// ping, a lost connection or an error reply.
 	PubSubReconnects uint64
@@ -195,6 +203,7 @@ func (c *Client) Stats() Stats {
 		HoldsLost:        s.HoldsLost,
 		Renewals:         s.Renewals,
 		RenewalFailures:  s.RenewalFailures,
+		UndosFailed:      s.UndosFailed,
 		PubSubReconnects: s.PubSubReconnects,
 		Holds:            s.Holds,
 		Waiting:          s.Waiting,

@@ -12,9 +12,10 @@
 -- KEYS[5]  undo mode only: the request key of the acquisition to undo
 --          (otherwise any key of the semaphore's slot; not touched)
 -- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[2]  "1": undo mode. The acquisition's permits still held are given
---          back only if it took place (expired ones already were); either
---          way it is marked cancelled so that a late copy of it does nothing.
+-- ARGV[2]  "1": undo mode. The acquisition's permits still held (its ids
+--          found in the zset) are given back, whether or not its record
+--          is still there (expired ones already were); either way it is
+--          marked cancelled so that a late copy of it does nothing.
 -- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 -- ARGV[4..] permit ids, 16 raw bytes each, all distinct
@@ -22,7 +23,8 @@
 -- Returns {1, available permits afterwards} when released;
 --         {0, i} when the i-th id (1-based) is unknown or expired: nothing
 --             was released;
---         {-2} in undo mode when the acquisition never took place.
+--         {-2} in undo mode when the acquisition never took place (or its
+--             permits had all expired and its record too).
 local rec = recorded(KEYS[4])
 if rec then
   return {1, tonumber(rec)}
@@ -37,11 +39,17 @@ local function published(result)
 end
 local released = 0
 if ARGV[2] == '1' then
-  if not undo_allowed(KEYS[5], ARGV[1]) then
-    return published({-2})
-  end
+  -- The ids are the acquisition's own (random, 128 bits): any of them in
+  -- the zset was taken by it, even after its record has expired (an undo
+  -- that reached Redis long after the acquisition ran). So the undo takes
+  -- them back whatever the record says, and marks the acquisition
+  -- cancelled in any case.
+  local took = undo_allowed(KEYS[5], ARGV[1])
   for i = 4, #ARGV do
     released = released + redis.call('zrem', KEYS[2], ARGV[i])
+  end
+  if released == 0 and not took then
+    return published({-2})
   end
 else
   for i = 4, #ARGV do

@@ -203,7 +203,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey), args...).Int64Slice()
 	if err != nil {
 		if !core.IsReply(err) {
-			s.undo(ctx, reqKey, raw)
+			s.undo(ctx, reqKey, raw, lease)
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}
@@ -220,22 +220,27 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
 // connection broke): if it took place its permits are released; if it has
-// not yet, it is marked cancelled so that a late copy does nothing.
-func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []any) {
-	ctx, cancel := s.h.C.DetachedContext(ctx)
-	defer cancel()
+// not yet, it is marked cancelled so that a late copy does nothing. The
+// permits are found by their ids, so the undo works however late it
+// reaches Redis: it is re-sent until Redis answers (core.Client.Undo), for
+// as long as the permits' lease, and without a lease until it does (or
+// Close's grace runs out) — a permit that never expires would otherwise
+// stay taken for good.
+func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []any, lease time.Duration) {
+	var until time.Time
+	if lease > 0 {
+		until = time.Now().Add(lease)
+	}
+	ctx = context.WithoutCancel(ctx)
 	pub, err := s.h.C.PublishCommand(ctx)
-	if err == nil {
-		args := append([]any{s.h.C.RequestDeadline(ctx), "1", pub}, raw...)
-		ks := s.keys(s.requestKey(), acquireKey)
-		err = s.h.C.Resend(ctx, func() error {
-			return lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), ks, args...).Err()
-		})
-	}
 	if err != nil {
-		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits come back when their lease ends",
-			"semaphore", s.h.Name, "permits", len(raw), "err", err)
+		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
+	args := append([]any{s.h.C.RequestDeadline(ctx), "1", pub}, raw...)
+	ks := s.keys(s.requestKey(), acquireKey)
+	s.h.C.Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) error {
+		return lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), ks, args...).Err()
+	}, "semaphore", s.h.Name, "permits", len(raw), "lease", lease)
 }
 
 // Release gives the permits with the given ids back, all or nothing, and

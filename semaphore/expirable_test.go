@@ -371,16 +371,26 @@ func TestExpirableUndo(t *testing.T) {
 	took := s.requestKey()
 	require.EqualValues(t, 1, run(took), "acquisition")
 	require.EqualValues(t, 2, expAcquired(t, s), "acquired")
-	s.undo(ctx, took, raw)
+	s.undo(ctx, took, raw, time.Minute)
 	require.EqualValues(t, 0, expAcquired(t, s), "acquired after the undo")
 	require.EqualValues(t, 3, expAvailable(t, s), "available after the undo")
 	require.EqualValues(t, -1, run(took), "late copy of the undone acquisition")
 	require.EqualValues(t, 3, expAvailable(t, s), "available after the late copy")
 
 	never := s.requestKey()
-	s.undo(ctx, never, raw)
+	s.undo(ctx, never, raw, 0)
 	require.EqualValues(t, -1, run(never), "late acquisition after its undo")
 	require.EqualValues(t, 3, expAvailable(t, s), "available after the late acquisition")
+
+	// An undo that reaches Redis after the acquisition's record expired
+	// still finds its permits by their ids (a permit that never expires
+	// would otherwise stay taken for good).
+	late := s.requestKey()
+	require.EqualValues(t, 1, run(late), "acquisition")
+	require.NoError(t, s.h.C.Redis().Del(ctx, late).Err(), "the record expires")
+	s.undo(ctx, late, raw, 0)
+	require.EqualValues(t, 0, expAcquired(t, s), "acquired after the undo of an acquisition whose record expired")
+	require.EqualValues(t, 3, expAvailable(t, s), "available after that undo")
 }
 
 // A cancelled acquisition holds nothing: no permit, no subscription, no

@@ -108,12 +108,12 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
-	reqKey := s.requestKey()
+	reqKey, deadline := s.requestKey(), s.h.C.RequestDeadline(ctx)
 	r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey},
-		n, s.h.C.RequestDeadline(ctx)).Int64()
+		n, deadline).Int64()
 	if err != nil {
 		if !core.IsReply(err) {
-			s.undo(ctx, n, reqKey)
+			s.undo(ctx, n, reqKey, deadline)
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
@@ -128,23 +128,20 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
 // connection broke): if it took place its permits are given back; if it has
-// not yet, it is marked cancelled so that a late copy does nothing.
-func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string) {
-	ctx, cancel := s.h.C.DetachedContext(ctx)
-	defer cancel()
+// not yet, it is marked cancelled so that a late copy does nothing. It is
+// re-sent until Redis answers (core.Client.Undo), for as long as the
+// acquisition's record lives: only the record tells whether it ran.
+func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadline int64) {
+	ctx = context.WithoutCancel(ctx)
 	pub, err := s.h.C.PublishCommand(ctx)
-	if err == nil {
-		reqKey, deadline := s.requestKey(), s.h.C.RequestDeadline(ctx)
-		err = s.h.C.Resend(ctx, func() error {
-			return lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
-				[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, acquireKey},
-				n, deadline, "1", pub).Err()
-		})
-	}
 	if err != nil {
-		s.h.C.Logger().Warn("redisync: could not undo an interrupted semaphore acquisition; its permits may be lost",
-			"semaphore", s.h.Name, "permits", n, "err", err)
+		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
+	ks := []string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey}
+	args := []any{n, s.h.C.RequestDeadline(ctx), "1", pub}
+	s.h.C.Undo(s.h.C.RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) error {
+		return lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(), ks, args...).Err()
+	}, "semaphore", s.h.Name, "permits", n)
 }
 
 // Release gives n permits (n > 0) back and wakes waiters: in each Client,

@@ -173,6 +173,47 @@ func (c *Client) DetachedContext(ctx context.Context) (context.Context, context.
 // when Close starts, or after timeout. It reports false, running nothing,
 // when the client is closed already.
 func (c *Client) background(timeout time.Duration, f func(ctx context.Context)) bool {
+	return c.spawn(timeout, 0, f)
+}
+
+// finish is background for work that Close lets finish: undos, settles
+// and queue leaves under way. f's context ends after timeout, or
+// closeGrace after Close starts, whichever comes first.
+func (c *Client) finish(timeout time.Duration, f func(ctx context.Context)) bool {
+	return c.spawn(timeout, closeGrace, f)
+}
+
+// spawn runs f in a goroutine that Close waits for; f's context ends after
+// timeout, or grace after Close starts. It reports false, running nothing,
+// when the client is closed already.
+func (c *Client) spawn(timeout, grace time.Duration, f func(ctx context.Context)) bool {
+	if !c.track() {
+		return false
+	}
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		stop := context.AfterFunc(closedContext{c.closing}, func() {
+			if grace > 0 {
+				t := time.NewTimer(grace)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			}
+			cancel()
+		})
+		defer stop()
+		f(ctx)
+	}()
+	return true
+}
+
+// track counts one piece of work that Close waits for (untrack ends it).
+// It reports false, counting nothing, when the client is closed already.
+func (c *Client) track() bool {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
 	select {
@@ -181,16 +222,11 @@ func (c *Client) background(timeout time.Duration, f func(ctx context.Context)) 
 	default:
 	}
 	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		stop := context.AfterFunc(closedContext{c.closing}, cancel)
-		defer stop()
-		f(ctx)
-	}()
 	return true
 }
+
+// untrack ends a piece of work counted by track.
+func (c *Client) untrack() { c.bg.Done() }
 
 // closedContext is a context that is done when ch is closed.
 type closedContext struct{ ch <-chan struct{} }
@@ -209,7 +245,11 @@ func (closedContext) Value(any) any { return nil }
 
 // Close stops renewals and the pub/sub multiplexer and ends every live hold
 // with ErrLockLost (the holds are not released in Redis: they expire after
-// their lease). It is idempotent.
+// their lease). Waits under way end with ErrClosed. Before it returns, the
+// clean-up work under way finishes: undos of interrupted acquisitions,
+// settles of lost releases, and the fair-lock queue entries of waiters that
+// gave up, each given at most closeGrace (5 s) after Close starts. It is
+// idempotent.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {

@@ -561,7 +561,10 @@ func (l *Lock) took(h *Hold, fence int64, op Op) {
 // client is closed), the caller unlocks, and the acquisition, if it took
 // place, expires with its lease.
 func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
-	return l.C.background(releaseTimeout, func(ctx context.Context) {
+	// The undo is re-sent until Redis answers it, for as long as the
+	// acquisition's record lives (sent before now, it ends before this).
+	until := time.Now().Add(l.C.reqTTL + recordSlack)
+	return l.C.finish(l.C.reqTTL+closeGrace, func(ctx context.Context) {
 		op := acq
 		op.Count = acq.Count - 1
 		op.UndoKey = acq.ReqKey
@@ -569,9 +572,15 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 		op.Publish = ""
 		var err error
 		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
-			_, err = s.Release(ctx, &op)
+			err = l.C.resendUntil(ctx, until, func() error {
+				_, err := s.Release(ctx, &op)
+				return err
+			})
 		}
 		if err != nil {
+			if !IsReply(err) {
+				l.C.ctr.undoFailed.Add(1)
+			}
 			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
 				"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
 		}

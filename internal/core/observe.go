@@ -86,6 +86,7 @@ type counters struct {
 	lost        atomic.Uint64
 	renewed     atomic.Uint64
 	renewFailed atomic.Uint64
+	undoFailed  atomic.Uint64 // undos that never got an answer (undo.go)
 
 	closeMu sync.Mutex
 	onClose []func()
@@ -97,6 +98,7 @@ type Stats struct {
 	HoldsLost        uint64
 	Renewals         uint64
 	RenewalFailures  uint64
+	UndosFailed      uint64 // undos of interrupted acquisitions that never reached Redis
 	PubSubReconnects uint64
 	Holds            int // live holds
 	Waiting          int // waits in progress
@@ -116,6 +118,7 @@ func (c *Client) Stats() Stats {
 	s.HoldsLost = c.ctr.lost.Load()
 	s.Renewals = c.ctr.renewed.Load()
 	s.RenewalFailures = c.ctr.renewFailed.Load()
+	s.UndosFailed = c.ctr.undoFailed.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
 	c.holdsMu.Lock()
 	s.Holds = len(c.holds)

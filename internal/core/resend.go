@@ -20,22 +20,7 @@ import (
 // up would lose it for good (a semaphore's permits, a latch's count-down).
 // It returns send's last error.
 func (c *Client) Resend(ctx context.Context, send func() error) error {
-	pause := 20 * time.Millisecond
-	until := time.Now().Add(c.reqTTL)
-	for {
-		err := send()
-		if err == nil || (IsReply(err) && !notRun(err)) || ctx.Err() != nil || time.Now().Add(pause).After(until) {
-			return err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-		pause = min(pause*2, time.Second)
-	}
+	return c.resendUntil(ctx, time.Now().Add(c.reqTTL), send)
 }
 
 // Settle makes sure that an owner's request whose reply was lost — a
@@ -56,7 +41,7 @@ func (c *Client) Resend(ctx context.Context, send func() error) error {
 // The fresh holds need none of this: their field serves one hold only, so
 // a late copy of its release finds nothing of a later hold to change.
 func (c *Client) Settle(req string, unlock func()) bool {
-	return c.background(c.reqTTL+settleSlack, func(ctx context.Context) {
+	return c.finish(c.reqTTL+settleSlack, func(ctx context.Context) {
 		defer unlock()
 		rdb := c.Redis()
 		err := c.Resend(ctx, func() error {

@@ -28,7 +28,8 @@ type WaitSpec struct {
 	Spin *Backoff
 	// GiveUp, when set, runs (on a detached context) when the wait ends
 	// without success after at least one attempt: to remove what the
-	// attempts left behind (a fair lock's queue entry).
+	// attempts left behind (a fair lock's queue entry). Close waits for
+	// it.
 	GiveUp func(ctx context.Context)
 	// Forever: wait until ctx is done. Otherwise wait at most Wait; Wait 0
 	// makes a single attempt without subscribing.
@@ -94,6 +95,12 @@ type Acceptor interface {
 // released before returning (or given to s.Keep); no goroutine is started.
 func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	if s.GiveUp != nil {
+		// Close waits for the give-up (a fair-lock queue entry left), so
+		// that a process exiting after Close leaves no entry behind.
+		if !c.track() {
+			return false, ErrClosed
+		}
+		defer c.untrack()
 		defer func() {
 			if !ok {
 				gctx, cancel := c.DetachedContext(ctx)

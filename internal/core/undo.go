@@ -1,0 +1,109 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Undo of an acquisition whose reply was lost.
+//
+// An acquisition whose reply never came (the caller's ctx ended while the
+// request was on its way, the connection broke) may have taken place, or
+// may still take place later: a request held up in the network is applied
+// whenever it reaches Redis before its deadline (RequestDeadline). Its
+// caller got an error, so what it may have taken must be given back: the
+// primitive sends an undo, which gives back what the acquisition took if
+// it ran, and marks it cancelled if it has not, so that a late copy does
+// nothing.
+//
+// The undo must reach Redis, however long the network that lost the reply
+// stays bad. So Undo re-sends it (the same request: it applies once) in
+// the background until Redis answers it, for as long as it can still
+// matter (until: after that, what the acquisition took has come back by
+// itself, or the undo can no longer tell whether it ran), and through
+// Close for at most closeGrace. The caller waits for the first answer for
+// at most undoWait, so that in the common case (a cancelled ctx, Redis
+// reachable) what was taken is back when its error returns. An undo that
+// never got an answer is logged as a warning and counted
+// (Stats.UndosFailed).
+
+// undoWait is how long the caller of a failed acquisition waits for its
+// undo before returning its error; the undo goes on in the background.
+const undoWait = time.Second
+
+// closeGrace is how long Close lets undos, settles and queue leaves that
+// are under way go on before it cancels them.
+const closeGrace = 5 * time.Second
+
+// Undo runs send, the undo of an acquisition whose reply was lost, until
+// Redis answers it (as Resend decides), or until the time until has passed
+// (zero: no bound but Close's grace). It waits for that at most undoWait,
+// then returns and lets it go on in the background. what and args label
+// the warning logged when the undo gives up.
+func (c *Client) Undo(until time.Time, what string, send func(ctx context.Context) error, args ...any) {
+	done := make(chan struct{})
+	timeout := MaxRequestTTL + closeGrace
+	if !until.IsZero() {
+		timeout = max(time.Until(until), 0)
+	}
+	started := c.finish(timeout, func(ctx context.Context) {
+		defer close(done)
+		err := c.resendUntil(ctx, until, func() error { return send(ctx) })
+		if err != nil && !(IsReply(err) && !notRun(err)) {
+			c.ctr.undoFailed.Add(1)
+			c.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
+				append(args, "err", err)...)
+			return
+		}
+		if err != nil {
+			c.log.Warn("redisync: the undo of an interrupted acquisition failed: "+what,
+				append(args, "err", err)...)
+		}
+	})
+	if !started {
+		c.ctr.undoFailed.Add(1)
+		c.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
+		return
+	}
+	t := time.NewTimer(undoWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// resendUntil is Resend with a bound of its own instead of the request's
+// lifetime: it re-sends until Redis answers, ctx ends, or until has passed
+// (zero: only ctx bounds it).
+func (c *Client) resendUntil(ctx context.Context, until time.Time, send func() error) error {
+	pause := 20 * time.Millisecond
+	for {
+		err := send()
+		if err == nil || (IsReply(err) && !notRun(err)) || ctx.Err() != nil ||
+			(!until.IsZero() && time.Now().Add(pause).After(until)) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		pause = min(pause*2, time.Second)
+	}
+}
+
+// RecordEnd returns the local time until which the record of a request
+// with the given deadline (RequestDeadline, by the server's clock) lives:
+// an undo that reaches Redis later cannot tell whether the request ran.
+func (c *Client) RecordEnd(deadline int64) time.Time {
+	now := time.Now()
+	return time.UnixMilli(deadline).Add(-c.serverOffset(now) + recordSlack)
+}
+
+// recordSlack is how long a request's record outlives its deadline
+// (lua/prelude_request.lua, record), less a margin for the error in the
+// measured clock offset.
+const recordSlack = 900 * time.Millisecond
