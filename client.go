@@ -45,6 +45,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Err:             o.err,
 		Sharded:         o.sharded.core(),
 		Hooks:           hooks(o.observers),
+		ReplicaSync:     o.replicaSync,
 	}))
 	attach(c, o.observers)
 	return c
@@ -75,6 +76,7 @@ type options struct {
 	recheck         time.Duration
 	sharded         ShardedMode
 	observers       []Observer // observe.go
+	replicaSync     *core.ReplicaSync
 	err             error
 }
 
@@ -115,6 +117,58 @@ func WithID(id string) Option {
 // failures, lost holds, pub/sub reconnects. The default discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
+}
+
+// ReplicasAll, as the replica count of WithReplicaSync, waits for every
+// replica connected to the primary at the time.
+const ReplicasAll = core.ReplicasAll
+
+// WithReplicaSync sets how acquisitions and releases wait for replicas to
+// have their write, as Redisson's checkLockSyncedSlaves and
+// slavesSyncTimeout do. Redis replicates asynchronously: without this, a
+// lock that Lock returned, or permits that Acquire returned, can vanish
+// when the primary dies before a replica has the write, and another
+// process then takes them on the promoted replica.
+//
+// After every acquisition and release of a lock, fair lock, spin lock,
+// read-write lock, semaphore and expirable semaphore, the Client waits
+// until replicas replicas of the primary that ran it have the write (WAIT,
+// in the same round trip as the script and on the same connection; on a
+// Cluster, to the master of the lock's slot), at most timeout. ReplicasAll
+// waits for every replica connected to that primary. An acquisition not
+// acknowledged in time is undone and returns an error wrapping
+// ErrNotReplicated; a release not acknowledged has taken effect on the
+// primary and returns an error wrapping ErrNotReplicated. When the primary
+// has no replica connected nothing is waited for and nothing extra is
+// sent (the number of replicas of each primary is read with INFO once,
+// then again in the background every second). A replica count larger
+// than the replicas connected waits for the timeout and fails the
+// acquisition. Renewals, latches and reads do not wait.
+//
+// WAIT makes a write survive a failover to a replica that acknowledged it;
+// it does not make Redis strongly consistent (that replica can fail too),
+// and with appendonly on it does not wait for the disk (WAITAOF is not
+// sent). replicas must be ReplicasAll or ≥ 0 and timeout ≥ 0, with both
+// positive or both 0; WithReplicaSync(0, 0) turns acknowledgement off.
+// The default is WithReplicaSync(ReplicasAll, time.Second).
+func WithReplicaSync(replicas int, timeout time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case replicas < ReplicasAll:
+			o.invalid("replica count %d, must be ReplicasAll or ≥ 0", replicas)
+			return
+		case timeout < 0:
+			o.invalid("replica sync timeout %v, must be ≥ 0", timeout)
+			return
+		case (replicas == 0) != (timeout == 0):
+			o.invalid("replica sync (%d, %v): replicas and timeout must both be set, or both 0 (off)", replicas, timeout)
+			return
+		case timeout > 0 && timeout < time.Millisecond:
+			o.invalid("replica sync timeout %v, must be ≥ 1ms", timeout)
+			return
+		}
+		o.replicaSync = &core.ReplicaSync{Replicas: replicas, Timeout: timeout}
+	}
 }
 
 // WithRecheckInterval sets the longest a waiter sleeps before re-checking in

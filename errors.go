@@ -23,4 +23,10 @@ var (
 	// owner that holds only its read side. Redisson deadlocks there;
 	// redisync refuses at once.
 	ErrUpgrade = core.ErrUpgrade
+	// ErrNotReplicated reports a write that fewer replicas than wanted
+	// acknowledged within the timeout (WithReplicaSync). An acquisition
+	// that returns it was undone before it returned: nothing is held. A
+	// release that returns it took effect on the primary, but a failover
+	// before a replica has it may bring the hold or the permits back.
+	ErrNotReplicated = core.ErrNotReplicated
 )

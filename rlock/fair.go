@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
@@ -75,7 +73,6 @@ func fairKeys(name string) []string {
 // so a live waiter re-checks, and so refreshes its deadline, twice more
 // before it could be taken for dead, even when no message comes.
 func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
-	rdb := func() redis.UniversalClient { return e.C.Redis() }
 	fk := fairKeys(e.Name)
 	timeoutMillis := core.Millis(timeout)
 	recheck := max(timeout/3, time.Millisecond)
@@ -93,7 +90,7 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 		if op.Fencing {
 			fencing = "1"
 		}
-		res, err := lua.FairAcquire.Run(ctx, rdb(),
+		res, err := e.C.Eval(ctx, op.Sync, lua.FairAcquire,
 			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, keys.FenceCounter(op.Name)},
 			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub).Int64Slice()
 		out, err := lockOutcome(res, err)
@@ -107,7 +104,7 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 		if op.UndoKey != "" {
 			undo, undoKey = "1", op.UndoKey
 		}
-		return lua.FairRelease.Run(ctx, rdb(),
+		return e.C.Eval(ctx, op.Sync, lua.FairRelease,
 			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, undoKey},
 			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), undo, op.Count, op.Publish).Int64()
 	}

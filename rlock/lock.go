@@ -75,11 +75,11 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				if !op.Fencing {
 					ks = ks[:2] // the counter is not touched: spare its bytes
 				}
-				res, err := lua.LockAcquireFresh.Run(ctx, rdb(), ks,
+				res, err := e.C.Eval(ctx, op.Sync, lua.LockAcquireFresh, ks,
 					op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline, fencing).Int64Slice()
 				return lockOutcome(res, err)
 			}
-			res, err := lua.LockAcquire.Run(ctx, rdb(),
+			res, err := e.C.Eval(ctx, op.Sync, lua.LockAcquire,
 				[]string{op.Name, op.ReqKey, counter},
 				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
 			return lockOutcome(res, err)
@@ -94,11 +94,11 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 				// in an undo). Its mark outlives the acquisition's
 				// deadline and this request's.
 				mark := e.C.MarkUntil(ctx, op.Deadline)
-				return lua.LockReleaseFresh.Run(ctx, rdb(),
+				return e.C.Eval(ctx, op.Sync, lua.LockReleaseFresh,
 					[]string{op.Name, undoKey, channel},
 					core.FieldAt(undoKey, op.Field), msgArg, publishArg(op.Publish), mark, undo).Int64()
 			}
-			return lua.LockRelease.Run(ctx, rdb(),
+			return e.C.Eval(ctx, op.Sync, lua.LockRelease,
 				[]string{op.Name, channel, op.ReqKey, undoKey},
 				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msgArg, undo, op.Count, publishArg(op.Publish)).Int64()
 		},

@@ -96,7 +96,7 @@ func side(e *core.Lock, what string, field func(string) string, script *redis.Sc
 			if op.UndoKey != "" {
 				undo, undoKey = "1", op.UndoKey
 			}
-			return script.Run(ctx, e.C.Redis(), []string{op.Name, channel, op.ReqKey, undoKey},
+			return e.C.Eval(ctx, op.Sync, script, []string{op.Name, channel, op.ReqKey, undoKey},
 				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, head, tail, op.Count, op.Publish).Int64()
 		},
 		Wait: func(*core.Op) core.WaitSpec { return core.WaitSpec{Channel: channel, Wake: wake} },
@@ -109,7 +109,7 @@ func readSide(e *core.Lock) *core.Side {
 	s := side(e, "read ", func(owner string) string { return owner }, lua.RWReadRelease, msgRead)
 	s.Shared = true
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-		res, err := lua.RWReadAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+		res, err := e.C.Eval(ctx, op.Sync, lua.RWReadAcquire, []string{op.Name, op.ReqKey},
 			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), keys.RWWriteField(op.Owner),
 			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count).Int64Slice()
 		return outcome(res, err, op.Owner)
@@ -147,7 +147,7 @@ func writeSide(e *core.Lock) *core.Side {
 		if op.UndoKey != "" {
 			undo, undoKey = "1", op.UndoKey
 		}
-		return lua.RWWriteReleaseFresh.Run(ctx, e.C.Redis(), []string{op.Name, undoKey, channel},
+		return e.C.Eval(ctx, op.Sync, lua.RWWriteReleaseFresh, []string{op.Name, undoKey, channel},
 			core.FieldAt(undoKey, op.Field), msgWrite, op.Publish, e.C.MarkUntil(ctx, op.Deadline), undo, head, tail).Int64()
 	}
 	s.Handoff = func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
@@ -164,11 +164,11 @@ func writeSide(e *core.Lock) *core.Side {
 	}
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 		if op.Fresh {
-			res, err := lua.RWWriteAcquireFresh.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+			res, err := e.C.Eval(ctx, op.Sync, lua.RWWriteAcquireFresh, []string{op.Name, op.ReqKey},
 				op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline).Int64Slice()
 			return outcome(res, err, op.Owner)
 		}
-		res, err := lua.RWWriteAcquire.Run(ctx, e.C.Redis(), []string{op.Name, op.ReqKey},
+		res, err := e.C.Eval(ctx, op.Sync, lua.RWWriteAcquire, []string{op.Name, op.ReqKey},
 			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), op.Field,
 			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count,
 			e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})).Int64Slice()

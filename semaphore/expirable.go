@@ -200,7 +200,11 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	}
 	reqKey := s.requestKey()
 	args := append([]any{leaseMillis(lease), s.h.C.RequestDeadline(ctx), pub}, raw...)
-	res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey), args...).Int64Slice()
+	sync := s.h.C.NewSync()
+	res, err := s.h.C.Eval(ctx, sync, lua.SemaphorePermitAcquire, s.keys(reqKey), args...).Int64Slice()
+	if err == nil && len(res) == 1 && res[0] == 1 && sync.SyncErr() != nil {
+		err = sync.Err // taken on the primary only: undone below
+	}
 	if err != nil {
 		if !core.IsReply(err) {
 			s.undo(ctx, reqKey, raw, lease)
@@ -284,14 +288,18 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	reqKey := s.requestKey()
 	args[0], args[1], args[2] = s.h.C.RequestDeadline(ctx), "0", pub
 	var res []int64
+	sync := s.h.C.NewSync()
 	err = s.h.C.Resend(ctx, func() (err error) {
-		res, err = lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), s.keys(reqKey, reqKey), args...).Int64Slice()
+		res, err = s.h.C.Eval(ctx, sync, lua.SemaphorePermitRelease, s.keys(reqKey, reqKey), args...).Int64Slice()
 		return err
 	})
 	if err != nil {
 		return s.fail("release", err)
 	}
 	if len(res) == 2 && res[0] == 1 {
+		if err := sync.SyncErr(); err != nil {
+			return s.fail("release", err) // released on the primary
+		}
 		return nil
 	}
 	if len(res) == 2 && res[0] == 0 && res[1] >= 1 && res[1] <= int64(len(ids)) {

@@ -108,9 +108,12 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
-	reqKey, deadline := s.requestKey(), s.h.C.RequestDeadline(ctx)
-	r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey},
+	reqKey, deadline, sync := s.requestKey(), s.h.C.RequestDeadline(ctx), s.h.C.NewSync()
+	r, err := s.h.C.Eval(ctx, sync, lua.SemaphoreAcquire, []string{s.h.Name, reqKey},
 		n, deadline).Int64()
+	if err == nil && r == 1 && sync.SyncErr() != nil {
+		err = sync.Err // taken on the primary only: undone below
+	}
 	if err != nil {
 		if !core.IsReply(err) {
 			s.undo(ctx, n, reqKey, deadline)
@@ -163,11 +166,15 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	}
 	reqKey := s.requestKey()
 	deadline := s.h.C.RequestDeadline(ctx)
+	sync := s.h.C.NewSync()
 	err = s.h.C.Resend(ctx, func() error {
-		return lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(),
+		return s.h.C.Eval(ctx, sync, lua.SemaphoreRelease,
 			[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
 			n, deadline, "0", pub).Err()
 	})
+	if err == nil {
+		err = sync.SyncErr() // released on the primary
+	}
 	if err != nil {
 		return s.fail("release", err)
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
+	// ReplicaSync: replica acknowledgement (replicas.go); nil: the
+	// default, DefaultReplicaSync.
+	ReplicaSync *ReplicaSync
 }
 
 // Client is the state behind a redisync.Client.
@@ -61,7 +64,8 @@ type Client struct {
 	bg   sync.WaitGroup
 	bgMu sync.Mutex // orders bg.Add before Close's bg.Wait
 
-	clock serverClock
+	clock    serverClock
+	replicas replicaCounts // replicas.go
 	// freshBase is added to the tokens of fresh holds' owners (FreshToken):
 	// random, 13 decimal digits.
 	freshBase uint64
@@ -87,6 +91,10 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReplicaSync == nil {
+		rs := DefaultReplicaSync
+		o.ReplicaSync = &rs
 	}
 	if rdb == nil && o.Err == nil {
 		o.Err = fmt.Errorf("%w: nil redis client", ErrInvalidArgument)

@@ -10,4 +10,5 @@ var (
 	ErrClosed          = errors.New("redisync: client closed")
 	ErrInvalidArgument = errors.New("redisync: invalid argument")
 	ErrUpgrade         = errors.New("redisync: write lock requested while holding only the read lock")
+	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
 )

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -121,6 +122,10 @@ type Op struct {
 	// again. Its acquisition, release and undo share one request key,
 	// keys.Request(Name, Field), and ReqKey is that key in all three.
 	Fresh bool
+	// Sync, when set, makes the script call wait for replicas (Eval): the
+	// engine sets it on acquisitions and releases (NewSync), never on
+	// undos, renewals and in-process handoffs.
+	Sync *Sync
 	// Deadline is a fresh hold's acquisition's request deadline
 	// (FreshDeadline, epoch ms by the server's clock), in the acquisition
 	// and in the hold's release and undo, whose marks must outlive it.
@@ -505,15 +510,30 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
 		l.setRequestKey(&op)
+		op.Sync = l.C.NewSync()
 		sent := time.Now() // Redis starts the lease after this
 		out, err := s.Acquire(ctx, &op)
+		if err == nil && out.Acquired && op.Sync.SyncErr() != nil {
+			// Taken on the primary, not acknowledged by its replicas: a
+			// failover could lose it. It is undone before the error
+			// returns (for as long as the undo's bound allows).
+			err = op.Sync.Err
+		}
 		switch {
 		case err != nil:
 			if !IsReply(err) {
 				// The undo goes on in the background, still holding the
 				// owner's lock: the owner's next operation waits for it
-				// (as long as its ctx allows), this one does not.
-				undoing = l.undo(s, op, func() { l.C.owners.unlock(hk, ol) })
+				// (as long as its ctx allows); this one waits for it at
+				// most undoWait (a replica that did not acknowledge:
+				// until it is done).
+				wait := undoWait
+				if errors.Is(err, ErrNotReplicated) {
+					wait = releaseTimeout
+				}
+				var done <-chan struct{}
+				undoing, done = l.undo(s, op, func() { l.C.owners.unlock(hk, ol) })
+				awaitUndo(done, wait)
 			}
 			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
 		case out.Err != nil:
@@ -557,15 +577,18 @@ func (l *Lock) took(h *Hold, fence int64, op Op) {
 // goes back to what it was; if it has not yet, it is marked cancelled so a
 // late copy does nothing. An owner's undo whose own reply is lost is
 // settled (Client.Settle) before unlock. It calls unlock (the owner's
-// lock) when done and reports whether it started; when it did not (the
-// client is closed), the caller unlocks, and the acquisition, if it took
-// place, expires with its lease.
-func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
+// lock) when done and reports whether it started, with a channel closed
+// when it is done; when it did not (the client is closed), the caller
+// unlocks, and the acquisition, if it took place, expires with its lease.
+func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 	// The undo is re-sent until Redis answers it, for as long as the
 	// acquisition's record lives (sent before now, it ends before this).
 	until := time.Now().Add(l.C.reqTTL + recordSlack)
-	return l.C.finish(l.C.reqTTL+closeGrace, func(ctx context.Context) {
+	done := make(chan struct{})
+	started := l.C.finish(l.C.reqTTL+closeGrace, func(ctx context.Context) {
+		defer close(done)
 		op := acq
+		op.Sync = nil
 		op.Count = acq.Count - 1
 		op.UndoKey = acq.ReqKey
 		op.ReqKey = l.requestKey()
@@ -590,6 +613,24 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) bool {
 			unlock()
 		}
 	})
+	if !started {
+		return false, nil
+	}
+	return true, done
+}
+
+// awaitUndo waits for an undo to finish (done closed), at most d; a nil
+// done (no undo started) is not waited for.
+func awaitUndo(done <-chan struct{}, d time.Duration) {
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // Release releases one hold of side s by the owner acting in ctx. It runs
@@ -665,6 +706,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if o, chain := l.claimNext(s, hk, op); o != nil {
 		return l.handOff(ctx, s, hk, op, o, chain)
 	}
+	op.Sync = l.C.NewSync()
 	remaining, err := l.C.Release(hk, op.Count, send)
 	if err != nil && op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published
@@ -674,6 +716,8 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
 		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
+	case op.Sync.SyncErr() != nil:
+		return l.fail(s, fmt.Errorf("%sreleased on the primary: %w", s.What, op.Sync.Err))
 	}
 	return nil
 }
@@ -786,7 +830,7 @@ func (a *acceptor) took(o *Offer) bool {
 	r := o.res
 	switch {
 	case r.Unknown:
-		if !l.undo(s, op, unlock) {
+		if ok, _ := l.undo(s, op, unlock); !ok {
 			unlock()
 		}
 		return false

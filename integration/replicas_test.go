@@ -1,0 +1,181 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// replicated starts a primary and n replicas of it, and returns them once
+// every replica's link is up.
+func replicated(t *testing.T, n int) (*redistest.Server, []*redistest.Server) {
+	t.Helper()
+	primary := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	host, port, _ := strings.Cut(primary.Addr(), ":")
+	replicas := make([]*redistest.Server, n)
+	for i := range replicas {
+		replicas[i] = redistest.Start(t)
+		replicas[i].Do(t, "REPLICAOF", host, port)
+	}
+	redistest.Eventually(t, 20*time.Second, "replicas connected", func() error {
+		if got := connectedReplicas(t, primary); got != n {
+			return fmt.Errorf("%d replicas connected, want %d", got, n)
+		}
+		return nil
+	})
+	return primary, replicas
+}
+
+// connectedReplicas counts the online replicas in s's INFO replication.
+func connectedReplicas(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	return strings.Count(fmt.Sprint(s.Do(t, "INFO", "replication")), "state=online")
+}
+
+// waitCalls returns how many WAIT commands s has run.
+func waitCalls(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	info := fmt.Sprint(s.Do(t, "INFO", "commandstats"))
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+			n, _ := strconv.Atoi(v[:strings.IndexByte(v, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// With a replica connected, every acquisition and release waits for it in
+// the same round trip (WAIT on the primary); a primary without replicas is
+// sent nothing extra.
+func TestReplicaSyncWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t))
+	l := rlock.New(c, "lock")
+	rw := rwlock.New(c, "rw")
+	s := semaphore.New(c, "sem")
+	es := semaphore.NewExpirable(c, "esem")
+	require.NoError(t, es.SetPermits(ctx, 2))
+	round := func() {
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, rw.RLock(ctx))
+		require.NoError(t, rw.RUnlock(ctx))
+		require.NoError(t, s.Release(ctx, 2))
+		require.NoError(t, s.Acquire(ctx, 1))
+		id, err := es.Acquire(ctx, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, es.Release(ctx, id))
+	}
+	round() // loads the scripts: a NOSCRIPT reply makes a second WAIT
+	before := waitCalls(t, primary)
+	round()
+	assert.Equal(t, 8, waitCalls(t, primary)-before, "WAITs: lock, rwlock, semaphore and expirable semaphore: each acquisition and release")
+	// What the primary acknowledged, the replica has.
+	assert.Equal(t, "2", fmt.Sprint(replicas[0].Do(t, "GET", "sem")), "the replica's semaphore")
+
+	single := redistest.Start(t)
+	c1 := clienttest.New(t, single.Client(t))
+	l1 := rlock.New(c1, "lock")
+	require.NoError(t, l1.Lock(ctx))
+	require.NoError(t, l1.Unlock(ctx))
+	assert.Zero(t, waitCalls(t, single), "WAITs sent to a primary without replicas")
+}
+
+// A replica that does not acknowledge (paused) makes an acquisition fail
+// with ErrNotReplicated after the timeout, and leaves nothing held on the
+// primary; a release still takes effect on the primary, and says it was
+// not acknowledged.
+func TestReplicaSyncNotAcknowledged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	direct := primary.Client(t)
+	c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(redisync.ReplicasAll, 200*time.Millisecond))
+	l := rlock.New(c, "lock")
+	require.NoError(t, l.Lock(ctx), "lock with the replica acknowledging")
+	s := semaphore.New(c, "sem")
+	require.NoError(t, s.Release(ctx, 3))
+	es := semaphore.NewExpirable(c, "esem")
+	require.NoError(t, es.SetPermits(ctx, 3))
+
+	replicas[0].Pause(t)
+	defer replicas[0].Resume(t)
+	require.ErrorIs(t, l.Unlock(ctx), redisync.ErrNotReplicated, "release not acknowledged")
+	assert.Zero(t, direct.Exists(ctx, "lock").Val(), "the release took effect on the primary")
+
+	err := l.Lock(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "lock")
+	assert.Zero(t, direct.Exists(ctx, "lock").Val(), "the lock left on the primary")
+	owner := redisync.WithOwner(ctx)
+	require.ErrorIs(t, l.Lock(owner), redisync.ErrNotReplicated, "lock by a context owner")
+	assert.Zero(t, direct.Exists(ctx, "lock").Val(), "the owner's lock left on the primary")
+	held, err := l.IsHeld(owner)
+	require.NoError(t, err)
+	assert.False(t, held)
+
+	require.ErrorIs(t, s.Acquire(ctx, 2), redisync.ErrNotReplicated, "semaphore")
+	assert.Equal(t, "3", direct.Get(ctx, "sem").Val(), "the semaphore's permits on the primary")
+	_, err = es.Acquire(ctx, 0)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "expirable semaphore")
+	assert.Equal(t, "3", direct.Get(ctx, "esem").Val(), "the expirable semaphore's permits on the primary")
+	assert.Zero(t, direct.ZCard(ctx, "{esem}:timeout").Val(), "permits acquired on the primary")
+
+	replicas[0].Resume(t)
+	require.NoError(t, l.Lock(ctx), "lock once the replica acknowledges again")
+	require.NoError(t, l.Unlock(ctx))
+}
+
+// Asking for more replicas than are connected waits for the timeout and
+// fails the acquisition cleanly.
+func TestReplicaSyncMoreThanConnected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, _ := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(2, 100*time.Millisecond))
+	l := rlock.New(c, "lock")
+	start := time.Now()
+	require.ErrorIs(t, l.Lock(ctx), redisync.ErrNotReplicated)
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "waited for the timeout")
+	assert.Zero(t, primary.Client(t).Exists(ctx, "lock").Val(), "the lock left on the primary")
+
+	off := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(0, 0))
+	before := waitCalls(t, primary)
+	require.NoError(t, rlock.New(off, "lock").Lock(ctx))
+	assert.Equal(t, before, waitCalls(t, primary), "WAITs with acknowledgement off")
+}
+
+// Bad replica sync settings are invalid arguments, reported before
+// anything is sent.
+func TestReplicaSyncInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens: nothing may be sent
+	t.Cleanup(func() { _ = rdb.Close() })
+	for _, o := range []redisync.Option{
+		redisync.WithReplicaSync(-2, time.Second),
+		redisync.WithReplicaSync(1, -time.Second),
+		redisync.WithReplicaSync(1, 0),
+		redisync.WithReplicaSync(0, time.Second),
+		redisync.WithReplicaSync(1, time.Microsecond),
+	} {
+		c := clienttest.New(t, rdb, o)
+		require.ErrorIs(t, rlock.New(c, "lock").Lock(ctx), redisync.ErrInvalidArgument)
+	}
+}

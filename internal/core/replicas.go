@@ -1,0 +1,283 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Replica acknowledgement (Redisson's checkLockSyncedSlaves).
+//
+// Redis replicates asynchronously: a write the primary acknowledged can be
+// lost when the primary dies before a replica has it, and the promoted
+// replica then knows nothing of it. So the acquisitions and releases of
+// locks and semaphores wait, in the same round trip as their script and on
+// the same connection, until the primary's replicas have the write: the
+// script and WAIT <replicas> <timeout> go in one pipeline to the primary
+// that runs the script (on a Cluster, the master of the keys' slot: WAIT
+// has no key). When the primary has no replica connected nothing is
+// waited for and nothing extra is sent; the number of replicas of each
+// primary is read with INFO replication the first time and kept, read
+// again in the background every replicaProbe.
+//
+// Eval reports a write not acknowledged in time in Sync.Err, apart from
+// the script's own result: the script did take effect on the primary. An
+// acquisition then undoes what it took (its callers do), a release returns
+// the error after its bookkeeping.
+
+// ReplicasAll is the ReplicaSync.Replicas that means every replica
+// connected to the primary.
+const ReplicasAll = -1
+
+// ReplicaSync configures replica acknowledgement.
+type ReplicaSync struct {
+	Replicas int           // replicas to wait for; ReplicasAll: every connected one; 0: off
+	Timeout  time.Duration // the longest wait; 0: off
+}
+
+// DefaultReplicaSync is Redisson's default: every replica, for at most 1 s.
+var DefaultReplicaSync = ReplicaSync{Replicas: ReplicasAll, Timeout: time.Second}
+
+// on reports whether acknowledgement is wanted.
+func (r ReplicaSync) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
+
+// replicaProbe is how often the number of replicas of a primary is read
+// again.
+const replicaProbe = time.Second
+
+// Sync is one script call's replica acknowledgement: Eval sets Err when
+// the write was not acknowledged by enough replicas in time.
+type Sync struct {
+	Err error
+}
+
+// NewSync returns a Sync for one call when the client waits for replicas,
+// nil otherwise.
+func (c *Client) NewSync() *Sync {
+	if !c.opts.ReplicaSync.on() {
+		return nil
+	}
+	return &Sync{}
+}
+
+// SyncErr returns the replica acknowledgement error of s, nil for a nil s.
+func (s *Sync) SyncErr() error {
+	if s == nil {
+		return nil
+	}
+	return s.Err
+}
+
+// Eval runs script (EVALSHA, EVAL when the server lacks it) with keys and
+// args. With sync not nil, and replicas connected to the primary that runs
+// it, it sends WAIT in the same pipeline and sets sync.Err, wrapping
+// ErrNotReplicated, when fewer replicas than wanted acknowledged within
+// the timeout. The command returned is the script's.
+func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if sync == nil {
+		return script.Run(ctx, c.rdb, keys, args...)
+	}
+	for pause := 20 * time.Millisecond; ; pause *= 2 {
+		cmd := c.evalSynced(ctx, sync, script, keys, args)
+		// A Cluster's slot that moved (a failover, a migration): the
+		// script did not run on the node this client took for its
+		// master. go-redis's cluster client follows the redirection
+		// itself; sent to one node, the pipeline must be sent again once
+		// the client knows the slot's new master.
+		cc, cluster := c.rdb.(*redis.ClusterClient)
+		if !cluster || !redirected(cmd.Err()) || pause > time.Second {
+			return cmd
+		}
+		cc.ReloadState(ctx)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return cmd
+		}
+	}
+}
+
+// redirected reports whether err says that the node a synced script was
+// sent to is not (or no longer) the master of its slot, and the script did
+// not run there: a redirection (MOVED, ASK), a cluster not ready, or a
+// node that refused the connection (killed, its replica promoted).
+func redirected(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, p := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// evalSynced is one try of Eval with sync.
+func (c *Client) evalSynced(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args []any) *redis.Cmd {
+	node, addr, err := c.primaryFor(ctx, keys)
+	if err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	connected := 0
+	if node != nil {
+		connected, err = c.replicasOf(ctx, node, addr)
+		if err != nil {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd
+		}
+	}
+	if connected == 0 {
+		return script.Run(ctx, c.rdb, keys, args...)
+	}
+	want := c.opts.ReplicaSync.Replicas
+	if want == ReplicasAll {
+		want = connected
+	}
+	cmd, acked := c.evalWait(ctx, node, script, want, keys, args)
+	if cmd.Err() != nil {
+		return cmd
+	}
+	if acked.Err() != nil {
+		sync.Err = fmt.Errorf("%w: WAIT failed: %w", ErrNotReplicated, acked.Err())
+	} else if n := acked.Val(); n < int64(want) {
+		sync.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, want, c.opts.ReplicaSync.Timeout)
+	}
+	return cmd
+}
+
+// evalWait runs script and WAIT want in one pipeline on node, loading the
+// script when the server does not have it.
+func (c *Client) evalWait(ctx context.Context, node *redis.Client, script *redis.Script, want int, keys []string, args []any) (*redis.Cmd, *redis.IntCmd) {
+	ms := Millis(c.opts.ReplicaSync.Timeout)
+	run := func(eval func(redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.IntCmd) {
+		pipe := node.Pipeline()
+		cmd := eval(pipe)
+		acked := redis.NewIntCmd(ctx, "wait", want, ms)
+		_ = pipe.Process(ctx, acked)
+		_, _ = pipe.Exec(ctx)
+		return cmd, acked
+	}
+	cmd, acked := run(func(p redis.Pipeliner) *redis.Cmd { return script.EvalSha(ctx, p, keys, args...) })
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd, acked = run(func(p redis.Pipeliner) *redis.Cmd { return script.Eval(ctx, p, keys, args...) })
+	}
+	return cmd, acked
+}
+
+// primaryFor returns the client of the primary that runs a script on keys,
+// and a name for it; nil for a client kind that cannot be pipelined to one
+// node (a Ring): then nothing is waited for.
+func (c *Client) primaryFor(ctx context.Context, keys []string) (*redis.Client, string, error) {
+	switch r := c.rdb.(type) {
+	case *redis.Client:
+		return r, "", nil
+	case *redis.ClusterClient:
+		key := ""
+		if len(keys) > 0 {
+			key = keys[0]
+		}
+		node, err := r.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, "", err
+		}
+		return node, node.Options().Addr, nil
+	}
+	return nil, "", nil
+}
+
+// replicaCounts keeps the number of replicas connected to each primary.
+type replicaCounts struct {
+	mu sync.Mutex
+	m  map[string]*replicaCount
+}
+
+type replicaCount struct {
+	n       int
+	next    time.Time // when to read it again
+	reading bool
+}
+
+// replicasOf returns the number of replicas connected to the primary node
+// (named addr): read synchronously the first time, then again in the
+// background every replicaProbe.
+func (c *Client) replicasOf(ctx context.Context, node *redis.Client, addr string) (int, error) {
+	rc := &c.replicas
+	rc.mu.Lock()
+	e := rc.m[addr]
+	if e != nil {
+		n := e.n
+		if !e.reading && time.Now().After(e.next) {
+			e.reading = c.background(clockTimeout, func(ctx context.Context) { c.readReplicas(ctx, node, addr) })
+		}
+		rc.mu.Unlock()
+		return n, nil
+	}
+	rc.mu.Unlock()
+	n, err := connectedReplicas(ctx, node)
+	if err != nil && !IsReply(err) {
+		return 0, fmt.Errorf("reading the primary's replicas: %w", err)
+	}
+	// A server that refuses INFO replication (a Redis-compatible server
+	// without replication) has no replica to wait for.
+	rc.mu.Lock()
+	if rc.m == nil {
+		rc.m = make(map[string]*replicaCount)
+	}
+	if rc.m[addr] == nil {
+		rc.m[addr] = &replicaCount{n: n, next: time.Now().Add(replicaProbe)}
+	}
+	rc.mu.Unlock()
+	return n, nil
+}
+
+// readReplicas reads the number of replicas of node again.
+func (c *Client) readReplicas(ctx context.Context, node *redis.Client, addr string) {
+	n, err := connectedReplicas(ctx, node)
+	rc := &c.replicas
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	e := rc.m[addr]
+	e.reading = false
+	e.next = time.Now().Add(replicaProbe)
+	if err != nil && !IsReply(err) {
+		c.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "primary", addr, "err", err)
+		return
+	}
+	e.n = n
+}
+
+// connectedReplicas counts the replicas of INFO replication that are
+// online: those still loading their first copy of the data set (a full
+// synchronisation) cannot acknowledge anything yet, and are not counted
+// until they can.
+func connectedReplicas(ctx context.Context, node *redis.Client) (int, error) {
+	info, err := node.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "slave"); ok && strings.Contains(rest, ":") &&
+			strings.Contains(rest, "state=online") {
+			if _, err := strconv.Atoi(rest[:strings.IndexByte(rest, ':')]); err == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
