@@ -35,11 +35,14 @@
 //
 //   - Done and Err on every lock handle report the loss as soon as the
 //     watchdog sees it (the key gone, or no renewal succeeded within the
-//     lease): stop the guarded work when Done closes.
-//   - Fencing tokens (rlock.WithFencing): every acquisition gets a number
-//     larger than all before it. A resource that remembers the largest token
-//     it has seen and rejects smaller ones is safe even against a holder that
-//     lost its lock without knowing.
+//     lease): stop the guarded work when Done closes. A Hold (rlock's
+//     Lock.Hold, rwlock's ReadHold and WriteHold) is one owner's hold
+//     itself: its Context is cancelled when the hold ends, so work run
+//     under it stops by itself.
+//   - Fencing tokens (rlock.WithFencing): every hold gets a number larger
+//     than all before it, kept by its re-entries. A resource that remembers
+//     the largest token it has seen and rejects smaller ones is safe even
+//     against a holder that lost its lock without knowing.
 //
 // Use locks for efficiency (avoiding duplicate work) freely; for correctness,
 // pair them with fencing tokens.

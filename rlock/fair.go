@@ -95,7 +95,7 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 		}
 		res, err := lua.FairAcquire.Run(ctx, rdb(),
 			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, keys.FenceCounter(op.Name)},
-			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub).Int64Slice()
+			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub, op.Fence).Int64Slice()
 		out, err := lockOutcome(res, err)
 		if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > recheck) {
 			out.Retry = recheck

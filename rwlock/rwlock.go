@@ -378,14 +378,40 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 // loss (the watchdog found it gone, no renewal succeeded within the lease,
 // the fixed lease ran out, a ForceUnlock, Close). Before the first
 // acquisition it is closed. Use it to stop work the lock guards: a Redis
-// lock is a lease, not a mutex.
+// lock is a lease, not a mutex. It follows the handle, not an owner: when
+// several owners share the handle, the latest acquisition may be another
+// owner's, whose release closes it; each owner should then watch its own
+// ReadHold(ctx).Done() or WriteHold(ctx).Done().
 func (rw *RWLock) Done() <-chan struct{} { return rw.e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final release, or before any acquisition, an
 // error wrapping redisync.ErrNotHeld; after a loss, one wrapping
-// redisync.ErrLockLost.
+// redisync.ErrLockLost. Like Done, it follows the handle; ReadHold(ctx).Err()
+// and WriteHold(ctx).Err() follow one owner's hold.
 func (rw *RWLock) Err() error { return rw.e.Err() }
+
+// ReadHold returns the current read hold of the caller's owner: with a
+// context owner, that owner's read hold (all its read holds on the lock, as
+// one hold: it lasts until the owner's read hold count goes back to zero),
+// whichever handles of the Client took them; without one, the read hold of
+// this handle's own owner (the read holds taken through this handle without
+// a context owner). It returns nil when that owner holds no read hold in
+// this Client. It sends nothing to Redis. Its Done closes only when that
+// owner's read hold ends, never by another owner's RUnlock through the same
+// handle.
+func (rw *RWLock) ReadHold(ctx context.Context) *redisync.Hold {
+	return (*redisync.Hold)(rw.e.Hold(ctx, rw.read))
+}
+
+// WriteHold returns the current write hold of the caller's owner: with a
+// context owner, that owner's write hold, re-entries included; without one,
+// the write hold taken through this handle without a context owner. It
+// returns nil when that owner does not hold the write side in this Client.
+// It sends nothing to Redis.
+func (rw *RWLock) WriteHold(ctx context.Context) *redisync.Hold {
+	return (*redisync.Hold)(rw.e.Hold(ctx, rw.write))
+}
 
 // ReadLocker returns the read side as a redisync.Locker: its Lock, TryLock
 // and Unlock are RLock, TryRLock and RUnlock. Use it to take a read hold as
