@@ -137,6 +137,9 @@ func WithRecheckInterval(d time.Duration) Option {
 // handle used with that context, or with one derived from it, acts for that
 // owner instead of its own: the call chain that carries the context
 // re-enters the locks it already holds, as a Java thread does with Redisson.
+// The owner's token is a random 63-bit number (never 0, never repeated
+// within the process), so owners of different processes do not meet even
+// under the same client id.
 func WithOwner(ctx context.Context) context.Context {
 	return core.WithOwnerToken(ctx, core.NewToken())
 }
