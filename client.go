@@ -98,9 +98,19 @@ func WithWatchdogTimeout(d time.Duration) Option {
 	}
 }
 
-// WithID sets the client id used in owner names. Ids must be unique among
-// all processes using the same Redis (Redisson uses a UUID per client, as
-// does the default). The id must not be empty. The default is a random UUID.
+// WithID sets the client id used in owner names ("<id>:<token>"). Ids must
+// be unique among the live clients using the same Redis (Redisson uses a
+// UUID per client, as does the default), and redisync checks it: a Client
+// given an id with WithID registers it in Redis at its first operation (one
+// round trip, then none: the key redisync:client:{<id>}, renewed every
+// third of the watchdog timeout while the Client lives, with that timeout
+// as its TTL). While another live Client holds the registration, every
+// operation fails with ErrDuplicateID and changes nothing, rather than act
+// for the other's owners. Close deletes the registration at once; a process
+// that dies without Close frees it within its watchdog timeout, so a
+// process restarted with the same id at once may be refused for that long.
+// Random UUID ids cannot collide and are not registered. The id must not be
+// empty. The default is a random UUID.
 func WithID(id string) Option {
 	return func(o *options) {
 		if id == "" {

@@ -367,8 +367,11 @@ func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
 	return l.ownerName(t), nil
 }
 
+// fail wraps err, the failure of an operation on side s, with the kind and
+// name of the lock, mapping a wrong-type reply to ErrWrongType
+// (ReplyError).
 func (l *Lock) fail(s *Side, err error) error {
-	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, err)
+	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, ReplyError(err))
 }
 
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
