@@ -86,12 +86,18 @@ func (o *options) invalid(format string, args ...any) {
 
 // WithWatchdogTimeout sets the lease of holds acquired without a fixed lease.
 // While such a hold lasts the watchdog renews it every d/3; if the process
-// dies, the hold expires within d. d must be at least 30ms. The default is
-// 30s.
+// dies, the hold expires within d. d must be at least 30ms (the lease rule's
+// 1 ms leaves no time to renew) and at most 2^43 ms (about 278 years, the
+// longest lease; see the package documentation); it is sent to Redis in
+// whole milliseconds, rounded up. The default is 30s.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d < 30*time.Millisecond {
 			o.invalid("watchdog timeout %v, must be ≥ 30ms", d)
+			return
+		}
+		if d > core.MaxLease {
+			o.invalid("watchdog timeout %v, must be at most 2^43 ms (about 278 years)", d)
 			return
 		}
 		o.watchdogTimeout = d

@@ -90,6 +90,23 @@
 // not leave the lock held. Calls after Close return ErrClosed. Match the
 // sentinel errors with errors.Is.
 //
+// A key that holds another type than the primitive's layout (a list where a
+// lock's hash belongs, a hash or a string that is not a number where a
+// semaphore's or a latch's count belongs) gives an error wrapping
+// ErrWrongType, never a raw script error, and the call changes nothing. A
+// Client whose id (WithID) another live Client uses fails with
+// ErrDuplicateID.
+//
+// # Durations
+//
+// A lease (rlock's and rwlock's WithLease, WithWatchdogTimeout, an
+// expirable permit's lease, UpdateLease) is at least 1 ms and at most 2^43
+// ms (about 278 years), and is rounded up to whole milliseconds; outside
+// that range it is an error wrapping ErrInvalidArgument, reported before
+// anything is sent. An expirable permit's lease 0 means it never expires; a
+// negative one is invalid. WithWatchdogTimeout also needs at least 30 ms, so
+// that renewals every third of it can keep up.
+//
 // # Observability
 //
 // Client.Stats returns a Client's counters at any time: acquisitions by

@@ -150,7 +150,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	fail := func(err error) (bool, error) {
-		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, err)
+		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, core.ReplyError(err))
 	}
 	pub, err := l.e.C.PublishCommand(ctx)
 	if err != nil {

@@ -245,13 +245,13 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := h.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
 		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx),
 		keys.RequestPrefix(h.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	h.e.ForceEnded()
 	return n == 1, nil
@@ -264,7 +264,7 @@ func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	}
 	n, err := h.e.C.Redis().Exists(ctx, h.e.Name).Result()
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, err)
+		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	return n == 1, nil
 }
@@ -288,7 +288,7 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, err)
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	return n, nil
 }
@@ -301,7 +301,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	d, err := h.e.C.Redis().PTTL(ctx, h.e.Name).Result()
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, err)
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	switch {
 	case d == -2 || d == -2*time.Millisecond:

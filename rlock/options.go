@@ -58,8 +58,10 @@ func (o *options) invalid(err error) {
 // WithLease gives every acquisition a fixed lease of d: the lock expires d
 // after it was taken (or re-entered, or partly released) unless released
 // first, and no watchdog renews it. Done closes, with ErrLockLost, when the
-// lease runs out. d must be positive; Redis counts leases in whole
-// milliseconds, and d is rounded up to one. The default is no fixed lease:
+// lease runs out. d must be at least 1ms and at most 2^43 ms (about 278
+// years; outside that, the first operation returns an error wrapping
+// redisync.ErrInvalidArgument); Redis counts leases in whole milliseconds,
+// and d is rounded up to one. The default is no fixed lease:
 // the hold lasts until Unlock, renewed by the Client's watchdog (lease =
 // WithWatchdogTimeout, renewed every third of it).
 func WithLease(d time.Duration) Option {

@@ -295,14 +295,14 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := rw.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
 		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx),
 		keys.RequestPrefix(rw.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
 	}
 	rw.e.ForceEnded()
 	return n == 1, nil
@@ -318,7 +318,7 @@ func (rw *RWLock) mode(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}
 	return m, nil
 }
@@ -349,7 +349,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	n, err := lua.RWReadCount.Run(ctx, rw.e.C.Redis(), []string{rw.e.Name},
 		owner, keys.RWTimeoutPrefix(rw.e.Name, owner)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}
 	return n, nil
 }
@@ -368,7 +368,7 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}
 	return n, nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -21,11 +22,13 @@ var (
 
 // wrongTypeReplies start the error replies that mean a key holds another
 // type than the script expects: Redis's own (a command on a key of another
-// type) and the scripts' (check_type and check_number in
-// lua/prelude_request.lua: a key of the right Redis type whose content is
+// type) and the scripts' (wrong_type and number_at in
+// lua/prelude_types.lua: a key of the right Redis type whose content is
 // not the primitive's, which would otherwise fail in Lua, e.g. comparing a
 // number with nil).
-var wrongTypeReplies = []string{"WRONGTYPE", "REDISYNC_WRONGTYPE"}
+// INCRBY and DECR on a string that is not an integer answer "ERR value is
+// not an integer or out of range" (the scripts send them integers only).
+var wrongTypeReplies = []string{"WRONGTYPE", "REDISYNC_WRONGTYPE", "ERR value is not an integer"}
 
 // wrongTypeError is ErrWrongType with what Redis said, cut before the
 // script's name and line.
@@ -44,17 +47,27 @@ func (e *wrongTypeError) Unwrap() error { return ErrWrongType }
 // operation through it where they wrap it with their kind and name (the
 // lock engine in Lock.fail), after the engine has decided on undo and
 // settle from the raw error (IsReply).
+//
+// A reply that should be a number but is not (a string key read with GET
+// and parsed by go-redis: *strconv.NumError) is a wrong type too.
 func ReplyError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return &wrongTypeError{detail: strconv.Quote(ne.Num) + " is not an integer"}
+	}
 	var re redis.Error
-	if err == nil || !errors.As(err, &re) {
+	if !errors.As(err, &re) {
 		return err
 	}
 	msg := re.Error()
 	for _, p := range wrongTypeReplies {
-		if !strings.HasPrefix(msg, p+" ") {
+		if !strings.HasPrefix(msg, p) {
 			continue
 		}
-		detail := strings.TrimPrefix(msg, p+" ")
+		detail := strings.TrimPrefix(strings.TrimPrefix(msg, "ERR "), p+" ")
 		if i := strings.Index(detail, " script: "); i >= 0 {
 			detail = detail[:i]
 		}
