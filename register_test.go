@@ -3,9 +3,11 @@ package redisync_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -97,4 +100,37 @@ func TestRegistrationRenewed(t *testing.T) {
 	n, err = s.Client(t).Exists(ctx, keys.ClientRegistration(anon.ID())).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+// registerCalls counts the client_register script calls a client sends.
+type registerCalls struct{ n atomic.Int32 }
+
+func (r *registerCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *registerCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if clienttest.ScriptIs(cmd.Args(), lua.ClientRegister) {
+			r.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (r *registerCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// The registration costs one round trip, at the first operation; the
+// operations after it send nothing more.
+func TestRegistrationOnce(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	calls := &registerCalls{}
+	rdb.AddHook(calls)
+	c := clienttest.New(t, rdb, redisync.WithID(redistest.Key(t, "service")))
+	l := rlock.New(c, redistest.Key(t))
+	for range 20 {
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	}
+	assert.EqualValues(t, 1, calls.n.Load())
 }

@@ -34,8 +34,8 @@
 --          outlives this attempt
 -- ARGV[7]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[8]  in a re-entry (ARGV[5] > 1) of a fenced lock, the hold's fencing
---          token, recorded and returned; "0" otherwise
+-- ARGV[8]  in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
+--          hold without one), recorded and returned; ignored otherwise
 --
 -- Returns {1, hold count, fencing token (0 without fencing; the hold's for
 --                 a re-entry)} when acquired;

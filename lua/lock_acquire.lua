@@ -16,8 +16,8 @@
 --          (ARGV[5] == 1) takes a fencing token (INCR of KEYS[3]), a
 --          re-entry keeps the hold's (ARGV[6]); "0" not fenced
 -- ARGV[5]  the owner's hold count once acquired, as the client counts it
--- ARGV[6]  in a re-entry (ARGV[5] > 1) of a fenced lock, the hold's fencing
---          token, recorded and returned; "0" otherwise
+-- ARGV[6]  in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
+--          hold without one), recorded and returned; ignored otherwise
 --
 -- Returns {1, hold count, fencing token (0 without fencing; the hold's for
 --                 a re-entry)} when acquired;

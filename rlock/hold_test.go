@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -49,6 +51,17 @@ func TestReentryKeepsFencingToken(t *testing.T) {
 			assert.Same(t, hold, inner.Hold(ctx), "a re-entry belongs to the same hold")
 			assert.Equal(t, token, inner.FencingToken(), "a re-entry keeps the hold's token")
 			require.NoError(t, store.Write(inner.Hold(ctx).FencingToken(), "inner"))
+			// The re-entry's request record, which a re-sent copy
+			// returns, carries the hold's token too.
+			reqs, err := s.Client(t).Keys(ctx, keys.RequestPrefix(name)+"*").Result()
+			require.NoError(t, err)
+			records := map[string]bool{}
+			for _, k := range reqs {
+				v, err := s.Client(t).Get(ctx, k).Result()
+				require.NoError(t, err)
+				records[v] = true
+			}
+			assert.Equal(t, map[string]bool{fmt.Sprintf("1:%d", token): true, fmt.Sprintf("2:%d", token): true}, records)
 			require.NoError(t, inner.Unlock(ctx))
 
 			require.NoError(t, store.Write(outer.FencingToken(), "outer 2"), "the outer scope's writes are accepted after the nested call")

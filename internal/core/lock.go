@@ -110,8 +110,9 @@ type Op struct {
 	// Fencing: the lock is fenced; an acquisition that starts a hold
 	// (Count 1) takes a fencing token (INCR of the counter).
 	Fencing bool
-	// Fence, in a re-entry (Count > 1), is the hold's fencing token, which
-	// the script records and returns instead of taking a new one.
+	// Fence, in a re-entry (Count > 1), is the hold's fencing token (0 for
+	// a hold without one), which the script records and returns instead of
+	// taking a new one.
 	Fence  int64
 	ReqKey string // where the script records its result
 	// UndoKey, in a release, turns it into the undo of the acquisition
