@@ -65,6 +65,12 @@ func TestWriteHold(t *testing.T) {
 	c := clienttest.New(t, redistest.Shared(t).Client(t))
 	rw := rwlock.New(c, redistest.Key(t))
 	bg := context.Background()
+	assert.Nil(t, rw.ReadHold(bg))
+	require.NoError(t, rw.RLock(bg)) // the handle's own read hold
+	r0 := rw.ReadHold(bg)
+	require.NotNil(t, r0)
+	require.NoError(t, rw.RUnlock(bg))
+	<-r0.Done()
 	assert.Nil(t, rw.WriteHold(bg))
 	require.NoError(t, rw.Lock(bg))
 	w := rw.WriteHold(bg)
