@@ -203,9 +203,6 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 	})
 }
 
-// LiveHold returns key's live hold in this client, or nil.
-func (c *Client) LiveHold(key HoldKey) *Hold { return c.liveHold(key) }
-
 // liveHold returns key's live hold in this client, or nil.
 func (c *Client) liveHold(key HoldKey) *Hold {
 	c.holdsMu.Lock()
