@@ -88,21 +88,37 @@ func (o *options) invalid(format string, args ...any) {
 
 // WithWatchdogTimeout sets the lease of holds acquired without a fixed lease.
 // While such a hold lasts the watchdog renews it every d/3; if the process
-// dies, the hold expires within d. d must be at least 30ms. The default is
-// 30s.
+// dies, the hold expires within d. d must be at least 30ms (the lease rule's
+// 1 ms leaves no time to renew) and at most 2^43 ms (about 278 years, the
+// longest lease; see the package documentation); it is sent to Redis in
+// whole milliseconds, rounded up. The default is 30s.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d < 30*time.Millisecond {
 			o.invalid("watchdog timeout %v, must be ≥ 30ms", d)
 			return
 		}
+		if d > core.MaxLease {
+			o.invalid("watchdog timeout %v, must be at most 2^43 ms (about 278 years)", d)
+			return
+		}
 		o.watchdogTimeout = d
 	}
 }
 
-// WithID sets the client id used in owner names. Ids must be unique among
-// all processes using the same Redis (Redisson uses a UUID per client, as
-// does the default). The id must not be empty. The default is a random UUID.
+// WithID sets the client id used in owner names ("<id>:<token>"). Ids must
+// be unique among the live clients using the same Redis (Redisson uses a
+// UUID per client, as does the default), and redisync checks it: a Client
+// given an id with WithID registers it in Redis at its first operation (one
+// round trip, then none: the key redisync:client:{<id>}, renewed every
+// third of the watchdog timeout while the Client lives, with that timeout
+// as its TTL). While another live Client holds the registration, every
+// operation fails with ErrDuplicateID and changes nothing, rather than act
+// for the other's owners. Close deletes the registration at once; a process
+// that dies without Close frees it within its watchdog timeout, so a
+// process restarted with the same id at once may be refused for that long.
+// Random UUID ids cannot collide and are not registered. The id must not be
+// empty. The default is a random UUID.
 func WithID(id string) Option {
 	return func(o *options) {
 		if id == "" {
@@ -191,6 +207,9 @@ func WithRecheckInterval(d time.Duration) Option {
 // handle used with that context, or with one derived from it, acts for that
 // owner instead of its own: the call chain that carries the context
 // re-enters the locks it already holds, as a Java thread does with Redisson.
+// The owner's token is a random 63-bit number (never 0, never repeated
+// within the process), so owners of different processes do not meet even
+// under the same client id.
 func WithOwner(ctx context.Context) context.Context {
 	return core.WithOwnerToken(ctx, core.NewToken())
 }

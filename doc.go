@@ -35,11 +35,14 @@
 //
 //   - Done and Err on every lock handle report the loss as soon as the
 //     watchdog sees it (the key gone, or no renewal succeeded within the
-//     lease): stop the guarded work when Done closes.
-//   - Fencing tokens (rlock.WithFencing): every acquisition gets a number
-//     larger than all before it. A resource that remembers the largest token
-//     it has seen and rejects smaller ones is safe even against a holder that
-//     lost its lock without knowing.
+//     lease): stop the guarded work when Done closes. A Hold (rlock's
+//     Lock.Hold, rwlock's ReadHold and WriteHold) is one owner's hold
+//     itself: its Context is cancelled when the hold ends, so work run
+//     under it stops by itself.
+//   - Fencing tokens (rlock.WithFencing): every hold gets a number larger
+//     than all before it, kept by its re-entries. A resource that remembers
+//     the largest token it has seen and rejects smaller ones is safe even
+//     against a holder that lost its lock without knowing.
 //
 // Use locks for efficiency (avoiding duplicate work) freely; for correctness,
 // pair them with fencing tokens.
@@ -86,6 +89,23 @@
 // with a bounded timeout, so a deferred Unlock after a cancelled request does
 // not leave the lock held. Calls after Close return ErrClosed. Match the
 // sentinel errors with errors.Is.
+//
+// A key that holds another type than the primitive's layout (a list where a
+// lock's hash belongs, a hash or a string that is not a number where a
+// semaphore's or a latch's count belongs) gives an error wrapping
+// ErrWrongType, never a raw script error, and the call changes nothing. A
+// Client whose id (WithID) another live Client uses fails with
+// ErrDuplicateID.
+//
+// # Durations
+//
+// A lease (rlock's and rwlock's WithLease, WithWatchdogTimeout, an
+// expirable permit's lease, UpdateLease) is at least 1 ms and at most 2^43
+// ms (about 278 years), and is rounded up to whole milliseconds; outside
+// that range it is an error wrapping ErrInvalidArgument, reported before
+// anything is sent. An expirable permit's lease 0 means it never expires; a
+// negative one is invalid. WithWatchdogTimeout also needs at least 30 ms, so
+// that renewals every third of it can keep up.
 //
 // # Observability
 //

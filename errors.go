@@ -29,4 +29,15 @@ var (
 	// release that returns it took effect on the primary, but a failover
 	// before a replica has it may bring the hold or the permits back.
 	ErrNotReplicated = core.ErrNotReplicated
+	// ErrWrongType reports that a primitive's key in Redis holds data of
+	// another type or layout than the primitive's (an application's hash
+	// under a semaphore's name, a string that is not a number, ...).
+	// Nothing was changed.
+	ErrWrongType = core.ErrWrongType
+	// ErrDuplicateID reports an operation of a Client whose id, given with
+	// WithID, is in use by another live Client on the same Redis: both
+	// would act for the same owners. Nothing was changed. The id is free
+	// again once the other Client is closed (at once) or its process dies
+	// (within its watchdog timeout).
+	ErrDuplicateID = core.ErrDuplicateID
 )

@@ -408,6 +408,13 @@ func (r *run) checkFinalState(t testing.TB) {
 			if err == nil && (ttl == -1 || ttl > r.recordTTL+time.Second) { // -2: expired meanwhile
 				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("request record %s with TTL %v (record TTL %v)", k, ttl, r.recordTTL)})
 			}
+		case strings.HasPrefix(k, "redisync:client:"):
+			// A client id's registration (WithID), left only when a
+			// client's Close could not delete it: it must expire.
+			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
+			if err == nil && ttl == -1 {
+				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("client id registration %s without a TTL", k)})
+			}
 		case k == fairQueue || k == fairTimeouts:
 			if !fairChecked {
 				fairChecked = true

@@ -121,7 +121,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	}
 	res, err := l.run(ctx, lua.LatchTrySetCount, newMessage, setOrDeleted, n, l.h.C.RequestDeadline(ctx))
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, err)
+		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, core.ReplyError(err))
 	}
 	return res == 1, nil
 }
@@ -145,7 +145,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
 	if _, err := l.run(ctx, lua.LatchCountDown, zeroMessage, opened, l.h.C.RequestDeadline(ctx)); err != nil {
-		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, err)
+		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, core.ReplyError(err))
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := l.count(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, err)
+		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, core.ReplyError(err))
 	}
 	return n, nil
 }
@@ -173,7 +173,7 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("count %q is not an integer", s)
+		return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
 	}
 	return max(n, 0), nil
 }
@@ -227,7 +227,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 		},
 	})
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: %w", l.h.Name, err)
+		return false, fmt.Errorf("countdown %q: %w", l.h.Name, core.ReplyError(err))
 	}
 	return ok, nil
 }
@@ -242,7 +242,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	}
 	res, err := l.run(ctx, lua.LatchDelete, newMessage, setOrDeleted, l.h.C.RequestDeadline(ctx))
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, err)
+		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, core.ReplyError(err))
 	}
 	return res == 1, nil
 }

@@ -219,8 +219,11 @@ func TestSameClientIDRequestsApart(t *testing.T) {
 	_, err := countdown.New(clienttest.New(t, s.Client(t)), name).TrySetCount(ctx, 5)
 	require.NoError(t, err)
 	for range 2 {
-		c := clienttest.New(t, s.Client(t), redisync.WithID("fixed-id"))
+		// One after the other: a second live client with the id would be
+		// refused (ErrDuplicateID).
+		c := redisync.New(s.Client(t), redisync.WithID("fixed-id"))
 		require.NoError(t, countdown.New(c, name).CountDown(ctx)) // the client's first request
+		require.NoError(t, c.Close())
 	}
 	n, err := countdown.New(clienttest.New(t, s.Client(t)), name).Count(ctx)
 	require.NoError(t, err)

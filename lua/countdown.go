@@ -3,9 +3,9 @@ package lua
 // Scripts of package countdown (the count-down latch).
 var (
 	// LatchTrySetCount sets a latch's count when it is not set; see latch_try_set_count.lua.
-	LatchTrySetCount = load("latch_try_set_count.lua", request)
+	LatchTrySetCount = load("latch_try_set_count.lua", types, request)
 	// LatchCountDown counts a latch down by one; see latch_count_down.lua.
-	LatchCountDown = load("latch_count_down.lua", request)
+	LatchCountDown = load("latch_count_down.lua", types, request)
 	// LatchDelete deletes a latch; see latch_delete.lua.
 	LatchDelete = load("latch_delete.lua", request)
 )

@@ -27,4 +27,16 @@
 // fair lock's per-waiter channels are the exception: whom a release wakes is
 // decided in the script, so it gets the channel prefix in KEYS and appends
 // the waiter, as Redisson does; the prefix's hash tag keeps them in the slot.
+//
+// A key of another type never gives a raw error in the middle of a script
+// after a write: Redis answers WRONGTYPE at the first command on such a key,
+// which every script reads before it writes, and the semaphores' and the
+// latch's scripts read their string through prelude_types.lua, which
+// answers REDISYNC_WRONGTYPE for a string that is not a number. The client
+// maps both to redisync.ErrWrongType (internal/core.ReplyError).
+//
+// A re-entry of a lock (lock_acquire.lua, fair_acquire.lua; hold count
+// above 1) never increments the fencing counter: it records and returns the
+// token of the hold it re-enters, which the client sends, so the record
+// "<count>:<token>" of any acquisition carries its hold's token.
 package lua

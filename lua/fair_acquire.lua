@@ -26,14 +26,19 @@
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field "<client id>:<token>", which is also its queue entry
 -- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  "1" to take a fencing token (INCR of KEYS[6]), "0" not to
+-- ARGV[4]  "1" for a fenced lock: an acquisition that starts the hold
+--          (ARGV[5] == 1) takes a fencing token (INCR of KEYS[6]), a
+--          re-entry keeps the hold's (ARGV[8]); "0" not fenced
 -- ARGV[5]  the owner's hold count once acquired, as the client counts it
 -- ARGV[6]  waiter timeout in milliseconds: how long a queued owner's entry
 --          outlives this attempt
 -- ARGV[7]  publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[8]  in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
+--          hold without one), recorded and returned; ignored otherwise
 --
--- Returns {1, hold count, fencing token (0 without fencing)} when acquired;
+-- Returns {1, hold count, fencing token (0 without fencing; the hold's for
+--                 a re-entry)} when acquired;
 --         {0, hint} when queued: hint is the lock's PTTL for the head of the
 --                 queue, the head's remaining deadline (ms) for the second
 --                 in line, -1 otherwise (no hint);
@@ -65,7 +70,7 @@ if take then
     redis.call('lrem', KEYS[2], 1, owner)
     redis.call('zrem', KEYS[3], owner)
   end
-  return take_hold(KEYS[1], owner, count, ARGV[1], ARGV[4], KEYS[6], KEYS[5], ARGV[3])
+  return take_hold(KEYS[1], owner, count, ARGV[1], ARGV[4], KEYS[6], KEYS[5], ARGV[3], ARGV[8])
 end
 if pruned and free then
   fair_notify(KEYS[2], KEYS[4], ARGV[7])

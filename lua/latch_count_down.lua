@@ -21,6 +21,8 @@
 -- Returns the count left (0: the latch opened, or was open already when a
 -- stored count was not positive); -1 when the latch was not set (nothing
 -- changed).
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local replay = count_replay(KEYS[2], ARGV[1])
 if replay then
   return replay

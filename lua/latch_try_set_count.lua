@@ -20,12 +20,18 @@
 --          needs no declared key
 --
 -- Returns 1 when the count was set, 0 when the latch was already set.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local replay = count_replay(KEYS[2], ARGV[2])
 if replay then
   return replay
 end
 local res = 0
-if redis.call('exists', KEYS[1]) == 0 then
+local current = redis.call('get', KEYS[1]) -- WRONGTYPE when not a string
+if current and not tonumber(current) then
+  wrong_type(KEYS[1])
+end
+if not current then
   redis.call('set', KEYS[1], ARGV[1])
   if ARGV[4] ~= '' then
     redis.call(ARGV[4], KEYS[3] or ARGV[5], ARGV[3])

@@ -12,10 +12,15 @@
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner field "<client id>:<token>"
 -- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  "1" to take a fencing token (INCR of KEYS[3]), "0" not to
+-- ARGV[4]  "1" for a fenced lock: an acquisition that starts the hold
+--          (ARGV[5] == 1) takes a fencing token (INCR of KEYS[3]), a
+--          re-entry keeps the hold's (ARGV[6]); "0" not fenced
 -- ARGV[5]  the owner's hold count once acquired, as the client counts it
+-- ARGV[6]  in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
+--          hold without one), recorded and returned; ignored otherwise
 --
--- Returns {1, hold count, fencing token (0 without fencing)} when acquired;
+-- Returns {1, hold count, fencing token (0 without fencing; the hold's for
+--                 a re-entry)} when acquired;
 --         {0, pttl} when another owner holds it (pttl -1: no expiry);
 --         {0, -3} when this request was cancelled (lock_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
@@ -35,4 +40,4 @@ end
 if free and count > 1 then
   return {-2, 0}
 end
-return take_hold(KEYS[1], ARGV[2], count, ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[3])
+return take_hold(KEYS[1], ARGV[2], count, ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[3], ARGV[6])

@@ -36,10 +36,13 @@ const (
 	fairHelpers = "prelude_fair.lua"
 	// lockHelpers: the steps the lock's kinds share (prelude_lock.lua).
 	lockHelpers = "prelude_lock.lua"
+	// types: checks that a string key holds a number (prelude_types.lua),
+	// for the semaphores' and the latch's scripts; it comes first.
+	types = "prelude_types.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers}
+var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types}
 
 // load wraps an embedded file once as a *redis.Script, after the given
 // preludes. A missing file is a programming error caught by every test run.

@@ -15,10 +15,13 @@
 --       take place; -1 when the owner does not hold the lock: nothing
 --       changed), or nil and count when the release took place and the
 --       script goes on to wake waiters and record count.
---   take_hold(hash, field, count, lease, fencing, counter, req, deadline)
+--   take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
 --       sets the owner's hold count in the lock hash to count with the
---       lease, takes a fencing token (INCR of counter) when fencing == '1',
---       records "<count>:<token>" under req and returns {1, count, token}
+--       lease; an acquisition that starts the hold (count 1) takes a
+--       fencing token (INCR of counter) when fencing == '1', and a re-entry
+--       (count > 1) keeps the hold's token held (a decimal string, "0" for
+--       a hold without one); records "<count>:<token>" under req and
+--       returns {1, count, token} (token 0 without fencing)
 --   cancel_holds(hash, prefix, ttl)
 --       for a force unlock, before it deletes the hash: marks the request
 --       key of every owner's fresh hold (prefix .. field, see
@@ -44,11 +47,13 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   return nil, count
 end
 
-local function take_hold(hash, field, count, lease, fencing, counter, req, deadline)
+local function take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
   redis.call('hset', hash, field, count)
   redis.call('pexpire', hash, lease)
   local token = 0
-  if fencing == '1' then
+  if tonumber(count) > 1 then
+    token = tonumber(held) or 0 -- a re-entry keeps the hold's token
+  elseif fencing == '1' then
     token = redis.call('incr', counter)
   end
   record(req, count .. ':' .. token, deadline)

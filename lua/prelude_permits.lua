@@ -10,9 +10,13 @@
 --   reclaim(avail, zset)   gives expired permits back, by the Redis server's
 --                          clock: removes the ids of zset scored at or
 --                          before now and adds their number to the string
---                          avail. Returns now (epoch ms), the number
---                          expired, and the new available count (nil when
---                          none expired)
+--                          avail. It first reads avail through number_at
+--                          (prelude_types, composed before this one), so
+--                          a key of another type fails before anything is
+--                          written. Returns now (epoch ms), the number
+--                          expired, the new available count (nil when none
+--                          expired), and the available count after it
+--                          (always a number: 0 when avail does not exist)
 --   announce(cmd, channel, available)
 --                          publishes the available count with cmd
 --                          ("publish" or "spublish") when it is above 0
@@ -21,14 +25,16 @@
 local never = 922337203685477
 
 local function reclaim(avail, zset)
+  local current = number_at(avail)
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local expired = redis.call('zremrangebyscore', zset, '-inf', string.format('%.0f', now))
   local available
   if expired > 0 then
     available = redis.call('incrby', avail, expired)
+    current = available
   end
-  return now, expired, available
+  return now, expired, available, current
 end
 
 local function announce(cmd, channel, available)

@@ -12,6 +12,8 @@
 -- Returns 1 when the n permits were taken (the record holds n, for an undo);
 --         0 when fewer than n are available (nothing changed);
 --         -1 when this request was cancelled (semaphore_release undo) first.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local rec = recorded(KEYS[2])
 if rec then
   if rec == 'cancelled' then
@@ -20,7 +22,7 @@ if rec then
   return 1
 end
 refuse_late(ARGV[2])
-local available = tonumber(redis.call('get', KEYS[1]) or '0')
+local available = number_at(KEYS[1]) -- a key of another type fails here
 if available >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
   record(KEYS[2], ARGV[1], ARGV[2])

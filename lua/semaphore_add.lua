@@ -16,10 +16,13 @@
 --          a Redis Cluster
 --
 -- Returns the number of available permits afterwards (may be negative).
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local replay = count_replay(KEYS[4], ARGV[2])
 if replay then
   return replay
 end
+number_at(KEYS[1]) -- a key of another type fails here, before any write
 local expired = 0
 if ARGV[3] == '1' then
   local t = redis.call('time')

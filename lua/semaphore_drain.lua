@@ -8,12 +8,17 @@
 -- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns the number of permits available before the call.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local replay = count_replay(KEYS[2], ARGV[1])
 if replay then
   return replay
 end
-local value = redis.call('get', KEYS[1])
+local value = redis.call('get', KEYS[1]) -- WRONGTYPE when not a string
 if value then
+  if not tonumber(value) then
+    wrong_type(KEYS[1])
+  end
   redis.call('set', KEYS[1], 0)
 else
   value = '0'

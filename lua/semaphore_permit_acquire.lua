@@ -23,6 +23,8 @@
 --             expires)} when fewer than n are available (nothing taken);
 --         {-1} when this request was cancelled (semaphore_permit_release
 --             undo) first.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local rec = recorded(KEYS[4])
 if rec then
   if rec == 'cancelled' then
@@ -31,8 +33,7 @@ if rec then
   return {1}
 end
 refuse_late(ARGV[2])
-local now, expired = reclaim(KEYS[1], KEYS[2])
-local available = tonumber(redis.call('get', KEYS[1]) or '0')
+local now, expired, _, available = reclaim(KEYS[1], KEYS[2])
 local n = #ARGV - 3
 if available >= n then
   local score = expiry(now, tonumber(ARGV[1]))

@@ -12,6 +12,8 @@
 --
 -- Returns the milliseconds left (≥ 1); -1 when the permit never expires;
 --         -2 when it is unknown or expired.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[2], KEYS[3], available)
 local score = redis.call('zscore', KEYS[2], ARGV[1])

@@ -25,12 +25,14 @@
 --             was released;
 --         {-2} in undo mode when the acquisition never took place (or its
 --             permits had all expired and its record too).
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local rec = recorded(KEYS[4])
 if rec then
   return {1, tonumber(rec)}
 end
 refuse_late(ARGV[1])
-local _, expired, available = reclaim(KEYS[1], KEYS[2])
+local _, expired, available, current = reclaim(KEYS[1], KEYS[2])
 local function published(result)
   if expired > 0 then
     announce(ARGV[3], KEYS[3], available)
@@ -63,7 +65,7 @@ else
   released = #ARGV - 3
 end
 if released == 0 then
-  available = tonumber(redis.call('get', KEYS[1]) or '0')
+  available = current
   published(nil)
 else
   available = redis.call('incrby', KEYS[1], released)

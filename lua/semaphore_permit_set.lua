@@ -15,6 +15,8 @@
 --          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns the number of available permits afterwards.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 refuse_late(ARGV[3])
 reclaim(KEYS[1], KEYS[2])
 local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])

@@ -9,10 +9,12 @@
 --          a Redis Cluster
 --
 -- Returns {available permits (absent: 0), acquired permits}.
-local _, expired, available = reclaim(KEYS[1], KEYS[2])
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
+local _, expired, available, current = reclaim(KEYS[1], KEYS[2])
 if expired > 0 then
   announce(ARGV[1], KEYS[3], available)
 else
-  available = tonumber(redis.call('get', KEYS[1]) or '0')
+  available = current
 end
 return {available, redis.call('zcard', KEYS[2])}

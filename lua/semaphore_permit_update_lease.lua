@@ -16,6 +16,8 @@
 --          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns 1 when the lease was set; 0 when the permit is unknown or expired.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 refuse_late(ARGV[4])
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[3], KEYS[3], available)

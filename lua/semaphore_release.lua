@@ -20,6 +20,8 @@
 --
 -- Returns {1, available permits after the release};
 --         {0, 0} in undo mode when the acquisition never took place.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local rec = recorded(KEYS[3])
 if rec then
   return {1, tonumber(rec)}

@@ -16,6 +16,8 @@
 --          a Redis Cluster
 --
 -- Returns 1 when the permits were set; 0 when the semaphore was already set.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 local replay = count_replay(KEYS[4], ARGV[2])
 if replay then
   return replay
@@ -25,7 +27,11 @@ if ARGV[3] == '1' then
   announce(ARGV[4], KEYS[3], available)
 end
 local result = 0
-if redis.call('exists', KEYS[1]) == 0 then
+local current = redis.call('get', KEYS[1]) -- WRONGTYPE when not a string
+if current and not tonumber(current) then
+  wrong_type(KEYS[1])
+end
+if not current then
   redis.call('set', KEYS[1], ARGV[1])
   if tonumber(ARGV[1]) > 0 then
     redis.call(ARGV[4], KEYS[3], ARGV[1])

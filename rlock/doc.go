@@ -38,6 +38,13 @@
 // pauses and partitions, use WithFencing and have the guarded resource reject
 // stale tokens.
 //
+// A handle's Done, Err and FencingToken describe the latest hold taken
+// through the handle, by whichever owner. Hold(ctx) returns the caller's
+// owner's hold itself (a redisync.Hold), which re-entries through any handle
+// extend and which keeps the fencing token of the acquisition that took it:
+// use it when a handle is shared by several owners, and run the guarded work
+// under Hold(ctx).Context(), which is cancelled when the hold is lost.
+//
 // # Waiting
 //
 // Lock and TryLock wait on the lock's pub/sub channel through the Client's

@@ -141,6 +141,57 @@ func (s *fencedStore) Write(token int64, v string) error {
 	return nil
 }
 
+// The job pattern: a periodic job takes the lock with a context owner, runs
+// its work under the hold's context (cancelled the moment the lock is lost,
+// with the reason as its cause) and stamps every write with the hold's
+// fencing token. Nested steps that take the same lock re-enter it and write
+// with the same token, so the store accepts the outer scope's writes after
+// them; a later holder's token is larger, so a holder that lost the lock
+// without noticing is refused.
+func ExampleLock_Hold() {
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+	store := &fencedStore{}
+	l := rlock.New(c, "example:job", rlock.WithFencing())
+
+	job := func(ctx context.Context) error {
+		ctx = redisync.WithOwner(ctx) // this run of the job is one owner
+		if err := l.Lock(ctx); err != nil {
+			return err
+		}
+		defer l.Unlock(ctx)
+		hold := l.Hold(ctx)
+		// Work under the hold: it stops when the caller gives up or the
+		// lock is lost, whichever comes first.
+		work, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(hold.Context(), func() { cancel(context.Cause(hold.Context())) })
+		defer stop()
+
+		step := func(ctx context.Context, v string) error {
+			if err := l.Lock(ctx); err != nil { // a nested step re-enters
+				return err
+			}
+			defer l.Unlock(ctx)
+			return store.Write(l.Hold(ctx).FencingToken(), v)
+		}
+		if err := step(work, "step 1"); err != nil {
+			return err
+		}
+		if err := work.Err(); err != nil {
+			return context.Cause(work) // the lock was lost: stop here
+		}
+		return store.Write(hold.FencingToken(), "summary") // same token as the steps
+	}
+
+	for run := 1; run <= 2; run++ {
+		fmt.Printf("run %d: %v (%s)\n", run, job(context.Background()), store.value)
+	}
+	// Output:
+	// run 1: <nil> (summary)
+	// run 2: <nil> (summary)
+}
+
 // With a fixed lease the lock needs no renewal and ends by itself.
 func ExampleWithLease() {
 	ctx := context.Background()

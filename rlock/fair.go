@@ -92,7 +92,7 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 		}
 		res, err := e.C.Eval(ctx, op.Sync, lua.FairAcquire,
 			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, keys.FenceCounter(op.Name)},
-			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub).Int64Slice()
+			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub, op.Fence).Int64Slice()
 		out, err := lockOutcome(res, err)
 		if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > recheck) {
 			out.Retry = recheck
@@ -147,7 +147,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	fail := func(err error) (bool, error) {
-		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, err)
+		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, core.ReplyError(err))
 	}
 	pub, err := l.e.C.PublishCommand(ctx)
 	if err != nil {

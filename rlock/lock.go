@@ -81,7 +81,7 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 			}
 			res, err := e.C.Eval(ctx, op.Sync, lua.LockAcquire,
 				[]string{op.Name, op.ReqKey, counter},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count).Int64Slice()
+				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, op.Fence).Int64Slice()
 			return lockOutcome(res, err)
 		},
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
@@ -245,13 +245,13 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := h.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
 		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx),
 		keys.RequestPrefix(h.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, err)
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	h.e.ForceEnded()
 	return n == 1, nil
@@ -264,7 +264,7 @@ func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	}
 	n, err := h.e.C.Redis().Exists(ctx, h.e.Name).Result()
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, err)
+		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	return n == 1, nil
 }
@@ -288,7 +288,7 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, err)
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	return n, nil
 }
@@ -301,7 +301,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	d, err := h.e.C.Redis().PTTL(ctx, h.e.Name).Result()
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, err)
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	switch {
 	case d == -2 || d == -2*time.Millisecond:
@@ -312,22 +312,41 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	return d, nil
 }
 
-// FencingToken returns the fencing token of the latest acquisition through
-// this handle, or 0 without WithFencing or before the first acquisition.
+// FencingToken returns the fencing token of the hold of the latest
+// acquisition through this handle (a re-entry's is its hold's, taken when
+// the hold began), or 0 without WithFencing or before the first
+// acquisition. When the handle is shared by several owners, the latest
+// acquisition may be another owner's: use Hold(ctx).FencingToken() for
+// one owner's token.
 func (h *handle) FencingToken() int64 { return h.e.FencingToken() }
+
+// Hold returns the current hold of the caller's owner: with a context
+// owner, that owner's hold, however many times and through whichever
+// handles of the Client it was re-entered; without one, the hold taken
+// through this handle without a context owner. It returns nil when that
+// owner holds nothing in this Client. It sends nothing to Redis. Take it
+// right after Lock to follow that hold alone: its Done, Err, Context and
+// FencingToken are the hold's, unchanged by other owners' acquisitions and
+// releases through the same handle.
+func (h *handle) Hold(ctx context.Context) *redisync.Hold {
+	return (*redisync.Hold)(h.e.Hold(ctx, h.side))
+}
 
 // Done returns a channel closed when the hold of the latest acquisition
 // through this handle ends: by its final Unlock, or by a loss (the watchdog
 // found it gone, no renewal succeeded within the lease, the fixed lease ran
 // out, a ForceUnlock, Close). Before the first acquisition it is closed.
 // Use it to stop work the lock guards: a Redis lock is a lease, not a
-// mutex.
+// mutex. It follows the handle, not an owner: when several owners share
+// the handle, the latest acquisition may be another owner's, so each
+// should watch its own Hold(ctx).Done() instead.
 func (h *handle) Done() <-chan struct{} { return h.e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final Unlock, or before any acquisition, an error
 // wrapping redisync.ErrNotHeld; after a loss, one wrapping
-// redisync.ErrLockLost.
+// redisync.ErrLockLost. Like Done, it follows the handle; Hold(ctx).Err()
+// follows one owner's hold.
 func (h *handle) Err() error { return h.e.Err() }
 
 var _ redisync.Locker = (*Lock)(nil)

@@ -58,8 +58,10 @@ func (o *options) invalid(err error) {
 // WithLease gives every acquisition a fixed lease of d: the lock expires d
 // after it was taken (or re-entered, or partly released) unless released
 // first, and no watchdog renews it. Done closes, with ErrLockLost, when the
-// lease runs out. d must be positive; Redis counts leases in whole
-// milliseconds, and d is rounded up to one. The default is no fixed lease:
+// lease runs out. d must be at least 1ms and at most 2^43 ms (about 278
+// years; outside that, the first operation returns an error wrapping
+// redisync.ErrInvalidArgument); Redis counts leases in whole milliseconds,
+// and d is rounded up to one. The default is no fixed lease:
 // the hold lasts until Unlock, renewed by the Client's watchdog (lease =
 // WithWatchdogTimeout, renewed every third of it).
 func WithLease(d time.Duration) Option {
@@ -72,9 +74,14 @@ func WithLease(d time.Duration) Option {
 	}
 }
 
-// WithFencing makes the lock a fenced lock (Redisson RFencedLock): every
-// successful acquisition, reentrant ones included, increments the counter
-// redisson_lock_token:{name}, and FencingToken returns the value it got.
+// WithFencing makes the lock a fenced lock (Redisson RFencedLock's counter):
+// every acquisition that takes a hold (the owner's hold count goes from 0
+// to 1) increments the counter redisson_lock_token:{name}, and the hold
+// keeps the value it got: a re-entry by the same owner does not increment
+// it and reports the hold's token, so the outer and nested scopes of one
+// hold write with the same token. (Redisson increments on re-entries too;
+// the counter and its key are Redisson's, so tokens still grow across
+// holders of both.) Hold(ctx).FencingToken and FencingToken return it.
 // Tokens only grow; unlock never resets them. Pass the token to the
 // resource the lock guards and have it reject writes carrying a token lower
 // than one it has seen: that keeps a holder whose lease ran out (a long GC

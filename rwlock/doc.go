@@ -44,7 +44,10 @@
 // hold has its own timeout key, so the read holds of a crashed or closed
 // client expire one lease after their last renewal and stop blocking
 // writers then; other readers do not keep them alive. Watch Done and Err to
-// learn when the latest hold taken through a handle ends or is lost.
+// learn when the latest hold taken through a handle ends or is lost; when
+// several owners share a handle, each watches its own ReadHold(ctx) or
+// WriteHold(ctx) (a redisync.Hold), which only that owner's release or a
+// loss ends.
 //
 // # Waiting
 //

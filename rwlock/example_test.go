@@ -166,3 +166,34 @@ func ExampleRWLock_shared() {
 	fmt.Println("version:", config.version)
 	// Output: version: 2
 }
+
+// Owners sharing one handle each follow their own read hold: the handle's
+// Done follows the latest acquisition through it, whoever made it, while an
+// owner's ReadHold ends only with that owner's release (or a loss).
+func ExampleRWLock_ReadHold() {
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	c := redisync.New(rdb)
+	defer c.Close()
+	rw := rwlock.New(c, "example:shared-config")
+
+	a := redisync.WithOwner(context.Background())
+	b := redisync.WithOwner(context.Background())
+	_ = rw.RLock(a)
+	_ = rw.RLock(b)
+	held := rw.ReadHold(a)
+	_ = rw.RUnlock(b) // B is done; A still reads
+
+	select {
+	case <-held.Done():
+		fmt.Println("A's hold ended:", held.Err())
+	default:
+		fmt.Println("A still holds its read hold")
+	}
+	_ = rw.RUnlock(a)
+	<-held.Context().Done()
+	fmt.Println("after A's release:", errors.Is(context.Cause(held.Context()), redisync.ErrNotHeld))
+	// Output:
+	// A still holds its read hold
+	// after A's release: true
+}

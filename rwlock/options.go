@@ -20,8 +20,9 @@ type options struct {
 // own timeout key; a partial release gives the remaining ones a full lease
 // again). A write hold lasts until d after it was taken, re-entered or partly
 // released. Done closes, with ErrLockLost, when the lease runs out. d must be
-// positive; Redis counts leases in whole milliseconds, and d is rounded up
-// to one. The default is no
+// at least 1ms and at most 2^43 ms (about 278 years; outside that, the first
+// operation returns an error wrapping redisync.ErrInvalidArgument); Redis
+// counts leases in whole milliseconds, and d is rounded up to one. The default is no
 // fixed lease: every hold lasts until its release, renewed by the Client's
 // watchdog (lease = redisync.WithWatchdogTimeout, renewed every third of
 // it).

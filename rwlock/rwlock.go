@@ -295,14 +295,14 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := rw.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
 		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx),
 		keys.RequestPrefix(rw.e.Name), core.ForcedMarkTTL).Int64()
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, err)
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
 	}
 	rw.e.ForceEnded()
 	return n == 1, nil
@@ -318,7 +318,7 @@ func (rw *RWLock) mode(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}
 	return m, nil
 }
@@ -349,7 +349,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	n, err := lua.RWReadCount.Run(ctx, rw.e.C.Redis(), []string{rw.e.Name},
 		owner, keys.RWTimeoutPrefix(rw.e.Name, owner)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}
 	return n, nil
 }
@@ -368,7 +368,7 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}
 	return n, nil
 }
@@ -378,14 +378,40 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 // loss (the watchdog found it gone, no renewal succeeded within the lease,
 // the fixed lease ran out, a ForceUnlock, Close). Before the first
 // acquisition it is closed. Use it to stop work the lock guards: a Redis
-// lock is a lease, not a mutex.
+// lock is a lease, not a mutex. It follows the handle, not an owner: when
+// several owners share the handle, the latest acquisition may be another
+// owner's, whose release closes it; each owner should then watch its own
+// ReadHold(ctx).Done() or WriteHold(ctx).Done().
 func (rw *RWLock) Done() <-chan struct{} { return rw.e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final release, or before any acquisition, an
 // error wrapping redisync.ErrNotHeld; after a loss, one wrapping
-// redisync.ErrLockLost.
+// redisync.ErrLockLost. Like Done, it follows the handle; ReadHold(ctx).Err()
+// and WriteHold(ctx).Err() follow one owner's hold.
 func (rw *RWLock) Err() error { return rw.e.Err() }
+
+// ReadHold returns the current read hold of the caller's owner: with a
+// context owner, that owner's read hold (all its read holds on the lock, as
+// one hold: it lasts until the owner's read hold count goes back to zero),
+// whichever handles of the Client took them; without one, the read hold of
+// this handle's own owner (the read holds taken through this handle without
+// a context owner). It returns nil when that owner holds no read hold in
+// this Client. It sends nothing to Redis. Its Done closes only when that
+// owner's read hold ends, never by another owner's RUnlock through the same
+// handle.
+func (rw *RWLock) ReadHold(ctx context.Context) *redisync.Hold {
+	return (*redisync.Hold)(rw.e.Hold(ctx, rw.read))
+}
+
+// WriteHold returns the current write hold of the caller's owner: with a
+// context owner, that owner's write hold, re-entries included; without one,
+// the write hold taken through this handle without a context owner. It
+// returns nil when that owner does not hold the write side in this Client.
+// It sends nothing to Redis.
+func (rw *RWLock) WriteHold(ctx context.Context) *redisync.Hold {
+	return (*redisync.Hold)(rw.e.Hold(ctx, rw.write))
+}
 
 // ReadLocker returns the read side as a redisync.Locker: its Lock, TryLock
 // and Unlock are RLock, TryRLock and RUnlock. Use it to take a read hold as

@@ -90,7 +90,7 @@ func (s *ExpirableSemaphore) AddPermits(ctx context.Context, n int64) error {
 
 // Acquire takes one permit, waiting as long as ctx allows, and returns its
 // id. The permit expires lease after it was taken unless released first;
-// lease ≤ 0 means it never expires. Waiting works as for AcquireN.
+// lease 0 means it never expires. Waiting works as for AcquireN.
 //
 // A semaphore that was never set has 0 available permits, so Acquire waits
 // until someone calls TrySetPermits, SetPermits or AddPermits. Under a
@@ -106,7 +106,10 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (
 
 // AcquireN takes n permits (0 < n ≤ 65536), waiting as long as ctx allows,
 // and returns their ids. Each permit expires lease after it was taken unless
-// released first; lease ≤ 0 means they never expire. A waiter is woken
+// released first; lease 0 means they never expire. A lease is otherwise at
+// least 1ms and at most 2^43 ms (about 278 years), rounded up to whole
+// milliseconds; a negative lease, or one outside those bounds, is an invalid
+// argument (nothing is sent). A waiter is woken
 // through pub/sub by a release that leaves permits available, re-checks when
 // the nearest acquired permit expires, and in any case at least every
 // redisync.WithRecheckInterval; callers of the same Client queue in arrival
@@ -116,6 +119,9 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (
 // one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
 func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
 	if err := s.checkIDs(n); err != nil {
+		return nil, err
+	}
+	if err := s.h.CheckPermitLease(lease); err != nil {
 		return nil, err
 	}
 	ids, _, err := s.acquire(ctx, n, true, 0, lease)
@@ -148,6 +154,9 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 		return nil, false, err
 	}
 	if err := s.h.CheckWait(wait); err != nil {
+		return nil, false, err
+	}
+	if err := s.h.CheckPermitLease(lease); err != nil {
 		return nil, false, err
 	}
 	return s.acquire(ctx, n, false, wait, lease)
@@ -310,9 +319,10 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 }
 
 // UpdateLease gives the acquired permit id a new lease, counted from now;
-// lease ≤ 0 means it never expires. It returns false, and changes nothing,
+// lease 0 means it never expires. It returns false, and changes nothing,
 // when the permit is unknown or already expired. An id that is not 32 hex
-// characters is an invalid argument.
+// characters, or a lease as AcquireN refuses (negative, below 1ms, above
+// 2^43 ms), is an invalid argument.
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
 	if err := s.h.Check(); err != nil {
 		return false, err
@@ -320,6 +330,9 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	raw, ok := decodeID(id)
 	if !ok {
 		return false, s.h.Invalid("permit id %q is not 32 hex characters", id)
+	}
+	if err := s.h.CheckPermitLease(lease); err != nil {
+		return false, err
 	}
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {

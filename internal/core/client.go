@@ -76,10 +76,14 @@ type Client struct {
 	lines   lines
 	wd      watchdog
 	ctr     counters // Stats and OnClose (observe.go)
+	// reg is the registration of an explicit client id (register.go); nil
+	// for a random one.
+	reg *registration
 }
 
 // NewClient returns a client over rdb. It does no I/O.
 func NewClient(rdb redis.UniversalClient, o Options) *Client {
+	explicit := o.ID != ""
 	if o.ID == "" && o.Err == nil {
 		o.ID = uuid.NewString()
 	}
@@ -109,6 +113,9 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		reqID:   strconv.FormatUint(rand.Uint64(), 36),
 	}
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
+	if explicit {
+		c.reg = newRegistration(o.ID)
+	}
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		c.reqTTL = requestTTL(rdb)
@@ -119,8 +126,11 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 }
 
 // Check returns the error every operation must return before sending
-// anything: an invalid client or option (ErrInvalidArgument) or a closed
-// client (ErrClosed). A nil *Client is an invalid argument.
+// anything: an invalid client or option (ErrInvalidArgument), a closed
+// client (ErrClosed), or for a client id given explicitly, one that another
+// live Client uses (ErrDuplicateID; the first operation of such a client
+// registers its id, one round trip, see register.go). A nil *Client is an
+// invalid argument.
 func (c *Client) Check() error {
 	if c == nil {
 		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
@@ -132,8 +142,11 @@ func (c *Client) Check() error {
 	case <-c.closing:
 		return ErrClosed
 	default:
-		return nil
 	}
+	if c.reg != nil && !c.reg.ok.Load() {
+		return c.checkRegistered()
+	}
+	return nil
 }
 
 // ID returns the client id.
@@ -266,6 +279,7 @@ func (c *Client) Close() error {
 		c.bgMu.Unlock()
 		c.wd.wait()
 		c.bg.Wait()
+		c.unregister() // the id is free at once
 		if c.mux != nil {
 			err = c.mux.Close()
 		}

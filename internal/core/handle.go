@@ -65,14 +65,48 @@ func (h *Handle) Lease(fixed time.Duration) time.Duration {
 	return h.C.WatchdogTimeout()
 }
 
+// The bounds of every lease (the locks' WithLease, the watchdog timeout, an
+// expirable permit's lease): at least a millisecond, Redis's unit, and at
+// most 2^43 ms (about 278 years), so that a lease added to the server's
+// clock in epoch milliseconds stays exact in a Lua number (a double, exact
+// to 2^53) and within time.Duration.
+const (
+	MinLease = time.Millisecond
+	MaxLease = (1 << 43) * time.Millisecond
+)
+
+// LeaseError returns nil for a lease within [MinLease, MaxLease], else the
+// reason it is not, for an error wrapping ErrInvalidArgument.
+func LeaseError(d time.Duration) string {
+	switch {
+	case d < MinLease:
+		return fmt.Sprintf("lease %v, must be at least 1ms", d)
+	case d > MaxLease:
+		return fmt.Sprintf("lease %v, must be at most 2^43 ms (about 278 years)", d)
+	}
+	return ""
+}
+
 // CheckLease is the one rule for a fixed lease given as an option (the
-// locks' WithLease): it must be positive. Leases are sent to Redis in whole
-// milliseconds, rounded up (Millis), so a positive lease never becomes
-// PEXPIRE 0. It returns an error wrapping ErrInvalidArgument that names
-// kind, or nil.
+// locks' WithLease): at least MinLease and at most MaxLease. Leases are sent
+// to Redis in whole milliseconds, rounded up (Millis). It returns an error
+// wrapping ErrInvalidArgument that names kind, or nil.
 func CheckLease(kind string, d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("%w: %s lease %v, must be positive", ErrInvalidArgument, kind, d)
+	if msg := LeaseError(d); msg != "" {
+		return fmt.Errorf("%w: %s %s", ErrInvalidArgument, kind, msg)
+	}
+	return nil
+}
+
+// CheckPermitLease checks an expirable permit's lease: 0 means the permit
+// never expires; otherwise the lease rule of CheckLease. It returns an error
+// wrapping ErrInvalidArgument that names the primitive, or nil.
+func (h *Handle) CheckPermitLease(d time.Duration) error {
+	if d == 0 {
+		return nil
+	}
+	if msg := LeaseError(d); msg != "" {
+		return h.Invalid("permit %s (0: never expires)", msg)
 	}
 	return nil
 }

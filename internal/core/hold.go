@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -35,12 +36,16 @@ type RenewSpec struct {
 
 // Hold is one owner's hold on one primitive in this client: from the
 // acquisition that took the hold count from 0 to 1 until the release that
-// takes it back to 0, or until it is lost. Handles give out its Done/Err.
+// takes it back to 0, or until it is lost. Re-entries by the same owner,
+// through any handle, extend it (the client keeps one Hold per HoldKey).
+// Handles give out its Done/Err (of the latest hold taken through them), and
+// the hold itself (redisync.Hold).
 type Hold struct {
 	c     *Client
 	key   HoldKey
 	renew *RenewSpec    // nil: fixed lease, no watchdog
 	lease time.Duration // the lease Redis was given
+	fence int64         // fencing token of the acquisition that took it; 0 without fencing
 	done  chan struct{}
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
@@ -56,6 +61,10 @@ type Hold struct {
 	chain    Chain       // its chain of in-process handoffs (handoff.go)
 	line     string      // the local line whose caller took it (holdThrough)
 	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
+	// ctx is the hold's context (Context), made when first asked for;
+	// cancel ends it with the hold's error.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // closedChan is returned by Done before any acquisition.
@@ -78,6 +87,40 @@ func (h *Hold) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.err
+}
+
+// FencingToken returns the fencing token of the acquisition that took the
+// hold (re-entries keep it), 0 without fencing.
+func (h *Hold) FencingToken() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.fence
+}
+
+// endedContext is the Context of a nil hold: done, with ErrNotHeld as its
+// cause.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotHeld)
+	return ctx
+}()
+
+// Context returns a context that is done when the hold ends, whose cause
+// (context.Cause) is then Err. It is made when first asked for.
+func (h *Hold) Context() context.Context {
+	if h == nil {
+		return endedContext
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(context.Background())
+		if h.err != nil {
+			h.cancel(h.err)
+		}
+	}
+	return h.ctx
 }
 
 // Count returns the hold count last reported by the server, 0 once ended.
@@ -105,16 +148,19 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 // nil for a fixed lease, which then ends by itself when the lease runs out.
 // The caller serializes the owner's operations (ownerLocks).
 func (c *Client) acquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return c.acquiredAs("", "", sent, key, count, lease, renew)
+	return c.acquiredAs("", "", sent, key, count, 0, lease, renew)
 }
 
 // acquiredAs is acquiredAt for a hold of the primitive kind (Handle.Kind)
-// and engine side what (Side.What), as observers see it (HoldEnd).
-func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+// and engine side what (Side.What), as observers see it (HoldEnd). fence is
+// the fencing token the acquisition took; it becomes the hold's when the
+// acquisition starts the hold, and is ignored for a re-entry (the hold
+// keeps its token).
+func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
 	c.holdsMu.Lock()
 	h := c.holds[key]
 	if h == nil {
-		h = &Hold{c: c, key: key, renew: renew, lease: lease, done: make(chan struct{}), lastOK: sent, start: sent}
+		h = &Hold{c: c, key: key, renew: renew, lease: lease, fence: fence, done: make(chan struct{}), lastOK: sent, start: sent}
 		if c.opts.Hooks != nil {
 			h.primitive = Primitive(kind, what)
 		}
@@ -281,6 +327,7 @@ func (h *Hold) end(err error) {
 	}
 	wasRenewing := h.renewing
 	h.renewing = false
+	cancel := h.cancel
 	h.mu.Unlock()
 	h.leaveLine(err != ErrNotHeld) // ErrNotHeld: a release that took effect
 	if wasRenewing {
@@ -297,5 +344,8 @@ func (h *Hold) end(err error) {
 		h.c.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
 	h.c.holdEnded(h, err)
+	if cancel != nil {
+		cancel(err)
+	}
 	close(h.done)
 }

@@ -106,10 +106,16 @@ type Op struct {
 	// Count is the owner's hold count once the call has taken effect, as
 	// this client counts it: the scripts set it rather than add to what
 	// Redis has. 0 in a release frees the owner's hold.
-	Count   int64
-	Lease   time.Duration
-	Fencing bool   // take a fencing token (acquisitions)
-	ReqKey  string // where the script records its result
+	Count int64
+	Lease time.Duration
+	// Fencing: the lock is fenced; an acquisition that starts a hold
+	// (Count 1) takes a fencing token (INCR of the counter).
+	Fencing bool
+	// Fence, in a re-entry (Count > 1), is the hold's fencing token (0 for
+	// a hold without one), which the script records and returns instead of
+	// taking a new one.
+	Fence  int64
+	ReqKey string // where the script records its result
 	// UndoKey, in a release, turns it into the undo of the acquisition
 	// recorded under UndoKey: the release happens only if that acquisition
 	// took place, and marks it cancelled otherwise.
@@ -367,8 +373,11 @@ func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
 	return l.ownerName(t), nil
 }
 
+// fail wraps err, the failure of an operation on side s, with the kind and
+// name of the lock, mapping a wrong-type reply to ErrWrongType
+// (ReplyError).
 func (l *Lock) fail(s *Side, err error) error {
-	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, err)
+	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, ReplyError(err))
 }
 
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
@@ -506,7 +515,14 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 	}()
 	for {
 		op := base
-		op.Count = l.C.HeldCount(hk) + 1
+		op.Count = 1
+		if h := l.C.liveHold(hk); h != nil {
+			if n := h.Count(); n > 0 {
+				// A re-entry: the hold keeps its fencing token, which
+				// the script records instead of taking a new one.
+				op.Count, op.Fence = n+1, h.FencingToken()
+			}
+		}
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
 		l.setRequestKey(&op)
@@ -548,23 +564,23 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		if l.Fixed == 0 && s.Renew != nil {
 			renew = s.Renew(&op)
 		}
-		h := l.C.acquiredAs(s.Kind, s.What, sent, hk, op.Count, op.Lease, renew)
+		h := l.C.acquiredAs(s.Kind, s.What, sent, hk, op.Count, out.Fence, op.Lease, renew)
 		if op.Count == 1 && s.Handoff != nil && s.Line != "" {
 			h.setChain(l.C.newChain()) // a hold taken from Redis begins a chain
 			l.C.holdThrough(h, s.Line)
 		}
-		l.took(h, out.Fence, op)
+		l.took(h, op)
 		return true, 0, nil
 	}
 }
 
-// took makes h, just acquired by op with fencing token fence, the handle's
-// latest hold.
-func (l *Lock) took(h *Hold, fence int64, op Op) {
+// took makes h, just acquired (or re-entered) by op, the handle's latest
+// hold; the handle's fencing token becomes the hold's.
+func (l *Lock) took(h *Hold, op Op) {
 	l.mu.Lock()
 	l.latest = h
 	if l.Fencing {
-		l.fence = fence
+		l.fence = h.FencingToken()
 	}
 	if op.Fresh {
 		l.fresh = op
@@ -842,13 +858,33 @@ func (a *acceptor) took(o *Offer) bool {
 	if l.Fixed == 0 && s.Renew != nil {
 		renew = s.Renew(&op)
 	}
-	h := l.C.acquiredAs(s.Kind, s.What, r.Sent, hk, op.Count, op.Lease, renew)
+	h := l.C.acquiredAs(s.Kind, s.What, r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
 	h.setChain(r.Chain)
 	l.C.holdThrough(h, s.Line)
 	unlock()
-	l.took(h, r.Fence, op)
+	l.took(h, op)
 	a.handed = true
 	return true
+}
+
+// Hold returns the live hold of side s of the owner acting in ctx, nil if
+// it has none: a context owner's hold (whatever handle took it), or without
+// one the hold taken through this handle (on a Fresh side, its latest
+// fresh hold; else the handle's own owner's). It sends nothing.
+func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
+	token, own, err := l.owner(ctx)
+	if err != nil {
+		return nil
+	}
+	var field string
+	if !own && s.Fresh {
+		if field = l.freshHold().Field; field == "" {
+			return nil
+		}
+	} else {
+		field = s.Field(l.ownerName(token))
+	}
+	return l.C.liveHold(HoldKey{Key: l.Name, Field: field})
 }
 
 // ForceEnded ends every hold of this client on the lock (any owner), after
@@ -857,8 +893,9 @@ func (l *Lock) ForceEnded() {
 	l.C.endHolds(l.Name, fmt.Errorf("%w: force-unlocked", ErrLockLost))
 }
 
-// FencingToken returns the fencing token of the latest acquisition through
-// this handle, 0 without fencing or before any.
+// FencingToken returns the fencing token of the hold of the latest
+// acquisition through this handle (a re-entry's is its hold's), 0 without
+// fencing or before any.
 func (l *Lock) FencingToken() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

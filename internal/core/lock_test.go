@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/keys"
 )
@@ -56,4 +57,32 @@ func TestFreshTokens(t *testing.T) {
 	assert.NotEqual(t, a.freshBase, b.freshBase)
 	assert.Greater(t, a.FreshToken(), ta, "tokens grow")
 	assert.Len(t, strconv.FormatUint(tb, 10), 13)
+}
+
+// Regression (issue 25): owner tokens were counted from 1 in every process,
+// so two processes given the same client id had the same owners and both
+// held one lock. Tokens are random 63-bit numbers now, distinct within the
+// process and apart from the fresh holds' tokens.
+func TestOwnerTokensRandom(t *testing.T) {
+	seen := map[uint64]bool{}
+	var bits uint64
+	for range 10000 {
+		tok := NewToken()
+		require.False(t, seen[tok], "token %d twice", tok)
+		seen[tok] = true
+		assert.GreaterOrEqual(t, tok, uint64(minToken))
+		assert.Less(t, tok, uint64(1<<63))
+		bits |= tok
+	}
+	assert.Equal(t, uint64(1<<63-1), bits, "every one of the 63 bits is used")
+	// A bijection: distinct inputs give distinct outputs below 2^63.
+	out := map[uint64]bool{}
+	for x := range uint64(1 << 16) {
+		y := mix63(x<<47 | x) // inputs that differ in high and low bits
+		require.Less(t, y, uint64(1<<63))
+		require.False(t, out[y])
+		out[y] = true
+	}
+	c := NewClient(nil, Options{ID: "fixed"})
+	assert.Less(t, c.FreshToken(), uint64(minToken))
 }

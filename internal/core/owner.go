@@ -2,25 +2,70 @@ package core
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 )
 
-// tokens hands out owner tokens: positive, unique within the process. An
-// owner is "<client id>:<token>", so tokens from different processes never
-// meet under the same client id.
-var tokens atomic.Uint64
+// Owner tokens. An owner is "<client id>:<token>". Tokens are random 63-bit
+// numbers (never 0), so that two processes given the same client id
+// (WithID) do not hand out the same owners: with tokens counted from 1 in
+// every process, both processes' first owners were "<id>:1" and held one
+// lock at once. Within a process they are also distinct: NewToken maps a
+// sequence number, offset by a random key drawn at start, through a
+// bijection of the 63-bit numbers (mix63), so no token repeats before 2^63
+// of them have been handed out.
+var (
+	tokenSeq atomic.Uint64
+	tokenKey = rand.Uint64()
+)
 
-// NewToken returns a fresh owner token.
-func NewToken() uint64 { return tokens.Add(1) }
+// tokenMask keeps the low 63 bits: tokens are positive as int64 too.
+const tokenMask = 1<<63 - 1
 
-// FreshToken returns the token of a fresh hold's owner (see Lock): a new
-// token from NewToken, plus a random number drawn for the client. Context
-// owners' tokens start from 1 in every process; if fresh holds' did, a
-// process restarted with the same client id (WithID) would give its first
-// holds the owners whose holds and marks its predecessor left in Redis,
-// and find itself holding a dead process's hold or refused by a mark.
-func (c *Client) FreshToken() uint64 { return c.freshBase + NewToken() }
+// mix63 is a bijection of [0, 2^63): xor-shifts and multiplications by odd
+// constants modulo 2^63, each invertible, that scatter consecutive inputs
+// over the whole range.
+func mix63(x uint64) uint64 {
+	x &= tokenMask
+	x ^= x >> 31
+	x = (x * 0x7fb5d329728ea185) & tokenMask
+	x ^= x >> 27
+	x = (x * 0x41c64e6da3bc0075) & tokenMask
+	x ^= x >> 33
+	return x
+}
+
+// minToken is the least token NewToken returns: below it lie the fresh
+// holds' owners (FreshToken), which must never be a context owner's or a
+// handle's. A random 63-bit number falls below it once in 2^21 draws, and is
+// then drawn again.
+const minToken = 1 << 42
+
+// NewToken returns a fresh owner token: random-looking, 63 bits, at least
+// minToken (so never 0), and distinct from every other token of the
+// process.
+func NewToken() uint64 {
+	for {
+		if t := mix63(tokenSeq.Add(1) + tokenKey); t >= minToken {
+			return t
+		}
+	}
+}
+
+// freshSeq numbers the fresh holds' owners of the process (FreshToken).
+var freshSeq atomic.Uint64
+
+// FreshToken returns the token of a fresh hold's owner (see Lock): a
+// sequence number of the process plus a random number drawn for the client
+// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
+// acquisition attempt, so the cheap sequence serves; the random base keeps
+// a process restarted with the same client id (WithID) from giving its
+// first holds the owners whose holds and marks its predecessor left in
+// Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
+// reach it), apart from every NewToken, and short (13 digits) in the keys
+// that carry them.
+func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
 
 type ownerKey struct{}
 

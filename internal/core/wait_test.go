@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -32,8 +33,15 @@ func TestMillis(t *testing.T) {
 	}{{-time.Second, 0}, {0, 0}, {time.Nanosecond, 1}, {500 * time.Microsecond, 1}, {time.Millisecond, 1}, {1500 * time.Microsecond, 2}, {time.Second, 1000}} {
 		assert.Equal(t, c.want, Millis(c.d), "Millis(%v)", c.d)
 	}
-	assert.Error(t, CheckLease("rlock", 0), "a zero lease must be refused")
-	assert.NoError(t, CheckLease("rlock", 500*time.Microsecond), "a 500µs lease is rounded up, not refused")
+	// The lease rule (API.md, Durations): at least 1 ms, at most 2^43 ms,
+	// rounded up to whole milliseconds in between.
+	for _, d := range []time.Duration{math.MinInt64, -time.Millisecond, 0, 30, 500 * time.Microsecond, time.Millisecond - 1, MaxLease + 1, math.MaxInt64} {
+		assert.ErrorIs(t, CheckLease("rlock", d), ErrInvalidArgument, "lease %v", d)
+	}
+	for _, d := range []time.Duration{time.Millisecond, time.Millisecond + 1, time.Hour, MaxLease} {
+		assert.NoError(t, CheckLease("rlock", d), "lease %v", d)
+	}
+	assert.EqualValues(t, 1<<43, Millis(MaxLease))
 }
 
 // fakeAttempt is an Attempt whose outcome the test decides: its n-th call

@@ -30,6 +30,11 @@ func Suffix(name, suffix string) string { return Tag(name) + ":" + suffix }
 // Prefix returns prefix + ":" + Tag(name), Redisson's prefixName.
 func Prefix(prefix, name string) string { return prefix + ":" + Tag(name) }
 
+// ClientRegistration is the key that a Client given an explicit id
+// (redisync.WithID) registers the id under while it lives, so that a second
+// live Client with the same id is refused: "redisync:client:{<id>}".
+func ClientRegistration(id string) string { return Prefix("redisync:client", id) }
+
 // Lock layout.
 
 // LockChannel is the channel a lock's release is published on.

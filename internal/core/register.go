@@ -1,0 +1,171 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+)
+
+// Registration of an explicit client id.
+//
+// Owners are "<client id>:<token>". A random UUID id (the default) cannot
+// meet another client's, but an id given with WithID reads like a service
+// name, and two live processes given the same one would act for the same
+// owners wherever their tokens met. So a Client with an explicit id
+// registers it in Redis before its first operation: the key
+// keys.ClientRegistration(id) holds a random value of this instance, set
+// only if the key is absent or already ours (lua/client_register.lua), with
+// the watchdog timeout as its TTL. A background loop renews it every third
+// of that while the Client lives; Close deletes it if it is still ours
+// (lua/client_unregister.lua), so the id is free at once, and a process
+// that dies frees it within the watchdog timeout. A Client that finds the
+// id registered by another instance fails its operations with
+// ErrDuplicateID (each one asks again, so it goes on once the other is
+// gone). Once registered, an operation costs one atomic load more: the
+// registration is sent once, not per operation.
+
+// registerTimeout bounds the registration sent before a Client's first
+// operation.
+const registerTimeout = 5 * time.Second
+
+// registration is the state of an explicit id's registration.
+type registration struct {
+	key   string
+	value string      // this instance's random value
+	ok    atomic.Bool // registered, and not found taken over since
+
+	mu      sync.Mutex // serializes registering, the renewals' start and unregistering
+	renewer bool       // the renewal loop was started
+	ever    bool       // registered at least once: Close unregisters
+	closed  bool       // Close unregistered: nothing is registered again
+}
+
+// newRegistration returns the registration state of client id.
+func newRegistration(id string) *registration {
+	return &registration{
+		key:   keys.ClientRegistration(id),
+		value: strconv.FormatUint(rand.Uint64(), 36) + strconv.FormatUint(rand.Uint64(), 36),
+	}
+}
+
+// checkRegistered returns nil when the client's id needs no registration or
+// is registered; otherwise it registers it (one round trip, bounded by
+// registerTimeout and by Close) and returns an error wrapping
+// ErrDuplicateID when another live Client holds the id, or the error that
+// kept it from registering.
+func (c *Client) checkRegistered() error {
+	r := c.reg
+	if r == nil || r.ok.Load() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ok.Load() {
+		return nil
+	}
+	if r.closed {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	stop := context.AfterFunc(closedContext{c.closing}, cancel)
+	defer stop()
+	n, err := lua.ClientRegister.Run(ctx, c.rdb, []string{r.key}, r.value, Millis(c.opts.WatchdogTimeout)).Int64()
+	if err != nil {
+		return fmt.Errorf("redisync: registering client id %q: %w", c.id, ReplyError(err))
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %q (registered at %s by a Client that has not closed yet)", ErrDuplicateID, c.id, r.key)
+	}
+	r.ok.Store(true)
+	r.ever = true
+	if !r.renewer {
+		r.renewer = c.startRenewals(r)
+	}
+	return nil
+}
+
+// startRenewals starts the loop that renews the registration every third
+// of the watchdog timeout until Close. It reports false when the client is
+// closing already.
+func (c *Client) startRenewals(r *registration) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	select {
+	case <-c.closing:
+		return false
+	default:
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		interval := c.opts.WatchdogTimeout / 3
+		timer := time.NewTimer(interval)
+		defer timer.Stop()
+		for {
+			select {
+			case <-c.closing:
+				return
+			case <-timer.C:
+			}
+			next := interval
+			if err := c.renewRegistration(r); err != nil {
+				c.log.Warn("redisync: renewing the client id's registration failed", "id", c.id, "err", err)
+				next = min(interval, maxRetryDelay)
+			}
+			timer.Reset(next)
+		}
+	}()
+	return true
+}
+
+// renewRegistration renews the registration once. When another instance
+// holds the id (ours ran out during an outage, and it registered), the
+// client's operations fail with ErrDuplicateID from then on, until the id
+// is free again.
+func (c *Client) renewRegistration(r *registration) error {
+	if !r.ok.Load() {
+		return nil // the next operation registers again
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	stop := context.AfterFunc(closedContext{c.closing}, cancel)
+	defer stop()
+	n, err := lua.ClientRegister.Run(ctx, c.rdb, []string{r.key}, r.value, Millis(c.opts.WatchdogTimeout)).Int64()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		r.ok.Store(false)
+		c.log.Error("redisync: another live Client registered this client id; operations fail with ErrDuplicateID", "id", c.id, "key", r.key)
+	}
+	return nil
+}
+
+// unregister frees the client's id in Redis if this instance holds it, for
+// Close, after the renewal loop stopped.
+func (c *Client) unregister() {
+	r := c.reg
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.ok.Store(false)
+	if !r.ever {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	if err := lua.ClientUnregister.Run(ctx, c.rdb, []string{r.key}, r.value).Err(); err != nil {
+		c.log.Warn("redisync: freeing the client id's registration failed; it expires within the watchdog timeout", "id", c.id, "err", err)
+	}
+}

@@ -1,0 +1,153 @@
+package redisync_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// snapshot returns every key of the server whose name holds name, with its
+// type and DUMP, sorted: what a call that must change nothing leaves as it
+// found.
+func snapshot(t *testing.T, rdb *redis.Client, name string) []string {
+	t.Helper()
+	ctx := context.Background()
+	ks, err := rdb.Keys(ctx, "*"+name+"*").Result()
+	require.NoError(t, err)
+	var out []string
+	for _, k := range ks {
+		typ, err := rdb.Type(ctx, k).Result()
+		require.NoError(t, err)
+		dump, err := rdb.Dump(ctx, k).Result()
+		require.NoError(t, err)
+		out = append(out, fmt.Sprintf("%s %s %x", k, typ, dump))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Regression (issue 25): a key of another type gave raw script errors
+// ("WRONGTYPE … script: a0cc95b7…, on @user_script:218", "attempt to compare
+// number with nil"). Every primitive's operations on such a key return an
+// error wrapping ErrWrongType, and change nothing in Redis.
+func TestWrongType(t *testing.T) {
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	c := clienttest.New(t, rdb)
+	owner := redisync.WithOwner(context.Background())
+	bg := context.Background()
+
+	type op struct {
+		what string
+		run  func(ctx context.Context, name string) error
+	}
+	err1 := func(_ any, err error) error { return err }
+	err2 := func(_, _ any, err error) error { return err }
+	locks := func(kind string, mk func(name string) interface {
+		redisync.Locker
+		ForceUnlock(context.Context) (bool, error)
+		HoldCount(context.Context) (int64, error)
+	}) []op {
+		return []op{
+			{kind + " Lock", func(ctx context.Context, n string) error { return mk(n).Lock(ctx) }},
+			{kind + " owner Lock", func(ctx context.Context, n string) error { return mk(n).Lock(owner) }},
+			{kind + " TryLock", func(ctx context.Context, n string) error { return err1(mk(n).TryLock(ctx, 0)) }},
+			{kind + " HoldCount", func(ctx context.Context, n string) error { return err1(mk(n).HoldCount(owner)) }},
+		}
+	}
+	var ops []op
+	ops = append(ops, locks("lock", func(n string) interface {
+		redisync.Locker
+		ForceUnlock(context.Context) (bool, error)
+		HoldCount(context.Context) (int64, error)
+	} {
+		return rlock.New(c, n)
+	})...)
+	ops = append(ops, locks("fair lock", func(n string) interface {
+		redisync.Locker
+		ForceUnlock(context.Context) (bool, error)
+		HoldCount(context.Context) (int64, error)
+	} {
+		return rlock.NewFair(c, n)
+	})...)
+	ops = append(ops, locks("spin lock", func(n string) interface {
+		redisync.Locker
+		ForceUnlock(context.Context) (bool, error)
+		HoldCount(context.Context) (int64, error)
+	} {
+		return rlock.NewSpin(c, n)
+	})...)
+	ops = append(ops,
+		op{"rwlock RLock", func(ctx context.Context, n string) error { return rwlock.New(c, n).RLock(ctx) }},
+		op{"rwlock owner RLock", func(ctx context.Context, n string) error { return rwlock.New(c, n).RLock(owner) }},
+		op{"rwlock Lock", func(ctx context.Context, n string) error { return rwlock.New(c, n).Lock(ctx) }},
+		op{"rwlock owner Lock", func(ctx context.Context, n string) error { return rwlock.New(c, n).Lock(owner) }},
+		op{"rwlock ReadHoldCount", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).ReadHoldCount(owner)) }},
+		op{"rwlock WriteHoldCount", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).WriteHoldCount(owner)) }},
+		op{"semaphore TryAcquire", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).TryAcquire(ctx, 1, 0)) }},
+		op{"semaphore Release", func(ctx context.Context, n string) error { return semaphore.New(c, n).Release(ctx, 1) }},
+		op{"semaphore TrySetPermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).TrySetPermits(ctx, 1)) }},
+		op{"semaphore AddPermits", func(ctx context.Context, n string) error { return semaphore.New(c, n).AddPermits(ctx, 1) }},
+		op{"semaphore AvailablePermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).AvailablePermits(ctx)) }},
+		op{"semaphore DrainPermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).DrainPermits(ctx)) }},
+		op{"expirable TryAcquire", func(ctx context.Context, n string) error {
+			return err2(semaphore.NewExpirable(c, n).TryAcquire(ctx, 0, time.Minute))
+		}},
+		op{"expirable TrySetPermits", func(ctx context.Context, n string) error {
+			return err1(semaphore.NewExpirable(c, n).TrySetPermits(ctx, 1))
+		}},
+		op{"expirable SetPermits", func(ctx context.Context, n string) error { return semaphore.NewExpirable(c, n).SetPermits(ctx, 1) }},
+		op{"expirable AddPermits", func(ctx context.Context, n string) error { return semaphore.NewExpirable(c, n).AddPermits(ctx, 1) }},
+		op{"expirable AvailablePermits", func(ctx context.Context, n string) error {
+			return err1(semaphore.NewExpirable(c, n).AvailablePermits(ctx))
+		}},
+		op{"expirable Permits", func(ctx context.Context, n string) error { return err1(semaphore.NewExpirable(c, n).Permits(ctx)) }},
+		op{"latch TrySetCount", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).TrySetCount(ctx, 1)) }},
+		op{"latch CountDown", func(ctx context.Context, n string) error { return countdown.New(c, n).CountDown(ctx) }},
+		op{"latch Count", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).Count(ctx)) }},
+		op{"latch TryWait", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).TryWait(ctx, 0)) }},
+	)
+	// Keys of the wrong type: for the locks a string and a list; for the
+	// string-based primitives a hash and a string that is not a number.
+	setups := map[string]func(ctx context.Context, name string) error{
+		"string": func(ctx context.Context, n string) error { return rdb.Set(ctx, n, "not a number", 0).Err() },
+		"list":   func(ctx context.Context, n string) error { return rdb.RPush(ctx, n, "a").Err() },
+		"hash":   func(ctx context.Context, n string) error { return rdb.HSet(ctx, n, "email", "x@example.com").Err() },
+	}
+	for _, o := range ops {
+		for kind, setup := range setups {
+			lockKind := strings.Contains(o.what, "lock")
+			if lockKind && kind == "hash" {
+				continue // a hash is a lock's type
+			}
+			t.Run(o.what+" on a "+kind, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+				defer cancel()
+				name := redistest.Key(t)
+				require.NoError(t, setup(ctx, name))
+				before := snapshot(t, rdb, name)
+				err := o.run(ctx, name)
+				require.Error(t, err)
+				assert.ErrorIs(t, err, redisync.ErrWrongType)
+				assert.NotContains(t, err.Error(), "script")
+				assert.NotContains(t, err.Error(), "attempt to")
+				assert.Equal(t, before, snapshot(t, rdb, name), "nothing changed")
+			})
+		}
+	}
+}
