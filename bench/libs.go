@@ -59,6 +59,11 @@ type conn struct {
 	cnt  *counter
 }
 
+// replicaRun is set when the tool's server has a replica (-replica): the
+// uncontended and handoff rows then compare redisync with and without
+// replica acknowledgement.
+var replicaRun bool
+
 // leaseTTL is the lease of redsync (its default expiry) and of redislock
 // (which has no default), so that neither expires during a measurement.
 // redisync uses its default: the watchdog (30 s lease, renewed every 10 s).
@@ -100,6 +105,26 @@ func lockLibraries(sc string) []library {
 		open:         openRedsync,
 	}
 	rueidis := rueidislockLib()
+	if replicaRun && (sc == scUncontended || sc == scHandoff) {
+		// The cost of replica acknowledgement: the lock as "redisync"
+		// (on by default) and with it off.
+		nosync := library{
+			name:         "redisync-nosync",
+			wait:         "pub/sub (default), WithReplicaSync(0, 0)",
+			waitingAfter: 2,
+			open: func(c conn, _ *atomic.Int64) (session, error) {
+				return &redisyncSession{c: redisync.New(c.rdb, redisync.WithReplicaSync(0, 0)), kind: newPlain}, nil
+			},
+		}
+		if sc == scHandoff {
+			return []library{plain, nosync, floorLib()}
+		}
+		return []library{plain, nosync, {
+			name:         "redislock",
+			waitingAfter: 1,
+			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
+		}}
+	}
 	switch sc {
 	case scUncontended, scManyLocks:
 		return []library{plain, fair, spin, redsyncLib, {

@@ -126,6 +126,7 @@ import (
 type config struct {
 	Redis          string        // address of an existing server; "" starts one
 	Out            string        // results.json path; "" writes none
+	Replica        bool          // start a replica of the tool's server (replica acknowledgement rows)
 	Uncontended    time.Duration // per library
 	Handoffs       int
 	HandoffHold    time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
@@ -231,6 +232,9 @@ func (c *config) quick(set map[string]bool) {
 
 func (c config) validate() error {
 	var bad []string
+	if c.Replica && c.Redis != "" {
+		bad = append(bad, "-replica needs the server the tool starts (no -redis)")
+	}
 	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 || c.SemaphoreHold < 0 {
 		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
 	}
@@ -292,6 +296,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Redis, "redis", "", "`host:port` of a Redis to use instead of starting a redis-server (it must be otherwise idle)")
+	fs.BoolVar(&cfg.Replica, "replica", false, "attach one replica to the server the tool starts, and add redisync-nosync (WithReplicaSync(0, 0)) to the uncontended and handoff rows: the cost of replica acknowledgement")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "where to write the results as JSON (\"\" for nowhere)")
 	fs.DurationVar(&cfg.Uncontended, "uncontended", cfg.Uncontended, "length of the uncontended run, per library")
 	fs.IntVar(&cfg.Handoffs, "handoffs", cfg.Handoffs, "handoffs measured per library")
@@ -374,6 +379,17 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		addr = srv.addr
 		serverDesc = "started by the tool on loopback"
 		fmt.Fprintf(stderr, "bench: started %s on %s\n", bin, addr)
+		if cfg.Replica {
+			rep, err := startReplica(ctx, bin, addr)
+			if err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+				return 1
+			}
+			defer rep.stop()
+			replicaRun = true
+			serverDesc += ", with one replica (" + rep.addr + ")"
+			fmt.Fprintf(stderr, "bench: replica on %s\n", rep.addr)
+		}
 	}
 
 	// Ctrl-C or SIGTERM: stop the run; a second one, or a run that does

@@ -206,3 +206,33 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+// startReplica starts a redis-server replicating the one at primary and
+// waits until the primary reports it online.
+func startReplica(ctx context.Context, bin, primary string) (*server, error) {
+	rep, err := startServer(bin)
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(primary)
+	rdb := redis.NewClient(&redis.Options{Addr: rep.addr})
+	defer rdb.Close()
+	if err := rdb.Do(ctx, "replicaof", host, port).Err(); err != nil {
+		rep.stop()
+		return nil, fmt.Errorf("replica on %s: %w", rep.addr, err)
+	}
+	prim := redis.NewClient(&redis.Options{Addr: primary})
+	defer prim.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := prim.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "state=online") {
+			return rep, nil
+		}
+		if time.Now().After(deadline) {
+			rep.stop()
+			return nil, fmt.Errorf("replica on %s: not online within 30 s (%v)", rep.addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
