@@ -52,7 +52,7 @@ func demoFlags() (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
 	fs := newFlagSet("demo", demoHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL, else an embedded server")
-	fs.BoolVar(&o.stats, "stats", false, "print the processes' Client.Stats, summed, after the summary")
+	fs.BoolVar(&o.stats, "stats", false, "print the processes' Client.Stats, summed, before the summary")
 	return fs, o
 }
 
