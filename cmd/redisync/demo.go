@@ -308,7 +308,7 @@ func (d *demo) who(clientID string) string {
 // showInspect prints what "redisync inspect" shows for the primitive
 // called short, indented, as an operator would see it.
 func (d *demo) showInspect(ctx context.Context, short string) error {
-	r, err := inspect(ctx, d.obs, d.key(short), "")
+	r, err := inspect(ctx, d.obs, d.key(short), "", false)
 	if err != nil {
 		return err
 	}
