@@ -67,14 +67,13 @@ func unlockFlags() (*flag.FlagSet, *unlockOptions) {
 	return fs, o
 }
 
-// isTerminal reports whether r is an interactive terminal; tests replace it.
+// isTerminal reports whether r is an interactive terminal; tests replace
+// it. A character device is not enough: /dev/null is one, and a question
+// asked there would read end-of-file as the answer, so the file must
+// answer a terminal's ioctl (isTTY).
 var isTerminal = func(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f.Fd())
 }
 
 func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
