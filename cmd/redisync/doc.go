@@ -12,6 +12,7 @@
 //	demo     show the primitives at work between simulated processes
 //	inspect  show who holds a lock, semaphore or latch, and who waits
 //	unlock   force-release a lock, fair lock or read-write lock and wake its waiters
+//	version  print the module version, source revision and Go version
 //
 // Flags may come before or after the arguments, with one dash or two, and
 // "redisync <command> -h" prints a command's usage. Errors go to stderr,
@@ -43,6 +44,14 @@
 //	redisync inspect -redis redis-sentinel://:secret@10.0.0.1:26379,10.0.0.2:26379/mymaster orders:42
 //
 // Passwords are hidden (xxxxx) wherever the command prints a URL.
+//
+// When the server does not answer within 5 s, or closes the connection,
+// the command connects once more itself to say why: the address that
+// refuses connections, a TLS handshake that a plaintext server never
+// completes (use redis:// instead of rediss://), a TLS-only port that
+// closes a plaintext connection (use rediss://), and through Sentinel
+// which sentinels cannot be reached, which knows no such master, where
+// the sentinels say the master is and whether it answers.
 //
 // # Demo
 //
@@ -132,6 +141,15 @@
 // lock's queue and timeouts too) are read in one MULTI/EXEC, the read
 // holds' leases and the waiters just after.
 //
+// # Version
+//
+//	redisync version
+//
+// Version prints the version of the redisync module the command was built
+// from ("(devel)" when Go could not tell), the VCS revision and its time
+// when the build recorded them, and the Go version and platform, all read
+// from the binary's build information (runtime/debug.ReadBuildInfo).
+//
 // # Unlock
 //
 //	redisync unlock -force [-yes] [-any] [-redis URL] NAME
@@ -152,8 +170,8 @@
 // It shows the lock and asks for confirmation on stderr, reading "y" (or
 // "yes") from stdin; any other answer leaves the lock alone and exits with
 // status 1 ("not unlocked: confirmation declined"). -yes skips the
-// question; without -yes, a stdin that is not a terminal is a usage error,
-// so scripts must say -yes. -force is required.
+// question; without -yes, a stdin that is not a terminal (a pipe, a file,
+// /dev/null) is a usage error, so scripts must say -yes. -force is required.
 //
 // Unlock frees only a hash laid out as a lock or read-write lock (see
 // Inspect). It refuses, and leaves intact, whatever is not a
