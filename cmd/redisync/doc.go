@@ -101,8 +101,8 @@
 //     each time it re-checks; an owner whose deadline has passed is dead,
 //     and is dropped by the next operation on the lock once it is at the
 //     head of the queue (the scripts drop dead owners from the head only).
-//     A fair lock nobody waits for looks like a lock; -type fair shows it
-//     as a fair lock, -type lock shows a fair lock without its queue;
+//     A fair lock nobody waits for looks like a lock; -type fair_lock shows
+//     it as a fair lock, -type lock shows a fair lock without its queue;
 //   - a string with a zset {NAME}:timeout is an expirable semaphore: the
 //     available permits, and each acquired permit's id (32 hex characters)
 //     and expiry;
