@@ -86,8 +86,13 @@ func TestUnlockGoLock(t *testing.T) {
 		}
 	}
 	waitWoken(t, waiter, done)
-	if err := l.Unlock(ctx); !errors.Is(err, redisync.ErrNotHeld) {
+	err := l.Unlock(ctx)
+	if !errors.Is(err, redisync.ErrNotHeld) {
 		t.Errorf("the old holder's Unlock: %v, want ErrNotHeld", err)
+	}
+	// Regression: the message read `rlock "x": side, owner …`.
+	if want := `rlock "` + name + `": owner ` + holder.ID() + ":"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("the old holder's Unlock: %q, want it to start with %q", err, want)
 	}
 	select {
 	case <-l.Done():
@@ -152,8 +157,12 @@ func TestUnlockRWLock(t *testing.T) {
 	if mode := rdb(t).HGet(ctx, name, "mode").Val(); mode != "write" {
 		t.Errorf("mode %q after the writer got in, want write", mode)
 	}
-	if err := reader.RUnlock(ctx); !errors.Is(err, redisync.ErrNotHeld) {
+	err := reader.RUnlock(ctx)
+	if !errors.Is(err, redisync.ErrNotHeld) {
 		t.Errorf("the old reader's RUnlock: %v, want ErrNotHeld", err)
+	}
+	if want := `rwlock "` + name + `": read side, owner `; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("the old reader's RUnlock: %q, want it to start with %q", err, want)
 	}
 }
 
