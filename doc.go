@@ -33,12 +33,14 @@
 // holds it, and a failover of an asynchronously replicated Redis can lose a
 // lock outright. redisync gives the tools to live with that:
 //
-//   - Done and Err on every lock handle report the loss as soon as the
-//     watchdog sees it (the key gone, or no renewal succeeded within the
-//     lease): stop the guarded work when Done closes. A Hold (rlock's
-//     Lock.Hold, rwlock's ReadHold and WriteHold) is one owner's hold
-//     itself: its Context is cancelled when the hold ends, so work run
-//     under it stops by itself.
+//   - Done and Err on every lock handle report the loss when the watchdog
+//     sees it, at its next renewal (every third of the watchdog timeout, so
+//     up to 10s after a force unlock with the default 30s) or when no
+//     renewal succeeded within the lease, and when a fixed lease runs out:
+//     stop the guarded work when Done closes. A Hold (rlock's Lock.Hold,
+//     rwlock's ReadHold and WriteHold) is one owner's hold itself: its
+//     Context is cancelled when the hold ends, so work run under it stops
+//     by itself.
 //   - Fencing tokens (rlock.WithFencing): every hold gets a number larger
 //     than all before it, kept by its re-entries. A resource that remembers
 //     the largest token it has seen and rejects smaller ones is safe even

@@ -94,9 +94,9 @@ func (r WaitResult) String() string {
 // WaitInfo describes an acquisition or wait when it starts.
 type WaitInfo struct {
 	// Primitive names the kind of primitive and, for a read-write lock,
-	// the side: "rlock", "spin_lock", "rwlock.read", "rwlock.write",
-	// "semaphore", "expirable_semaphore", "countdown" (a handle's kind with
-	// spaces turned into underscores).
+	// the side: "rlock", "fair_lock", "spin_lock", "rwlock.read",
+	// "rwlock.write", "semaphore", "expirable_semaphore", "countdown" (a
+	// handle's kind with spaces turned into underscores).
 	Primitive string
 	// Name is the primitive's name (its Redis key).
 	Name string

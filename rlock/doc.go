@@ -33,10 +33,11 @@
 // whatever the holder is doing.
 //
 // A Redis lock is a lease, not a mutex. Watch Done (closed when the hold
-// ends: released, expired, found gone by the watchdog, force-unlocked) and
-// stop the guarded work when it closes; Err says why. For correctness under
-// pauses and partitions, use WithFencing and have the guarded resource reject
-// stale tokens.
+// ends: released, expired, or found gone by the watchdog, which notices a
+// force unlock at its next renewal, up to a third of the watchdog timeout
+// later) and stop the guarded work when it closes; Err says why. For
+// correctness under pauses and partitions, use WithFencing and have the
+// guarded resource reject stale tokens.
 //
 // A handle's Done, Err and FencingToken describe the latest hold taken
 // through the handle, by whichever owner. Hold(ctx) returns the caller's
@@ -49,9 +50,12 @@
 //
 // Lock and TryLock wait on the lock's pub/sub channel through the Client's
 // shared connection: a release wakes the longest-waiting local waiter, which
-// takes the lock within about two round trips to Redis. A waiter also
-// re-checks when the holder's lease would end and at least every
-// redisync.WithRecheckInterval, since messages can be lost. Once waiting, a
+// then tries to take the lock (one script). End to end, from Unlock in one
+// process to Lock returning in another, that took 0.7 ms on a 2-vCPU VM,
+// about 29 PING round trips and 1.4× the least bare pub/sub takes there
+// (see the README's benchmarks). A waiter also re-checks when the holder's
+// lease would end and at least every redisync.WithRecheckInterval, since
+// messages can be lost. Once waiting, a
 // re-check that fails on the way to Redis (a connection lost or refused, a
 // Cluster node failing over) is made again after a short, growing pause
 // for as long as the wait lasts; only the first attempt's error, or an

@@ -1,8 +1,10 @@
 // Package semaphore provides distributed semaphores on Redis, compatible
 // with Redisson's RSemaphore (Semaphore) and RPermitExpirableSemaphore
 // (ExpirableSemaphore): a number of permits shared by every process that
-// uses the same Redis and name, for concurrency caps and rate limits across
-// processes.
+// uses the same Redis and name, to cap how many callers run at once across
+// processes. A semaphore is not a rate limiter: it limits how many calls
+// run at the same time, not how many start per second (a caller that
+// releases at once lets the next one in at once).
 //
 // # Which one
 //

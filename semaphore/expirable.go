@@ -18,8 +18,9 @@ import (
 // permit has an id (32 lowercase hex characters) and a lease: Release takes
 // the ids back, and a permit not released within its lease returns to the
 // semaphore by itself, so a process that dies while holding permits does not
-// leak them. That makes it the semaphore to use for concurrency caps and
-// rate limits across processes.
+// leak them. That makes it the semaphore to use for concurrency caps across
+// processes. It caps how many permits are held at once, not how many are
+// acquired per second: it is not a rate limiter.
 //
 // Expiry is decided by the Redis server's clock, so processes on hosts whose
 // clocks differ agree on it. Expired permits are given back by whichever

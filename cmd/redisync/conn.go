@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -167,7 +170,7 @@ func dial(ctx context.Context, raw string) (*server, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, sentinelError(desc, fo.MasterName, err)
+			return nil, sentinelError(ctx, desc, fo, err)
 		}
 		return &server{rdb, desc, newClient}, nil
 	}
@@ -187,7 +190,7 @@ func dial(ctx context.Context, raw string) (*server, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, connectError(desc, err)
+		return nil, connectError(desc, err, probeUnlessRefused(ctx, err, o.Network, o.Addr, o.TLSConfig))
 	}
 	if !isClusterNode(pctx, rdb) {
 		return &server{rdb, desc, func() redis.UniversalClient { return newSingle() }}, nil
@@ -212,7 +215,7 @@ func dial(ctx context.Context, raw string) (*server, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, connectError(desc, err)
+		return nil, connectError(desc, err, "")
 	}
 	return &server{cc, desc, newClient}, nil
 }
@@ -220,13 +223,37 @@ func dial(ctx context.Context, raw string) (*server, error) {
 // connectError describes a failed first command on the server desc. A
 // server that answered with an error (a wrong password, a database index
 // it does not have, a server still loading) is not an unreachable one, and
-// an operator fixes them differently, so the two are told apart.
-func connectError(desc string, err error) error {
-	var re redis.Error
-	if errors.As(err, &re) && !errors.Is(err, redis.Nil) {
+// an operator fixes them differently, so the two are told apart. found is
+// what a probe of the server found (probeServer), "" if nothing.
+func connectError(desc string, err error, found string) error {
+	if refused(err) {
 		return fmt.Errorf("connected to Redis at %s, but it refused: %w", desc, err)
 	}
-	return fmt.Errorf("cannot reach Redis at %s: %w", desc, err)
+	text := "cannot reach Redis at %s: %w"
+	if errors.Is(err, context.DeadlineExceeded) {
+		text = "cannot reach Redis at %s: no answer within " + connectTimeout.String() + " (%w)"
+	}
+	if found != "" {
+		return fmt.Errorf(text+"; %s", desc, err, found)
+	}
+	return fmt.Errorf(text, desc, err)
+}
+
+// refused reports whether err is an error answer of the server.
+func refused(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
+}
+
+// probeUnlessRefused probes the server (probeServer) after the failed
+// first command err when err says little: a timeout, or a connection
+// closed by the server. An error answer, a refused connection or a
+// certificate error already say what happened.
+func probeUnlessRefused(ctx context.Context, err error, network, addr string, tlsConf *tls.Config) string {
+	if refused(err) || ctx.Err() != nil || !(isTimeout(err) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return ""
+	}
+	return probeServer(ctx, network, addr, tlsConf)
 }
 
 // isClusterNode reports whether rdb's server runs in cluster mode. A server

@@ -52,7 +52,7 @@ func demoFlags() (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
 	fs := newFlagSet("demo", demoHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL, else an embedded server")
-	fs.BoolVar(&o.stats, "stats", false, "print the processes' Client.Stats, summed, after the summary")
+	fs.BoolVar(&o.stats, "stats", false, "print the processes' Client.Stats, summed, before the summary")
 	return fs, o
 }
 
@@ -308,7 +308,7 @@ func (d *demo) who(clientID string) string {
 // showInspect prints what "redisync inspect" shows for the primitive
 // called short, indented, as an operator would see it.
 func (d *demo) showInspect(ctx context.Context, short string) error {
-	r, err := inspect(ctx, d.obs, d.key(short), "")
+	r, err := inspect(ctx, d.obs, d.key(short), "", false)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@
 //	demo     show the primitives at work between simulated processes
 //	inspect  show who holds a lock, semaphore or latch, and who waits
 //	unlock   force-release a lock, fair lock or read-write lock and wake its waiters
+//	version  print the module version, source revision and Go version
 //
 // Flags may come before or after the arguments, with one dash or two, and
 // "redisync <command> -h" prints a command's usage. Errors go to stderr,
@@ -44,6 +45,14 @@
 //
 // Passwords are hidden (xxxxx) wherever the command prints a URL.
 //
+// When the server does not answer within 5 s, or closes the connection,
+// the command connects once more itself to say why: the address that
+// refuses connections, a TLS handshake that a plaintext server never
+// completes (use redis:// instead of rediss://), a TLS-only port that
+// closes a plaintext connection (use rediss://), and through Sentinel
+// which sentinels cannot be reached, which knows no such master, where
+// the sentinels say the master is and whether it answers.
+//
 // # Demo
 //
 //	redisync demo [-redis URL] [-stats]
@@ -74,13 +83,16 @@
 // Inspect recognises the primitive stored under NAME from Redisson's
 // layout and prints its state:
 //
-//   - a hash with a "mode" field is a read-write lock: its mode, the writer
-//     ("<owner>:write" field) and the readers with their hold counts, and
-//     each read hold's remaining lease (its {NAME}:<owner>:rwlock_timeout:<n>
-//     key);
-//   - any other hash is a lock: its owners with their hold counts, its
-//     remaining lease, and the last fencing token issued
-//     (redisson_lock_token:{NAME}) when there is one;
+//   - a hash with a "mode" field (read or write) whose other fields are
+//     owners is a read-write lock: its mode, the writer ("<owner>:write"
+//     field) and the readers with their hold counts, and each read hold's
+//     remaining lease (its {NAME}:<owner>:rwlock_timeout:<n> key);
+//   - a hash whose fields are all owners is a lock: its owners with their
+//     hold counts, its remaining lease, and the last fencing token issued
+//     (redisson_lock_token:{NAME}) when there is one. An owner field is
+//     "<client id>:<n>" (a redisync Client's ID or a Redisson UUID, a
+//     colon, a decimal owner token or Java thread id) holding a hold
+//     count, a positive integer;
 //   - a lock (held or free) with a waiting queue redisson_lock_queue:{NAME}
 //     or a waiter timeouts zset redisson_lock_timeout:{NAME} is a fair
 //     lock: its holders as for a lock, then its queue head first, each
@@ -89,8 +101,8 @@
 //     each time it re-checks; an owner whose deadline has passed is dead,
 //     and is dropped by the next operation on the lock once it is at the
 //     head of the queue (the scripts drop dead owners from the head only).
-//     A fair lock nobody waits for looks like a lock; -type fair shows it
-//     as a fair lock, -type lock shows a fair lock without its queue;
+//     A fair lock nobody waits for looks like a lock; -type fair_lock shows
+//     it as a fair lock, -type lock shows a fair lock without its queue;
 //   - a string with a zset {NAME}:timeout is an expirable semaphore: the
 //     available permits, and each acquired permit's id (32 hex characters)
 //     and expiry;
@@ -99,7 +111,14 @@
 //     by which channel has waiters (redisson_sc:{NAME} or
 //     redisson_countdownlatch__channel__{NAME}); a negative value can only be
 //     a semaphore's. It says "guessed" in its output when it decided so, and
-//     -type sets the type instead.
+//     -type sets the type instead;
+//   - a hash of rate, interval, type and perhaps keepAliveTime, all
+//     integers, is a rate limiter's config (Redisson's RRateLimiter).
+//
+// Anything else is "not a redisync/Redisson primitive", and inspect says
+// what it found (the hash's fields, the string's value, the Redis type)
+// and exits with status 1: an application's hash such as a user profile
+// is not shown as a held lock.
 //
 // Owners are printed as their client id (a redisync Client's ID or a
 // Redisson instance's UUID) and owner token (a redisync owner token or a
@@ -111,8 +130,9 @@
 // Redis Cluster a subscription lives on one node, so inspect adds up the
 // counts of every node.
 //
-// -json prints the Report as one JSON object, for scripts. A fair lock's
-// has "type": "fair lock" (its -type value is "fair") and a "queue" array
+// -json prints the Report as one JSON object, for scripts. Its "type" is
+// one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch and
+// rate_limiter, the -type values, or none. A fair lock's has a "queue" array
 // of QueueEntry, head first: owner, client_id, owner_token,
 // deadline_ms_left and dead. When nothing is stored under NAME (no key, no
 // permit zset, no fair lock queue, no fencing counter, no waiters) inspect
@@ -121,9 +141,18 @@
 // lock's queue and timeouts too) are read in one MULTI/EXEC, the read
 // holds' leases and the waiters just after.
 //
+// # Version
+//
+//	redisync version
+//
+// Version prints the version of the redisync module the command was built
+// from ("(devel)" when Go could not tell), the VCS revision and its time
+// when the build recorded them, and the Go version and platform, all read
+// from the binary's build information (runtime/debug.ReadBuildInfo).
+//
 // # Unlock
 //
-//	redisync unlock -force [-yes] [-redis URL] NAME
+//	redisync unlock -force [-yes] [-any] [-redis URL] NAME
 //
 // Unlock frees the lock, fair lock or read-write lock NAME whoever holds
 // it, with the library's ForceUnlock (rlock.Lock.ForceUnlock,
@@ -141,7 +170,13 @@
 // It shows the lock and asks for confirmation on stderr, reading "y" (or
 // "yes") from stdin; any other answer leaves the lock alone and exits with
 // status 1 ("not unlocked: confirmation declined"). -yes skips the
-// question; without -yes, a stdin that is not a terminal is a usage error,
-// so scripts must say -yes. -force is required.
-// Semaphores and latches have no holder to free: unlock refuses them.
+// question; without -yes, a stdin that is not a terminal (a pipe, a file,
+// /dev/null) is a usage error, so scripts must say -yes. -force is required.
+//
+// Unlock frees only a hash laid out as a lock or read-write lock (see
+// Inspect). It refuses, and leaves intact, whatever is not a
+// redisync/Redisson primitive (an application's hash, a list, a string
+// that is not a count), and semaphores, latches and rate limiters, which
+// have no holder to free. -any force-unlocks a hash of any other layout
+// anyway, deleting it.
 package main

@@ -146,7 +146,7 @@ func TestInspectFairLock(t *testing.T) {
 	require.Equal(t, 0, res.code)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &raw))
-	assert.Equal(t, "fair lock", raw["type"])
+	assert.Equal(t, "fair_lock", raw["type"])
 	queue, ok := raw["queue"].([]any)
 	require.True(t, ok, "queue is not an array: %v", raw["queue"])
 	require.Len(t, queue, 3)
@@ -196,7 +196,7 @@ func TestInspectFairLock(t *testing.T) {
 }
 
 // TestInspectFreeFairLock: a free fair lock whose only queued owner is
-// dead, at the head, so the next operation drops it; and -type fair on a
+// dead, at the head, so the next operation drops it; and -type fair_lock on a
 // lock nobody waits for.
 func TestInspectFreeFairLock(t *testing.T) {
 	t.Parallel()
@@ -218,18 +218,18 @@ func TestInspectFreeFairLock(t *testing.T) {
 	assert.Equal(t, exitError, res.code)
 	assert.Contains(t, res.stderr, "is not locked")
 
-	// A lock with no queue is a lock; -type fair shows an empty queue.
+	// A lock with no queue is a lock; -type fair_lock shows an empty queue.
 	plain := redistest.Key(t, "plain")
 	fairCleanup(t, plain)
 	rdb(t).HSet(context.Background(), plain, "someone:1", 1)
 	assert.Equal(t, kindLock, inspectJSON(t, plain).Type)
-	res = runCmd(t, nil, "inspect", "-json", "-type", "fair", "-redis", testURL(t), plain)
+	res = runCmd(t, nil, "inspect", "-json", "-type", "fair_lock", "-redis", testURL(t), plain)
 	require.Equal(t, 0, res.code, res.stderr)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &raw))
-	assert.Equal(t, "fair lock", raw["type"])
+	assert.Equal(t, "fair_lock", raw["type"])
 	assert.Equal(t, []any{}, raw["queue"], "an empty queue is an empty array")
-	res = runCmd(t, nil, "inspect", "-type", "fair", "-redis", testURL(t), plain)
+	res = runCmd(t, nil, "inspect", "-type", "fair_lock", "-redis", testURL(t), plain)
 	assert.Contains(t, res.stdout, "queue:    empty: no owner waits its turn")
 }
 

@@ -19,46 +19,48 @@ import (
 	"github.com/redisync/redisync/internal/keys"
 )
 
-// kind is a primitive as recognised from its Redis layout.
+// kind is a primitive as recognised from its Redis layout. Its value is
+// the report's JSON "type" and the -type value: one spelling, snake_case.
 type kind string
 
 const (
-	kindLock      kind = "lock"
-	kindFair      kind = "fair lock" // a lock with a waiting queue; its -type value is "fair" (flagName)
-	kindRWLock    kind = "rwlock"
-	kindSemaphore kind = "semaphore"
-	kindExpirable kind = "expirable-semaphore"
-	kindLatch     kind = "latch"
+	kindLock        kind = "lock"
+	kindFair        kind = "fair_lock" // a lock with a waiting queue
+	kindRWLock      kind = "rwlock"
+	kindSemaphore   kind = "semaphore"
+	kindExpirable   kind = "expirable_semaphore"
+	kindLatch       kind = "latch"
+	kindRateLimiter kind = "rate_limiter" // Redisson RRateLimiter's config hash
 	// kindNone is the type of a report on a name under which nothing is
 	// stored (Redis's TYPE says "none" too). It is not a -type value.
 	kindNone kind = "none"
 )
 
-var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirable, kindLatch}
-
-// flagName is the kind's -type value.
-func (k kind) flagName() string {
-	if k == kindFair {
-		return "fair"
-	}
-	return string(k)
-}
+var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirable, kindLatch, kindRateLimiter}
 
 // ownChannel reports whether the kind's waiters subscribe to a channel no
-// other kind uses: an expirable semaphore shares the semaphore's, and a
-// fair lock's waiters each have their own, under the lock's channel.
-func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair }
+// other kind uses: an expirable semaphore shares the semaphore's, a fair
+// lock's waiters each have their own, under the lock's channel, and a rate
+// limiter has none.
+func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair && k != kindRateLimiter }
 
 // title is the kind's name in prose.
 func (k kind) title() string {
 	switch k {
+	case kindFair:
+		return "fair lock"
 	case kindRWLock:
 		return "read-write lock"
 	case kindExpirable:
 		return "expirable semaphore"
+	case kindRateLimiter:
+		return "rate limiter"
 	}
 	return string(k)
 }
+
+// isLock reports whether the kind is one that unlock frees.
+func (k kind) isLock() bool { return k == kindLock || k == kindFair || k == kindRWLock }
 
 // withArticle returns the kind's name in prose after "a" or "an": "a lock",
 // "an expirable semaphore".
@@ -75,7 +77,8 @@ func withArticle(phrase string) string {
 }
 
 // channel is where the primitive's waiters subscribe; for a fair lock, the
-// prefix of its waiters' channels (<channel>:<owner>).
+// prefix of its waiters' channels (<channel>:<owner>); "" for a rate
+// limiter, which has no channel.
 func (k kind) channel(name string) string {
 	switch k {
 	case kindLock, kindFair:
@@ -84,6 +87,8 @@ func (k kind) channel(name string) string {
 		return keys.RWChannel(name)
 	case kindLatch:
 		return keys.LatchChannel(name)
+	case kindRateLimiter:
+		return ""
 	}
 	return keys.SemaphoreChannel(name)
 }
@@ -91,23 +96,36 @@ func (k kind) channel(name string) string {
 // kindValue is a flag.Value holding a kind ("" when not set).
 type kindValue struct{ k kind }
 
-func (v *kindValue) String() string { return v.k.flagName() }
+func (v *kindValue) String() string { return string(v.k) }
 
-// Set takes a kind's -type value, or its report type ("fair lock"), so a
-// script can pass back the type a report gave.
+// Set takes a kind's -type value, which is also the type a report gives,
+// so a script can pass back what a report said.
 func (v *kindValue) Set(s string) error {
 	for _, k := range allKinds {
-		if s == k.flagName() || s == string(k) {
+		if s == string(k) {
 			v.k = k
 			return nil
 		}
 	}
+	return fmt.Errorf("unknown type %q (want one of %s)", s, kindNames())
+}
+
+// kindNames lists the -type values, comma-separated.
+func kindNames() string {
 	names := make([]string, len(allKinds))
 	for i, k := range allKinds {
-		names[i] = k.flagName()
+		names[i] = string(k)
 	}
-	return fmt.Errorf("unknown type %q (want one of %s)", s, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
+
+// errNotPrimitive reports a key whose layout is not one of a
+// redisync/Redisson primitive: an application's hash, list, set, …
+var errNotPrimitive = errors.New("not a redisync/Redisson primitive")
+
+// errNotLockHash is errNotPrimitive for a hash, which unlock -any deletes
+// anyway.
+var errNotLockHash = fmt.Errorf("%w", errNotPrimitive)
 
 // neverExpires is the expiry score (epoch ms) Redisson gives a permit
 // acquired without a lease.
@@ -121,9 +139,9 @@ const maxReadHolds = 1000
 // apply to the primitive's type are left out.
 type Report struct {
 	Name string `json:"name"`
-	// Type is lock, fair lock, rwlock, semaphore, expirable-semaphore or
-	// latch; none when nothing is stored under the name (then Exists is
-	// false and inspect exits with status 1).
+	// Type is lock, fair_lock, rwlock, semaphore, expirable_semaphore,
+	// latch or rate_limiter; none when nothing is stored under the name
+	// (then Exists is false and inspect exits with status 1).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
 	// a latch and the type was inferred (see Reason); -type forces it.
@@ -154,7 +172,8 @@ type Report struct {
 	// Count is a latch's count (0: open).
 	Count *int64 `json:"count,omitempty"`
 	// Channel is the pub/sub channel the primitive's waiters subscribe to;
-	// absent when Type is none. A fair lock's waiters each subscribe to
+	// absent when Type is none or rate_limiter (a rate limiter has no
+	// channel: its waiters sleep until Redis says permits are back). A fair lock's waiters each subscribe to
 	// their own channel, Channel + ":" + their owner.
 	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel: one per
@@ -231,13 +250,22 @@ type inspectOptions struct {
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
 
 Inspect shows the lock, fair lock, read-write lock, semaphore, expirable
-semaphore or latch stored under NAME in Redisson's layout: its holders
-(client id, owner token, hold count), mode, leases, last fencing token
-issued, permits, count, and how many clients wait on its channel. An
-owner token is a redisync owner token or a Java thread id. It recognises
-the type from the keys it finds. A semaphore and a latch are stored alike
-(a string); inspect then tells them apart by which channel has waiters,
-says in its output that it guessed, and -type sets the type instead.
+semaphore, latch or rate limiter stored under NAME in Redisson's layout:
+its holders (client id, owner token, hold count), mode, leases, last
+fencing token issued, permits, count, and how many clients wait on its
+channel. An owner token is a redisync owner token or a Java thread id. It
+recognises the type from the keys it finds. A semaphore and a latch are
+stored alike (a string); inspect then tells them apart by which channel
+has waiters, says in its output that it guessed, and -type sets the type
+instead.
+
+A lock is a hash whose fields are owners "<client id>:<n>" holding hold
+counts; a read-write lock's hash also has a mode field (read or write)
+and its writer is "<client id>:<n>:write"; a rate limiter's hash has
+rate, interval, type and perhaps keepAliveTime. Anything else (an
+application's hash, a list, a string that is not an integer) is "not a
+redisync/Redisson primitive": inspect says which fields or type it found
+and exits with status 1.
 
 A lock with a waiting queue (redisson_lock_queue:{NAME}) or a waiter
 timeouts zset (redisson_lock_timeout:{NAME}) is a fair lock. Inspect shows
@@ -246,16 +274,17 @@ left before its deadline, on the server's clock. A live waiter pushes its
 deadline further each time it re-checks; an owner whose deadline has
 passed is dead, and is dropped once it is at the head of the queue, by
 the next operation on the lock. A fair lock nobody waits for looks like a
-lock; -type fair shows it as a fair lock.
+lock; -type fair_lock shows it as a fair lock.
 
 Waiters are the connections subscribed to the primitive's channel: one per
 waiting client, however many of its goroutines or threads wait; for a fair
 lock, one per queued owner whose client listens on the owner's channel.
 On a Redis Cluster the counts of all nodes are added up.
 
--json prints the report as a JSON object; a fair lock's has "type":
-"fair lock" and a "queue" array (owner, client_id, owner_token,
-deadline_ms_left, dead), head first. When nothing is stored under NAME
+-json prints the report as a JSON object. Its "type" is one of lock,
+fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter
+(the -type values) or none. A fair lock's has a "queue" array (owner,
+client_id, owner_token, deadline_ms_left, dead), head first. When nothing is stored under NAME
 (no key, no permit zset, no fair lock queue, no fencing counter, no
 waiters), inspect fails with exit status 1; with -json it still prints an
 object, with "exists": false and "type": "none".
@@ -268,7 +297,7 @@ func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	fs := newFlagSet("inspect", inspectHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
-	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: lock, fair, rwlock, semaphore, expirable-semaphore or latch")
+	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: "+kindNames())
 	return fs, o
 }
 
@@ -284,7 +313,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	rdb := srv.rdb
 	defer rdb.Close()
-	r, err := inspect(ctx, rdb, name, o.typ.k)
+	r, err := inspect(ctx, rdb, name, o.typ.k, false)
 	if o.json && r != nil {
 		// Also when nothing is stored (r.Type none, err errNotFound):
 		// scripts read "exists": false, and the exit status is still 1.
@@ -510,13 +539,15 @@ func isWrongType(err error) bool {
 
 // inspect reads the primitive stored under name and reports it. forced,
 // when not empty, is the type -type set. When nothing is stored under name
-// it returns both a report of type none and an error wrapping errNotFound.
-func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind) (*Report, error) {
+// it returns both a report of type none and an error wrapping errNotFound;
+// when the key is not laid out as a primitive, an error wrapping
+// errNotPrimitive, unless anyHash and it is a hash (see classify).
+func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind, anyHash bool) (*Report, error) {
 	s, err := readSnapshot(ctx, rdb, name)
 	if err != nil {
 		return nil, err
 	}
-	k, guessed, reason, err := classify(s, name, forced)
+	k, guessed, reason, err := classify(s, name, forced, anyHash)
 	if err != nil {
 		return nil, err
 	}
@@ -582,43 +613,180 @@ func stringInt(s *snapshot) int64 {
 }
 
 // classify recognises the primitive from the snapshot: its kind, whether
-// that is a guess, and why; kindNone when nothing is stored under name.
-func classify(s *snapshot, name string, forced kind) (kind, bool, string, error) {
+// that is a guess, and why; kindNone when nothing is stored under name. A
+// key laid out as no primitive is an error wrapping errNotPrimitive; with
+// anyHash, a hash of any layout is taken as a lock (a read-write lock with
+// a mode field), for unlock -any.
+func classify(s *snapshot, name string, forced kind, anyHash bool) (kind, bool, string, error) {
 	switch s.typ {
 	case "hash":
-		return classifyHash(s, name, forced)
+		return classifyHash(s, name, forced, anyHash)
 	case "string":
 		return classifyString(s, name, forced)
 	case "none":
 		return classifyNone(s, name, forced)
 	}
-	return "", false, "", fmt.Errorf("%q is a Redis %s: not a lock, read-write lock, semaphore or latch", name, s.typ)
+	return "", false, "", fmt.Errorf("%q is a Redis %s: %w (locks, read-write locks and rate limiters are hashes; semaphores and latches are strings)", name, s.typ, errNotPrimitive)
 }
 
-// classifyHash tells a read-write lock (a mode field) from a lock, and a
-// lock with a waiting queue or timeouts zset from a fair lock. -type lock
-// shows a fair lock as a lock (it is one, without its queue); -type fair
-// shows a lock as a fair lock with nobody queued.
-func classifyHash(s *snapshot, name string, forced kind) (kind, bool, string, error) {
+// classifyHash recognises a hash: a read-write lock (a mode field, read or
+// write, and owner fields), a lock (owner fields only; a fair lock when a
+// waiting queue or timeouts zset exists too) or a rate limiter's config
+// (rate, interval, type, keepAliveTime). An owner field is
+// "<client id>:<n>" (a read-write lock's writer "<client id>:<n>:write")
+// and holds a hold count, a positive integer. Any other hash is not a
+// primitive, unless anyHash. -type lock shows a fair lock as a lock (it is
+// one, without its queue); -type fair_lock shows a lock as a fair lock
+// with nobody queued.
+func classifyHash(s *snapshot, name string, forced kind, anyHash bool) (kind, bool, string, error) {
+	if isLimiterHash(s.hash) {
+		if forced == "" || forced == kindRateLimiter {
+			return kindRateLimiter, false, limiterReason(s.hash), nil
+		}
+		return "", false, "", fmt.Errorf("%q is a hash with rate, interval and type fields: a rate limiter, not %s", name, forced.withArticle())
+	}
 	_, rw := s.hash["mode"]
+	what := "a hash of owner fields"
+	if rw {
+		what = "a hash with a mode field"
+	}
+	if bad, ok := badLockField(s.hash); ok {
+		if !anyHash {
+			return "", false, "", fmt.Errorf("%q is %w: a hash with %s (a lock's fields are owners \"<client id>:<n>\" holding hold counts, a read-write lock's also a mode read or write; a rate limiter's are rate, interval and type)",
+				name, errNotLockHash, fieldsText(s.hash, bad))
+		}
+		what = fmt.Sprintf("a hash with %s, not a lock's layout; taken as a lock because of -any", fieldsText(s.hash, bad))
+		if rw {
+			what = fmt.Sprintf("a hash with a mode field and %s, not a read-write lock's layout; taken as one because of -any", fieldsText(s.hash, bad))
+		}
+	}
 	if rw {
 		if forced == "" || forced == kindRWLock {
-			return kindRWLock, false, "a hash with a mode field", nil
+			return kindRWLock, false, what, nil
 		}
 		return "", false, "", fmt.Errorf("%q is a hash with a mode field: a read-write lock, not %s", name, forced.withArticle())
 	}
 	fair := s.isFair()
 	switch {
 	case fair && (forced == "" || forced == kindFair):
-		return kindFair, false, "a hash of owner fields and " + fairEvidence(s, name), nil
+		return kindFair, false, what + " and " + fairEvidence(s, name), nil
 	case forced == "" || forced == kindLock:
-		return kindLock, false, "a hash of owner fields", nil
+		return kindLock, false, what, nil
 	case forced == kindFair:
-		return kindFair, false, "a hash of owner fields, set with -type; no waiting queue " + keys.FairQueue(name), nil
+		return kindFair, false, what + ", set with -type; no waiting queue " + keys.FairQueue(name), nil
 	case fair:
 		return "", false, "", fmt.Errorf("%q is a hash without a mode field, with a waiting queue: a fair lock, not %s", name, forced.withArticle())
 	}
 	return "", false, "", fmt.Errorf("%q is a hash without a mode field: a lock, not %s", name, forced.withArticle())
+}
+
+// badLockField returns a field of hash that no lock or read-write lock
+// has: not an owner holding a positive hold count, nor (with a mode field)
+// the mode read or write, nor a writer "<owner>:write". ok is false when
+// every field is a lock's.
+func badLockField(hash map[string]string) (field string, ok bool) {
+	_, rw := hash["mode"]
+	for _, f := range sortedFields(hash) {
+		v := hash[f]
+		switch {
+		case rw && f == "mode":
+			if v == "read" || v == "write" {
+				continue
+			}
+		case isOwnerField(f) && isHoldCount(v):
+			continue
+		case rw && isOwnerField(strings.TrimSuffix(f, keys.RWWriteField(""))) && strings.HasSuffix(f, keys.RWWriteField("")) && isHoldCount(v):
+			continue
+		}
+		return f, true
+	}
+	return "", false
+}
+
+// isOwnerField reports whether f is an owner, "<client id>:<n>": a
+// non-empty client id (a UUID, or a redisync Client's WithID), a colon,
+// and a decimal token (a redisync owner token or a Java thread id).
+func isOwnerField(f string) bool {
+	i := strings.LastIndexByte(f, ':')
+	return i > 0 && isDigits(f[i+1:])
+}
+
+// isHoldCount reports whether v is a hold count: a positive integer.
+func isHoldCount(v string) bool {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && n > 0
+}
+
+// limiterFields are the fields of a Redisson RRateLimiter's config hash:
+// rate, interval (ms) and type (0 overall, 1 per client) always,
+// keepAliveTime (ms) from Redisson 3.44 on.
+var limiterFields = []string{"rate", "interval", "type", "keepAliveTime"}
+
+// isLimiterHash reports whether hash is a rate limiter's config: rate,
+// interval and type, perhaps keepAliveTime, each an integer, and nothing
+// else.
+func isLimiterHash(hash map[string]string) bool {
+	found := 0
+	for _, f := range limiterFields {
+		v, ok := hash[f]
+		if !ok {
+			continue
+		}
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return false
+		}
+		found++
+	}
+	_, hasKeepAlive := hash["keepAliveTime"]
+	return found == len(hash) && (found == 3 && !hasKeepAlive || found == 4)
+}
+
+// limiterReason describes a rate limiter's config hash for a report.
+func limiterReason(hash map[string]string) string {
+	typ := map[string]string{"0": "overall", "1": "per client"}[hash["type"]]
+	if typ == "" {
+		typ = "type " + hash["type"]
+	}
+	reason := fmt.Sprintf("a hash of rate %s per interval %s ms, %s", hash["rate"], hash["interval"], typ)
+	if ka, ok := hash["keepAliveTime"]; ok {
+		reason += ", keepAliveTime " + ka + " ms"
+	}
+	return reason + ": Redisson's RRateLimiter config"
+}
+
+// sortedFields returns hash's fields in order.
+func sortedFields(hash map[string]string) []string {
+	fs := make([]string, 0, len(hash))
+	for f := range hash {
+		fs = append(fs, f)
+	}
+	sort.Strings(fs)
+	return fs
+}
+
+// maxFieldsShown bounds how many fields a message about a hash names.
+const maxFieldsShown = 4
+
+// fieldsText names a hash's fields for a message, bad first: `fields
+// "email", "name" (2 in all)`.
+func fieldsText(hash map[string]string, bad string) string {
+	shown := []string{strconv.Quote(truncate(bad, 40))}
+	for _, f := range sortedFields(hash) {
+		if len(shown) == maxFieldsShown {
+			break
+		}
+		if f != bad {
+			shown = append(shown, strconv.Quote(truncate(f, 40)))
+		}
+	}
+	if len(hash) == 1 {
+		return "field " + shown[0]
+	}
+	text := "fields " + strings.Join(shown, ", ")
+	if len(hash) > len(shown) {
+		text += fmt.Sprintf(", … (%d in all)", len(hash))
+	}
+	return text
 }
 
 // fairEvidence names the fair lock's keys that exist, for a reason.
@@ -637,9 +805,9 @@ func fairEvidence(s *snapshot, name string) string {
 func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	n, err := strconv.ParseInt(s.value, 10, 64)
 	if err != nil {
-		return "", false, "", fmt.Errorf("%q is a string holding %q, not a count of permits or a latch count", name, truncate(s.value, 40))
+		return "", false, "", fmt.Errorf("%q is a string holding %q: %w (a semaphore's or latch's string holds an integer)", name, truncate(s.value, 40), errNotPrimitive)
 	}
-	if forced == kindLock || forced == kindFair || forced == kindRWLock {
+	if forced.isLock() || forced == kindRateLimiter {
 		return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not %s", name, forced.withArticle())
 	}
 	if forced != "" {
@@ -835,6 +1003,14 @@ func (r *Report) writeText(w io.Writer) error {
 		}
 	case kindSemaphore, kindExpirable:
 		r.writePermits(tw)
+	case kindRateLimiter:
+		switch {
+		case !r.Exists:
+		case *r.TTLMillis < 0:
+			line("expiry", "none: the config stays until deleted")
+		default:
+			line("expiry", "in %s unless the limiter is used (keepAliveTime)", msText(*r.TTLMillis))
+		}
 	case kindLatch:
 		state := "open"
 		if *r.Count > 0 {
@@ -842,9 +1018,10 @@ func (r *Report) writeText(w io.Writer) error {
 		}
 		line("count", "%d (%s)", *r.Count, state)
 	}
-	if r.Type == kindFair {
+	switch {
+	case r.Type == kindFair:
 		line("waiters", "%s subscribed to the queued owners' channels %s:<owner>", clients(r.Waiters), r.Channel)
-	} else {
+	case r.Channel != "":
 		line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
 	}
 	return tw.Flush()

@@ -332,11 +332,11 @@ func TestInspectNotAPrimitive(t *testing.T) {
 		err  string
 	}{
 		{[]string{missing}, 1, "nothing stored under"},
-		{[]string{list}, 1, "is a Redis list"},
-		{[]string{text}, 1, `holding "hello"`},
+		{[]string{list}, 1, "is a Redis list: not a redisync/Redisson primitive"},
+		{[]string{text}, 1, `holding "hello": not a redisync/Redisson primitive`},
 		{[]string{"-type", "rwlock", hash}, 1, "a lock, not a read-write lock"},
 		{[]string{"-type", "semaphore", hash}, 1, "a lock, not a semaphore"},
-		{[]string{"-type", "expirable-semaphore", hash}, 1, "a lock, not an expirable semaphore"},
+		{[]string{"-type", "expirable_semaphore", hash}, 1, "a lock, not an expirable semaphore"},
 		{[]string{"-type", "lock", number}, 1, "a semaphore or latch, not a lock"},
 	} {
 		res := runCmd(t, nil, append([]string{"inspect", "-redis", testURL(t)}, tc.args...)...)

@@ -58,6 +58,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runInspect(ctx, rest, stdout, stderr)
 	case "unlock":
 		err = runUnlock(ctx, rest, stdin, stdout, stderr)
+	case "version":
+		err = runVersion(rest, stdout)
 	case "help", "-h", "-help", "--help":
 		return runHelp(rest, stdout, stderr)
 	default:
@@ -79,6 +81,7 @@ The commands are:
 	demo      show the primitives at work between simulated processes
 	inspect   show who holds a lock, semaphore or latch, and who waits
 	unlock    force-release a lock, fair lock or read-write lock and wake its waiters
+	version   print the module version, source revision and Go version
 
 The Redis server is the -redis flag's URL, or else the REDIS_URL
 environment variable, in one of these forms:
@@ -111,6 +114,8 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		fs, _ = inspectFlags()
 	case "unlock":
 		fs, _ = unlockFlags()
+	case "version":
+		fs = versionFlags()
 	default:
 		fmt.Fprintf(stderr, "redisync: help: unknown command %q\nRun 'redisync help' for usage.\n", args[0])
 		return exitUsage

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,35 @@ func TestRedisRefused(t *testing.T) {
 		if res.code != exitError || !strings.HasPrefix(res.stderr, want) || strings.Contains(res.stderr, "cannot reach") {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", url, res.code, res.stderr, exitError, want)
 		}
+	}
+}
+
+// TestVersion: "redisync version" prints the module, its version and the
+// Go version and platform it was built with.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	res := runCmd(t, nil, "version")
+	if res.code != exitOK || res.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+	}
+	v := readVersion()
+	for _, s := range []string{"redisync " + v.version + "\n", "module:   " + v.module + "\n", "go:       " + v.goVersion + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"} {
+		if !strings.Contains(res.stdout, s) {
+			t.Errorf("output %q does not contain %q", res.stdout, s)
+		}
+	}
+	if v.goVersion != runtime.Version() {
+		t.Errorf("go version %q, want the runtime's %q", v.goVersion, runtime.Version())
+	}
+	var b strings.Builder
+	writeVersion(&b, buildVersion{module: modulePath, version: "v1.2.3", revision: "abc123", time: "2026-11-25T12:00:00Z", modified: true, goVersion: "go1.24.1"})
+	if want := "revision: abc123 (2026-11-25T12:00:00Z), with uncommitted changes\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("output %q does not contain %q", b.String(), want)
+	}
+	if res := runCmd(t, nil, "version", "extra"); res.code != exitUsage || !strings.Contains(res.stderr, "version takes no arguments") {
+		t.Errorf("version extra: exit %d, stderr %q", res.code, res.stderr)
+	}
+	if res := runCmd(t, nil, "help", "version"); res.code != exitOK || !strings.HasPrefix(res.stdout, "usage: redisync version") {
+		t.Errorf("help version: exit %d, stdout %q", res.code, res.stdout)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -147,12 +148,22 @@ func sentinelAddr(h string) (string, error) {
 }
 
 // sentinelError describes a failed first command through the sentinels of
-// desc, for master.
-func sentinelError(desc, master string, err error) error {
+// desc, for the master fo names. Unless the master answered with an error,
+// the sentinels and the master are probed (probeSentinels), so the message
+// says which of them cannot be reached and why, not only "context deadline
+// exceeded".
+func sentinelError(ctx context.Context, desc string, fo *redis.FailoverOptions, err error) error {
 	if errors.Is(err, redis.Nil) {
 		// The sentinels that answered have no master by that name (go-redis
 		// says "all sentinels ... are unreachable: redis: nil").
-		return fmt.Errorf("no sentinel at %s knows a master named %q", desc, master)
+		return fmt.Errorf("no sentinel at %s knows a master named %q", desc, fo.MasterName)
 	}
-	return connectError(desc, err)
+	if refused(err) && strings.Contains(strings.ToLower(err.Error()), "unknown command 'sentinel'") {
+		return fmt.Errorf("the servers at %s are not sentinels (they do not know the SENTINEL command): name the sentinels (port %s by default), or use redis:// for a server itself: %w", desc, defaultSentinelPort, err)
+	}
+	found := ""
+	if !refused(err) && ctx.Err() == nil {
+		found = probeSentinels(ctx, fo)
+	}
+	return connectError(desc, err, found)
 }

@@ -22,9 +22,10 @@ type unlockOptions struct {
 	redis string
 	force bool
 	yes   bool
+	any   bool
 }
 
-const unlockHead = `usage: redisync unlock -force [-yes] [-redis URL] NAME
+const unlockHead = `usage: redisync unlock -force [-yes] [-any] [-redis URL] NAME
 
 Unlock frees the lock, fair lock or read-write lock stored under NAME
 whoever holds it, and wakes the clients waiting for it: the holders' next
@@ -41,8 +42,17 @@ says which owner it woke.
 It first shows the lock (as inspect does) and asks for confirmation on the
 terminal: "y" or "yes" unlocks, any other answer leaves the lock alone and
 exits with status 1. -yes skips the question, and is required when stdin
-is not a terminal. -force is always required. Semaphores and latches have no
-holder to free and are refused.
+is not a terminal. -force is always required.
+
+Unlock frees only what is laid out as a lock: a hash whose fields are
+owners "<client id>:<n>" holding hold counts (a read-write lock's also a
+mode field, read or write, and its writer "<client id>:<n>:write").
+Anything else is refused and left intact: a key that is not a
+redisync/Redisson primitive (an application's hash such as a user
+profile, a list, a string that is not a count), and semaphores, latches
+and rate limiters, which have no holder to free. -any force-unlocks a
+hash of any other layout anyway: it deletes the hash. Use it only for a
+lock whose fields some other client wrote in another form.
 
 The server is the -redis URL, else $REDIS_URL.
 `
@@ -53,17 +63,17 @@ func unlockFlags() (*flag.FlagSet, *unlockOptions) {
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.force, "force", false, "required: free the lock whoever holds it")
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fs.BoolVar(&o.any, "any", false, "also force-unlock (delete) a hash that is not laid out as a lock")
 	return fs, o
 }
 
-// isTerminal reports whether r is an interactive terminal; tests replace it.
+// isTerminal reports whether r is an interactive terminal; tests replace
+// it. A character device is not enough: /dev/null is one, and a question
+// asked there would read end-of-file as the answer, so the file must
+// answer a terminal's ioctl (isTTY).
 var isTerminal = func(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f.Fd())
 }
 
 func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -85,7 +95,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	rdb := srv.rdb
 	defer rdb.Close()
 
-	r, err := unlockable(ctx, rdb, name)
+	r, err := unlockable(ctx, rdb, name, o.any)
 	if err != nil {
 		return err
 	}
@@ -105,15 +115,20 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // unlockable inspects name and returns its report if it is a lock, fair
-// lock or read-write lock that is held.
-func unlockable(ctx context.Context, rdb redis.UniversalClient, name string) (*Report, error) {
-	r, err := inspect(ctx, rdb, name, "")
+// lock or read-write lock that is held; with anyHash, also if it is a hash
+// of another layout (not a rate limiter's).
+func unlockable(ctx context.Context, rdb redis.UniversalClient, name string, anyHash bool) (*Report, error) {
+	r, err := inspect(ctx, rdb, name, "", anyHash)
 	switch {
 	case errors.Is(err, errNotFound):
 		return nil, fmt.Errorf("%q is not locked: no such key", name)
+	case errors.Is(err, errNotLockHash):
+		return nil, fmt.Errorf("%w; not unlocked, left as it is (-any would delete it)", err)
+	case errors.Is(err, errNotPrimitive):
+		return nil, fmt.Errorf("%w; not unlocked, left as it is", err)
 	case err != nil:
 		return nil, err
-	case r.Type != kindLock && r.Type != kindFair && r.Type != kindRWLock:
+	case !r.Type.isLock():
 		return nil, fmt.Errorf("%q is %s: unlock frees only locks and read-write locks", name, r.Type.withArticle())
 	case !r.Exists:
 		return nil, fmt.Errorf("%q is not locked", name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,13 @@ func TestUnlockGoLock(t *testing.T) {
 		}
 	}
 	waitWoken(t, waiter, done)
-	if err := l.Unlock(ctx); !errors.Is(err, redisync.ErrNotHeld) {
+	err := l.Unlock(ctx)
+	if !errors.Is(err, redisync.ErrNotHeld) {
 		t.Errorf("the old holder's Unlock: %v, want ErrNotHeld", err)
+	}
+	// Regression: the message read `rlock "x": side, owner …`.
+	if want := `rlock "` + name + `": owner ` + holder.ID() + ":"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("the old holder's Unlock: %q, want it to start with %q", err, want)
 	}
 	select {
 	case <-l.Done():
@@ -151,8 +157,12 @@ func TestUnlockRWLock(t *testing.T) {
 	if mode := rdb(t).HGet(ctx, name, "mode").Val(); mode != "write" {
 		t.Errorf("mode %q after the writer got in, want write", mode)
 	}
-	if err := reader.RUnlock(ctx); !errors.Is(err, redisync.ErrNotHeld) {
+	err := reader.RUnlock(ctx)
+	if !errors.Is(err, redisync.ErrNotHeld) {
 		t.Errorf("the old reader's RUnlock: %v, want ErrNotHeld", err)
+	}
+	if want := `rwlock "` + name + `": read side, owner `; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("the old reader's RUnlock: %q, want it to start with %q", err, want)
 	}
 }
 
@@ -225,5 +235,45 @@ func TestUnlockConfirm(t *testing.T) {
 	res := runCmd(t, strings.NewReader("Y\n"), "unlock", "-force", "-redis", testURL(t), name)
 	if res.code != 0 || rdb(t).Exists(ctx, name).Val() != 0 {
 		t.Errorf("answer Y: exit %d, or the lock is still there", res.code)
+	}
+}
+
+// TestUnlockStdinDevNull: with stdin redirected from /dev/null (a
+// character device, like a terminal) unlock asked its question and read
+// end-of-file as the answer. /dev/null, a pipe and a file are not
+// terminals: without -yes, unlock refuses at once and changes nothing.
+func TestUnlockStdinDevNull(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	file, err := os.CreateTemp(t.TempDir(), "stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	name := redistest.Key(t, "lock")
+	rdb(t).HSet(ctx, name, "someone:1", 1)
+	t.Cleanup(func() { rdb(t).Del(context.Background(), name) })
+	for what, stdin := range map[string]*os.File{"/dev/null": devNull, "a pipe": r, "a file": file} {
+		if isTerminal(stdin) {
+			t.Errorf("%s is taken for a terminal", what)
+		}
+		res := runCmd(t, stdin, "unlock", "-force", "-redis", testURL(t), name)
+		if res.code != exitUsage || !strings.Contains(res.stderr, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes") {
+			t.Errorf("stdin %s: exit %d, stderr %q; want %d and a refusal", what, res.code, res.stderr, exitUsage)
+		}
+	}
+	if rdb(t).Exists(ctx, name).Val() != 1 {
+		t.Error("the lock is gone")
 	}
 }

@@ -373,6 +373,15 @@ func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
 	return l.ownerName(t), nil
 }
 
+// sideOf names the side in an error about one owner: "read side, " or
+// "write side, " for a read-write lock, "" for a lock, which has one.
+func (s *Side) sideOf() string {
+	if s.What == "" {
+		return ""
+	}
+	return s.What + "side, "
+}
+
 // fail wraps err, the failure of an operation on side s, with the kind and
 // name of the lock, mapping a wrong-type reply to ErrWrongType
 // (ReplyError).
@@ -716,7 +725,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		if _, err := send(); err != nil {
 			l.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Name, "err", err)
 		}
-		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, ErrNotHeld))
 	}
 	op.Count = cur - 1
 	if o, chain := l.claimNext(s, hk, op); o != nil {
@@ -731,7 +740,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	case err != nil:
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, base.Owner, ErrNotHeld))
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, ErrNotHeld))
 	case op.Sync.SyncErr() != nil:
 		return l.fail(s, fmt.Errorf("%sreleased on the primary: %w", s.What, op.Sync.Err))
 	}
@@ -781,7 +790,7 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 	case err != nil:
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sside, owner %s: %w", s.What, op.Owner, ErrNotHeld))
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), op.Owner, ErrNotHeld))
 	}
 	return nil
 }

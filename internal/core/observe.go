@@ -232,8 +232,9 @@ var primitives struct {
 
 // Primitive returns the label of a primitive kind and engine side, as
 // observers see it: the kind with spaces turned into underscores, then
-// ".read" or ".write" for a side: "rlock", "spin_lock", "rwlock.read",
-// "semaphore", "expirable_semaphore", "countdown".
+// ".read" or ".write" for a side: "rlock", "fair_lock", "spin_lock",
+// "rwlock.read", "rwlock.write", "semaphore", "expirable_semaphore",
+// "countdown".
 func Primitive(kind, what string) string {
 	k := [2]string{kind, what}
 	primitives.mu.Lock()
