@@ -47,7 +47,7 @@ func (k kind) flagName() string {
 // ownChannel reports whether the kind's waiters subscribe to a channel no
 // other kind uses: an expirable semaphore shares the semaphore's, and a
 // fair lock's waiters each have their own, under the lock's channel.
-func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair }
+func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair && !k.rateLimit() }
 
 // title is the kind's name in prose.
 func (k kind) title() string {
@@ -153,6 +153,8 @@ type Report struct {
 	Acquired []Permit `json:"acquired,omitempty"`
 	// Count is a latch's count (0: open).
 	Count *int64 `json:"count,omitempty"`
+	// RateLimit is a rate limiter's state (inspect_ratelimit.go).
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Channel is the pub/sub channel the primitive's waiters subscribe to;
 	// absent when Type is none. A fair lock's waiters each subscribe to
 	// their own channel, Channel + ":" + their owner.
@@ -512,6 +514,9 @@ func isWrongType(err error) bool {
 // when not empty, is the type -type set. When nothing is stored under name
 // it returns both a report of type none and an error wrapping errNotFound.
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind) (*Report, error) {
+	if r, ok, err := inspectRateLimit(ctx, rdb, name, forced); ok {
+		return r, err
+	}
 	s, err := readSnapshot(ctx, rdb, name)
 	if err != nil {
 		return nil, err
@@ -823,6 +828,10 @@ func (r *Report) writeText(w io.Writer) error {
 		line("type", "%s (guessed: %s)", r.Type.title(), r.Reason)
 	} else {
 		line("type", "%s (%s)", r.Type.title(), r.Reason)
+	}
+	if r.RateLimit != nil {
+		r.writeRateLimit(line)
+		return tw.Flush()
 	}
 	switch r.Type {
 	case kindLock, kindFair, kindRWLock:
