@@ -6,8 +6,11 @@
 -- when that time is at most the longest delay from now: 0 (Allow: now or
 -- not at all), -1 (Reserve: whenever it is), or a bound (Wait: before the
 -- context's deadline). The key expires when the TAT is reached, so an idle
--- limiter holds nothing. Retry-safe: a take is recorded under the request
--- key, and a re-sent request returns it.
+-- limiter holds nothing. With ARGV[6] "1" it is retry-safe: a take is
+-- recorded under the request key, a re-sent request returns it, and a
+-- late one is refused. With "0" (Allow: one command less each way, as
+-- cheap as redis_rate) a request re-sent after a lost reply takes again:
+-- the limiter then allows fewer events, never more.
 --
 -- KEYS[1]  limiter (its name): the TAT, epoch µs
 -- KEYS[2]  request key of this call
@@ -16,6 +19,7 @@
 -- ARGV[3]  n, the number of events (1 ≤ n ≤ burst)
 -- ARGV[4]  longest delay accepted in µs: 0 only now, -1 any
 -- ARGV[5]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[6]  "1" to record the take under KEYS[2], "0" not to
 --
 -- Returns {1, delay, remaining, reset, tat, now} when the n events were
 --         taken, to happen in delay µs (0: now); {0, retry, remaining,
@@ -29,14 +33,21 @@ local em, burst, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local function remaining(tat)
   return math.max(math.min(math.floor((now + burst * em - tat) / em), burst), 0)
 end
-local rec = recorded(KEYS[2])
-if rec then
-  local tat = tonumber(redis.call('get', KEYS[1]) or '0')
-  local taken = tonumber(rec)
-  return {1, math.max(taken - burst * em - now, 0), remaining(math.max(tat, now)),
-    math.max(tat - now, 0), rec, now}
+local keep = ARGV[6] == '1'
+if keep then
+  local rec = recorded(KEYS[2])
+  if rec then
+    local tat = tonumber(redis.call('get', KEYS[1]) or '0')
+    local taken = tonumber(rec)
+    return {1, math.max(taken - burst * em - now, 0), remaining(math.max(tat, now)),
+      math.max(tat - now, 0), rec, now}
+  end
+  -- refuse_late's check, on the clock read above (one TIME less).
+  request_now = math.floor(now / 1000)
+  if request_now > tonumber(ARGV[5]) then
+    error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
+  end
 end
-refuse_late(ARGV[5])
 local tat = math.max(tonumber(redis.call('get', KEYS[1]) or '0'), now)
 local new = tat + n * em
 local delay = new - burst * em - now
@@ -46,5 +57,7 @@ if delay > 0 and longest >= 0 and delay > longest then
 end
 local s = string.format('%.0f', new)
 redis.call('set', KEYS[1], s, 'px', math.ceil((new - now) / 1000))
-record(KEYS[2], s, ARGV[5])
+if keep then
+  record(KEYS[2], s, ARGV[5])
+end
 return {1, math.max(delay, 0), remaining(new), new - now, s, now}

@@ -38,8 +38,10 @@
 // a copy of it re-sent by go-redis after a lost reply returns the first
 // one's result, and a copy arriving late is refused. A Limiter acquisition
 // whose reply was lost is undone: its grant is removed if it took place,
-// and it is marked cancelled otherwise. A GCRA take whose reply was lost
-// is kept: the limiter then allows slightly fewer events, never more.
+// and it is marked cancelled otherwise. A GCRA reservation (Reserve,
+// WaitN) is recorded the same way; an Allow is not, to cost no more than
+// redis_rate's: an Allow re-sent after a lost reply may take twice, and
+// the limiter then allows slightly fewer events, never more.
 // As with any Redis primitive, a failover to an asynchronous replica can
 // lose recent decisions.
 //

@@ -89,8 +89,10 @@ func (g *GCRA) Allow(ctx context.Context) (bool, error) {
 
 // AllowN takes n events (n ≥ 1) if they may all happen now, and none
 // otherwise; the Result says which, and when to retry. n above Burst is
-// never allowed: Result.RetryAfter is then -1. A call re-sent by go-redis
-// after a lost reply is taken once.
+// never allowed: Result.RetryAfter is then -1. AllowN keeps no request
+// record (it costs what redis_rate's does): a call that go-redis re-sends
+// after a lost reply may take its events twice, so the limiter then allows
+// fewer events, never more.
 func (g *GCRA) AllowN(ctx context.Context, n int64) (Result, error) {
 	if err := g.checkN(n); err != nil {
 		return Result{}, err
@@ -273,8 +275,15 @@ type taken struct {
 // (0: now, -1: any time).
 func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	sent := time.Now()
+	// Allow (longest 0) is not recorded: a re-sent Allow may take twice,
+	// which only limits more. A reservation is, since Cancel relies on
+	// the TAT it returned.
+	keep := "1"
+	if longest == 0 {
+		keep = "0"
+	}
 	v, err := lua.GCRATake.Run(ctx, g.h.C.Redis(), []string{g.h.Name, g.requestKey()},
-		g.limit.emission(), g.limit.Burst, n, longest, g.h.C.RequestDeadline(ctx)).Slice()
+		g.limit.emission(), g.limit.Burst, n, longest, g.h.C.RequestDeadline(ctx), keep).Slice()
 	if err != nil {
 		return taken{}, err
 	}
