@@ -6,19 +6,21 @@
 -- when that time is at most the longest delay from now: 0 (Allow: now or
 -- not at all), -1 (Reserve: whenever it is), or a bound (Wait: before the
 -- context's deadline). The key expires when the TAT is reached, so an idle
--- limiter holds nothing. With ARGV[6] "1" it is retry-safe: a take is
+-- limiter holds nothing. It is not composed with prelude_request (whose
+-- functions would be defined at every call) but follows its rules. With
+-- ARGV[6] "1" it is retry-safe: a take is
 -- recorded under the request key, a re-sent request returns it, and a
 -- late one is refused. With "0" (Allow: one command less each way, as
 -- cheap as redis_rate) a request re-sent after a lost reply takes again:
 -- the limiter then allows fewer events, never more.
 --
 -- KEYS[1]  limiter (its name): the TAT, epoch µs
--- KEYS[2]  request key of this call
+-- KEYS[2]  request key of this call (ARGV[6] "0": any key of the slot, unused)
 -- ARGV[1]  emission interval in µs (the period over the rate, rounded up)
 -- ARGV[2]  burst (≥ 1)
 -- ARGV[3]  n, the number of events (1 ≤ n ≤ burst)
 -- ARGV[4]  longest delay accepted in µs: 0 only now, -1 any
--- ARGV[5]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[5]  request deadline, epoch ms by the server clock (see prelude_request; unused with ARGV[6] "0")
 -- ARGV[6]  "1" to record the take under KEYS[2], "0" not to
 --
 -- Returns {1, delay, remaining, reset, tat, now} when the n events were
@@ -35,16 +37,15 @@ local function remaining(tat)
 end
 local keep = ARGV[6] == '1'
 if keep then
-  local rec = recorded(KEYS[2])
+  local rec = redis.call('get', KEYS[2])
   if rec then
     local tat = tonumber(redis.call('get', KEYS[1]) or '0')
     local taken = tonumber(rec)
     return {1, math.max(taken - burst * em - now, 0), remaining(math.max(tat, now)),
       math.max(tat - now, 0), rec, now}
   end
-  -- refuse_late's check, on the clock read above (one TIME less).
-  request_now = math.floor(now / 1000)
-  if request_now > tonumber(ARGV[5]) then
+  -- prelude_request's refuse_late, on the clock read above.
+  if math.floor(now / 1000) > tonumber(ARGV[5]) then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
 end
@@ -58,6 +59,7 @@ end
 local s = string.format('%.0f', new)
 redis.call('set', KEYS[1], s, 'px', math.ceil((new - now) / 1000))
 if keep then
-  record(KEYS[2], s, ARGV[5])
+  -- prelude_request's record: until a second past the deadline.
+  redis.call('set', KEYS[2], s, 'px', math.max(tonumber(ARGV[5]) - math.floor(now / 1000), 0) + 1000)
 end
 return {1, math.max(delay, 0), remaining(new), new - now, s, now}

@@ -37,7 +37,8 @@
 --   rl_delay(zset, short, interval, now)
 --                              ms until the oldest grants holding at least
 --                              short permits are no longer live; nil when
---                              the live grants hold fewer
+--                              the live grants hold fewer (it reads at most
+--                              short grants)
 --   rl_keep(hash, keepalive, k1, k2, ...)
 --                              the keys' expiry: keepalive ms (hash
 --                              included) when keepalive > 0, else the
@@ -121,7 +122,9 @@ local function rl_settle(value, zset, rate, interval, now)
 end
 
 local function rl_delay(zset, short, interval, now)
-  local grants = redis.call('zrange', zset, 0, -1, 'withscores')
+  -- Every grant holds at least one permit: the oldest short grants are
+  -- enough to look at.
+  local grants = redis.call('zrange', zset, 0, short - 1, 'withscores')
   for i = 1, #grants, 2 do
     short = short - rl_permits(grants[i])
     if short <= 0 then

@@ -15,7 +15,7 @@ var (
 	RateDelete = load("ratelimit_delete.lua", request)
 
 	// GCRATake takes n events of a GCRA limiter, now or within a delay; see gcra_take.lua.
-	GCRATake = load("gcra_take.lua", request)
+	GCRATake = load("gcra_take.lua")
 	// GCRACancel gives back what a reservation took; see gcra_cancel.lua.
 	GCRACancel = load("gcra_cancel.lua", request)
 )

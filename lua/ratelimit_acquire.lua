@@ -48,11 +48,19 @@ if cfg.type == 1 then
 end
 local now = request_now
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
+local delay
 if left < n then
-  -- Permits neither left nor held by live grants were lost (Redisson
-  -- 3.52's recount after a release): restore them.
-  left = math.max(left, cfg.rate - rl_live(zset))
-  redis.call('set', value, rl_fmt(left))
+  delay = rl_delay(zset, n - left, cfg.interval, now)
+  if not delay then
+    -- The live grants cannot explain the shortfall: permits were lost
+    -- (Redisson 3.52's recount after a release, or its nil-score state:
+    -- an empty log with too few left). Restore them; the log is short.
+    left = math.max(left, cfg.rate - rl_live(zset))
+    redis.call('set', value, rl_fmt(left))
+    if left < n then
+      delay = rl_delay(zset, n - left, cfg.interval, now) or 1
+    end
+  end
 end
 local result
 if left >= n then
@@ -61,7 +69,7 @@ if left >= n then
   record(KEYS[7], rl_fmt(now), ARGV[2])
   result = {1, now}
 else
-  result = {0, rl_delay(zset, n - left, cfg.interval, now) or 1}
+  result = {0, delay}
 end
 if cfg.type == 1 then
   rl_keep(KEYS[1], cfg.keepalive, value, zset, KEYS[6])

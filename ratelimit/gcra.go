@@ -278,12 +278,15 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	// Allow (longest 0) is not recorded: a re-sent Allow may take twice,
 	// which only limits more. A reservation is, since Cancel relies on
 	// the TAT it returned.
-	keep := "1"
+	var v []any
+	var err error
 	if longest == 0 {
-		keep = "0"
+		v, err = lua.GCRATake.Run(ctx, g.h.C.Redis(), []string{g.h.Name, g.h.Name},
+			g.limit.emission(), g.limit.Burst, n, 0, 0, "0").Slice()
+	} else {
+		v, err = lua.GCRATake.Run(ctx, g.h.C.Redis(), []string{g.h.Name, g.requestKey()},
+			g.limit.emission(), g.limit.Burst, n, longest, g.h.C.RequestDeadline(ctx), "1").Slice()
 	}
-	v, err := lua.GCRATake.Run(ctx, g.h.C.Redis(), []string{g.h.Name, g.requestKey()},
-		g.limit.emission(), g.limit.Burst, n, longest, g.h.C.RequestDeadline(ctx), keep).Slice()
 	if err != nil {
 		return taken{}, err
 	}
