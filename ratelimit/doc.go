@@ -27,11 +27,11 @@
 //
 // Every decision is one Lua script, atomic in Redis, and reads the Redis
 // server's clock (TIME), so the processes' clocks do not matter. Redisson
-// scores grants with each Java client's clock: a Java and a Go service
-// sharing a Limiter agree as long as the Java hosts' clocks are close to
-// the Redis server's (a Java host running ahead makes its grants expire
-// later, so it limits more, never less, than Rate; one running behind can
-// let up to its skew's worth of extra grants through).
+// scores grants and expires them with each Java client's own clock: a Java
+// host whose clock is s ms off the server's sees grants expire up to s ms
+// early or late, so a window can admit the grants of up to s ms beyond
+// Rate. Keep Java hosts' clocks synchronised (NTP) when they share a
+// Limiter with Go services.
 //
 // A grant is never made twice: a state-changing request carries a request
 // key and a deadline (internal/keys.Request, lua/prelude_request.lua), so

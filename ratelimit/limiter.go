@@ -233,11 +233,15 @@ func (l *Limiter) checkN(n int64) error {
 	return nil
 }
 
-// errTooLate ends a wait that cannot succeed before ctx's deadline.
+// errTooLate ends a wait that cannot succeed before ctx's deadline: the
+// next chance is delay away (0: not known, behind other waiters).
 type errTooLate struct{ delay time.Duration }
 
 func (e errTooLate) Error() string {
-	return fmt.Sprintf("permits not available for %v, past the context's deadline", e.delay)
+	if e.delay <= 0 {
+		return "cannot succeed before the context's deadline"
+	}
+	return fmt.Sprintf("next chance in %v, past the context's deadline", e.delay)
 }
 
 func (e errTooLate) Unwrap() error { return context.DeadlineExceeded }
@@ -270,7 +274,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.
 	defer w.leave()
 	if ok, err := w.await(ctx); !ok || err != nil {
 		if err == nil && ctxBound {
-			err = errTooLate{time.Until(bound)}
+			err = errTooLate{}
 		}
 		return false, l.wrap(err)
 	}
