@@ -25,24 +25,21 @@
 --
 -- Returns {1, delay, remaining, reset, tat, now} when the n events were
 --         taken, to happen in delay µs (0: now); {0, retry, remaining,
---         reset, 0, now} when not: they could be in retry µs. remaining:
+--         reset, "0", now} when not: they could be in retry µs. remaining:
 --         events that could be taken at once afterwards; reset: µs until
 --         the limiter is back to a full burst; tat: the TAT after the take
 --         (for a cancel); now: the server's clock, epoch µs.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local em, burst, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local function remaining(tat)
-  return math.max(math.min(math.floor((now + burst * em - tat) / em), burst), 0)
-end
+local full = now + burst * em -- a TAT this late leaves no event to take
 local keep = ARGV[6] == '1'
 if keep then
   local rec = redis.call('get', KEYS[2])
   if rec then
-    local tat = tonumber(redis.call('get', KEYS[1]) or '0')
-    local taken = tonumber(rec)
-    return {1, math.max(taken - burst * em - now, 0), remaining(math.max(tat, now)),
-      math.max(tat - now, 0), rec, now}
+    local tat = math.max(tonumber(redis.call('get', KEYS[1]) or '0'), now)
+    return {1, math.max(tonumber(rec) - burst * em - now, 0),
+      math.max(math.min(math.floor((full - tat) / em), burst), 0), tat - now, rec, now}
   end
   -- prelude_request's refuse_late, on the clock read above.
   if math.floor(now / 1000) > tonumber(ARGV[5]) then
@@ -54,7 +51,7 @@ local new = tat + n * em
 local delay = new - burst * em - now
 local longest = tonumber(ARGV[4])
 if delay > 0 and longest >= 0 and delay > longest then
-  return {0, delay, remaining(tat), tat - now, 0, now}
+  return {0, delay, math.max(math.min(math.floor((full - tat) / em), burst), 0), tat - now, '0', now}
 end
 local s = string.format('%.0f', new)
 redis.call('set', KEYS[1], s, 'px', math.ceil((new - now) / 1000))
@@ -62,4 +59,4 @@ if keep then
   -- prelude_request's record: until a second past the deadline.
   redis.call('set', KEYS[2], s, 'px', math.max(tonumber(ARGV[5]) - math.floor(now / 1000), 0) + 1000)
 end
-return {1, math.max(delay, 0), remaining(new), new - now, s, now}
+return {1, math.max(delay, 0), math.max(math.floor((full - new) / em), 0), new - now, s, now}

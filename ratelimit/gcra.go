@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -293,23 +292,20 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	if len(v) != 6 {
 		return taken{}, fmt.Errorf("unexpected reply %v", v)
 	}
-	num := func(x any) int64 {
-		switch x := x.(type) {
-		case int64:
-			return x
-		case string:
-			i, _ := strconv.ParseInt(x, 10, 64)
-			return i
-		}
-		return 0
-	}
-	t := taken{ok: num(v[0]) == 1, delay: time.Duration(num(v[1])) * time.Microsecond,
-		remaining: num(v[2]), reset: time.Duration(num(v[3])) * time.Microsecond,
-		tat: fmt.Sprint(v[4]), now: num(v[5]), sent: sent}
+	tat, _ := v[4].(string)
+	t := taken{ok: replyInt(v[0]) == 1, delay: time.Duration(replyInt(v[1])) * time.Microsecond,
+		remaining: replyInt(v[2]), reset: time.Duration(replyInt(v[3])) * time.Microsecond,
+		tat: tat, now: replyInt(v[5]), sent: sent}
 	if t.ok && t.delay == 0 && g.taken != nil {
 		g.taken(t.now, n)
 	}
 	return t, nil
+}
+
+// replyInt reads an integer element of a script's reply.
+func replyInt(x any) int64 {
+	i, _ := x.(int64)
+	return i
 }
 
 func (g *GCRA) checkN(n int64) error {
