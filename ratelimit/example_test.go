@@ -3,6 +3,11 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,4 +122,49 @@ func ExampleGCRA_Reserve() {
 	// true true
 	// true true
 	// true
+}
+
+// An HTTP middleware: one GCRA budget per client address, its Result in
+// the RateLimit-* and Retry-After headers.
+func ExampleGCRA_AllowN_http() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	client := redisync.New(rdb)
+	defer client.Close()
+
+	per := ratelimit.Limit{Rate: 100, Period: time.Minute, Burst: 2}
+	limit := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+			res, err := ratelimit.NewGCRA(client, "example:ip:"+ip, per).AllowN(r.Context(), 1)
+			if err != nil {
+				http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			h := w.Header()
+			h.Set("RateLimit-Limit", strconv.FormatInt(per.Burst, 10))
+			h.Set("RateLimit-Remaining", strconv.FormatInt(res.Remaining, 10))
+			h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(res.ResetAfter.Seconds()))))
+			if res.Allowed == 0 {
+				h.Set("Retry-After", strconv.Itoa(int(math.Ceil(res.RetryAfter.Seconds()))))
+				http.Error(w, "too many requests", http.StatusTooManyRequests)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	handler := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer ratelimit.NewGCRA(client, "example:ip:192.0.2.1", per).Reset(ctx)
+
+	for range 3 {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/", nil) // RemoteAddr 192.0.2.1:1234
+		handler.ServeHTTP(rec, req)
+		fmt.Printf("%d RateLimit-Remaining=%s Retry-After=%q\n", rec.Code, rec.Header().Get("RateLimit-Remaining"), rec.Header().Get("Retry-After"))
+	}
+	// Output:
+	// 200 RateLimit-Remaining=1 Retry-After=""
+	// 200 RateLimit-Remaining=0 Retry-After=""
+	// 429 RateLimit-Remaining=0 Retry-After="1"
 }

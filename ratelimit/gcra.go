@@ -133,7 +133,8 @@ type Reservation struct {
 func (r *Reservation) OK() bool { return r.ok }
 
 // Delay returns how long until the reserved events may happen, from now
-// (0 when they may already).
+// (0 when they may already), or -1 when nothing was reserved (OK is
+// false).
 func (r *Reservation) Delay() time.Duration {
 	if !r.ok {
 		return -1
