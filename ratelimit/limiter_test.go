@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,23 @@ func javaAcquire(t *testing.T, rdb redis.UniversalClient, name, clientID string,
 		return nil, nil
 	}
 	return v, err
+}
+
+// javaTry runs redisson352 once as the Redisson instance clientID, its
+// clock being the server's as read just before: whether it granted n, and
+// the grant's score.
+func javaTry(ctx context.Context, rdb redis.UniversalClient, name, clientID string, n int64, random []byte) (bool, int64, error) {
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return false, 0, err
+	}
+	at := now.UnixMilli()
+	_, err = redisson352.Run(ctx, rdb, []string{name, keys.RateValue(name), keys.RateClientValue(name, clientID),
+		keys.RatePermits(name), keys.RateClientPermits(name, clientID)}, n, at, random).Result()
+	if errors.Is(err, redis.Nil) {
+		return true, at, nil
+	}
+	return false, 0, err
 }
 
 // countedClient returns a redisync client on the shared server and the
@@ -262,7 +280,8 @@ func most(grants [][2]int64, interval int64) int64 {
 }
 
 // Four processes (Clients on their own connections) take permits of an
-// Overall and a PerClient limiter as fast as they can, with waits: no
+// Overall and a PerClient limiter as fast as they can, with waits, and a
+// Java client (Redisson 3.52's script) takes from the Overall one: no
 // window of the interval ever holds more than the rate, per budget.
 func TestNeverAboveRateAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
@@ -307,12 +326,35 @@ func TestNeverAboveRateAcrossProcesses(t *testing.T) {
 			}()
 		}
 	}
+	// A Java client (Redisson 3.52's script) takes from the Overall
+	// budget at the same time.
+	var javaGrants atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rdb := redistest.Shared(t).Client(t)
+		javaGrant := log.hook("overall")
+		for i := range 40 {
+			random := []byte(fmt.Sprintf("java-%011d", i))
+			ok, at, err := javaTry(ctx, rdb, overall, "java", 1, random)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				javaGrant(at, 1)
+				javaGrants.Add(1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
 	require.NotEmpty(t, log.m["overall"])
+	require.Positive(t, javaGrants.Load(), "the Java client got permits too")
 	for budget, grants := range log.m {
 		assert.LessOrEqual(t, most(grants, interval), int64(rate), budget)
 	}
