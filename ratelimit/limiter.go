@@ -279,6 +279,9 @@ func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.
 		return false, l.wrap(err)
 	}
 	for {
+		// Taken before asking: a Release after this point wakes the
+		// sleep below, even one that lands before the sleep starts.
+		kicked := w.kicked()
 		ok, delay, err := l.try(ctx, n)
 		if ok || err != nil {
 			return ok, l.wrap(err)
@@ -294,6 +297,8 @@ func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
+		case <-kicked: // a Release of this Client
+			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
 			return false, l.wrap(context.Cause(ctx))
@@ -374,7 +379,9 @@ func (l *Limiter) undo(ctx context.Context, n int64, acquireKey string, random [
 // have expired. The budget never goes above the rate. It runs even when
 // ctx is already cancelled (on a detached context with a bounded timeout),
 // and a release re-sent by go-redis after a lost reply is applied once.
-// ErrNotInitialized means no rate is set.
+// ErrNotInitialized means no rate is set. A caller of the same Client
+// waiting for permits asks Redis again at once; callers in other processes
+// notice when their delay ends (there is no pub/sub, as in Redisson).
 func (l *Limiter) Release(ctx context.Context, n int64) error {
 	if err := l.checkN(n); err != nil {
 		return err
@@ -395,6 +402,7 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 	if r == -4 {
 		return l.fail("release", ErrNotInitialized)
 	}
+	kick(lineKey{l.h.C, l.h.Name})
 	return nil
 }
 

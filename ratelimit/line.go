@@ -41,6 +41,12 @@ type line struct {
 	// next is when the head asks Redis again (zero: it is asking now, or
 	// will at once): a waiter joining with an earlier bound cannot succeed.
 	next time.Time
+	// kick is closed (and replaced) by a Release of this Client, to make
+	// the sleeping head ask again at once: the permits it waits for may be
+	// back before the delay Redis gave. Releases of other processes are
+	// not seen (Redisson has no pub/sub for its rate limiter); the head
+	// then asks when its delay ends.
+	kick chan struct{}
 }
 
 // waiter is one caller's place in a line.
@@ -117,6 +123,31 @@ func (w *waiter) notBefore(next time.Time) {
 	}
 	clear(l.q[len(kept):])
 	l.q = kept
+}
+
+// kicked returns the channel a Release of this Client closes (see
+// line.kick); the head selects on it while it sleeps.
+func (w *waiter) kicked() <-chan struct{} {
+	lines.mu.Lock()
+	defer lines.mu.Unlock()
+	l := lines.m[w.key]
+	if l == nil {
+		return nil
+	}
+	if l.kick == nil {
+		l.kick = make(chan struct{})
+	}
+	return l.kick
+}
+
+// kick wakes the sleeping head of the line of key, if any.
+func kick(key lineKey) {
+	lines.mu.Lock()
+	defer lines.mu.Unlock()
+	if l := lines.m[key]; l != nil && l.kick != nil {
+		close(l.kick)
+		l.kick = nil
+	}
 }
 
 // leave takes the waiter out of its line, and makes the next one the head

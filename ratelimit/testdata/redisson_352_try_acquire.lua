@@ -12,7 +12,9 @@
 -- KEYS[4]  OVERALL permits zset
 -- KEYS[5]  PER_CLIENT permits zset of this client
 -- ARGV[1]  permits to take
--- ARGV[2]  now, epoch ms (the Java client's clock)
+-- ARGV[2]  now, epoch ms (the Java client's clock); empty: the server's
+--          clock, read here (the tests' stand-in for a Java host whose
+--          clock is exactly the server's; Redisson always sends its own)
 -- ARGV[3]  16 random bytes of the member
 --
 -- Returns nil when granted; else the ms to wait.
@@ -27,12 +29,17 @@ if type == '1' then
   permitsName = KEYS[5]
 end
 assert(tonumber(rate) >= tonumber(ARGV[1]), 'Requested permits amount cannot exceed defined rate')
-local now = tonumber(ARGV[2])
+local nowArg = ARGV[2]
+if nowArg == '' then
+  local t = redis.call('time')
+  nowArg = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+local now = tonumber(nowArg)
 local result = nil
 local current = redis.call('get', valueName)
 if current == false then
   redis.call('set', valueName, rate)
-  redis.call('zadd', permitsName, ARGV[2], struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1]))
+  redis.call('zadd', permitsName, nowArg, struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1]))
   redis.call('decrby', valueName, ARGV[1])
 else
   local expired = redis.call('zrangebyscore', permitsName, 0, now - tonumber(interval) - 1)
@@ -59,7 +66,7 @@ else
     local oldest = redis.call('zrange', permitsName, 0, 0, 'withscores')
     result = 3 + tonumber(interval) - (now - tonumber(oldest[2]))
   else
-    redis.call('zadd', permitsName, ARGV[2], struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1]))
+    redis.call('zadd', permitsName, nowArg, struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1]))
     redis.call('decrby', valueName, ARGV[1])
   end
 end
