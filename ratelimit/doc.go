@@ -51,7 +51,9 @@
 // when permits are short, the acquire script returns how long until the
 // oldest grants that free enough of them expire. The callers of one
 // redisync.Client waiting on one Limiter line up locally in arrival order;
-// only the head asks Redis, sleeps that long on one timer, and asks again.
+// only the head asks Redis, sleeps that long on one timer, and asks again
+// (at once when a Release goes through the same Client; a release by
+// another process is noticed when the delay ends).
 // Callers behind it send nothing and hold no timer. A wait that cannot
 // succeed within its bound — TryAcquire's wait, or the context's deadline —
 // returns as soon as Redis's answer shows it, for the head and for every
