@@ -13,7 +13,9 @@ import (
 )
 
 // Limit is a GCRA limiter's rate: Rate events per Period on average, and at
-// most Burst at once.
+// most Burst at once. The limiter counts in whole microseconds per event
+// (rounded up), so rates above a million per second act as a million, and
+// Burst times Period/Rate must stay below 2^50 µs (about 35 years).
 type Limit struct {
 	Rate   int64         // events per Period (≥ 1)
 	Period time.Duration // e.g. time.Second (≥ 1ms)
@@ -31,6 +33,10 @@ func (l Limit) emission() int64 {
 	}
 	return max(us, 1)
 }
+
+// maxSpan bounds, in µs, the time a full burst spans: the script computes
+// in Lua numbers (doubles) on epoch microseconds, exact up to 2^53.
+const maxSpan = 1 << 50
 
 // Result is what AllowN decided, with what HTTP's RateLimit-* and
 // Retry-After headers need.
@@ -73,6 +79,8 @@ func NewGCRA(c *redisync.Client, name string, limit Limit) *GCRA {
 		g.h.OptErr = g.h.Invalid("period %v, must be at least 1ms", limit.Period)
 	case limit.Burst <= 0:
 		g.h.OptErr = g.h.Invalid("burst %d, must be at least 1", limit.Burst)
+	case limit.Burst > maxSpan/limit.emission():
+		g.h.OptErr = g.h.Invalid("burst %d of %v each spans more than 2^50µs", limit.Burst, time.Duration(limit.emission())*time.Microsecond)
 	}
 	return g
 }

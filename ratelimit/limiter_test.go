@@ -104,6 +104,7 @@ func TestInvalidArgumentsNothingSent(t *testing.T) {
 	_, invalid["gcra rate 0"] = g(Limit{Rate: 0, Period: time.Second, Burst: 1}).Allow(ctx)
 	_, invalid["gcra period 0"] = g(Limit{Rate: 1, Period: 999 * time.Microsecond, Burst: 1}).Allow(ctx)
 	_, invalid["gcra burst 0"] = g(Limit{Rate: 1, Period: time.Second, Burst: 0}).Allow(ctx)
+	_, invalid["gcra burst too long"] = g(Limit{Rate: 1, Period: 24 * time.Hour, Burst: 1 << 30}).Allow(ctx)
 	_, invalid["gcra n 0"] = g(Limit{Rate: 1, Period: time.Second, Burst: 1}).AllowN(ctx, 0)
 	invalid["gcra wait n 0"] = g(Limit{Rate: 1, Period: time.Second, Burst: 1}).WaitN(ctx, 0)
 	_, invalid["gcra reserve n -1"] = g(Limit{Rate: 1, Period: time.Second, Burst: 1}).Reserve(ctx, -1)
