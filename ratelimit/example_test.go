@@ -133,7 +133,7 @@ func ExampleGCRA_AllowN_http() {
 	client := redisync.New(rdb)
 	defer client.Close()
 
-	per := ratelimit.Limit{Rate: 100, Period: time.Minute, Burst: 2}
+	per := ratelimit.Limit{Rate: 2, Period: time.Minute, Burst: 2}
 	limit := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ip, _, _ := net.SplitHostPort(r.RemoteAddr)
@@ -166,5 +166,5 @@ func ExampleGCRA_AllowN_http() {
 	// Output:
 	// 200 RateLimit-Remaining=1 Retry-After=""
 	// 200 RateLimit-Remaining=0 Retry-After=""
-	// 429 RateLimit-Remaining=0 Retry-After="1"
+	// 429 RateLimit-Remaining=0 Retry-After="30"
 }

@@ -19,30 +19,19 @@ import (
 func TestGCRABurstThenRate(t *testing.T) {
 	c := clienttest.Shared(t)
 	ctx := context.Background()
-	g := NewGCRA(c, redistest.Key(t, "g"), Limit{Rate: 20, Period: time.Second, Burst: 5})
+	g := NewGCRA(c, redistest.Key(t, "g"), Limit{Rate: 1, Period: time.Hour, Burst: 5})
 	for i := range 5 {
 		r, err := g.AllowN(ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r.Allowed, "event %d of the burst", i)
 		assert.Equal(t, int64(4-i), r.Remaining)
 		assert.Zero(t, r.RetryAfter)
-		assert.Greater(t, r.ResetAfter, time.Duration(0), "reset after")
-		assert.LessOrEqual(t, r.ResetAfter, time.Duration(i+1)*50*time.Millisecond, "reset after")
+		assert.InDelta(t, float64(time.Duration(i+1)*time.Hour), float64(r.ResetAfter), float64(time.Second), "reset after")
 	}
 	r, err := g.AllowN(ctx, 1)
 	require.NoError(t, err)
 	require.Zero(t, r.Allowed, "past the burst")
-	require.Greater(t, r.RetryAfter, time.Duration(0))
-	require.LessOrEqual(t, r.RetryAfter, 50*time.Millisecond)
-	for range 3 {
-		time.Sleep(r.RetryAfter)
-		r, err = g.AllowN(ctx, 1)
-		require.NoError(t, err)
-		require.Equal(t, int64(1), r.Allowed, "one per interval")
-		r, err = g.AllowN(ctx, 1)
-		require.NoError(t, err)
-		require.Zero(t, r.Allowed, "only one per interval")
-	}
+	assert.InDelta(t, float64(time.Hour), float64(r.RetryAfter), float64(time.Second), "retry after one interval")
 	r, err = g.AllowN(ctx, 6)
 	require.NoError(t, err)
 	assert.Equal(t, Result{RetryAfter: -1}, r, "above the burst: never")
@@ -50,6 +39,34 @@ func TestGCRABurstThenRate(t *testing.T) {
 	r, err = g.AllowN(ctx, 5)
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), r.Allowed, "a full burst after Reset")
+
+	// Then the rate: one event per emission interval (500ms here), as
+	// soon as RetryAfter says.
+	fast := NewGCRA(c, redistest.Key(t, "fast"), Limit{Rate: 2, Period: time.Second, Burst: 1})
+	last := time.Now()
+	ok, err := fast.Allow(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for allowed := 0; allowed < 3; {
+		sent := time.Now()
+		r, err := fast.AllowN(ctx, 1)
+		require.NoError(t, err)
+		if r.Allowed == 1 {
+			// Only when an interval has passed since the last one
+			// (this machine may have stalled between the calls).
+			require.GreaterOrEqual(t, sent.Sub(last), 450*time.Millisecond, "allowed within the interval")
+			last, allowed = sent, allowed+1
+			continue
+		}
+		require.Greater(t, r.RetryAfter, time.Duration(0))
+		require.LessOrEqual(t, r.RetryAfter, 500*time.Millisecond)
+		time.Sleep(r.RetryAfter)
+		last = time.Now()
+		ok, err := fast.Allow(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "allowed once RetryAfter has passed")
+		allowed++
+	}
 }
 
 // Four processes allow events as fast as they can: over every window of

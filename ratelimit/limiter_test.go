@@ -68,6 +68,17 @@ func javaTry(ctx context.Context, rdb redis.UniversalClient, name string, random
 	return false, 0, time.Duration(d) * time.Millisecond, err
 }
 
+// liveGrants returns the permits the grants in the Overall log hold.
+func liveGrants(t *testing.T, rdb redis.UniversalClient, name string) int64 {
+	t.Helper()
+	var live int64
+	for _, m := range rdb.ZRange(context.Background(), keys.RatePermits(name), 0, -1).Val() {
+		require.Len(t, m, 21)
+		live += int64(m[17]) | int64(m[18])<<8 | int64(m[19])<<16 | int64(m[20])<<24
+	}
+	return live
+}
+
 // countedClient returns a redisync client on the shared server and the
 // counter of the commands it sends.
 func countedClient(t *testing.T) (*redisync.Client, *redistest.Counter) {
@@ -383,7 +394,7 @@ func TestAvailableNeverAboveRate_Redisson7329(t *testing.T) {
 	rdb := rdbOf(c)
 	name := redistest.Key(t, "rl")
 	l := New(c, name)
-	require.NoError(t, l.SetRate(ctx, Overall, 5, 100*time.Millisecond))
+	require.NoError(t, l.SetRate(ctx, Overall, 5, time.Hour))
 	ok, err := l.TryAcquire(ctx, 5, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -391,7 +402,14 @@ func TestAvailableNeverAboveRate_Redisson7329(t *testing.T) {
 	n, err := l.AvailablePermits(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
+	assert.Equal(t, int64(3), liveGrants(t, rdb, name), "the release took its permits out of the log")
+
 	// Once the grants expire: the rate, not 2 + 5.
+	require.NoError(t, l.SetRate(ctx, Overall, 5, 100*time.Millisecond))
+	ok, err = l.TryAcquire(ctx, 5, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, l.Release(ctx, 2))
 	var above atomic.Bool
 	redistest.Eventually(t, 5*time.Second, "the rate available", func() error {
 		n, err := l.AvailablePermits(ctx)
@@ -404,7 +422,6 @@ func TestAvailableNeverAboveRate_Redisson7329(t *testing.T) {
 		}
 		return nil
 	})
-
 	require.False(t, above.Load(), "available above the rate")
 
 	// A value above the rate written by someone else, with 3 live grants.
@@ -428,15 +445,10 @@ func TestReleaseCountedOnce_Redisson7342(t *testing.T) {
 	rdb := rdbOf(c)
 	name := redistest.Key(t, "rl")
 	l := New(c, name)
-	require.NoError(t, l.SetRate(ctx, Overall, 5, 200*time.Millisecond))
+	require.NoError(t, l.SetRate(ctx, Overall, 5, time.Hour))
 	sum := func() int64 {
-		var live int64
-		for _, m := range rdb.ZRange(ctx, keys.RatePermits(name), 0, -1).Val() {
-			b := []byte(m)
-			live += int64(b[17]) | int64(b[18])<<8 | int64(b[19])<<16 | int64(b[20])<<24
-		}
 		v, _ := rdb.Get(ctx, keys.RateValue(name)).Int64()
-		return v + live
+		return v + liveGrants(t, rdb, name)
 	}
 	take := func(n int64, want bool) {
 		t.Helper()
@@ -453,17 +465,29 @@ func TestReleaseCountedOnce_Redisson7342(t *testing.T) {
 	require.NoError(t, l.Release(ctx, 4)) // splits the first grant
 	require.Equal(t, int64(5), sum())
 	take(4, true)
+
+	// Through expiry: released permits come back once, none is lost.
+	require.NoError(t, l.SetRate(ctx, Overall, 5, 100*time.Millisecond))
+	ok, err := l.TryAcquire(ctx, 5, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, l.Release(ctx, 2))
+	var above atomic.Bool
 	redistest.Eventually(t, 5*time.Second, "the rate available", func() error {
 		n, err := l.AvailablePermits(ctx)
 		if err != nil {
 			return err
 		}
+		above.Store(above.Load() || n > 5)
 		if n != 5 {
 			return errors.New("available " + strconv.FormatInt(n, 10))
 		}
 		return nil
 	})
-	take(5, true)
+	require.False(t, above.Load(), "available above the rate")
+	ok, err = l.TryAcquire(ctx, 5, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "the whole rate after expiry")
 }
 
 // Redisson 3.52 fails on a nil score when the log is empty and the value
