@@ -21,8 +21,13 @@ import (
 type Observer struct {
 	// WaitStart is called when an acquisition or a wait starts: Lock,
 	// TryLock, RLock, TryRLock of every lock kind, Acquire and TryAcquire
-	// of both semaphores, Wait and TryWait of a latch, once their
-	// arguments are checked. The context it returns (for example one
+	// of both semaphores and of a rate limiter, Wait and TryWait of a
+	// latch, Allow, AllowN, Wait and WaitN of a GCRA limiter, once their
+	// arguments are checked. For the rate limiters WaitEnd is the count
+	// per limiter (WaitInfo.Name): WaitAcquired is allowed, WaitBusy and
+	// WaitTimedOut denied (also a wait that returned at once because it
+	// could not succeed before its bound), and the Duration of an
+	// allowed call is how long it waited. The context it returns (for example one
 	// carrying a span) is the one the call runs in from then on, and the
 	// one WaitEnd gets; returning nil keeps ctx.
 	WaitStart func(ctx context.Context, w WaitInfo) context.Context
@@ -95,8 +100,9 @@ func (r WaitResult) String() string {
 type WaitInfo struct {
 	// Primitive names the kind of primitive and, for a read-write lock,
 	// the side: "rlock", "fair_lock", "spin_lock", "rwlock.read",
-	// "rwlock.write", "semaphore", "expirable_semaphore", "countdown" (a
-	// handle's kind with spaces turned into underscores).
+	// "rwlock.write", "semaphore", "expirable_semaphore", "countdown",
+	// "rate_limiter", "gcra" (a handle's kind with spaces turned into
+	// underscores).
 	Primitive string
 	// Name is the primitive's name (its Redis key).
 	Name string

@@ -36,7 +36,10 @@ var wantRows = func() [][2]string {
 	}
 	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"},
 		[2]string{scScaleWaiters, "redisync"}, [2]string{scWatchdog1000, "redisync"},
-		[2]string{scWatchdog10000, "redisync"})
+		[2]string{scWatchdog10000, "redisync"},
+		[2]string{scGCRA1, "redisync-gcra"}, [2]string{scGCRA1, "redis_rate"},
+		[2]string{scGCRA64, "redisync-gcra"}, [2]string{scGCRA64, "redis_rate"},
+		[2]string{scRateLimiter1000, "redisync-limiter"})
 }()
 
 // TestQuickRun runs every scenario with tiny sizes against a redis-server
@@ -131,7 +134,8 @@ func TestQuickRun(t *testing.T) {
 		if r.ServerCPUusPerOp == nil || *r.ServerCPUusPerOp < 0 || r.KeysAddedPerOp == nil {
 			t.Errorf("%s: Redis CPU per op %v, keys added per op %v", name, r.ServerCPUusPerOp, r.KeysAddedPerOp)
 		}
-		hasRate := r.Scenario == scRTT || r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scManyLocks || r.Scenario == scSemaphore
+		hasRate := r.Scenario == scRTT || r.Scenario == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scManyLocks || r.Scenario == scSemaphore ||
+			r.Scenario == scGCRA1 || r.Scenario == scGCRA64 || r.Scenario == scRateLimiter1000
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
 		}

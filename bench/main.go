@@ -519,6 +519,14 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 			for _, r := range rs {
 				record(r)
 			}
+		case scGCRA1, scGCRA64, scRateLimiter1000: // ratelimit.go
+			rs, err := b.rateLimit(ctx, sc)
+			if err != nil {
+				return results, e, fmt.Errorf("%s: %w", sc, err)
+			}
+			for _, r := range rs {
+				record(r)
+			}
 		case scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000:
 			if !cfg.library("redisync") {
 				continue

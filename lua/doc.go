@@ -27,6 +27,10 @@
 // fair lock's per-waiter channels are the exception: whom a release wakes is
 // decided in the script, so it gets the channel prefix in KEYS and appends
 // the waiter, as Redisson does; the prefix's hash tag keeps them in the slot.
+// So are the rate limiter's per-client keys in ratelimit_set_rate.lua and
+// ratelimit_delete.lua: which clients have them is read from the registry
+// set in the script, so they get the key prefixes in KEYS and append each
+// client id.
 //
 // A key of another type never gives a raw error in the middle of a script
 // after a write: Redis answers WRONGTYPE at the first command on such a key,

@@ -204,6 +204,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"expirable semaphore: a permit holder crashes; its permit returns when its lease ends", d.expirablePermit},
 		{"count-down latch: the last of three workers releases the whole batch", d.latchBatch},
 		{"multilock: a transfer takes two account locks together, or neither", d.multiLockTransfer},
+		{"rate limiter: three processes share 4 calls per second; GCRA's burst and Retry-After", d.rateLimit},
 	}
 	for i, s := range sections {
 		d.section(fmt.Sprintf("%d. %s", i+1, s.title))

@@ -42,7 +42,7 @@ var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirab
 // other kind uses: an expirable semaphore shares the semaphore's, a fair
 // lock's waiters each have their own, under the lock's channel, and a rate
 // limiter has none.
-func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair && k != kindRateLimiter }
+func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair && !k.rateLimit() }
 
 // title is the kind's name in prose.
 func (k kind) title() string {
@@ -171,10 +171,13 @@ type Report struct {
 	Acquired []Permit `json:"acquired,omitempty"`
 	// Count is a latch's count (0: open).
 	Count *int64 `json:"count,omitempty"`
+	// RateLimit is a rate limiter's state (inspect_ratelimit.go).
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Channel is the pub/sub channel the primitive's waiters subscribe to;
-	// absent when Type is none or rate_limiter (a rate limiter has no
-	// channel: its waiters sleep until Redis says permits are back). A fair lock's waiters each subscribe to
-	// their own channel, Channel + ":" + their owner.
+	// absent when Type is none, rate_limiter or gcra (a rate limiter has
+	// no channel: its waiters sleep until Redis says permits are back). A
+	// fair lock's waiters each subscribe to their own channel, Channel +
+	// ":" + their owner.
 	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel: one per
 	// waiting client (a redisync Client or a Redisson instance), however
@@ -543,6 +546,9 @@ func isWrongType(err error) bool {
 // when the key is not laid out as a primitive, an error wrapping
 // errNotPrimitive, unless anyHash and it is a hash (see classify).
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind, anyHash bool) (*Report, error) {
+	if r, ok, err := inspectRateLimit(ctx, rdb, name, forced); ok {
+		return r, err
+	}
 	s, err := readSnapshot(ctx, rdb, name)
 	if err != nil {
 		return nil, err
@@ -991,6 +997,10 @@ func (r *Report) writeText(w io.Writer) error {
 		line("type", "%s (guessed: %s)", r.Type.title(), r.Reason)
 	} else {
 		line("type", "%s (%s)", r.Type.title(), r.Reason)
+	}
+	if r.RateLimit != nil {
+		r.writeRateLimit(line)
+		return tw.Flush()
 	}
 	switch r.Type {
 	case kindLock, kindFair, kindRWLock:

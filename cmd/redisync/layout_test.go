@@ -124,7 +124,7 @@ func TestLayouts(t *testing.T) {
 // TestInspectRateLimiter: a Redisson rate limiter's config hash is
 // recognised (not called "not a primitive"), has no channel, and unlock
 // refuses it.
-func TestInspectRateLimiter(t *testing.T) {
+func TestInspectRateLimiterLayout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := redistest.Key(t, "limiter")
@@ -144,7 +144,7 @@ func TestInspectRateLimiter(t *testing.T) {
 		t.Errorf("reason %q", reason)
 	}
 	res = runCmd(t, nil, "inspect", "-redis", testURL(t), name)
-	if res.code != exitOK || !regexp.MustCompile(`type:\s+rate limiter \(`).MatchString(res.stdout) || !regexp.MustCompile(`expiry:\s+in \S+ unless the limiter is used`).MatchString(res.stdout) || strings.Contains(res.stdout, "waiters:") {
+	if res.code != exitOK || !regexp.MustCompile(`type:\s+rate limiter \(`).MatchString(res.stdout) || !regexp.MustCompile(`config:\s+per-client, 5 permits per 2s, keep-alive 1m0s`).MatchString(res.stdout) || strings.Contains(res.stdout, "waiters:") {
 		t.Errorf("inspect: exit %d, stdout %q", res.code, res.stdout)
 	}
 	res = runCmd(t, nil, "unlock", "-force", "-yes", "-any", "-redis", testURL(t), name)
@@ -210,7 +210,7 @@ func TestJSONTypeSpelling(t *testing.T) {
 		}
 	}
 	res := runCmd(t, nil, "inspect", "-type", "fair", "-redis", testURL(t), rw)
-	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown type "fair" (want one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter)`) {
+	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown type "fair" (want one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter, gcra)`) {
 		t.Errorf("-type fair: exit %d, stderr %q", res.code, res.stderr)
 	}
 }

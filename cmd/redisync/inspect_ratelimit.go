@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keys"
+)
+
+// Rate limiters in inspect: a ratelimit.Limiter (Redisson RRateLimiter's
+// layout) is recognised by its configuration hash (fields rate, interval
+// and type); a ratelimit.GCRA, a string holding a time in epoch
+// microseconds, only with -type gcra (it looks like a very large counter
+// otherwise). inspect.go calls inspectRateLimit before its own
+// recognition, and writeRateLimit for the text.
+
+// kindGCRA is a ratelimit.GCRA (kindRateLimiter, in inspect.go, is a
+// Limiter).
+const kindGCRA kind = "gcra"
+
+func init() { allKinds = append(allKinds, kindGCRA) }
+
+// rateLimit reports whether the kind is a rate limiter: neither has a
+// channel (Redisson's rate limiter uses no pub/sub).
+func (k kind) rateLimit() bool { return k == kindRateLimiter || k == kindGCRA }
+
+// RateLimit is what inspect reports of a rate limiter.
+type RateLimit struct {
+	// Limiter: its configuration (Redisson's hash).
+	RateType    string       `json:"rate_type,omitempty"` // "overall" or "per-client"
+	Rate        int64        `json:"rate,omitempty"`
+	IntervalMs  int64        `json:"interval_ms,omitempty"`
+	KeepAliveMs int64        `json:"keep_alive_ms,omitempty"`
+	Budgets     []RateBudget `json:"budgets,omitempty"`
+	// GCRA: the theoretical arrival time, epoch µs, and how long until the
+	// limiter is back to a full burst (0: it is).
+	TATMicros    int64 `json:"tat_us,omitempty"`
+	FullInMillis int64 `json:"full_in_ms,omitempty"`
+}
+
+// RateBudget is one budget of a Limiter: the Overall one, or a client's.
+type RateBudget struct {
+	ClientID string `json:"client_id,omitempty"` // empty for Overall
+	// Left is the value key (permits left when last written; -1 when the
+	// key is missing). Live counts the grants younger than the interval,
+	// by the server's clock, and LivePermits their permits.
+	Left        int64 `json:"left"`
+	Live        int64 `json:"grants_in_window"`
+	LivePermits int64 `json:"permits_in_window"`
+	// NextFreeMs is when the oldest live grant leaves the window, from now
+	// (0 without live grants).
+	NextFreeMs int64 `json:"next_free_ms"`
+}
+
+// inspectRateLimit reports name as a rate limiter when it is one (or
+// forced is kindRateLimiter or kindGCRA); ok is false to let inspect
+// recognise the other kinds.
+func inspectRateLimit(ctx context.Context, rdb redis.UniversalClient, name string, forced kind) (r *Report, ok bool, err error) {
+	if forced != "" && forced != kindRateLimiter && forced != kindGCRA {
+		return nil, false, nil
+	}
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, true, err
+	}
+	if forced == kindGCRA {
+		return inspectGCRA(ctx, rdb, name, now)
+	}
+	if forced == "" {
+		// Without -type, only a hash laid out as a limiter's config (those
+		// fields and no other, all numbers) is one: an application's hash
+		// that happens to have a rate field is left to inspect's checks.
+		hash, err := rdb.HGetAll(ctx, name).Result()
+		if err != nil || !isLimiterHash(hash) {
+			return nil, false, nil
+		}
+	}
+	cfg, err := rdb.HMGet(ctx, name, "rate", "interval", "type", "keepAliveTime").Result()
+	if isWrongType(err) {
+		if forced == "" {
+			return nil, false, nil
+		}
+		return nil, true, fmt.Errorf("%q is not a hash: not a rate limiter", name)
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	num := func(v any) (int64, bool) {
+		s, isStr := v.(string)
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, isStr && err == nil
+	}
+	rate, ok1 := num(cfg[0])
+	interval, ok2 := num(cfg[1])
+	typ, ok3 := num(cfg[2])
+	if !ok1 || !ok2 || !ok3 {
+		if forced == "" {
+			return nil, false, nil
+		}
+		return &Report{Name: name, Type: kindNone, Reason: "no rate limiter configuration (hash fields rate, interval, type)"},
+			true, fmt.Errorf("%w under %q: no rate limiter configuration", errNotFound, name)
+	}
+	keep, _ := num(cfg[3])
+	rl := &RateLimit{Rate: rate, IntervalMs: interval, KeepAliveMs: keep, RateType: "overall"}
+	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
+	cfgHash := map[string]string{"rate": strconv.FormatInt(rate, 10), "interval": strconv.FormatInt(interval, 10), "type": strconv.FormatInt(typ, 10)}
+	if s, ok := cfg[3].(string); ok {
+		cfgHash["keepAliveTime"] = s
+	}
+	r = &Report{Name: name, Type: kindRateLimiter, Reason: limiterReason(cfgHash), Exists: true,
+		TTLMillis: &ttl, RateLimit: rl}
+	budget := func(id, value, zset string) (RateBudget, error) {
+		b := RateBudget{ClientID: id, Left: -1}
+		v, err := rdb.Get(ctx, value).Int64()
+		if err == nil {
+			b.Left = v
+		} else if err != redis.Nil {
+			return b, err
+		}
+		from := now.UnixMilli() - interval
+		grants, err := rdb.ZRangeByScoreWithScores(ctx, zset, &redis.ZRangeBy{Min: strconv.FormatInt(from, 10), Max: "+inf"}).Result()
+		if err != nil {
+			return b, err
+		}
+		for i, g := range grants {
+			m := []byte(g.Member.(string))
+			if len(m) == 21 {
+				b.LivePermits += int64(m[17]) | int64(m[18])<<8 | int64(m[19])<<16 | int64(m[20])<<24
+			}
+			b.Live++
+			if i == 0 {
+				b.NextFreeMs = max(int64(g.Score)+interval+1-now.UnixMilli(), 0)
+			}
+		}
+		return b, nil
+	}
+	if typ != 1 {
+		b, err := budget("", keys.RateValue(name), keys.RatePermits(name))
+		if err != nil {
+			return nil, true, err
+		}
+		rl.Budgets = []RateBudget{b}
+		return r, true, nil
+	}
+	rl.RateType = "per-client"
+	ids, err := rdb.SMembers(ctx, keys.RateClients(name)).Result()
+	if err != nil {
+		return nil, true, err
+	}
+	for _, id := range ids {
+		b, err := budget(id, keys.RateClientValue(name, id), keys.RateClientPermits(name, id))
+		if err != nil {
+			return nil, true, err
+		}
+		rl.Budgets = append(rl.Budgets, b)
+	}
+	return r, true, nil
+}
+
+// inspectGCRA reports a GCRA limiter's key.
+func inspectGCRA(ctx context.Context, rdb redis.UniversalClient, name string, now time.Time) (*Report, bool, error) {
+	v, err := rdb.Get(ctx, name).Result()
+	r := &Report{Name: name, Type: kindGCRA, Reason: "set with -type", RateLimit: &RateLimit{}}
+	switch {
+	case err == redis.Nil:
+		r.Reason += "; no key: idle, at a full burst"
+		return r, true, nil
+	case isWrongType(err):
+		return nil, true, fmt.Errorf("%q is not a string: not a GCRA limiter", name)
+	case err != nil:
+		return nil, true, err
+	}
+	tat, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, true, fmt.Errorf("%q holds %q, not a GCRA time", name, truncate(v, 40))
+	}
+	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
+	r.Exists, r.TTLMillis = true, &ttl
+	r.RateLimit.TATMicros = tat
+	r.RateLimit.FullInMillis = max(tat-now.UnixMicro(), 0) / 1000
+	return r, true, nil
+}
+
+// writeRateLimit prints a rate limiter's report.
+func (r *Report) writeRateLimit(line func(label, format string, args ...any)) {
+	rl := r.RateLimit
+	if r.Type == kindGCRA {
+		if rl.TATMicros == 0 {
+			line("state", "idle: a full burst is available")
+			return
+		}
+		line("state", "back to a full burst in %s (theoretical arrival time %s)", msText(rl.FullInMillis),
+			time.UnixMicro(rl.TATMicros).UTC().Format(time.RFC3339Nano))
+		return
+	}
+	keep := "none"
+	if rl.KeepAliveMs > 0 {
+		keep = msText(rl.KeepAliveMs)
+	}
+	line("config", "%s, %d permits per %s, keep-alive %s", rl.RateType, rl.Rate, msText(rl.IntervalMs), keep)
+	if len(rl.Budgets) == 0 {
+		line("budgets", "none yet")
+	}
+	for _, b := range rl.Budgets {
+		label := "budget"
+		if b.ClientID != "" {
+			label = "client " + b.ClientID
+		}
+		left := strconv.FormatInt(b.Left, 10)
+		if b.Left < 0 {
+			left = "unset"
+		}
+		next := ""
+		if b.Live > 0 {
+			next = fmt.Sprintf("; the oldest frees in %s", msText(b.NextFreeMs))
+		}
+		line(label, "%s permits left; %d in the window (%s)%s", left, b.LivePermits, plural(int(b.Live), "grant"), next)
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/ratelimit"
+)
+
+// TestInspectRateLimiter: a PerClient limiter with grants of two clients,
+// and a GCRA limiter with -type gcra.
+func TestInspectRateLimiter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "rl")
+	a, b := clienttest.Shared(t), clienttest.Shared(t)
+	if err := ratelimit.New(a, name).SetRate(ctx, ratelimit.PerClient, 5, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = ratelimit.New(a, name).Delete(context.Background()) })
+	for c, n := range map[string]int64{a.ID(): 2, b.ID(): 3} {
+		cl := a
+		if c == b.ID() {
+			cl = b
+		}
+		if ok, err := ratelimit.New(cl, name).TryAcquire(ctx, n, 0); err != nil || !ok {
+			t.Fatalf("acquire %d: %v %v", n, ok, err)
+		}
+	}
+	r := inspectJSON(t, name)
+	if r.Type != kindRateLimiter || r.RateLimit == nil {
+		t.Fatalf("report %+v: want a rate limiter", r)
+	}
+	rl := r.RateLimit
+	if rl.RateType != "per-client" || rl.Rate != 5 || rl.IntervalMs != 3600000 || len(rl.Budgets) != 2 {
+		t.Fatalf("rate limit %+v", rl)
+	}
+	for _, bu := range rl.Budgets {
+		want := int64(2)
+		if bu.ClientID == b.ID() {
+			want = 3
+		}
+		if bu.LivePermits != want || bu.Left != 5-want || bu.Live != 1 || bu.NextFreeMs <= 0 {
+			t.Errorf("budget %+v: want %d permits in the window", bu, want)
+		}
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
+	if res.code != 0 || !strings.Contains(res.stdout, "per-client, 5 permits per 1h0m0s") {
+		t.Errorf("text: %s", res.stdout)
+	}
+
+	g := ratelimit.NewGCRA(a, redistest.Key(t, "gcra"), ratelimit.Limit{Rate: 1, Period: time.Hour, Burst: 2})
+	t.Cleanup(func() { _ = g.Reset(context.Background()) })
+	if ok, err := g.Allow(ctx); err != nil || !ok {
+		t.Fatalf("allow: %v %v", ok, err)
+	}
+	r = inspectJSON(t, g.Name(), "-type", "gcra")
+	if r.Type != kindGCRA || r.RateLimit == nil || r.RateLimit.FullInMillis <= 0 || r.RateLimit.FullInMillis > 3600000 {
+		t.Errorf("gcra report %+v %+v", r, r.RateLimit)
+	}
+}

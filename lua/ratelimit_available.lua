@@ -1,0 +1,27 @@
+-- ratelimit_available: the permits a rate limiter has left now for this
+-- client (OVERALL: for everyone), after dropping the grants older than the
+-- interval, by the Redis server's clock. Never above the rate (Redisson
+-- 3.52's availablePermits can be, #7329): a value found above it is set
+-- back to what the live grants leave. Safe to re-run.
+--
+-- KEYS[1]  limiter (its name): the configuration hash
+-- KEYS[2]  OVERALL value: permits left
+-- KEYS[3]  OVERALL permits: zset of grants
+-- KEYS[4]  this client's PER_CLIENT value
+-- KEYS[5]  this client's PER_CLIENT permits
+-- ARGV     none
+--
+-- Returns {1, left} with the permits left; {-2, 0} when no rate is set.
+local cfg = rl_config(KEYS[1])
+if not cfg then
+  return {-2, 0}
+end
+local value, zset = KEYS[2], KEYS[3]
+if cfg.type == 1 then
+  value, zset = KEYS[4], KEYS[5]
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
+rl_keep(KEYS[1], cfg.keepalive, value, zset)
+return {1, left}

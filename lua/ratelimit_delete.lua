@@ -1,0 +1,33 @@
+-- ratelimit_delete: delete a rate limiter: its configuration, its OVERALL
+-- keys, the PER_CLIENT keys of every client in the registry and the
+-- registry. (Redisson's PER_CLIENT keys of a Java client that never used a
+-- redisync script are not in the registry; they expire with keepAliveTime.)
+-- Retry-safe: the result is recorded under the request key.
+--
+-- KEYS[1]  limiter (its name): the configuration hash
+-- KEYS[2]  OVERALL value: permits left
+-- KEYS[3]  OVERALL permits: zset of grants
+-- KEYS[4]  prefix of the PER_CLIENT values ("{name}:value:"), the client id appended
+-- KEYS[5]  prefix of the PER_CLIENT permits ("{name}:permits:"), the client id appended
+-- KEYS[6]  registry: set of the ids of the clients with PER_CLIENT keys
+-- KEYS[7]  request key of this call
+-- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[2]  this client's id (its keys are deleted even if not registered)
+--
+-- Returns 1 when any key existed; 0 otherwise.
+local done = count_replay(KEYS[7], ARGV[1])
+if done then
+  return done
+end
+local ids = redis.call('smembers', KEYS[6])
+table.insert(ids, ARGV[2])
+local n = redis.call('del', KEYS[1], KEYS[2], KEYS[3], KEYS[6])
+for _, id in ipairs(ids) do
+  n = n + redis.call('del', KEYS[4] .. id, KEYS[5] .. id)
+end
+local r = 0
+if n > 0 then
+  r = 1
+end
+record(KEYS[7], tostring(r), ARGV[1])
+return r

@@ -1,0 +1,465 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+)
+
+// The errors of this package, matched with errors.Is.
+var (
+	// ErrNotInitialized: the limiter has no rate (never set, deleted, or
+	// expired after its keep-alive). Redisson says "RateLimiter is not
+	// initialized".
+	ErrNotInitialized = errors.New("redisync: rate limiter not initialized")
+	// ErrExceedsRate: more permits were asked for than the rate, so they
+	// can never be granted. Redisson says "Requested permits amount cannot
+	// exceed defined rate".
+	ErrExceedsRate = errors.New("redisync: permits exceed the rate")
+)
+
+// RateType says who shares a limiter's budget.
+type RateType int
+
+const (
+	// Overall: one budget of rate permits per interval for every client
+	// (Redisson's RateType.OVERALL).
+	Overall RateType = iota
+	// PerClient: a budget of rate permits per interval for each
+	// redisync.Client (each Redisson instance on the Java side), keyed by
+	// the client's id (Redisson's RateType.PER_CLIENT).
+	PerClient
+)
+
+// String returns "overall" or "per client".
+func (t RateType) String() string {
+	switch t {
+	case Overall:
+		return "overall"
+	case PerClient:
+		return "per client"
+	}
+	return "RateType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Config is a limiter's configuration as stored in Redis.
+type Config struct {
+	Type      RateType
+	Rate      int64         // permits per Interval
+	Interval  time.Duration // whole milliseconds
+	KeepAlive time.Duration // 0: the keys never expire
+}
+
+// maxRate bounds a rate: a grant stores its permits in 4 bytes (Redisson's
+// member encoding), and a request takes at most the rate.
+const maxRate = math.MaxUint32
+
+// Limiter is a distributed rate limiter in Redisson RRateLimiter's layout:
+// at most Rate permits are granted in any window of Interval, to everyone
+// (Overall) or to each Client (PerClient). A Java service using Redisson's
+// RRateLimiter on the same Redis and name shares the budget.
+//
+// A Limiter is a handle: creating one does no I/O, and it is safe for
+// concurrent use.
+type Limiter struct {
+	h core.Handle
+	// granted, when set (tests), is called with the server time (epoch
+	// ms) and the permits of every grant.
+	granted func(at, n int64)
+}
+
+// New returns a handle on the rate limiter called name, whose
+// configuration hash is the key name. It does no I/O and never fails: an
+// empty name is reported, wrapping redisync.ErrInvalidArgument, by the first
+// operation. Set a rate with TrySetRate or SetRate before acquiring.
+func New(c *redisync.Client, name string) *Limiter {
+	return &Limiter{h: core.NewHandle((*core.Client)(c), "rate limiter", name)}
+}
+
+// Name returns the limiter's name, which is also the key of its
+// configuration.
+func (l *Limiter) Name() string { return l.h.Name }
+
+// TrySetRate sets the rate to rate permits per interval, shared as t says,
+// if no rate is set yet, and reports whether it set it; false means a rate
+// was set already and nothing changed. rate must be between 1 and 2^32−1;
+// interval at least a millisecond (it is stored in whole milliseconds,
+// rounded up).
+func (l *Limiter) TrySetRate(ctx context.Context, t RateType, rate int64, interval time.Duration, opts ...RateOption) (bool, error) {
+	return l.setRate(ctx, "try", t, rate, interval, opts)
+}
+
+// SetRate replaces the configuration and resets the state: every budget
+// starts full (Overall's, and the PerClient budgets of every client that
+// used this limiter through redisync). A Java client's Redisson setRate
+// resets only its own budget.
+func (l *Limiter) SetRate(ctx context.Context, t RateType, rate int64, interval time.Duration, opts ...RateOption) error {
+	_, err := l.setRate(ctx, "set", t, rate, interval, opts)
+	return err
+}
+
+// UpdateRate replaces the configuration of a limiter whose rate is set and
+// keeps the permits in use (Redisson 4.4's keepState): grants younger than
+// the new interval still count, and each budget is the new rate minus them
+// (never below 0). It reports false, changing nothing, when no rate is set.
+func (l *Limiter) UpdateRate(ctx context.Context, t RateType, rate int64, interval time.Duration, opts ...RateOption) (bool, error) {
+	return l.setRate(ctx, "update", t, rate, interval, opts)
+}
+
+func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int64, interval time.Duration, opts []RateOption) (bool, error) {
+	var o rateOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := l.checkRate(t, rate, interval, o); err != nil {
+		return false, err
+	}
+	r, err := lua.RateSetRate.Run(ctx, l.h.C.Redis(), l.allKeys(),
+		mode, int(t), rate, core.Millis(interval), core.Millis(o.keepAlive),
+		l.h.C.RequestDeadline(ctx), l.h.C.ID()).Int64()
+	if err != nil {
+		return false, l.fail("set rate", err)
+	}
+	return r == 1, nil
+}
+
+// checkRate checks a rate's arguments.
+func (l *Limiter) checkRate(t RateType, rate int64, interval time.Duration, o rateOptions) error {
+	if err := l.h.Check(); err != nil {
+		return err
+	}
+	switch {
+	case t != Overall && t != PerClient:
+		return l.h.Invalid("unknown rate type %d", int(t))
+	case rate <= 0 || rate > maxRate:
+		return l.h.Invalid("rate %d, must be between 1 and 2^32-1", rate)
+	case interval < time.Millisecond:
+		return l.h.Invalid("interval %v, must be at least 1ms", interval)
+	case o.keepAlive < 0:
+		return l.h.Invalid("negative keep-alive %v", o.keepAlive)
+	case o.keepAlive > 0 && o.keepAlive < interval:
+		return l.h.Invalid("keep-alive %v shorter than the interval %v", o.keepAlive, interval)
+	}
+	return nil
+}
+
+// Config returns the limiter's configuration, or an error wrapping
+// ErrNotInitialized when no rate is set.
+func (l *Limiter) Config(ctx context.Context) (Config, error) {
+	if err := l.h.Check(); err != nil {
+		return Config{}, err
+	}
+	m, err := l.h.C.Redis().HGetAll(ctx, l.h.Name).Result()
+	if err != nil {
+		return Config{}, l.fail("config", err)
+	}
+	return parseConfig(m, l.fail)
+}
+
+// parseConfig reads Redisson's configuration hash.
+func parseConfig(m map[string]string, fail func(string, error) error) (Config, error) {
+	num := func(f string) (int64, bool) {
+		v, err := strconv.ParseInt(m[f], 10, 64)
+		return v, err == nil
+	}
+	rate, ok1 := num("rate")
+	interval, ok2 := num("interval")
+	typ, ok3 := num("type")
+	if !ok1 || !ok2 || !ok3 {
+		if len(m) == 0 {
+			return Config{}, fail("config", ErrNotInitialized)
+		}
+		return Config{}, fail("config", fmt.Errorf("%w: unreadable configuration %v", ErrNotInitialized, m))
+	}
+	keep, _ := num("keepAliveTime")
+	return Config{Type: RateType(typ), Rate: rate, Interval: time.Duration(interval) * time.Millisecond,
+		KeepAlive: time.Duration(keep) * time.Millisecond}, nil
+}
+
+// TryAcquire takes n permits if it can within wait (0: a single attempt,
+// which reports false without asking Redis when other callers of the same
+// Client are already waiting for this limiter: it does not overtake them).
+// It returns (false, nil) when the permits could not be had in time, and
+// returns it at once, without sleeping, as soon as Redis's answer shows
+// they cannot be had within wait. When the context's deadline comes before
+// wait ends and the permits cannot be had by then, it returns at once an
+// error wrapping context.DeadlineExceeded. n must be at least 1; n above
+// the rate is ErrExceedsRate, and ErrNotInitialized means no rate is set.
+// A negative wait is an invalid argument.
+//
+// An acquisition whose reply was lost (ctx ended, the connection broke) is
+// undone: it grants nothing, however often go-redis re-sent it.
+func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
+	if err := l.checkN(n); err != nil {
+		return false, err
+	}
+	if err := l.h.CheckWait(wait); err != nil {
+		return false, err
+	}
+	return l.acquire(ctx, n, false, wait)
+}
+
+// Acquire takes n permits, waiting as long as ctx allows. When the permits
+// cannot be had before ctx's deadline, by Redis's answer, it returns at
+// once an error wrapping context.DeadlineExceeded instead of sleeping
+// until then. Other errors are as TryAcquire's.
+func (l *Limiter) Acquire(ctx context.Context, n int64) error {
+	if err := l.checkN(n); err != nil {
+		return err
+	}
+	_, err := l.acquire(ctx, n, true, 0)
+	return err
+}
+
+func (l *Limiter) checkN(n int64) error {
+	if err := l.h.Check(); err != nil {
+		return err
+	}
+	if n <= 0 {
+		return l.h.Invalid("%d permits, must be at least 1", n)
+	}
+	if n > maxRate {
+		return fmt.Errorf("%s %q: %d permits: %w", l.h.Kind, l.h.Name, n, ErrExceedsRate)
+	}
+	return nil
+}
+
+// errTooLate ends a wait that cannot succeed before ctx's deadline: the
+// next chance is delay away (0: not known, behind other waiters).
+type errTooLate struct{ delay time.Duration }
+
+func (e errTooLate) Error() string {
+	if e.delay <= 0 {
+		return "cannot succeed before the context's deadline"
+	}
+	return fmt.Sprintf("next chance in %v, past the context's deadline", e.delay)
+}
+
+func (e errTooLate) Unwrap() error { return context.DeadlineExceeded }
+
+// acquire waits in the local line (line.go) and asks Redis at the head.
+// The whole call is one observed wait; a wait found hopeless counts as
+// timed out (or busy), not as an error.
+func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (ok bool, err error) {
+	start := time.Now()
+	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
+	defer func() {
+		if errors.As(err, new(errTooLate)) {
+			obs.End(false, nil)
+		} else {
+			obs.End(ok, err)
+		}
+	}()
+	var bound time.Time
+	if !forever {
+		bound = start.Add(wait)
+	}
+	ctxBound := false
+	if d, has := ctx.Deadline(); has && (bound.IsZero() || d.Before(bound)) {
+		bound, ctxBound = d, true
+	}
+	w := join(lineKey{l.h.C, l.h.Name}, bound, !forever && wait == 0)
+	if w == nil {
+		return false, nil
+	}
+	defer w.leave()
+	if ok, err := w.await(ctx); !ok || err != nil {
+		if err == nil && ctxBound {
+			err = errTooLate{}
+		}
+		return false, l.wrap(err)
+	}
+	for {
+		// Taken before asking: a Release after this point wakes the
+		// sleep below, even one that lands before the sleep starts.
+		kicked := w.kicked()
+		ok, delay, err := l.try(ctx, n)
+		if ok || err != nil {
+			return ok, l.wrap(err)
+		}
+		next := time.Now().Add(delay)
+		w.notBefore(next)
+		if !bound.IsZero() && next.After(bound) {
+			if ctxBound {
+				return false, l.wrap(errTooLate{delay})
+			}
+			return false, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-kicked: // a Release of this Client
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return false, l.wrap(context.Cause(ctx))
+		case <-l.h.C.Closing():
+			t.Stop()
+			return false, l.wrap(core.ErrClosed)
+		}
+	}
+}
+
+// wrap names the limiter in an error (nil stays nil).
+func (l *Limiter) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %q: %w", l.h.Kind, l.h.Name, err)
+}
+
+// try makes one acquisition attempt: granted, or the delay Redis gives
+// until n permits could be.
+func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return false, 0, context.Cause(ctx) // nothing sent, nothing to undo
+	}
+	var random [16]byte
+	_, _ = rand.Read(random[:])
+	reqKey := l.requestKey()
+	ks := append(l.stateKeys(), keys.RateClients(l.h.Name), reqKey)
+	r, err := lua.RateAcquire.Run(ctx, l.h.C.Redis(), ks,
+		n, l.h.C.RequestDeadline(ctx), random[:], l.h.C.ID()).Int64Slice()
+	if err != nil {
+		if !core.IsReply(err) {
+			l.undo(ctx, n, reqKey, random[:])
+		}
+		return false, 0, fmt.Errorf("acquire: %w", err)
+	}
+	if len(r) != 2 {
+		return false, 0, fmt.Errorf("acquire: unexpected reply %v", r)
+	}
+	switch r[0] {
+	case 1:
+		if l.granted != nil {
+			l.granted(r[1], n)
+		}
+		return true, 0, nil
+	case 0:
+		return false, time.Duration(max(r[1], 1)) * time.Millisecond, nil
+	case -1: // cancelled by an undo: the caller has gone
+		return false, 0, fmt.Errorf("acquire: %w", context.Canceled)
+	case -2:
+		return false, 0, ErrNotInitialized
+	case -3:
+		return false, 0, fmt.Errorf("%d permits, rate %d: %w", n, r[1], ErrExceedsRate)
+	}
+	return false, 0, fmt.Errorf("acquire: unexpected reply %v", r)
+}
+
+// undo reverts an acquisition whose reply was lost: if it took place its
+// grant is removed and its permits given back; if it has not yet, it is
+// marked cancelled so that a late copy grants nothing.
+func (l *Limiter) undo(ctx context.Context, n int64, acquireKey string, random []byte) {
+	ctx, cancel := l.h.C.DetachedContext(ctx)
+	defer cancel()
+	reqKey, deadline := l.requestKey(), l.h.C.RequestDeadline(ctx)
+	ks := append(l.stateKeys(), reqKey, acquireKey)
+	err := l.h.C.Resend(ctx, func() error {
+		return lua.RateRelease.Run(ctx, l.h.C.Redis(), ks, n, deadline, "1", random).Err()
+	})
+	if err != nil {
+		l.h.C.Logger().Warn("redisync: could not undo an interrupted rate limiter acquisition; its permits count until they expire",
+			"limiter", l.h.Name, "permits", n, "err", err)
+	}
+}
+
+// Release gives n permits back now (Redisson 3.52's release): they can be
+// acquired again at once, and the newest grants holding them leave the
+// log, so they are not given back a second time when those grants would
+// have expired. The budget never goes above the rate. It runs even when
+// ctx is already cancelled (on a detached context with a bounded timeout),
+// and a release re-sent by go-redis after a lost reply is applied once.
+// ErrNotInitialized means no rate is set. A caller of the same Client
+// waiting for permits asks Redis again at once; callers in other processes
+// notice when their delay ends (there is no pub/sub, as in Redisson).
+func (l *Limiter) Release(ctx context.Context, n int64) error {
+	if err := l.checkN(n); err != nil {
+		return err
+	}
+	ctx, cancel := l.h.C.DetachedContext(ctx)
+	defer cancel()
+	reqKey, deadline := l.requestKey(), l.h.C.RequestDeadline(ctx)
+	ks := append(l.stateKeys(), reqKey, reqKey)
+	var r int64
+	err := l.h.C.Resend(ctx, func() error {
+		var err error
+		r, err = lua.RateRelease.Run(ctx, l.h.C.Redis(), ks, n, deadline, "0", "").Int64()
+		return err
+	})
+	if err != nil {
+		return l.fail("release", err)
+	}
+	if r == -4 {
+		return l.fail("release", ErrNotInitialized)
+	}
+	kick(lineKey{l.h.C, l.h.Name})
+	return nil
+}
+
+// AvailablePermits returns the permits that can be acquired now: for a
+// PerClient limiter, this Client's. It is never above the rate, and an
+// error wrapping ErrNotInitialized when no rate is set.
+func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
+	if err := l.h.Check(); err != nil {
+		return 0, err
+	}
+	r, err := lua.RateAvailable.Run(ctx, l.h.C.Redis(), l.stateKeys()).Int64Slice()
+	if err != nil {
+		return 0, l.fail("available permits", err)
+	}
+	if len(r) != 2 || r[0] != 1 {
+		return 0, l.fail("available permits", ErrNotInitialized)
+	}
+	return r[1], nil
+}
+
+// Delete deletes the limiter: its configuration, the Overall budget and
+// the PerClient budgets of every client that used it through redisync
+// (they are registered in the set {name}:clients), and reports whether
+// anything existed. PerClient budgets that only Java clients used expire
+// with the keep-alive, or stay, as in Redisson.
+func (l *Limiter) Delete(ctx context.Context) (bool, error) {
+	if err := l.h.Check(); err != nil {
+		return false, err
+	}
+	r, err := lua.RateDelete.Run(ctx, l.h.C.Redis(), l.allKeys(),
+		l.h.C.RequestDeadline(ctx), l.h.C.ID()).Int64()
+	if err != nil {
+		return false, l.fail("delete", err)
+	}
+	return r == 1, nil
+}
+
+// stateKeys returns the configuration, the Overall pair and this client's
+// PerClient pair: KEYS[1..5] of the acquire, release and available scripts.
+func (l *Limiter) stateKeys() []string {
+	n, id := l.h.Name, l.h.C.ID()
+	return []string{n, keys.RateValue(n), keys.RatePermits(n),
+		keys.RateClientValue(n, id), keys.RateClientPermits(n, id)}
+}
+
+// allKeys returns the KEYS of the set-rate and delete scripts: the
+// configuration, the Overall pair, the prefixes of the PerClient pairs,
+// the registry and a new request key.
+func (l *Limiter) allKeys() []string {
+	n := l.h.Name
+	return []string{n, keys.RateValue(n), keys.RatePermits(n),
+		keys.RateValue(n) + ":", keys.RatePermits(n) + ":", keys.RateClients(n), l.requestKey()}
+}
+
+func (l *Limiter) requestKey() string { return keys.Request(l.h.Name, l.h.C.RequestID()) }
+
+// fail wraps an error of operation op.
+func (l *Limiter) fail(op string, err error) error {
+	return fmt.Errorf("%s %q: %s: %w", l.h.Kind, l.h.Name, op, err)
+}
