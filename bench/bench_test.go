@@ -198,9 +198,12 @@ func TestQuickRun(t *testing.T) {
 				t.Errorf("watchdog-10000: per lock %v", r.Extra)
 			}
 		case r.Scenario == scHandoff && r.Library == "redisync":
-			// Lock, try, subscribe, try, unlock, try, unlock, unsubscribe.
-			if got := *r.RoundTripsPerOp; got != 8 {
-				t.Errorf("handoff/redisync: %v round trips per cycle, want 8", got)
+			// Lock, try, subscribe, try, unlock, try, unlock, unsubscribe;
+			// and each client's INFO replication (replica acknowledgement:
+			// read at its first script, then every second), a fraction
+			// per cycle.
+			if got := *r.RoundTripsPerOp; got < 8 || got > 8.5 {
+				t.Errorf("handoff/redisync: %v round trips per cycle, want 8 (8.5 at most with the replica probes)", got)
 			}
 		}
 	}
