@@ -293,11 +293,15 @@ func TestFairGiveUpLeavesNothing(t *testing.T) {
 	require.ErrorIs(t, receive(t, errc, 10*time.Second, "cancelled waiter"), context.Canceled)
 	f.requireNoQueue()
 
+	// Regression: Close returned before its waiters had left the queue, so
+	// a process exiting right after Close left a dead entry (the next
+	// waiter waited out its deadline) and the queue keys without a TTL.
+	// Close now waits for the give-ups: the queue is empty when it returns.
 	closing := redisync.New(f.s.Client(t))
 	errc = f.queue(ctx, rlock.NewFair(closing, name), 0, nil, 1)
 	require.NoError(t, closing.Close())
-	require.ErrorIs(t, receive(t, errc, 10*time.Second, "waiter of a closed client"), redisync.ErrClosed)
 	f.requireNoQueue()
+	require.ErrorIs(t, receive(t, errc, 10*time.Second, "waiter of a closed client"), redisync.ErrClosed)
 
 	assert.Equal(t, 0, (*core.Client)(wc).Mux().Stats().Waiters)
 	require.NoError(t, holder.Unlock(ctx))
