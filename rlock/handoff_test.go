@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rlock"
@@ -39,6 +40,11 @@ func TestUnlockHandsOverInProcess(t *testing.T) {
 	require.NoError(t, other.Unlock(ctx))
 	require.NoError(t, <-gotA)
 
+	// b, now at the head of the line, takes a moment to get ready for a
+	// handoff (its turn, its offer): until then the unlock would publish.
+	require.Eventually(t, func() bool {
+		return (*core.Client)(c).HeadAccepts(core.LockLine("rlock", name))
+	}, 5*time.Second, time.Millisecond, "b ready for a handoff")
 	rec.Reset()
 	require.NoError(t, a.Unlock(ctx))
 	handoff := rec.Last()

@@ -74,6 +74,11 @@ func TestUnlockHandsWriteSideOverInProcess(t *testing.T) {
 	require.NoError(t, <-gotA)
 	fieldA := writerField(t, rdb, name)
 
+	// b, now at the head of the line, takes a moment to get ready for a
+	// handoff (its turn, its offer): until then the unlock would publish.
+	require.Eventually(t, func() bool {
+		return (*core.Client)(c).HeadAccepts(core.LockLine("rwlock", name))
+	}, 5*time.Second, time.Millisecond, "b ready for a handoff")
 	rec.Reset()
 	require.NoError(t, a.Unlock(ctx))
 	handoff := rec.Last()

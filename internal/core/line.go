@@ -168,7 +168,21 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 	}
 }
 
-// LineLen returns the number of callers in the line for key, for tests.
+// HeadAccepts reports whether the caller at the head of the line key
+// would accept a handoff now (Claim's conditions but the chain's and the
+// owner's lock), for tests that need a release to be a handoff.
+func (c *Client) HeadAccepts(key string) bool {
+	c.lines.mu.Lock()
+	defer c.lines.mu.Unlock()
+	l := c.lines.m[key]
+	if l == nil || len(l.q) == 0 {
+		return false
+	}
+	t := l.q[0]
+	return t.offer != nil && !t.offer.claimed && !t.trying
+}
+
+// LineLen returns the number of callers in the line key, for tests.
 func (c *Client) LineLen(key string) int {
 	c.lines.mu.Lock()
 	defer c.lines.mu.Unlock()
