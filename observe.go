@@ -166,6 +166,13 @@ type Stats struct {
 	// What such an acquisition took may stay taken: a lock or an
 	// expirable permit until its lease ends, counted permits for good.
 	UndosFailed uint64
+	// RenewalsNotReplicated counts hold renewals that the primary's
+	// replicas did not acknowledge within WithReplicaSync's timeout (each
+	// tick also logs a warning): until a later renewal is acknowledged, a
+	// failover could bring back an older lease. Renewals are not waited
+	// for by any caller. Counted on a single node and through Sentinel; a
+	// Cluster's renewals are not checked.
+	RenewalsNotReplicated uint64
 	// PubSubReconnects counts pub/sub connections replaced after a dead
 	// ping, a lost connection or an error reply.
 	PubSubReconnects uint64
@@ -201,19 +208,20 @@ func (s Stats) Waits(r WaitResult) uint64 {
 func (c *Client) Stats() Stats {
 	s := c.inner().Stats()
 	return Stats{
-		Acquired:         s.Waits[core.WaitAcquired],
-		Busy:             s.Waits[core.WaitBusy],
-		TimedOut:         s.Waits[core.WaitTimedOut],
-		Cancelled:        s.Waits[core.WaitCancelled],
-		Errors:           s.Waits[core.WaitError],
-		HoldsLost:        s.HoldsLost,
-		Renewals:         s.Renewals,
-		RenewalFailures:  s.RenewalFailures,
-		UndosFailed:      s.UndosFailed,
-		PubSubReconnects: s.PubSubReconnects,
-		Holds:            s.Holds,
-		Waiting:          s.Waiting,
-		PubSubChannels:   s.PubSubChannels,
+		Acquired:              s.Waits[core.WaitAcquired],
+		Busy:                  s.Waits[core.WaitBusy],
+		TimedOut:              s.Waits[core.WaitTimedOut],
+		Cancelled:             s.Waits[core.WaitCancelled],
+		Errors:                s.Waits[core.WaitError],
+		HoldsLost:             s.HoldsLost,
+		Renewals:              s.Renewals,
+		RenewalFailures:       s.RenewalFailures,
+		UndosFailed:           s.UndosFailed,
+		RenewalsNotReplicated: s.RenewalsNotReplicated,
+		PubSubReconnects:      s.PubSubReconnects,
+		Holds:                 s.Holds,
+		Waiting:               s.Waiting,
+		PubSubChannels:        s.PubSubChannels,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -180,4 +181,33 @@ func TestReplicaSyncInvalid(t *testing.T) {
 		c := clienttest.New(t, rdb, o)
 		require.ErrorIs(t, rlock.New(c, "lock").Lock(ctx), redisync.ErrInvalidArgument)
 	}
+}
+
+// Renewals are not waited for, but the watchdog counts those the replicas
+// did not acknowledge (Stats.RenewalsNotReplicated).
+func TestReplicaSyncRenewals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t), redisync.WithWatchdogTimeout(3*time.Second))
+	l := rlock.New(c, "lock")
+	require.NoError(t, l.Lock(ctx))
+	redistest.Eventually(t, 10*time.Second, "renewals", func() error {
+		if c.Stats().Renewals < 2 {
+			return fmt.Errorf("%d renewals: %+v %+v", c.Stats().Renewals, c.Stats(), (*core.Client)(c).WatchdogStats())
+		}
+		return nil
+	})
+	assert.Zero(t, c.Stats().RenewalsNotReplicated, "renewals not acknowledged while the replica answers")
+
+	replicas[0].Pause(t)
+	redistest.Eventually(t, 10*time.Second, "an unacknowledged renewal counted", func() error {
+		if c.Stats().RenewalsNotReplicated == 0 {
+			return fmt.Errorf("none counted")
+		}
+		return nil
+	})
+	replicas[0].Resume(t)
+	require.NoError(t, l.Err(), "the hold outlives the replica's pause: renewals still run")
+	require.NoError(t, l.Unlock(ctx))
 }

@@ -87,6 +87,9 @@ type counters struct {
 	renewed     atomic.Uint64
 	renewFailed atomic.Uint64
 	undoFailed  atomic.Uint64 // undos that never got an answer (undo.go)
+	// renewUnacked: renewals the primary's replicas did not acknowledge
+	// in time (watchdog.go, ackWait)
+	renewUnacked atomic.Uint64
 
 	closeMu sync.Mutex
 	onClose []func()
@@ -94,15 +97,16 @@ type counters struct {
 
 // Stats is a snapshot of a Client's counters.
 type Stats struct {
-	Waits            [numWaitResults]uint64 // by WaitResult
-	HoldsLost        uint64
-	Renewals         uint64
-	RenewalFailures  uint64
-	UndosFailed      uint64 // undos of interrupted acquisitions that never reached Redis
-	PubSubReconnects uint64
-	Holds            int // live holds
-	Waiting          int // waits in progress
-	PubSubChannels   int // channels subscribed for waiters
+	Waits                 [numWaitResults]uint64 // by WaitResult
+	HoldsLost             uint64
+	Renewals              uint64
+	RenewalFailures       uint64
+	UndosFailed           uint64 // undos of interrupted acquisitions that never reached Redis
+	RenewalsNotReplicated uint64 // renewals not acknowledged by the primary's replicas in time
+	PubSubReconnects      uint64
+	Holds                 int // live holds
+	Waiting               int // waits in progress
+	PubSubChannels        int // channels subscribed for waiters
 }
 
 // Stats returns a snapshot of the client's counters. It works on a closed
@@ -119,6 +123,7 @@ func (c *Client) Stats() Stats {
 	s.Renewals = c.ctr.renewed.Load()
 	s.RenewalFailures = c.ctr.renewFailed.Load()
 	s.UndosFailed = c.ctr.undoFailed.Load()
+	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
 	c.holdsMu.Lock()
 	s.Holds = len(c.holds)

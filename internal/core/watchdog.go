@@ -194,10 +194,13 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 	start := time.Now()
 	cmds := make([]*redis.Cmd, len(batches))
 	w.count(len(batches))
+	ack := w.ackWait(ctx)
+	var acks []*redis.IntCmd
 	_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range batches {
 			cmds[i] = b.script.EvalSha(ctx, p, b.keys, b.args...)
 		}
+		acks = append(acks, ack(p))
 		return nil
 	})
 	var missing []int
@@ -213,6 +216,7 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 				b := batches[i]
 				cmds[i] = b.script.Eval(ctx, p, b.keys, b.args...)
 			}
+			acks = append(acks, ack(p))
 			return nil
 		})
 	}
@@ -229,7 +233,59 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 			}
 		}
 	}
+	if r.Renewed > 0 && !w.acknowledged(acks) {
+		w.c.ctr.renewUnacked.Add(uint64(r.Renewed))
+		w.c.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; a failover now could lose these holds",
+			"holds", r.Renewed)
+	}
 	return r, first
+}
+
+// ackWait returns what the watchdog adds to a renewal pipeline for replica
+// acknowledgement (WithReplicaSync): WAIT on the primary, which a renewal
+// pipeline of a single node or a Sentinel client reaches on one
+// connection, when that primary has replicas; nothing otherwise (a
+// Cluster's pipelines go to several nodes, where WAIT would not follow
+// the renewals). The watchdog does not hold anyone up while it waits, and
+// an unacknowledged renewal is only counted (Stats.RenewalsNotReplicated),
+// as Redisson does not wait for renewals at all.
+func (w *watchdog) ackWait(ctx context.Context) func(redis.Pipeliner) *redis.IntCmd {
+	none := func(redis.Pipeliner) *redis.IntCmd { return nil }
+	rs := w.c.opts.ReplicaSync
+	node, ok := w.c.rdb.(*redis.Client)
+	if !rs.on() || !ok {
+		return none
+	}
+	n, err := w.c.replicasOf(ctx, node, "")
+	if err != nil || n == 0 {
+		return none
+	}
+	want := rs.Replicas
+	if want == ReplicasAll {
+		want = n
+	}
+	// A lagging replica must not delay the next tick: the wait is at most
+	// a sixth of the watchdog timeout (half the time between ticks).
+	timeout := max(min(Millis(rs.Timeout), Millis(w.c.opts.WatchdogTimeout/6)), 1)
+	return func(p redis.Pipeliner) *redis.IntCmd {
+		cmd := redis.NewIntCmd(ctx, "wait", int64(want), timeout)
+		_ = p.Process(ctx, cmd)
+		return cmd
+	}
+}
+
+// acknowledged reports whether every WAIT of a tick (nil: none sent) saw
+// as many replicas as it asked for.
+func (w *watchdog) acknowledged(acks []*redis.IntCmd) bool {
+	for _, a := range acks {
+		if a == nil {
+			continue
+		}
+		if a.Err() != nil || a.Val() < a.Args()[1].(int64) {
+			return false
+		}
+	}
+	return true
 }
 
 // count records script calls and one round trip, for WatchdogStats.
