@@ -5,12 +5,18 @@ GO ?= go
 # Every Go module in the repository (directories holding a go.mod).
 MODULES = $(shell find . -name go.mod -not -path "./.git/*" -not -path "*/testdata/*" -not -path "*/vendor/*" -exec dirname {} \; | LC_ALL=C sort)
 
-.PHONY: test vet fmt demo bench chaos
+.PHONY: test vet fmt lint demo bench chaos
 
 # Install redis-server if missing, check gofmt, then go vet and
 # go test -race in every module. See scripts/test.sh.
 test:
 	bash scripts/test.sh
+
+# golangci-lint, pinned and run through "go run" (no install step), with
+# the repository's .golangci.yml, in every module.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+lint:
+	@set -e; for m in $(MODULES); do echo "==> golangci-lint in $$m"; (cd $$m && GOWORK=off $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
 
 # go vet in every module.
 vet:

@@ -135,8 +135,8 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
-// ReplicasAll, as the replica count of WithReplicaSync, waits for every
-// replica connected to the primary at the time.
+// ReplicasAll is the replica count of WithReplicaSync that waits for
+// every replica connected to the primary at the time.
 const ReplicasAll = core.ReplicasAll
 
 // WithReplicaSync sets how acquisitions and releases wait for replicas to

@@ -12,15 +12,15 @@ import (
 type Outcome int
 
 const (
-	// OK: the call succeeded (an acquisition acquired, a release released,
+	// OK means the call succeeded (an acquisition acquired, a release released,
 	// a wait saw the latch open).
 	OK Outcome = iota
-	// Refused: the call completed without effect: a TryX that ran out of
+	// Refused means the call completed without effect: a TryX that ran out of
 	// time, a TrySetCount on a set latch, a TryWait that timed out.
 	Refused
-	// NotHeld: a release answered ErrNotHeld (the hold or permit was gone).
+	// NotHeld means a release answered ErrNotHeld (the hold or permit was gone).
 	NotHeld
-	// Unknown: the call failed with an error, so its effect is
+	// Unknown means the call failed with an error, so its effect is
 	// indeterminate.
 	Unknown
 )

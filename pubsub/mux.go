@@ -392,8 +392,8 @@ func (m *Mux) unsubscribeLocked(ch *channel) {
 }
 
 // signal wakes up to n waiters that are not already woken, oldest first
-// (n < 0: all). It returns how many it woke. m.mu must be held.
-func (ch *channel) signal(n int) int {
+// (n < 0: all). m.mu must be held.
+func (ch *channel) signal(n int) {
 	woken := 0
 	for _, w := range ch.waiters {
 		if n >= 0 && woken >= n {
@@ -405,7 +405,6 @@ func (ch *channel) signal(n int) int {
 		default: // already woken and not yet awake: leave it be
 		}
 	}
-	return woken
 }
 
 // idle counts the waiters not already woken. m.mu must be held.

@@ -31,10 +31,10 @@ var (
 type RateType int
 
 const (
-	// Overall: one budget of rate permits per interval for every client
+	// Overall is one budget of rate permits per interval for every client
 	// (Redisson's RateType.OVERALL).
 	Overall RateType = iota
-	// PerClient: a budget of rate permits per interval for each
+	// PerClient is a budget of rate permits per interval for each
 	// redisync.Client (each Redisson instance on the Java side), keyed by
 	// the client's id (Redisson's RateType.PER_CLIENT).
 	PerClient

@@ -13,8 +13,8 @@ type Option func(*options)
 
 // Defaults, set here only.
 const (
-	defaultBackoffMin = time.Millisecond
-	defaultBackoffMax = 128 * time.Millisecond
+	defaultBackoffFirst   = time.Millisecond
+	defaultBackoffLongest = 128 * time.Millisecond
 	// defaultDeadWaiter is how long a fair lock waiter's queue entry
 	// outlives its last refresh: a waiter whose process died stops holding
 	// up the queue after about this long.
@@ -34,7 +34,7 @@ type options struct {
 }
 
 func newOptions(kind string, opts []Option) options {
-	o := options{kind: kind, backoffMin: defaultBackoffMin, backoffMax: defaultBackoffMax, deadWaiter: defaultDeadWaiter}
+	o := options{kind: kind, backoffMin: defaultBackoffFirst, backoffMax: defaultBackoffLongest, deadWaiter: defaultDeadWaiter}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -96,7 +96,7 @@ func WithFencing() Option {
 // its upper half (jitter), so spinning clients spread out. min must be
 // positive and at most max; given to a Lock or FairLock, it is an invalid
 // argument. The default is 1ms to 128ms, as Redisson's.
-func WithBackoff(min, max time.Duration) Option {
+func WithBackoff(min, max time.Duration) Option { //nolint:revive // min and max: the names API.md gives
 	return func(o *options) {
 		o.backoff = true
 		if min <= 0 || min > max {

@@ -4,8 +4,8 @@
 #      (the tests start real Redis servers, clusters and sentinels), and a C
 #      compiler if missing (go test -race needs cgo);
 #   2. checks that every tracked .go file is gofmt-formatted;
-#   3. runs go vet and go test -race in every Go module of the repository
-#      (each directory holding a go.mod).
+#   3. runs golangci-lint (.golangci.yml), go vet and go test -race in
+#      every Go module of the repository (each directory holding a go.mod).
 # It stops at the first failure, saying which step and module failed.
 # Works unattended: as root or with sudo, with no stdin (CI=true).
 set -euo pipefail
@@ -143,7 +143,13 @@ if [ -n "$unformatted" ]; then
 	die "these files are not gofmt-formatted (run \"make fmt\")"
 fi
 
-# --- 3. go vet and go test in every module ----------------------------------
+# --- 3. golangci-lint, go vet and go test in every module -------------------
+
+# golangci-lint's version is pinned here and in the Makefile ("make lint");
+# "go run" builds it from the Go module proxy the first time (a few
+# minutes), from the build cache after that.
+golangci_lint=(go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0)
+lint_config="$PWD/.golangci.yml"
 
 modules=()
 while IFS= read -r gomod; do
@@ -152,10 +158,12 @@ done < <(find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' -no
 [ ${#modules[@]} -gt 0 ] || die "no go.mod found"
 
 for m in "${modules[@]}"; do
+	log "module $m: golangci-lint run"
+	(cd "$m" && "${golangci_lint[@]}" run --config "$lint_config" ./...) || die "golangci-lint failed in module $m (see .golangci.yml; \"make lint\" runs it alone)"
 	log "module $m: go vet ./..."
 	(cd "$m" && go vet ./...) || die "go vet failed in module $m"
 	log "module $m: go test -race -count=1 -timeout 20m ./..."
 	(cd "$m" && go test -race -count=1 -timeout 20m ./...) || die "go test failed in module $m"
 done
 
-echo "test.sh: PASS: gofmt, go vet and go test -race in ${#modules[@]} module(s) (${modules[*]}) in $((SECONDS - start))s"
+echo "test.sh: PASS: gofmt, golangci-lint, go vet and go test -race in ${#modules[@]} module(s) (${modules[*]}) in $((SECONDS - start))s"

@@ -56,7 +56,7 @@ func demoFlags() (*flag.FlagSet, *demoOptions) {
 	return fs, o
 }
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs, o := demoFlags()
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -294,16 +294,6 @@ func (d *demo) section(title string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fmt.Fprintf(d.out, "\n== %s\n", title)
-}
-
-// who names the process behind a client id, for narration.
-func (d *demo) who(clientID string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if n, ok := d.procs[clientID]; ok {
-		return n
-	}
-	return "client " + clientID
 }
 
 // showInspect prints what "redisync inspect" shows for the primitive

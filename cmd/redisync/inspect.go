@@ -304,7 +304,7 @@ func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	return fs, o
 }
 
-func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs, o := inspectFlags()
 	name, err := parseName(fs, args, stdout)
 	if err != nil {
@@ -776,13 +776,13 @@ const maxFieldsShown = 4
 // fieldsText names a hash's fields for a message, bad first: `fields
 // "email", "name" (2 in all)`.
 func fieldsText(hash map[string]string, bad string) string {
-	shown := []string{strconv.Quote(truncate(bad, 40))}
+	shown := []string{strconv.Quote(truncate(bad))}
 	for _, f := range sortedFields(hash) {
 		if len(shown) == maxFieldsShown {
 			break
 		}
 		if f != bad {
-			shown = append(shown, strconv.Quote(truncate(f, 40)))
+			shown = append(shown, strconv.Quote(truncate(f)))
 		}
 	}
 	if len(hash) == 1 {
@@ -811,7 +811,7 @@ func fairEvidence(s *snapshot, name string) string {
 func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	n, err := strconv.ParseInt(s.value, 10, 64)
 	if err != nil {
-		return "", false, "", fmt.Errorf("%q is a string holding %q: %w (a semaphore's or latch's string holds an integer)", name, truncate(s.value, 40), errNotPrimitive)
+		return "", false, "", fmt.Errorf("%q is a string holding %q: %w (a semaphore's or latch's string holds an integer)", name, truncate(s.value), errNotPrimitive)
 	}
 	if forced.isLock() || forced == kindRateLimiter {
 		return "", false, "", fmt.Errorf("%q is a string: a semaphore or latch, not %s", name, forced.withArticle())
@@ -1182,7 +1182,9 @@ func owners(hs []Holder) int {
 	return len(seen)
 }
 
-func truncate(s string, n int) string {
+// truncate shortens s, a value quoted in a message, to 40 bytes.
+func truncate(s string) string {
+	const n = 40
 	if len(s) <= n {
 		return s
 	}

@@ -176,7 +176,7 @@ func inspectGCRA(ctx context.Context, rdb redis.UniversalClient, name string, no
 	}
 	tat, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return nil, true, fmt.Errorf("%q holds %q, not a GCRA time", name, truncate(v, 40))
+		return nil, true, fmt.Errorf("%q holds %q, not a GCRA time", name, truncate(v))
 	}
 	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
 	r.Exists, r.TTLMillis = true, &ttl

@@ -168,7 +168,10 @@ type Exclusion struct {
 // Enter records a caller entering the section.
 func (x *Exclusion) Enter() {
 	n := x.inside.Add(1)
-	for m := x.most.Load(); n > m && !x.most.CompareAndSwap(m, n); m = x.most.Load() {
+	for m := x.most.Load(); n > m; m = x.most.Load() {
+		if x.most.CompareAndSwap(m, n) {
+			break
+		}
 	}
 	x.total.Add(1)
 }

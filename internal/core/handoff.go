@@ -160,8 +160,8 @@ func (t *Turn) Withdraw() *Offer {
 	return o
 }
 
-// Claim, for the releaser of the last hold of a lock whose local line is
-// key, returns the offer of the caller at the head of the line when it
+// Claim is for the releaser of the last hold of a lock whose local line is
+// key: it returns the offer of the caller at the head of the line when it
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
 // for the caller) and the releaser must Finish it. nil otherwise.

@@ -169,8 +169,10 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 			return ok, err
 		}
 		// A message says a release took place: try, even while this
-		// client still counts the released hold as its own (HeldHere).
-		force = msg
+		// client still counts the released hold as its own (HeldHere);
+		// so does a pause after a transient failure (set above), which
+		// the timer ended.
+		force = force || msg
 	}
 }
 
