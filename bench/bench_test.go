@@ -22,7 +22,7 @@ var wantRows = func() [][2]string {
 	rows := [][2]string{
 		{scRTT, "go-redis"},
 		{scUncontended, "redisync"}, {scUncontended, "redisync-fair"}, {scUncontended, "redisync-spin"},
-		{scUncontended, "redsync"}, {scUncontended, "redislock"}, {scUncontended, "rueidislock"},
+		{scUncontended, "redsync"}, {scUncontended, "redislock"}, {scUncontended, "rueidislock"}, {scUncontended, "redisson-floor"},
 		{scHandoff, "redisync"}, {scHandoff, "redisync-spin"}, {scHandoff, "redsync"},
 		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"}, {scHandoff, "rueidislock"}, {scHandoff, "pubsub-floor"},
 	}
@@ -31,7 +31,7 @@ var wantRows = func() [][2]string {
 			rows = append(rows, [2]string{sc, lib})
 		}
 	}
-	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock"} {
+	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock", "redisson-floor"} {
 		rows = append(rows, [2]string{scManyLocks, lib})
 	}
 	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"},

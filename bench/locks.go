@@ -146,6 +146,7 @@ func (r *uncontendedRun) result() Result {
 		Ops:       ops,
 		Seconds:   round4(r.elapsed.Seconds()),
 		GaveUp:    r.lr.gaveUp.Load() - r.gaveUp0,
+		Note:      r.lib.note,
 	}
 	res.quantiles(sortDurations(r.lat))
 	res.perOp(r.u, ops)

@@ -323,7 +323,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
-	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
+	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks and scripts only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
