@@ -62,7 +62,7 @@ func TestQuickRun(t *testing.T) {
 	if err := json.Unmarshal(raw, &top); err != nil {
 		t.Fatalf("results.json is not a JSON object: %v", err)
 	}
-	for _, k := range []string{"environment", "results", "targets"} {
+	for _, k := range []string{"environment", "results", "scripts", "targets"} {
 		if _, ok := top[k]; !ok {
 			t.Errorf("results.json has no %q", k)
 		}
@@ -164,6 +164,49 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
+	// The scripts scenario: each operation's two scripts, each measured
+	// alone, -quick's 40 calls each.
+	wantScripts := [][2]string{
+		{"redisync", "lock_acquire_fresh.lua"}, {"redisync", "lock_release_fresh.lua"},
+		{"redisync", "lock_acquire.lua"}, {"redisync", "lock_release.lua"},
+		{"redisync", "fair_acquire.lua"}, {"redisync", "fair_release.lua"},
+		{"redisync", "rwlock_write_acquire_fresh.lua"}, {"redisync", "rwlock_write_release_fresh.lua"},
+		{"redisync", "rwlock_read_acquire.lua"}, {"redisync", "rwlock_read_release.lua"},
+		{"redisync", "semaphore_acquire.lua"}, {"redisync", "semaphore_release.lua"},
+		{"redisync", "semaphore_permit_acquire.lua"}, {"redisync", "semaphore_permit_release.lua"},
+		{"redisson-floor", "acquire"}, {"redisson-floor", "release"},
+	}
+	var gotScripts [][2]string
+	for _, c := range rep.Scripts {
+		gotScripts = append(gotScripts, [2]string{c.Library, c.Script})
+		name := c.Library + "/" + c.Script
+		if c.Calls != 40 || c.Note != "" || c.Operation == "" {
+			t.Errorf("%s: %d calls (want 40), note %q, operation %q", name, c.Calls, c.Note, c.Operation)
+		}
+		if c.ExecUsPerCall == nil || *c.ExecUsPerCall <= 0 || c.ServerCPUusPerCall == nil || *c.ServerCPUusPerCall <= 0 ||
+			c.CommandsPerCall == nil || *c.CommandsPerCall < 1 || c.BytesInPerCall == nil || *c.BytesInPerCall <= 0 {
+			t.Errorf("%s: exec %v µs, CPU %v µs, %v commands, %v bytes in per call", name, c.ExecUsPerCall, c.ServerCPUusPerCall, c.CommandsPerCall, c.BytesInPerCall)
+		}
+	}
+	if !slices.Equal(gotScripts, wantScripts) {
+		t.Errorf("scripts = %v\nwant %v", gotScripts, wantScripts)
+	}
+	for _, c := range rep.Scripts {
+		// redisson-floor's scripts call exactly Redisson's commands.
+		var want map[string]float64
+		switch {
+		case c.Library == "redisson-floor" && c.Script == "acquire":
+			want = map[string]float64{"exists": 1, "hincrby": 1, "pexpire": 1}
+		case c.Library == "redisson-floor" && c.Script == "release":
+			want = map[string]float64{"get": 1, "hexists": 1, "hincrby": 1, "del": 1, "publish": 1, "set": 1}
+		default:
+			continue
+		}
+		if !maps.Equal(c.Commands, want) {
+			t.Errorf("redisson-floor %s: commands per call %v, want %v", c.Script, c.Commands, want)
+		}
+	}
+
 	// Exact counts that do not depend on timing.
 	for _, r := range results {
 		switch {
@@ -231,6 +274,11 @@ func TestQuickRun(t *testing.T) {
 		if !strings.Contains(table, "| "+row[0]+" | "+row[1]+" |") {
 			t.Errorf("no row %v in the table", row)
 		}
+	}
+	if !strings.Contains(table, "| library | script | run by | calls | exec µs/call |") ||
+		!strings.Contains(table, "| redisync | lock_acquire_fresh.lua | rlock.Lock, no context owner") ||
+		!strings.Contains(table, "| redisson-floor | release | redisson-floor Unlock | 40 |") {
+		t.Errorf("no scripts table in:\n%s", table)
 	}
 	if !strings.Contains(table, "Targets (ratios within this run") || !strings.Contains(table, "| uncontended ops/s vs redisson-floor |") ||
 		!strings.Contains(table, "| uncontended allocations per lock+unlock |") {
@@ -340,12 +388,14 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.ManyGoroutines != 64 || def.ManyClients != 16 ||
-		def.ManyLocksGoroutines != 256 || def.ManyLocksClients != 4 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
+		def.ManyLocksGoroutines != 256 || def.ManyLocksClients != 4 || def.WatchdogLocks != 1000 || def.ScriptCalls != 2000 ||
+		def.Out != "results.json" {
 		t.Errorf("defaults = %+v", def)
 	}
 	for _, args := range [][]string{
 		{"-scenarios", "handoff,nope"},
 		{"-handoffs", "0"},
+		{"-script-calls", "0"},
 		{"-duration", "-1s"},
 		{"extra"},
 	} {
@@ -366,6 +416,10 @@ func TestFlags(t *testing.T) {
 	cfg.Libraries = []string{"redislock"}
 	if !cfg.library("redislock-linear10ms") || cfg.library("redisync") || cfg.library("rueidislock") {
 		t.Error("-libraries redislock must select both redislock strategies and nothing else")
+	}
+	cfg.Libraries = []string{"redisson-floor"}
+	if !cfg.library("redisson-floor") || cfg.library("redisync") || cfg.library("redislock") {
+		t.Error("-libraries redisson-floor must select redisson-floor and nothing else")
 	}
 	cfg.Libraries = []string{"rueidislock"}
 	if !cfg.library("rueidislock") || cfg.library("redislock") || cfg.library("redislock-default") {

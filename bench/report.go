@@ -31,7 +31,7 @@ const (
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scScripts, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
@@ -165,7 +165,10 @@ func (r *Result) quantiles(sorted []time.Duration) {
 type Report struct {
 	Environment env      `json:"environment"`
 	Results     []Result `json:"results"`
-	Targets     []Target `json:"targets"`
+	// Scripts is the scripts scenario's table: each script's cost per
+	// call.
+	Scripts []ScriptCost `json:"scripts"`
+	Targets []Target     `json:"targets"`
 }
 
 // writeJSON writes the report to path through a temporary file, so that
@@ -200,8 +203,8 @@ type env struct {
 
 // writeMarkdown prints the results as a markdown table, with the
 // environment above it and what each scenario measures below it, then the
-// targets.
-func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPath string) {
+// scripts scenario's table and the targets.
+func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, targets []Target, outPath string) {
 	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (the rtt row); %s.\n\n",
 		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(e.RTTp50ms), 3), e.Go)
 	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | allocs/op | notes |")
@@ -239,6 +242,7 @@ func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPa
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
 	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op;")
 	fmt.Fprintln(w, "  allocs/op (uncontended rows): heap allocations of the tool's process per lock+unlock (runtime.MemStats).")
+	writeScripts(w, scripts)
 	writeTargets(w, targets, results)
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)
