@@ -88,13 +88,15 @@
 //     as in the uncontended row. A hook on the operation's client names
 //     the script of every EVALSHA (by its SHA1, against package lua's
 //     scripts and redisson-floor's), so each span's EVALSHA calls are
-//     known to be that one script's; a script of another kind in the span
-//     (a watchdog renewal falling into it) is named in the row's note and
-//     its time included. Per call: commandstats' EVALSHA usec (the
-//     script's run, the commands it called included), the server's CPU
-//     time (that plus reading the request and writing the reply, and the
-//     snapshots' two INFO commands shared by the span's calls), the
-//     commands the script called, by name, and bytes in and out.
+//     known to be that one script's; another script in the span (a
+//     watchdog renewal falling into it) is named in the row's note, its
+//     time included. Per call: commandstats' EVALSHA usec (the script's
+//     run, the commands it called included; elapsed time, which on a
+//     loaded machine includes time the server was not running), the
+//     server's CPU time (that plus reading the request and writing the
+//     reply, and the snapshots' two INFO commands shared by the span's
+//     calls), the commands the script called, by name, and bytes in and
+//     out.
 //   - semaphore (redisync): -permits permits under -goroutines contenders
 //     over -clients clients, each holding a permit -semaphore-hold:
 //     acquisitions/s.

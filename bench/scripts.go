@@ -55,6 +55,9 @@ type ScriptCost struct {
 	// ExecUsPerCall is INFO commandstats' execution time of those calls
 	// (usec of cmdstat_evalsha and cmdstat_eval) per call, in
 	// microseconds: the script's run, the commands it called included.
+	// Redis measures it as elapsed time around the call, so on a loaded
+	// machine it also holds time the server was not running, which
+	// ServerCPUusPerCall does not.
 	ExecUsPerCall *float64 `json:"exec_us_per_call"`
 	// ServerCPUusPerCall is the redis-server process's CPU time (user +
 	// sys, INFO cpu) per call, in microseconds: the script's run plus
@@ -505,7 +508,8 @@ func writeScripts(w io.Writer, costs []ScriptCost) {
 			num(c.CommandsPerCall, 2), strings.Join(cmds, ", "), bytes, c.Note)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "- exec µs: INFO commandstats usec of EVALSHA per call, the commands the script called included;")
+	fmt.Fprintln(w, "- exec µs: INFO commandstats usec of EVALSHA per call, the commands the script called included (time Redis")
+	fmt.Fprintln(w, "  measured around the call: on a loaded machine it includes time the server was not running);")
 	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process per call, reading the request and writing the reply")
 	fmt.Fprintln(w, "  included; commands/call: the commands the script called (commandstats, less the EVALSHA).")
 }
