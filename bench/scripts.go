@@ -41,7 +41,9 @@ const scScripts = "scripts"
 // script's; a span in which the client sent another script too (a
 // watchdog renewal falling into it, say) is kept, with that script named
 // in the note. Each acquisition finds its name free and each release a
-// hold of one, as in the uncontended row.
+// hold of one, as in the uncontended row. With -replica, redisync's
+// clients acknowledge through the replica (their default): the note names
+// the WAIT each call adds, and the server's CPU includes the propagation.
 type ScriptCost struct {
 	// Library is "redisync" or "redisson-floor".
 	Library string `json:"library"`
@@ -407,6 +409,11 @@ func (b *bench) scriptStep(ctx context.Context, op *scriptOp, s *scriptSpan, ite
 // scriptCommands are the commands that run scripts.
 var scriptCommands = []string{"evalsha", "eval", "evalsha_ro", "eval_ro"}
 
+// neverInScripts are commands Redis refuses inside scripts that a span
+// may still count: a replica's REPLCONF ACK (with -replica), and what
+// clients send on their own.
+var neverInScripts = append([]string{"replconf", "wait", "waitaof", "info"}, pubsubCommands...)
+
 // cost returns the step's figures per call. The script is the one the
 // client sent most; any other it sent is named in the note, its time being
 // included.
@@ -457,7 +464,7 @@ func (s *scriptSpan) cost(library, by string) ScriptCost {
 	c.Commands = map[string]float64{}
 	var inner int64
 	for name, k := range s.u.byCommand {
-		if slices.Contains(scriptCommands, name) {
+		if slices.Contains(scriptCommands, name) || slices.Contains(neverInScripts, name) {
 			continue
 		}
 		k -= s.other[name]
