@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +24,7 @@ var wantRows = func() [][2]string {
 	rows := [][2]string{
 		{scRTT, "go-redis"},
 		{scUncontended, "redisync"}, {scUncontended, "redisync-fair"}, {scUncontended, "redisync-spin"},
-		{scUncontended, "redsync"}, {scUncontended, "redislock"}, {scUncontended, "rueidislock"},
+		{scUncontended, "redsync"}, {scUncontended, "redislock"}, {scUncontended, "rueidislock"}, {scUncontended, "redisson-floor"},
 		{scHandoff, "redisync"}, {scHandoff, "redisync-spin"}, {scHandoff, "redsync"},
 		{scHandoff, "redislock-linear10ms"}, {scHandoff, "redislock-default"}, {scHandoff, "rueidislock"}, {scHandoff, "pubsub-floor"},
 	}
@@ -31,7 +33,7 @@ var wantRows = func() [][2]string {
 			rows = append(rows, [2]string{sc, lib})
 		}
 	}
-	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock"} {
+	for _, lib := range []string{"redisync", "redisync-fair", "redisync-spin", "redsync", "redislock", "rueidislock", "redisson-floor"} {
 		rows = append(rows, [2]string{scManyLocks, lib})
 	}
 	return append(rows, [2]string{scSemaphore, "redisync"}, [2]string{scLatchFanout, "redisync"},
@@ -60,7 +62,7 @@ func TestQuickRun(t *testing.T) {
 	if err := json.Unmarshal(raw, &top); err != nil {
 		t.Fatalf("results.json is not a JSON object: %v", err)
 	}
-	for _, k := range []string{"environment", "results", "targets"} {
+	for _, k := range []string{"environment", "results", "scripts", "targets"} {
 		if _, ok := top[k]; !ok {
 			t.Errorf("results.json has no %q", k)
 		}
@@ -102,8 +104,8 @@ func TestQuickRun(t *testing.T) {
 	}
 	// Every target is judged when every row ran, each a figure of the
 	// plain lock's row, and a ratio where there is a reference.
-	if len(rep.Targets) != 17 {
-		t.Errorf("%d targets, want 17", len(rep.Targets))
+	if len(rep.Targets) != 15 {
+		t.Errorf("%d targets, want 15", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if tg.Pass == nil || tg.Redisync == nil || (tg.Reference != nil) != (tg.Ratio != nil) || tg.Name == "" || tg.Target == "" {
@@ -142,6 +144,10 @@ func TestQuickRun(t *testing.T) {
 		if (r.Scenario == scRTT) != (r.P50RTT == nil) || (r.P50RTT != nil && *r.P50RTT <= 0) {
 			t.Errorf("%s: p50_rtt = %v", name, r.P50RTT)
 		}
+		// Allocations are measured on the uncontended rows only.
+		if (r.Scenario == scUncontended) != (r.AllocsPerOp != nil) || (r.AllocsPerOp != nil && (*r.AllocsPerOp <= 0 || *r.AllocBytesPerOp <= 0)) {
+			t.Errorf("%s: allocs per op %v, bytes %v", name, r.AllocsPerOp, r.AllocBytesPerOp)
+		}
 		contended := strings.HasPrefix(r.Scenario, "contended-") || r.Scenario == scSemaphore
 		if _, ok := r.Extra["busiest_goroutine_share"]; ok != contended {
 			t.Errorf("%s: extra %v; want the fairness shares exactly on contended rows", name, r.Extra)
@@ -158,6 +164,49 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
+	// The scripts scenario: each operation's two scripts, each measured
+	// alone, -quick's 40 calls each.
+	wantScripts := [][2]string{
+		{"redisync", "lock_acquire_fresh.lua"}, {"redisync", "lock_release_fresh.lua"},
+		{"redisync", "lock_acquire.lua"}, {"redisync", "lock_release.lua"},
+		{"redisync", "fair_acquire.lua"}, {"redisync", "fair_release.lua"},
+		{"redisync", "rwlock_write_acquire_fresh.lua"}, {"redisync", "rwlock_write_release_fresh.lua"},
+		{"redisync", "rwlock_read_acquire.lua"}, {"redisync", "rwlock_read_release.lua"},
+		{"redisync", "semaphore_acquire.lua"}, {"redisync", "semaphore_release.lua"},
+		{"redisync", "semaphore_permit_acquire.lua"}, {"redisync", "semaphore_permit_release.lua"},
+		{"redisson-floor", "acquire"}, {"redisson-floor", "release"},
+	}
+	var gotScripts [][2]string
+	for _, c := range rep.Scripts {
+		gotScripts = append(gotScripts, [2]string{c.Library, c.Script})
+		name := c.Library + "/" + c.Script
+		if c.Calls != 40 || c.Note != "" || c.Operation == "" {
+			t.Errorf("%s: %d calls (want 40), note %q, operation %q", name, c.Calls, c.Note, c.Operation)
+		}
+		if c.ExecUsPerCall == nil || *c.ExecUsPerCall <= 0 || c.ServerCPUusPerCall == nil || *c.ServerCPUusPerCall <= 0 ||
+			c.CommandsPerCall == nil || *c.CommandsPerCall < 1 || c.BytesInPerCall == nil || *c.BytesInPerCall <= 0 {
+			t.Errorf("%s: exec %v µs, CPU %v µs, %v commands, %v bytes in per call", name, c.ExecUsPerCall, c.ServerCPUusPerCall, c.CommandsPerCall, c.BytesInPerCall)
+		}
+	}
+	if !slices.Equal(gotScripts, wantScripts) {
+		t.Errorf("scripts = %v\nwant %v", gotScripts, wantScripts)
+	}
+	for _, c := range rep.Scripts {
+		// redisson-floor's scripts call exactly Redisson's commands.
+		var want map[string]float64
+		switch {
+		case c.Library == "redisson-floor" && c.Script == "acquire":
+			want = map[string]float64{"exists": 1, "hincrby": 1, "pexpire": 1}
+		case c.Library == "redisson-floor" && c.Script == "release":
+			want = map[string]float64{"get": 1, "hexists": 1, "hincrby": 1, "del": 1, "publish": 1, "set": 1}
+		default:
+			continue
+		}
+		if !maps.Equal(c.Commands, want) {
+			t.Errorf("redisson-floor %s: commands per call %v, want %v", c.Script, c.Commands, want)
+		}
+	}
+
 	// Exact counts that do not depend on timing.
 	for _, r := range results {
 		switch {
@@ -171,6 +220,15 @@ func TestQuickRun(t *testing.T) {
 			// script per key.
 			if got := *r.RoundTripsPerOp; got < 5 || got > 6 {
 				t.Errorf("uncontended/%s: %v round trips per lock+unlock, want 5 to 6", r.Library, got)
+			}
+		case r.Scenario == scUncontended && r.Library == "redisson-floor":
+			// Redisson's protocol: EVALSHA of the acquisition (EXISTS,
+			// HINCRBY, PEXPIRE), EVALSHA of the release (GET, HEXISTS,
+			// HINCRBY, DEL, PUBLISH, SET).
+			want := map[string]float64{"evalsha": 2, "exists": 1, "hincrby": 2, "pexpire": 1, "get": 1, "hexists": 1, "del": 1, "publish": 1, "set": 1}
+			if *r.RoundTripsPerOp != 2 || *r.CommandsPerOp != 11 || !maps.Equal(r.Commands, want) || *r.KeysAddedPerOp != 1 {
+				t.Errorf("uncontended/redisson-floor: %v round trips, %v commands %v, %v keys added per lock+unlock; want 2, 11 %v, 1 (the unlock record)",
+					*r.RoundTripsPerOp, *r.CommandsPerOp, r.Commands, *r.KeysAddedPerOp, want)
 			}
 		case r.Scenario == scUncontended:
 			// Every other library locks and unlocks in one request each.
@@ -217,8 +275,18 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no row %v in the table", row)
 		}
 	}
-	if !strings.Contains(table, "Targets (issue 16") || !strings.Contains(table, "| uncontended ops/s vs redislock |") {
+	if !strings.Contains(table, "| library | script | run by | calls | exec µs/call |") ||
+		!strings.Contains(table, "| redisync | lock_acquire_fresh.lua | rlock.Lock, no context owner") ||
+		!strings.Contains(table, "| redisson-floor | release | redisson-floor Unlock | 40 |") {
+		t.Errorf("no scripts table in:\n%s", table)
+	}
+	if !strings.Contains(table, "Targets (ratios within this run") || !strings.Contains(table, "| uncontended ops/s vs redisson-floor |") ||
+		!strings.Contains(table, "| uncontended allocations per lock+unlock |") {
 		t.Errorf("no targets section in:\n%s", table)
+	}
+	// The output is for users: no issue numbers.
+	if regexp.MustCompile(`(?i)issue \d`).MatchString(table) {
+		t.Errorf("the output mentions an issue number:\n%s", table)
 	}
 	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("temporary file left behind: %v", err)
@@ -320,12 +388,14 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if def.Handoffs != 200 || def.Goroutines != 16 || def.Clients != 4 || def.ManyGoroutines != 64 || def.ManyClients != 16 ||
-		def.ManyLocksGoroutines != 256 || def.ManyLocksClients != 4 || def.WatchdogLocks != 1000 || def.Out != "results.json" {
+		def.ManyLocksGoroutines != 256 || def.ManyLocksClients != 4 || def.WatchdogLocks != 1000 || def.ScriptCalls != 2000 ||
+		def.Out != "results.json" {
 		t.Errorf("defaults = %+v", def)
 	}
 	for _, args := range [][]string{
 		{"-scenarios", "handoff,nope"},
 		{"-handoffs", "0"},
+		{"-script-calls", "0"},
 		{"-duration", "-1s"},
 		{"extra"},
 	} {
@@ -346,6 +416,10 @@ func TestFlags(t *testing.T) {
 	cfg.Libraries = []string{"redislock"}
 	if !cfg.library("redislock-linear10ms") || cfg.library("redisync") || cfg.library("rueidislock") {
 		t.Error("-libraries redislock must select both redislock strategies and nothing else")
+	}
+	cfg.Libraries = []string{"redisson-floor"}
+	if !cfg.library("redisson-floor") || cfg.library("redisync") || cfg.library("redislock") {
+		t.Error("-libraries redisson-floor must select redisson-floor and nothing else")
 	}
 	cfg.Libraries = []string{"rueidislock"}
 	if !cfg.library("rueidislock") || cfg.library("redislock") || cfg.library("redislock-default") {
@@ -394,23 +468,34 @@ func TestRound4(t *testing.T) {
 }
 
 func TestTargets(t *testing.T) {
-	row := func(sc, lib string, ops, p50, p99, trips, cmds float64) Result {
-		return Result{Scenario: sc, Library: lib, OpsPerSec: &ops, P50ms: &p50, P99ms: &p99, RoundTripsPerOp: &trips, CommandsPerOp: &cmds}
+	row := func(sc, lib string, ops, p50, trips, cpu float64) Result {
+		return Result{Scenario: sc, Library: lib, OpsPerSec: &ops, P50ms: &p50, RoundTripsPerOp: &trips, ServerCPUusPerOp: &cpu}
 	}
+	allocs := func(r Result, n float64) Result { r.AllocsPerOp = &n; return r }
 	results := []Result{
-		row(scRTT, "go-redis", 30000, 0.1, 0.2, 1, 1),
-		row(scUncontended, "redisync", 900, 0.13, 1, 2, 8),
-		row(scUncontended, "redislock", 1000, 0.1, 1, 2, 5),
-		row(scHandoff, "redisync", 0, 0.7, 1, 8, 40),
-		// rueidislock is the fastest peer, so the ops/s reference; its p99
-		// is the lowest, but it is not a polling peer.
-		row(scContended0, "redisync", 2000, 1, 10, 3, 20),
-		row(scContended0, "redsync", 1500, 1, 30, 2, 4),
-		row(scContended0, "redislock-linear10ms", 1800, 1, 20, 2, 5),
-		row(scContended0, "rueidislock", 2500, 1, 1, 10, 30),
-		row(scContended0, "redisync-spin", 9000, 1, 0.1, 2, 13), // redisync's own kinds are no peers
+		row(scRTT, "go-redis", 30000, 0.1, 1, 10),
+		allocs(row(scUncontended, "redisync", 950, 0.13, 2, 115), 30),
+		row(scUncontended, "redislock", 2000, 0.1, 2, 50), // a peer, not the reference
+		row(scUncontended, "redisson-floor", 1000, 0.1, 2, 100),
+		row(scHandoff, "redisync", 0, 0.7, 8, 40),
+		row(scHandoff, "pubsub-floor", 0, 0.5, 3, 20),
+		// rueidislock is the fastest peer, so the reference; redisync's own
+		// kinds are no peers.
+		row(scContended0, "redisync", 2000, 1, 3, 20),
+		row(scContended0, "redsync", 1500, 1, 2, 4),
+		row(scContended0, "redislock-linear10ms", 1800, 1, 2, 5),
+		row(scContended0, "rueidislock", 2500, 1, 10, 30),
+		row(scContended0, "redisync-spin", 9000, 1, 2, 13),
+		row(scContended0, "redisync-fair", 1200, 1, 2, 13),
+		row(scManyLocks, "redisync", 850, 1, 2, 10),
+		row(scManyLocks, "redislock", 1000, 1, 2, 10),
+		row(scManyLocks, "redisson-floor", 5000, 1, 2, 10), // a floor, not a peer
+		row(scSemaphore, "redisync", 100, 1, 3.5, 10),
 	}
 	targets := evaluateTargets(results)
+	if len(targets) != 15 {
+		t.Errorf("%d targets, want 15", len(targets))
+	}
 	byName := map[string]Target{}
 	for _, tg := range targets {
 		byName[tg.Name] = tg
@@ -429,13 +514,18 @@ func TestTargets(t *testing.T) {
 		}
 	}
 	yes, no := true, false
-	check("uncontended ops/s vs redislock", &yes, 1000, "redislock") // 0.9 exactly
-	check("uncontended p50 vs redislock", &yes, 0.1, "redislock")    // 1.3 exactly
-	check("uncontended commands per lock+unlock", &yes, 0, "")       // 8 exactly
-	check("handoff p50 vs PING p50", &no, 0.1, "rtt p50")            // 7×
+	check("uncontended ops/s vs redisson-floor", &yes, 1000, "redisson-floor")                    // 0.95 exactly
+	check("uncontended Redis CPU per lock+unlock vs redisson-floor", &yes, 100, "redisson-floor") // 1.15 exactly
+	check("uncontended allocations per lock+unlock", &yes, 0, "")                                 // 30 exactly
+	check("many-locks ops/s vs the best peer", &yes, 1000, "best peer: redislock")                // 0.85 exactly
+	check("handoff p50 vs pubsub-floor", &no, 0.5, "pubsub-floor")                                // 1.4×
 	check("contended-0ms ops/s vs the best peer", &no, 2500, "best peer: rueidislock")
-	check("contended-0ms p99 vs the best polling peer", &yes, 20, "best polling peer: redislock-linear10ms")
 	check("contended-0ms round trips per acquisition", &yes, 0, "")
 	check("contended-1ms ops/s vs the best peer", nil, 0, "")
-	check("many-locks ops/s vs the best peer", nil, 0, "")
+	check("contended-1ms-64 round trips per acquisition", nil, 0, "")
+	check("fair lock contended-0ms ops/s vs the plain lock", &yes, 2000, "redisync (plain lock)") // 0.6 exactly
+	check("semaphore round trips per acquisition", &no, 0, "")
+	if tg := byName["fair lock contended-0ms ops/s vs the plain lock"]; tg.Library != "redisync-fair" || *tg.Redisync != 1200 {
+		t.Errorf("fair lock target judges %s's %v, want redisync-fair's 1200", tg.Library, tg.Redisync)
+	}
 }

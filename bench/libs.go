@@ -34,6 +34,9 @@ type session interface {
 type library struct {
 	name string // as in results.json
 	wait string // its waiting strategy, for the notes of the waiting scenarios
+	// note is shown in the notes of its rows in the scenarios where
+	// nobody waits (a reference's "not a lock").
+	note string
 	// waitingAfter is how many requests a Lock call that finds the lock
 	// taken has completed once it is waiting: redisync's lock and fair
 	// lock try, subscribe (not counted: pub/sub bypasses hooks) and try
@@ -76,8 +79,10 @@ const leaseTTL = 8 * time.Second
 // the run short. Uncontended runs, and many-locks (every goroutine on a
 // lock of its own), need no waiting strategy, so redislock appears there
 // once, as "redislock"; the waiting scenarios run both of its strategies.
-// rueidislock runs in every one; the handoff scenario ends with the
-// pub/sub floor (floorLib), a reference that is no peer.
+// rueidislock runs in every one. The references that are no peers come
+// last: the handoff scenario ends with the pub/sub floor (floorLib), the
+// uncontended and many-locks ones with the redisson-floor
+// (redissonFloorLib).
 func lockLibraries(sc string) []library {
 	plain := library{
 		name:         "redisync",
@@ -123,7 +128,7 @@ func lockLibraries(sc string) []library {
 			name:         "redislock",
 			waitingAfter: 1,
 			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
-		}}
+		}, redissonFloorLib()}
 	}
 	switch sc {
 	case scUncontended, scManyLocks:
@@ -132,7 +137,7 @@ func lockLibraries(sc string) []library {
 			wait:         "",
 			waitingAfter: 1,
 			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
-		}, rueidis}
+		}, rueidis, redissonFloorLib()}
 	case scHandoff:
 		return append(append([]library{plain, spin, redsyncLib}, redislockWaiting()...), rueidis, floorLib())
 	}

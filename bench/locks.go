@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,9 @@ type uncontendedRun struct {
 	lat     []time.Duration
 	u       usage
 	elapsed time.Duration
+	// mallocs and allocBytes are the process's heap allocations (count
+	// and bytes, runtime.MemStats) during the measured loops.
+	mallocs, allocBytes uint64
 }
 
 func (b *bench) newUncontended(ctx context.Context, lib library) (runner, error) {
@@ -117,8 +121,14 @@ func (r *uncontendedRun) slice(ctx context.Context, i, n int) error {
 	if err != nil {
 		return err
 	}
+	// The latencies' room is made before the loop, so that the loop's
+	// allocations are the library's (and its go-redis client's).
+	d := time.Duration(share(int(r.b.cfg.Uncontended), i, n))
+	r.lat = slices.Grow(r.lat, r.capacityFor(d))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	start := time.Now()
-	deadline := start.Add(time.Duration(share(int(r.b.cfg.Uncontended), i, n)))
+	deadline := start.Add(d)
 	for time.Now().Before(deadline) {
 		t := time.Now()
 		if err := r.pair(ctx); err != nil {
@@ -127,12 +137,25 @@ func (r *uncontendedRun) slice(ctx context.Context, i, n int) error {
 		r.lat = append(r.lat, time.Since(t))
 	}
 	r.elapsed += time.Since(start)
+	runtime.ReadMemStats(&m1)
+	r.mallocs += m1.Mallocs - m0.Mallocs
+	r.allocBytes += m1.TotalAlloc - m0.TotalAlloc
 	u, err := sp.end(ctx)
 	if err != nil {
 		return err
 	}
 	r.u.add(u)
 	return nil
+}
+
+// capacityFor estimates the pairs a loop of d will measure, from the
+// rate so far (at least 10,000 per second at first), with room to spare.
+func (r *uncontendedRun) capacityFor(d time.Duration) int {
+	rate := 10000.0
+	if r.elapsed > 0 {
+		rate = max(rate, 2*float64(len(r.lat))/r.elapsed.Seconds())
+	}
+	return int(rate*d.Seconds()) + 64
 }
 
 func (r *uncontendedRun) result() Result {
@@ -146,9 +169,14 @@ func (r *uncontendedRun) result() Result {
 		Ops:       ops,
 		Seconds:   round4(r.elapsed.Seconds()),
 		GaveUp:    r.lr.gaveUp.Load() - r.gaveUp0,
+		Note:      r.lib.note,
 	}
 	res.quantiles(sortDurations(r.lat))
 	res.perOp(r.u, ops)
+	if ops > 0 {
+		res.AllocsPerOp = f(float64(r.mallocs) / float64(ops))
+		res.AllocBytesPerOp = f(float64(r.allocBytes) / float64(ops))
+	}
 	return res
 }
 

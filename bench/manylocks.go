@@ -72,6 +72,7 @@ func (r *manyLocksRun) result() Result {
 		Ops:     r.pairs,
 		Seconds: round4(r.window.Seconds()),
 		GaveUp:  r.lr.gaveUp.Load() - r.gaveUp0,
+		Note:    r.lib.note,
 	}
 	res.quantiles(sortDurations(r.lat))
 	res.perOp(r.u, r.pairs)

@@ -36,7 +36,11 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		start := time.Now()
 		err := next(ctx, cmd)
 		c.completed.Add(1)
-		c.notify([]redis.Cmder{cmd}, start)
+		// The command's slice is made only for an observer: the
+		// uncontended rows count the process's allocations.
+		if obs := c.observer(); obs != nil {
+			obs([]redis.Cmder{cmd}, start, time.Now())
+		}
 		return err
 	}
 }
@@ -53,12 +57,16 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 func (c *counter) notify(cmds []redis.Cmder, start time.Time) {
-	c.mu.Lock()
-	obs := c.observe
-	c.mu.Unlock()
-	if obs != nil {
+	if obs := c.observer(); obs != nil {
 		obs(cmds, start, time.Now())
 	}
+}
+
+// observer returns the callback setObserver installed, or nil.
+func (c *counter) observer() func(cmds []redis.Cmder, start, end time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.observe
 }
 
 // setObserver installs (or, with nil, removes) a callback run after every

@@ -31,7 +31,7 @@ const (
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scScripts, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
@@ -74,6 +74,14 @@ type Result struct {
 	// keyspace): keys an operation leaves behind until they expire, such
 	// as redisync's retry-safety records.
 	KeysAddedPerOp *float64 `json:"keys_added_per_op"`
+	// AllocsPerOp and AllocBytesPerOp are the heap allocations (count
+	// and bytes) the tool's process made per operation while the
+	// operations ran (runtime.MemStats Mallocs and TotalAlloc deltas around
+	// the measured loop): the library's and its go-redis client's, on the
+	// uncontended rows only (null elsewhere). Other goroutines of the
+	// process are idle then, but what they allocate is counted too.
+	AllocsPerOp     *float64 `json:"allocs_per_op"`
+	AllocBytesPerOp *float64 `json:"alloc_bytes_per_op"`
 	// Op says what one operation is, Latency what the quantiles measure.
 	Op      string `json:"op"`
 	Latency string `json:"latency"`
@@ -153,11 +161,14 @@ func (r *Result) quantiles(sorted []time.Duration) {
 }
 
 // Report is what results.json holds: where the run happened, its rows,
-// and issue 16's targets checked on them.
+// and the targets checked on them.
 type Report struct {
 	Environment env      `json:"environment"`
 	Results     []Result `json:"results"`
-	Targets     []Target `json:"targets"`
+	// Scripts is the scripts scenario's table: each script's cost per
+	// call.
+	Scripts []ScriptCost `json:"scripts"`
+	Targets []Target     `json:"targets"`
 }
 
 // writeJSON writes the report to path through a temporary file, so that
@@ -192,12 +203,12 @@ type env struct {
 
 // writeMarkdown prints the results as a markdown table, with the
 // environment above it and what each scenario measures below it, then the
-// targets.
-func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPath string) {
+// scripts scenario's table and the targets.
+func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, targets []Target, outPath string) {
 	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (the rtt row); %s.\n\n",
 		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(e.RTTp50ms), 3), e.Go)
-	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | notes |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | allocs/op | notes |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	var legend []string
 	seen := map[string]bool{}
 	for _, r := range results {
@@ -211,10 +222,10 @@ func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPa
 		if r.Note != "" {
 			notes = append(notes, r.Note)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3), num(r.P50RTT, 1),
 			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), shareCell(r), bytesCell(r), num(r.ServerCPUusPerOp, 0),
-			strings.Join(notes, "; "))
+			num(r.AllocsPerOp, 1), strings.Join(notes, "; "))
 		if !seen[r.Scenario] {
 			seen[r.Scenario] = true
 			legend = append(legend, fmt.Sprintf("- %s: op = %s; p50/p99 = %s.", r.Scenario, r.Op, r.Latency))
@@ -229,7 +240,9 @@ func writeMarkdown(w io.Writer, e env, results []Result, targets []Target, outPa
 	fmt.Fprintln(w, "  round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
-	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op.")
+	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op;")
+	fmt.Fprintln(w, "  allocs/op (uncontended rows): heap allocations of the tool's process per lock+unlock (runtime.MemStats).")
+	writeScripts(w, scripts)
 	writeTargets(w, targets, results)
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)

@@ -18,7 +18,7 @@ import (
 // tracks it for the client (client-side caching, CLIENT TRACKING OPTOUT),
 // and the waiter sleeps until the server's invalidation of one of the
 // lock's keys (its release or expiry) wakes its client's waiters of that
-// name. So it is not counted as a polling peer.
+// name.
 func rueidislockLib() library {
 	return library{
 		name: "rueidislock",
