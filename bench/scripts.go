@@ -218,7 +218,7 @@ func scriptOps() []*scriptOp {
 			library: "redisync", id: "lock",
 			acquireBy: "rlock.Lock, no context owner (as in the uncontended row)",
 			releaseBy: "rlock.Unlock, no context owner",
-			prepare: func(ctx context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
+			prepare: func(_ context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
 				return lockItem(rlock.New(c, name)), nil
 			},
 		},
@@ -240,7 +240,7 @@ func scriptOps() []*scriptOp {
 			library: "redisync", id: "fair",
 			acquireBy: "rlock.FairLock.Lock, no context owner",
 			releaseBy: "rlock.FairLock.Unlock, no context owner",
-			prepare: func(ctx context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
+			prepare: func(_ context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
 				return lockItem(rlock.NewFair(c, name)), nil
 			},
 		},
@@ -248,7 +248,7 @@ func scriptOps() []*scriptOp {
 			library: "redisync", id: "rwlock-write",
 			acquireBy: "rwlock.RWLock.Lock, no context owner",
 			releaseBy: "rwlock.RWLock.Unlock, no context owner",
-			prepare: func(ctx context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
+			prepare: func(_ context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
 				return lockItem(rwlock.New(c, name)), nil
 			},
 		},
@@ -256,7 +256,7 @@ func scriptOps() []*scriptOp {
 			library: "redisync", id: "rwlock-read",
 			acquireBy: "rwlock.RWLock.RLock, no context owner",
 			releaseBy: "rwlock.RWLock.RUnlock, no context owner",
-			prepare: func(ctx context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
+			prepare: func(_ context.Context, c *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
 				rw := rwlock.New(c, name)
 				return scriptItem{acquire: rw.RLock, release: rw.RUnlock}, nil
 			},
