@@ -405,24 +405,7 @@ func TestAvailableNeverAboveRate_Redisson7329(t *testing.T) {
 	assert.Equal(t, int64(3), liveGrants(t, rdb, name), "the release took its permits out of the log")
 
 	// Once the grants expire: the rate, not 2 + 5.
-	require.NoError(t, l.SetRate(ctx, Overall, 5, 100*time.Millisecond))
-	ok, err = l.TryAcquire(ctx, 5, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, l.Release(ctx, 2))
-	var above atomic.Bool
-	redistest.Eventually(t, 5*time.Second, "the rate available", func() error {
-		n, err := l.AvailablePermits(ctx)
-		if err != nil {
-			return err
-		}
-		above.Store(above.Load() || n > 5)
-		if n != 5 {
-			return errors.New("available " + strconv.FormatInt(n, 10))
-		}
-		return nil
-	})
-	require.False(t, above.Load(), "available above the rate")
+	releaseThroughExpiry(ctx, t, l)
 
 	// A value above the rate written by someone else, with 3 live grants.
 	require.NoError(t, l.SetRate(ctx, Overall, 5, time.Hour))
@@ -467,25 +450,8 @@ func TestReleaseCountedOnce_Redisson7342(t *testing.T) {
 	take(4, true)
 
 	// Through expiry: released permits come back once, none is lost.
-	require.NoError(t, l.SetRate(ctx, Overall, 5, 100*time.Millisecond))
+	releaseThroughExpiry(ctx, t, l)
 	ok, err := l.TryAcquire(ctx, 5, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, l.Release(ctx, 2))
-	var above atomic.Bool
-	redistest.Eventually(t, 5*time.Second, "the rate available", func() error {
-		n, err := l.AvailablePermits(ctx)
-		if err != nil {
-			return err
-		}
-		above.Store(above.Load() || n > 5)
-		if n != 5 {
-			return errors.New("available " + strconv.FormatInt(n, 10))
-		}
-		return nil
-	})
-	require.False(t, above.Load(), "available above the rate")
-	ok, err = l.TryAcquire(ctx, 5, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "the whole rate after expiry")
 }
@@ -709,4 +675,29 @@ func TestReleaseWakesLocalWaiter(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the waiter slept on after the release")
 	}
+}
+
+// releaseThroughExpiry sets l to 5 permits per 100 ms, takes them all,
+// releases 2 and waits until the grants expire: the limiter must come back
+// to exactly its rate, never above it on the way.
+func releaseThroughExpiry(ctx context.Context, t *testing.T, l *Limiter) {
+	t.Helper()
+	require.NoError(t, l.SetRate(ctx, Overall, 5, 100*time.Millisecond))
+	ok, err := l.TryAcquire(ctx, 5, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, l.Release(ctx, 2))
+	var above atomic.Bool
+	redistest.Eventually(t, 5*time.Second, "the rate available", func() error {
+		n, err := l.AvailablePermits(ctx)
+		if err != nil {
+			return err
+		}
+		above.Store(above.Load() || n > 5)
+		if n != 5 {
+			return errors.New("available " + strconv.FormatInt(n, 10))
+		}
+		return nil
+	})
+	require.False(t, above.Load(), "available above the rate")
 }
