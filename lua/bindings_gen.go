@@ -5,6 +5,8 @@ package lua
 import (
 	"context"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ClientRegisterArgs are the KEYS and ARGV of client_register.lua (script ClientRegister).
@@ -1393,6 +1395,22 @@ func (a RenewLockArgs) Args() []any {
 	return args
 }
 
+// RenewLockHold is one hold's entries in a renew_lock.lua batch (the common renewal
+// encoding: the watchdog adds the counts and the hold count).
+type RenewLockHold struct {
+	// Lock is hold's KEYS[1]: the lock hash.
+	Lock string
+	// Field is hold's ARGV[1]: the owner field (the watchdog adds the hold count).
+	Field string
+}
+
+// Renewal returns renew_lock.lua and the hold's KEYS and ARGV, in order.
+func (a RenewLockHold) Renewal() (*redis.Script, []string, []any) {
+	keys := []string{a.Lock}
+	args := []any{str(a.Field)}
+	return RenewLock, keys, args
+}
+
 // Reply codes of renew_lock.lua.
 const (
 	// RenewLockRenewed is the reply code 1: a result when the hold was renewed.
@@ -1448,6 +1466,24 @@ func (a RenewReadArgs) Args() []any {
 		args = append(args, x)
 	}
 	return args
+}
+
+// RenewReadHold is one hold's entries in a renew_read.lua batch (the common renewal
+// encoding: the watchdog adds the counts and the hold count).
+type RenewReadHold struct {
+	// Lock is hold's KEYS[1]: the lock hash.
+	Lock string
+	// Field is hold's ARGV[1]: the owner's reader field.
+	Field string
+	// TimeoutPrefix is hold's ARGV[2]: the owner's timeout key prefix ({name}:<owner>:rwlock_timeout) (the watchdog adds the read hold count).
+	TimeoutPrefix string
+}
+
+// Renewal returns renew_read.lua and the hold's KEYS and ARGV, in order.
+func (a RenewReadHold) Renewal() (*redis.Script, []string, []any) {
+	keys := []string{a.Lock}
+	args := []any{str(a.Field), str(a.TimeoutPrefix)}
+	return RenewRead, keys, args
 }
 
 // Reply codes of renew_read.lua.

@@ -87,6 +87,9 @@
 //	-- Reply    {a, rest...}               rest: the remaining elements,
 //	                                       a []int64
 //	-- Code     Name = -1: description     a named reply code
+//	-- Hold KEYS[n]  name: description     a batch renewal script's entries
+//	-- Hold ARGV[n]  name type: description  for one hold: <Script>Hold,
+//	                                       a lua.Renewal
 //
 // Entries are numbered 1, 2, ... in order; names are lowerCamelCase and
 // become the exported field names (a leading "ttl", "tat" or "id" becomes

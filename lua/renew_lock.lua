@@ -11,6 +11,9 @@
 --          args per hold: the owner field, the hold count
 --
 -- Returns an array of n integers: 1 renewed, 0 the hold is gone.
+-- Hold KEYS[1]  lock: the lock hash
+-- Hold ARGV[1]  field string: the owner field (the watchdog adds the hold
+--          count)
 --
 -- Reply    {results...}
 -- Code     Renewed = 1: a result when the hold was renewed

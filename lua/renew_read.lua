@@ -17,6 +17,11 @@
 --          read hold count
 --
 -- Returns an array of n integers: 1 renewed, 0 the hold is gone.
+-- Hold KEYS[1]  lock: the lock hash
+-- Hold ARGV[1]  field string: the owner's reader field
+-- Hold ARGV[2]  timeoutPrefix string: the owner's timeout key prefix
+--          ({name}:<owner>:rwlock_timeout) (the watchdog adds the read
+--          hold count)
 --
 -- Reply    {results...}
 -- Code     Renewed = 1: a result when the hold was renewed

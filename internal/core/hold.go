@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua"
 )
 
 // HoldKey names a hold: the Redis hash and the owner's field in it.
@@ -32,6 +34,13 @@ type RenewSpec struct {
 	Script *redis.Script
 	Keys   []string
 	Args   []any
+}
+
+// NewRenewSpec returns how the watchdog renews a hold, from the hold's
+// typed renewal binding (lua.RenewLockHold, lua.RenewReadHold).
+func NewRenewSpec(r lua.Renewal) *RenewSpec {
+	script, keys, args := r.Renewal()
+	return &RenewSpec{Script: script, Keys: keys, Args: args}
 }
 
 // Hold is one owner's hold on one primitive in this client: from the

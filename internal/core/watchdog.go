@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
 )
 
 // MaxBatch is the most holds one renewal script call renews.
@@ -254,7 +255,7 @@ func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed
 	for i, h := range b.holds {
 		h.mu.Lock()
 		live := h.renewing && h.err == nil
-		if live && res[i] == 1 {
+		if live && res[i] == lua.RenewLockRenewed { // renew_read's RenewReadRenewed too
 			renewed++
 			if start.After(h.lastOK) {
 				h.lastOK = start
