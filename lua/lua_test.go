@@ -163,3 +163,18 @@ func TestDirectRunner(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, lua.ClientRegisterTaken, code)
 }
+
+// A renewal batch is the common encoding: every hold's keys, then the
+// lease, the number of holds and, per hold, its numbers of keys and args,
+// its args and its count.
+func TestRenewalBatch(t *testing.T) {
+	script, ks, args := lua.RenewReadHold{Lock: "rw", Field: "c:1", TimeoutPrefix: "{rw}:c:1:rwlock_timeout"}.Renewal()
+	assert.Same(t, lua.RenewRead, script)
+	b := lua.NewRenewalBatch(30000, 2)
+	b.Add(ks, args, 2)
+	script, ks, args = lua.RenewLockHold{Lock: "l", Field: "c:2"}.Renewal()
+	assert.Same(t, lua.RenewLock, script)
+	b.Add(ks, args, 1)
+	assert.Equal(t, []string{"rw", "l"}, b.Keys())
+	assert.Equal(t, []any{int64(30000), 2, 1, 3, "c:1", "{rw}:c:1:rwlock_timeout", int64(2), 1, 2, "c:2", int64(1)}, b.Args())
+}

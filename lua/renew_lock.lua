@@ -3,7 +3,7 @@
 -- the client believes in. A hold whose owner field is gone is not touched
 -- (it was released, expired or force-unlocked).
 --
--- Common renewal encoding (internal/core.RenewSpec):
+-- Common renewal encoding (RenewalBatch, renewal.go):
 -- KEYS[1..] holdKeys: the keys of every hold, in order; here one per hold: the hash
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  n int64: number of holds n

@@ -7,7 +7,7 @@
 -- missing (released, force-unlocked) or none of its timeout keys is alive
 -- (they expired).
 --
--- Common renewal encoding (internal/core.RenewSpec; see renew_lock.lua):
+-- Common renewal encoding (RenewalBatch, renewal.go; see renew_lock.lua):
 -- KEYS[1..] holdKeys: one per hold: the lock hash
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  n int64: number of holds n

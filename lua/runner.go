@@ -64,10 +64,3 @@ func replyString(x any) string {
 	s, _ := x.(string)
 	return s
 }
-
-// Renewal is one hold's part of a batch renewal script's call (the common
-// renewal encoding of internal/core.RenewSpec): the script, and the hold's
-// KEYS and ARGV. RenewLockHold and RenewReadHold implement it.
-type Renewal interface {
-	Renewal() (script *redis.Script, keys []string, args []any)
-}

@@ -18,15 +18,8 @@ type HoldKey struct {
 }
 
 // RenewSpec says how the watchdog renews one hold. Script is a batch script
-// in the common renewal encoding:
-//
-//	KEYS: the Keys of every hold in the batch, in order
-//	ARGV[1]: lease in milliseconds
-//	ARGV[2]: number of holds n
-//	then per hold: number of its keys, number of its args, its args (the
-//	  RenewSpec's Args, then the hold count this client believes in, which
-//	  the script sets in Redis)
-//	returns: an array of n integers, 1 = renewed, 0 = the hold is gone
+// in the common renewal encoding (lua.RenewalBatch); Keys and Args are the
+// hold's part of it, from its typed binding (NewRenewSpec).
 //
 // Holds sharing Script and the cluster slot of Keys[0] are renewed in one
 // call, at most MaxBatch at a time.

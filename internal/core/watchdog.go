@@ -174,14 +174,11 @@ type renewBatch struct {
 }
 
 func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) renewBatch {
-	b := renewBatch{script: script, holds: holds, args: []any{Millis(lease), len(holds)}}
+	call := lua.NewRenewalBatch(Millis(lease), len(holds))
 	for _, h := range holds {
-		b.keys = append(b.keys, h.renew.Keys...)
-		b.args = append(b.args, len(h.renew.Keys), len(h.renew.Args)+1)
-		b.args = append(b.args, h.renew.Args...)
-		b.args = append(b.args, h.Count()) // the count this client believes in
+		call.Add(h.renew.Keys, h.renew.Args, h.Count()) // the count this client believes in
 	}
-	return b
+	return renewBatch{script: script, holds: holds, keys: call.Keys(), args: call.Args()}
 }
 
 // renewPipelined sends the batches in one pipeline (EVALSHA, then EVAL for
