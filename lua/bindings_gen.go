@@ -156,8 +156,11 @@ const (
 
 // FairAcquireReply is fair_acquire.lua's reply.
 type FairAcquireReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
+	// Fence is element 3 of the reply (zero when the reply is shorter).
 	Fence int64
 }
 
@@ -432,12 +435,18 @@ const (
 
 // GCRATakeReply is gcra_take.lua's reply.
 type GCRATakeReply struct {
-	Code      int64
-	Delay     int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Delay is element 2 of the reply.
+	Delay int64
+	// Remaining is element 3 of the reply.
 	Remaining int64
-	Reset     int64
-	TAT       string
-	Now       int64
+	// Reset is element 4 of the reply.
+	Reset int64
+	// TAT is element 5 of the reply.
+	TAT string
+	// Now is element 6 of the reply.
+	Now int64
 }
 
 // Run runs gcra_take.lua with a on r and decodes its reply.
@@ -685,8 +694,11 @@ const (
 
 // LockAcquireReply is lock_acquire.lua's reply.
 type LockAcquireReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
+	// Fence is element 3 of the reply (zero when the reply is shorter).
 	Fence int64
 }
 
@@ -760,8 +772,11 @@ const (
 
 // LockAcquireFreshReply is lock_acquire_fresh.lua's reply.
 type LockAcquireFreshReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
+	// Fence is element 3 of the reply (zero when the reply is shorter).
 	Fence int64
 }
 
@@ -896,9 +911,12 @@ const (
 
 // LockHandoffReply is lock_handoff.lua's reply.
 type LockHandoffReply struct {
+	// Remaining is element 1 of the reply.
 	Remaining int64
-	Acquired  int64
-	Fence     int64
+	// Acquired is element 2 of the reply.
+	Acquired int64
+	// Fence is element 3 of the reply.
+	Fence int64
 }
 
 // Run runs lock_handoff.lua with a on r and decodes its reply.
@@ -1097,7 +1115,9 @@ const (
 
 // RateAcquireReply is ratelimit_acquire.lua's reply.
 type RateAcquireReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
 }
 
@@ -1157,7 +1177,9 @@ const (
 
 // RateAvailableReply is ratelimit_available.lua's reply.
 type RateAvailableReply struct {
+	// Code is element 1 of the reply.
 	Code int64
+	// Left is element 2 of the reply.
 	Left int64
 }
 
@@ -1421,6 +1443,7 @@ const (
 
 // RenewLockReply is renew_lock.lua's reply.
 type RenewLockReply struct {
+	// Results is elements 1.. of the reply.
 	Results []int64
 }
 
@@ -1496,6 +1519,7 @@ const (
 
 // RenewReadReply is renew_read.lua's reply.
 type RenewReadReply struct {
+	// Results is elements 1.. of the reply.
 	Results []int64
 }
 
@@ -1621,7 +1645,9 @@ const (
 
 // RWReadAcquireReply is rwlock_read_acquire.lua's reply.
 type RWReadAcquireReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
 }
 
@@ -1797,7 +1823,9 @@ const (
 
 // RWWriteAcquireReply is rwlock_write_acquire.lua's reply.
 type RWWriteAcquireReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
 }
 
@@ -1859,7 +1887,9 @@ const (
 
 // RWWriteAcquireFreshReply is rwlock_write_acquire_fresh.lua's reply.
 type RWWriteAcquireFreshReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply.
 	Value int64
 }
 
@@ -1940,8 +1970,10 @@ const (
 
 // RWWriteHandoffReply is rwlock_write_handoff.lua's reply.
 type RWWriteHandoffReply struct {
+	// Remaining is element 1 of the reply.
 	Remaining int64
-	Acquired  int64
+	// Acquired is element 2 of the reply.
+	Acquired int64
 }
 
 // Run runs rwlock_write_handoff.lua with a on r and decodes its reply.
@@ -2294,8 +2326,11 @@ const (
 
 // SemaphorePermitAcquireReply is semaphore_permit_acquire.lua's reply.
 type SemaphorePermitAcquireReply struct {
-	Code         int64
-	Available    int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Available is element 2 of the reply (zero when the reply is shorter).
+	Available int64
+	// ExpiryMillis is element 3 of the reply (zero when the reply is shorter).
 	ExpiryMillis int64
 }
 
@@ -2420,7 +2455,9 @@ const (
 
 // SemaphorePermitReleaseReply is semaphore_permit_release.lua's reply.
 type SemaphorePermitReleaseReply struct {
-	Code  int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Value is element 2 of the reply (zero when the reply is shorter).
 	Value int64
 }
 
@@ -2510,8 +2547,10 @@ func (a SemaphorePermitStateArgs) Args() []any {
 
 // SemaphorePermitStateReply is semaphore_permit_state.lua's reply.
 type SemaphorePermitStateReply struct {
+	// Available is element 1 of the reply.
 	Available int64
-	Acquired  int64
+	// Acquired is element 2 of the reply.
+	Acquired int64
 }
 
 // Run runs semaphore_permit_state.lua with a on r and decodes its reply.
@@ -2629,7 +2668,9 @@ const (
 
 // SemaphoreReleaseReply is semaphore_release.lua's reply.
 type SemaphoreReleaseReply struct {
-	Code      int64
+	// Code is element 1 of the reply.
+	Code int64
+	// Available is element 2 of the reply.
 	Available int64
 }
 

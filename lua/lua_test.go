@@ -90,6 +90,9 @@ func TestBindingsUpToDate(t *testing.T) {
 	require.NoError(t, err)
 	got, err := os.ReadFile(bindgen.OutputName)
 	require.NoError(t, err)
+	for _, name := range lua.Names() {
+		assert.Contains(t, string(want), " of "+name+" (script ", "%s: no binding generated (the generator finds scripts by `Name = load(\"file.lua\", ...)`)", name)
+	}
 	if string(want) == string(got) {
 		return
 	}

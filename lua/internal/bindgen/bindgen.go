@@ -19,14 +19,14 @@ const OutputName = "bindings_gen.go"
 
 // script is one .lua file's binding.
 type script struct {
-	file  string // "lock_acquire.lua"
-	name  string // Go name of its *redis.Script: "LockAcquire"
-	keys  []param
-	argv  []param
-	reply []replyField // nil: an integer reply
-	int   string       // name of an integer reply
-	codes []code
-	hold  []param // a batch renewal script's per-hold KEYS and ARGV ("-- Hold")
+	file     string // "lock_acquire.lua"
+	name     string // Go name of its *redis.Script: "LockAcquire"
+	keys     []param
+	argv     []param
+	reply    []replyField // nil: an integer reply
+	intReply string       // name of an integer reply
+	codes    []code
+	hold     []param // a batch renewal script's per-hold KEYS and ARGV ("-- Hold")
 }
 
 // param is one KEYS or ARGV entry.
@@ -56,12 +56,13 @@ type code struct {
 }
 
 var (
-	loadRe  = regexp.MustCompile(`(?m)^\s*([A-Z]\w*)\s*=\s*load\("([a-z_]+\.lua)"`)
+	loadRe  = regexp.MustCompile(`(?m)^\s*(?:var\s+)?([A-Z]\w*)\s*=\s*load\("([a-z_]+\.lua)"`)
 	paramRe = regexp.MustCompile(`^-- (KEYS|ARGV)\[(\d+)(\.\.)?\]\s+([a-z]\w*)(\?)?(?:\s+(string|int64|bool|any))?:\s+(.*)$`)
 	replyRe = regexp.MustCompile(`^-- Reply\s+(.*)$`)
 	codeRe  = regexp.MustCompile(`^-- Code\s+([A-Z]\w*)\s*=\s*(-?\d+)(?::\s+(.*))?$`)
 	fieldRe = regexp.MustCompile(`^(\[)?([a-z]\w*)(\.\.\.)?(?:\s+(int64|string))?(\])?$`)
 	contRe  = regexp.MustCompile(`^--\s{3,}(\S.*)$`)
+	nameRe  = regexp.MustCompile(`^[a-z]\w*$`)
 )
 
 // Generate reads the Go files of package lua in fsys for the scripts they
@@ -126,28 +127,9 @@ func parse(file, name, src string) (*script, error) {
 			break
 		}
 		if rest, ok := strings.CutPrefix(line, "-- Hold "); ok {
-			m := paramRe.FindStringSubmatch("-- " + rest)
-			if m == nil || m[3] != "" || m[5] != "" {
-				return fail("malformed hold entry %q: want \"-- Hold KEYS[n]  name: what\" or \"-- Hold ARGV[n]  name type: what\"", line)
+			if err := s.addHold(rest); err != nil {
+				return fail("%v", err)
 			}
-			i, _ := strconv.Atoi(m[2])
-			p := param{index: i, name: exported(m[4]), typ: m[6], key: m[1] == "KEYS", doc: m[7]}
-			if p.key {
-				p.typ = "string"
-			}
-			if p.typ == "" {
-				return fail("hold ARGV[%d]: give its type", i)
-			}
-			before := 0
-			for _, q := range s.hold {
-				if q.key == p.key {
-					before++
-				}
-			}
-			if i != before+1 {
-				return fail("hold %s[%d]: entries must be numbered 1, 2, ... in order", m[1], i)
-			}
-			s.hold = append(s.hold, p)
 			last = &s.hold[len(s.hold)-1]
 			continue
 		}
@@ -205,10 +187,38 @@ func parse(file, name, src string) (*script, error) {
 		}
 		last = nil
 	}
-	if s.reply == nil && s.int == "" {
+	if s.reply == nil && s.intReply == "" {
 		return fail("no \"-- Reply\" line")
 	}
 	return s, nil
+}
+
+// addHold reads a "-- Hold" entry (rest: the line after "-- Hold "): one
+// hold's key or argument in a batch renewal script.
+func (s *script) addHold(rest string) error {
+	m := paramRe.FindStringSubmatch("-- " + rest)
+	if m == nil || m[3] != "" || m[5] != "" {
+		return fmt.Errorf("malformed hold entry %q: want \"-- Hold KEYS[n]  name: what\" or \"-- Hold ARGV[n]  name type: what\"", rest)
+	}
+	i, _ := strconv.Atoi(m[2])
+	p := param{index: i, name: exported(m[4]), typ: m[6], key: m[1] == "KEYS", doc: m[7]}
+	if p.key {
+		p.typ = "string"
+	}
+	if p.typ == "" {
+		return fmt.Errorf("hold ARGV[%d]: give its type", i)
+	}
+	before := 0
+	for _, q := range s.hold {
+		if q.key == p.key {
+			before++
+		}
+	}
+	if i != before+1 {
+		return fmt.Errorf("hold %s[%d]: entries must be numbered 1, 2, ... in order", m[1], i)
+	}
+	s.hold = append(s.hold, p)
+	return nil
 }
 
 // parseReply reads a Reply line: "name" for an integer reply, or
@@ -216,10 +226,10 @@ func parse(file, name, src string) (*script, error) {
 func (s *script) parseReply(r string) error {
 	r = strings.TrimSpace(r)
 	if !strings.HasPrefix(r, "{") {
-		if !regexp.MustCompile(`^[a-z]\w*$`).MatchString(r) {
+		if !nameRe.MatchString(r) {
 			return fmt.Errorf("reply %q: want a name or {fields}", r)
 		}
-		s.int = r
+		s.intReply = r
 		return nil
 	}
 	if !strings.HasSuffix(r, "}") {
@@ -253,6 +263,9 @@ func exported(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
+// write writes the script's binding: its Args struct with Keys, Args and
+// Run, its Hold struct if it is a batch renewal script, its reply codes and
+// its reply struct.
 func (s *script) write(b *bytes.Buffer) {
 	n, f := s.name, s.file
 	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -288,24 +301,26 @@ func (s *script) write(b *bytes.Buffer) {
 		pf(")\n")
 	}
 
-	if s.int != "" {
-		pf("\n// Run runs %s with a on r and returns its reply, %s.\n", f, s.int)
+	if s.intReply != "" {
+		pf("\n// Run runs %s with a on r and returns its reply, %s.\n", f, s.intReply)
 		pf("func (a %sArgs) Run(ctx context.Context, r Runner) (int64, error) {\n", n)
 		pf("\treturn r.Run(ctx, %s, a.Keys(), a.Args()...).Int64()\n}\n", n)
 		return
 	}
 	pf("\n// %sReply is %s's reply.\ntype %sReply struct {\n", n, f, n)
 	required, mixed := 0, false
-	for _, r := range s.reply {
-		typ := r.typ
-		if r.rest {
-			typ = "[]int64"
-		}
-		if !r.optional && !r.rest {
+	for i, r := range s.reply {
+		typ, doc := r.typ, fmt.Sprintf("element %d of the reply", i+1)
+		switch {
+		case r.rest:
+			typ, doc = "[]int64", fmt.Sprintf("elements %d.. of the reply", i+1)
+		case r.optional:
+			doc += " (zero when the reply is shorter)"
+		default:
 			required++
 		}
 		mixed = mixed || r.typ == "string"
-		pf("\t%s %s\n", r.name, typ)
+		pf("\t// %s is %s.\n\t%s %s\n", r.name, doc, r.name, typ)
 	}
 	pf("}\n")
 	pf("\n// Run runs %s with a on r and decodes its reply.\n", f)
@@ -408,6 +423,7 @@ func writeList(b *bytes.Buffer, v, elem string, list []param) {
 	pf("\treturn %s\n", v)
 }
 
+// writeField writes the struct field of entry p of list ("KEYS", "ARGV").
 func (p param) writeField(b *bytes.Buffer, list string) {
 	idx, typ, doc := fmt.Sprintf("%s[%d]", list, p.index), p.typ, p.doc
 	if p.variadic {
