@@ -54,11 +54,38 @@ func New(c *redisync.Client, name string) *Latch {
 // Name returns the latch's name, which is also its Redis key.
 func (l *Latch) Name() string { return l.h.Name }
 
-// run runs a state-changing latch script with a fresh request key. KEYS are
-// the counter, the request key and the channel when it shares the counter's
-// slot. ARGV are args, then msg and the publish command, then the channel
-// when it is not in KEYS. published tells from the script's result whether
-// it published msg.
+// latchOp is one of the latch's state-changing scripts.
+type latchOp int
+
+const (
+	trySetCount latchOp = iota // latch_try_set_count.lua
+	countDown                  // latch_count_down.lua
+	deleteLatch                // latch_delete.lua
+)
+
+// message returns what the script publishes.
+func (op latchOp) message() string {
+	if op == countDown {
+		return zeroMessage
+	}
+	return newMessage
+}
+
+// published tells from the script's result whether it published (or, for
+// run's own SPUBLISH, would have).
+func (op latchOp) published(res int64) bool {
+	switch op {
+	case trySetCount:
+		return res == lua.LatchTrySetCountSet
+	case countDown:
+		return res == lua.LatchCountDownOpened
+	}
+	return res == lua.LatchDeleteExisted
+}
+
+// run runs a state-changing latch script with a fresh request key and
+// deadline (n is latch_try_set_count's count). The channel goes in KEYS
+// when it shares the counter's slot, else in ARGV.
 //
 // With sharded pub/sub a channel outside the counter's slot cannot be
 // published from the script (SPUBLISH runs on the node of the channel's
@@ -67,7 +94,8 @@ func (l *Latch) Name() string { return l.h.Name }
 // message is not atomic with the change: if it is lost (the process dies in
 // between, the node is unreachable), waiters find the change on their next
 // re-check.
-func (l *Latch) run(ctx context.Context, script *redis.Script, msg string, published func(int64) bool, args ...any) (int64, error) {
+func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
+	deadline := l.h.C.RequestDeadline(ctx)
 	pub, err := l.h.C.PublishCommand(ctx)
 	if err != nil {
 		return 0, err
@@ -76,19 +104,27 @@ func (l *Latch) run(ctx context.Context, script *redis.Script, msg string, publi
 	if after {
 		pub = "" // the script publishes nothing
 	}
-	args = append(args, msg, pub)
-	ks := []string{l.h.Name, keys.Request(l.h.Name, l.h.C.RequestID())}
-	if l.chanInKeys {
-		ks = append(ks, l.channel)
-	} else {
-		args = append(args, l.channel)
+	request, msg := keys.Request(l.h.Name, l.h.C.RequestID()), op.message()
+	channel, channelArg := l.channel, ""
+	if !l.chanInKeys {
+		channel, channelArg = "", l.channel
 	}
 	var res int64
 	err = l.h.C.Resend(ctx, func() (err error) {
-		res, err = script.Run(ctx, l.h.C.Redis(), ks, args...).Int64()
+		switch op {
+		case trySetCount:
+			res, err = lua.LatchTrySetCountArgs{Latch: l.h.Name, Request: request, Channel: channel, Count: n,
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
+		case countDown:
+			res, err = lua.LatchCountDownArgs{Latch: l.h.Name, Request: request, Channel: channel,
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
+		default:
+			res, err = lua.LatchDeleteArgs{Latch: l.h.Name, Request: request, Channel: channel,
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
+		}
 		return err
 	})
-	if err == nil && after && published(res) {
+	if err == nil && after && op.published(res) {
 		if err := l.h.C.Redis().SPublish(ctx, l.channel, msg).Err(); err != nil {
 			// The change is made; reporting an error would invite a retry
 			// that counts down twice. Waiters re-check on their timers.
@@ -98,11 +134,6 @@ func (l *Latch) run(ctx context.Context, script *redis.Script, msg string, publi
 	}
 	return res, err
 }
-
-// setOrDeleted and opened tell from a latch script's result whether it
-// published (or, for run's own SPUBLISH, would have).
-func setOrDeleted(res int64) bool { return res == 1 }
-func opened(res int64) bool       { return res == 0 }
 
 // TrySetCount sets the count to n if the latch is not set (its count is
 // zero), and publishes the change. It returns true when it set the count,
@@ -119,11 +150,11 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
 		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.h.Name, n)
 	}
-	res, err := l.run(ctx, lua.LatchTrySetCount, newMessage, setOrDeleted, n, l.h.C.RequestDeadline(ctx))
+	res, err := l.run(ctx, trySetCount, n)
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, core.ReplyError(err))
 	}
-	return res == 1, nil
+	return res == lua.LatchTrySetCountSet, nil
 }
 
 // CountDown decrements the count by one. When it reaches zero the latch is
@@ -144,7 +175,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	}
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	if _, err := l.run(ctx, lua.LatchCountDown, zeroMessage, opened, l.h.C.RequestDeadline(ctx)); err != nil {
+	if _, err := l.run(ctx, countDown, 0); err != nil {
 		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, core.ReplyError(err))
 	}
 	return nil
@@ -240,9 +271,9 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	res, err := l.run(ctx, lua.LatchDelete, newMessage, setOrDeleted, l.h.C.RequestDeadline(ctx))
+	res, err := l.run(ctx, deleteLatch, 0)
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, core.ReplyError(err))
 	}
-	return res == 1, nil
+	return res == lua.LatchDeleteExisted, nil
 }

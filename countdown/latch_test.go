@@ -352,11 +352,13 @@ func TestCountDownResentAfterReset(t *testing.T) {
 	c := clienttest.New(t, rdb)
 	l := countdown.New(c, name)
 	cc := (*core.Client)(c)
-	ks := []string{name, keys.Request(name, cc.RequestID()), keys.LatchChannel(name)}
+	a := lua.LatchCountDownArgs{Latch: name, Request: keys.Request(name, cc.RequestID()), Channel: keys.LatchChannel(name),
+		Message: "0", Publish: "publish"}
 
 	mustSet(t, l, 1)
 	countDown := func() int64 {
-		n, err := lua.LatchCountDown.Run(ctx, rdb, ks, cc.RequestDeadline(ctx), "0", "publish").Int64()
+		a.Deadline = cc.RequestDeadline(ctx)
+		n, err := a.Run(ctx, lua.Direct{Client: rdb})
 		require.NoError(t, err)
 		return n
 	}

@@ -5,12 +5,16 @@
 -- value and is refused; once the first closes (client_unregister) or dies
 -- (the TTL runs out), the id is free.
 --
--- KEYS[1]  registration key (keys.ClientRegistration of the id)
--- ARGV[1]  this instance's value (random)
--- ARGV[2]  TTL in milliseconds
+-- KEYS[1]  registration: registration key (keys.ClientRegistration of the id)
+-- ARGV[1]  value string: this instance's value (random)
+-- ARGV[2]  ttlMillis int64: TTL in milliseconds
 --
 -- Returns 1 when the id is this instance's (registered now, or renewed);
 --         0 when another instance holds it: nothing changed.
+--
+-- Reply    code
+-- Code     Registered = 1: the id is this instance's
+-- Code     Taken = 0: another instance holds it
 local v = redis.call('get', KEYS[1])
 if v and v ~= ARGV[1] then
   return 0

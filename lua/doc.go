@@ -43,4 +43,61 @@
 // above 1) never increments the fencing counter: it records and returns the
 // token of the hold it re-enters, which the client sends, so the record
 // "<count>:<token>" of any acquisition carries its hold's token.
+//
+// # Typed bindings
+//
+// Callers do not build positional KEYS and ARGV lists: each script has a
+// generated binding in bindings_gen.go, named after its *redis.Script
+// variable (LockAcquire: lock_acquire.lua). <Script>Args is a struct with
+// one named, typed field per KEYS and ARGV entry; its Keys and Args methods
+// return the lists in the script's order, and its Run method runs the
+// script through a Runner and returns the reply: an int64 for an integer
+// reply, <Script>Reply for an array. Named reply codes are constants,
+// <Script><Code> (LockAcquireAcquired, LockReleaseNotHeld).
+//
+// A Runner sends the script: Direct runs it on a go-redis client
+// ((*redis.Script).Run); internal/core.EvalRunner runs it through
+// core.Client.Eval, which also waits for replicas when asked to.
+//
+// The bindings are generated from the headers by lua/internal/bindgen:
+//
+//	go generate ./lua
+//
+// TestBindingsUpToDate fails when bindings_gen.go is not what the headers
+// generate, so a header changed without regenerating fails the tests.
+//
+// # Header syntax
+//
+// A script's header is its leading block of "--" comment lines. Besides
+// prose, it holds these machine-readable lines (continuation lines, indented
+// by three spaces or more, add to an entry's description):
+//
+//	-- KEYS[n]  name: description          a key: a string field
+//	-- KEYS[n]  name?: description         an optional key: left out when
+//	                                       empty, with every entry after it
+//	-- KEYS[n..] name: description         the rest of KEYS: a []string field
+//	-- ARGV[n]  name type: description     an argument of type string,
+//	                                       int64, bool or any
+//	-- ARGV[n]  name? string: description  an optional string argument
+//	-- ARGV[n..] name type: description    the rest of ARGV: a slice field
+//	-- Reply    name                       an integer reply
+//	-- Reply    {a, b, [c], d string}      an array reply: its elements'
+//	                                       names, int64 unless "string";
+//	                                       [c]: may be missing (then zero)
+//	-- Reply    {a, rest...}               rest: the remaining elements,
+//	                                       a []int64
+//	-- Code     Name = -1: description     a named reply code
+//	-- Hold KEYS[n]  name: description     a batch renewal script's entries
+//	-- Hold ARGV[n]  name type: description  for one hold: <Script>Hold,
+//	                                       a lua.Renewal
+//
+// Entries are numbered 1, 2, ... in order; names are lowerCamelCase and
+// become the exported field names (a leading "ttl", "tat" or "id" becomes
+// upper case); variadic and optional entries come last. A bool argument is
+// sent as "1" or "0", as the scripts take flags. Reply codes are the values
+// of the reply (of its first element, Code, for most arrays) the caller
+// tells apart; each Code line says which element it is a value of when it is
+// not the first. Every script's header must have a Reply line and its
+// entries in this form (TestHeaderEntriesNamed; the generator refuses
+// anything else); preludes declare no entries.
 package lua

@@ -16,25 +16,25 @@
 -- what Redis has. Retry-safe: the result of a successful attempt is recorded
 -- under the request key, and a re-sent request returns the record.
 --
--- KEYS[1]  lock hash (the lock's name)
--- KEYS[2]  queue list (redisson_lock_queue:{name})
--- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
--- KEYS[4]  channel prefix (redisson_lock__channel:{name}); an owner's channel
+-- KEYS[1]  lock: lock hash (the lock's name)
+-- KEYS[2]  queue: queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts: timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channelPrefix: channel prefix (redisson_lock__channel:{name}); an owner's channel
 --          is KEYS[4] .. ':' .. owner
--- KEYS[5]  request key of this acquisition
--- KEYS[6]  fencing counter (read only when ARGV[4] == "1")
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field "<client id>:<token>", which is also its queue entry
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  "1" for a fenced lock: an acquisition that starts the hold
+-- KEYS[5]  request: request key of this acquisition
+-- KEYS[6]  counter: fencing counter (read only when ARGV[4] == "1")
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  field string: owner field "<client id>:<token>", which is also its queue entry
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  fenced bool: "1" for a fenced lock: an acquisition that starts the hold
 --          (ARGV[5] == 1) takes a fencing token (INCR of KEYS[6]), a
 --          re-entry keeps the hold's (ARGV[8]); "0" not fenced
--- ARGV[5]  the owner's hold count once acquired, as the client counts it
--- ARGV[6]  waiter timeout in milliseconds: how long a queued owner's entry
+-- ARGV[5]  count int64: the owner's hold count once acquired, as the client counts it
+-- ARGV[6]  waiterTimeoutMillis int64: waiter timeout in milliseconds: how long a queued owner's entry
 --          outlives this attempt
--- ARGV[7]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[7]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[8]  in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
+-- ARGV[8]  fence int64: in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
 --          hold without one), recorded and returned; ignored otherwise
 --
 -- Returns {1, hold count, fencing token (0 without fencing; the hold's for
@@ -45,6 +45,13 @@
 --         {0, -3} when this request was cancelled (fair_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 hold gone (lost): the owner is not queued.
+--
+-- Reply    {code, value, [fence]}
+-- Code     Acquired = 1: the hold was taken; Value is the hold count
+-- Code     Queued = 0: the owner waits in the queue; Value is the retry hint, or Cancelled
+-- Code     Lost = -2: a re-entry found the owner's hold gone
+-- Code     Cancelled = -3: Value when this request was cancelled first
+-- Code     NoHint = -1: Value when the queued owner gets no retry hint
 local replay = fenced_replay(KEYS[5], ARGV[3])
 if replay then
   return replay

@@ -5,20 +5,23 @@
 -- The request keys of fresh holds (a Lock of the same name) are marked
 -- first, as lock_force_unlock does (cancel_holds).
 --
--- KEYS[1]  lock hash
--- KEYS[2]  queue list (redisson_lock_queue:{name})
--- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
--- KEYS[4]  channel prefix (redisson_lock__channel:{name})
--- ARGV[1]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  queue: queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts: timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channelPrefix: channel prefix (redisson_lock__channel:{name})
+-- ARGV[1]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[2]  request deadline, epoch ms by the server clock: a copy delivered
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
--- ARGV[3]  prefix of the request keys of fresh holds (lock_force_unlock's
+-- ARGV[3]  requestPrefix string: prefix of the request keys of fresh holds (lock_force_unlock's
 --          ARGV[4])
--- ARGV[4]  how long their marks live, in milliseconds (lock_force_unlock's
+-- ARGV[4]  markTTLMillis int64: how long their marks live, in milliseconds (lock_force_unlock's
 --          ARGV[5])
 --
 -- Returns 1 when the lock existed, 0 otherwise.
+--
+-- Reply    existed
+-- Code     Existed = 1: the lock existed
 refuse_late(ARGV[2])
 cancel_holds(KEYS[1], ARGV[3], ARGV[4])
 local existed = redis.call('del', KEYS[1])

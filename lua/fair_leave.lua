@@ -4,17 +4,20 @@
 -- dropped too. When that changed the head while the lock is free, the new
 -- head is told on its channel. Idempotent.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  queue list (redisson_lock_queue:{name})
--- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
--- KEYS[4]  channel prefix (redisson_lock__channel:{name})
--- ARGV[1]  owner "<client id>:<token>"
--- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  queue: queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts: timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channelPrefix: channel prefix (redisson_lock__channel:{name})
+-- ARGV[1]  owner string: owner "<client id>:<token>"
+-- ARGV[2]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[3]  request deadline, epoch ms by the server clock: a copy delivered
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns 1 when the owner was in the queue, 0 otherwise.
+--
+-- Reply    left
+-- Code     Left = 1: the owner was in the queue
 refuse_late(ARGV[3])
 local head = redis.call('lindex', KEYS[2], 0)
 local removed = redis.call('lrem', KEYS[2], 0, ARGV[1])

@@ -7,25 +7,29 @@
 -- the request key. (lock_release is not reused: whom to wake is decided
 -- inside the script, from the queue.)
 --
--- KEYS[1]  lock hash
--- KEYS[2]  queue list (redisson_lock_queue:{name})
--- KEYS[3]  timeouts zset (redisson_lock_timeout:{name})
--- KEYS[4]  channel prefix (redisson_lock__channel:{name})
--- KEYS[5]  request key of this release
--- KEYS[6]  undo mode only: the request key of the acquisition to undo
--- ARGV[1]  lease in milliseconds (re-set while holds remain)
--- ARGV[2]  owner field
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  "1": undo mode. The release happens only if the acquisition
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  queue: queue list (redisson_lock_queue:{name})
+-- KEYS[3]  timeouts: timeouts zset (redisson_lock_timeout:{name})
+-- KEYS[4]  channelPrefix: channel prefix (redisson_lock__channel:{name})
+-- KEYS[5]  request: request key of this release
+-- KEYS[6]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- ARGV[1]  leaseMillis int64: lease in milliseconds (re-set while holds remain)
+-- ARGV[2]  field string: owner field
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  undo bool: "1": undo mode. The release happens only if the acquisition
 --          KEYS[6] took place; if it has not, it is marked cancelled so that
 --          a late copy of it does nothing.
--- ARGV[5]  the owner's hold count once released (0: the lock is freed)
--- ARGV[6]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[5]  count int64: the owner's hold count once released (0: the lock is freed)
+-- ARGV[6]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
+--
+-- Reply    remaining
+-- Code     NotHeld = -1: the owner does not hold the lock
+-- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local done, count = release_hold(KEYS[5], KEYS[6], ARGV[4], ARGV[3], KEYS[1], ARGV[2], ARGV[5], ARGV[1])
 if done then
   return done

@@ -4,14 +4,16 @@
 -- later takes added after it. Retry-safe: the result is recorded under the
 -- request key.
 --
--- KEYS[1]  limiter (its name): the TAT, epoch µs
--- KEYS[2]  request key of this cancel
--- ARGV[1]  the TAT right after the reservation, epoch µs
--- ARGV[2]  what the reservation took, µs (n emission intervals)
--- ARGV[3]  the reservation's time to act, epoch µs
--- ARGV[4]  request deadline, epoch ms by the server clock (see prelude_request)
+-- KEYS[1]  limiter: limiter (its name): the TAT, epoch µs
+-- KEYS[2]  request: request key of this cancel
+-- ARGV[1]  tat string: the TAT right after the reservation, epoch µs
+-- ARGV[2]  took int64: what the reservation took, µs (n emission intervals)
+-- ARGV[3]  actMicros int64: the reservation's time to act, epoch µs
+-- ARGV[4]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns the µs given back (0: nothing).
+--
+-- Reply    givenBack
 local done = count_replay(KEYS[2], ARGV[4])
 if done then
   return done

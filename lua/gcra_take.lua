@@ -8,20 +8,20 @@
 -- context's deadline). The key expires when the TAT is reached, so an idle
 -- limiter holds nothing. It is not composed with prelude_request (whose
 -- functions would be defined at every call) but follows its rules. With
--- ARGV[6] "1" it is retry-safe: a take is
+-- "1" in ARGV[6] it is retry-safe: a take is
 -- recorded under the request key, a re-sent request returns it, and a
 -- late one is refused. With "0" (Allow: one command less each way, as
 -- cheap as redis_rate) a request re-sent after a lost reply takes again:
 -- the limiter then allows fewer events, never more.
 --
--- KEYS[1]  limiter (its name): the TAT, epoch µs
--- KEYS[2]  request key of this call (ARGV[6] "0": any key of the slot, unused)
--- ARGV[1]  emission interval in µs (the period over the rate, rounded up)
--- ARGV[2]  burst (≥ 1)
--- ARGV[3]  n, the number of events (1 ≤ n ≤ burst)
--- ARGV[4]  longest delay accepted in µs: 0 only now, -1 any
--- ARGV[5]  request deadline, epoch ms by the server clock (see prelude_request; unused with ARGV[6] "0")
--- ARGV[6]  "1" to record the take under KEYS[2], "0" not to
+-- KEYS[1]  limiter: limiter (its name): the TAT, epoch µs
+-- KEYS[2]  request: request key of this call (ARGV[6] "0": any key of the slot, unused)
+-- ARGV[1]  emissionMicros int64: emission interval in µs (the period over the rate, rounded up)
+-- ARGV[2]  burst int64: burst (≥ 1)
+-- ARGV[3]  n int64: n, the number of events (1 ≤ n ≤ burst)
+-- ARGV[4]  longestMicros int64: longest delay accepted in µs: 0 only now, -1 any
+-- ARGV[5]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request; unused with ARGV[6] "0")
+-- ARGV[6]  record bool: "1" to record the take under KEYS[2], "0" not to
 --
 -- Returns {1, delay, remaining, reset, tat, now} when the n events were
 --         taken, to happen in delay µs (0: now); {0, retry, remaining,
@@ -29,6 +29,10 @@
 --         events that could be taken at once afterwards; reset: µs until
 --         the limiter is back to a full burst; tat: the TAT after the take
 --         (for a cancel); now: the server's clock, epoch µs.
+--
+-- Reply    {code, delay, remaining, reset, tat string, now}
+-- Code     Taken = 1: the events were taken; Delay is when they happen
+-- Code     NotTaken = 0: they were not; Delay is when they could be
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local em, burst, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])

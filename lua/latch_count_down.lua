@@ -6,16 +6,16 @@
 -- under the request key, and a re-sent request returns the record instead of
 -- counting again (also when the latch was set anew in between).
 --
--- KEYS[1]  latch counter (the latch's name)
--- KEYS[2]  request key of this call
--- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
--- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[2]  message published when the count reaches zero ("0")
--- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  latch: latch counter (the latch's name)
+-- KEYS[2]  request: request key of this call
+-- KEYS[3]  channel?: latch channel, when it shares KEYS[1]'s cluster slot (else absent)
+-- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[2]  message string: message published when the count reaches zero ("0")
+-- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster; "" to publish nothing (the caller publishes:
 --          SPUBLISH must run on the node of the channel's slot, which for
 --          a channel outside KEYS[1]'s slot a script cannot reach)
--- ARGV[4]  latch channel, only when it is not KEYS[3] (see
+-- ARGV[4]  channelArg? string: latch channel, only when it is not KEYS[3] (see
 --          latch_try_set_count.lua)
 --
 -- Returns the count left (0: the latch opened, or was open already when a
@@ -23,6 +23,10 @@
 -- changed).
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    left
+-- Code     Opened = 0: the latch opened, or was open
+-- Code     NotSet = -1: the latch was not set
 local replay = count_replay(KEYS[2], ARGV[1])
 if replay then
   return replay

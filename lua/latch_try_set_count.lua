@@ -5,23 +5,27 @@
 -- key, and a re-sent request returns the record, so a re-run of a set that
 -- succeeded still reports 1.
 --
--- KEYS[1]  latch counter (the latch's name)
--- KEYS[2]  request key of this call
--- KEYS[3]  latch channel, when it shares KEYS[1]'s cluster slot (else absent)
--- ARGV[1]  the count (a positive integer)
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  message published when the count was set ("1")
--- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  latch: latch counter (the latch's name)
+-- KEYS[2]  request: request key of this call
+-- KEYS[3]  channel?: latch channel, when it shares KEYS[1]'s cluster slot (else absent)
+-- ARGV[1]  count int64: the count (a positive integer)
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  message string: message published when the count was set ("1")
+-- ARGV[4]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster; "" to publish nothing (the caller publishes:
 --          SPUBLISH must run on the node of the channel's slot, which for
 --          a channel outside KEYS[1]'s slot a script cannot reach)
--- ARGV[5]  latch channel, only when it is not KEYS[3]: Redisson's latch
+-- ARGV[5]  channelArg? string: latch channel, only when it is not KEYS[3]: Redisson's latch
 --          channel may hash to another slot than the counter, and PUBLISH
 --          needs no declared key
 --
 -- Returns 1 when the count was set, 0 when the latch was already set.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    set
+-- Code     Set = 1: the count was set
+-- Code     AlreadySet = 0: the latch was already set
 local replay = count_replay(KEYS[2], ARGV[2])
 if replay then
   return replay

@@ -6,17 +6,17 @@
 -- Retry-safe: the result is recorded under the request key, and a re-sent
 -- request returns the record. Used by the lock and the spin lock.
 --
--- KEYS[1]  lock hash (the lock's name)
--- KEYS[2]  request key of this acquisition
--- KEYS[3]  fencing counter (read only when ARGV[4] == "1")
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field "<client id>:<token>"
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  "1" for a fenced lock: an acquisition that starts the hold
+-- KEYS[1]  lock: lock hash (the lock's name)
+-- KEYS[2]  request: request key of this acquisition
+-- KEYS[3]  counter: fencing counter (read only when ARGV[4] == "1")
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  field string: owner field "<client id>:<token>"
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  fenced bool: "1" for a fenced lock: an acquisition that starts the hold
 --          (ARGV[5] == 1) takes a fencing token (INCR of KEYS[3]), a
 --          re-entry keeps the hold's (ARGV[6]); "0" not fenced
--- ARGV[5]  the owner's hold count once acquired, as the client counts it
--- ARGV[6]  in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
+-- ARGV[5]  count int64: the owner's hold count once acquired, as the client counts it
+-- ARGV[6]  fence int64: in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
 --          hold without one), recorded and returned; ignored otherwise
 --
 -- Returns {1, hold count, fencing token (0 without fencing; the hold's for
@@ -25,6 +25,12 @@
 --         {0, -3} when this request was cancelled (lock_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 hold gone (lost): nothing changed.
+--
+-- Reply    {code, value, [fence]}
+-- Code     Acquired = 1: the hold was taken; Value is the hold count
+-- Code     Busy = 0: another owner holds it; Value is its PTTL, or Cancelled
+-- Code     Lost = -2: a re-entry found the owner's hold gone
+-- Code     Cancelled = -3: Value when this request was cancelled first
 local replay = fenced_replay(KEYS[2], ARGV[3])
 if replay then
   return replay

@@ -30,22 +30,27 @@
 -- forceUnlock, leaves no mark: a copy held up in the network until then
 -- could take it again for the dead owner, until its lease ends.)
 --
--- KEYS[1]  lock hash (the lock's name)
--- KEYS[2]  request key of the hold: keys.Request(name, owner field), that
+-- KEYS[1]  lock: lock hash (the lock's name)
+-- KEYS[2]  request: request key of the hold: keys.Request(name, owner field), that
 --          is a prefix and then the field
--- KEYS[3]  fencing counter (only when ARGV[4] == "1"; may be left out
+-- KEYS[3]  counter?: fencing counter (only when ARGV[4] == "1"; may be left out
 --          otherwise)
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  where the owner field ("<client id>:<token>", fresh) starts in
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  fieldAt int64: where the owner field ("<client id>:<token>", fresh) starts in
 --          KEYS[2] (1-based): the field is KEYS[2] from there on
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  "1" to take a fencing token (INCR of KEYS[3]), "0" not to
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  fenced bool: "1" to take a fencing token (INCR of KEYS[3]), "0" not to
 --
 -- Returns {1, 1, fencing token (0 without fencing)} when acquired, also
 --                 for a re-sent copy while the hold lasts;
 --         {0, pttl} when another owner holds it (pttl -1: no expiry);
 --         {0, -3} when the hold was released, undone or force-unlocked
 --                 already (a late copy): nothing changed.
+--
+-- Reply    {code, value, [fence]}
+-- Code     Acquired = 1: the hold was taken
+-- Code     Busy = 0: another owner holds it; Value is its PTTL, or Cancelled
+-- Code     Cancelled = -3: Value when the hold was released, undone or force-unlocked already
 local hash, req, deadline = KEYS[1], KEYS[2], ARGV[3]
 local field = string.sub(req, tonumber(ARGV[2]))
 if redis.call('exists', hash, req) == 0 then

@@ -2,19 +2,22 @@
 -- The request keys of fresh holds are marked first (cancel_holds), so that
 -- a copy of their acquisition still in flight does not take the lock again.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  lock channel
--- ARGV[1]  message published when a lock was deleted ("0")
--- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  channel: lock channel
+-- ARGV[1]  message string: message published when a lock was deleted ("0")
+-- ARGV[2]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[3]  request deadline, epoch ms by the server clock: a copy delivered
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
--- ARGV[4]  prefix of the request keys of the lock's fresh holds:
+-- ARGV[4]  requestPrefix string: prefix of the request keys of the lock's fresh holds:
 --          keys.Request(name, owner field) is ARGV[4] .. owner field
--- ARGV[5]  how long their marks live, in milliseconds: past the deadline of
+-- ARGV[5]  markTTLMillis int64: how long their marks live, in milliseconds: past the deadline of
 --          any acquisition sent before now
 --
 -- Returns 1 when the lock existed, 0 otherwise.
+--
+-- Reply    existed
+-- Code     Existed = 1: the lock existed
 refuse_late(ARGV[3])
 cancel_holds(KEYS[1], ARGV[4], ARGV[5])
 if redis.call('del', KEYS[1]) == 1 then

@@ -16,20 +16,20 @@
 -- a lost reply), before which a copy that finds the first field frees the
 -- lock instead of handing it on.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  request key of the releasing hold: a prefix and then its field
--- KEYS[3]  request key of the next owner's hold: a prefix and its field
--- KEYS[4]  lock channel (published only when the lock is freed instead)
--- KEYS[5]  fencing counter (only when ARGV[6] == "1"; may be left out
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  request: request key of the releasing hold: a prefix and then its field
+-- KEYS[3]  nextRequest: request key of the next owner's hold: a prefix and its field
+-- KEYS[4]  channel: lock channel (published only when the lock is freed instead)
+-- KEYS[5]  counter?: fencing counter (only when ARGV[6] == "1"; may be left out
 --          otherwise)
--- ARGV[1]  where the releasing owner's field starts in KEYS[2] (1-based)
--- ARGV[2]  where the next owner's field starts in KEYS[3] (1-based)
--- ARGV[3]  when the releasing hold's mark expires, epoch ms by the server
+-- ARGV[1]  fieldAt int64: where the releasing owner's field starts in KEYS[2] (1-based)
+-- ARGV[2]  nextFieldAt int64: where the next owner's field starts in KEYS[3] (1-based)
+-- ARGV[3]  markUntil int64: when the releasing hold's mark expires, epoch ms by the server
 --          clock (as lock_release_fresh's ARGV[4])
--- ARGV[4]  the next owner's lease in milliseconds
--- ARGV[5]  message published when the lock is freed instead ("" for none)
--- ARGV[6]  "1" to take a fencing token for the next owner, "0" not to
--- ARGV[7]  publish command: "publish", or "spublish"
+-- ARGV[4]  nextLeaseMillis int64: the next owner's lease in milliseconds
+-- ARGV[5]  message string: message published when the lock is freed instead ("" for none)
+-- ARGV[6]  fenced bool: "1" to take a fencing token for the next owner, "0" not to
+-- ARGV[7]  publish string: publish command: "publish", or "spublish"
 --
 -- Returns {0, 1, fencing token (0 without fencing)} when the lock was
 --         handed over (also for a re-sent copy);
@@ -37,6 +37,10 @@
 --         lock was released instead, and its waiters woken;
 --         {-1, 0, 0} when the releasing owner does not hold the lock:
 --         nothing changed.
+--
+-- Reply    {remaining, acquired, fence}
+-- Code     NotHeld = -1: Remaining when the releasing owner does not hold the lock
+-- Code     HandedOver = 1: Acquired when the next owner took the lock
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, tonumber(ARGV[2]))
 if redis.call('hdel', hash, string.sub(from, tonumber(ARGV[1]))) == 0 then

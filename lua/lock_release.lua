@@ -1,27 +1,31 @@
 -- lock_release: release one hold of a reentrant lock, or undo an acquisition
 -- whose reply never arrived. The owner's count is set to ARGV[6], the count
 -- the client has once the release took effect. At 0 the hash is deleted and
--- ARGV[4] is published (nothing when ARGV[4] is empty: the spin lock); above
--- 0 the lease is set again. Retry-safe through the request key.
+-- the message ARGV[4] is published (nothing when it is empty: the spin
+-- lock); above 0 the lease is set again. Retry-safe through the request key.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  lock channel (redisson_lock__channel:{name})
--- KEYS[3]  request key of this release
--- KEYS[4]  undo mode only: the request key of the acquisition to undo
--- ARGV[1]  lease in milliseconds (re-set while holds remain)
--- ARGV[2]  owner field
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  message published when the lock is freed ("0"), or "" for none
--- ARGV[5]  "1": undo mode. The release happens only if the acquisition
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  channel: lock channel (redisson_lock__channel:{name})
+-- KEYS[3]  request: request key of this release
+-- KEYS[4]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- ARGV[1]  leaseMillis int64: lease in milliseconds (re-set while holds remain)
+-- ARGV[2]  field string: owner field
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  message string: message published when the lock is freed ("0"), or "" for none
+-- ARGV[5]  undo bool: "1": undo mode. The release happens only if the acquisition
 --          KEYS[4] took place; if it has not, it is marked cancelled so that a
 --          late copy of it does nothing.
--- ARGV[6]  the owner's hold count once released (0: the lock is freed)
--- ARGV[7]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[6]  count int64: the owner's hold count once released (0: the lock is freed)
+-- ARGV[7]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
+--
+-- Reply    remaining
+-- Code     NotHeld = -1: the owner does not hold the lock
+-- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local done, count = release_hold(KEYS[3], KEYS[4], ARGV[5], ARGV[3], KEYS[1], ARGV[2], ARGV[6], ARGV[1])
 if done then
   return done

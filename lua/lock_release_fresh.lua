@@ -16,23 +16,27 @@
 -- first did instead of "not held". An undo needs no answer: it is the
 -- same whether it runs once or many times.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  request key of the hold (its acquisition's KEYS[2]): a prefix
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  request: request key of the hold (its acquisition's KEYS[2]): a prefix
 --          and then the owner field
--- KEYS[3]  lock channel (redisson_lock__channel:{name})
--- ARGV[1]  where the owner field starts in KEYS[2] (1-based)
--- ARGV[2]  message published when the lock is freed ("0"), or "" for none
--- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[3]  channel: lock channel (redisson_lock__channel:{name})
+-- ARGV[1]  fieldAt int64: where the owner field starts in KEYS[2] (1-based)
+-- ARGV[2]  message string: message published when the lock is freed ("0"), or "" for none
+-- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[4]  when the mark expires, epoch ms by the server clock: a second
+-- ARGV[4]  markUntil int64: when the mark expires, epoch ms by the server clock: a second
 --          past the later of the acquisition's deadline and this request's
--- ARGV[5]  "1": undo mode
+-- ARGV[5]  undo bool: "1": undo mode
 --
 -- Returns 0 when the hold was released (also for a re-sent release);
 --         -1 when the owner does not hold the lock (its lease ran out, or
 --            it was force-unlocked): nothing changed;
 --         in undo mode, 0 when the acquisition had taken place (it is
 --            released now) and -2 when it had not (it never will).
+--
+-- Reply    remaining
+-- Code     NotHeld = -1: the owner does not hold the lock
+-- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local freed = redis.call('hdel', KEYS[1], string.sub(KEYS[2], tonumber(ARGV[1]))) == 1
 if freed and ARGV[2] ~= '' then
   redis.call(ARGV[3], KEYS[3], ARGV[2])

@@ -1,5 +1,7 @@
 package lua
 
+//go:generate go run ./internal/bindgen/cmd/bindgen
+
 import (
 	"embed"
 	"io/fs"

@@ -7,17 +7,17 @@
 -- not refill the budget while grants live. Retry-safe: a grant is recorded
 -- under the request key, and a re-sent request returns the record.
 --
--- KEYS[1]  limiter (its name): the configuration hash
--- KEYS[2]  OVERALL value: permits left
--- KEYS[3]  OVERALL permits: zset of grants
--- KEYS[4]  this client's PER_CLIENT value
--- KEYS[5]  this client's PER_CLIENT permits
--- KEYS[6]  registry: set of the ids of the clients with PER_CLIENT keys
--- KEYS[7]  request key of this acquisition
--- ARGV[1]  n, the number of permits (> 0)
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  the 16 random bytes of the grant's member
--- ARGV[4]  this client's id, added to the registry for PER_CLIENT
+-- KEYS[1]  limiter: limiter (its name): the configuration hash
+-- KEYS[2]  value: OVERALL value: permits left
+-- KEYS[3]  permits: OVERALL permits: zset of grants
+-- KEYS[4]  clientValue: this client's PER_CLIENT value
+-- KEYS[5]  clientPermits: this client's PER_CLIENT permits
+-- KEYS[6]  clients: registry: set of the ids of the clients with PER_CLIENT keys
+-- KEYS[7]  request: request key of this acquisition
+-- ARGV[1]  n int64: n, the number of permits (> 0)
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  random string: the 16 random bytes of the grant's member
+-- ARGV[4]  clientID string: this client's id, added to the registry for PER_CLIENT
 --
 -- Returns {1, t} when the n permits were granted at t (epoch ms; the
 --         record holds t, for a re-sent request);
@@ -25,6 +25,13 @@
 --         released sooner (nothing changed);
 --         {-1, 0} when this request was cancelled (ratelimit_release undo)
 --         first; {-2, 0} when no rate is set; {-3, rate} when n > rate.
+--
+-- Reply    {code, value}
+-- Code     Granted = 1: Value is the grant's time, epoch ms
+-- Code     Short = 0: Value is the delay in ms
+-- Code     Cancelled = -1: this request was cancelled first
+-- Code     NoRate = -2: no rate is set
+-- Code     ExceedsRate = -3: Value is the rate
 local rec = recorded(KEYS[7])
 if rec then
   if rec == 'cancelled' then

@@ -4,14 +4,18 @@
 -- 3.52's availablePermits can be, #7329): a value found above it is set
 -- back to what the live grants leave. Safe to re-run.
 --
--- KEYS[1]  limiter (its name): the configuration hash
--- KEYS[2]  OVERALL value: permits left
--- KEYS[3]  OVERALL permits: zset of grants
--- KEYS[4]  this client's PER_CLIENT value
--- KEYS[5]  this client's PER_CLIENT permits
+-- KEYS[1]  limiter: limiter (its name): the configuration hash
+-- KEYS[2]  value: OVERALL value: permits left
+-- KEYS[3]  permits: OVERALL permits: zset of grants
+-- KEYS[4]  clientValue: this client's PER_CLIENT value
+-- KEYS[5]  clientPermits: this client's PER_CLIENT permits
 -- ARGV     none
 --
 -- Returns {1, left} with the permits left; {-2, 0} when no rate is set.
+--
+-- Reply    {code, left}
+-- Code     Set = 1: Left is the permits left
+-- Code     NoRate = -2: no rate is set
 local cfg = rl_config(KEYS[1])
 if not cfg then
   return {-2, 0}

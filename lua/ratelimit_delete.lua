@@ -4,17 +4,20 @@
 -- redisync script are not in the registry; they expire with keepAliveTime.)
 -- Retry-safe: the result is recorded under the request key.
 --
--- KEYS[1]  limiter (its name): the configuration hash
--- KEYS[2]  OVERALL value: permits left
--- KEYS[3]  OVERALL permits: zset of grants
--- KEYS[4]  prefix of the PER_CLIENT values ("{name}:value:"), the client id appended
--- KEYS[5]  prefix of the PER_CLIENT permits ("{name}:permits:"), the client id appended
--- KEYS[6]  registry: set of the ids of the clients with PER_CLIENT keys
--- KEYS[7]  request key of this call
--- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[2]  this client's id (its keys are deleted even if not registered)
+-- KEYS[1]  limiter: limiter (its name): the configuration hash
+-- KEYS[2]  value: OVERALL value: permits left
+-- KEYS[3]  permits: OVERALL permits: zset of grants
+-- KEYS[4]  clientValuePrefix: prefix of the PER_CLIENT values ("{name}:value:"), the client id appended
+-- KEYS[5]  clientPermitsPrefix: prefix of the PER_CLIENT permits ("{name}:permits:"), the client id appended
+-- KEYS[6]  clients: registry: set of the ids of the clients with PER_CLIENT keys
+-- KEYS[7]  request: request key of this call
+-- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[2]  clientID string: this client's id (its keys are deleted even if not registered)
 --
 -- Returns 1 when any key existed; 0 otherwise.
+--
+-- Reply    existed
+-- Code     Existed = 1: any key existed
 local done = count_replay(KEYS[7], ARGV[1])
 if done then
   return done

@@ -7,22 +7,27 @@
 -- the acquisition's own grant. Retry-safe: the result is recorded under the
 -- request key.
 --
--- KEYS[1]  limiter (its name): the configuration hash
--- KEYS[2]  OVERALL value: permits left
--- KEYS[3]  OVERALL permits: zset of grants
--- KEYS[4]  this client's PER_CLIENT value
--- KEYS[5]  this client's PER_CLIENT permits
--- KEYS[6]  request key of this release
--- KEYS[7]  request key of the acquisition to undo (undo mode; else KEYS[6] again)
--- ARGV[1]  n, the number of permits (> 0)
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  "1" to undo the acquisition KEYS[7], "0" for a release
--- ARGV[4]  undo mode: the 16 random bytes of the acquisition's grant
+-- KEYS[1]  limiter: limiter (its name): the configuration hash
+-- KEYS[2]  value: OVERALL value: permits left
+-- KEYS[3]  permits: OVERALL permits: zset of grants
+-- KEYS[4]  clientValue: this client's PER_CLIENT value
+-- KEYS[5]  clientPermits: this client's PER_CLIENT permits
+-- KEYS[6]  request: request key of this release
+-- KEYS[7]  undoRequest: request key of the acquisition to undo (undo mode; else KEYS[6] again)
+-- ARGV[1]  n int64: n, the number of permits (> 0)
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  undo bool: "1" to undo the acquisition KEYS[7], "0" for a release
+-- ARGV[4]  random string: undo mode: the 16 random bytes of the acquisition's grant
 --
 -- Returns the permits left afterwards (≥ 0);
 --         -2 for an undo of an acquisition that did not take place;
 --         -3 for a release the client settled (its reply lost);
 --         -4 when no rate is set (nothing changed).
+--
+-- Reply    left
+-- Code     NotTaken = -2: an undo of an acquisition that did not take place
+-- Code     Settled = -3: a release the client settled
+-- Code     NoRate = -4: no rate is set
 local done = release_replay(KEYS[6], KEYS[7], ARGV[3], ARGV[2])
 if done then
   return done

@@ -10,23 +10,27 @@
 -- The hash expires after keepAliveTime when it is above 0, and never
 -- otherwise. Retry-safe: the result is recorded under the request key.
 --
--- KEYS[1]  limiter (its name): the configuration hash
--- KEYS[2]  OVERALL value: permits left
--- KEYS[3]  OVERALL permits: zset of grants
--- KEYS[4]  prefix of the PER_CLIENT values ("{name}:value:"), the client id appended
--- KEYS[5]  prefix of the PER_CLIENT permits ("{name}:permits:"), the client id appended
--- KEYS[6]  registry: set of the ids of the clients with PER_CLIENT keys
--- KEYS[7]  request key of this call
--- ARGV[1]  mode: "try", "set" or "update"
--- ARGV[2]  type: 0 OVERALL, 1 PER_CLIENT
--- ARGV[3]  rate (> 0)
--- ARGV[4]  interval in ms (> 0)
--- ARGV[5]  keepAliveTime in ms (0: the keys never expire)
--- ARGV[6]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[7]  this client's id
+-- KEYS[1]  limiter: limiter (its name): the configuration hash
+-- KEYS[2]  value: OVERALL value: permits left
+-- KEYS[3]  permits: OVERALL permits: zset of grants
+-- KEYS[4]  clientValuePrefix: prefix of the PER_CLIENT values ("{name}:value:"), the client id appended
+-- KEYS[5]  clientPermitsPrefix: prefix of the PER_CLIENT permits ("{name}:permits:"), the client id appended
+-- KEYS[6]  clients: registry: set of the ids of the clients with PER_CLIENT keys
+-- KEYS[7]  request: request key of this call
+-- ARGV[1]  mode string: mode: "try", "set" or "update"
+-- ARGV[2]  rateType int64: type: 0 OVERALL, 1 PER_CLIENT
+-- ARGV[3]  rate int64: rate (> 0)
+-- ARGV[4]  intervalMillis int64: interval in ms (> 0)
+-- ARGV[5]  keepAliveMillis int64: keepAliveTime in ms (0: the keys never expire)
+-- ARGV[6]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[7]  clientID string: this client's id
 --
 -- Returns 1 when the configuration was set; 0 when it was not ("try": a
 --         type was set already; "update": no configuration exists).
+--
+-- Reply    set
+-- Code     Set = 1: the configuration was set
+-- Code     NotSet = 0: it was not
 local done = count_replay(KEYS[7], ARGV[6])
 if done then
   return done

@@ -3,14 +3,21 @@
 -- the client believes in. A hold whose owner field is gone is not touched
 -- (it was released, expired or force-unlocked).
 --
--- Common renewal encoding (internal/core.RenewSpec):
--- KEYS     the keys of every hold, in order; here one per hold: the hash
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  number of holds n
--- then per hold: its number of keys, its number of args, its args; here two
+-- Common renewal encoding (RenewalBatch, renewal.go):
+-- KEYS[1..] holdKeys: the keys of every hold, in order; here one per hold: the hash
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  n int64: number of holds n
+-- ARGV[3..] perHold any: then per hold: its number of keys, its number of args, its args; here two
 --          args per hold: the owner field, the hold count
 --
 -- Returns an array of n integers: 1 renewed, 0 the hold is gone.
+-- Hold KEYS[1]  lock: the lock hash
+-- Hold ARGV[1]  field string: the owner field (the watchdog adds the hold
+--          count)
+--
+-- Reply    {results...}
+-- Code     Renewed = 1: a result when the hold was renewed
+-- Code     Gone = 0: a result when the hold is gone
 local lease = ARGV[1]
 local n = tonumber(ARGV[2])
 local res = {}

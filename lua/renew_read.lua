@@ -7,15 +7,25 @@
 -- missing (released, force-unlocked) or none of its timeout keys is alive
 -- (they expired).
 --
--- Common renewal encoding (internal/core.RenewSpec; see renew_lock.lua):
--- KEYS     one per hold: the lock hash
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  number of holds n
--- then per hold: its number of keys (1), its number of args (3), and the
---          args: the owner's reader field, the owner's timeout key prefix
---          ({name}:<owner>:rwlock_timeout), the read hold count
+-- Common renewal encoding (RenewalBatch, renewal.go; see renew_lock.lua):
+-- KEYS[1..] holdKeys: one per hold: the lock hash
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  n int64: number of holds n
+-- ARGV[3..] perHold any: then per hold: its number of keys (1), its
+--          number of args (3), and the args: the owner's reader field, the
+--          owner's timeout key prefix ({name}:<owner>:rwlock_timeout), the
+--          read hold count
 --
 -- Returns an array of n integers: 1 renewed, 0 the hold is gone.
+-- Hold KEYS[1]  lock: the lock hash
+-- Hold ARGV[1]  field string: the owner's reader field
+-- Hold ARGV[2]  timeoutPrefix string: the owner's timeout key prefix
+--          ({name}:<owner>:rwlock_timeout) (the watchdog adds the read
+--          hold count)
+--
+-- Reply    {results...}
+-- Code     Renewed = 1: a result when the hold was renewed
+-- Code     Gone = 0: a result when the hold is gone
 local lease = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local res = {}

@@ -6,21 +6,25 @@
 -- fields of context owners and Redisson clients get a mark nobody reads,
 -- which expires.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  lock channel (redisson_rwlock:{name})
--- ARGV[1], ARGV[2]  head and tail of timeout key prefixes: reader r's n-th
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  channel: lock channel (redisson_rwlock:{name})
+-- ARGV[1]  timeoutHead string: head of the timeout key prefixes (see ARGV[2])
+-- ARGV[2]  timeoutTail string: tail of the timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[1] .. r .. ARGV[2] .. ':' .. n
--- ARGV[3]  message published when a lock was deleted ("1": wake all)
--- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[3]  message string: message published when a lock was deleted ("1": wake all)
+-- ARGV[4]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[5]  request deadline, epoch ms by the server clock: a copy delivered
+-- ARGV[5]  deadline int64: request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
--- ARGV[6]  prefix of the request keys of the lock's fresh write holds:
+-- ARGV[6]  requestPrefix string: prefix of the request keys of the lock's fresh write holds:
 --          keys.Request(name, writer field) is ARGV[6] .. writer field
--- ARGV[7]  how long their marks live, in milliseconds: past the deadline of
+-- ARGV[7]  markTTLMillis int64: how long their marks live, in milliseconds: past the deadline of
 --          any acquisition sent before now
 --
 -- Returns 1 when the lock existed, 0 otherwise.
+--
+-- Reply    existed
+-- Code     Existed = 1: the lock existed
 refuse_late(ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
   return 0

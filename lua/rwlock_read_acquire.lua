@@ -11,15 +11,15 @@
 -- keys is alive counts as no hold. Retry-safe: the result is recorded under
 -- the request key, and a re-sent request returns the record.
 --
--- KEYS[1]  lock hash (the lock's name)
--- KEYS[2]  request key of this acquisition
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  owner field "<client id>:<token>"
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  the owner's write field "<owner>:write"
--- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout);
+-- KEYS[1]  lock: lock hash (the lock's name)
+-- KEYS[2]  request: request key of this acquisition
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  field string: owner field "<client id>:<token>"
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  writeField string: the owner's write field "<owner>:write"
+-- ARGV[5]  timeoutPrefix string: the owner's timeout key prefix ({name}:<owner>:rwlock_timeout);
 --          hold n's key is ARGV[5] .. ':' .. n
--- ARGV[6]  the owner's read hold count once acquired, as the client counts it
+-- ARGV[6]  count int64: the owner's read hold count once acquired, as the client counts it
 --
 -- Returns {1, read hold count} when acquired;
 --         {0, pttl} when another owner holds the write lock, or the key is
@@ -27,6 +27,12 @@
 --         {0, -3} when this request was cancelled (undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 read holds gone (lost): nothing changed.
+--
+-- Reply    {code, value}
+-- Code     Acquired = 1: Value is the read hold count
+-- Code     Busy = 0: Value is the PTTL, or Cancelled
+-- Code     Lost = -2: a re-entry found the owner's read holds gone
+-- Code     Cancelled = -3: Value when this request was cancelled first
 local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay

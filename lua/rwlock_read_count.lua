@@ -2,11 +2,13 @@
 -- counting only an owner that still has a live read hold (a field left by
 -- holds that all expired counts 0). Read only.
 --
--- KEYS[1]  lock hash
--- ARGV[1]  owner field "<client id>:<token>"
--- ARGV[2]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
+-- KEYS[1]  lock: lock hash
+-- ARGV[1]  field string: owner field "<client id>:<token>"
+-- ARGV[2]  timeoutPrefix string: the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
 --
 -- Returns the read hold count, 0 when the owner holds none.
+--
+-- Reply    count
 local v = redis.call('hget', KEYS[1], ARGV[1])
 if not v then
   return 0

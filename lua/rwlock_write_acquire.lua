@@ -6,15 +6,15 @@
 -- the write lock is refused at once (upgrade). Retry-safe through the
 -- request key.
 --
--- KEYS[1]  lock hash (the lock's name)
--- KEYS[2]  request key of this acquisition
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's reader field "<client id>:<token>"
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  the owner's write field "<owner>:write"
--- ARGV[5]  the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
--- ARGV[6]  the owner's write hold count once acquired, as the client counts it
--- ARGV[7]  the owner's read hold count, as the client counts it: the owner
+-- KEYS[1]  lock: lock hash (the lock's name)
+-- KEYS[2]  request: request key of this acquisition
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  field string: the owner's reader field "<client id>:<token>"
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  writeField string: the owner's write field "<owner>:write"
+-- ARGV[5]  timeoutPrefix string: the owner's timeout key prefix ({name}:<owner>:rwlock_timeout)
+-- ARGV[6]  count int64: the owner's write hold count once acquired, as the client counts it
+-- ARGV[7]  readCount int64: the owner's read hold count, as the client counts it: the owner
 --          is refused for an upgrade only when the client counts read
 --          holds. Read holds Redis keeps for the owner while the client
 --          counts none (left by a release whose reply was lost, or taken by
@@ -29,6 +29,13 @@
 --         {-1, 0} when the owner holds only read holds (nothing changed);
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 write hold gone (lost): nothing changed.
+--
+-- Reply    {code, value}
+-- Code     Acquired = 1: Value is the write hold count
+-- Code     Busy = 0: Value is the PTTL, or Cancelled
+-- Code     Upgrade = -1: the owner holds only read holds
+-- Code     Lost = -2: a re-entry found the owner's write hold gone
+-- Code     Cancelled = -3: Value when this request was cancelled first
 local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay

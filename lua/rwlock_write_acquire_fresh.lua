@@ -34,13 +34,13 @@
 -- network until then could take it again for the dead owner, until its
 -- lease ends.)
 --
--- KEYS[1]  lock hash (the lock's name)
--- KEYS[2]  request key of the hold: keys.Request(name, writer field), that
+-- KEYS[1]  lock: lock hash (the lock's name)
+-- KEYS[2]  request: request key of the hold: keys.Request(name, writer field), that
 --          is a prefix and then the field
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  where the writer field ("<client id>:<token>:write", fresh)
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  fieldAt int64: where the writer field ("<client id>:<token>:write", fresh)
 --          starts in KEYS[2] (1-based): the field is KEYS[2] from there on
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns {1, 1} when acquired, also for a re-sent copy while the hold
 --                lasts;
@@ -48,6 +48,11 @@
 --                -1: no expiry);
 --         {0, -3} when the hold was released, undone, handed on or
 --                force-unlocked already (a late copy): nothing changed.
+--
+-- Reply    {code, value}
+-- Code     Acquired = 1: the hold was taken
+-- Code     Busy = 0: Value is the PTTL, or Cancelled
+-- Code     Cancelled = -3: Value when the hold was released, undone, handed on or force-unlocked already
 local hash, req, deadline = KEYS[1], KEYS[2], ARGV[3]
 local field = string.sub(req, tonumber(ARGV[2]))
 if redis.call('exists', hash, req) == 0 then

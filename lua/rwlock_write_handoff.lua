@@ -21,20 +21,21 @@
 -- whose owner never reads): handing the write side on over read holds
 -- would break the lock.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  request key of the releasing hold: a prefix and then its writer
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  request: request key of the releasing hold: a prefix and then its writer
 --          field
--- KEYS[3]  request key of the next owner's hold: a prefix and its writer
+-- KEYS[3]  nextRequest: request key of the next owner's hold: a prefix and its writer
 --          field
--- KEYS[4]  lock channel (published only when the lock is freed instead)
--- ARGV[1]  where the releasing owner's field starts in KEYS[2] (1-based)
--- ARGV[2]  where the next owner's field starts in KEYS[3] (1-based)
--- ARGV[3]  when the releasing hold's mark expires, epoch ms by the server
+-- KEYS[4]  channel: lock channel (published only when the lock is freed instead)
+-- ARGV[1]  fieldAt int64: where the releasing owner's field starts in KEYS[2] (1-based)
+-- ARGV[2]  nextFieldAt int64: where the next owner's field starts in KEYS[3] (1-based)
+-- ARGV[3]  markUntil int64: when the releasing hold's mark expires, epoch ms by the server
 --          clock (as rwlock_write_release_fresh's ARGV[4])
--- ARGV[4]  the next owner's lease in milliseconds
--- ARGV[5]  message published when the lock is freed instead ("1")
--- ARGV[6]  publish command: "publish", or "spublish"
--- ARGV[7], ARGV[8]  head and tail of timeout key prefixes (free_write)
+-- ARGV[4]  nextLeaseMillis int64: the next owner's lease in milliseconds
+-- ARGV[5]  message string: message published when the lock is freed instead ("1")
+-- ARGV[6]  publish string: publish command: "publish", or "spublish"
+-- ARGV[7]  timeoutHead string: head of the timeout key prefixes (see ARGV[8])
+-- ARGV[8]  timeoutTail string: tail of the timeout key prefixes (free_write)
 --
 -- Returns {0, 1} when the write side was handed over (also for a re-sent
 --         copy);
@@ -42,6 +43,10 @@
 --         acquisition had been undone): its waiters woken;
 --         {-1, 0} when the releasing owner does not hold the write side:
 --         nothing changed.
+--
+-- Reply    {remaining, acquired}
+-- Code     NotHeld = -1: Remaining when the releasing owner does not hold the write side
+-- Code     HandedOver = 1: Acquired when the next owner took the write side
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, tonumber(ARGV[2]))
 if redis.call('hdel', hash, string.sub(from, tonumber(ARGV[1]))) == 0 then

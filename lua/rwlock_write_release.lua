@@ -7,24 +7,29 @@
 -- (the owner's: a downgrade), switches mode to read with the TTL of the
 -- longest of them. Retry-safe through the request key.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  lock channel (redisson_rwlock:{name})
--- KEYS[3]  request key of this release
--- KEYS[4]  undo mode only: the request key of the acquisition to undo
--- ARGV[1]  lease in milliseconds
--- ARGV[2]  the owner's write field "<owner>:write"
--- ARGV[3]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  message published when the write lock is released ("1")
--- ARGV[5]  "1": undo mode (see rwlock_read_release.lua)
--- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  channel: lock channel (redisson_rwlock:{name})
+-- KEYS[3]  request: request key of this release
+-- KEYS[4]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- ARGV[1]  leaseMillis int64: lease in milliseconds
+-- ARGV[2]  field string: the owner's write field "<owner>:write"
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[4]  message string: message published when the write lock is released ("1")
+-- ARGV[5]  undo bool: "1": undo mode (see rwlock_read_release.lua)
+-- ARGV[6]  timeoutHead string: head of the timeout key prefixes (see ARGV[7])
+-- ARGV[7]  timeoutTail string: tail of the timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n
--- ARGV[8]  the owner's write hold count once released
--- ARGV[9]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[8]  count int64: the owner's write hold count once released
+-- ARGV[9]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns the owner's remaining write hold count (0: write lock released);
 --         -1 when the owner does not hold the write lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
+--
+-- Reply    remaining
+-- Code     NotHeld = -1: the owner does not hold the write lock
+-- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
 if replay then
   return replay

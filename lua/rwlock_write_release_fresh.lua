@@ -4,8 +4,8 @@
 -- (free_write: the hash is deleted, as only "mode" is left; were other
 -- fields left, rwlock_write_release's rule applies), then ARGV[2] ("1":
 -- wake every waiter) is published on the lock's channel, as
--- rwlock_write_release does. Then the hold's request key is marked, until
--- ARGV[4]: "released" after a release, "cancelled" after an undo.
+-- rwlock_write_release does. Then the hold's request key is marked until
+-- the time in ARGV[4]: "released" after a release, "cancelled" after an undo.
 --
 -- Exactly once, without reading the clock, as lock_release_fresh. The mark
 -- outlives the acquisition's deadline (ARGV[4] is at least a second past
@@ -19,18 +19,19 @@
 -- instead of "not held". An undo needs no answer: it is the same whether
 -- it runs once or many times.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  request key of the hold (its acquisition's KEYS[2]): a prefix
+-- KEYS[1]  lock: lock hash
+-- KEYS[2]  request: request key of the hold (its acquisition's KEYS[2]): a prefix
 --          and then the writer field
--- KEYS[3]  lock channel (redisson_rwlock:{name})
--- ARGV[1]  where the writer field starts in KEYS[2] (1-based)
--- ARGV[2]  message published when the write hold ends ("1")
--- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[3]  channel: lock channel (redisson_rwlock:{name})
+-- ARGV[1]  fieldAt int64: where the writer field starts in KEYS[2] (1-based)
+-- ARGV[2]  message string: message published when the write hold ends ("1")
+-- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[4]  when the mark expires, epoch ms by the server clock: a second
+-- ARGV[4]  markUntil int64: when the mark expires, epoch ms by the server clock: a second
 --          past the later of the acquisition's deadline and this request's
--- ARGV[5]  "1": undo mode
--- ARGV[6], ARGV[7]  head and tail of timeout key prefixes: reader r's n-th
+-- ARGV[5]  undo bool: "1": undo mode
+-- ARGV[6]  timeoutHead string: head of the timeout key prefixes (see ARGV[7])
+-- ARGV[7]  timeoutTail string: tail of the timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n (used only
 --          when fields other than "mode" are left)
 --
@@ -39,6 +40,10 @@
 --            out, or it was force-unlocked): nothing changed;
 --         in undo mode, 0 when the acquisition had taken place (it is
 --            released now) and -2 when it had not (it never will).
+--
+-- Reply    remaining
+-- Code     NotHeld = -1: the owner does not hold the write side
+-- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local hash, req = KEYS[1], KEYS[2]
 local freed = redis.call('hdel', hash, string.sub(req, tonumber(ARGV[1]))) == 1
 if freed then

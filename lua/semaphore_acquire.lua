@@ -4,16 +4,21 @@
 -- Retry-safe: a success is recorded under the request key, and a re-sent
 -- request returns the record instead of taking the permits a second time.
 --
--- KEYS[1]  semaphore (its name): available permits
--- KEYS[2]  request key of this acquisition
--- ARGV[1]  n, the number of permits (> 0)
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
+-- KEYS[1]  semaphore: semaphore (its name): available permits
+-- KEYS[2]  request: request key of this acquisition
+-- ARGV[1]  n int64: n, the number of permits (> 0)
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns 1 when the n permits were taken (the record holds n, for an undo);
 --         0 when fewer than n are available (nothing changed);
 --         -1 when this request was cancelled (semaphore_release undo) first.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    code
+-- Code     Taken = 1: the permits were taken
+-- Code     Short = 0: fewer are available
+-- Code     Cancelled = -1: this request was cancelled first
 local rec = recorded(KEYS[2])
 if rec then
   if rec == 'cancelled' then

@@ -3,21 +3,23 @@
 -- publish the new count when permits are available. Retry-safe through the
 -- request key.
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  expirable: the zset {name}:timeout of acquired permit ids scored
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: expirable: the zset {name}:timeout of acquired permit ids scored
 --          by expiry in epoch ms (counted: any key of the slot; not touched)
--- KEYS[3]  channel (redisson_sc:{name})
--- KEYS[4]  request key of this call
--- ARGV[1]  n, the number of permits to add; negative removes
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  "1": expirable. Expired permits are first given back, by the
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- KEYS[4]  request: request key of this call
+-- ARGV[1]  n int64: n, the number of permits to add; negative removes
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  expirable bool: "1": expirable. Expired permits are first given back, by the
 --          Redis server's clock.
--- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[4]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns the number of available permits afterwards (may be negative).
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    available
 local replay = count_replay(KEYS[4], ARGV[2])
 if replay then
   return replay

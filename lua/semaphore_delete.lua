@@ -3,11 +3,14 @@
 -- published: waiters find no permits and keep waiting. Retry-safe through the
 -- request key (a re-sent request reports whether the first run deleted).
 --
--- KEYS[1]  request key of this call
--- KEYS[2..] the keys to delete
--- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
+-- KEYS[1]  request: request key of this call
+-- KEYS[2..] deleted: the keys to delete
+-- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns 1 when any of the keys existed, 0 otherwise.
+--
+-- Reply    existed
+-- Code     Existed = 1: any of the keys existed
 local replay = count_replay(KEYS[1], ARGV[1])
 if replay then
   return replay

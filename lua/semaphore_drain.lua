@@ -3,13 +3,15 @@
 -- too). An absent semaphore stays absent. Retry-safe through the request key
 -- (a re-sent request returns the first run's count, not 0).
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  request key of this call
--- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  request: request key of this call
+-- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 --
 -- Returns the number of permits available before the call.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    drained
 local replay = count_replay(KEYS[2], ARGV[1])
 if replay then
   return replay

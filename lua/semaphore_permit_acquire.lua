@@ -8,15 +8,15 @@
 -- when that leaves permits available. Retry-safe: a success is recorded
 -- under the request key, and a re-sent request returns the record.
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  zset {name}:timeout of acquired permit ids
--- KEYS[3]  channel (redisson_sc:{name})
--- KEYS[4]  request key of this acquisition
--- ARGV[1]  lease in milliseconds; ≤ 0: the permits never expire
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- KEYS[4]  request: request key of this acquisition
+-- ARGV[1]  leaseMillis int64: lease in milliseconds; ≤ 0: the permits never expire
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[4..] the ids of the new permits, 16 raw bytes each; n = #ARGV - 3
+-- ARGV[4..]  permits string: the ids of the new permits, 16 raw bytes each; n = #ARGV - 3
 --
 -- Returns {1} when the permits were taken;
 --         {0, available, ms until the nearest permit expiry (0: none
@@ -25,6 +25,11 @@
 --             undo) first.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    {code, [available], [expiryMillis]}
+-- Code     Taken = 1: the permits were taken
+-- Code     Short = 0: fewer are available
+-- Code     Cancelled = -1: this request was cancelled first
 local rec = recorded(KEYS[4])
 if rec then
   if rec == 'cancelled' then

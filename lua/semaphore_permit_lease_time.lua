@@ -3,17 +3,21 @@
 -- by the Redis server's clock (and published when that leaves permits
 -- available).
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  zset {name}:timeout of acquired permit ids
--- KEYS[3]  channel (redisson_sc:{name})
--- ARGV[1]  permit id, 16 raw bytes
--- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- ARGV[1]  permit string: permit id, 16 raw bytes
+-- ARGV[2]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns the milliseconds left (≥ 1); -1 when the permit never expires;
 --         -2 when it is unknown or expired.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    millis
+-- Code     NoExpiry = -1: the permit never expires
+-- Code     Unknown = -2: the permit is unknown or expired
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[2], KEYS[3], available)
 local score = redis.call('zscore', KEYS[2], ARGV[1])

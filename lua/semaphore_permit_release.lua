@@ -5,20 +5,20 @@
 -- expired permit can therefore not be released. Retry-safe through the
 -- request key.
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  zset {name}:timeout of acquired permit ids
--- KEYS[3]  channel (redisson_sc:{name})
--- KEYS[4]  request key of this release
--- KEYS[5]  undo mode only: the request key of the acquisition to undo
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- KEYS[4]  request: request key of this release
+-- KEYS[5]  undoRequest: undo mode only: the request key of the acquisition to undo
 --          (otherwise any key of the semaphore's slot; not touched)
--- ARGV[1]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[2]  "1": undo mode. The acquisition's permits still held (its ids
+-- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[2]  undo bool: "1": undo mode. The acquisition's permits still held (its ids
 --          found in the zset) are given back, whether or not its record
 --          is still there (expired ones already were); either way it is
 --          marked cancelled so that a late copy of it does nothing.
--- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[4..] permit ids, 16 raw bytes each, all distinct
+-- ARGV[4..]  permits string: permit ids, 16 raw bytes each, all distinct
 --
 -- Returns {1, available permits afterwards} when released;
 --         {0, i} when the i-th id (1-based) is unknown or expired: nothing
@@ -27,6 +27,11 @@
 --             permits had all expired and its record too).
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    {code, [value]}
+-- Code     Released = 1: Value is the available permits
+-- Code     Unknown = 0: Value is the 1-based index of the unknown or expired id
+-- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local rec = recorded(KEYS[4])
 if rec then
   return {1, tonumber(rec)}

@@ -5,18 +5,20 @@
 -- count is published when permits are available. Running it twice has the
 -- effect of running it once, so it needs no request key.
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  zset {name}:timeout of acquired permit ids
--- KEYS[3]  channel (redisson_sc:{name})
--- ARGV[1]  n, the total number of permits (≥ 0)
--- ARGV[2]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- ARGV[1]  n int64: n, the total number of permits (≥ 0)
+-- ARGV[2]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[3]  request deadline, epoch ms by the server clock: a copy delivered
+-- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns the number of available permits afterwards.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    available
 refuse_late(ARGV[3])
 reclaim(KEYS[1], KEYS[2])
 local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])

@@ -2,15 +2,17 @@
 -- permit-expirable semaphore. Expired permits are first given back, by the
 -- Redis server's clock (and published when that leaves permits available).
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  zset {name}:timeout of acquired permit ids
--- KEYS[3]  channel (redisson_sc:{name})
--- ARGV[1]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- ARGV[1]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns {available permits (absent: 0), acquired permits}.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    {available, acquired}
 local _, expired, available, current = reclaim(KEYS[1], KEYS[2])
 if expired > 0 then
   announce(ARGV[1], KEYS[3], available)

@@ -5,19 +5,23 @@
 -- Running it twice has the effect of running it once (the lease is counted
 -- from the later run), so it needs no request key.
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  zset {name}:timeout of acquired permit ids
--- KEYS[3]  channel (redisson_sc:{name})
--- ARGV[1]  permit id, 16 raw bytes
--- ARGV[2]  lease in milliseconds; ≤ 0: the permit never expires
--- ARGV[3]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- ARGV[1]  permit string: permit id, 16 raw bytes
+-- ARGV[2]  leaseMillis int64: lease in milliseconds; ≤ 0: the permit never expires
+-- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[4]  request deadline, epoch ms by the server clock: a copy delivered
+-- ARGV[4]  deadline int64: request deadline, epoch ms by the server clock: a copy delivered
 --          after it is refused (REDISYNC_LATE) and changes nothing
 --
 -- Returns 1 when the lease was set; 0 when the permit is unknown or expired.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    set
+-- Code     Set = 1: the lease was set
+-- Code     Unknown = 0: the permit is unknown or expired
 refuse_late(ARGV[4])
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[3], KEYS[3], available)

@@ -3,21 +3,25 @@
 -- Retry-safe through the request key (a re-sent request reports the first
 -- run's answer, not "already set").
 --
--- KEYS[1]  semaphore: available permits
--- KEYS[2]  expirable: the zset {name}:timeout of acquired permit ids scored
+-- KEYS[1]  semaphore: semaphore: available permits
+-- KEYS[2]  timeouts: expirable: the zset {name}:timeout of acquired permit ids scored
 --          by expiry in epoch ms (counted: any key of the slot; not touched)
--- KEYS[3]  channel (redisson_sc:{name})
--- KEYS[4]  request key of this call
--- ARGV[1]  n, the number of permits (≥ 0)
--- ARGV[2]  request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  "1": expirable. Expired permits are first given back (which sets
+-- KEYS[3]  channel: channel (redisson_sc:{name})
+-- KEYS[4]  request: request key of this call
+-- ARGV[1]  n int64: n, the number of permits (≥ 0)
+-- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
+-- ARGV[3]  expirable bool: "1": expirable. Expired permits are first given back (which sets
 --          the semaphore), by the Redis server's clock.
--- ARGV[4]  publish command: "publish", or "spublish" for sharded pub/sub on
+-- ARGV[4]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
 -- Returns 1 when the permits were set; 0 when the semaphore was already set.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
+--
+-- Reply    set
+-- Code     Set = 1: the permits were set
+-- Code     AlreadySet = 0: the semaphore was already set
 local replay = count_replay(KEYS[4], ARGV[2])
 if replay then
   return replay

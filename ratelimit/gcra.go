@@ -167,10 +167,11 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 	g := r.g
 	ctx, cancel := g.h.C.DetachedContext(ctx)
 	defer cancel()
-	ks := []string{g.h.Name, g.requestKey()}
-	deadline := g.h.C.RequestDeadline(ctx)
+	cancelArgs := lua.GCRACancelArgs{Limiter: g.h.Name, Request: g.requestKey(), TAT: r.tat, Took: r.took,
+		ActMicros: r.actUS, Deadline: g.h.C.RequestDeadline(ctx)}
 	err := g.h.C.Resend(ctx, func() error {
-		return lua.GCRACancel.Run(ctx, g.h.C.Redis(), ks, r.tat, r.took, r.actUS, deadline).Err()
+		_, err := cancelArgs.Run(ctx, g.h.C.Direct())
+		return err
 	})
 	if err != nil {
 		return g.fail("cancel", err)
@@ -286,35 +287,22 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	// Allow (longest 0) is not recorded: a re-sent Allow may take twice,
 	// which only limits more. A reservation is, since Cancel relies on
 	// the TAT it returned.
-	var v []any
-	var err error
-	if longest == 0 {
-		v, err = lua.GCRATake.Run(ctx, g.h.C.Redis(), []string{g.h.Name, g.h.Name},
-			g.limit.emission(), g.limit.Burst, n, 0, 0, "0").Slice()
-	} else {
-		v, err = lua.GCRATake.Run(ctx, g.h.C.Redis(), []string{g.h.Name, g.requestKey()},
-			g.limit.emission(), g.limit.Burst, n, longest, g.h.C.RequestDeadline(ctx), "1").Slice()
+	a := lua.GCRATakeArgs{Limiter: g.h.Name, Request: g.h.Name, EmissionMicros: g.limit.emission(),
+		Burst: g.limit.Burst, N: n} // Allow: no request key (any key of the slot), deadline or record
+	if longest != 0 {
+		a.Request, a.LongestMicros, a.Deadline, a.Record = g.requestKey(), longest, g.h.C.RequestDeadline(ctx), true
 	}
+	v, err := a.Run(ctx, g.h.C.Direct())
 	if err != nil {
 		return taken{}, err
 	}
-	if len(v) != 6 {
-		return taken{}, fmt.Errorf("unexpected reply %v", v)
-	}
-	tat, _ := v[4].(string)
-	t := taken{ok: replyInt(v[0]) == 1, delay: time.Duration(replyInt(v[1])) * time.Microsecond,
-		remaining: replyInt(v[2]), reset: time.Duration(replyInt(v[3])) * time.Microsecond,
-		tat: tat, now: replyInt(v[5]), sent: sent}
+	t := taken{ok: v.Code == lua.GCRATakeTaken, delay: time.Duration(v.Delay) * time.Microsecond,
+		remaining: v.Remaining, reset: time.Duration(v.Reset) * time.Microsecond,
+		tat: v.TAT, now: v.Now, sent: sent}
 	if t.ok && t.delay == 0 && g.taken != nil {
 		g.taken(t.now, n)
 	}
 	return t, nil
-}
-
-// replyInt reads an integer element of a script's reply.
-func replyInt(x any) int64 {
-	i, _ := x.(int64)
-	return i
 }
 
 func (g *GCRA) checkN(n int64) error {

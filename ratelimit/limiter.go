@@ -123,13 +123,16 @@ func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int
 	if err := l.checkRate(t, rate, interval, o); err != nil {
 		return false, err
 	}
-	r, err := lua.RateSetRate.Run(ctx, l.h.C.Redis(), l.allKeys(),
-		mode, int(t), rate, core.Millis(interval), core.Millis(o.keepAlive),
-		l.h.C.RequestDeadline(ctx), l.h.C.ID()).Int64()
+	k := l.allKeys()
+	r, err := lua.RateSetRateArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
+		Request: k.request, Mode: mode, RateType: int64(t), Rate: rate, IntervalMillis: core.Millis(interval),
+		KeepAliveMillis: core.Millis(o.keepAlive), Deadline: l.h.C.RequestDeadline(ctx),
+		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		return false, l.fail("set rate", err)
 	}
-	return r == 1, nil
+	return r == lua.RateSetRateSet, nil
 }
 
 // checkRate checks a rate's arguments.
@@ -326,46 +329,48 @@ func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error)
 	var random [16]byte
 	_, _ = rand.Read(random[:])
 	reqKey := l.requestKey()
-	ks := append(l.stateKeys(), keys.RateClients(l.h.Name), reqKey)
-	r, err := lua.RateAcquire.Run(ctx, l.h.C.Redis(), ks,
-		n, l.h.C.RequestDeadline(ctx), random[:], l.h.C.ID()).Int64Slice()
+	k := l.stateKeys()
+	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(l.h.Name),
+		Request: reqKey, N: n, Deadline: l.h.C.RequestDeadline(ctx), Random: string(random[:]),
+		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		if !core.IsReply(err) {
-			l.undo(ctx, n, reqKey, random[:])
+			l.undo(ctx, n, reqKey, string(random[:]))
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
-	if len(r) != 2 {
-		return false, 0, fmt.Errorf("acquire: unexpected reply %v", r)
-	}
-	switch r[0] {
-	case 1:
+	switch r.Code {
+	case lua.RateAcquireGranted:
 		if l.granted != nil {
-			l.granted(r[1], n)
+			l.granted(r.Value, n)
 		}
 		return true, 0, nil
-	case 0:
-		return false, time.Duration(max(r[1], 1)) * time.Millisecond, nil
-	case -1: // cancelled by an undo: the caller has gone
+	case lua.RateAcquireShort:
+		return false, time.Duration(max(r.Value, 1)) * time.Millisecond, nil
+	case lua.RateAcquireCancelled: // cancelled by an undo: the caller has gone
 		return false, 0, fmt.Errorf("acquire: %w", context.Canceled)
-	case -2:
+	case lua.RateAcquireNoRate:
 		return false, 0, ErrNotInitialized
-	case -3:
-		return false, 0, fmt.Errorf("%d permits, rate %d: %w", n, r[1], ErrExceedsRate)
+	case lua.RateAcquireExceedsRate:
+		return false, 0, fmt.Errorf("%d permits, rate %d: %w", n, r.Value, ErrExceedsRate)
 	}
-	return false, 0, fmt.Errorf("acquire: unexpected reply %v", r)
+	return false, 0, fmt.Errorf("acquire: unexpected reply %+v", r)
 }
 
 // undo reverts an acquisition whose reply was lost: if it took place its
 // grant is removed and its permits given back; if it has not yet, it is
 // marked cancelled so that a late copy grants nothing.
-func (l *Limiter) undo(ctx context.Context, n int64, acquireKey string, random []byte) {
+func (l *Limiter) undo(ctx context.Context, n int64, acquireKey string, random string) {
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	reqKey, deadline := l.requestKey(), l.h.C.RequestDeadline(ctx)
-	ks := append(l.stateKeys(), reqKey, acquireKey)
+	k := l.stateKeys()
+	undo := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: l.requestKey(), UndoRequest: acquireKey,
+		N: n, Deadline: l.h.C.RequestDeadline(ctx), Undo: true, Random: random}
 	err := l.h.C.Resend(ctx, func() error {
-		return lua.RateRelease.Run(ctx, l.h.C.Redis(), ks, n, deadline, "1", random).Err()
+		_, err := undo.Run(ctx, l.h.C.Direct())
+		return err
 	})
 	if err != nil {
 		l.h.C.Logger().Warn("redisync: could not undo an interrupted rate limiter acquisition; its permits count until they expire",
@@ -388,18 +393,20 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 	}
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
-	reqKey, deadline := l.requestKey(), l.h.C.RequestDeadline(ctx)
-	ks := append(l.stateKeys(), reqKey, reqKey)
+	reqKey, k := l.requestKey(), l.stateKeys()
+	release := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: reqKey, UndoRequest: reqKey,
+		N: n, Deadline: l.h.C.RequestDeadline(ctx)}
 	var r int64
 	err := l.h.C.Resend(ctx, func() error {
 		var err error
-		r, err = lua.RateRelease.Run(ctx, l.h.C.Redis(), ks, n, deadline, "0", "").Int64()
+		r, err = release.Run(ctx, l.h.C.Direct())
 		return err
 	})
 	if err != nil {
 		return l.fail("release", err)
 	}
-	if r == -4 {
+	if r == lua.RateReleaseNoRate {
 		return l.fail("release", ErrNotInitialized)
 	}
 	kick(lineKey{l.h.C, l.h.Name})
@@ -413,14 +420,16 @@ func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
 	if err := l.h.Check(); err != nil {
 		return 0, err
 	}
-	r, err := lua.RateAvailable.Run(ctx, l.h.C.Redis(), l.stateKeys()).Int64Slice()
+	k := l.stateKeys()
+	r, err := lua.RateAvailableArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		return 0, l.fail("available permits", err)
 	}
-	if len(r) != 2 || r[0] != 1 {
+	if r.Code != lua.RateAvailableSet {
 		return 0, l.fail("available permits", ErrNotInitialized)
 	}
-	return r[1], nil
+	return r.Left, nil
 }
 
 // Delete deletes the limiter: its configuration, the Overall budget and
@@ -432,28 +441,42 @@ func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	r, err := lua.RateDelete.Run(ctx, l.h.C.Redis(), l.allKeys(),
-		l.h.C.RequestDeadline(ctx), l.h.C.ID()).Int64()
+	k := l.allKeys()
+	r, err := lua.RateDeleteArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
+		Request: k.request, Deadline: l.h.C.RequestDeadline(ctx), ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		return false, l.fail("delete", err)
 	}
-	return r == 1, nil
+	return r == lua.RateDeleteExisted, nil
 }
 
-// stateKeys returns the configuration, the Overall pair and this client's
-// PerClient pair: KEYS[1..5] of the acquire, release and available scripts.
-func (l *Limiter) stateKeys() []string {
+// stateKeys are the configuration, the Overall pair and this client's
+// PerClient pair: the first KEYS of the acquire, release and available
+// scripts.
+type stateKeys struct {
+	limiter, value, permits    string
+	clientValue, clientPermits string
+}
+
+func (l *Limiter) stateKeys() stateKeys {
 	n, id := l.h.Name, l.h.C.ID()
-	return []string{n, keys.RateValue(n), keys.RatePermits(n),
+	return stateKeys{n, keys.RateValue(n), keys.RatePermits(n),
 		keys.RateClientValue(n, id), keys.RateClientPermits(n, id)}
 }
 
-// allKeys returns the KEYS of the set-rate and delete scripts: the
+// allKeys are the KEYS of the set-rate and delete scripts: the
 // configuration, the Overall pair, the prefixes of the PerClient pairs,
 // the registry and a new request key.
-func (l *Limiter) allKeys() []string {
+type allKeys struct {
+	limiter, value, permits                string
+	clientValuePrefix, clientPermitsPrefix string
+	clients, request                       string
+}
+
+func (l *Limiter) allKeys() allKeys {
 	n := l.h.Name
-	return []string{n, keys.RateValue(n), keys.RatePermits(n),
+	return allKeys{n, keys.RateValue(n), keys.RatePermits(n),
 		keys.RateValue(n) + ":", keys.RatePermits(n) + ":", keys.RateClients(n), l.requestKey()}
 }
 

@@ -509,14 +509,17 @@ func TestAcquireExactlyOnce(t *testing.T) {
 	require.NoError(t, l.SetRate(ctx, Overall, 5, time.Hour))
 	random := "0123456789abcdef"
 	req := l.requestKey()
-	run := func(req string, deadline int64) ([]int64, error) {
-		return lua.RateAcquire.Run(ctx, rdb, append(l.stateKeys(), keys.RateClients(name), req),
-			2, deadline, random, (*core.Client)(c).ID()).Int64Slice()
+	run := func(req string, deadline int64) (lua.RateAcquireReply, error) {
+		k := l.stateKeys()
+		return lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(name),
+			Request: req, N: 2, Deadline: deadline, Random: random,
+			ClientID: (*core.Client)(c).ID()}.Run(ctx, lua.Direct{Client: rdb})
 	}
 	deadline := (*core.Client)(c).RequestDeadline(ctx)
 	first, err := run(req, deadline)
 	require.NoError(t, err)
-	require.Equal(t, int64(1), first[0])
+	require.EqualValues(t, lua.RateAcquireGranted, first.Code)
 	again, err := run(req, deadline)
 	require.NoError(t, err)
 	assert.Equal(t, first, again, "re-sent: the first grant's reply")
@@ -527,19 +530,19 @@ func TestAcquireExactlyOnce(t *testing.T) {
 	require.ErrorContains(t, err, "REDISYNC_LATE")
 	assert.Equal(t, "3", rdb.Get(ctx, keys.RateValue(name)).Val(), "late: nothing granted")
 
-	l.undo(ctx, 2, req, []byte(random))
+	l.undo(ctx, 2, req, random)
 	assert.Equal(t, int64(0), rdb.ZCard(ctx, keys.RatePermits(name)).Val(), "undo removed the grant")
 	assert.Equal(t, "5", rdb.Get(ctx, keys.RateValue(name)).Val())
 	r, err := run(req, deadline)
 	require.NoError(t, err)
-	assert.Equal(t, int64(-1), r[0], "a copy after the undo is cancelled")
+	assert.EqualValues(t, lua.RateAcquireCancelled, r.Code, "a copy after the undo is cancelled")
 
 	// An undo that comes first cancels the acquisition.
 	req2 := l.requestKey()
-	l.undo(ctx, 1, req2, []byte(random))
+	l.undo(ctx, 1, req2, random)
 	r, err = run(req2, deadline)
 	require.NoError(t, err)
-	assert.Equal(t, int64(-1), r[0])
+	assert.EqualValues(t, lua.RateAcquireCancelled, r.Code)
 	assert.Equal(t, "5", rdb.Get(ctx, keys.RateValue(name)).Val())
 }
 

@@ -57,9 +57,11 @@ func NewFair(c *redisync.Client, name string, opts ...Option) *FairLock {
 }
 
 // fairKeys are a fair lock's keys besides its hash: the queue, the timeouts
-// zset and the prefix of its waiters' channels, in the scripts' order.
-func fairKeys(name string) []string {
-	return []string{keys.FairQueue(name), keys.FairTimeouts(name), keys.LockChannel(name)}
+// zset and the prefix of its waiters' channels.
+type fairKeys struct{ queue, timeouts, channelPrefix string }
+
+func newFairKeys(name string) fairKeys {
+	return fairKeys{keys.FairQueue(name), keys.FairTimeouts(name), keys.LockChannel(name)}
 }
 
 // fairSide is the fair lock's configuration of the engine: the lock's hash,
@@ -73,7 +75,7 @@ func fairKeys(name string) []string {
 // so a live waiter re-checks, and so refreshes its deadline, twice more
 // before it could be taken for dead, even when no message comes.
 func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
-	fk := fairKeys(e.Name)
+	fk := newFairKeys(e.Name)
 	timeoutMillis := core.Millis(timeout)
 	recheck := max(timeout/3, time.Millisecond)
 	s := lockSide(e, "fair lock", "0") // the lock's field and renewal
@@ -86,27 +88,24 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 		if err != nil {
 			return core.Outcome{}, err
 		}
-		fencing := "0"
-		if op.Fencing {
-			fencing = "1"
-		}
-		res, err := e.C.Eval(ctx, op.Sync, lua.FairAcquire,
-			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, keys.FenceCounter(op.Name)},
-			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, timeoutMillis, pub, op.Fence).Int64Slice()
-		out, err := lockOutcome(res, err)
+		rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
+			ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
+			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Fenced: op.Fencing,
+			Count: op.Count, WaiterTimeoutMillis: timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
+		out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 		if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > recheck) {
 			out.Retry = recheck
 		}
 		return out, err
 	}
 	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
-		undo, undoKey := "0", op.ReqKey
+		undo, undoKey := false, op.ReqKey
 		if op.UndoKey != "" {
-			undo, undoKey = "1", op.UndoKey
+			undo, undoKey = true, op.UndoKey
 		}
-		return e.C.Eval(ctx, op.Sync, lua.FairRelease,
-			[]string{op.Name, fk[0], fk[1], fk[2], op.ReqKey, undoKey},
-			op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), undo, op.Count, op.Publish).Int64()
+		return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
+			Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
+			Deadline: e.C.RequestDeadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
 	}
 	s.Wait = func(op *core.Op) core.WaitSpec {
 		owner := op.Owner
@@ -128,7 +127,9 @@ func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
 func fairLeave(ctx context.Context, e *core.Lock, owner string) {
 	pub, err := e.C.PublishCommand(ctx)
 	if err == nil {
-		err = lua.FairLeave.Run(ctx, e.C.Redis(), append([]string{e.Name}, fairKeys(e.Name)...), owner, pub, e.C.RequestDeadline(ctx)).Err()
+		fk := newFairKeys(e.Name)
+		_, err = lua.FairLeaveArgs{Lock: e.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
+			Owner: owner, Publish: pub, Deadline: e.C.RequestDeadline(ctx)}.Run(ctx, e.C.Direct())
 	}
 	if err != nil {
 		e.C.Logger().Warn("redisync: a fair lock waiter that gave up could not leave the queue; it is dropped after its deadline",
@@ -153,13 +154,15 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return fail(err)
 	}
-	n, err := lua.FairForceUnlock.Run(ctx, l.e.C.Redis(), append([]string{l.e.Name}, fairKeys(l.e.Name)...),
-		pub, l.e.C.RequestDeadline(ctx), keys.RequestPrefix(l.e.Name), core.ForcedMarkTTL).Int64()
+	fk := newFairKeys(l.e.Name)
+	n, err := lua.FairForceUnlockArgs{Lock: l.e.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
+		Publish: pub, Deadline: l.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(l.e.Name),
+		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, l.e.C.Direct())
 	if err != nil {
 		return fail(err)
 	}
 	l.e.ForceEnded()
-	return n == 1, nil
+	return n == lua.FairForceUnlockExisted, nil
 }
 
 var _ redisync.Locker = (*FairLock)(nil)

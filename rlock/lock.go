@@ -61,63 +61,57 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 // lock_release_fresh for the fresh holds of callers without one, and a
 // wait on the lock's channel that wakes one waiter per release.
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
-	rdb := func() redis.UniversalClient { return e.C.Redis() }
 	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
-	msgArg := any(msg)
 	return &core.Side{
 		Kind:  kind,
 		Fresh: true,
 		Field: func(owner string) string { return owner },
 		Acquire: func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-			fencing := flag(op.Fencing)
 			if op.Fresh {
-				ks := []string{op.Name, op.ReqKey, counter}
-				if !op.Fencing {
-					ks = ks[:2] // the counter is not touched: spare its bytes
+				a := lua.LockAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey,
+					LeaseMillis: op.LeaseMillis(), FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)),
+					Deadline: op.Deadline, Fenced: op.Fencing}
+				if op.Fencing {
+					a.Counter = counter // otherwise left out: spare its bytes
 				}
-				res, err := e.C.Eval(ctx, op.Sync, lua.LockAcquireFresh, ks,
-					op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline, fencing).Int64Slice()
-				return lockOutcome(res, err)
+				rep, err := a.Run(ctx, e.C.Runner(op.Sync))
+				return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 			}
-			res, err := e.C.Eval(ctx, op.Sync, lua.LockAcquire,
-				[]string{op.Name, op.ReqKey, counter},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), fencing, op.Count, op.Fence).Int64Slice()
-			return lockOutcome(res, err)
+			rep, err := lua.LockAcquireArgs{Lock: op.Name, Request: op.ReqKey, Counter: counter,
+				LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx),
+				Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
+			return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 		},
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
-			undo, undoKey := flag(false), op.ReqKey
+			undo, undoKey := false, op.ReqKey
 			if op.UndoKey != "" {
-				undo, undoKey = flag(true), op.UndoKey
+				undo, undoKey = true, op.UndoKey
 			}
 			if op.Fresh {
 				// The hold's request key is its acquisition's (undoKey
 				// in an undo). Its mark outlives the acquisition's
 				// deadline and this request's.
-				mark := e.C.MarkUntil(ctx, op.Deadline)
-				return e.C.Eval(ctx, op.Sync, lua.LockReleaseFresh,
-					[]string{op.Name, undoKey, channel},
-					core.FieldAt(undoKey, op.Field), msgArg, publishArg(op.Publish), mark, undo).Int64()
+				return lua.LockReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: channel,
+					FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msg, Publish: op.Publish,
+					MarkUntil: e.C.MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Runner(op.Sync))
 			}
-			return e.C.Eval(ctx, op.Sync, lua.LockRelease,
-				[]string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msgArg, undo, op.Count, publishArg(op.Publish)).Int64()
+			return lua.LockReleaseArgs{Lock: op.Name, Channel: channel, Request: op.ReqKey, UndoRequest: undoKey,
+				LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: msg,
+				Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
 		},
 		Handoff: func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
-			ks := []string{from.Name, from.ReqKey, to.ReqKey, channel, counter}
-			if !to.Fencing {
-				ks = ks[:4]
+			a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: channel,
+				FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
+				MarkUntil: e.C.MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),
+				Message: msg, Fenced: to.Fencing, Publish: from.Publish}
+			if to.Fencing {
+				a.Counter = counter
 			}
-			mark := e.C.MarkUntil(ctx, from.Deadline)
-			res, err := lua.LockHandoff.Run(ctx, rdb(), ks,
-				core.FieldAt(from.ReqKey, from.Field), core.FieldAt(to.ReqKey, to.Field), mark, to.LeaseMillis(),
-				msgArg, flag(to.Fencing), publishArg(from.Publish)).Int64Slice()
+			rep, err := a.Run(ctx, e.C.Direct())
 			if err != nil {
 				return core.HandoffOutcome{}, err
 			}
-			if len(res) < 3 {
-				return core.HandoffOutcome{}, fmt.Errorf("unexpected reply %v", res)
-			}
-			return core.HandoffOutcome{Remaining: res[0], Acquired: res[1] == 1, Fence: res[2]}, nil
+			return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.LockHandoffHandedOver, Fence: rep.Fence}, nil
 		},
 		Renew: renewLock,
 		Wait: func(*core.Op) core.WaitSpec {
@@ -127,62 +121,24 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 }
 
 // renewLock is how the watchdog renews a hold of the lock (lua.RenewLock):
-// the hash and the owner's field, in one allocation besides the field's
-// boxing.
+// the hash and the owner's field.
 func renewLock(op *core.Op) *core.RenewSpec {
-	r := &struct {
-		spec core.RenewSpec
-		keys [1]string
-		args [1]any
-	}{keys: [1]string{op.Name}, args: [1]any{op.Field}}
-	r.spec = core.RenewSpec{Script: lua.RenewLock, Keys: r.keys[:], Args: r.args[:]}
-	return &r.spec
+	return core.NewRenewSpec(lua.RenewLockHold{Lock: op.Name, Field: op.Field})
 }
 
-// Script arguments boxed once: passing a string to a script as an any
-// allocates otherwise, at every call.
-var (
-	flags             = [2]any{"0", "1"}
-	publish, spublish = any("publish"), any("spublish")
-)
-
-// flag returns "1" for true and "0" for false, as the scripts take flags.
-func flag(b bool) any {
-	if b {
-		return flags[1]
-	}
-	return flags[0]
-}
-
-// publishArg returns the publish command (core.Client.PublishCommand) as a
-// script argument.
-func publishArg(cmd string) any {
-	switch cmd {
-	case "publish":
-		return publish
-	case "spublish":
-		return spublish
-	}
-	return cmd
-}
-
-// lockOutcome reads lock_acquire's (and lock_acquire_fresh's) reply.
-func lockOutcome(res []int64, err error) (core.Outcome, error) {
+// lockOutcome reads lock_acquire's (and lock_acquire_fresh's, and
+// fair_acquire's) reply: its code, its second element and its fencing
+// token. The three scripts share their codes.
+func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	switch {
 	case err != nil:
 		return core.Outcome{}, err
-	case len(res) < 2:
-		return core.Outcome{}, fmt.Errorf("unexpected reply %v", res)
-	case res[0] == 1:
-		o := core.Outcome{Acquired: true}
-		if len(res) > 2 {
-			o.Fence = res[2]
-		}
-		return o, nil
-	case res[0] == -2:
+	case code == lua.LockAcquireAcquired:
+		return core.Outcome{Acquired: true, Fence: fence}, nil
+	case code == lua.LockAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(res[1])}, nil
+	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
 // Name returns the lock's name, which is also its Redis key.
@@ -247,14 +203,14 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
-	n, err := lua.LockForceUnlock.Run(ctx, h.e.C.Redis(),
-		[]string{h.e.Name, keys.LockChannel(h.e.Name)}, "0", pub, h.e.C.RequestDeadline(ctx),
-		keys.RequestPrefix(h.e.Name), core.ForcedMarkTTL).Int64()
+	n, err := lua.LockForceUnlockArgs{Lock: h.e.Name, Channel: keys.LockChannel(h.e.Name), Message: "0",
+		Publish: pub, Deadline: h.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
+		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, h.e.C.Direct())
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
 	}
 	h.e.ForceEnded()
-	return n == 1, nil
+	return n == lua.LockForceUnlockExisted, nil
 }
 
 // IsLocked reports whether any owner holds the lock.

@@ -83,8 +83,10 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 func (rw *RWLock) Name() string { return rw.e.Name }
 
 // sides returns what both sides' configurations share: the kind, the wait
-// on the lock's channel with its wake policy, and the release script call.
-func side(e *core.Lock, what string, field func(string) string, script *redis.Script, msg string) *core.Side {
+// on the lock's channel with its wake policy, and the release script call
+// (rwlock_write_release for the write side, else rwlock_read_release: the
+// same KEYS and ARGV).
+func side(e *core.Lock, what string, field func(string) string, write bool, msg string) *core.Side {
 	channel := keys.RWChannel(e.Name)
 	head, tail := keys.RWTimeoutParts(e.Name)
 	return &core.Side{
@@ -92,12 +94,20 @@ func side(e *core.Lock, what string, field func(string) string, script *redis.Sc
 		What:  what,
 		Field: field,
 		Release: func(ctx context.Context, op *core.Op) (int64, error) {
-			undo, undoKey := "0", op.ReqKey
+			undo, undoKey := false, op.ReqKey
 			if op.UndoKey != "" {
-				undo, undoKey = "1", op.UndoKey
+				undo, undoKey = true, op.UndoKey
 			}
-			return e.C.Eval(ctx, op.Sync, script, []string{op.Name, channel, op.ReqKey, undoKey},
-				op.LeaseMillis(), op.Field, e.C.RequestDeadline(ctx), msg, undo, head, tail, op.Count, op.Publish).Int64()
+			if write {
+				return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: channel, Request: op.ReqKey, UndoRequest: undoKey,
+					LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: msg,
+					Undo: undo, TimeoutHead: head, TimeoutTail: tail, Count: op.Count, Publish: op.Publish,
+				}.Run(ctx, e.C.Runner(op.Sync))
+			}
+			return lua.RWReadReleaseArgs{Lock: op.Name, Channel: channel, Request: op.ReqKey, UndoRequest: undoKey,
+				LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: msg,
+				Undo: undo, TimeoutHead: head, TimeoutTail: tail, Count: op.Count, Publish: op.Publish,
+			}.Run(ctx, e.C.Runner(op.Sync))
 		},
 		Wait: func(*core.Op) core.WaitSpec { return core.WaitSpec{Channel: channel, Wake: wake} },
 	}
@@ -106,17 +116,17 @@ func side(e *core.Lock, what string, field func(string) string, script *redis.Sc
 // readSide is the read side's configuration of the engine: a read hold is
 // the owner's reader field plus one timeout key per hold.
 func readSide(e *core.Lock) *core.Side {
-	s := side(e, "read ", func(owner string) string { return owner }, lua.RWReadRelease, msgRead)
+	s := side(e, "read ", func(owner string) string { return owner }, false, msgRead)
 	s.Shared = true
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-		res, err := e.C.Eval(ctx, op.Sync, lua.RWReadAcquire, []string{op.Name, op.ReqKey},
-			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), keys.RWWriteField(op.Owner),
-			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count).Int64Slice()
-		return outcome(res, err, op.Owner)
+		rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+			Field: op.Owner, Deadline: e.C.RequestDeadline(ctx), WriteField: keys.RWWriteField(op.Owner),
+			TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Runner(op.Sync))
+		return outcome(rep.Code, rep.Value, err, op.Owner)
 	}
 	s.Renew = func(op *core.Op) *core.RenewSpec {
-		return &core.RenewSpec{Script: lua.RenewRead, Keys: []string{op.Name},
-			Args: []any{op.Owner, keys.RWTimeoutPrefix(op.Name, op.Owner)}}
+		return core.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
+			TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
 	}
 	return s
 }
@@ -130,7 +140,7 @@ func readSide(e *core.Lock) *core.Side {
 // lock's writers, and are handed the write side by the writer before them
 // (rwlock_write_handoff).
 func writeSide(e *core.Lock) *core.Side {
-	s := side(e, "write ", keys.RWWriteField, lua.RWWriteRelease, msgWrite)
+	s := side(e, "write ", keys.RWWriteField, true, msgWrite)
 	s.Fresh = true
 	s.Line = core.LockLine("rwlock", e.Name) // writers of a client line up locally
 	channel := keys.RWChannel(e.Name)
@@ -143,58 +153,58 @@ func writeSide(e *core.Lock) *core.Side {
 		// The hold's request key is its acquisition's (undoKey in an
 		// undo). Its mark outlives the acquisition's deadline and this
 		// request's.
-		undo, undoKey := "0", op.ReqKey
+		undo, undoKey := false, op.ReqKey
 		if op.UndoKey != "" {
-			undo, undoKey = "1", op.UndoKey
+			undo, undoKey = true, op.UndoKey
 		}
-		return e.C.Eval(ctx, op.Sync, lua.RWWriteReleaseFresh, []string{op.Name, undoKey, channel},
-			core.FieldAt(undoKey, op.Field), msgWrite, op.Publish, e.C.MarkUntil(ctx, op.Deadline), undo, head, tail).Int64()
+		return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: channel,
+			FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
+			MarkUntil: e.C.MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: head, TimeoutTail: tail,
+		}.Run(ctx, e.C.Runner(op.Sync))
 	}
 	s.Handoff = func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
-		res, err := lua.RWWriteHandoff.Run(ctx, e.C.Redis(), []string{from.Name, from.ReqKey, to.ReqKey, channel},
-			core.FieldAt(from.ReqKey, from.Field), core.FieldAt(to.ReqKey, to.Field), e.C.MarkUntil(ctx, from.Deadline),
-			to.LeaseMillis(), msgWrite, from.Publish, head, tail).Int64Slice()
-		switch {
-		case err != nil:
+		rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: channel,
+			FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
+			MarkUntil: e.C.MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
+			Publish: from.Publish, TimeoutHead: head, TimeoutTail: tail}.Run(ctx, e.C.Direct())
+		if err != nil {
 			return core.HandoffOutcome{}, err
-		case len(res) < 2:
-			return core.HandoffOutcome{}, fmt.Errorf("unexpected reply %v", res)
 		}
-		return core.HandoffOutcome{Remaining: res[0], Acquired: res[1] == 1}, nil
+		return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.RWWriteHandoffHandedOver}, nil
 	}
 	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
 		if op.Fresh {
-			res, err := e.C.Eval(ctx, op.Sync, lua.RWWriteAcquireFresh, []string{op.Name, op.ReqKey},
-				op.LeaseMillis(), core.FieldAt(op.ReqKey, op.Field), op.Deadline).Int64Slice()
-			return outcome(res, err, op.Owner)
+			rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+				FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Runner(op.Sync))
+			return outcome(rep.Code, rep.Value, err, op.Owner)
 		}
-		res, err := e.C.Eval(ctx, op.Sync, lua.RWWriteAcquire, []string{op.Name, op.ReqKey},
-			op.LeaseMillis(), op.Owner, e.C.RequestDeadline(ctx), op.Field,
-			keys.RWTimeoutPrefix(op.Name, op.Owner), op.Count,
-			e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})).Int64Slice()
-		return outcome(res, err, op.Owner)
+		rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+			Field: op.Owner, Deadline: e.C.RequestDeadline(ctx), WriteField: op.Field,
+			TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
+			ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Runner(op.Sync))
+		return outcome(rep.Code, rep.Value, err, op.Owner)
 	}
 	s.Renew = func(op *core.Op) *core.RenewSpec {
-		return &core.RenewSpec{Script: lua.RenewLock, Keys: []string{op.Name}, Args: []any{op.Field}}
+		return core.NewRenewSpec(lua.RenewLockHold{Lock: op.Name, Field: op.Field})
 	}
 	return s
 }
 
-// outcome reads an acquisition script's reply.
-func outcome(res []int64, err error, owner string) (core.Outcome, error) {
+// outcome reads an acquisition script's reply (rwlock_read_acquire,
+// rwlock_write_acquire, rwlock_write_acquire_fresh: they share their
+// codes): its code and its second element.
+func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 	switch {
 	case err != nil:
 		return core.Outcome{}, err
-	case len(res) < 2:
-		return core.Outcome{}, fmt.Errorf("unexpected reply %v", res)
-	case res[0] == 1:
+	case code == lua.RWWriteAcquireAcquired:
 		return core.Outcome{Acquired: true}, nil
-	case res[0] == -1:
+	case code == lua.RWWriteAcquireUpgrade:
 		return core.Outcome{Err: fmt.Errorf("owner %s: %w", owner, redisync.ErrUpgrade)}, nil
-	case res[0] == -2:
+	case code == lua.RWWriteAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(res[1])}, nil
+	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
@@ -298,14 +308,14 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
-	n, err := lua.RWForceUnlock.Run(ctx, rw.e.C.Redis(),
-		[]string{rw.e.Name, keys.RWChannel(rw.e.Name)}, head, tail, msgWrite, pub, rw.e.C.RequestDeadline(ctx),
-		keys.RequestPrefix(rw.e.Name), core.ForcedMarkTTL).Int64()
+	n, err := lua.RWForceUnlockArgs{Lock: rw.e.Name, Channel: keys.RWChannel(rw.e.Name), TimeoutHead: head,
+		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.RequestDeadline(ctx),
+		RequestPrefix: keys.RequestPrefix(rw.e.Name), MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
 	}
 	rw.e.ForceEnded()
-	return n == 1, nil
+	return n == lua.RWForceUnlockExisted, nil
 }
 
 // mode returns the lock's mode field: "read", "write", or "" when free.
@@ -346,8 +356,8 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := lua.RWReadCount.Run(ctx, rw.e.C.Redis(), []string{rw.e.Name},
-		owner, keys.RWTimeoutPrefix(rw.e.Name, owner)).Int64()
+	n, err := lua.RWReadCountArgs{Lock: rw.e.Name, Field: owner,
+		TimeoutPrefix: keys.RWTimeoutPrefix(rw.e.Name, owner)}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
 		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
 	}

@@ -71,12 +71,13 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
-	r, err := lua.SemaphoreTrySet.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
-		n, b.h.C.RequestDeadline(ctx), flag(expirable), pub).Int64()
+	r, err := lua.SemaphoreTrySetArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
+		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
+		Deadline: b.h.C.RequestDeadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
-	return r == 1, nil
+	return r == lua.SemaphoreTrySetSet, nil
 }
 
 // add runs semaphore_add.lua.
@@ -91,24 +92,23 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 	if err != nil {
 		return b.fail("add permits", err)
 	}
-	err = lua.SemaphoreAdd.Run(ctx, b.h.C.Redis(), b.stateKeys(expirable),
-		n, b.h.C.RequestDeadline(ctx), flag(expirable), pub).Err()
+	_, err = lua.SemaphoreAddArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
+		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
+		Deadline: b.h.C.RequestDeadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return b.fail("add permits", err)
 	}
 	return nil
 }
 
-// stateKeys returns the KEYS of semaphore_try_set.lua and semaphore_add.lua:
-// the count, the expirable semaphore's zset (for the counted one, the count
-// again: a key of the same slot the script does not touch), the channel and
-// a new request key.
-func (b *base) stateKeys(expirable bool) []string {
-	zset := b.h.Name
+// timeouts returns the Timeouts key of semaphore_try_set.lua and
+// semaphore_add.lua: the expirable semaphore's zset; for the counted one,
+// the count again (a key of the same slot the script does not touch).
+func (b *base) timeouts(expirable bool) string {
 	if expirable {
-		zset = keys.SemaphoreTimeouts(b.h.Name)
+		return keys.SemaphoreTimeouts(b.h.Name)
 	}
-	return []string{b.h.Name, zset, keys.SemaphoreChannel(b.h.Name), b.requestKey()}
+	return b.h.Name
 }
 
 // del runs semaphore_delete.lua on the given keys.
@@ -116,19 +116,12 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 	if err := b.h.Check(); err != nil {
 		return false, err
 	}
-	r, err := lua.SemaphoreDelete.Run(ctx, b.h.C.Redis(),
-		append([]string{b.requestKey()}, keys...), b.h.C.RequestDeadline(ctx)).Int64()
+	r, err := lua.SemaphoreDeleteArgs{Request: b.requestKey(), Deleted: keys,
+		Deadline: b.h.C.RequestDeadline(ctx)}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return false, b.fail("delete", err)
 	}
-	return r == 1, nil
-}
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
+	return r == lua.SemaphoreDeleteExisted, nil
 }
 
 // wake is the pub/sub wake policy of the semaphore channel. Each message

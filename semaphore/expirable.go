@@ -47,11 +47,12 @@ func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
 // available count.
 func (s *ExpirableSemaphore) Name() string { return s.h.Name }
 
-// keys returns the keys every permit script takes first: the count, the
-// zset of acquired permits and the channel.
-func (s *ExpirableSemaphore) keys(more ...string) []string {
-	return append([]string{s.h.Name, keys.SemaphoreTimeouts(s.h.Name), keys.SemaphoreChannel(s.h.Name)}, more...)
-}
+// timeouts returns the zset of acquired permits, which every permit script
+// takes after the count.
+func (s *ExpirableSemaphore) timeouts() string { return keys.SemaphoreTimeouts(s.h.Name) }
+
+// channel returns the semaphore's channel.
+func (s *ExpirableSemaphore) channel() string { return keys.SemaphoreChannel(s.h.Name) }
 
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it
@@ -75,7 +76,9 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	if err != nil {
 		return s.fail("set permits", err)
 	}
-	if err := lua.SemaphorePermitSet.Run(ctx, s.h.C.Redis(), s.keys(), n, pub, s.h.C.RequestDeadline(ctx)).Err(); err != nil {
+	set := lua.SemaphorePermitSetArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		N: n, Publish: pub, Deadline: s.h.C.RequestDeadline(ctx)}
+	if _, err := set.Run(ctx, s.h.C.Direct()); err != nil {
 		return s.fail("set permits", err)
 	}
 	return nil
@@ -201,7 +204,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}
 	ids := make([]string, n)
-	raw := make([]any, n)
+	raw := make([]string, n)
 	for i := range ids {
 		var b [16]byte
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
@@ -209,10 +212,11 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	args := append([]any{leaseMillis(lease), s.h.C.RequestDeadline(ctx), pub}, raw...)
 	sync := s.h.C.NewSync()
-	res, err := s.h.C.Eval(ctx, sync, lua.SemaphorePermitAcquire, s.keys(reqKey), args...).Int64Slice()
-	if err == nil && len(res) == 1 && res[0] == 1 && sync.SyncErr() != nil {
+	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.RequestDeadline(ctx), Publish: pub,
+		Permits: raw}.Run(ctx, s.h.C.Runner(sync))
+	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
@@ -221,15 +225,15 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}
-	switch {
-	case len(res) == 1 && res[0] == 1:
+	switch rep.Code {
+	case lua.SemaphorePermitAcquireTaken:
 		return ids, 0, nil
-	case len(res) == 3 && res[0] == 0:
-		return nil, time.Duration(res[2]) * time.Millisecond, nil
-	case len(res) == 1 && res[0] == -1:
+	case lua.SemaphorePermitAcquireShort:
+		return nil, time.Duration(rep.ExpiryMillis) * time.Millisecond, nil
+	case lua.SemaphorePermitAcquireCancelled:
 		return nil, 0, nil // cancelled by an undo: the caller has gone
 	}
-	return nil, 0, fmt.Errorf("acquire: unexpected reply %v", res)
+	return nil, 0, fmt.Errorf("acquire: unexpected reply %+v", rep)
 }
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
@@ -240,7 +244,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 // as long as the permits' lease, and without a lease until it does (or
 // Close's grace runs out) — a permit that never expires would otherwise
 // stay taken for good.
-func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []any, lease time.Duration) {
+func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []string, lease time.Duration) {
 	var until time.Time
 	if lease > 0 {
 		until = time.Now().Add(lease)
@@ -250,10 +254,12 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	args := append([]any{s.h.C.RequestDeadline(ctx), "1", pub}, raw...)
-	ks := s.keys(s.requestKey(), acquireKey)
+	undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.RequestDeadline(ctx), Undo: true,
+		Publish: pub, Permits: raw}
 	s.h.C.Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) error {
-		return lua.SemaphorePermitRelease.Run(ctx, s.h.C.Redis(), ks, args...).Err()
+		_, err := undo.Run(ctx, s.h.C.Direct())
+		return err
 	}, "semaphore", s.h.Name, "permits", len(raw), "lease", lease)
 }
 
@@ -277,7 +283,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return s.h.Invalid("release of %d permits, must be between 1 and %d", len(ids), maxIDs)
 	}
 	seen := make(map[string]bool, len(ids))
-	args := make([]any, 3, len(ids)+3)
+	raws := make([]string, 0, len(ids))
 	for _, id := range ids {
 		raw, ok := decodeID(id)
 		if !ok {
@@ -287,7 +293,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 			return s.h.Invalid("permit id %s given twice", id)
 		}
 		seen[raw] = true
-		args = append(args, raw)
+		raws = append(raws, raw)
 	}
 	ctx, cancel := s.h.C.DetachedContext(ctx)
 	defer cancel()
@@ -296,27 +302,28 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return s.fail("release", err)
 	}
 	reqKey := s.requestKey()
-	args[0], args[1], args[2] = s.h.C.RequestDeadline(ctx), "0", pub
-	var res []int64
+	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.RequestDeadline(ctx), Publish: pub, Permits: raws}
+	var rep lua.SemaphorePermitReleaseReply
 	sync := s.h.C.NewSync()
 	err = s.h.C.Resend(ctx, func() (err error) {
-		res, err = s.h.C.Eval(ctx, sync, lua.SemaphorePermitRelease, s.keys(reqKey, reqKey), args...).Int64Slice()
+		rep, err = release.Run(ctx, s.h.C.Runner(sync))
 		return err
 	})
 	if err != nil {
 		return s.fail("release", err)
 	}
-	if len(res) == 2 && res[0] == 1 {
+	if rep.Code == lua.SemaphorePermitReleaseReleased {
 		if err := sync.SyncErr(); err != nil {
 			return s.fail("release", err) // released on the primary
 		}
 		return nil
 	}
-	if len(res) == 2 && res[0] == 0 && res[1] >= 1 && res[1] <= int64(len(ids)) {
+	if rep.Code == lua.SemaphorePermitReleaseUnknown && rep.Value >= 1 && rep.Value <= int64(len(ids)) {
 		return fmt.Errorf("%s %q: permit %s unknown or expired, nothing released: %w",
-			s.h.Kind, s.h.Name, ids[res[1]-1], redisync.ErrNotHeld)
+			s.h.Kind, s.h.Name, ids[rep.Value-1], redisync.ErrNotHeld)
 	}
-	return s.fail("release", fmt.Errorf("unexpected reply %v", res))
+	return s.fail("release", fmt.Errorf("unexpected reply %+v", rep))
 }
 
 // UpdateLease gives the acquired permit id a new lease, counted from now;
@@ -339,11 +346,13 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
-	r, err := lua.SemaphorePermitUpdateLease.Run(ctx, s.h.C.Redis(), s.keys(), raw, leaseMillis(lease), pub, s.h.C.RequestDeadline(ctx)).Int64()
+	r, err := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		Permit: raw, LeaseMillis: leaseMillis(lease), Publish: pub,
+		Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
-	return r == 1, nil
+	return r == lua.SemaphorePermitUpdateLeaseSet, nil
 }
 
 // LeaseTime returns how long the acquired permit id has left before it
@@ -362,13 +371,14 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 	if err != nil {
 		return 0, s.fail("lease time", err)
 	}
-	ms, err := lua.SemaphorePermitLeaseTime.Run(ctx, s.h.C.Redis(), s.keys(), raw, pub).Int64()
+	ms, err := lua.SemaphorePermitLeaseTimeArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		Permit: raw, Publish: pub}.Run(ctx, s.h.C.Direct())
 	switch {
 	case err != nil:
 		return 0, s.fail("lease time", err)
-	case ms == -2:
+	case ms == lua.SemaphorePermitLeaseTimeUnknown:
 		return 0, fmt.Errorf("%s %q: permit %s unknown or expired: %w", s.h.Kind, s.h.Name, id, redisync.ErrNotHeld)
-	case ms < 0:
+	case ms < 0: // lua.SemaphorePermitLeaseTimeNoExpiry
 		return -1, nil
 	}
 	return time.Duration(ms) * time.Millisecond, nil
@@ -384,14 +394,12 @@ func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int
 	if err != nil {
 		return 0, 0, s.fail("permits", err)
 	}
-	res, err := lua.SemaphorePermitState.Run(ctx, s.h.C.Redis(), s.keys(), pub).Int64Slice()
+	rep, err := lua.SemaphorePermitStateArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		Publish: pub}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return 0, 0, s.fail("permits", err)
 	}
-	if len(res) != 2 {
-		return 0, 0, s.fail("permits", fmt.Errorf("unexpected reply %v", res))
-	}
-	return res[0], res[1], nil
+	return rep.Available, rep.Acquired, nil
 }
 
 // AvailablePermits returns the number of permits available now, after

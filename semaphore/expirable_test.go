@@ -360,13 +360,14 @@ func TestExpirableUndo(t *testing.T) {
 	ctx := context.Background()
 	s := NewExpirable(clienttest.Shared(t), redistest.Key(t, "sem"))
 	require.NoError(t, s.SetPermits(ctx, 3))
-	raw := []any{"aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"}
+	raw := []string{"aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"}
 	run := func(reqKey string) int64 {
 		t.Helper()
-		res, err := lua.SemaphorePermitAcquire.Run(ctx, s.h.C.Redis(), s.keys(reqKey),
-			append([]any{60000, s.h.C.RequestDeadline(ctx), "publish"}, raw...)...).Int64Slice()
+		rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+			Request: reqKey, LeaseMillis: 60000, Deadline: s.h.C.RequestDeadline(ctx), Publish: "publish",
+			Permits: raw}.Run(ctx, s.h.C.Direct())
 		require.NoError(t, err)
-		return res[0]
+		return rep.Code
 	}
 	took := s.requestKey()
 	require.EqualValues(t, 1, run(took), "acquisition")

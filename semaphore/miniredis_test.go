@@ -73,7 +73,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	avail, acquired, err := e.state(ctx)
 	require.NoError(t, err)
 	require.Equal(t, [2]int64{2, 1}, [2]int64{avail, acquired}, "available, acquired")
-	e.undo(ctx, e.requestKey(), []any{"0123456789abcdef"}, time.Second)
+	e.undo(ctx, e.requestKey(), []string{"0123456789abcdef"}, time.Second)
 	ok, err = e.Delete(ctx)
 	require.NoError(t, err)
 	require.True(t, ok, "Delete")

@@ -109,9 +109,9 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 		return false, 0, err // nothing sent, nothing to undo
 	}
 	reqKey, deadline, sync := s.requestKey(), s.h.C.RequestDeadline(ctx), s.h.C.NewSync()
-	r, err := s.h.C.Eval(ctx, sync, lua.SemaphoreAcquire, []string{s.h.Name, reqKey},
-		n, deadline).Int64()
-	if err == nil && r == 1 && sync.SyncErr() != nil {
+	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: n,
+		Deadline: deadline}.Run(ctx, s.h.C.Runner(sync))
+	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
@@ -121,9 +121,9 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
 	switch r {
-	case 1:
+	case lua.SemaphoreAcquireTaken:
 		return true, 0, nil
-	case 0, -1: // -1: cancelled by an undo, the caller has gone
+	case lua.SemaphoreAcquireShort, lua.SemaphoreAcquireCancelled: // cancelled by an undo: the caller has gone
 		return false, 0, nil
 	}
 	return false, 0, fmt.Errorf("acquire: unexpected reply %d", r)
@@ -140,10 +140,12 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadli
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	ks := []string{s.h.Name, keys.SemaphoreChannel(s.h.Name), s.requestKey(), acquireKey}
-	args := []any{n, s.h.C.RequestDeadline(ctx), "1", pub}
+	undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
+		Request: s.requestKey(), UndoRequest: acquireKey, N: n, Deadline: s.h.C.RequestDeadline(ctx),
+		Undo: true, Publish: pub}
 	s.h.C.Undo(s.h.C.RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) error {
-		return lua.SemaphoreRelease.Run(ctx, s.h.C.Redis(), ks, args...).Err()
+		_, err := undo.Run(ctx, s.h.C.Direct())
+		return err
 	}, "semaphore", s.h.Name, "permits", n)
 }
 
@@ -167,10 +169,11 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	reqKey := s.requestKey()
 	deadline := s.h.C.RequestDeadline(ctx)
 	sync := s.h.C.NewSync()
+	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
+		Request: reqKey, UndoRequest: reqKey, N: n, Deadline: deadline, Publish: pub}
 	err = s.h.C.Resend(ctx, func() error {
-		return s.h.C.Eval(ctx, sync, lua.SemaphoreRelease,
-			[]string{s.h.Name, keys.SemaphoreChannel(s.h.Name), reqKey, reqKey},
-			n, deadline, "0", pub).Err()
+		_, err := release.Run(ctx, s.h.C.Runner(sync))
+		return err
 	})
 	if err == nil {
 		err = sync.SyncErr() // released on the primary
@@ -209,8 +212,8 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := s.h.Check(); err != nil {
 		return 0, err
 	}
-	n, err := lua.SemaphoreDrain.Run(ctx, s.h.C.Redis(), []string{s.h.Name, s.requestKey()},
-		s.h.C.RequestDeadline(ctx)).Int64()
+	n, err := lua.SemaphoreDrainArgs{Semaphore: s.h.Name, Request: s.requestKey(),
+		Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}

@@ -454,7 +454,8 @@ func TestUndo(t *testing.T) {
 	require.NoError(t, s.AddPermits(ctx, 3))
 	run := func(reqKey string) int64 {
 		t.Helper()
-		r, err := lua.SemaphoreAcquire.Run(ctx, s.h.C.Redis(), []string{s.h.Name, reqKey}, 2, s.h.C.RequestDeadline(ctx)).Int64()
+		r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: 2,
+			Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
 		require.NoError(t, err)
 		return r
 	}

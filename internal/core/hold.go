@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua"
 )
 
 // HoldKey names a hold: the Redis hash and the owner's field in it.
@@ -16,15 +18,8 @@ type HoldKey struct {
 }
 
 // RenewSpec says how the watchdog renews one hold. Script is a batch script
-// in the common renewal encoding:
-//
-//	KEYS: the Keys of every hold in the batch, in order
-//	ARGV[1]: lease in milliseconds
-//	ARGV[2]: number of holds n
-//	then per hold: number of its keys, number of its args, its args (the
-//	  RenewSpec's Args, then the hold count this client believes in, which
-//	  the script sets in Redis)
-//	returns: an array of n integers, 1 = renewed, 0 = the hold is gone
+// in the common renewal encoding (lua.RenewalBatch); Keys and Args are the
+// hold's part of it, from its typed binding (NewRenewSpec).
 //
 // Holds sharing Script and the cluster slot of Keys[0] are renewed in one
 // call, at most MaxBatch at a time.
@@ -32,6 +27,13 @@ type RenewSpec struct {
 	Script *redis.Script
 	Keys   []string
 	Args   []any
+}
+
+// NewRenewSpec returns how the watchdog renews a hold, from the hold's
+// typed renewal binding (lua.RenewLockHold, lua.RenewReadHold).
+func NewRenewSpec(r lua.Renewal) *RenewSpec {
+	script, keys, args := r.Renewal()
+	return &RenewSpec{Script: script, Keys: keys, Args: args}
 }
 
 // Hold is one owner's hold on one primitive in this client: from the

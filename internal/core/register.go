@@ -77,11 +77,11 @@ func (c *Client) checkRegistered() error {
 	defer cancel()
 	stop := context.AfterFunc(closedContext{c.closing}, cancel)
 	defer stop()
-	n, err := lua.ClientRegister.Run(ctx, c.rdb, []string{r.key}, r.value, Millis(c.opts.WatchdogTimeout)).Int64()
+	n, err := lua.ClientRegisterArgs{Registration: r.key, Value: r.value, TTLMillis: Millis(c.opts.WatchdogTimeout)}.Run(ctx, c.Direct())
 	if err != nil {
 		return fmt.Errorf("redisync: registering client id %q: %w", c.id, ReplyError(err))
 	}
-	if n != 1 {
+	if n != lua.ClientRegisterRegistered {
 		return fmt.Errorf("%w: %q (registered at %s by a Client that has not closed yet)", ErrDuplicateID, c.id, r.key)
 	}
 	r.ok.Store(true)
@@ -138,11 +138,11 @@ func (c *Client) renewRegistration(r *registration) error {
 	defer cancel()
 	stop := context.AfterFunc(closedContext{c.closing}, cancel)
 	defer stop()
-	n, err := lua.ClientRegister.Run(ctx, c.rdb, []string{r.key}, r.value, Millis(c.opts.WatchdogTimeout)).Int64()
+	n, err := lua.ClientRegisterArgs{Registration: r.key, Value: r.value, TTLMillis: Millis(c.opts.WatchdogTimeout)}.Run(ctx, c.Direct())
 	if err != nil {
 		return err
 	}
-	if n != 1 {
+	if n != lua.ClientRegisterRegistered {
 		r.ok.Store(false)
 		c.log.Error("redisync: another live Client registered this client id; operations fail with ErrDuplicateID", "id", c.id, "key", r.key)
 	}
@@ -165,7 +165,8 @@ func (c *Client) unregister() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
 	defer cancel()
-	if err := lua.ClientUnregister.Run(ctx, c.rdb, []string{r.key}, r.value).Err(); err != nil {
+	unregister := lua.ClientUnregisterArgs{Registration: r.key, Value: r.value}
+	if _, err := unregister.Run(ctx, c.Direct()); err != nil {
 		c.log.Warn("redisync: freeing the client id's registration failed; it expires within the watchdog timeout", "id", c.id, "err", err)
 	}
 }

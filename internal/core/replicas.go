@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua"
 )
 
 // Replica acknowledgement (Redisson's checkLockSyncedSlaves).
@@ -105,6 +107,29 @@ func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, key
 		}
 	}
 }
+
+// EvalRunner is the lua.Runner of the engine: it runs a script binding
+// through Client.Eval with Sync, so an acquisition or release waits for
+// the replicas when Sync asks it to. With Sync nil it is a plain EVALSHA
+// (EVAL when the server lacks the script) on the client's connection.
+type EvalRunner struct {
+	C    *Client
+	Sync *Sync
+}
+
+// Run implements lua.Runner.
+func (r EvalRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return r.C.Eval(ctx, r.Sync, script, keys, args...)
+}
+
+// Runner returns the runner of script bindings that goes through Eval with
+// sync (nil: no replica acknowledgement).
+func (c *Client) Runner(sync *Sync) EvalRunner { return EvalRunner{C: c, Sync: sync} }
+
+// Direct returns the runner of script bindings that runs them on the
+// client's connection with (*redis.Script).Run, for the scripts that never
+// wait for replicas.
+func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
 
 // redirected reports whether err says that the node a synced script was
 // sent to is not (or no longer) the master of its slot, and the script did

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
 )
 
 // MaxBatch is the most holds one renewal script call renews.
@@ -173,14 +174,11 @@ type renewBatch struct {
 }
 
 func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) renewBatch {
-	b := renewBatch{script: script, holds: holds, args: []any{Millis(lease), len(holds)}}
+	call := lua.NewRenewalBatch(Millis(lease), len(holds))
 	for _, h := range holds {
-		b.keys = append(b.keys, h.renew.Keys...)
-		b.args = append(b.args, len(h.renew.Keys), len(h.renew.Args)+1)
-		b.args = append(b.args, h.renew.Args...)
-		b.args = append(b.args, h.Count()) // the count this client believes in
+		call.Add(h.renew.Keys, h.renew.Args, h.Count()) // the count this client believes in
 	}
-	return b
+	return renewBatch{script: script, holds: holds, keys: call.Keys(), args: call.Args()}
 }
 
 // renewPipelined sends the batches in one pipeline (EVALSHA, then EVAL for
@@ -310,7 +308,7 @@ func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed
 	for i, h := range b.holds {
 		h.mu.Lock()
 		live := h.renewing && h.err == nil
-		if live && res[i] == 1 {
+		if live && res[i] == lua.RenewLockRenewed { // renew_read's RenewReadRenewed too
 			renewed++
 			if start.After(h.lastOK) {
 				h.lastOK = start
