@@ -134,32 +134,11 @@ func parse(file, name, src string) (*script, error) {
 			continue
 		}
 		if m := paramRe.FindStringSubmatch(line); m != nil {
-			i, _ := strconv.Atoi(m[2])
-			p := param{index: i, name: exported(m[4]), typ: m[6], variadic: m[3] != "", optional: m[5] != "", doc: m[7]}
-			if p.name == "Keys" || p.name == "Args" || p.name == "Run" {
-				return fail("%s[%d]: %q is taken by a method", m[1], i, m[4])
+			p, err := s.addParam(m)
+			if err != nil {
+				return fail("%v", err)
 			}
-			list := &s.argv
-			if m[1] == "KEYS" {
-				list = &s.keys
-				if p.typ != "" {
-					return fail("KEYS[%d]: keys take no type", i)
-				}
-				p.typ = "string"
-			} else if p.typ == "" {
-				return fail("ARGV[%d]: give its type (string, int64, bool or any)", i)
-			}
-			if p.optional && (p.typ != "string" || p.variadic) {
-				return fail("%s[%d]: only a single string may be optional", m[1], i)
-			}
-			if n := len(*list); n > 0 && ((*list)[n-1].variadic || (*list)[n-1].optional && !p.optional) {
-				return fail("%s[%d]: follows a variadic or optional entry", m[1], i)
-			}
-			if i != len(*list)+1 {
-				return fail("%s[%d]: entries must be numbered 1, 2, ... in order", m[1], i)
-			}
-			*list = append(*list, p)
-			last = &(*list)[len(*list)-1]
+			last = p
 			continue
 		}
 		if strings.HasPrefix(line, "-- KEYS[") || strings.HasPrefix(line, "-- ARGV[") {
@@ -191,6 +170,37 @@ func parse(file, name, src string) (*script, error) {
 		return fail("no \"-- Reply\" line")
 	}
 	return s, nil
+}
+
+// addParam adds a KEYS or ARGV entry (m: paramRe's match of its line) and
+// returns it, for the continuation lines of its doc.
+func (s *script) addParam(m []string) (*param, error) {
+	i, _ := strconv.Atoi(m[2])
+	p := param{index: i, name: exported(m[4]), typ: m[6], variadic: m[3] != "", optional: m[5] != "", doc: m[7]}
+	if p.name == "Keys" || p.name == "Args" || p.name == "Run" {
+		return nil, fmt.Errorf("%s[%d]: %q is taken by a method", m[1], i, m[4])
+	}
+	list := &s.argv
+	if m[1] == "KEYS" {
+		list = &s.keys
+		if p.typ != "" {
+			return nil, fmt.Errorf("KEYS[%d]: keys take no type", i)
+		}
+		p.typ = "string"
+	} else if p.typ == "" {
+		return nil, fmt.Errorf("ARGV[%d]: give its type (string, int64, bool or any)", i)
+	}
+	if p.optional && (p.typ != "string" || p.variadic) {
+		return nil, fmt.Errorf("%s[%d]: only a single string may be optional", m[1], i)
+	}
+	if n := len(*list); n > 0 && ((*list)[n-1].variadic || (*list)[n-1].optional && !p.optional) {
+		return nil, fmt.Errorf("%s[%d]: follows a variadic or optional entry", m[1], i)
+	}
+	if i != len(*list)+1 {
+		return nil, fmt.Errorf("%s[%d]: entries must be numbered 1, 2, ... in order", m[1], i)
+	}
+	*list = append(*list, p)
+	return &(*list)[len(*list)-1], nil
 }
 
 // addHold reads a "-- Hold" entry (rest: the line after "-- Hold "): one
@@ -238,7 +248,7 @@ func (s *script) parseReply(r string) error {
 	for _, f := range strings.Split(strings.Trim(r, "{}"), ",") {
 		m := fieldRe.FindStringSubmatch(strings.TrimSpace(f))
 		if m == nil || (m[1] == "") != (m[5] == "") {
-			return fmt.Errorf("reply field %q: want name, name string, [name] or name...", f)
+			return fmt.Errorf("reply field %q: want name, name string, [name] or a rest field (name...) here", f)
 		}
 		rf := replyField{name: exported(m[2]), typ: "int64", optional: m[1] != "", rest: m[3] != ""}
 		if m[4] != "" {
