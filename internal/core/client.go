@@ -1,7 +1,3 @@
-// Package core is the machinery shared by every redisync primitive: the
-// client state behind redisync.Client, owners, holds and their watchdog, the
-// waiting algorithm and request ids for retry-safe scripts. Users do not
-// import it; the primitives' packages do.
 package core
 
 import (
