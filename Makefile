@@ -16,7 +16,7 @@ test:
 # the repository's .golangci.yml, in every module.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 lint:
-	@set -e; for m in $(MODULES); do echo "==> golangci-lint in $$m"; (cd $$m && GOWORK=off $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); done
+	@set -e; for m in $(MODULES); do echo "==> golangci-lint in $$m"; (cd $$m && GOWORK=off $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...); done
 
 # go vet in every module.
 vet:

@@ -159,7 +159,7 @@ done < <(find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' -no
 
 for m in "${modules[@]}"; do
 	log "module $m: golangci-lint run"
-	(cd "$m" && "${golangci_lint[@]}" run --config "$lint_config" ./...) || die "golangci-lint failed in module $m (see .golangci.yml; \"make lint\" runs it alone)"
+	(cd "$m" && "${golangci_lint[@]}" run --allow-parallel-runners --config "$lint_config" ./...) || die "golangci-lint failed in module $m (see .golangci.yml; \"make lint\" runs it alone)"
 	log "module $m: go vet ./..."
 	(cd "$m" && go vet ./...) || die "go vet failed in module $m"
 	log "module $m: go test -race -count=1 -timeout 20m ./..."
