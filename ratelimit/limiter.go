@@ -328,15 +328,15 @@ func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error)
 	}
 	var random [16]byte
 	_, _ = rand.Read(random[:])
-	reqKey := l.requestKey()
+	reqKey, deadline := l.requestKey(), l.h.C.RequestDeadline(ctx)
 	k := l.stateKeys()
 	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(l.h.Name),
-		Request: reqKey, N: n, Deadline: l.h.C.RequestDeadline(ctx), Random: string(random[:]),
+		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
 		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		if !core.IsReply(err) {
-			l.undo(ctx, n, reqKey, string(random[:]))
+			l.undo(n, reqKey, deadline, string(random[:]))
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
@@ -360,22 +360,21 @@ func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error)
 
 // undo reverts an acquisition whose reply was lost: if it took place its
 // grant is removed and its permits given back; if it has not yet, it is
-// marked cancelled so that a late copy grants nothing.
-func (l *Limiter) undo(ctx context.Context, n int64, acquireKey string, random string) {
-	ctx, cancel := l.h.C.DetachedContext(ctx)
-	defer cancel()
+// marked cancelled so that a late copy grants nothing. It is re-sent in
+// the background until Redis answers (core.Client.Undo), for as long as
+// the acquisition's record lives (deadline: the acquisition's); a grant
+// that an undo could not reach counts until it leaves the window.
+func (l *Limiter) undo(n int64, acquireKey string, deadline int64, random string) {
 	k := l.stateKeys()
-	undo := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: l.requestKey(), UndoRequest: acquireKey,
-		N: n, Deadline: l.h.C.RequestDeadline(ctx), Undo: true, Random: random}
-	err := l.h.C.Resend(ctx, func() error {
-		_, err := undo.Run(ctx, l.h.C.Direct())
-		return err
-	})
-	if err != nil {
-		l.h.C.Logger().Warn("redisync: could not undo an interrupted rate limiter acquisition; its permits count until they expire",
-			"limiter", l.h.Name, "permits", n, "err", err)
-	}
+	l.h.C.Undo(l.h.C.RecordEnd(deadline), "its permits count until they leave the window", func(ctx context.Context) func() error {
+		undo := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
+			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: l.requestKey(), UndoRequest: acquireKey,
+			N: n, Deadline: l.h.C.RequestDeadline(ctx), Undo: true, Random: random}
+		return func() error {
+			_, err := undo.Run(ctx, l.h.C.Direct())
+			return err
+		}
+	}, "limiter", l.h.Name, "permits", n)
 }
 
 // Release gives n permits back now (Redisson 3.52's release): they can be

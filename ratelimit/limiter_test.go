@@ -530,7 +530,7 @@ func TestAcquireExactlyOnce(t *testing.T) {
 	require.ErrorContains(t, err, "REDISYNC_LATE")
 	assert.Equal(t, "3", rdb.Get(ctx, keys.RateValue(name)).Val(), "late: nothing granted")
 
-	l.undo(ctx, 2, req, random)
+	l.undo(2, req, deadline, random)
 	assert.Equal(t, int64(0), rdb.ZCard(ctx, keys.RatePermits(name)).Val(), "undo removed the grant")
 	assert.Equal(t, "5", rdb.Get(ctx, keys.RateValue(name)).Val())
 	r, err := run(req, deadline)
@@ -539,7 +539,7 @@ func TestAcquireExactlyOnce(t *testing.T) {
 
 	// An undo that comes first cancels the acquisition.
 	req2 := l.requestKey()
-	l.undo(ctx, 1, req2, random)
+	l.undo(1, req2, deadline, random)
 	r, err = run(req2, deadline)
 	require.NoError(t, err)
 	assert.EqualValues(t, lua.RateAcquireCancelled, r.Code)

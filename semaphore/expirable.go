@@ -254,12 +254,16 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
-		Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.RequestDeadline(ctx), Undo: true,
-		Publish: pub, Permits: raw}
-	s.h.C.Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) error {
-		_, err := undo.Run(ctx, s.h.C.Direct())
-		return err
+	// The ids make the undo safe to repeat under a new request key: a
+	// permit is taken back once, however many undos find it.
+	s.h.C.Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
+		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.RequestDeadline(ctx), Undo: true,
+			Publish: pub, Permits: raw}
+		return func() error {
+			_, err := undo.Run(ctx, s.h.C.Direct())
+			return err
+		}
 	}, "semaphore", s.h.Name, "permits", len(raw), "lease", lease)
 }
 

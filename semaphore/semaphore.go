@@ -140,12 +140,14 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadli
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
-		Request: s.requestKey(), UndoRequest: acquireKey, N: n, Deadline: s.h.C.RequestDeadline(ctx),
-		Undo: true, Publish: pub}
-	s.h.C.Undo(s.h.C.RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) error {
-		_, err := undo.Run(ctx, s.h.C.Direct())
-		return err
+	s.h.C.Undo(s.h.C.RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) func() error {
+		undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
+			Request: s.requestKey(), UndoRequest: acquireKey, N: n, Deadline: s.h.C.RequestDeadline(ctx),
+			Undo: true, Publish: pub}
+		return func() error {
+			_, err := undo.Run(ctx, s.h.C.Direct())
+			return err
+		}
 	}, "semaphore", s.h.Name, "permits", n)
 }
 

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Undo of an acquisition whose reply was lost.
@@ -35,12 +37,18 @@ const undoWait = time.Second
 // are under way go on before it cancels them.
 const closeGrace = 5 * time.Second
 
-// Undo runs send, the undo of an acquisition whose reply was lost, until
-// Redis answers it (as Resend decides), or until the time until has passed
-// (zero: no bound but Close's grace). It waits for that at most undoWait,
-// then returns and lets it go on in the background. what and args label
-// the warning logged when the undo gives up.
-func (c *Client) Undo(until time.Time, what string, send func(ctx context.Context) error, args ...any) {
+// Undo runs the undo of an acquisition whose reply was lost until Redis
+// answers it (as Resend decides), or until the time until has passed
+// (zero: no bound but Close's grace). newSend makes the undo request (a
+// request key and a deadline of its own) and returns what sends it: the
+// same request is re-sent while Redis does not answer, and a new one is
+// made when Redis refused the last as late (REDISYNC_LATE: it reached
+// Redis after its own deadline, held up as the acquisition was), for as
+// long as the undo can matter. Undo waits for the outcome at most
+// undoWait, then returns and lets it go on in the background. what and
+// args label the warning logged when the undo fails; every failed undo is
+// counted (Stats.UndosFailed).
+func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
 	done := make(chan struct{})
 	timeout := MaxRequestTTL + closeGrace
 	if !until.IsZero() {
@@ -48,15 +56,16 @@ func (c *Client) Undo(until time.Time, what string, send func(ctx context.Contex
 	}
 	started := c.finish(timeout, func(ctx context.Context) {
 		defer close(done)
-		err := c.resendUntil(ctx, until, func() error { return send(ctx) })
-		if err != nil && !(IsReply(err) && !notRun(err)) {
-			c.ctr.undoFailed.Add(1)
-			c.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
-				append(args, "err", err)...)
-			return
+		var err error
+		for {
+			err = c.resendUntil(ctx, until, newSend(ctx))
+			if !RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
+				break
+			}
 		}
 		if err != nil {
-			c.log.Warn("redisync: the undo of an interrupted acquisition failed: "+what,
+			c.ctr.undoFailed.Add(1)
+			c.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
 				append(args, "err", err)...)
 		}
 	})
@@ -72,6 +81,11 @@ func (c *Client) Undo(until time.Time, what string, send func(ctx context.Contex
 	case <-t.C:
 	}
 }
+
+// RefusedLate reports whether err is a script's refusal of a request that
+// reached Redis after its deadline (lua/prelude_request.lua, refuse_late):
+// the request changed nothing.
+func RefusedLate(err error) bool { return redis.HasErrorPrefix(err, "REDISYNC_LATE") }
 
 // resendUntil is Resend with a bound of its own instead of the request's
 // lifetime: it re-sends until Redis answers, ctx ends, or until has passed
