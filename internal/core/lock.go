@@ -132,6 +132,10 @@ type Op struct {
 	// engine sets it on acquisitions and releases (NewSync), never on
 	// undos, renewals and in-process handoffs.
 	Sync *Sync
+	// sync is where Sync points in the engine's acquisitions and releases
+	// (newSyncIn): the Op is on the heap already, so the Sync costs no
+	// allocation of its own.
+	sync Sync
 	// Deadline is a fresh hold's acquisition's request deadline
 	// (FreshDeadline, epoch ms by the server's clock), in the acquisition
 	// and in the hold's release and undo, whose marks must outlive it.
@@ -535,7 +539,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
 		l.setRequestKey(&op)
-		op.Sync = l.C.NewSync()
+		op.Sync = l.C.newSyncIn(&op.sync)
 		sent := time.Now() // Redis starts the lease after this
 		out, err := s.Acquire(ctx, &op)
 		if err == nil && out.Acquired && op.Sync.SyncErr() != nil {
@@ -731,7 +735,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if o, chain := l.claimNext(s, hk, op); o != nil {
 		return l.handOff(ctx, s, hk, op, o, chain)
 	}
-	op.Sync = l.C.NewSync()
+	op.Sync = l.C.newSyncIn(&op.sync)
 	remaining, err := l.C.Release(hk, op.Count, send)
 	if err != nil && op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published

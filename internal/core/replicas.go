@@ -58,6 +58,7 @@ const replicaProbe = time.Second
 // the write was not acknowledged by enough replicas in time.
 type Sync struct {
 	Err error
+	c   *Client // whose Eval runs the call (Run)
 }
 
 // NewSync returns a Sync for one call when the client waits for replicas,
@@ -66,7 +67,17 @@ func (c *Client) NewSync() *Sync {
 	if !c.opts.ReplicaSync.on() {
 		return nil
 	}
-	return &Sync{}
+	return &Sync{c: c}
+}
+
+// newSyncIn is NewSync in storage the caller has already (an Op's, which
+// is on the heap anyway): no allocation of its own per call.
+func (c *Client) newSyncIn(s *Sync) *Sync {
+	if !c.opts.ReplicaSync.on() {
+		return nil
+	}
+	*s = Sync{c: c}
+	return s
 }
 
 // SyncErr returns the replica acknowledgement error of s, nil for a nil s.
@@ -108,23 +119,37 @@ func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, key
 	}
 }
 
-// EvalRunner is the lua.Runner of the engine: it runs a script binding
-// through Client.Eval with Sync, so an acquisition or release waits for
-// the replicas when Sync asks it to. With Sync nil it is a plain EVALSHA
-// (EVAL when the server lacks the script) on the client's connection.
-type EvalRunner struct {
-	C    *Client
-	Sync *Sync
+// Run implements lua.Runner: a Sync is the runner of the engine for its
+// call, which runs a script binding through Client.Eval with it, so an
+// acquisition or release waits for the replicas. A pointer in an
+// interface needs no allocation, as a struct of a client and a Sync would
+// at every call.
+func (s *Sync) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return s.c.Eval(ctx, s, script, keys, args...)
 }
 
+// plainRunner is the lua.Runner of the engine's calls without replica
+// acknowledgement (Client.Runner(nil)): a plain EVALSHA (EVAL when the
+// server lacks the script) on the client's connection, through Eval.
+type plainRunner Client
+
 // Run implements lua.Runner.
-func (r EvalRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return r.C.Eval(ctx, r.Sync, script, keys, args...)
+func (r *plainRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return (*Client)(r).Eval(ctx, nil, script, keys, args...)
 }
 
 // Runner returns the runner of script bindings that goes through Eval with
-// sync (nil: no replica acknowledgement).
-func (c *Client) Runner(sync *Sync) EvalRunner { return EvalRunner{C: c, Sync: sync} }
+// sync (nil: no replica acknowledgement). A Sync made by this client runs
+// its own call (Sync.Run).
+func (c *Client) Runner(sync *Sync) lua.Runner {
+	if sync == nil {
+		return (*plainRunner)(c)
+	}
+	if sync.c == nil {
+		sync.c = c
+	}
+	return sync
+}
 
 // Direct returns the runner of script bindings that runs them on the
 // client's connection with (*redis.Script).Run, for the scripts that never
