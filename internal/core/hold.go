@@ -23,10 +23,17 @@ type HoldKey struct {
 //
 // Holds sharing Script and the cluster slot of Keys[0] are renewed in one
 // call, at most MaxBatch at a time.
+//
+// A spec with Of set instead serves every hold of a side: the watchdog
+// makes a hold's Script, Keys and Args from its HoldKey when it first
+// renews it (Hold.renewal), so an acquisition allocates nothing for a
+// renewal that may never come.
 type RenewSpec struct {
 	Script *redis.Script
 	Keys   []string
 	Args   []any
+	// Of returns the renewal binding of the hold named k (lazy specs).
+	Of func(k HoldKey) lua.Renewal
 }
 
 // NewRenewSpec returns how the watchdog renews a hold, from the hold's
@@ -34,6 +41,20 @@ type RenewSpec struct {
 func NewRenewSpec(r lua.Renewal) *RenewSpec {
 	script, keys, args := r.Renewal()
 	return &RenewSpec{Script: script, Keys: keys, Args: args}
+}
+
+// renewal returns how the watchdog renews h: h.renew, or for a lazy spec
+// the one made from h's key the first time.
+func (h *Hold) renewal() *RenewSpec {
+	if h.renew.Of == nil {
+		return h.renew
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.renewOf == nil {
+		h.renewOf = NewRenewSpec(h.renew.Of(h.key))
+	}
+	return h.renewOf
 }
 
 // Hold is one owner's hold on one primitive in this client: from the
@@ -45,10 +66,13 @@ func NewRenewSpec(r lua.Renewal) *RenewSpec {
 type Hold struct {
 	c     *Client
 	key   HoldKey
-	renew *RenewSpec    // nil: fixed lease, no watchdog
-	lease time.Duration // the lease Redis was given
-	fence int64         // fencing token of the acquisition that took it; 0 without fencing
-	done  chan struct{}
+	renew *RenewSpec // nil: fixed lease, no watchdog
+	// renewOf is renew made for this hold when renew is lazy (RenewSpec.Of),
+	// the first time the watchdog renews it (renewal), under mu.
+	renewOf *RenewSpec
+	lease   time.Duration // the lease Redis was given
+	fence   int64         // fencing token of the acquisition that took it; 0 without fencing
+	done    chan struct{}
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
 	// only when the client has hooks).
