@@ -700,9 +700,9 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	// owner's lock is given back (Client.Settle).
 	var unsettled string
 	defer func() {
-		unlock := func() { l.C.owners.unlock(hk, ol) }
-		if unsettled == "" || !l.C.Settle(unsettled, unlock) {
-			unlock()
+		// The closure for Settle is made only when it is needed.
+		if unsettled == "" || !l.C.Settle(unsettled, func() { l.C.owners.unlock(hk, ol) }) {
+			l.C.owners.unlock(hk, ol)
 		}
 	}()
 	op := base
