@@ -484,7 +484,7 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		// The channel stays subscribed from one head of the line to the
 		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
 		// unseen.
-		spec.Sub, spec.Keep = turn.Take(), turn.Hand
+		spec.Sub, spec.Keep = turn.Take(), turn
 	}
 	if a != nil {
 		spec.Handoff = a
