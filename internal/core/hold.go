@@ -72,7 +72,7 @@ type Hold struct {
 	renewOf *RenewSpec
 	lease   time.Duration // the lease Redis was given
 	fence   int64         // fencing token of the acquisition that took it; 0 without fencing
-	done    chan struct{}
+	done    chan struct{} // Done, made when first asked for (under mu)
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
 	// only when the client has hooks).
@@ -96,10 +96,16 @@ type Hold struct {
 // closedChan is returned by Done before any acquisition.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Done is closed when the hold ends.
+// Done is closed when the hold ends. The channel is made when first asked
+// for (most holds are released without anyone asking).
 func (h *Hold) Done() <-chan struct{} {
 	if h == nil {
 		return closedChan
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
+		h.done = make(chan struct{}) // end sets closedChan once it is over
 	}
 	return h.done
 }
@@ -186,7 +192,7 @@ func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, coun
 	c.holdsMu.Lock()
 	h := c.holds[key]
 	if h == nil {
-		h = &Hold{c: c, key: key, renew: renew, lease: lease, fence: fence, done: make(chan struct{}), lastOK: sent, start: sent}
+		h = &Hold{c: c, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent}
 		if c.opts.Hooks != nil {
 			h.primitive = Primitive(kind, what)
 		}
@@ -373,5 +379,11 @@ func (h *Hold) end(err error) {
 	if cancel != nil {
 		cancel(err)
 	}
-	close(h.done)
+	h.mu.Lock()
+	if h.done == nil {
+		h.done = closedChan // never asked for: nobody waits on it
+	} else {
+		close(h.done)
+	}
+	h.mu.Unlock()
 }
