@@ -474,12 +474,22 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 			return false, err
 		}
 	}
-	spec := s.Wait(&base)
+	// The attempts' base on the heap, where the closure below and the
+	// side's WaitSpec find it: the acceptor's copy when there is one
+	// (allocated anyway), so that base itself stays on the stack.
+	var bp *Op
+	if a != nil {
+		bp = &a.base
+	} else {
+		bp = new(Op)
+		*bp = base
+	}
+	spec := s.Wait(bp)
 	spec.Forever = forever
 	if !forever {
 		spec.Wait = max(wait-time.Since(start), 0)
 	}
-	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, s, base)) }
+	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, s, *bp)) }
 	if turn != nil && spec.Spin == nil {
 		// The channel stays subscribed from one head of the line to the
 		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
@@ -805,6 +815,7 @@ type acceptor struct {
 	l    *Lock
 	s    *Side
 	op   Op // the acquisition a releaser makes for the caller
+	base Op // the caller's own attempts' base (Lock.acquire)
 	turn *Turn
 	// handed: the caller got the lock by a handoff.
 	handed bool
@@ -818,7 +829,7 @@ func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *a
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing
 	turn.Accepts(op)
-	return &acceptor{l: l, s: s, op: op, turn: turn}
+	return &acceptor{l: l, s: s, op: op, base: base, turn: turn}
 }
 
 func (a *acceptor) BeginTry(force bool) bool {
