@@ -816,6 +816,9 @@ type acceptor struct {
 	s    *Side
 	op   Op // the acquisition a releaser makes for the caller
 	base Op // the caller's own attempts' base (Lock.acquire)
+	// first is the turn's first offer, allocated with the acceptor
+	// (Turn.Accepts makes the next ones).
+	first Offer
 	turn *Turn
 	// handed: the caller got the lock by a handoff.
 	handed bool
@@ -828,8 +831,10 @@ func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *a
 	op.Count = 1
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing
-	turn.Accepts(op)
-	return &acceptor{l: l, s: s, op: op, base: base, turn: turn}
+	a := &acceptor{l: l, s: s, op: op, base: base, turn: turn}
+	a.first = Offer{Op: op, done: make(chan struct{})}
+	turn.offers(&a.first)
+	return a
 }
 
 func (a *acceptor) BeginTry(force bool) bool {
