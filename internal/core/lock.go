@@ -814,12 +814,12 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 type acceptor struct {
 	l    *Lock
 	s    *Side
-	op   Op // the acquisition a releaser makes for the caller
 	base Op // the caller's own attempts' base (Lock.acquire)
 	// first is the turn's first offer, allocated with the acceptor
-	// (Turn.Accepts makes the next ones).
+	// (Turn.Accepts makes the next ones); its Op is the acquisition a
+	// releaser makes for the caller, which nobody changes.
 	first Offer
-	turn *Turn
+	turn  *Turn
 	// handed: the caller got the lock by a handoff.
 	handed bool
 }
@@ -831,7 +831,7 @@ func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *a
 	op.Count = 1
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing
-	a := &acceptor{l: l, s: s, op: op, base: base, turn: turn}
+	a := &acceptor{l: l, s: s, base: base, turn: turn}
 	a.first = Offer{Op: op, done: make(chan struct{})}
 	turn.offers(&a.first)
 	return a
@@ -852,7 +852,7 @@ func (a *acceptor) Take() bool {
 	if a.took(o) {
 		return true
 	}
-	a.turn.Accepts(a.op) // ready for the next release
+	a.turn.Accepts(a.first.Op) // ready for the next release
 	return false
 }
 
