@@ -34,6 +34,17 @@ func (a ClientRegisterArgs) Args() []any {
 	return args
 }
 
+// command returns client_register.lua's call as one EVALSHA command (Command).
+func (a ClientRegisterArgs) command() Command {
+	args := make([]any, 3, 3+3)
+	args[0], args[1] = evalsha, sha(ClientRegister)
+	args = append(args, a.Registration)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Value))
+	args = append(args, a.TTLMillis)
+	return Command{Script: ClientRegister, Args: args}
+}
+
 // Reply codes of client_register.lua.
 const (
 	// ClientRegisterRegistered is the reply code 1: the id is this instance's.
@@ -44,7 +55,7 @@ const (
 
 // Run runs client_register.lua with a on r and returns its reply, code.
 func (a ClientRegisterArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, ClientRegister, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // ClientUnregisterArgs are the KEYS and ARGV of client_unregister.lua (script ClientUnregister).
@@ -69,6 +80,16 @@ func (a ClientUnregisterArgs) Args() []any {
 	return args
 }
 
+// command returns client_unregister.lua's call as one EVALSHA command (Command).
+func (a ClientUnregisterArgs) command() Command {
+	args := make([]any, 3, 3+2)
+	args[0], args[1] = evalsha, sha(ClientUnregister)
+	args = append(args, a.Registration)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Value))
+	return Command{Script: ClientUnregister, Args: args}
+}
+
 // Reply codes of client_unregister.lua.
 const (
 	// ClientUnregisterUnregistered is the reply code 1: the registration was this instance's and is deleted.
@@ -79,7 +100,7 @@ const (
 
 // Run runs client_unregister.lua with a on r and returns its reply, code.
 func (a ClientUnregisterArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, ClientUnregister, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // FairAcquireArgs are the KEYS and ARGV of fair_acquire.lua (script FairAcquire).
@@ -140,6 +161,28 @@ func (a FairAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns fair_acquire.lua's call as one EVALSHA command (Command).
+func (a FairAcquireArgs) command() Command {
+	args := make([]any, 3, 3+14)
+	args[0], args[1] = evalsha, sha(FairAcquire)
+	args = append(args, a.Lock)
+	args = append(args, a.Queue)
+	args = append(args, a.Timeouts)
+	args = append(args, a.ChannelPrefix)
+	args = append(args, a.Request)
+	args = append(args, a.Counter)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Fenced))
+	args = append(args, a.Count)
+	args = append(args, a.WaiterTimeoutMillis)
+	args = append(args, str(a.Publish))
+	args = append(args, a.Fence)
+	return Command{Script: FairAcquire, Args: args}
+}
+
 // Reply codes of fair_acquire.lua.
 const (
 	// FairAcquireAcquired is the reply code 1: the hold was taken; Value is the hold count.
@@ -166,7 +209,7 @@ type FairAcquireReply struct {
 
 // Run runs fair_acquire.lua with a on r and decodes its reply.
 func (a FairAcquireArgs) Run(ctx context.Context, r Runner) (FairAcquireReply, error) {
-	res, err := r.Run(ctx, FairAcquire, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep FairAcquireReply
 	if err != nil {
 		return rep, err
@@ -222,6 +265,22 @@ func (a FairForceUnlockArgs) Args() []any {
 	return args
 }
 
+// command returns fair_force_unlock.lua's call as one EVALSHA command (Command).
+func (a FairForceUnlockArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(FairForceUnlock)
+	args = append(args, a.Lock)
+	args = append(args, a.Queue)
+	args = append(args, a.Timeouts)
+	args = append(args, a.ChannelPrefix)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.RequestPrefix))
+	args = append(args, a.MarkTTLMillis)
+	return Command{Script: FairForceUnlock, Args: args}
+}
+
 // Reply codes of fair_force_unlock.lua.
 const (
 	// FairForceUnlockExisted is the reply code 1: the lock existed.
@@ -230,7 +289,7 @@ const (
 
 // Run runs fair_force_unlock.lua with a on r and returns its reply, existed.
 func (a FairForceUnlockArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, FairForceUnlock, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // FairLeaveArgs are the KEYS and ARGV of fair_leave.lua (script FairLeave).
@@ -270,6 +329,21 @@ func (a FairLeaveArgs) Args() []any {
 	return args
 }
 
+// command returns fair_leave.lua's call as one EVALSHA command (Command).
+func (a FairLeaveArgs) command() Command {
+	args := make([]any, 3, 3+7)
+	args[0], args[1] = evalsha, sha(FairLeave)
+	args = append(args, a.Lock)
+	args = append(args, a.Queue)
+	args = append(args, a.Timeouts)
+	args = append(args, a.ChannelPrefix)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Owner))
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	return Command{Script: FairLeave, Args: args}
+}
+
 // Reply codes of fair_leave.lua.
 const (
 	// FairLeaveLeft is the reply code 1: the owner was in the queue.
@@ -278,7 +352,7 @@ const (
 
 // Run runs fair_leave.lua with a on r and returns its reply, left.
 func (a FairLeaveArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, FairLeave, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // FairReleaseArgs are the KEYS and ARGV of fair_release.lua (script FairRelease).
@@ -333,6 +407,26 @@ func (a FairReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns fair_release.lua's call as one EVALSHA command (Command).
+func (a FairReleaseArgs) command() Command {
+	args := make([]any, 3, 3+12)
+	args[0], args[1] = evalsha, sha(FairRelease)
+	args = append(args, a.Lock)
+	args = append(args, a.Queue)
+	args = append(args, a.Timeouts)
+	args = append(args, a.ChannelPrefix)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Undo))
+	args = append(args, a.Count)
+	args = append(args, str(a.Publish))
+	return Command{Script: FairRelease, Args: args}
+}
+
 // Reply codes of fair_release.lua.
 const (
 	// FairReleaseNotHeld is the reply code -1: the owner does not hold the lock.
@@ -343,7 +437,7 @@ const (
 
 // Run runs fair_release.lua with a on r and returns its reply, remaining.
 func (a FairReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, FairRelease, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // GCRACancelArgs are the KEYS and ARGV of gcra_cancel.lua (script GCRACancel).
@@ -380,9 +474,23 @@ func (a GCRACancelArgs) Args() []any {
 	return args
 }
 
+// command returns gcra_cancel.lua's call as one EVALSHA command (Command).
+func (a GCRACancelArgs) command() Command {
+	args := make([]any, 3, 3+6)
+	args[0], args[1] = evalsha, sha(GCRACancel)
+	args = append(args, a.Limiter)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, str(a.TAT))
+	args = append(args, a.Took)
+	args = append(args, a.ActMicros)
+	args = append(args, a.Deadline)
+	return Command{Script: GCRACancel, Args: args}
+}
+
 // Run runs gcra_cancel.lua with a on r and returns its reply, givenBack.
 func (a GCRACancelArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, GCRACancel, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // GCRATakeArgs are the KEYS and ARGV of gcra_take.lua (script GCRATake).
@@ -425,6 +533,22 @@ func (a GCRATakeArgs) Args() []any {
 	return args
 }
 
+// command returns gcra_take.lua's call as one EVALSHA command (Command).
+func (a GCRATakeArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(GCRATake)
+	args = append(args, a.Limiter)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.EmissionMicros)
+	args = append(args, a.Burst)
+	args = append(args, a.N)
+	args = append(args, a.LongestMicros)
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Record))
+	return Command{Script: GCRATake, Args: args}
+}
+
 // Reply codes of gcra_take.lua.
 const (
 	// GCRATakeTaken is the reply code 1: the events were taken; Delay is when they happen.
@@ -451,7 +575,7 @@ type GCRATakeReply struct {
 
 // Run runs gcra_take.lua with a on r and decodes its reply.
 func (a GCRATakeArgs) Run(ctx context.Context, r Runner) (GCRATakeReply, error) {
-	res, err := r.Run(ctx, GCRATake, a.Keys(), a.Args()...).Slice()
+	res, err := run(ctx, r, a.command()).Slice()
 	var rep GCRATakeReply
 	if err != nil {
 		return rep, err
@@ -511,6 +635,25 @@ func (a LatchCountDownArgs) Args() []any {
 	return args
 }
 
+// command returns latch_count_down.lua's call as one EVALSHA command (Command).
+func (a LatchCountDownArgs) command() Command {
+	args := make([]any, 3, 3+7)
+	args[0], args[1] = evalsha, sha(LatchCountDown)
+	args = append(args, a.Latch)
+	args = append(args, a.Request)
+	if a.Channel != "" {
+		args = append(args, a.Channel)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	if a.ChannelArg != "" {
+		args = append(args, str(a.ChannelArg))
+	}
+	return Command{Script: LatchCountDown, Args: args}
+}
+
 // Reply codes of latch_count_down.lua.
 const (
 	// LatchCountDownOpened is the reply code 0: the latch opened, or was open.
@@ -521,7 +664,7 @@ const (
 
 // Run runs latch_count_down.lua with a on r and returns its reply, left.
 func (a LatchCountDownArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, LatchCountDown, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // LatchDeleteArgs are the KEYS and ARGV of latch_delete.lua (script LatchDelete).
@@ -567,6 +710,25 @@ func (a LatchDeleteArgs) Args() []any {
 	return args
 }
 
+// command returns latch_delete.lua's call as one EVALSHA command (Command).
+func (a LatchDeleteArgs) command() Command {
+	args := make([]any, 3, 3+7)
+	args[0], args[1] = evalsha, sha(LatchDelete)
+	args = append(args, a.Latch)
+	args = append(args, a.Request)
+	if a.Channel != "" {
+		args = append(args, a.Channel)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	if a.ChannelArg != "" {
+		args = append(args, str(a.ChannelArg))
+	}
+	return Command{Script: LatchDelete, Args: args}
+}
+
 // Reply codes of latch_delete.lua.
 const (
 	// LatchDeleteExisted is the reply code 1: the latch existed.
@@ -575,7 +737,7 @@ const (
 
 // Run runs latch_delete.lua with a on r and returns its reply, existed.
 func (a LatchDeleteArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, LatchDelete, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // LatchTrySetCountArgs are the KEYS and ARGV of latch_try_set_count.lua (script LatchTrySetCount).
@@ -624,6 +786,26 @@ func (a LatchTrySetCountArgs) Args() []any {
 	return args
 }
 
+// command returns latch_try_set_count.lua's call as one EVALSHA command (Command).
+func (a LatchTrySetCountArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(LatchTrySetCount)
+	args = append(args, a.Latch)
+	args = append(args, a.Request)
+	if a.Channel != "" {
+		args = append(args, a.Channel)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.Count)
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	if a.ChannelArg != "" {
+		args = append(args, str(a.ChannelArg))
+	}
+	return Command{Script: LatchTrySetCount, Args: args}
+}
+
 // Reply codes of latch_try_set_count.lua.
 const (
 	// LatchTrySetCountSet is the reply code 1: the count was set.
@@ -634,7 +816,7 @@ const (
 
 // Run runs latch_try_set_count.lua with a on r and returns its reply, set.
 func (a LatchTrySetCountArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, LatchTrySetCount, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // LockAcquireArgs are the KEYS and ARGV of lock_acquire.lua (script LockAcquire).
@@ -680,6 +862,23 @@ func (a LockAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns lock_acquire.lua's call as one EVALSHA command (Command).
+func (a LockAcquireArgs) command() Command {
+	args := make([]any, 3, 3+9)
+	args[0], args[1] = evalsha, sha(LockAcquire)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args = append(args, a.Counter)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Fenced))
+	args = append(args, a.Count)
+	args = append(args, a.Fence)
+	return Command{Script: LockAcquire, Args: args}
+}
+
 // Reply codes of lock_acquire.lua.
 const (
 	// LockAcquireAcquired is the reply code 1: the hold was taken; Value is the hold count.
@@ -704,7 +903,7 @@ type LockAcquireReply struct {
 
 // Run runs lock_acquire.lua with a on r and decodes its reply.
 func (a LockAcquireArgs) Run(ctx context.Context, r Runner) (LockAcquireReply, error) {
-	res, err := r.Run(ctx, LockAcquire, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep LockAcquireReply
 	if err != nil {
 		return rep, err
@@ -760,6 +959,23 @@ func (a LockAcquireFreshArgs) Args() []any {
 	return args
 }
 
+// command returns lock_acquire_fresh.lua's call as one EVALSHA command (Command).
+func (a LockAcquireFreshArgs) command() Command {
+	args := make([]any, 3, 3+7)
+	args[0], args[1] = evalsha, sha(LockAcquireFresh)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	if a.Counter != "" {
+		args = append(args, a.Counter)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, a.FieldAt)
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Fenced))
+	return Command{Script: LockAcquireFresh, Args: args}
+}
+
 // Reply codes of lock_acquire_fresh.lua.
 const (
 	// LockAcquireFreshAcquired is the reply code 1: the hold was taken.
@@ -782,7 +998,7 @@ type LockAcquireFreshReply struct {
 
 // Run runs lock_acquire_fresh.lua with a on r and decodes its reply.
 func (a LockAcquireFreshArgs) Run(ctx context.Context, r Runner) (LockAcquireFreshReply, error) {
-	res, err := r.Run(ctx, LockAcquireFresh, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep LockAcquireFreshReply
 	if err != nil {
 		return rep, err
@@ -835,6 +1051,21 @@ func (a LockForceUnlockArgs) Args() []any {
 	return args
 }
 
+// command returns lock_force_unlock.lua's call as one EVALSHA command (Command).
+func (a LockForceUnlockArgs) command() Command {
+	args := make([]any, 3, 3+7)
+	args[0], args[1] = evalsha, sha(LockForceUnlock)
+	args = append(args, a.Lock)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.RequestPrefix))
+	args = append(args, a.MarkTTLMillis)
+	return Command{Script: LockForceUnlock, Args: args}
+}
+
 // Reply codes of lock_force_unlock.lua.
 const (
 	// LockForceUnlockExisted is the reply code 1: the lock existed.
@@ -843,7 +1074,7 @@ const (
 
 // Run runs lock_force_unlock.lua with a on r and returns its reply, existed.
 func (a LockForceUnlockArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, LockForceUnlock, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // LockHandoffArgs are the KEYS and ARGV of lock_handoff.lua (script LockHandoff).
@@ -901,6 +1132,28 @@ func (a LockHandoffArgs) Args() []any {
 	return args
 }
 
+// command returns lock_handoff.lua's call as one EVALSHA command (Command).
+func (a LockHandoffArgs) command() Command {
+	args := make([]any, 3, 3+12)
+	args[0], args[1] = evalsha, sha(LockHandoff)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args = append(args, a.NextRequest)
+	args = append(args, a.Channel)
+	if a.Counter != "" {
+		args = append(args, a.Counter)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.FieldAt)
+	args = append(args, a.NextFieldAt)
+	args = append(args, a.MarkUntil)
+	args = append(args, a.NextLeaseMillis)
+	args = append(args, str(a.Message))
+	args = append(args, flag(a.Fenced))
+	args = append(args, str(a.Publish))
+	return Command{Script: LockHandoff, Args: args}
+}
+
 // Reply codes of lock_handoff.lua.
 const (
 	// LockHandoffNotHeld is the reply code -1: Remaining when the releasing owner does not hold the lock.
@@ -921,7 +1174,7 @@ type LockHandoffReply struct {
 
 // Run runs lock_handoff.lua with a on r and decodes its reply.
 func (a LockHandoffArgs) Run(ctx context.Context, r Runner) (LockHandoffReply, error) {
-	res, err := r.Run(ctx, LockHandoff, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep LockHandoffReply
 	if err != nil {
 		return rep, err
@@ -984,6 +1237,25 @@ func (a LockReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns lock_release.lua's call as one EVALSHA command (Command).
+func (a LockReleaseArgs) command() Command {
+	args := make([]any, 3, 3+11)
+	args[0], args[1] = evalsha, sha(LockRelease)
+	args = append(args, a.Lock)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Message))
+	args = append(args, flag(a.Undo))
+	args = append(args, a.Count)
+	args = append(args, str(a.Publish))
+	return Command{Script: LockRelease, Args: args}
+}
+
 // Reply codes of lock_release.lua.
 const (
 	// LockReleaseNotHeld is the reply code -1: the owner does not hold the lock.
@@ -994,7 +1266,7 @@ const (
 
 // Run runs lock_release.lua with a on r and returns its reply, remaining.
 func (a LockReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, LockRelease, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // LockReleaseFreshArgs are the KEYS and ARGV of lock_release_fresh.lua (script LockReleaseFresh).
@@ -1037,6 +1309,22 @@ func (a LockReleaseFreshArgs) Args() []any {
 	return args
 }
 
+// command returns lock_release_fresh.lua's call as one EVALSHA command (Command).
+func (a LockReleaseFreshArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(LockReleaseFresh)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, a.FieldAt)
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	args = append(args, a.MarkUntil)
+	args = append(args, flag(a.Undo))
+	return Command{Script: LockReleaseFresh, Args: args}
+}
+
 // Reply codes of lock_release_fresh.lua.
 const (
 	// LockReleaseFreshNotHeld is the reply code -1: the owner does not hold the lock.
@@ -1047,7 +1335,7 @@ const (
 
 // Run runs lock_release_fresh.lua with a on r and returns its reply, remaining.
 func (a LockReleaseFreshArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, LockReleaseFresh, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RateAcquireArgs are the KEYS and ARGV of ratelimit_acquire.lua (script RateAcquire).
@@ -1099,6 +1387,25 @@ func (a RateAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns ratelimit_acquire.lua's call as one EVALSHA command (Command).
+func (a RateAcquireArgs) command() Command {
+	args := make([]any, 3, 3+11)
+	args[0], args[1] = evalsha, sha(RateAcquire)
+	args = append(args, a.Limiter)
+	args = append(args, a.Value)
+	args = append(args, a.Permits)
+	args = append(args, a.ClientValue)
+	args = append(args, a.ClientPermits)
+	args = append(args, a.Clients)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Random))
+	args = append(args, str(a.ClientID))
+	return Command{Script: RateAcquire, Args: args}
+}
+
 // Reply codes of ratelimit_acquire.lua.
 const (
 	// RateAcquireGranted is the reply code 1: Value is the grant's time, epoch ms.
@@ -1123,7 +1430,7 @@ type RateAcquireReply struct {
 
 // Run runs ratelimit_acquire.lua with a on r and decodes its reply.
 func (a RateAcquireArgs) Run(ctx context.Context, r Runner) (RateAcquireReply, error) {
-	res, err := r.Run(ctx, RateAcquire, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RateAcquireReply
 	if err != nil {
 		return rep, err
@@ -1167,6 +1474,19 @@ func (a RateAvailableArgs) Args() []any {
 	return args
 }
 
+// command returns ratelimit_available.lua's call as one EVALSHA command (Command).
+func (a RateAvailableArgs) command() Command {
+	args := make([]any, 3, 3+5)
+	args[0], args[1] = evalsha, sha(RateAvailable)
+	args = append(args, a.Limiter)
+	args = append(args, a.Value)
+	args = append(args, a.Permits)
+	args = append(args, a.ClientValue)
+	args = append(args, a.ClientPermits)
+	args[2] = len(args) - 3
+	return Command{Script: RateAvailable, Args: args}
+}
+
 // Reply codes of ratelimit_available.lua.
 const (
 	// RateAvailableSet is the reply code 1: Left is the permits left.
@@ -1185,7 +1505,7 @@ type RateAvailableReply struct {
 
 // Run runs ratelimit_available.lua with a on r and decodes its reply.
 func (a RateAvailableArgs) Run(ctx context.Context, r Runner) (RateAvailableReply, error) {
-	res, err := r.Run(ctx, RateAvailable, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RateAvailableReply
 	if err != nil {
 		return rep, err
@@ -1241,6 +1561,23 @@ func (a RateDeleteArgs) Args() []any {
 	return args
 }
 
+// command returns ratelimit_delete.lua's call as one EVALSHA command (Command).
+func (a RateDeleteArgs) command() Command {
+	args := make([]any, 3, 3+9)
+	args[0], args[1] = evalsha, sha(RateDelete)
+	args = append(args, a.Limiter)
+	args = append(args, a.Value)
+	args = append(args, a.Permits)
+	args = append(args, a.ClientValuePrefix)
+	args = append(args, a.ClientPermitsPrefix)
+	args = append(args, a.Clients)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.Deadline)
+	args = append(args, str(a.ClientID))
+	return Command{Script: RateDelete, Args: args}
+}
+
 // Reply codes of ratelimit_delete.lua.
 const (
 	// RateDeleteExisted is the reply code 1: any key existed.
@@ -1249,7 +1586,7 @@ const (
 
 // Run runs ratelimit_delete.lua with a on r and returns its reply, existed.
 func (a RateDeleteArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RateDelete, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RateReleaseArgs are the KEYS and ARGV of ratelimit_release.lua (script RateRelease).
@@ -1301,6 +1638,25 @@ func (a RateReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns ratelimit_release.lua's call as one EVALSHA command (Command).
+func (a RateReleaseArgs) command() Command {
+	args := make([]any, 3, 3+11)
+	args[0], args[1] = evalsha, sha(RateRelease)
+	args = append(args, a.Limiter)
+	args = append(args, a.Value)
+	args = append(args, a.Permits)
+	args = append(args, a.ClientValue)
+	args = append(args, a.ClientPermits)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Undo))
+	args = append(args, str(a.Random))
+	return Command{Script: RateRelease, Args: args}
+}
+
 // Reply codes of ratelimit_release.lua.
 const (
 	// RateReleaseNotTaken is the reply code -2: an undo of an acquisition that did not take place.
@@ -1313,7 +1669,7 @@ const (
 
 // Run runs ratelimit_release.lua with a on r and returns its reply, left.
 func (a RateReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RateRelease, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RateSetRateArgs are the KEYS and ARGV of ratelimit_set_rate.lua (script RateSetRate).
@@ -1374,6 +1730,28 @@ func (a RateSetRateArgs) Args() []any {
 	return args
 }
 
+// command returns ratelimit_set_rate.lua's call as one EVALSHA command (Command).
+func (a RateSetRateArgs) command() Command {
+	args := make([]any, 3, 3+14)
+	args[0], args[1] = evalsha, sha(RateSetRate)
+	args = append(args, a.Limiter)
+	args = append(args, a.Value)
+	args = append(args, a.Permits)
+	args = append(args, a.ClientValuePrefix)
+	args = append(args, a.ClientPermitsPrefix)
+	args = append(args, a.Clients)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Mode))
+	args = append(args, a.RateType)
+	args = append(args, a.Rate)
+	args = append(args, a.IntervalMillis)
+	args = append(args, a.KeepAliveMillis)
+	args = append(args, a.Deadline)
+	args = append(args, str(a.ClientID))
+	return Command{Script: RateSetRate, Args: args}
+}
+
 // Reply codes of ratelimit_set_rate.lua.
 const (
 	// RateSetRateSet is the reply code 1: the configuration was set.
@@ -1384,7 +1762,7 @@ const (
 
 // Run runs ratelimit_set_rate.lua with a on r and returns its reply, set.
 func (a RateSetRateArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RateSetRate, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RenewLockArgs are the KEYS and ARGV of renew_lock.lua (script RenewLock).
@@ -1415,6 +1793,22 @@ func (a RenewLockArgs) Args() []any {
 		args = append(args, x)
 	}
 	return args
+}
+
+// command returns renew_lock.lua's call as one EVALSHA command (Command).
+func (a RenewLockArgs) command() Command {
+	args := make([]any, 3, 3+4+len(a.HoldKeys)+len(a.PerHold))
+	args[0], args[1] = evalsha, sha(RenewLock)
+	for _, x := range a.HoldKeys {
+		args = append(args, x)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, a.N)
+	for _, x := range a.PerHold {
+		args = append(args, x)
+	}
+	return Command{Script: RenewLock, Args: args}
 }
 
 // RenewLockHold is one hold's entries in a renew_lock.lua batch (the common renewal
@@ -1449,7 +1843,7 @@ type RenewLockReply struct {
 
 // Run runs renew_lock.lua with a on r and decodes its reply.
 func (a RenewLockArgs) Run(ctx context.Context, r Runner) (RenewLockReply, error) {
-	res, err := r.Run(ctx, RenewLock, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RenewLockReply
 	if err != nil {
 		return rep, err
@@ -1491,6 +1885,22 @@ func (a RenewReadArgs) Args() []any {
 	return args
 }
 
+// command returns renew_read.lua's call as one EVALSHA command (Command).
+func (a RenewReadArgs) command() Command {
+	args := make([]any, 3, 3+4+len(a.HoldKeys)+len(a.PerHold))
+	args[0], args[1] = evalsha, sha(RenewRead)
+	for _, x := range a.HoldKeys {
+		args = append(args, x)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, a.N)
+	for _, x := range a.PerHold {
+		args = append(args, x)
+	}
+	return Command{Script: RenewRead, Args: args}
+}
+
 // RenewReadHold is one hold's entries in a renew_read.lua batch (the common renewal
 // encoding: the watchdog adds the counts and the hold count).
 type RenewReadHold struct {
@@ -1525,7 +1935,7 @@ type RenewReadReply struct {
 
 // Run runs renew_read.lua with a on r and decodes its reply.
 func (a RenewReadArgs) Run(ctx context.Context, r Runner) (RenewReadReply, error) {
-	res, err := r.Run(ctx, RenewRead, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RenewReadReply
 	if err != nil {
 		return rep, err
@@ -1580,6 +1990,23 @@ func (a RWForceUnlockArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_force_unlock.lua's call as one EVALSHA command (Command).
+func (a RWForceUnlockArgs) command() Command {
+	args := make([]any, 3, 3+9)
+	args[0], args[1] = evalsha, sha(RWForceUnlock)
+	args = append(args, a.Lock)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, str(a.TimeoutHead))
+	args = append(args, str(a.TimeoutTail))
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.RequestPrefix))
+	args = append(args, a.MarkTTLMillis)
+	return Command{Script: RWForceUnlock, Args: args}
+}
+
 // Reply codes of rwlock_force_unlock.lua.
 const (
 	// RWForceUnlockExisted is the reply code 1: the lock existed.
@@ -1588,7 +2015,7 @@ const (
 
 // Run runs rwlock_force_unlock.lua with a on r and returns its reply, existed.
 func (a RWForceUnlockArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RWForceUnlock, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RWReadAcquireArgs are the KEYS and ARGV of rwlock_read_acquire.lua (script RWReadAcquire).
@@ -1631,6 +2058,22 @@ func (a RWReadAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_read_acquire.lua's call as one EVALSHA command (Command).
+func (a RWReadAcquireArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(RWReadAcquire)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.WriteField))
+	args = append(args, str(a.TimeoutPrefix))
+	args = append(args, a.Count)
+	return Command{Script: RWReadAcquire, Args: args}
+}
+
 // Reply codes of rwlock_read_acquire.lua.
 const (
 	// RWReadAcquireAcquired is the reply code 1: Value is the read hold count.
@@ -1653,7 +2096,7 @@ type RWReadAcquireReply struct {
 
 // Run runs rwlock_read_acquire.lua with a on r and decodes its reply.
 func (a RWReadAcquireArgs) Run(ctx context.Context, r Runner) (RWReadAcquireReply, error) {
-	res, err := r.Run(ctx, RWReadAcquire, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RWReadAcquireReply
 	if err != nil {
 		return rep, err
@@ -1691,9 +2134,20 @@ func (a RWReadCountArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_read_count.lua's call as one EVALSHA command (Command).
+func (a RWReadCountArgs) command() Command {
+	args := make([]any, 3, 3+3)
+	args[0], args[1] = evalsha, sha(RWReadCount)
+	args = append(args, a.Lock)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Field))
+	args = append(args, str(a.TimeoutPrefix))
+	return Command{Script: RWReadCount, Args: args}
+}
+
 // Run runs rwlock_read_count.lua with a on r and returns its reply, count.
 func (a RWReadCountArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RWReadCount, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RWReadReleaseArgs are the KEYS and ARGV of rwlock_read_release.lua (script RWReadRelease).
@@ -1751,6 +2205,27 @@ func (a RWReadReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_read_release.lua's call as one EVALSHA command (Command).
+func (a RWReadReleaseArgs) command() Command {
+	args := make([]any, 3, 3+13)
+	args[0], args[1] = evalsha, sha(RWReadRelease)
+	args = append(args, a.Lock)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Message))
+	args = append(args, flag(a.Undo))
+	args = append(args, str(a.TimeoutHead))
+	args = append(args, str(a.TimeoutTail))
+	args = append(args, a.Count)
+	args = append(args, str(a.Publish))
+	return Command{Script: RWReadRelease, Args: args}
+}
+
 // Reply codes of rwlock_read_release.lua.
 const (
 	// RWReadReleaseNotHeld is the reply code -1: the owner holds no live read hold.
@@ -1761,7 +2236,7 @@ const (
 
 // Run runs rwlock_read_release.lua with a on r and returns its reply, remaining.
 func (a RWReadReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RWReadRelease, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RWWriteAcquireArgs are the KEYS and ARGV of rwlock_write_acquire.lua (script RWWriteAcquire).
@@ -1807,6 +2282,23 @@ func (a RWWriteAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_write_acquire.lua's call as one EVALSHA command (Command).
+func (a RWWriteAcquireArgs) command() Command {
+	args := make([]any, 3, 3+9)
+	args[0], args[1] = evalsha, sha(RWWriteAcquire)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.WriteField))
+	args = append(args, str(a.TimeoutPrefix))
+	args = append(args, a.Count)
+	args = append(args, a.ReadCount)
+	return Command{Script: RWWriteAcquire, Args: args}
+}
+
 // Reply codes of rwlock_write_acquire.lua.
 const (
 	// RWWriteAcquireAcquired is the reply code 1: Value is the write hold count.
@@ -1831,7 +2323,7 @@ type RWWriteAcquireReply struct {
 
 // Run runs rwlock_write_acquire.lua with a on r and decodes its reply.
 func (a RWWriteAcquireArgs) Run(ctx context.Context, r Runner) (RWWriteAcquireReply, error) {
-	res, err := r.Run(ctx, RWWriteAcquire, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RWWriteAcquireReply
 	if err != nil {
 		return rep, err
@@ -1875,6 +2367,19 @@ func (a RWWriteAcquireFreshArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_write_acquire_fresh.lua's call as one EVALSHA command (Command).
+func (a RWWriteAcquireFreshArgs) command() Command {
+	args := make([]any, 3, 3+5)
+	args[0], args[1] = evalsha, sha(RWWriteAcquireFresh)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, a.FieldAt)
+	args = append(args, a.Deadline)
+	return Command{Script: RWWriteAcquireFresh, Args: args}
+}
+
 // Reply codes of rwlock_write_acquire_fresh.lua.
 const (
 	// RWWriteAcquireFreshAcquired is the reply code 1: the hold was taken.
@@ -1895,7 +2400,7 @@ type RWWriteAcquireFreshReply struct {
 
 // Run runs rwlock_write_acquire_fresh.lua with a on r and decodes its reply.
 func (a RWWriteAcquireFreshArgs) Run(ctx context.Context, r Runner) (RWWriteAcquireFreshReply, error) {
-	res, err := r.Run(ctx, RWWriteAcquireFresh, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RWWriteAcquireFreshReply
 	if err != nil {
 		return rep, err
@@ -1960,6 +2465,26 @@ func (a RWWriteHandoffArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_write_handoff.lua's call as one EVALSHA command (Command).
+func (a RWWriteHandoffArgs) command() Command {
+	args := make([]any, 3, 3+12)
+	args[0], args[1] = evalsha, sha(RWWriteHandoff)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args = append(args, a.NextRequest)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, a.FieldAt)
+	args = append(args, a.NextFieldAt)
+	args = append(args, a.MarkUntil)
+	args = append(args, a.NextLeaseMillis)
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	args = append(args, str(a.TimeoutHead))
+	args = append(args, str(a.TimeoutTail))
+	return Command{Script: RWWriteHandoff, Args: args}
+}
+
 // Reply codes of rwlock_write_handoff.lua.
 const (
 	// RWWriteHandoffNotHeld is the reply code -1: Remaining when the releasing owner does not hold the write side.
@@ -1978,7 +2503,7 @@ type RWWriteHandoffReply struct {
 
 // Run runs rwlock_write_handoff.lua with a on r and decodes its reply.
 func (a RWWriteHandoffArgs) Run(ctx context.Context, r Runner) (RWWriteHandoffReply, error) {
-	res, err := r.Run(ctx, RWWriteHandoff, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep RWWriteHandoffReply
 	if err != nil {
 		return rep, err
@@ -2046,6 +2571,27 @@ func (a RWWriteReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_write_release.lua's call as one EVALSHA command (Command).
+func (a RWWriteReleaseArgs) command() Command {
+	args := make([]any, 3, 3+13)
+	args[0], args[1] = evalsha, sha(RWWriteRelease)
+	args = append(args, a.Lock)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Field))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Message))
+	args = append(args, flag(a.Undo))
+	args = append(args, str(a.TimeoutHead))
+	args = append(args, str(a.TimeoutTail))
+	args = append(args, a.Count)
+	args = append(args, str(a.Publish))
+	return Command{Script: RWWriteRelease, Args: args}
+}
+
 // Reply codes of rwlock_write_release.lua.
 const (
 	// RWWriteReleaseNotHeld is the reply code -1: the owner does not hold the write lock.
@@ -2056,7 +2602,7 @@ const (
 
 // Run runs rwlock_write_release.lua with a on r and returns its reply, remaining.
 func (a RWWriteReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RWWriteRelease, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // RWWriteReleaseFreshArgs are the KEYS and ARGV of rwlock_write_release_fresh.lua (script RWWriteReleaseFresh).
@@ -2105,6 +2651,24 @@ func (a RWWriteReleaseFreshArgs) Args() []any {
 	return args
 }
 
+// command returns rwlock_write_release_fresh.lua's call as one EVALSHA command (Command).
+func (a RWWriteReleaseFreshArgs) command() Command {
+	args := make([]any, 3, 3+10)
+	args[0], args[1] = evalsha, sha(RWWriteReleaseFresh)
+	args = append(args, a.Lock)
+	args = append(args, a.Request)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, a.FieldAt)
+	args = append(args, str(a.Message))
+	args = append(args, str(a.Publish))
+	args = append(args, a.MarkUntil)
+	args = append(args, flag(a.Undo))
+	args = append(args, str(a.TimeoutHead))
+	args = append(args, str(a.TimeoutTail))
+	return Command{Script: RWWriteReleaseFresh, Args: args}
+}
+
 // Reply codes of rwlock_write_release_fresh.lua.
 const (
 	// RWWriteReleaseFreshNotHeld is the reply code -1: the owner does not hold the write side.
@@ -2115,7 +2679,7 @@ const (
 
 // Run runs rwlock_write_release_fresh.lua with a on r and returns its reply, remaining.
 func (a RWWriteReleaseFreshArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, RWWriteReleaseFresh, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphoreAcquireArgs are the KEYS and ARGV of semaphore_acquire.lua (script SemaphoreAcquire).
@@ -2146,6 +2710,18 @@ func (a SemaphoreAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_acquire.lua's call as one EVALSHA command (Command).
+func (a SemaphoreAcquireArgs) command() Command {
+	args := make([]any, 3, 3+4)
+	args[0], args[1] = evalsha, sha(SemaphoreAcquire)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	return Command{Script: SemaphoreAcquire, Args: args}
+}
+
 // Reply codes of semaphore_acquire.lua.
 const (
 	// SemaphoreAcquireTaken is the reply code 1: the permits were taken.
@@ -2158,7 +2734,7 @@ const (
 
 // Run runs semaphore_acquire.lua with a on r and returns its reply, code.
 func (a SemaphoreAcquireArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphoreAcquire, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphoreAddArgs are the KEYS and ARGV of semaphore_add.lua (script SemaphoreAdd).
@@ -2201,9 +2777,25 @@ func (a SemaphoreAddArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_add.lua's call as one EVALSHA command (Command).
+func (a SemaphoreAddArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(SemaphoreAdd)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Expirable))
+	args = append(args, str(a.Publish))
+	return Command{Script: SemaphoreAdd, Args: args}
+}
+
 // Run runs semaphore_add.lua with a on r and returns its reply, available.
 func (a SemaphoreAddArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphoreAdd, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphoreDeleteArgs are the KEYS and ARGV of semaphore_delete.lua (script SemaphoreDelete).
@@ -2231,6 +2823,19 @@ func (a SemaphoreDeleteArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_delete.lua's call as one EVALSHA command (Command).
+func (a SemaphoreDeleteArgs) command() Command {
+	args := make([]any, 3, 3+3+len(a.Deleted))
+	args[0], args[1] = evalsha, sha(SemaphoreDelete)
+	args = append(args, a.Request)
+	for _, x := range a.Deleted {
+		args = append(args, x)
+	}
+	args[2] = len(args) - 3
+	args = append(args, a.Deadline)
+	return Command{Script: SemaphoreDelete, Args: args}
+}
+
 // Reply codes of semaphore_delete.lua.
 const (
 	// SemaphoreDeleteExisted is the reply code 1: any of the keys existed.
@@ -2239,7 +2844,7 @@ const (
 
 // Run runs semaphore_delete.lua with a on r and returns its reply, existed.
 func (a SemaphoreDeleteArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphoreDelete, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphoreDrainArgs are the KEYS and ARGV of semaphore_drain.lua (script SemaphoreDrain).
@@ -2267,9 +2872,20 @@ func (a SemaphoreDrainArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_drain.lua's call as one EVALSHA command (Command).
+func (a SemaphoreDrainArgs) command() Command {
+	args := make([]any, 3, 3+3)
+	args[0], args[1] = evalsha, sha(SemaphoreDrain)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.Deadline)
+	return Command{Script: SemaphoreDrain, Args: args}
+}
+
 // Run runs semaphore_drain.lua with a on r and returns its reply, drained.
 func (a SemaphoreDrainArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphoreDrain, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphorePermitAcquireArgs are the KEYS and ARGV of semaphore_permit_acquire.lua (script SemaphorePermitAcquire).
@@ -2314,6 +2930,24 @@ func (a SemaphorePermitAcquireArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_permit_acquire.lua's call as one EVALSHA command (Command).
+func (a SemaphorePermitAcquireArgs) command() Command {
+	args := make([]any, 3, 3+8+len(a.Permits))
+	args[0], args[1] = evalsha, sha(SemaphorePermitAcquire)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.LeaseMillis)
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Publish))
+	for _, x := range a.Permits {
+		args = append(args, str(x))
+	}
+	return Command{Script: SemaphorePermitAcquire, Args: args}
+}
+
 // Reply codes of semaphore_permit_acquire.lua.
 const (
 	// SemaphorePermitAcquireTaken is the reply code 1: the permits were taken.
@@ -2336,7 +2970,7 @@ type SemaphorePermitAcquireReply struct {
 
 // Run runs semaphore_permit_acquire.lua with a on r and decodes its reply.
 func (a SemaphorePermitAcquireArgs) Run(ctx context.Context, r Runner) (SemaphorePermitAcquireReply, error) {
-	res, err := r.Run(ctx, SemaphorePermitAcquire, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep SemaphorePermitAcquireReply
 	if err != nil {
 		return rep, err
@@ -2385,6 +3019,19 @@ func (a SemaphorePermitLeaseTimeArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_permit_lease_time.lua's call as one EVALSHA command (Command).
+func (a SemaphorePermitLeaseTimeArgs) command() Command {
+	args := make([]any, 3, 3+5)
+	args[0], args[1] = evalsha, sha(SemaphorePermitLeaseTime)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Permit))
+	args = append(args, str(a.Publish))
+	return Command{Script: SemaphorePermitLeaseTime, Args: args}
+}
+
 // Reply codes of semaphore_permit_lease_time.lua.
 const (
 	// SemaphorePermitLeaseTimeNoExpiry is the reply code -1: the permit never expires.
@@ -2395,7 +3042,7 @@ const (
 
 // Run runs semaphore_permit_lease_time.lua with a on r and returns its reply, millis.
 func (a SemaphorePermitLeaseTimeArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphorePermitLeaseTime, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphorePermitReleaseArgs are the KEYS and ARGV of semaphore_permit_release.lua (script SemaphorePermitRelease).
@@ -2443,6 +3090,25 @@ func (a SemaphorePermitReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_permit_release.lua's call as one EVALSHA command (Command).
+func (a SemaphorePermitReleaseArgs) command() Command {
+	args := make([]any, 3, 3+9+len(a.Permits))
+	args[0], args[1] = evalsha, sha(SemaphorePermitRelease)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Undo))
+	args = append(args, str(a.Publish))
+	for _, x := range a.Permits {
+		args = append(args, str(x))
+	}
+	return Command{Script: SemaphorePermitRelease, Args: args}
+}
+
 // Reply codes of semaphore_permit_release.lua.
 const (
 	// SemaphorePermitReleaseReleased is the reply code 1: Value is the available permits.
@@ -2463,7 +3129,7 @@ type SemaphorePermitReleaseReply struct {
 
 // Run runs semaphore_permit_release.lua with a on r and decodes its reply.
 func (a SemaphorePermitReleaseArgs) Run(ctx context.Context, r Runner) (SemaphorePermitReleaseReply, error) {
-	res, err := r.Run(ctx, SemaphorePermitRelease, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep SemaphorePermitReleaseReply
 	if err != nil {
 		return rep, err
@@ -2512,9 +3178,23 @@ func (a SemaphorePermitSetArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_permit_set.lua's call as one EVALSHA command (Command).
+func (a SemaphorePermitSetArgs) command() Command {
+	args := make([]any, 3, 3+6)
+	args[0], args[1] = evalsha, sha(SemaphorePermitSet)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	return Command{Script: SemaphorePermitSet, Args: args}
+}
+
 // Run runs semaphore_permit_set.lua with a on r and returns its reply, available.
 func (a SemaphorePermitSetArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphorePermitSet, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphorePermitStateArgs are the KEYS and ARGV of semaphore_permit_state.lua (script SemaphorePermitState).
@@ -2545,6 +3225,18 @@ func (a SemaphorePermitStateArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_permit_state.lua's call as one EVALSHA command (Command).
+func (a SemaphorePermitStateArgs) command() Command {
+	args := make([]any, 3, 3+4)
+	args[0], args[1] = evalsha, sha(SemaphorePermitState)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Publish))
+	return Command{Script: SemaphorePermitState, Args: args}
+}
+
 // SemaphorePermitStateReply is semaphore_permit_state.lua's reply.
 type SemaphorePermitStateReply struct {
 	// Available is element 1 of the reply.
@@ -2555,7 +3247,7 @@ type SemaphorePermitStateReply struct {
 
 // Run runs semaphore_permit_state.lua with a on r and decodes its reply.
 func (a SemaphorePermitStateArgs) Run(ctx context.Context, r Runner) (SemaphorePermitStateReply, error) {
-	res, err := r.Run(ctx, SemaphorePermitState, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep SemaphorePermitStateReply
 	if err != nil {
 		return rep, err
@@ -2605,6 +3297,21 @@ func (a SemaphorePermitUpdateLeaseArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_permit_update_lease.lua's call as one EVALSHA command (Command).
+func (a SemaphorePermitUpdateLeaseArgs) command() Command {
+	args := make([]any, 3, 3+7)
+	args[0], args[1] = evalsha, sha(SemaphorePermitUpdateLease)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args[2] = len(args) - 3
+	args = append(args, str(a.Permit))
+	args = append(args, a.LeaseMillis)
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	return Command{Script: SemaphorePermitUpdateLease, Args: args}
+}
+
 // Reply codes of semaphore_permit_update_lease.lua.
 const (
 	// SemaphorePermitUpdateLeaseSet is the reply code 1: the lease was set.
@@ -2615,7 +3322,7 @@ const (
 
 // Run runs semaphore_permit_update_lease.lua with a on r and returns its reply, set.
 func (a SemaphorePermitUpdateLeaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphorePermitUpdateLease, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }
 
 // SemaphoreReleaseArgs are the KEYS and ARGV of semaphore_release.lua (script SemaphoreRelease).
@@ -2658,6 +3365,22 @@ func (a SemaphoreReleaseArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_release.lua's call as one EVALSHA command (Command).
+func (a SemaphoreReleaseArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(SemaphoreRelease)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args = append(args, a.UndoRequest)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Undo))
+	args = append(args, str(a.Publish))
+	return Command{Script: SemaphoreRelease, Args: args}
+}
+
 // Reply codes of semaphore_release.lua.
 const (
 	// SemaphoreReleaseReleased is the reply code 1: Available is the permits after the release.
@@ -2676,7 +3399,7 @@ type SemaphoreReleaseReply struct {
 
 // Run runs semaphore_release.lua with a on r and decodes its reply.
 func (a SemaphoreReleaseArgs) Run(ctx context.Context, r Runner) (SemaphoreReleaseReply, error) {
-	res, err := r.Run(ctx, SemaphoreRelease, a.Keys(), a.Args()...).Int64Slice()
+	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep SemaphoreReleaseReply
 	if err != nil {
 		return rep, err
@@ -2729,6 +3452,22 @@ func (a SemaphoreTrySetArgs) Args() []any {
 	return args
 }
 
+// command returns semaphore_try_set.lua's call as one EVALSHA command (Command).
+func (a SemaphoreTrySetArgs) command() Command {
+	args := make([]any, 3, 3+8)
+	args[0], args[1] = evalsha, sha(SemaphoreTrySet)
+	args = append(args, a.Semaphore)
+	args = append(args, a.Timeouts)
+	args = append(args, a.Channel)
+	args = append(args, a.Request)
+	args[2] = len(args) - 3
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, flag(a.Expirable))
+	args = append(args, str(a.Publish))
+	return Command{Script: SemaphoreTrySet, Args: args}
+}
+
 // Reply codes of semaphore_try_set.lua.
 const (
 	// SemaphoreTrySetSet is the reply code 1: the permits were set.
@@ -2739,5 +3478,5 @@ const (
 
 // Run runs semaphore_try_set.lua with a on r and returns its reply, set.
 func (a SemaphoreTrySetArgs) Run(ctx context.Context, r Runner) (int64, error) {
-	return r.Run(ctx, SemaphoreTrySet, a.Keys(), a.Args()...).Int64()
+	return run(ctx, r, a.command()).Int64()
 }

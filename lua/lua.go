@@ -60,6 +60,7 @@ func load(name string, with ...string) *redis.Script {
 	s := redis.NewScript(string(src))
 	registry[name] = s
 	composed[name] = string(src)
+	boxedScripts[s] = boxedScript{sha: s.Hash(), src: string(src)}
 	return s
 }
 

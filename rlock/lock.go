@@ -121,10 +121,13 @@ func lockSide(e *core.Lock, kind, msg string) *core.Side {
 }
 
 // renewLock is how the watchdog renews a hold of the lock (lua.RenewLock):
-// the hash and the owner's field.
-func renewLock(op *core.Op) *core.RenewSpec {
-	return core.NewRenewSpec(lua.RenewLockHold{Lock: op.Name, Field: op.Field})
-}
+// the hash and the owner's field, which are the hold's key. One lazy spec
+// serves every hold: nothing is allocated for it per acquisition.
+func renewLock(*core.Op) *core.RenewSpec { return lockRenewal }
+
+var lockRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
+	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
+}}
 
 // lockOutcome reads lock_acquire's (and lock_acquire_fresh's, and
 // fair_acquire's) reply: its code, its second element and its fencing

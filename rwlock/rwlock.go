@@ -184,11 +184,16 @@ func writeSide(e *core.Lock) *core.Side {
 			ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Runner(op.Sync))
 		return outcome(rep.Code, rep.Value, err, op.Owner)
 	}
-	s.Renew = func(op *core.Op) *core.RenewSpec {
-		return core.NewRenewSpec(lua.RenewLockHold{Lock: op.Name, Field: op.Field})
-	}
+	s.Renew = func(*core.Op) *core.RenewSpec { return writeRenewal }
 	return s
 }
+
+// writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
+// the hash and the write field, which are the hold's key; one lazy spec for
+// every hold.
+var writeRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
+	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
+}}
 
 // outcome reads an acquisition script's reply (rwlock_read_acquire,
 // rwlock_write_acquire, rwlock_write_acquire_fresh: they share their

@@ -93,8 +93,13 @@ func (o *Offer) Finish(h Handed) {
 // Accepts makes the turn accept handoffs of op (without its ReqKey) while
 // it waits in the line, until Withdraw.
 func (t *Turn) Accepts(op Op) {
+	t.offers(&Offer{Op: op, done: make(chan struct{})})
+}
+
+// offers makes the turn accept handoffs with o, a new offer, as Accepts.
+func (t *Turn) offers(o *Offer) {
 	t.c.lines.mu.Lock()
-	t.offer = &Offer{Op: op, done: make(chan struct{})}
+	t.offer = o
 	t.c.lines.mu.Unlock()
 }
 

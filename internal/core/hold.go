@@ -23,10 +23,17 @@ type HoldKey struct {
 //
 // Holds sharing Script and the cluster slot of Keys[0] are renewed in one
 // call, at most MaxBatch at a time.
+//
+// A spec with Of set instead serves every hold of a side: the watchdog
+// makes a hold's Script, Keys and Args from its HoldKey when it first
+// renews it (Hold.renewal), so an acquisition allocates nothing for a
+// renewal that may never come.
 type RenewSpec struct {
 	Script *redis.Script
 	Keys   []string
 	Args   []any
+	// Of returns the renewal binding of the hold named k (lazy specs).
+	Of func(k HoldKey) lua.Renewal
 }
 
 // NewRenewSpec returns how the watchdog renews a hold, from the hold's
@@ -34,6 +41,20 @@ type RenewSpec struct {
 func NewRenewSpec(r lua.Renewal) *RenewSpec {
 	script, keys, args := r.Renewal()
 	return &RenewSpec{Script: script, Keys: keys, Args: args}
+}
+
+// renewal returns how the watchdog renews h: h.renew, or for a lazy spec
+// the one made from h's key the first time.
+func (h *Hold) renewal() *RenewSpec {
+	if h.renew.Of == nil {
+		return h.renew
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.renewOf == nil {
+		h.renewOf = NewRenewSpec(h.renew.Of(h.key))
+	}
+	return h.renewOf
 }
 
 // Hold is one owner's hold on one primitive in this client: from the
@@ -45,10 +66,13 @@ func NewRenewSpec(r lua.Renewal) *RenewSpec {
 type Hold struct {
 	c     *Client
 	key   HoldKey
-	renew *RenewSpec    // nil: fixed lease, no watchdog
-	lease time.Duration // the lease Redis was given
-	fence int64         // fencing token of the acquisition that took it; 0 without fencing
-	done  chan struct{}
+	renew *RenewSpec // nil: fixed lease, no watchdog
+	// renewOf is renew made for this hold when renew is lazy (RenewSpec.Of),
+	// the first time the watchdog renews it (renewal), under mu.
+	renewOf *RenewSpec
+	lease   time.Duration // the lease Redis was given
+	fence   int64         // fencing token of the acquisition that took it; 0 without fencing
+	done    chan struct{} // Done, made when first asked for (under mu)
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
 	// only when the client has hooks).
@@ -72,10 +96,16 @@ type Hold struct {
 // closedChan is returned by Done before any acquisition.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Done is closed when the hold ends.
+// Done is closed when the hold ends. The channel is made when first asked
+// for (most holds are released without anyone asking).
 func (h *Hold) Done() <-chan struct{} {
 	if h == nil {
 		return closedChan
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
+		h.done = make(chan struct{}) // end sets closedChan once it is over
 	}
 	return h.done
 }
@@ -162,7 +192,7 @@ func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, coun
 	c.holdsMu.Lock()
 	h := c.holds[key]
 	if h == nil {
-		h = &Hold{c: c, key: key, renew: renew, lease: lease, fence: fence, done: make(chan struct{}), lastOK: sent, start: sent}
+		h = &Hold{c: c, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent}
 		if c.opts.Hooks != nil {
 			h.primitive = Primitive(kind, what)
 		}
@@ -349,5 +379,11 @@ func (h *Hold) end(err error) {
 	if cancel != nil {
 		cancel(err)
 	}
-	close(h.done)
+	h.mu.Lock()
+	if h.done == nil {
+		h.done = closedChan // never asked for: nobody waits on it
+	} else {
+		close(h.done)
+	}
+	h.mu.Unlock()
 }

@@ -132,6 +132,10 @@ type Op struct {
 	// engine sets it on acquisitions and releases (NewSync), never on
 	// undos, renewals and in-process handoffs.
 	Sync *Sync
+	// sync is where Sync points in the engine's acquisitions and releases
+	// (newSyncIn): the Op is on the heap already, so the Sync costs no
+	// allocation of its own.
+	sync Sync
 	// Deadline is a fresh hold's acquisition's request deadline
 	// (FreshDeadline, epoch ms by the server's clock), in the acquisition
 	// and in the hold's release and undo, whose marks must outlive it.
@@ -470,17 +474,27 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 			return false, err
 		}
 	}
-	spec := s.Wait(&base)
+	// The attempts' base on the heap, where the closure below and the
+	// side's WaitSpec find it: the acceptor's copy when there is one
+	// (allocated anyway), so that base itself stays on the stack.
+	var bp *Op
+	if a != nil {
+		bp = &a.base
+	} else {
+		bp = new(Op)
+		*bp = base
+	}
+	spec := s.Wait(bp)
 	spec.Forever = forever
 	if !forever {
 		spec.Wait = max(wait-time.Since(start), 0)
 	}
-	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, s, base)) }
+	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, s, *bp)) }
 	if turn != nil && spec.Spin == nil {
 		// The channel stays subscribed from one head of the line to the
 		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
 		// unseen.
-		spec.Sub, spec.Keep = turn.Take(), turn.Hand
+		spec.Sub, spec.Keep = turn.Take(), turn
 	}
 	if a != nil {
 		spec.Handoff = a
@@ -535,7 +549,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		op.Lease = l.lease()
 		op.Fencing = l.Fencing
 		l.setRequestKey(&op)
-		op.Sync = l.C.NewSync()
+		op.Sync = l.C.newSyncIn(&op.sync)
 		sent := time.Now() // Redis starts the lease after this
 		out, err := s.Acquire(ctx, &op)
 		if err == nil && out.Acquired && op.Sync.SyncErr() != nil {
@@ -696,9 +710,9 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	// owner's lock is given back (Client.Settle).
 	var unsettled string
 	defer func() {
-		unlock := func() { l.C.owners.unlock(hk, ol) }
-		if unsettled == "" || !l.C.Settle(unsettled, unlock) {
-			unlock()
+		// The closure for Settle is made only when it is needed.
+		if unsettled == "" || !l.C.Settle(unsettled, func() { l.C.owners.unlock(hk, ol) }) {
+			l.C.owners.unlock(hk, ol)
 		}
 	}()
 	op := base
@@ -731,7 +745,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if o, chain := l.claimNext(s, hk, op); o != nil {
 		return l.handOff(ctx, s, hk, op, o, chain)
 	}
-	op.Sync = l.C.NewSync()
+	op.Sync = l.C.newSyncIn(&op.sync)
 	remaining, err := l.C.Release(hk, op.Count, send)
 	if err != nil && op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published
@@ -800,8 +814,12 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 type acceptor struct {
 	l    *Lock
 	s    *Side
-	op   Op // the acquisition a releaser makes for the caller
-	turn *Turn
+	base Op // the caller's own attempts' base (Lock.acquire)
+	// first is the turn's first offer, allocated with the acceptor
+	// (Turn.Accepts makes the next ones); its Op is the acquisition a
+	// releaser makes for the caller, which nobody changes.
+	first Offer
+	turn  *Turn
 	// handed: the caller got the lock by a handoff.
 	handed bool
 }
@@ -813,8 +831,10 @@ func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *a
 	op.Count = 1
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing
-	turn.Accepts(op)
-	return &acceptor{l: l, s: s, op: op, turn: turn}
+	a := &acceptor{l: l, s: s, base: base, turn: turn}
+	a.first = Offer{Op: op, done: make(chan struct{})}
+	turn.offers(&a.first)
+	return a
 }
 
 func (a *acceptor) BeginTry(force bool) bool {
@@ -832,7 +852,7 @@ func (a *acceptor) Take() bool {
 	if a.took(o) {
 		return true
 	}
-	a.turn.Accepts(a.op) // ready for the next release
+	a.turn.Accepts(a.first.Op) // ready for the next release
 	return false
 }
 

@@ -58,6 +58,7 @@ const replicaProbe = time.Second
 // the write was not acknowledged by enough replicas in time.
 type Sync struct {
 	Err error
+	c   *Client // whose Eval runs the call (Run)
 }
 
 // NewSync returns a Sync for one call when the client waits for replicas,
@@ -66,7 +67,17 @@ func (c *Client) NewSync() *Sync {
 	if !c.opts.ReplicaSync.on() {
 		return nil
 	}
-	return &Sync{}
+	return &Sync{c: c}
+}
+
+// newSyncIn is NewSync in storage the caller has already (an Op's, which
+// is on the heap anyway): no allocation of its own per call.
+func (c *Client) newSyncIn(s *Sync) *Sync {
+	if !c.opts.ReplicaSync.on() {
+		return nil
+	}
+	*s = Sync{c: c}
+	return s
 }
 
 // SyncErr returns the replica acknowledgement error of s, nil for a nil s.
@@ -78,16 +89,22 @@ func (s *Sync) SyncErr() error {
 }
 
 // Eval runs script (EVALSHA, EVAL when the server lacks it) with keys and
-// args. With sync not nil, and replicas connected to the primary that runs
-// it, it sends WAIT in the same pipeline and sets sync.Err, wrapping
-// ErrNotReplicated, when fewer replicas than wanted acknowledged within
-// the timeout. The command returned is the script's.
+// args: EvalCommand of its command.
 func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return c.EvalCommand(ctx, sync, lua.NewCommand(script, keys, args))
+}
+
+// EvalCommand runs a script's command (EVALSHA, EVAL when the server lacks
+// the script). With sync not nil, and replicas connected to the primary
+// that runs it, it sends WAIT in the same pipeline and sets sync.Err,
+// wrapping ErrNotReplicated, when fewer replicas than wanted acknowledged
+// within the timeout. The command returned is the script's.
+func (c *Client) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
 	if sync == nil {
-		return script.Run(ctx, c.rdb, keys, args...)
+		return call.Run(ctx, c.rdb)
 	}
 	for pause := 20 * time.Millisecond; ; pause *= 2 {
-		cmd := c.evalSynced(ctx, sync, script, keys, args)
+		cmd := c.evalSynced(ctx, sync, call)
 		// A Cluster's slot that moved (a failover, a migration): the
 		// script did not run on the node this client took for its
 		// master. go-redis's cluster client follows the redirection
@@ -108,23 +125,47 @@ func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, key
 	}
 }
 
-// EvalRunner is the lua.Runner of the engine: it runs a script binding
-// through Client.Eval with Sync, so an acquisition or release waits for
-// the replicas when Sync asks it to. With Sync nil it is a plain EVALSHA
-// (EVAL when the server lacks the script) on the client's connection.
-type EvalRunner struct {
-	C    *Client
-	Sync *Sync
+// Run implements lua.Runner: a Sync is the runner of the engine for its
+// call, which runs a script binding through Client.Eval with it, so an
+// acquisition or release waits for the replicas. A pointer in an
+// interface needs no allocation, as a struct of a client and a Sync would
+// at every call.
+func (s *Sync) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return s.c.Eval(ctx, s, script, keys, args...)
 }
 
+// RunCommand implements lua.CommandRunner.
+func (s *Sync) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
+	return s.c.EvalCommand(ctx, s, call)
+}
+
+// plainRunner is the lua.Runner of the engine's calls without replica
+// acknowledgement (Client.Runner(nil)): a plain EVALSHA (EVAL when the
+// server lacks the script) on the client's connection, through Eval.
+type plainRunner Client
+
 // Run implements lua.Runner.
-func (r EvalRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return r.C.Eval(ctx, r.Sync, script, keys, args...)
+func (r *plainRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return (*Client)(r).Eval(ctx, nil, script, keys, args...)
+}
+
+// RunCommand implements lua.CommandRunner.
+func (r *plainRunner) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
+	return (*Client)(r).EvalCommand(ctx, nil, call)
 }
 
 // Runner returns the runner of script bindings that goes through Eval with
-// sync (nil: no replica acknowledgement).
-func (c *Client) Runner(sync *Sync) EvalRunner { return EvalRunner{C: c, Sync: sync} }
+// sync (nil: no replica acknowledgement). A Sync made by this client runs
+// its own call (Sync.Run).
+func (c *Client) Runner(sync *Sync) lua.Runner {
+	if sync == nil {
+		return (*plainRunner)(c)
+	}
+	if sync.c == nil {
+		sync.c = c
+	}
+	return sync
+}
 
 // Direct returns the runner of script bindings that runs them on the
 // client's connection with (*redis.Script).Run, for the scripts that never
@@ -148,9 +189,9 @@ func redirected(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// evalSynced is one try of Eval with sync.
-func (c *Client) evalSynced(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args []any) *redis.Cmd {
-	node, addr, err := c.primaryFor(ctx, keys)
+// evalSynced is one try of EvalCommand with sync.
+func (c *Client) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
+	node, addr, err := c.primaryFor(ctx, call.FirstKey())
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(err)
@@ -166,13 +207,13 @@ func (c *Client) evalSynced(ctx context.Context, sync *Sync, script *redis.Scrip
 		}
 	}
 	if connected == 0 {
-		return script.Run(ctx, c.rdb, keys, args...)
+		return call.Run(ctx, c.rdb)
 	}
 	want := c.opts.ReplicaSync.Replicas
 	if want == ReplicasAll {
 		want = connected
 	}
-	cmd, acked := c.evalWait(ctx, node, script, want, keys, args)
+	cmd, acked := c.evalWait(ctx, node, call, want)
 	if cmd.Err() != nil {
 		return cmd
 	}
@@ -184,21 +225,21 @@ func (c *Client) evalSynced(ctx context.Context, sync *Sync, script *redis.Scrip
 	return cmd
 }
 
-// evalWait runs script and WAIT want in one pipeline on node, loading the
-// script when the server does not have it.
-func (c *Client) evalWait(ctx context.Context, node *redis.Client, script *redis.Script, want int, keys []string, args []any) (*redis.Cmd, *redis.IntCmd) {
+// evalWait runs the script's command and WAIT want in one pipeline on
+// node, loading the script when the server does not have it.
+func (c *Client) evalWait(ctx context.Context, node *redis.Client, call lua.Command, want int) (*redis.Cmd, *redis.IntCmd) {
 	ms := Millis(c.opts.ReplicaSync.Timeout)
-	run := func(eval func(redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.IntCmd) {
+	run := func(cmd *redis.Cmd) (*redis.Cmd, *redis.IntCmd) {
 		pipe := node.Pipeline()
-		cmd := eval(pipe)
+		_ = pipe.Process(ctx, cmd)
 		acked := redis.NewIntCmd(ctx, "wait", want, ms)
 		_ = pipe.Process(ctx, acked)
 		_, _ = pipe.Exec(ctx)
 		return cmd, acked
 	}
-	cmd, acked := run(func(p redis.Pipeliner) *redis.Cmd { return script.EvalSha(ctx, p, keys, args...) })
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, acked = run(func(p redis.Pipeliner) *redis.Cmd { return script.Eval(ctx, p, keys, args...) })
+	cmd, acked := run(call.EvalSha(ctx))
+	if lua.NoScript(cmd.Err()) {
+		cmd, acked = run(call.Eval(ctx))
 	}
 	return cmd, acked
 }
@@ -206,15 +247,11 @@ func (c *Client) evalWait(ctx context.Context, node *redis.Client, script *redis
 // primaryFor returns the client of the primary that runs a script on keys,
 // and a name for it; nil for a client kind that cannot be pipelined to one
 // node (a Ring): then nothing is waited for.
-func (c *Client) primaryFor(ctx context.Context, keys []string) (*redis.Client, string, error) {
+func (c *Client) primaryFor(ctx context.Context, key string) (*redis.Client, string, error) {
 	switch r := c.rdb.(type) {
 	case *redis.Client:
 		return r, "", nil
 	case *redis.ClusterClient:
-		key := ""
-		if len(keys) > 0 {
-			key = keys[0]
-		}
 		node, err := r.MasterForKey(ctx, key)
 		if err != nil {
 			return nil, "", err
@@ -306,3 +343,8 @@ func connectedReplicas(ctx context.Context, node *redis.Client) (int, error) {
 	}
 	return n, nil
 }
+
+var (
+	_ lua.CommandRunner = (*Sync)(nil)
+	_ lua.CommandRunner = (*plainRunner)(nil)
+)

@@ -19,6 +19,11 @@ import (
 // holder's remaining lease, the next permit expiry); retry ≤ 0 means unknown.
 type Attempt func(ctx context.Context) (ok bool, retry time.Duration, err error)
 
+// Keeper takes a wait's subscription when the wait ends (WaitSpec.Keep).
+type Keeper interface {
+	Hand(w *pubsub.Waiter)
+}
+
 // WaitSpec describes one blocking wait.
 type WaitSpec struct {
 	Channel string        // where releases are published
@@ -44,7 +49,9 @@ type WaitSpec struct {
 	// Keep, when set, takes the wait's subscription when the wait ends
 	// (nil if it never subscribed) instead of Wait closing it: to hand it
 	// to the next caller in a local line. Keep must close it eventually.
-	Keep func(w *pubsub.Waiter)
+	// An interface (a *Turn), where a method value would cost an
+	// allocation per wait.
+	Keep Keeper
 	// Handoff, when set, lets a releaser in this client end the wait by
 	// handing the caller what it waits for (handoff.go) during the pauses
 	// between attempts.
@@ -121,7 +128,7 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 	}
 	var w *pubsub.Waiter
 	if s.Keep != nil {
-		defer func() { s.Keep(w) }()
+		defer func() { s.Keep.Hand(w) }()
 	}
 	start := time.Now()
 	var deadline time.Time

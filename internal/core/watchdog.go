@@ -127,9 +127,10 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 			tick.Lost++
 			continue
 		}
-		k := batchKey{script: h.renew.Script}
+		spec := h.renewal()
+		k := batchKey{script: spec.Script}
 		if w.c.cluster {
-			k.slot = keys.Slot(h.renew.Keys[0])
+			k.slot = keys.Slot(spec.Keys[0])
 		}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
@@ -176,7 +177,8 @@ type renewBatch struct {
 func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) renewBatch {
 	call := lua.NewRenewalBatch(Millis(lease), len(holds))
 	for _, h := range holds {
-		call.Add(h.renew.Keys, h.renew.Args, h.Count()) // the count this client believes in
+		spec := h.renewal()
+		call.Add(spec.Keys, spec.Args, h.Count()) // the count this client believes in
 	}
 	return renewBatch{script: script, holds: holds, keys: call.Keys(), args: call.Args()}
 }

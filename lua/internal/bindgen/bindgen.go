@@ -294,6 +294,7 @@ func (s *script) write(b *bytes.Buffer) {
 	pf("\n// Args returns %s's ARGV, in order.\nfunc (a %sArgs) Args() []any {\n", f, n)
 	writeList(b, "args", "any", s.argv)
 	pf("}\n")
+	s.writeCommand(b)
 
 	if s.hold != nil {
 		s.writeHold(b)
@@ -314,7 +315,7 @@ func (s *script) write(b *bytes.Buffer) {
 	if s.intReply != "" {
 		pf("\n// Run runs %s with a on r and returns its reply, %s.\n", f, s.intReply)
 		pf("func (a %sArgs) Run(ctx context.Context, r Runner) (int64, error) {\n", n)
-		pf("\treturn r.Run(ctx, %s, a.Keys(), a.Args()...).Int64()\n}\n", n)
+		pf("\treturn run(ctx, r, a.command()).Int64()\n}\n")
 		return
 	}
 	pf("\n// %sReply is %s's reply.\ntype %sReply struct {\n", n, f, n)
@@ -336,9 +337,9 @@ func (s *script) write(b *bytes.Buffer) {
 	pf("\n// Run runs %s with a on r and decodes its reply.\n", f)
 	pf("func (a %sArgs) Run(ctx context.Context, r Runner) (%sReply, error) {\n", n, n)
 	if mixed {
-		pf("\tres, err := r.Run(ctx, %s, a.Keys(), a.Args()...).Slice()\n", n)
+		pf("\tres, err := run(ctx, r, a.command()).Slice()\n")
 	} else {
-		pf("\tres, err := r.Run(ctx, %s, a.Keys(), a.Args()...).Int64Slice()\n", n)
+		pf("\tres, err := run(ctx, r, a.command()).Int64Slice()\n")
 	}
 	pf("\tvar rep %sReply\n\tif err != nil {\n\t\treturn rep, err\n\t}\n", n)
 	pf("\tif len(res) < %d {\n\t\treturn rep, fmt.Errorf(\"unexpected reply %%v\", res)\n\t}\n", required)
@@ -360,6 +361,52 @@ func (s *script) write(b *bytes.Buffer) {
 		}
 	}
 	pf("\treturn rep, nil\n}\n")
+}
+
+// writeCommand writes the command method: the whole EVALSHA command
+// (Command) in one slice, the KEYS and ARGV as Keys and Args give them,
+// so that a call costs one slice instead of three.
+func (s *script) writeCommand(b *bytes.Buffer) {
+	n, f := s.name, s.file
+	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	pf("\n// command returns %s's call as one EVALSHA command (Command).\nfunc (a %sArgs) command() Command {\n", f, n)
+	pf("\targs := make([]any, 3, 3+%d", len(s.keys)+len(s.argv))
+	for _, p := range append(append([]param(nil), s.keys...), s.argv...) {
+		if p.variadic {
+			pf("+len(a.%s)", p.name)
+		}
+	}
+	pf(")\n\targs[0], args[1] = evalsha, sha(%s)\n", n)
+	// An optional entry left empty leaves out the entries after it in its
+	// list (as Keys and Args do): they go in a block of their own.
+	open := 0
+	for _, p := range s.keys {
+		switch {
+		case p.variadic:
+			pf("\tfor _, x := range a.%s {\n\t\targs = append(args, x)\n\t}\n", p.name)
+		case p.optional:
+			pf("\tif a.%s != \"\" {\n\targs = append(args, a.%s)\n", p.name, p.name)
+			open++
+		default:
+			pf("\targs = append(args, a.%s)\n", p.name)
+		}
+	}
+	pf("%s", strings.Repeat("}\n", open))
+	pf("\targs[2] = len(args) - 3\n")
+	open = 0
+	for _, p := range s.argv {
+		switch {
+		case p.variadic:
+			pf("\tfor _, x := range a.%s {\n\t\targs = append(args, %s)\n\t}\n", p.name, box(p.typ, "x"))
+		case p.optional:
+			pf("\tif a.%s != \"\" {\n\targs = append(args, %s)\n", p.name, box(p.typ, "a."+p.name))
+			open++
+		default:
+			pf("\targs = append(args, %s)\n", box(p.typ, "a."+p.name))
+		}
+	}
+	pf("%s", strings.Repeat("}\n", open))
+	pf("\treturn Command{Script: %s, Args: args}\n}\n", n)
 }
 
 // writeHold writes the per-hold part of a batch renewal script: a struct
