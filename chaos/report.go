@@ -11,6 +11,8 @@ import (
 // Report is what one run did and found.
 type Report struct {
 	Seed       int64
+	Topology   Topology
+	Failovers  int // promotions of the replica (Replicated)
 	Ops        []Op
 	Faults     []Fault
 	FaultPhase time.Duration // how long the fault phase lasted
@@ -33,8 +35,8 @@ type Report struct {
 // faults by kind, and the checks run.
 func (rep *Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d operations, %d faults in a %v fault phase; lease %v, request record TTL %v\n",
-		rep.Seed, len(rep.Ops), len(rep.Faults), rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
+	fmt.Fprintf(&b, "seed %d, %s: %d operations, %d faults (%d failovers) in a %v fault phase; lease %v, request record TTL %v\n",
+		rep.Seed, rep.Topology, len(rep.Ops), len(rep.Faults), rep.Failovers, rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
 	counts := map[Kind]map[Outcome]int{}
 	var kinds []Kind
 	for _, op := range rep.Ops {
