@@ -23,7 +23,7 @@ const sentinelTimeout = 30 * time.Second
 // Sentinel is a master, its replicas and one sentinel monitoring it as
 // "mymaster" (quorum 1, down-after 5 s), started by StartSentinel.
 // SentinelAddr is the sentinel's "127.0.0.1:port". Master is the current
-// master and Replicas the others: Failover swaps them.
+// master and Replicas the others: Failover and KillMaster swap them.
 type Sentinel struct {
 	Master       *Server
 	Replicas     []*Server
