@@ -225,7 +225,7 @@ func (s *Sentinel) KillMaster(t testing.TB, whileDown func()) *Server {
 	})
 	next := s.waitPromoted(t)
 	old.Restart(t)
-	old.Do(t, "REPLICAOF", next.host, strconv.Itoa(next.port))
+	old.replicaOf(t, next)
 	waitFor(t, sentinelTimeout, "former master to replicate the new one", old.linkUp)
 	replicas := []*Server{old}
 	for _, r := range s.Replicas {
@@ -292,9 +292,22 @@ func (s *Sentinel) RestartReplica(t testing.TB, i int, empty bool) {
 		r.wipe(t)
 	}
 	r.Restart(t)
-	r.Do(t, "REPLICAOF", s.Master.host, strconv.Itoa(s.Master.port))
+	r.replicaOf(t, s.Master)
 	waitFor(t, sentinelTimeout, "restarted replica's link to the master", r.linkUp)
 	waitFor(t, sentinelTimeout, "sentinel to see the restarted replica", s.check)
+}
+
+// replicaOf makes s a replica of master (REPLICAOF), re-sent while s
+// refuses it (a server just restarted answers LOADING while it reads its
+// append-only file), for at most 30 seconds.
+func (s *Server) replicaOf(t testing.TB, master *Server) {
+	t.Helper()
+	waitFor(t, sentinelTimeout, "REPLICAOF "+master.Addr()+" on "+s.Addr(), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.do(ctx, "REPLICAOF", master.host, strconv.Itoa(master.port))
+		return err
+	})
 }
 
 // linkUp returns nil when the server is a replica whose link to its master
