@@ -59,9 +59,11 @@
 // SIGKILL and restart of the primary (the AOF keeps the data; no
 // failover), SCRIPT FLUSH and CLIENT KILL TYPE pubsub on the primary.
 //
-// In Replicated also: failovers (SIGKILL of the primary, the sentinel
-// promotes the replica at once, the former primary comes back as its
-// replica; see redistest.Sentinel.KillMaster), a replica stalled (SIGSTOP
+// In Replicated also: failovers (SIGKILL of the primary, half the time
+// while the replica lags, paused for 50 to 800ms, as a replica behind
+// under load; the sentinel promotes the replica at once, the former
+// primary comes back as its replica; see redistest.Sentinel.KillMaster),
+// a replica stalled (SIGSTOP
 // for 0.7 to 3s, mostly longer than the acknowledgement timeout, so
 // acquisitions fail with ErrNotReplicated, an error outcome), and a
 // replica restarted empty (it copies the primary's data again). The first

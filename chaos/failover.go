@@ -42,8 +42,8 @@ import (
 const leaseSlack = 50 * time.Millisecond
 
 // checkReplica runs the failover check on the replica with the primary
-// dead since killedAt.
-func (r *run) checkReplica(killedAt int64) {
+// dead since killedAt, and says what it checked.
+func (r *run) checkReplica(killedAt int64) string {
 	snaps := make([]workerSnap, len(r.workers))
 	for i, w := range r.workers {
 		snaps[i] = w.state.snap()
@@ -92,8 +92,9 @@ func (r *run) checkReplica(killedAt int64) {
 	}
 	if err != nil && err != redis.Nil {
 		fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
-		return
+		return "replica unreadable"
 	}
+	var holds, permits int
 
 	// Fencing counters.
 	highest := map[string]int64{}
@@ -102,8 +103,10 @@ func (r *run) checkReplica(killedAt int64) {
 			highest[op.Object] = max(highest[op.Object], op.Token)
 		}
 	}
+	var tokens []string
 	for _, n := range lockNames {
 		v, _ := strconv.ParseInt(fences[n].Val(), 10, 64)
+		tokens = append(tokens, fmt.Sprintf("%d≤%d", highest[n], v))
 		if v < highest[n] {
 			fail(n, fmt.Sprintf("lock %s: fencing counter %d, but token %d was returned before the kill", n, v, highest[n]))
 		}
@@ -126,6 +129,7 @@ func (r *run) checkReplica(killedAt int64) {
 					continue // may have expired
 				}
 				for _, id := range h.ids {
+					permits++
 					raw, _ := hex.DecodeString(id)
 					if !hasMember(xsemZ.Val(), string(raw), srvTime.Val()) {
 						fail(object, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w.id, id[:8], object, sec(h.since), h.noLease))
@@ -135,6 +139,7 @@ func (r *run) checkReplica(killedAt int64) {
 				if h.since+int64(r.cfg.Lease-leaseSlack) <= readEnd {
 					continue // may have expired: renewals are not acknowledged
 				}
+				holds++
 				found := false
 				for f := range hashes[object].Val() {
 					found = found || strings.HasPrefix(f, prefix)
@@ -148,6 +153,8 @@ func (r *run) checkReplica(killedAt int64) {
 	if v, err := strconv.ParseInt(sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
 		fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
 	}
+	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
+		holds, permits, believedPermits, strings.Join(tokens, " "))
 }
 
 // hasMember tells whether member is in zs with a score (its expiry, in

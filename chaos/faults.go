@@ -28,7 +28,7 @@ const (
 	FaultKillPubSub  FaultKind = "kill-pubsub"   // CLIENT KILL TYPE pubsub on the primary
 
 	// Replicated only.
-	FaultFailover       FaultKind = "failover"        // SIGKILL of the primary, the sentinel promotes the replica, the former primary comes back as its replica
+	FaultFailover       FaultKind = "failover"        // SIGKILL of the primary (half the time while the replica lags), the sentinel promotes the replica, the former primary comes back as its replica
 	FaultReplicaStall   FaultKind = "replica-stall"   // SIGSTOP of the replica longer than the acknowledgement timeout, then SIGCONT
 	FaultReplicaRestart FaultKind = "replica-restart" // SIGKILL of the replica, restarted empty: it copies the primary's data again
 )
@@ -81,6 +81,11 @@ const (
 	// sentinel's down-after (5s).
 	replicaStallMin = 700 * time.Millisecond
 	replicaStallMax = 3 * time.Second
+
+	// How long the replica lags (paused) before the primary is killed,
+	// in half the failovers.
+	lagMin = 50 * time.Millisecond
+	lagMax = 800 * time.Millisecond
 )
 
 // lateRange is the range of late-delivery stalls: beyond the request record
@@ -220,13 +225,33 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		f.Detail = p.Addr()
 	case FaultFailover:
 		// Only once every client counts the replica (see replicaSteady).
+		// Half the time the replica lags when the primary dies (it is
+		// paused for a moment first, as a replica behind under load):
+		// the acquisitions then waiting for its acknowledgement fail, and
+		// what they wrote is lost with the primary.
 		f.Client = -1
 		r.waitReplicaOnline(t)
 		f.Start = r.h.Now()
-		old := r.primary()
-		next := r.sent.KillMaster(t, func() { r.checkReplica(r.h.Now()) })
+		old, rs := r.primary(), r.sent.Replicas[0]
+		var lag time.Duration
+		if rng.IntN(2) == 0 {
+			lag = between(rng, lagMin, lagMax)
+			rs.Pause(t)
+			time.Sleep(lag)
+		}
+		var checked string
+		next := r.sent.KillMaster(t, func() {
+			if lag > 0 {
+				rs.Resume(t)
+			}
+			checked = r.checkReplica(r.h.Now())
+		})
 		r.failovers++
 		f.Detail = fmt.Sprintf("%s killed, %s promoted; %s is its replica", old.Addr(), next.Addr(), old.Addr())
+		if lag > 0 {
+			f.Detail += fmt.Sprintf("; the replica lagged %v when the primary died", lag.Round(time.Millisecond))
+		}
+		f.Detail += "; " + checked
 	case FaultReplicaStall:
 		f.Client = -1
 		d := between(rng, replicaStallMin, replicaStallMax)

@@ -37,8 +37,10 @@ func ParseTopology(s string) (Topology, error) {
 }
 
 // serverArgs are every data server's extra arguments: the append-only
-// file, fsynced before each reply, keeps what a SIGKILL would lose.
-var serverArgs = []string{"--appendonly", "yes", "--appendfsync", "always"}
+// file, fsynced before each reply, keeps what a SIGKILL would lose; a
+// replica's full synchronisation starts at once (not after the default
+// 5s wait for more replicas).
+var serverArgs = []string{"--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0"}
 
 // How the clients reach the servers.
 //
