@@ -60,10 +60,11 @@
 // failover), SCRIPT FLUSH and CLIENT KILL TYPE pubsub on the primary.
 //
 // In Replicated also: failovers (SIGKILL of the primary, half the time
-// while the replica lags, paused for 50 to 800ms, as a replica behind
-// under load; the sentinel promotes the replica at once, the former
-// primary comes back as its replica; see redistest.Sentinel.KillMaster),
-// a replica stalled (SIGSTOP
+// while the replica is paused for 50 to 800ms, so that the acquisitions
+// waiting for its acknowledgement fail at the kill while what they wrote
+// reaches the promoted replica, for their undos to clean up; the sentinel
+// promotes the replica at once, the former primary comes back as its
+// replica; see redistest.Sentinel.KillMaster), a replica stalled (SIGSTOP
 // for 0.7 to 3s, mostly longer than the acknowledgement timeout, so
 // acquisitions fail with ErrNotReplicated, an error outcome), and a
 // replica restarted empty (it copies the primary's data again). The first

@@ -130,6 +130,9 @@ type run struct {
 	skipSemLive bool     // every counted permit was lost: no liveness round on it
 	failovers   int      // promotions of the replica (Replicated)
 
+	warnMu   sync.Mutex
+	warnings []string // the library's warnings (warnLog)
+
 	vmu        sync.Mutex
 	violations []Violation
 	repeats    map[string]int  // violateOnce key → index in violations
@@ -231,7 +234,8 @@ func Run(t testing.TB, cfg Config) *Report {
 		c := redisync.New(rdb,
 			redisync.WithID(fmt.Sprintf("chaos-c%d-%d", i, cfg.Seed)),
 			redisync.WithWatchdogTimeout(cfg.Lease),
-			redisync.WithRecheckInterval(cfg.Recheck))
+			redisync.WithRecheckInterval(cfg.Recheck),
+			redisync.WithLogger(r.logger(i)))
 		r.clients = append(r.clients, c)
 	}
 	closed := false
@@ -325,11 +329,18 @@ func Run(t testing.TB, cfg Config) *Report {
 	r.logf("workload over")
 
 	// Final state, with every client closed.
+	var undosFailed uint64
+	for _, c := range r.clients {
+		undosFailed += c.Stats().UndosFailed
+	}
 	closeClients()
 	r.checkFinalState(t)
 
 	ops := r.h.Ops()
-	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, Ops: ops, Faults: r.faults, FaultPhase: time.Duration(faultPhaseEnd),
+	r.warnMu.Lock()
+	warnings := append([]string(nil), r.warnings...)
+	r.warnMu.Unlock()
+	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, UndosFailed: undosFailed, Warnings: warnings, Ops: ops, Faults: r.faults, FaultPhase: time.Duration(faultPhaseEnd),
 		RecordTTL: r.recordTTL, Lease: cfg.Lease, LiveBound: r.liveBound, Liveness: r.liveness, Samples: s.judged}
 	for _, ps := range r.proxies {
 		for _, p := range ps {
