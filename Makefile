@@ -36,21 +36,29 @@ bench:
 
 # The fault suite (the chaos module), longer than the bounded pass that
 # "make test" runs: SEEDS seeds from SEED on, a DURATION fault phase each,
-# with every fault kind including late delivery (stalls longer than the
-# request record TTL, up to LATE_MAX; LATE_DELIVERY=0 leaves it out).
-# A failing seed prints the violations with a history excerpt and writes
+# in the topologies CHAOS_TOPOLOGY names: single (one server), replicated
+# (a primary, a replica and a sentinel, with failovers, stalled replicas
+# and replicas restarted empty among the faults) or both (the default:
+# SEEDS seeds in each). Every fault kind runs, including late delivery
+# (stalls longer than the request record TTL, up to LATE_MAX;
+# LATE_DELIVERY=0 leaves it out). Permit accounting is strict
+# (STRICT_PERMITS=1): a counted permit lost is a violation unless counted
+# releases that failed for good explain it, a finding printed with the
+# seed's figures; STRICT_PERMITS=2 makes that a violation too,
+# STRICT_PERMITS=0 lets failed acquisitions explain a loss as well. A failing
+# seed prints the violations with a history excerpt and writes
 # porcupine's HTML and the whole history under CHAOS_OUT (default
 # $TMPDIR/redisync-chaos). Example: make chaos SEED=42 DURATION=5m
-# STRICT_PERMITS=1 makes counted permits lost to indeterminate calls a
-# violation (by default a finding, printed with the seed's figures).
+# CHAOS_TOPOLOGY=replicated
 SEED ?= 1
 SEEDS ?= 5
 DURATION ?= 2m
+CHAOS_TOPOLOGY ?= both
 LATE_DELIVERY ?= 1
 LATE_MAX ?= 30s
-STRICT_PERMITS ?= 0
+STRICT_PERMITS ?= 1
 CHAOS_RACE ?= -race
 chaos:
-	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_DURATION=$(DURATION) \
-		CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
+	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
+		CHAOS_DURATION=$(DURATION) CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
 		$(GO) test $(CHAOS_RACE) -count=1 -v -run 'TestChaos$$' -timeout 0 .

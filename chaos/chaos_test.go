@@ -13,11 +13,14 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// The bounded pass ("make test", plain "go test"): a few short seeds, all
-// within 3 minutes. "make chaos" sets the environment for longer runs.
+// The bounded pass ("make test", plain "go test"): a few short seeds in
+// the single-server topology and one in the replicated one (which fails
+// over at least once), all within 3 minutes. "make chaos" sets the
+// environment for longer runs.
 const (
-	defaultSeeds    = 3
-	defaultDuration = 20 * time.Second
+	defaultSeeds           = 3
+	defaultReplicatedSeeds = 1
+	defaultDuration        = 20 * time.Second
 
 	// defaultLateDelivery is whether the bounded pass injects late
 	// deliveries (stalls longer than the request record TTL, up to
@@ -30,11 +33,13 @@ const (
 
 var (
 	seedFlag     = flag.Int64("seed", envInt("CHAOS_SEED", 1), "first seed (env CHAOS_SEED)")
-	seedsFlag    = flag.Int("seeds", int(envInt("CHAOS_SEEDS", defaultSeeds)), "number of seeds, from -seed on (env CHAOS_SEEDS)")
+	seedsFlag    = flag.Int("seeds", int(envInt("CHAOS_SEEDS", defaultSeeds)), "number of seeds in the single-server topology, from -seed on (env CHAOS_SEEDS)")
+	replFlag     = flag.Int("replseeds", int(envInt("CHAOS_REPLICATED_SEEDS", defaultReplicatedSeeds)), "number of seeds in the replicated topology, from -seed on (env CHAOS_REPLICATED_SEEDS)")
+	topoFlag     = flag.String("topology", envString("CHAOS_TOPOLOGY", "both"), "single, replicated or both (env CHAOS_TOPOLOGY)")
 	durationFlag = flag.Duration("duration", envDuration("CHAOS_DURATION", defaultDuration), "fault phase per seed (env CHAOS_DURATION)")
 	lateFlag     = flag.Bool("late", envBool("CHAOS_LATE_DELIVERY", defaultLateDelivery), "add stalls longer than the request record TTL (env CHAOS_LATE_DELIVERY=1)")
 	lateMaxFlag  = flag.Duration("latemax", envDuration("CHAOS_LATE_MAX", defaultLateMax), "longest late-delivery stall (env CHAOS_LATE_MAX)")
-	strictFlag   = flag.Bool("strictpermits", envBool("CHAOS_STRICT_PERMITS", false), "counted permits lost to indeterminate calls are a violation (env CHAOS_STRICT_PERMITS=1)")
+	strictFlag   = flag.Int("strictpermits", int(envInt("CHAOS_STRICT_PERMITS", 1)), "counted permits lost: 1 a violation unless failed releases explain it, 0 also failed acquisitions may, 2 always a violation (env CHAOS_STRICT_PERMITS)")
 	outFlag      = flag.String("out", os.Getenv("CHAOS_OUT"), "directory for porcupine's HTML (env CHAOS_OUT; default $TMPDIR/redisync-chaos)")
 	verboseFlag  = flag.Bool("chaoslog", envBool("CHAOS_LOG", false), "log every fault and phase as it happens (env CHAOS_LOG=1)")
 )
@@ -51,6 +56,13 @@ func envInt(name string, def int64) int64 {
 		panic("chaos: " + name + "=" + v + ": " + err.Error())
 	}
 	return n
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -78,39 +90,89 @@ func envBool(name string, def bool) bool {
 	}
 }
 
-// TestChaos runs the fault suite for each seed and fails with the seed, the
-// violations, an excerpt of the history around each and the path of
-// porcupine's HTML.
+// topologies returns the topologies -topology asks for, each with its
+// number of seeds.
+func topologies(t *testing.T) []struct {
+	topo  Topology
+	seeds int
+} {
+	type run = struct {
+		topo  Topology
+		seeds int
+	}
+	single, replicated := run{Single, *seedsFlag}, run{Replicated, *replFlag}
+	if *topoFlag == "both" {
+		return []run{single, replicated}
+	}
+	topo, err := ParseTopology(*topoFlag)
+	if err != nil {
+		t.Fatalf("%v (or both)", err)
+	}
+	if topo == Single {
+		return []run{single}
+	}
+	return []run{replicated}
+}
+
+// TestChaos runs the fault suite for each topology and seed and fails with
+// the seed, the violations, an excerpt of the history around each and the
+// path of porcupine's HTML.
 func TestChaos(t *testing.T) {
-	if *seedsFlag < 1 || *durationFlag <= 0 {
-		t.Fatalf("chaos: -seeds %d and -duration %v must be positive", *seedsFlag, *durationFlag)
+	if *seedsFlag < 0 || *replFlag < 0 || *seedsFlag+*replFlag == 0 || *durationFlag <= 0 {
+		t.Fatalf("chaos: -seeds %d and -replseeds %d must not be negative nor both 0, and -duration %v must be positive",
+			*seedsFlag, *replFlag, *durationFlag)
 	}
-	for i := range *seedsFlag {
-		seed := *seedFlag + int64(i)
-		t.Run("seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
-			cfg := Config{
-				Seed:          seed,
-				Duration:      *durationFlag,
-				LateDelivery:  *lateFlag,
-				LateMax:       *lateMaxFlag,
-				StrictPermits: *strictFlag,
-				OutDir:        *outFlag,
-			}
-			if *verboseFlag {
-				cfg.Logf = t.Logf
-			}
-			rep := Run(t, cfg)
-			t.Log("\n" + rep.Summary())
-			if len(rep.Violations) > 0 {
-				var b strings.Builder
-				for _, v := range rep.Violations {
-					b.WriteString("\n" + v.String())
-				}
-				t.Errorf("chaos seed %d (rerun: make chaos SEED=%d SEEDS=1 DURATION=%v LATE_DELIVERY=%v): %d violations:%s\nfaults:\n%s",
-					seed, seed, *durationFlag, b2i(*lateFlag), len(rep.Violations), b.String(), faultList(rep.Faults))
-			}
-		})
+	for _, tp := range topologies(t) {
+		for i := range tp.seeds {
+			seed := *seedFlag + int64(i)
+			t.Run(string(tp.topo)+"/seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
+				chaosSeed(t, tp.topo, seed)
+			})
+		}
 	}
+}
+
+// chaosSeed runs one seed in one topology.
+func chaosSeed(t *testing.T, topo Topology, seed int64) {
+	cfg := Config{
+		Seed:             seed,
+		Topology:         topo,
+		Duration:         *durationFlag,
+		LateDelivery:     *lateFlag,
+		LateMax:          *lateMaxFlag,
+		PermitAccounting: permitAccounting(t),
+		OutDir:           *outFlag,
+	}
+	if *verboseFlag {
+		cfg.Logf = t.Logf
+	}
+	rep := Run(t, cfg)
+	t.Log("\n" + rep.Summary())
+	if topo == Replicated && rep.Failovers == 0 {
+		t.Errorf("chaos seed %d, replicated: no failover in the fault phase (the schedule puts one among the first three faults)", seed)
+	}
+	if len(rep.Violations) > 0 {
+		var b strings.Builder
+		for _, v := range rep.Violations {
+			b.WriteString("\n" + v.String())
+		}
+		t.Errorf("chaos seed %d, %s (rerun: make chaos CHAOS_TOPOLOGY=%s SEED=%d SEEDS=1 DURATION=%v LATE_DELIVERY=%v STRICT_PERMITS=%v): %d violations:%s\nfaults:\n%s",
+			seed, topo, topo, seed, *durationFlag, b2i(*lateFlag), *strictFlag, len(rep.Violations), b.String(), faultList(rep.Faults))
+	}
+}
+
+// permitAccounting reads -strictpermits.
+func permitAccounting(t *testing.T) PermitAccounting {
+	switch *strictFlag {
+	case 0:
+		return PermitsLoose
+	case 1:
+		return PermitsStrict
+	case 2:
+		return PermitsAll
+	}
+	t.Fatalf("chaos: -strictpermits %d (CHAOS_STRICT_PERMITS): want 0, 1 or 2", *strictFlag)
+	return 0
 }
 
 func b2i(b bool) int {

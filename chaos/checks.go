@@ -663,7 +663,7 @@ func (r *run) writeHTML(model porcupine.Model, info porcupine.LinearizationInfo,
 	}
 	info.AddAnnotations(anns)
 	name := strings.NewReplacer(":", "_", "/", "_").Replace(object)
-	path := filepath.Join(dir, fmt.Sprintf("seed-%d-%s.html", r.cfg.Seed, name))
+	path := filepath.Join(dir, fmt.Sprintf("seed-%d-%s-%s.html", r.cfg.Seed, r.cfg.Topology, name))
 	if err := porcupine.VisualizePath(model, info, path); err != nil {
 		return ""
 	}

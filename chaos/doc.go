@@ -1,12 +1,32 @@
-// Package chaos is redisync's fault suite: several clients, each behind its
-// own fault-injecting proxy, run a seeded, randomized workload over every
-// primitive against one redis-server (appendonly yes, appendfsync always)
-// while a seeded schedule injects faults; the recorded history is then
-// checked.
+// Package chaos is redisync's fault suite: several clients, each behind
+// fault-injecting proxies of its own, run a seeded, randomized workload
+// over every primitive while a seeded schedule injects faults; the
+// recorded history is then checked.
 //
 // It lives in its own module so that porcupine stays out of the library's
 // go.mod. It is run by TestChaos (chaos_test.go): "make test" runs a bounded
-// pass (a few short seeds), "make chaos SEED=… DURATION=…" a longer one.
+// pass (three short seeds on one server and one replicated seed with at
+// least one failover), "make chaos SEED=… DURATION=…" a longer one in both
+// topologies (CHAOS_TOPOLOGY=single, replicated or both, the default).
+//
+// # Topologies
+//
+// Single (Config.Topology) is one redis-server. Replicated is a primary,
+// one replica and one sentinel monitoring them (quorum 1, the harness's
+// redistest.StartSentinel). Every data server runs with appendonly yes and
+// appendfsync always, so a SIGKILL loses nothing the server acknowledged.
+// The clients keep the library's default replica acknowledgement (every
+// replica, 1s).
+//
+// Each client has its own proxy in front of each data server. In
+// Replicated a client is go-redis's failover client, which asks the
+// sentinel for the primary's address whenever it dials; its Dialer turns
+// that address into the address of the client's proxy in front of that
+// server. The servers keep their ports across restarts and failovers (the
+// former primary comes back as the replica on its own port), so a client
+// reaches whichever server is the primary through its own proxies, before
+// and after a failover. The sentinel is dialled directly: the faults act
+// on the data path.
 //
 // # Workload
 //
@@ -15,7 +35,11 @@
 // chosen operations: fenced holds of two rlock locks and of an rlock fair
 // lock (waiter timeout 1s) that write a fenced register, rwlock read and
 // write holds, counted and expirable semaphore acquisitions, and latch
-// rounds (TrySetCount, CountDown, TryWait, Count). Half the lock holds and
+// rounds (TrySetCount, CountDown, TryWait, Count). Half the expirable
+// acquisitions take permits without a lease (Acquire(ctx, 0)), which
+// never expire: only a release gives them back, so a failed release of
+// theirs is sent again, as their holder must, until it gets an answer (at
+// most three tries, each up to the release timeout). Half the lock holds and
 // half the rwlock write holds are taken through handles of the worker's
 // used without a context owner: fresh holds, each with an owner of its own
 // and no record while it lasts (with the 8s lease of every third seed; see
@@ -26,12 +50,30 @@
 //
 // # Faults
 //
-// Dropped replies (the server ran the command, the client sees EOF),
-// latency, partitions longer than the lock lease, stalls of open
-// connections whose requests are delivered late (within the request record
-// TTL; beyond it with Config.LateDelivery), cut connections, SIGSTOP and
-// SIGCONT of the server, SIGKILL and restart (the AOF keeps the data),
-// SCRIPT FLUSH and CLIENT KILL TYPE pubsub.
+// In both topologies: dropped replies (the primary ran the command, the
+// client sees EOF), latency, partitions longer than the lock lease, stalls
+// of open connections whose requests are delivered late (within the
+// request record TTL; beyond it with Config.LateDelivery), cut
+// connections (each of these on all the proxies of one client), SIGSTOP
+// and SIGCONT of the primary (shorter than the sentinel's down-after),
+// SIGKILL and restart of the primary (the AOF keeps the data; no
+// failover), SCRIPT FLUSH and CLIENT KILL TYPE pubsub on the primary.
+//
+// In Replicated also: failovers (SIGKILL of the primary, half the time
+// while the replica is paused for 50 to 800ms, so that the acquisitions
+// waiting for its acknowledgement fail at the kill while what they wrote
+// reaches the promoted replica, for their undos to clean up; the sentinel
+// promotes the replica at once, the former primary comes back as its
+// replica; see redistest.Sentinel.KillMaster), a replica stalled (SIGSTOP
+// for 0.7 to 3s, mostly longer than the acknowledgement timeout, so
+// acquisitions fail with ErrNotReplicated, an error outcome), and a
+// replica restarted empty (it copies the primary's data again). The first
+// cycle of the schedule has its failover among its first three faults.
+// A failover is injected only once the replica has been online for 2.5s:
+// a client waits for the replicas it counts (read every second), and one
+// that still counts none waits for nothing, so a failover right after the
+// replica came back could lose what it acquired; the library promises no
+// more than that.
 //
 // # Checks
 //
@@ -44,12 +86,30 @@
 //     system stricter than the model, so leaving them out is sound).
 //   - fencing tokens unique and increasing in real-time order; the fenced
 //     register rejects stale tokens (rejections are counted, not errors).
-//   - a sampler reading Redis directly: never two owners in a lock hash nor
+//   - at each failover, while the primary is dead and before the replica
+//     is promoted, the replica holds everything the workers were told they
+//     acquired: every hold and expirable permit they believe they have
+//     (unless its lease may have run out), fencing counters at least the
+//     highest token returned, counted permits within the total (see
+//     failover.go). Calls that returned an error may be lost.
+//   - a sampler reading the primary directly: never two owners in a lock hash nor
 //     a writer beside readers; semaphore permits never above the total; no
 //     hold or permit in Redis that no worker believes in (phantom) for
 //     longer than a lease plus the longest fault.
 //   - liveness once the faults stop: every blocking acquisition and latch
 //     wait returns within the re-check interval (plus contention).
+//   - permits: with nothing held, the expirable semaphore has every permit
+//     back (none live, the no-lease ones included), and the counted one
+//     all its permits. A counted permit lost is a violation unless counted
+//     releases that failed explain it (Config.PermitAccounting,
+//     PermitsStrict): a failed acquisition's undo is re-sent until Redis
+//     answers, so no failed acquisition may keep a permit, but a release
+//     whose every copy was held up past its deadline (a partition longer
+//     than the request record TTL) gives nothing back, and its caller
+//     cannot tell whether to release again; such a loss is a finding that
+//     names the releases. make chaos STRICT_PERMITS=2 (PermitsAll) makes
+//     it a violation too, STRICT_PERMITS=0 (PermitsLoose) lets failed
+//     acquisitions explain a loss as well.
 //   - no keys left at the end beyond the documented ones (request records,
 //     fencing counters, the semaphores' counts, and the fair lock's queue of
 //     waiters whose leave was lost, each due to be dropped within the

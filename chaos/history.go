@@ -71,6 +71,7 @@ type Op struct {
 	N       int64    // permits, latch count, count read
 	Token   int64    // fencing token
 	IDs     []string // expirable permit ids
+	NoLease bool     // an expirable acquisition without a lease: its permits never expire
 	Outcome Outcome
 	Err     string // the error of an Unknown or unexpected outcome
 	Call    int64
@@ -95,6 +96,9 @@ func (op Op) String() string {
 			short[i] = id[:8]
 		}
 		fmt.Fprintf(&b, " ids=%s", strings.Join(short, ","))
+	}
+	if op.NoLease {
+		b.WriteString(" no-lease")
 	}
 	fmt.Fprintf(&b, " -> %s", op.Outcome)
 	if op.Err != "" {

@@ -225,15 +225,20 @@ func SemaphoreModel(total int64) porcupine.Model {
 }
 
 // expirableOps returns the porcupine history of the expirable semaphore:
-// acquisitions that acquired, releases, and an expiry of every acquired
-// permit in the interval its lease can end (a no-op for a permit released
-// before, and what makes a release after it fail).
+// acquisitions that acquired, releases, and an expiry of every permit
+// acquired with a lease in the interval its lease can end (a no-op for a
+// permit released before, and what makes a release after it fail). A
+// permit acquired without a lease (Op.NoLease) never expires: only its
+// release gives it back.
 func expirableOps(ops []Op, b Bounds) []porcupine.Operation {
 	var out []porcupine.Operation
 	for _, op := range ops {
 		switch {
 		case op.Kind == XAcquire && op.Outcome == OK:
 			out = append(out, porcupineOp(op, op.Call, op.Return))
+			if op.NoLease {
+				continue
+			}
 			for _, id := range op.IDs {
 				exp := op
 				exp.Kind, exp.IDs, exp.N = XExpire, []string{id}, 1

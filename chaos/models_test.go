@@ -94,6 +94,12 @@ func TestExpirableModel(t *testing.T) {
 	check(t, m, expirableOps([]Op{a, b}, testBounds), porcupine.Ok)
 	late := Op{Worker: 0, Object: "x", Kind: XRelease, N: 1, IDs: a.IDs, Outcome: OK, Call: s(4), Return: s(4.1)}
 	check(t, m, expirableOps([]Op{a, late}, testBounds), porcupine.Illegal) // released after it expired
+	// A permit without a lease never expires: b must wait for a's release.
+	a.NoLease = true
+	check(t, m, expirableOps([]Op{a, b}, testBounds), porcupine.Illegal)
+	check(t, m, expirableOps([]Op{a, late}, testBounds), porcupine.Ok)
+	b.Call, b.Return = s(4.2), s(4.3)
+	check(t, m, expirableOps([]Op{a, late, b}, testBounds), porcupine.Ok)
 }
 
 func TestLatchModel(t *testing.T) {

@@ -10,15 +10,20 @@ import (
 
 // Report is what one run did and found.
 type Report struct {
-	Seed       int64
-	Ops        []Op
-	Faults     []Fault
-	FaultPhase time.Duration // how long the fault phase lasted
-	RecordTTL  time.Duration // the clients' request record TTL
-	Lease      time.Duration // the lock lease (Config.Lease)
-	LiveBound  time.Duration
-	Liveness   []time.Duration // each liveness-round acquisition's wait
-	Samples    int             // sampler reads judged
+	Seed      int64
+	Topology  Topology
+	Failovers int // promotions of the replica (Replicated)
+
+	UndosFailed uint64   // the clients' Stats.UndosFailed, before Close
+	Warnings    []string // the library's warnings, with the time
+	Ops         []Op
+	Faults      []Fault
+	FaultPhase  time.Duration // how long the fault phase lasted
+	RecordTTL   time.Duration // the clients' request record TTL
+	Lease       time.Duration // the lock lease (Config.Lease)
+	LiveBound   time.Duration
+	Liveness    []time.Duration // each liveness-round acquisition's wait
+	Samples     int             // sampler reads judged
 
 	Dropped, Held, LateDelivered       int // proxy counters, over all proxies
 	RegisterAccepted, RegisterRejected int // fenced register writes
@@ -33,8 +38,8 @@ type Report struct {
 // faults by kind, and the checks run.
 func (rep *Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d operations, %d faults in a %v fault phase; lease %v, request record TTL %v\n",
-		rep.Seed, len(rep.Ops), len(rep.Faults), rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
+	fmt.Fprintf(&b, "seed %d, %s: %d operations, %d faults (%d failovers) in a %v fault phase; lease %v, request record TTL %v\n",
+		rep.Seed, rep.Topology, len(rep.Ops), len(rep.Faults), rep.Failovers, rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
 	counts := map[Kind]map[Outcome]int{}
 	var kinds []Kind
 	for _, op := range rep.Ops {
@@ -68,6 +73,11 @@ func (rep *Report) Summary() string {
 	sort.Strings(fks)
 	fmt.Fprintf(&b, "\n  faults: %s; proxies dropped %d replies, stalls held %d times, %d delivered after the client gave up\n",
 		strings.Join(fks, " "), rep.Dropped, rep.Held, rep.LateDelivered)
+	for _, f := range rep.Faults {
+		if f.Kind == FaultFailover {
+			fmt.Fprintf(&b, "  %s\n", f)
+		}
+	}
 	fmt.Fprintf(&b, "  fenced registers: %d writes accepted, %d stale writes rejected\n", rep.RegisterAccepted, rep.RegisterRejected)
 	var longest time.Duration
 	for _, d := range rep.Liveness {
@@ -78,6 +88,24 @@ func (rep *Report) Summary() string {
 	fmt.Fprintf(&b, "  sampler: %d reads of Redis checked (mutual exclusion, permits ≤ total, phantoms)\n", rep.Samples)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(&b, "  %s\n", c)
+	}
+	// Warnings about cleanups (undos, settles, leaves) in full; the
+	// others (a pub/sub connection lost, a registration renewal that
+	// failed during a fault) counted.
+	var cleanup []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "undo") || strings.Contains(w, "settle") || strings.Contains(w, "leave") {
+			cleanup = append(cleanup, w)
+		}
+	}
+	fmt.Fprintf(&b, "  library: %d undos failed (Stats.UndosFailed); %d warnings, %d of them about cleanups\n",
+		rep.UndosFailed, len(rep.Warnings), len(cleanup))
+	for i, w := range cleanup {
+		if i == 20 {
+			fmt.Fprintf(&b, "    … %d more\n", len(cleanup)-20)
+			break
+		}
+		fmt.Fprintf(&b, "    %s\n", w)
 	}
 	for _, f := range rep.Findings {
 		fmt.Fprintf(&b, "  finding: %s\n", f)

@@ -54,8 +54,10 @@ const opTimeout = 10 * time.Second
 
 // held is what a worker believes it holds on one primitive.
 type held struct {
-	n   int64    // holds or permits
-	ids []string // expirable permit ids
+	n       int64    // holds or permits
+	ids     []string // expirable permit ids
+	since   int64    // when the acquisition was called: what it wrote expires no earlier than since plus its lease
+	noLease bool     // expirable permits without a lease
 }
 
 // workerState is what the sampler may read of a worker: what it believes
@@ -327,7 +329,7 @@ func (w *worker) lockOp(i int, live bool) {
 		w.state.end(name, held{})
 		return
 	}
-	w.state.end(name, held{n: 1})
+	w.state.end(name, held{n: 1, since: call})
 	reg := w.run.registers[i]
 	w.writeRegister(reg, name, op.Token)
 	d := w.holdTime()
@@ -391,7 +393,7 @@ func (w *worker) rwOp(read, live bool) {
 		w.state.end(rwName, held{})
 		return
 	}
-	w.state.end(rwName, held{n: 1})
+	w.state.end(rwName, held{n: 1, since: call})
 	d := w.holdTime()
 	if live {
 		d = liveHold
@@ -434,7 +436,7 @@ func (w *worker) semOp(live bool) {
 		w.state.end(semName, held{})
 		return
 	}
-	w.state.end(semName, held{n: n})
+	w.state.end(semName, held{n: n, since: call})
 	d := w.holdTime()
 	if live {
 		d = liveHold
@@ -447,7 +449,11 @@ func (w *worker) semOp(live bool) {
 	w.state.end(semName, held{})
 }
 
-// xsemOp acquires one or two expirable permits, holds and releases them.
+// xsemOp acquires one or two expirable permits, half the time without a
+// lease (they never expire), holds and releases them. A release of
+// permits without a lease that ends with an error is sent again, as
+// their holder must (nothing else ever gives them back; a release of ids
+// is idempotent), until it gets an answer or maxNoLeaseReleases tries.
 func (w *worker) xsemOp(live bool) {
 	ctx, cancel := w.opContext(live)
 	defer cancel()
@@ -456,6 +462,10 @@ func (w *worker) xsemOp(live bool) {
 		n = 1
 	}
 	lease := w.run.cfg.PermitLease
+	noLease := w.rng.IntN(2) == 0
+	if noLease {
+		lease = 0
+	}
 	w.state.begin(xsemName)
 	call := w.run.h.Now()
 	var ids []string
@@ -468,24 +478,36 @@ func (w *worker) xsemOp(live bool) {
 		ids, ok, err = w.xsem.TryAcquireN(ctx, n, w.acquireWait(), lease)
 	}
 	ret := w.run.h.Now()
-	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XAcquire, N: n, IDs: ids, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
+	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XAcquire, N: n, IDs: ids, NoLease: noLease, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
 	w.run.live(w.id, xsemName, live, call, ret, err)
 	if !ok {
 		w.state.end(xsemName, held{})
 		return
 	}
-	w.state.end(xsemName, held{n: n, ids: ids})
+	w.state.end(xsemName, held{n: n, ids: ids, since: call, noLease: noLease})
 	d := w.holdTime()
 	if live {
 		d = liveHold
 	}
 	time.Sleep(d)
 	w.state.begin(xsemName)
-	rc := w.run.h.Now()
-	err = w.xsem.Release(w.ctx, ids...)
-	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
+	for try := 1; ; try++ {
+		rc := w.run.h.Now()
+		err = w.xsem.Release(w.ctx, ids...)
+		out := outcome(true, err)
+		w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: out, Err: errText(err), Call: rc, Return: w.run.h.Now()})
+		if !noLease || out != Unknown || try == maxNoLeaseReleases {
+			break
+		}
+	}
 	w.state.end(xsemName, held{})
 }
+
+// maxNoLeaseReleases bounds the tries of a release of permits without a
+// lease: each try may take the clients' release timeout (10s), longer
+// than any fault, so a third failure is a finding of the checks (the
+// permits stay, a phantom), not of the network.
+const maxNoLeaseReleases = 3
 
 // latchOp makes one random call on latch i.
 func (w *worker) latchOp(i int) {

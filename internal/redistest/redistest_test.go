@@ -356,6 +356,37 @@ func TestSentinelFailover(t *testing.T) {
 	require.Equal(t, any("after"), replica.Do(t, "GET", key))
 }
 
+// TestSentinelKillMaster kills the master of a persistent pair: the
+// replica, read while the master is down, has the acknowledged write and
+// is promoted; the former master comes back as its replica. A replica
+// restarted empty copies the master's data again.
+func TestSentinelKillMaster(t *testing.T) {
+	t.Parallel()
+	sn := redistest.StartSentinel(t, redistest.SentinelReplicas(1), redistest.SentinelServerArgs("--appendonly", "yes"))
+	old, replica := sn.Master, sn.Replicas[0]
+	ctx := context.Background()
+	key := redistest.Key(t)
+	old.Do(t, "SET", key, "before")
+	require.Equal(t, any(int64(1)), old.Do(t, "WAIT", 1, 5000))
+	var whileDown any
+	next := sn.KillMaster(t, func() { whileDown = replica.Do(t, "GET", key) })
+	require.Equal(t, any("before"), whileDown)
+	require.Equal(t, replica, next)
+	require.Equal(t, replica, sn.Master)
+	require.Equal(t, old, sn.Replicas[0])
+	assert.Contains(t, old.Do(t, "INFO", "replication"), "role:slave")
+	rdb := sn.Client(t)
+	redistest.Eventually(t, 10*time.Second, "SET through the sentinel after the failover", func() error { return rdb.Set(ctx, key, "after", 0).Err() })
+
+	sn.RestartReplica(t, 0, true)
+	redistest.Eventually(t, 10*time.Second, "the emptied replica has the data again", func() error {
+		if v := old.Do(t, "GET", key); v != "after" {
+			return fmt.Errorf("replica has %v", v)
+		}
+		return nil
+	})
+}
+
 func TestProxyLatency(t *testing.T) {
 	t.Parallel()
 	s := redistest.Shared(t)

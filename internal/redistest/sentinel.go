@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ const sentinelTimeout = 30 * time.Second
 // Sentinel is a master, its replicas and one sentinel monitoring it as
 // "mymaster" (quorum 1, down-after 5 s), started by StartSentinel.
 // SentinelAddr is the sentinel's "127.0.0.1:port". Master is the current
-// master and Replicas the others: Failover swaps them.
+// master and Replicas the others: Failover and KillMaster swap them.
 type Sentinel struct {
 	Master       *Server
 	Replicas     []*Server
@@ -34,12 +35,23 @@ type Sentinel struct {
 // SentinelOption configures StartSentinel.
 type SentinelOption func(*sentinelConfig)
 
-type sentinelConfig struct{ replicas int }
+type sentinelConfig struct {
+	replicas int
+	args     []string
+}
 
 // SentinelReplicas gives the master n replicas (n >= 0), so that the
 // sentinel can fail over (Sentinel.Failover). The default is no replicas.
 func SentinelReplicas(n int) SentinelOption {
 	return func(c *sentinelConfig) { c.replicas = n }
+}
+
+// SentinelServerArgs gives the master and every replica these extra
+// redis-server arguments, as WithArgs does for Start (for example
+// "--appendonly", "yes"). They stay across Restart and KillMaster. The
+// default is none.
+func SentinelServerArgs(args ...string) SentinelOption {
+	return func(c *sentinelConfig) { c.args = append(c.args, args...) }
 }
 
 // StartSentinel starts a redis-server master, the replicas
@@ -57,10 +69,10 @@ func StartSentinel(t testing.TB, opts ...SentinelOption) *Sentinel {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	master := Start(t)
+	master := Start(t, WithArgs(cfg.args...))
 	s := &Sentinel{Master: master}
 	for range cfg.replicas {
-		r := Start(t)
+		r := Start(t, WithArgs(cfg.args...))
 		r.Do(t, "REPLICAOF", master.host, master.port)
 		s.Replicas = append(s.Replicas, r)
 	}
@@ -180,6 +192,122 @@ func (s *Sentinel) Failover(t testing.TB) *Server {
 	s.Master, s.Replicas = next, replicas
 	waitFor(t, sentinelTimeout, "sentinel to settle after the failover", s.check)
 	return next
+}
+
+// KillMaster kills the master with SIGKILL, runs whileDown (if not nil:
+// the replicas then hold exactly what a promotion can keep, and nothing
+// more reaches them), has the sentinel promote a replica at once
+// (SENTINEL FAILOVER, re-sent while the sentinel answers an error such as
+// INPROG or NOGOODSLAVE), then restarts the former master on its port and
+// directory (with whatever it persisted, if SentinelServerArgs turned
+// persistence on) and makes it a replica of the new master (REPLICAOF,
+// which discards its data for the new master's). It returns the new
+// master once the sentinel reports it, its role is master, the former
+// master's link to it is up and the sentinel sees every replica's link up.
+// Master and Replicas are updated. Writes the replica did not have when
+// the master died are lost, as in production. KillMaster fails the test
+// if there is no replica or it takes more than 30 seconds.
+func (s *Sentinel) KillMaster(t testing.TB, whileDown func()) *Server {
+	t.Helper()
+	if len(s.Replicas) == 0 {
+		t.Fatal("redistest: Sentinel.KillMaster needs a replica: start with SentinelReplicas(1)")
+	}
+	old := s.Master
+	old.Stop(t)
+	if whileDown != nil {
+		whileDown()
+	}
+	waitFor(t, sentinelTimeout, "SENTINEL FAILOVER accepted", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.sentinel.do(ctx, "SENTINEL", "FAILOVER", SentinelMasterName)
+		return err
+	})
+	next := s.waitPromoted(t)
+	old.Restart(t)
+	old.replicaOf(t, next)
+	waitFor(t, sentinelTimeout, "former master to replicate the new one", old.linkUp)
+	replicas := []*Server{old}
+	for _, r := range s.Replicas {
+		if r != next {
+			replicas = append(replicas, r)
+		}
+	}
+	s.Master, s.Replicas = next, replicas
+	waitFor(t, sentinelTimeout, "sentinel to settle after the failover", s.check)
+	return next
+}
+
+// waitPromoted waits until the sentinel reports one of the replicas as
+// the master and that replica's role is master, and returns it.
+func (s *Sentinel) waitPromoted(t testing.TB) *Server {
+	t.Helper()
+	var next *Server
+	waitFor(t, sentinelTimeout, "sentinel failover", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, err := s.sentinel.do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMasterName)
+		if err != nil {
+			return err
+		}
+		a, _ := v.([]any)
+		if len(a) != 2 {
+			return fmt.Errorf("sentinel reports master %v", v)
+		}
+		addr := net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1]))
+		next = nil
+		for _, r := range s.Replicas {
+			if r.Addr() == addr {
+				next = r
+			}
+		}
+		if next == nil {
+			return fmt.Errorf("sentinel still reports master %s", addr)
+		}
+		if r, err := next.do(ctx, "ROLE"); err != nil {
+			return err
+		} else if r, _ := r.([]any); len(r) == 0 || r[0] != "master" {
+			return fmt.Errorf("%s is not master yet", addr)
+		}
+		return nil
+	})
+	return next
+}
+
+// RestartReplica kills replica i (an index into Replicas) with SIGKILL
+// and starts it again on its port and directory, empty if empty (its
+// persisted data deleted first) or with whatever it persisted, then makes
+// it a replica of the master again (REPLICAOF) and returns once its link
+// to the master is up and the sentinel reports it so. Meanwhile the
+// master has one replica fewer connected. RestartReplica fails the test
+// if i is out of range or it takes more than 30 seconds.
+func (s *Sentinel) RestartReplica(t testing.TB, i int, empty bool) {
+	t.Helper()
+	if i < 0 || i >= len(s.Replicas) {
+		t.Fatalf("redistest: Sentinel.RestartReplica(%d) with %d replicas", i, len(s.Replicas))
+	}
+	r := s.Replicas[i]
+	if empty {
+		r.Stop(t)
+		r.wipe(t)
+	}
+	r.Restart(t)
+	r.replicaOf(t, s.Master)
+	waitFor(t, sentinelTimeout, "restarted replica's link to the master", r.linkUp)
+	waitFor(t, sentinelTimeout, "sentinel to see the restarted replica", s.check)
+}
+
+// replicaOf makes s a replica of master (REPLICAOF), re-sent while s
+// refuses it (a server just restarted answers LOADING while it reads its
+// append-only file), for at most 30 seconds.
+func (s *Server) replicaOf(t testing.TB, master *Server) {
+	t.Helper()
+	waitFor(t, sentinelTimeout, "REPLICAOF "+master.Addr()+" on "+s.Addr(), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.do(ctx, "REPLICAOF", master.host, strconv.Itoa(master.port))
+		return err
+	})
 }
 
 // linkUp returns nil when the server is a replica whose link to its master

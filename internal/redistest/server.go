@@ -230,6 +230,30 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// wipe deletes what a stopped local server persisted in its directory
+// (the RDB file and the append-only files), so that its next start is
+// empty. It keeps a cluster node's nodes.conf and a sentinel's config.
+func (s *Server) wipe(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		t.Fatalf("redistest: wipe of %s while it runs", s.Addr())
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		t.Fatalf("redistest: wipe of %s: %v", s.Addr(), err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if n == "dump.rdb" || n == "appendonlydir" || strings.HasPrefix(n, "appendonly") || strings.HasPrefix(n, "temp-") {
+			if err := os.RemoveAll(filepath.Join(s.dir, n)); err != nil {
+				t.Fatalf("redistest: wipe of %s: %v", s.Addr(), err)
+			}
+		}
+	}
+}
+
 // Pause stops the server process with SIGSTOP: it keeps its connections
 // and port but answers nothing until Resume. Pause fails the test if the
 // server is not running or runs in a Docker container.

@@ -1,0 +1,169 @@
+package chaos
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keys"
+)
+
+// The failover check.
+//
+// A failover keeps what the replica has when the primary dies, and the
+// replica gets every write the primary acknowledged to a client (replica
+// acknowledgement, on by default) but not necessarily the others. So
+// while the primary is dead and before the sentinel promotes the replica
+// (Sentinel.KillMaster's whileDown), checkReplica reads the replica and
+// checks that everything the workers were told they acquired is there:
+//
+//   - each lock's fencing counter is at least the highest token any
+//     acquisition returned before the kill;
+//   - every lock, rwlock and expirable-permit hold that a worker believes
+//     it has (and is not releasing) is on the replica, unless its lease
+//     may have run out by then (acquisition call + lease: renewals are not
+//     acknowledged);
+//   - the counted semaphore's available permits on the replica, with the
+//     permits the workers believe they hold, are no more than the total.
+//
+// Calls that returned an error may or may not be there (indeterminate),
+// and the models allow either. After the promotion, the models and the
+// sampler check the rest: a hold lost by the failover would let a second
+// worker in while the first still holds (mutual exclusion), a permit
+// lost would be refused at its release, a fencing counter that went back
+// would give a token twice.
+
+// leaseSlack covers the millisecond rounding of expiry times.
+const leaseSlack = 50 * time.Millisecond
+
+// checkReplica runs the failover check on the replica with the primary
+// dead since killedAt, and says what it checked.
+func (r *run) checkReplica(killedAt int64) string {
+	snaps := make([]workerSnap, len(r.workers))
+	for i, w := range r.workers {
+		snaps[i] = w.state.snap()
+	}
+	rs := r.sent.Replicas[0]
+	c := redis.NewClient(&redis.Options{Addr: rs.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, PoolSize: 1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var (
+		hashes  = map[string]*redis.MapStringStringCmd{}
+		fences  = map[string]*redis.StringCmd{}
+		sem     *redis.StringCmd
+		xsemZ   *redis.ZSliceCmd
+		srvTime *redis.TimeCmd
+	)
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, n := range append(append([]string(nil), lockNames...), rwName) {
+			hashes[n] = p.HGetAll(ctx, n)
+		}
+		for _, n := range lockNames {
+			fences[n] = p.Get(ctx, keys.FenceCounter(n))
+		}
+		sem = p.Get(ctx, semName)
+		xsemZ = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
+		srvTime = p.Time(ctx)
+		return nil
+	})
+	readEnd := r.h.Now()
+	fail := func(object, detail string) {
+		v := Violation{Check: "failover", Detail: fmt.Sprintf("at %.3fs, primary dead since %.3fs, on the replica about to be promoted: %s",
+			sec(readEnd), sec(killedAt), detail)}
+		from := killedAt - int64(10*time.Second)
+		for _, op := range r.h.Ops() {
+			if op.Object == object && op.Return >= from && op.Call <= readEnd && op.Outcome != Refused {
+				v.Excerpt = append(v.Excerpt, op.String())
+			}
+		}
+		if n := len(v.Excerpt); n > 40 {
+			v.Excerpt = append([]string{fmt.Sprintf("… %d earlier calls", n-40)}, v.Excerpt[n-40:]...)
+		}
+		v.Excerpt = append(v.Excerpt, "faults in the 10s before:")
+		v.Excerpt = append(v.Excerpt, r.faultsAround(from, readEnd)...)
+		r.violate(v)
+	}
+	if err != nil && err != redis.Nil {
+		fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
+		return "replica unreadable"
+	}
+	var holds, permits int
+
+	// Fencing counters.
+	highest := map[string]int64{}
+	for _, op := range r.h.Ops() {
+		if op.Kind == LockAcquire && op.Outcome == OK && op.Return < killedAt {
+			highest[op.Object] = max(highest[op.Object], op.Token)
+		}
+	}
+	var tokens []string
+	for _, n := range lockNames {
+		v, _ := strconv.ParseInt(fences[n].Val(), 10, 64)
+		tokens = append(tokens, fmt.Sprintf("%d≤%d", highest[n], v))
+		if v < highest[n] {
+			fail(n, fmt.Sprintf("lock %s: fencing counter %d, but token %d was returned before the kill", n, v, highest[n]))
+		}
+	}
+
+	// Holds the workers believe they have.
+	var believedPermits int64
+	for i, w := range r.workers {
+		s := snaps[i]
+		prefix := w.c.ID() + ":"
+		for object, h := range s.holds {
+			if h.n == 0 || s.inflight == object {
+				continue
+			}
+			switch object {
+			case semName:
+				believedPermits += h.n
+			case xsemName:
+				if !h.noLease && h.since+int64(r.cfg.PermitLease-leaseSlack) <= readEnd {
+					continue // may have expired
+				}
+				for _, id := range h.ids {
+					permits++
+					raw, _ := hex.DecodeString(id)
+					if !hasMember(xsemZ.Val(), string(raw), srvTime.Val()) {
+						fail(object, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w.id, id[:8], object, sec(h.since), h.noLease))
+					}
+				}
+			default:
+				if h.since+int64(r.cfg.Lease-leaseSlack) <= readEnd {
+					continue // may have expired: renewals are not acknowledged
+				}
+				holds++
+				found := false
+				for f := range hashes[object].Val() {
+					found = found || strings.HasPrefix(f, prefix)
+				}
+				if !found {
+					fail(object, fmt.Sprintf("w%d's hold of %s (acquired at %.3fs) is missing: the replica has %v", w.id, object, sec(h.since), hashes[object].Val()))
+				}
+			}
+		}
+	}
+	if v, err := strconv.ParseInt(sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
+		fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
+	}
+	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
+		holds, permits, believedPermits, strings.Join(tokens, " "))
+}
+
+// hasMember tells whether member is in zs with a score (its expiry, in
+// epoch milliseconds) after now.
+func hasMember(zs []redis.Z, member string, now time.Time) bool {
+	for _, z := range zs {
+		if z.Member == member {
+			return z.Score > float64(now.UnixMilli())
+		}
+	}
+	return false
+}
