@@ -94,8 +94,6 @@ func (r *run) checkReplica(killedAt int64) string {
 		fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
 		return "replica unreadable"
 	}
-	var holds, permits int
-
 	// Fencing counters.
 	highest := map[string]int64{}
 	for _, op := range r.h.Ops() {
@@ -112,8 +110,20 @@ func (r *run) checkReplica(killedAt int64) string {
 		}
 	}
 
-	// Holds the workers believe they have.
-	var believedPermits int64
+	holds, permits, believedPermits := r.checkBelieved(snaps, hashes, xsemZ.Val(), srvTime.Val(), readEnd, fail)
+	if v, err := strconv.ParseInt(sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
+		fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
+	}
+	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
+		holds, permits, believedPermits, strings.Join(tokens, " "))
+}
+
+// checkBelieved is checkReplica's check of the holds and permits the
+// workers believe they have (snaps), against the replica's lock hashes and
+// expirable permits read at readEnd (its clock: now). It returns the holds
+// and expirable permits checked and the counted permits believed held.
+func (r *run) checkBelieved(snaps []workerSnap, hashes map[string]*redis.MapStringStringCmd, xsemZ []redis.Z, now time.Time,
+	readEnd int64, fail func(object, detail string)) (holds, permits int, believedPermits int64) {
 	for i, w := range r.workers {
 		s := snaps[i]
 		prefix := w.c.ID() + ":"
@@ -131,7 +141,7 @@ func (r *run) checkReplica(killedAt int64) string {
 				for _, id := range h.ids {
 					permits++
 					raw, _ := hex.DecodeString(id)
-					if !hasMember(xsemZ.Val(), string(raw), srvTime.Val()) {
+					if !hasMember(xsemZ, string(raw), now) {
 						fail(object, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w.id, id[:8], object, sec(h.since), h.noLease))
 					}
 				}
@@ -150,11 +160,7 @@ func (r *run) checkReplica(killedAt int64) string {
 			}
 		}
 	}
-	if v, err := strconv.ParseInt(sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
-		fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
-	}
-	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
-		holds, permits, believedPermits, strings.Join(tokens, " "))
+	return holds, permits, believedPermits
 }
 
 // hasMember tells whether member is in zs with a score (its expiry, in

@@ -94,15 +94,15 @@ func (c *Config) defaults() {
 type PermitAccounting int
 
 const (
-	// PermitsStrict, the default: a permit lost is a violation unless
+	// PermitsStrict is the default: a permit lost is a violation unless
 	// releases that failed explain it, which is a finding naming them. A
 	// failed acquisition's undo is re-sent until Redis answers, so no
 	// failed acquisition may lose one.
 	PermitsStrict PermitAccounting = iota
-	// PermitsLoose: failed acquisitions explain a loss as well (a
+	// PermitsLoose lets failed acquisitions explain a loss as well (a
 	// finding).
 	PermitsLoose
-	// PermitsAll: every permit lost is a violation, failed releases
+	// PermitsAll makes every permit lost a violation, failed releases
 	// included.
 	PermitsAll
 )

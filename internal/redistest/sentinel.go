@@ -79,7 +79,7 @@ func StartSentinel(t testing.TB, opts ...SentinelOption) *Sentinel {
 	// Replicas whose link is up before the sentinel starts are found by its
 	// first INFO of the master, not ten seconds later.
 	for _, r := range s.Replicas {
-		waitFor(t, sentinelTimeout, r.Addr()+": link to the master", func() error { return r.linkUp() })
+		waitFor(t, r.Addr()+": link to the master", func() error { return r.linkUp() })
 	}
 	sent := Start(t, func(cfg *config) { cfg.sentinelOf = master.Addr() })
 	s.SentinelAddr, s.sentinel = sent.Addr(), sent
@@ -152,7 +152,7 @@ func (s *Sentinel) Failover(t testing.TB) *Server {
 	old := s.Master
 	s.sentinel.Do(t, "SENTINEL", "FAILOVER", SentinelMasterName)
 	var next *Server
-	waitFor(t, sentinelTimeout, "sentinel failover", func() error {
+	waitFor(t, "sentinel failover", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		v, err := s.sentinel.do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMasterName)
@@ -190,7 +190,7 @@ func (s *Sentinel) Failover(t testing.TB) *Server {
 		}
 	}
 	s.Master, s.Replicas = next, replicas
-	waitFor(t, sentinelTimeout, "sentinel to settle after the failover", s.check)
+	waitFor(t, "sentinel to settle after the failover", s.check)
 	return next
 }
 
@@ -217,7 +217,7 @@ func (s *Sentinel) KillMaster(t testing.TB, whileDown func()) *Server {
 	if whileDown != nil {
 		whileDown()
 	}
-	waitFor(t, sentinelTimeout, "SENTINEL FAILOVER accepted", func() error {
+	waitFor(t, "SENTINEL FAILOVER accepted", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := s.sentinel.do(ctx, "SENTINEL", "FAILOVER", SentinelMasterName)
@@ -226,7 +226,7 @@ func (s *Sentinel) KillMaster(t testing.TB, whileDown func()) *Server {
 	next := s.waitPromoted(t)
 	old.Restart(t)
 	old.replicaOf(t, next)
-	waitFor(t, sentinelTimeout, "former master to replicate the new one", old.linkUp)
+	waitFor(t, "former master to replicate the new one", old.linkUp)
 	replicas := []*Server{old}
 	for _, r := range s.Replicas {
 		if r != next {
@@ -234,7 +234,7 @@ func (s *Sentinel) KillMaster(t testing.TB, whileDown func()) *Server {
 		}
 	}
 	s.Master, s.Replicas = next, replicas
-	waitFor(t, sentinelTimeout, "sentinel to settle after the failover", s.check)
+	waitFor(t, "sentinel to settle after the failover", s.check)
 	return next
 }
 
@@ -243,7 +243,7 @@ func (s *Sentinel) KillMaster(t testing.TB, whileDown func()) *Server {
 func (s *Sentinel) waitPromoted(t testing.TB) *Server {
 	t.Helper()
 	var next *Server
-	waitFor(t, sentinelTimeout, "sentinel failover", func() error {
+	waitFor(t, "sentinel failover", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		v, err := s.sentinel.do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMasterName)
@@ -293,8 +293,8 @@ func (s *Sentinel) RestartReplica(t testing.TB, i int, empty bool) {
 	}
 	r.Restart(t)
 	r.replicaOf(t, s.Master)
-	waitFor(t, sentinelTimeout, "restarted replica's link to the master", r.linkUp)
-	waitFor(t, sentinelTimeout, "sentinel to see the restarted replica", s.check)
+	waitFor(t, "restarted replica's link to the master", r.linkUp)
+	waitFor(t, "sentinel to see the restarted replica", s.check)
 }
 
 // replicaOf makes s a replica of master (REPLICAOF), re-sent while s
@@ -302,7 +302,7 @@ func (s *Sentinel) RestartReplica(t testing.TB, i int, empty bool) {
 // append-only file), for at most 30 seconds.
 func (s *Server) replicaOf(t testing.TB, master *Server) {
 	t.Helper()
-	waitFor(t, sentinelTimeout, "REPLICAOF "+master.Addr()+" on "+s.Addr(), func() error {
+	waitFor(t, "REPLICAOF "+master.Addr()+" on "+s.Addr(), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := s.do(ctx, "REPLICAOF", master.host, strconv.Itoa(master.port))
@@ -327,9 +327,10 @@ func (s *Server) linkUp() error {
 }
 
 // waitFor polls check every 100 ms until it returns nil, and fails the
-// test with its last error if that takes longer than timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, check func() error) {
+// test with its last error if that takes longer than sentinelTimeout.
+func waitFor(t testing.TB, what string, check func() error) {
 	t.Helper()
+	timeout := sentinelTimeout
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
