@@ -167,7 +167,10 @@ const ReplicasAll = core.ReplicasAll
 // sent (the number of replicas of each primary is read with INFO once,
 // then again in the background every second). A replica count larger
 // than the replicas connected waits for the timeout and fails the
-// acquisition. Renewals, latches and reads do not wait.
+// acquisition. Latches (as in Redisson), reads and in-process handoffs
+// (a release of this Client handing the lock to a waiter of the same
+// Client, in one script) do not wait; renewals do not either, but the
+// watchdog counts those not acknowledged (Stats.RenewalsNotReplicated).
 //
 // WAIT makes a write survive a failover to a replica that acknowledged it;
 // it does not make Redis strongly consistent (that replica can fail too),
