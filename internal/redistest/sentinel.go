@@ -151,38 +151,8 @@ func (s *Sentinel) Failover(t testing.TB) *Server {
 	}
 	old := s.Master
 	s.sentinel.Do(t, "SENTINEL", "FAILOVER", SentinelMasterName)
-	var next *Server
-	waitFor(t, "sentinel failover", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		v, err := s.sentinel.do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMasterName)
-		if err != nil {
-			return err
-		}
-		a, _ := v.([]any)
-		if len(a) != 2 {
-			return fmt.Errorf("sentinel reports master %v", v)
-		}
-		addr := net.JoinHostPort(fmt.Sprint(a[0]), fmt.Sprint(a[1]))
-		next = nil
-		for _, r := range s.Replicas {
-			if r.Addr() == addr {
-				next = r
-			}
-		}
-		if next == nil {
-			return fmt.Errorf("sentinel still reports master %s", addr)
-		}
-		if r, err := next.do(ctx, "ROLE"); err != nil {
-			return err
-		} else if r, _ := r.([]any); len(r) == 0 || r[0] != "master" {
-			return fmt.Errorf("%s is not master yet", addr)
-		}
-		if err := old.linkUp(); err != nil {
-			return fmt.Errorf("former master: %w", err)
-		}
-		return nil
-	})
+	next := s.waitPromoted(t)
+	waitFor(t, "former master to replicate the new one", old.linkUp)
 	replicas := []*Server{old}
 	for _, r := range s.Replicas {
 		if r != next {
