@@ -242,9 +242,12 @@ func TestQuickRun(t *testing.T) {
 			}
 		case r.Scenario == scScaleWaiters:
 			// -quick: 3 waiters on each of 20 locks, all in one client.
+			// The heap per waiter is not checked: with 60 waiters the
+			// in-use heap after a GC can end lower than before them
+			// (spans freed meanwhile); the stack is their goroutines'.
 			x := r.Extra
 			if x["waiters"] != 60 || x["waiters_finished"] != 60 || x["pubsub_connections"] < 1 || x["pubsub_channels"] != 20 ||
-				x["heap_bytes_per_waiter"] <= 0 || x["goroutines_per_waiter"] < 1 || r.Ops != 10 {
+				x["stack_bytes_per_waiter"] <= 0 || x["goroutines_per_waiter"] < 1 || r.Ops != 10 {
 				t.Errorf("scale-waiters: %d handoffs, extra %v", r.Ops, x)
 			}
 		case r.Scenario == scWatchdog10000:
