@@ -166,6 +166,15 @@ type Stats struct {
 	// What such an acquisition took may stay taken: a lock or an
 	// expirable permit until its lease ends, counted permits for good.
 	UndosFailed uint64
+	// ReleasesFailed counts semaphore releases whose reply was lost and
+	// that could not be completed: a release whose caller got an error
+	// goes on in the background until Redis answers; one whose outcome
+	// Redis could no longer tell (a partition longer than the request's
+	// lifetime, for counted permits), or still under way when Close's
+	// grace ran out, is counted here and logged as a warning. Its permits
+	// may stay taken: expirable ones until their lease ends, counted ones
+	// for good.
+	ReleasesFailed uint64
 	// RenewalsNotReplicated counts hold renewals that the primary's
 	// replicas did not acknowledge within WithReplicaSync's timeout (each
 	// tick also logs a warning): until a later renewal is acknowledged, a
@@ -217,6 +226,7 @@ func (c *Client) Stats() Stats {
 		Renewals:              s.Renewals,
 		RenewalFailures:       s.RenewalFailures,
 		UndosFailed:           s.UndosFailed,
+		ReleasesFailed:        s.ReleasesFailed,
 		RenewalsNotReplicated: s.RenewalsNotReplicated,
 		PubSubReconnects:      s.PubSubReconnects,
 		Holds:                 s.Holds,

@@ -103,10 +103,11 @@
 //     all its permits. A counted permit lost is a violation unless counted
 //     releases that failed explain it (Config.PermitAccounting,
 //     PermitsStrict): a failed acquisition's undo is re-sent until Redis
-//     answers, so no failed acquisition may keep a permit, but a release
+//     answers, so no failed acquisition may keep a permit; a failed
+//     release goes on in the background until Redis answers too, but one
 //     whose every copy was held up past its deadline (a partition longer
-//     than the request record TTL) gives nothing back, and its caller
-//     cannot tell whether to release again; such a loss is a finding that
+//     than the request record TTL) may have run or not, and cannot be
+//     completed (Stats.ReleasesFailed): such a loss is a finding that
 //     names the releases. make chaos STRICT_PERMITS=2 (PermitsAll) makes
 //     it a violation too, STRICT_PERMITS=0 (PermitsLoose) lets failed
 //     acquisitions explain a loss as well.

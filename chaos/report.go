@@ -14,16 +14,17 @@ type Report struct {
 	Topology  Topology
 	Failovers int // promotions of the replica (Replicated)
 
-	UndosFailed uint64   // the clients' Stats.UndosFailed, before Close
-	Warnings    []string // the library's warnings, with the time
-	Ops         []Op
-	Faults      []Fault
-	FaultPhase  time.Duration // how long the fault phase lasted
-	RecordTTL   time.Duration // the clients' request record TTL
-	Lease       time.Duration // the lock lease (Config.Lease)
-	LiveBound   time.Duration
-	Liveness    []time.Duration // each liveness-round acquisition's wait
-	Samples     int             // sampler reads judged
+	UndosFailed    uint64   // the clients' Stats.UndosFailed, before Close
+	ReleasesFailed uint64   // the clients' Stats.ReleasesFailed, after Close
+	Warnings       []string // the library's warnings, with the time
+	Ops            []Op
+	Faults         []Fault
+	FaultPhase     time.Duration // how long the fault phase lasted
+	RecordTTL      time.Duration // the clients' request record TTL
+	Lease          time.Duration // the lock lease (Config.Lease)
+	LiveBound      time.Duration
+	Liveness       []time.Duration // each liveness-round acquisition's wait
+	Samples        int             // sampler reads judged
 
 	Dropped, Held, LateDelivered       int // proxy counters, over all proxies
 	RegisterAccepted, RegisterRejected int // fenced register writes
@@ -94,12 +95,13 @@ func (rep *Report) Summary() string {
 	// failed during a fault) counted.
 	var cleanup []string
 	for _, w := range rep.Warnings {
-		if strings.Contains(w, "undo") || strings.Contains(w, "settle") || strings.Contains(w, "leave") {
+		if strings.Contains(w, "undo") || strings.Contains(w, "settle") || strings.Contains(w, "leave") ||
+			strings.Contains(w, "complete a release") {
 			cleanup = append(cleanup, w)
 		}
 	}
-	fmt.Fprintf(&b, "  library: %d undos failed (Stats.UndosFailed); %d warnings, %d of them about cleanups\n",
-		rep.UndosFailed, len(rep.Warnings), len(cleanup))
+	fmt.Fprintf(&b, "  library: %d undos failed (Stats.UndosFailed), %d releases not completed (Stats.ReleasesFailed); %d warnings, %d of them about cleanups\n",
+		rep.UndosFailed, rep.ReleasesFailed, len(rep.Warnings), len(cleanup))
 	for i, w := range cleanup {
 		if i == 20 {
 			fmt.Fprintf(&b, "    … %d more\n", len(cleanup)-20)

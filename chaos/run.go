@@ -334,13 +334,17 @@ func Run(t testing.TB, cfg Config) *Report {
 		undosFailed += c.Stats().UndosFailed
 	}
 	closeClients()
+	var releasesFailed uint64 // completions under way count once Close has ended them
+	for _, c := range r.clients {
+		releasesFailed += c.Stats().ReleasesFailed
+	}
 	r.checkFinalState(t)
 
 	ops := r.h.Ops()
 	r.warnMu.Lock()
 	warnings := append([]string(nil), r.warnings...)
 	r.warnMu.Unlock()
-	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, UndosFailed: undosFailed, Warnings: warnings, Ops: ops, Faults: r.faults, FaultPhase: time.Duration(faultPhaseEnd),
+	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, UndosFailed: undosFailed, ReleasesFailed: releasesFailed, Warnings: warnings, Ops: ops, Faults: r.faults, FaultPhase: time.Duration(faultPhaseEnd),
 		RecordTTL: r.recordTTL, Lease: cfg.Lease, LiveBound: r.liveBound, Liveness: r.liveness, Samples: s.judged}
 	for _, ps := range r.proxies {
 		for _, p := range ps {

@@ -278,7 +278,12 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 // Release runs even when ctx is already cancelled (on a detached context
 // with a bounded timeout), so a deferred Release after a cancelled request
 // still gives the permits back. A release re-sent by go-redis after a lost
-// reply is applied once.
+// reply is applied once. When its reply is lost for good (the connection
+// broke, Redis unreachable) Release returns an error but goes on with the
+// release in the background until Redis answers (then releasing every one
+// of the permits still taken), so a permit without a lease does not stay
+// taken for good: do not release them again. A release that could not be
+// completed is logged and counted (Stats.ReleasesFailed).
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	if err := s.h.Check(); err != nil {
 		return err
@@ -315,6 +320,9 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return err
 	})
 	if err != nil {
+		if !core.IsReply(err) {
+			s.complete(release, len(ids))
+		}
 		return s.fail("release", err)
 	}
 	if rep.Code == lua.SemaphorePermitReleaseReleased {
@@ -328,6 +336,51 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 			s.h.Kind, s.h.Name, ids[rep.Value-1], redisync.ErrNotHeld)
 	}
 	return s.fail("release", fmt.Errorf("unexpected reply %+v", rep))
+}
+
+// complete goes on in the background with a release whose reply was lost
+// (core.Client.CompleteRelease): first the request sent (it may still be
+// on its way), then new ones until Redis answers. Releasing a permit by its
+// id twice gives nothing back twice (the second finds it gone), so a new
+// request may be made whenever the last one got no answer; a permit with a
+// lease comes back by itself when it ends, one without only by this.
+func (s *ExpirableSemaphore) complete(release lua.SemaphorePermitReleaseArgs, n int) {
+	first := true
+	s.h.C.CompleteRelease(time.Time{}, true, "its permits may stay taken until their lease ends, or for good without one",
+		func(ctx context.Context) (func() error, time.Time) {
+			if !first {
+				release.Request = s.requestKey()
+				release.UndoRequest = release.Request
+				release.Deadline = s.h.C.RequestDeadline(ctx)
+			}
+			first = false
+			r := release
+			return func() error {
+				return s.releaseKnown(ctx, r)
+			}, s.h.C.RecordEnd(r.Deadline)
+		}, "semaphore", s.h.Name, "permits", n)
+}
+
+// releaseKnown runs release and, while it names a permit that is unknown
+// (released by an earlier copy, or expired), runs it again without that
+// one: a completion gives back every permit still taken, where Release
+// itself is all or nothing.
+func (s *ExpirableSemaphore) releaseKnown(ctx context.Context, release lua.SemaphorePermitReleaseArgs) error {
+	for {
+		rep, err := release.Run(ctx, s.h.C.Direct())
+		if err != nil || rep.Code != lua.SemaphorePermitReleaseUnknown ||
+			rep.Value < 1 || rep.Value > int64(len(release.Permits)) {
+			return err
+		}
+		i := rep.Value - 1
+		release.Permits = append(release.Permits[:i:i], release.Permits[i+1:]...)
+		if len(release.Permits) == 0 {
+			return nil
+		}
+		release.Request = s.requestKey()
+		release.UndoRequest = release.Request
+		release.Deadline = s.h.C.RequestDeadline(ctx)
+	}
 }
 
 // UpdateLease gives the acquired permit id a new lease, counted from now;

@@ -157,7 +157,14 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadli
 // never fails with ErrNotHeld. It runs even when ctx is already cancelled
 // (on a detached context with a bounded timeout), so a deferred Release
 // after a cancelled request still gives the permits back. A release re-sent
-// by go-redis after a lost reply is applied once.
+// by go-redis after a lost reply is applied once. When its reply is lost
+// for good (the connection broke, Redis unreachable) Release returns an
+// error but goes on with the release in the background until Redis
+// answers, so the permits come back once Redis is reachable again: do not
+// release them again. Only an outage longer than a request's lifetime
+// (what go-redis's timeouts and retries allow one command, about 27s with
+// its defaults) can leave them lost, which is logged and counted
+// (Stats.ReleasesFailed).
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
@@ -177,6 +184,9 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		_, err := release.Run(ctx, s.h.C.Runner(sync))
 		return err
 	})
+	if err != nil && !core.IsReply(err) {
+		s.complete(release, deadline, n)
+	}
 	if err == nil {
 		err = sync.SyncErr() // released on the primary
 	}
@@ -184,6 +194,28 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		return s.fail("release", err)
 	}
 	return nil
+}
+
+// complete goes on in the background with a release whose reply was lost
+// (core.Client.CompleteRelease): first the request sent (it may still be
+// on its way), then a new one each time Redis refuses the last as late.
+func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs, deadline, n int64) {
+	first := true
+	s.h.C.CompleteRelease(time.Time{}, false, "its permits may be lost",
+		func(ctx context.Context) (func() error, time.Time) {
+			if !first {
+				release.Request = s.requestKey()
+				release.UndoRequest = release.Request
+				deadline = s.h.C.RequestDeadline(ctx)
+				release.Deadline = deadline
+			}
+			first = false
+			r := release
+			return func() error {
+				_, err := r.Run(ctx, s.h.C.Direct())
+				return err
+			}, s.h.C.RecordEnd(deadline)
+		}, "semaphore", s.h.Name, "permits", n)
 }
 
 // AvailablePermits returns the number of permits available now: negative
