@@ -335,7 +335,7 @@ func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error)
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
 		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
-		if !core.IsReply(err) {
+		if core.MayHaveRun(err) {
 			l.undo(n, reqKey, deadline, string(random[:]))
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)

@@ -220,7 +220,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if !core.IsReply(err) {
+		if core.MayHaveRun(err) {
 			s.undo(ctx, reqKey, raw, lease)
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
@@ -320,7 +320,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return err
 	})
 	if err != nil {
-		if !core.IsReply(err) {
+		if core.MayHaveRun(err) {
 			s.complete(release, len(ids))
 		}
 		return s.fail("release", err)

@@ -115,7 +115,7 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if !core.IsReply(err) {
+		if core.MayHaveRun(err) {
 			s.undo(ctx, n, reqKey, deadline)
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
@@ -184,7 +184,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		_, err := release.Run(ctx, s.h.C.Runner(sync))
 		return err
 	})
-	if err != nil && !core.IsReply(err) {
+	if core.MayHaveRun(err) {
 		s.complete(release, deadline, n)
 	}
 	if err == nil {

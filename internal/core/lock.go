@@ -560,7 +560,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		}
 		switch {
 		case err != nil:
-			if !IsReply(err) {
+			if MayHaveRun(err) {
 				// The undo goes on in the background, still holding the
 				// owner's lock: the owner's next operation waits for it
 				// (as long as its ctx allows); this one waits for it at
@@ -640,7 +640,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 			})
 		}
 		if err != nil {
-			if !IsReply(err) {
+			if MayHaveRun(err) {
 				l.C.ctr.undoFailed.Add(1)
 			}
 			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
@@ -648,7 +648,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 		}
 		// An owner's undo is a release: one whose reply was lost is
 		// settled before the owner's next request (Client.Settle).
-		if err == nil || IsReply(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
+		if !MayHaveRun(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
 			unlock()
 		}
 	})
@@ -725,7 +725,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	op.Publish = pub
 	send := func() (int64, error) {
 		remaining, err := s.Release(ctx, &op)
-		if err != nil && !IsReply(err) && !op.Fresh {
+		if MayHaveRun(err) && !op.Fresh {
 			unsettled = op.ReqKey
 		}
 		return remaining, err
@@ -793,9 +793,9 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 	handed := Handed{Sent: sent, Chain: chain}
 	switch {
 	case err != nil:
-		// An error reply ran nothing; without a reply, the acquisition
-		// may have taken place.
-		handed.Unknown = !IsReply(err)
+		// An error reply of the script ran nothing; without a reply, or
+		// after a re-send, the acquisition may have taken place.
+		handed.Unknown = MayHaveRun(err)
 	case out.Acquired:
 		handed.Acquired, handed.Fence = true, out.Fence
 	}
