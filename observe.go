@@ -289,14 +289,7 @@ func holdEndHook(obs []Observer) func(core.HoldEnd) {
 			holds = append(holds, o.HoldEnd)
 		}
 	}
-	if len(holds) == 0 {
-		return nil
-	}
-	return func(e core.HoldEnd) {
-		for _, f := range holds {
-			f(HoldEnd(e))
-		}
-	}
+	return callEach(holds, func(e core.HoldEnd) HoldEnd { return HoldEnd(e) })
 }
 
 // renewalTickHook calls the observers' RenewalTick in order.
@@ -307,12 +300,18 @@ func renewalTickHook(obs []Observer) func(core.RenewalTick) {
 			ticks = append(ticks, o.RenewalTick)
 		}
 	}
-	if len(ticks) == 0 {
+	return callEach(ticks, func(t core.RenewalTick) RenewalTick { return RenewalTick(t) })
+}
+
+// callEach returns a hook that calls each of fs in order with the core's
+// event turned into the public one by conv; nil when fs is empty.
+func callEach[C, E any](fs []func(E), conv func(C) E) func(C) {
+	if len(fs) == 0 {
 		return nil
 	}
-	return func(t core.RenewalTick) {
-		for _, f := range ticks {
-			f(RenewalTick(t))
+	return func(c C) {
+		for _, f := range fs {
+			f(conv(c))
 		}
 	}
 }
