@@ -283,19 +283,16 @@ func (c *config) quick(set map[string]bool) {
 	c.warmupHandoffs = 1
 }
 
+// validate checks the flags' values, naming every problem.
 func (c config) validate() error {
 	var bad []string
 	if c.Replica && c.Redis != "" {
 		bad = append(bad, "-replica needs the server the tool starts (no -redis)")
 	}
-	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 || c.SemaphoreHold < 0 {
+	if !c.durationsValid() {
 		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
 	}
-	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 ||
-		c.ManyLocksGoroutines < 1 || c.ManyLocksClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
-		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogManyLocks < 1 ||
-		c.ScaleLocks < 1 || c.ScaleWaitersPerLock < 1 || c.ScaleHandoffs < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 ||
-		c.ScriptCalls < 1 {
+	if !c.countsValid() {
 		bad = append(bad, "counts must be at least 1")
 	}
 	for _, s := range c.Scenarios {
@@ -307,6 +304,26 @@ func (c config) validate() error {
 		return errors.New(strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// durationsValid reports whether the run lengths are positive, the
+// watchdog timeout at least 30ms and the holds not negative.
+func (c config) durationsValid() bool {
+	return c.Uncontended > 0 && c.Duration > 0 && c.WatchdogTimeout >= 30*time.Millisecond && c.HandoffHold >= 0 && c.SemaphoreHold >= 0
+}
+
+// countsValid reports whether every count is at least 1.
+func (c config) countsValid() bool {
+	for _, n := range []int{c.Handoffs, c.Goroutines, c.Clients, c.ManyGoroutines, c.ManyClients,
+		c.ManyLocksGoroutines, c.ManyLocksClients, c.Permits, c.FanoutWaiters,
+		c.FanoutRounds, c.WatchdogLocks, c.WatchdogManyLocks,
+		c.ScaleLocks, c.ScaleWaitersPerLock, c.ScaleHandoffs, c.WatchdogTicks, c.Rounds,
+		c.ScriptCalls} {
+		if n < 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func (c config) scenario(name string) bool {
@@ -413,49 +430,85 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	addr := cfg.Redis
-	if addr != "" && !isLoopback(addr) {
-		fmt.Fprintf(stderr, "bench: warning: %s is not a loopback address; latencies include the network\n", addr)
+	t, err := useRedis(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
-	serverDesc := "-redis " + addr
-	var srv *server
-	if addr == "" {
-		bin, err := findRedisServer()
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		srv, err = startServer(bin)
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer srv.stop()
-		addr = srv.addr
-		serverDesc = "started by the tool on loopback"
-		fmt.Fprintf(stderr, "bench: started %s on %s\n", bin, addr)
-		if cfg.Replica {
-			rep, err := startReplica(ctx, bin, addr)
-			if err != nil {
-				fmt.Fprintln(stderr, "bench:", err)
-				return 1
-			}
-			defer rep.stop()
-			replicaRun = true
-			serverDesc += ", with one replica (" + rep.addr + ")"
-			fmt.Fprintf(stderr, "bench: replica on %s\n", rep.addr)
-		}
-	}
+	defer t.stop()
+	defer onSignals(cancel, t.srv, stderr)()
 
-	// Ctrl-C or SIGTERM: stop the run; a second one, or a run that does
-	// not stop within 5 s, kills the server and exits at once.
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer stop()
+	}
+	return runAndReport(ctx, cfg, t, stdout, stderr)
+}
+
+// redisTarget is the Redis a run measures: the -redis one, or a server
+// the tool started (srv), perhaps with a replica (rep).
+type redisTarget struct {
+	addr string
+	desc string // how the report names it
+	srv  *server
+	rep  *server
+}
+
+// useRedis returns the -redis server, warning when it is not on
+// loopback, or else starts a redis-server (and with -replica a replica of
+// it), reporting progress to stderr.
+func useRedis(ctx context.Context, cfg config, stderr io.Writer) (*redisTarget, error) {
+	t := &redisTarget{addr: cfg.Redis, desc: "-redis " + cfg.Redis}
+	if t.addr != "" {
+		if !isLoopback(t.addr) {
+			fmt.Fprintf(stderr, "bench: warning: %s is not a loopback address; latencies include the network\n", t.addr)
+		}
+		return t, nil
+	}
+	bin, err := findRedisServer()
+	if err != nil {
+		return nil, err
+	}
+	if t.srv, err = startServer(bin); err != nil {
+		return nil, err
+	}
+	t.addr = t.srv.addr
+	t.desc = "started by the tool on loopback"
+	fmt.Fprintf(stderr, "bench: started %s on %s\n", bin, t.addr)
+	if cfg.Replica {
+		if t.rep, err = startReplica(ctx, bin, t.addr); err != nil {
+			t.srv.stop()
+			return nil, err
+		}
+		replicaRun = true
+		t.desc += ", with one replica (" + t.rep.addr + ")"
+		fmt.Fprintf(stderr, "bench: replica on %s\n", t.rep.addr)
+	}
+	return t, nil
+}
+
+// stop stops the servers the tool started, the replica first.
+func (t *redisTarget) stop() {
+	if t.rep != nil {
+		t.rep.stop()
+	}
+	if t.srv != nil {
+		t.srv.stop()
+	}
+}
+
+// onSignals handles Ctrl-C and SIGTERM until the returned function is
+// called: the first cancels the run (cancel); a second one, or a run that
+// does not stop within 5 s, kills the server the tool started (srv, nil
+// for none) and exits at once.
+func onSignals(cancel context.CancelFunc, srv *server, stderr io.Writer) (stop func()) {
 	sigc := make(chan os.Signal, 2)
 	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
 	finished := make(chan struct{})
-	defer func() {
-		signal.Stop(sigc)
-		close(finished)
-	}()
 	go func() {
 		select {
 		case <-sigc:
@@ -475,22 +528,34 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		}
 		os.Exit(130)
 	}()
-
-	if cfg.CPUProfile != "" {
-		pf, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+	return func() {
+		signal.Stop(sigc)
+		close(finished)
 	}
+}
 
-	results, scripts, e, err := run(ctx, cfg, addr, stderr)
+// startCPUProfile writes a CPU profile of the tool to path until the
+// returned function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		pf.Close()
+	}, nil
+}
+
+// runAndReport runs the benchmarks against t, writes the JSON results
+// (-out) and the Markdown tables, and returns the exit status: 130 when
+// interrupted.
+func runAndReport(ctx context.Context, cfg config, t *redisTarget, stdout, stderr io.Writer) int {
+	results, scripts, e, err := run(ctx, cfg, t.addr, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "bench: interrupted; no results written")
@@ -499,7 +564,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	e.Server = serverDesc
+	e.Server = t.desc
 	targets := evaluateTargets(results)
 	if cfg.Out != "" {
 		if err := writeJSON(cfg.Out, Report{Environment: e, Results: results, Scripts: scripts, Targets: targets}); err != nil {
@@ -553,77 +618,104 @@ func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result,
 		return nil, nil, e, fmt.Errorf("%s: %w", scRTT, err)
 	}
 	e.RTTp50ms = *rtt.P50ms
-	var (
-		results []Result
-		scripts []ScriptCost
-	)
-	record := func(r Result) {
-		if r.Scenario != scRTT && r.P50ms != nil && e.RTTp50ms > 0 {
-			r.P50RTT = f(*r.P50ms / e.RTTp50ms)
-		}
-		results = append(results, r)
-		fmt.Fprintf(log, "bench: %-16s %-21s %s\n", r.Scenario, r.Library, summary(r))
-	}
-	record(rtt)
+	t := &tally{log: log, rttP50ms: e.RTTp50ms}
+	t.record(rtt)
 	for _, sc := range allScenarios {
 		if !cfg.scenario(sc) {
 			continue
 		}
-		switch sc {
-		case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks:
-			rs, err := b.lockScenario(ctx, sc)
-			if err != nil {
-				return results, scripts, e, err
-			}
-			for _, r := range rs {
-				record(r)
-			}
-		case scScripts: // scripts.go
-			if !cfg.library("redisync") && !cfg.library("redisson-floor") {
-				continue
-			}
-			cs, err := b.scripts(ctx)
-			if err != nil {
-				return results, scripts, e, fmt.Errorf("%s: %w", sc, err)
-			}
-			for _, c := range cs {
-				fmt.Fprintf(log, "bench: %-16s %-21s %s: %s µs exec, %s µs Redis CPU, %s commands per call\n",
-					sc, c.Library, c.Script, num(c.ExecUsPerCall, 1), num(c.ServerCPUusPerCall, 1), num(c.CommandsPerCall, 2))
-			}
-			scripts = append(scripts, cs...)
-		case scGCRA1, scGCRA64, scRateLimiter1000: // ratelimit.go
-			rs, err := b.rateLimit(ctx, sc)
-			if err != nil {
-				return results, scripts, e, fmt.Errorf("%s: %w", sc, err)
-			}
-			for _, r := range rs {
-				record(r)
-			}
-		case scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000:
-			if !cfg.library("redisync") {
-				continue
-			}
-			var r Result
-			var err error
-			switch sc {
-			case scSemaphore:
-				r, err = b.semaphore(ctx)
-			case scLatchFanout:
-				r, err = b.latchFanout(ctx)
-			case scScaleWaiters:
-				r, err = b.scaleWaiters(ctx)
-			case scWatchdog1000:
-				r, err = b.watchdog(ctx, sc, cfg.WatchdogLocks)
-			case scWatchdog10000:
-				r, err = b.watchdog(ctx, sc, cfg.WatchdogManyLocks)
-			}
-			if err != nil {
-				return results, scripts, e, fmt.Errorf("%s: %w", sc, err)
-			}
-			record(r)
+		if err := b.runScenario(ctx, sc, t); err != nil {
+			return t.results, t.scripts, e, err
 		}
 	}
-	return results, scripts, e, nil
+	return t.results, t.scripts, e, nil
+}
+
+// tally collects a run's rows and the scripts scenario's figures,
+// reporting each to log as it comes.
+type tally struct {
+	log      io.Writer
+	rttP50ms float64 // the round trip's p50, for each row's p50 in round trips
+	results  []Result
+	scripts  []ScriptCost
+}
+
+// record adds a row, with its p50 as a multiple of the round trip's.
+func (t *tally) record(r Result) {
+	if r.Scenario != scRTT && r.P50ms != nil && t.rttP50ms > 0 {
+		r.P50RTT = f(*r.P50ms / t.rttP50ms)
+	}
+	t.results = append(t.results, r)
+	fmt.Fprintf(t.log, "bench: %-16s %-21s %s\n", r.Scenario, r.Library, summary(r))
+}
+
+// recordScripts adds the figures of scenario sc's scripts.
+func (t *tally) recordScripts(sc string, cs []ScriptCost) {
+	for _, c := range cs {
+		fmt.Fprintf(t.log, "bench: %-16s %-21s %s: %s µs exec, %s µs Redis CPU, %s commands per call\n",
+			sc, c.Library, c.Script, num(c.ExecUsPerCall, 1), num(c.ServerCPUusPerCall, 1), num(c.CommandsPerCall, 2))
+	}
+	t.scripts = append(t.scripts, cs...)
+}
+
+// runScenario runs scenario sc for the selected libraries and adds what
+// it measured to t. A scenario none of whose libraries is selected is
+// left out.
+func (b *bench) runScenario(ctx context.Context, sc string, t *tally) error {
+	switch sc {
+	case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks:
+		rs, err := b.lockScenario(ctx, sc)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			t.record(r)
+		}
+	case scScripts: // scripts.go
+		if !b.cfg.library("redisync") && !b.cfg.library("redisson-floor") {
+			return nil
+		}
+		cs, err := b.scripts(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc, err)
+		}
+		t.recordScripts(sc, cs)
+	case scGCRA1, scGCRA64, scRateLimiter1000: // ratelimit.go
+		rs, err := b.rateLimit(ctx, sc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc, err)
+		}
+		for _, r := range rs {
+			t.record(r)
+		}
+	case scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000:
+		if !b.cfg.library("redisync") {
+			return nil
+		}
+		r, err := b.redisyncScenario(ctx, sc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc, err)
+		}
+		t.record(r)
+	}
+	return nil
+}
+
+// redisyncScenario runs one of the scenarios only redisync runs.
+func (b *bench) redisyncScenario(ctx context.Context, sc string) (Result, error) {
+	switch sc {
+	case scSemaphore:
+		return b.semaphore(ctx)
+	case scLatchFanout:
+		return b.latchFanout(ctx)
+	case scScaleWaiters:
+		return b.scaleWaiters(ctx)
+	case scWatchdog1000:
+		return b.watchdog(ctx, sc, b.cfg.WatchdogLocks)
+	case scWatchdog10000:
+		return b.watchdog(ctx, sc, b.cfg.WatchdogManyLocks)
+	}
+	return Result{}, errors.New("not a redisync-only scenario")
 }
 
 // lockScenario runs a lock scenario for every selected library: each is
