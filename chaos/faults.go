@@ -158,41 +158,11 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 	ps := r.proxies[c]
 	switch k {
 	case FaultDrop:
-		// Only the proxy in front of the primary carries commands.
-		p := r.primaryProxy(c)
-		before := p.Dropped()
-		p.DropNextReply()
-		deadline := time.Now().Add(2 * time.Second)
-		for p.Dropped() == before && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		f.Detail = fmt.Sprintf("dropped %d", p.Dropped()-before)
+		f.Detail = r.dropReply(c)
 	case FaultLatency:
-		lat := between(rng, 20*time.Millisecond, latencyMax)
-		d := between(rng, time.Second, 3*time.Second)
-		for _, p := range ps {
-			p.SetLatency(lat)
-		}
-		time.Sleep(d)
-		for _, p := range ps {
-			p.SetLatency(0)
-		}
-		f.Detail = fmt.Sprintf("%v per chunk for %v", lat.Round(time.Millisecond), d.Round(time.Millisecond))
+		f.Detail = addLatency(rng, ps)
 	case FaultPartition:
-		lo, hi := r.partitionRange()
-		d := between(rng, lo, hi)
-		reset := rng.IntN(2) == 0
-		for _, p := range ps {
-			p.Block()
-		}
-		time.Sleep(d)
-		for _, p := range ps {
-			if reset {
-				p.CutAll()
-			}
-			p.Unblock()
-		}
-		f.Detail = fmt.Sprintf("%v, connections reset: %v", d.Round(time.Millisecond), reset)
+		f.Detail = r.partition(rng, ps)
 	case FaultCut:
 		for _, p := range ps {
 			p.CutAll()
@@ -203,21 +173,10 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		time.Sleep(d)
 		f.Detail = fmt.Sprintf("%v on %d connections", d.Round(time.Millisecond), n)
 	case FaultLate:
-		lo, hi := r.lateRange()
-		d := between(rng, lo, hi)
-		n := stall(ps, d)
-		f.Detail = fmt.Sprintf("%v on %d connections (record TTL %v)", d.Round(time.Millisecond), n, r.recordTTL)
-		f.End = r.h.Now() + int64(d)
-		time.Sleep(min(d, 2*time.Second))
-		return f
+		return r.lateDelivery(rng, ps, f)
 	case FaultPause:
 		f.Client = -1
-		d := between(rng, pauseMin, pauseMax)
-		p := r.primary()
-		p.Pause(t)
-		time.Sleep(d)
-		p.Resume(t)
-		f.Detail = d.Round(time.Millisecond).String() + " " + p.Addr()
+		f.Detail = r.pausePrimary(t, rng)
 	case FaultRestart:
 		f.Client = -1
 		p := r.primary()
@@ -225,46 +184,13 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		f.Detail = p.Addr()
 	case FaultFailover:
 		// Only once every client counts the replica (see replicaSteady).
-		// Half the time the replica is paused for a moment when the
-		// primary dies: the acquisitions then waiting for its
-		// acknowledgement fail at the kill, while what they wrote, already
-		// sent to the replica (the kernel holds it for the paused
-		// process), reaches the promoted replica; their undos must clean
-		// it up there. (A pause on loopback does not lose the stream: a
-		// replica really behind, whose primary still buffers what it did
-		// not send, is what integration's TestFailoverLosesNothingAcknowledged
-		// measures under a heavier load.)
 		f.Client = -1
 		r.waitReplicaOnline(t)
 		f.Start = r.h.Now()
-		old, rs := r.primary(), r.sent.Replicas[0]
-		var lag time.Duration
-		if rng.IntN(2) == 0 {
-			lag = between(rng, lagMin, lagMax)
-			rs.Pause(t)
-			time.Sleep(lag)
-		}
-		var checked string
-		next := r.sent.KillMaster(t, func() {
-			if lag > 0 {
-				rs.Resume(t)
-			}
-			checked = r.checkReplica(r.h.Now())
-		})
-		r.failovers++
-		f.Detail = fmt.Sprintf("%s killed, %s promoted; %s is its replica", old.Addr(), next.Addr(), old.Addr())
-		if lag > 0 {
-			f.Detail += fmt.Sprintf("; the replica paused for %v when the primary died", lag.Round(time.Millisecond))
-		}
-		f.Detail += "; " + checked
+		f.Detail = r.failover(t, rng)
 	case FaultReplicaStall:
 		f.Client = -1
-		d := between(rng, replicaStallMin, replicaStallMax)
-		rs := r.sent.Replicas[0]
-		rs.Pause(t)
-		time.Sleep(d)
-		rs.Resume(t)
-		f.Detail = d.Round(time.Millisecond).String() + " " + rs.Addr()
+		f.Detail = r.stallReplica(t, rng)
 	case FaultReplicaRestart:
 		f.Client = -1
 		rs := r.sent.Replicas[0]
@@ -279,6 +205,118 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 	}
 	f.End = r.h.Now()
 	return f
+}
+
+// dropReply drops the next reply to client c and waits (up to 2s) until
+// it is dropped. Only the proxy in front of the primary carries commands.
+func (r *run) dropReply(c int) string {
+	p := r.primaryProxy(c)
+	before := p.Dropped()
+	p.DropNextReply()
+	deadline := time.Now().Add(2 * time.Second)
+	for p.Dropped() == before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Sprintf("dropped %d", p.Dropped()-before)
+}
+
+// addLatency delays every chunk through the proxies ps for a random
+// while.
+func addLatency(rng *rand.Rand, ps []*redistest.Proxy) string {
+	lat := between(rng, 20*time.Millisecond, latencyMax)
+	d := between(rng, time.Second, 3*time.Second)
+	for _, p := range ps {
+		p.SetLatency(lat)
+	}
+	time.Sleep(d)
+	for _, p := range ps {
+		p.SetLatency(0)
+	}
+	return fmt.Sprintf("%v per chunk for %v", lat.Round(time.Millisecond), d.Round(time.Millisecond))
+}
+
+// partition blocks the proxies ps for a random while, and half the time
+// resets their connections before unblocking them.
+func (r *run) partition(rng *rand.Rand, ps []*redistest.Proxy) string {
+	lo, hi := r.partitionRange()
+	d := between(rng, lo, hi)
+	reset := rng.IntN(2) == 0
+	for _, p := range ps {
+		p.Block()
+	}
+	time.Sleep(d)
+	for _, p := range ps {
+		if reset {
+			p.CutAll()
+		}
+		p.Unblock()
+	}
+	return fmt.Sprintf("%v, connections reset: %v", d.Round(time.Millisecond), reset)
+}
+
+// lateDelivery stalls the connections of the proxies ps for longer than
+// the request records live, and returns f once the first 2s have passed:
+// the stalled commands are delivered late, in the proxy, until f.End.
+func (r *run) lateDelivery(rng *rand.Rand, ps []*redistest.Proxy, f Fault) Fault {
+	lo, hi := r.lateRange()
+	d := between(rng, lo, hi)
+	n := stall(ps, d)
+	f.Detail = fmt.Sprintf("%v on %d connections (record TTL %v)", d.Round(time.Millisecond), n, r.recordTTL)
+	f.End = r.h.Now() + int64(d)
+	time.Sleep(min(d, 2*time.Second))
+	return f
+}
+
+// pausePrimary stops the primary with SIGSTOP for a random while.
+func (r *run) pausePrimary(t testing.TB, rng *rand.Rand) string {
+	d := between(rng, pauseMin, pauseMax)
+	p := r.primary()
+	p.Pause(t)
+	time.Sleep(d)
+	p.Resume(t)
+	return d.Round(time.Millisecond).String() + " " + p.Addr()
+}
+
+// stallReplica stops the replica with SIGSTOP for a random while.
+func (r *run) stallReplica(t testing.TB, rng *rand.Rand) string {
+	d := between(rng, replicaStallMin, replicaStallMax)
+	rs := r.sent.Replicas[0]
+	rs.Pause(t)
+	time.Sleep(d)
+	rs.Resume(t)
+	return d.Round(time.Millisecond).String() + " " + rs.Addr()
+}
+
+// failover kills the primary and has the sentinel promote the replica.
+// Half the time the replica is paused for a moment
+// when the primary dies: the acquisitions then waiting for its
+// acknowledgement fail at the kill, while what they wrote, already sent
+// to the replica (the kernel holds it for the paused process), reaches
+// the promoted replica; their undos must clean it up there. (A pause on
+// loopback does not lose the stream: a replica really behind, whose
+// primary still buffers what it did not send, is what integration's
+// TestFailoverLosesNothingAcknowledged measures under a heavier load.)
+func (r *run) failover(t testing.TB, rng *rand.Rand) string {
+	old, rs := r.primary(), r.sent.Replicas[0]
+	var lag time.Duration
+	if rng.IntN(2) == 0 {
+		lag = between(rng, lagMin, lagMax)
+		rs.Pause(t)
+		time.Sleep(lag)
+	}
+	var checked string
+	next := r.sent.KillMaster(t, func() {
+		if lag > 0 {
+			rs.Resume(t)
+		}
+		checked = r.checkReplica(r.h.Now())
+	})
+	r.failovers++
+	detail := fmt.Sprintf("%s killed, %s promoted; %s is its replica", old.Addr(), next.Addr(), old.Addr())
+	if lag > 0 {
+		detail += fmt.Sprintf("; the replica paused for %v when the primary died", lag.Round(time.Millisecond))
+	}
+	return detail + "; " + checked
 }
 
 // stall stalls the connections of every proxy of ps for d and returns how
