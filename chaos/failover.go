@@ -50,15 +50,15 @@ func (r *run) checkReplica(killedAt int64) string {
 	}
 	rs := r.sent.Replicas[0]
 	rr, err := readReplica(rs.Addr())
-	ff := failoverFailure{r: r, killedAt: killedAt, readEnd: r.h.Now()}
+	rc := replicaCheck{r: r, killedAt: killedAt, readEnd: r.h.Now()}
 	if err != nil && err != redis.Nil {
-		ff.fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
+		rc.fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
 		return "replica unreadable"
 	}
-	tokens := r.checkFences(killedAt, rr.fences, ff.fail)
-	holds, permits, believedPermits := r.checkBelieved(snaps, rr.hashes, rr.xsemZ.Val(), rr.srvTime.Val(), ff.readEnd, ff.fail)
+	tokens := rc.fences(rr.fences)
+	holds, permits, believedPermits := r.checkBelieved(snaps, rr.hashes, rr.xsemZ.Val(), rr.srvTime.Val(), rc.readEnd, rc.fail)
 	if v, err := strconv.ParseInt(rr.sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
-		ff.fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
+		rc.fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
 	}
 	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
 		holds, permits, believedPermits, strings.Join(tokens, " "))
@@ -96,17 +96,17 @@ func readReplica(addr string) (replicaRead, error) {
 	return rr, err
 }
 
-// failoverFailure reports failover violations found on the replica read
-// at readEnd, the primary dead since killedAt.
-type failoverFailure struct {
+// replicaCheck is checkReplica's check of the replica read at readEnd,
+// the primary dead since killedAt.
+type replicaCheck struct {
 	r                 *run
 	killedAt, readEnd int64
 }
 
 // fail records a failover violation on object, with the calls on it since
 // 10s before the kill and the faults of that time.
-func (ff failoverFailure) fail(object, detail string) {
-	r, killedAt, readEnd := ff.r, ff.killedAt, ff.readEnd
+func (rc replicaCheck) fail(object, detail string) {
+	r, killedAt, readEnd := rc.r, rc.killedAt, rc.readEnd
 	v := Violation{Check: "failover", Detail: fmt.Sprintf("at %.3fs, primary dead since %.3fs, on the replica about to be promoted: %s",
 		sec(readEnd), sec(killedAt), detail)}
 	from := killedAt - int64(10*time.Second)
@@ -123,10 +123,11 @@ func (ff failoverFailure) fail(object, detail string) {
 	r.violate(v)
 }
 
-// checkFences checks the replica's fencing counters: each at least the
+// fences checks the replica's fencing counters: each at least the
 // highest token returned before the kill. It returns "returned≤counter"
 // per lock.
-func (r *run) checkFences(killedAt int64, fences map[string]*redis.StringCmd, fail func(object, detail string)) []string {
+func (rc replicaCheck) fences(fences map[string]*redis.StringCmd) []string {
+	r, killedAt, fail := rc.r, rc.killedAt, rc.fail
 	highest := map[string]int64{}
 	for _, op := range r.h.Ops() {
 		if op.Kind == LockAcquire && op.Outcome == OK && op.Return < killedAt {

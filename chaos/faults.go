@@ -121,6 +121,7 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	if r.sent != nil {
 		kinds = append(kinds, replicatedKinds...)
 	}
+	in := &injector{r: r, t: t, rng: rng}
 	var order []FaultKind
 	var asyncEnd time.Time // when the last stall started without waiting ends
 	first := true
@@ -136,7 +137,7 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 		}
 		k := order[0]
 		order = order[1:]
-		f := r.inject(t, rng, k)
+		f := in.inject(k)
 		if f.End > r.h.At(asyncEnd) {
 			asyncEnd = time.Now().Add(time.Duration(f.End - r.h.Now()))
 		}
@@ -149,20 +150,30 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	time.Sleep(time.Until(asyncEnd))
 }
 
+// injector injects the faults of one schedule: it holds the run, the
+// test the servers' Pause, Resume and Restart fail, and the schedule's
+// seeded random source.
+type injector struct {
+	r   *run
+	t   testing.TB
+	rng *rand.Rand
+}
+
 // inject injects one fault of kind k and returns it once it is over, except
 // for late deliveries, which go on in the proxy (Fault.End says when they
 // end).
-func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
+func (in *injector) inject(k FaultKind) Fault {
+	r, t, rng := in.r, in.t, in.rng
 	c := rng.IntN(len(r.proxies))
 	f := Fault{Kind: k, Client: c, Start: r.h.Now()}
 	ps := r.proxies[c]
 	switch k {
 	case FaultDrop:
-		f.Detail = r.dropReply(c)
+		f.Detail = in.dropReply(c)
 	case FaultLatency:
 		f.Detail = addLatency(rng, ps)
 	case FaultPartition:
-		f.Detail = r.partition(rng, ps)
+		f.Detail = in.partition(ps)
 	case FaultCut:
 		for _, p := range ps {
 			p.CutAll()
@@ -173,10 +184,10 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		time.Sleep(d)
 		f.Detail = fmt.Sprintf("%v on %d connections", d.Round(time.Millisecond), n)
 	case FaultLate:
-		return r.lateDelivery(rng, ps, f)
+		return in.lateDelivery(ps, f)
 	case FaultPause:
 		f.Client = -1
-		f.Detail = r.pausePrimary(t, rng)
+		f.Detail = in.pausePrimary()
 	case FaultRestart:
 		f.Client = -1
 		p := r.primary()
@@ -187,10 +198,10 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		f.Client = -1
 		r.waitReplicaOnline(t)
 		f.Start = r.h.Now()
-		f.Detail = r.failover(t, rng)
+		f.Detail = in.failover()
 	case FaultReplicaStall:
 		f.Client = -1
-		f.Detail = r.stallReplica(t, rng)
+		f.Detail = in.stallReplica()
 	case FaultReplicaRestart:
 		f.Client = -1
 		rs := r.sent.Replicas[0]
@@ -209,7 +220,8 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 
 // dropReply drops the next reply to client c and waits (up to 2s) until
 // it is dropped. Only the proxy in front of the primary carries commands.
-func (r *run) dropReply(c int) string {
+func (in *injector) dropReply(c int) string {
+	r := in.r
 	p := r.primaryProxy(c)
 	before := p.Dropped()
 	p.DropNextReply()
@@ -237,7 +249,8 @@ func addLatency(rng *rand.Rand, ps []*redistest.Proxy) string {
 
 // partition blocks the proxies ps for a random while, and half the time
 // resets their connections before unblocking them.
-func (r *run) partition(rng *rand.Rand, ps []*redistest.Proxy) string {
+func (in *injector) partition(ps []*redistest.Proxy) string {
+	r, rng := in.r, in.rng
 	lo, hi := r.partitionRange()
 	d := between(rng, lo, hi)
 	reset := rng.IntN(2) == 0
@@ -257,7 +270,8 @@ func (r *run) partition(rng *rand.Rand, ps []*redistest.Proxy) string {
 // lateDelivery stalls the connections of the proxies ps for longer than
 // the request records live, and returns f once the first 2s have passed:
 // the stalled commands are delivered late, in the proxy, until f.End.
-func (r *run) lateDelivery(rng *rand.Rand, ps []*redistest.Proxy, f Fault) Fault {
+func (in *injector) lateDelivery(ps []*redistest.Proxy, f Fault) Fault {
+	r, rng := in.r, in.rng
 	lo, hi := r.lateRange()
 	d := between(rng, lo, hi)
 	n := stall(ps, d)
@@ -268,7 +282,8 @@ func (r *run) lateDelivery(rng *rand.Rand, ps []*redistest.Proxy, f Fault) Fault
 }
 
 // pausePrimary stops the primary with SIGSTOP for a random while.
-func (r *run) pausePrimary(t testing.TB, rng *rand.Rand) string {
+func (in *injector) pausePrimary() string {
+	r, t, rng := in.r, in.t, in.rng
 	d := between(rng, pauseMin, pauseMax)
 	p := r.primary()
 	p.Pause(t)
@@ -278,7 +293,8 @@ func (r *run) pausePrimary(t testing.TB, rng *rand.Rand) string {
 }
 
 // stallReplica stops the replica with SIGSTOP for a random while.
-func (r *run) stallReplica(t testing.TB, rng *rand.Rand) string {
+func (in *injector) stallReplica() string {
+	r, t, rng := in.r, in.t, in.rng
 	d := between(rng, replicaStallMin, replicaStallMax)
 	rs := r.sent.Replicas[0]
 	rs.Pause(t)
@@ -296,7 +312,8 @@ func (r *run) stallReplica(t testing.TB, rng *rand.Rand) string {
 // loopback does not lose the stream: a replica really behind, whose
 // primary still buffers what it did not send, is what integration's
 // TestFailoverLosesNothingAcknowledged measures under a heavier load.)
-func (r *run) failover(t testing.TB, rng *rand.Rand) string {
+func (in *injector) failover() string {
+	r, t, rng := in.r, in.t, in.rng
 	old, rs := r.primary(), r.sent.Replicas[0]
 	var lag time.Duration
 	if rng.IntN(2) == 0 {

@@ -152,15 +152,16 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 		{"expirable semaphore", xm, expirableOps(ops, b)},
 		{"latch", cm, latchOps(ops, b)},
 	}
+	hc := historyCheck{r: r, rep: rep}
 	for _, m := range models {
 		for _, part := range partitionByObject(m.ops) {
-			r.checkLinearizable(m.name, m.model, part, rep)
+			hc.linearizable(m.name, m.model, part)
 		}
 	}
 
 	// Fencing: tokens unique, positive, and increasing in real-time order.
 	for _, name := range lockNames {
-		r.checkFencing(name, ops, rep)
+		hc.fencing(name, ops)
 	}
 	for _, op := range ops {
 		if op.Err == earlyLoss {
@@ -170,9 +171,17 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 	}
 }
 
-// checkLinearizable checks one object's operations (part) against the
-// model called name with porcupine, and notes the check in rep.
-func (r *run) checkLinearizable(name string, model porcupine.Model, part []porcupine.Operation, rep *Report) {
+// historyCheck runs checkHistory's checks of the run r, noting each in
+// rep.Checks.
+type historyCheck struct {
+	r   *run
+	rep *Report
+}
+
+// linearizable checks one object's operations (part) against the model
+// called name with porcupine.
+func (hc historyCheck) linearizable(name string, model porcupine.Model, part []porcupine.Operation) {
+	r, rep := hc.r, hc.rep
 	object := part[0].Input.(Op).Object
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, part, checkTimeout)
@@ -192,10 +201,10 @@ func (r *run) checkLinearizable(name string, model porcupine.Model, part []porcu
 	}
 }
 
-// checkFencing checks the fencing tokens of lock name's acquisitions in
-// ops: unique, positive, and increasing in real-time order. It notes the
-// check in rep.
-func (r *run) checkFencing(name string, ops []Op, rep *Report) {
+// fencing checks the fencing tokens of lock name's acquisitions in ops:
+// unique, positive, and increasing in real-time order.
+func (hc historyCheck) fencing(name string, ops []Op) {
+	r, rep := hc.r, hc.rep
 	var acq []Op
 	for _, op := range ops {
 		if op.Object == name && op.Kind == LockAcquire && op.Outcome == OK {
@@ -212,14 +221,15 @@ func (r *run) checkFencing(name string, ops []Op, rep *Report) {
 		}
 		seen[op.Token] = op
 	}
-	bad += r.checkTokenOrder(name, acq)
+	bad += hc.tokenOrder(name, acq)
 	rep.Checks = append(rep.Checks, fmt.Sprintf("fencing on %s: %d acquisitions, tokens unique and increasing in real-time order: %v", name, len(acq), bad == 0))
 }
 
-// checkTokenOrder checks that every acquisition of lock name that
-// returned before another was called has a lower token; acq is in call
-// order. It returns how many violations it found.
-func (r *run) checkTokenOrder(name string, acq []Op) int {
+// tokenOrder checks that every acquisition of lock name that returned
+// before another was called has a lower token; acq is in call order. It
+// returns how many violations it found.
+func (hc historyCheck) tokenOrder(name string, acq []Op) int {
+	r := hc.r
 	bad := 0
 	byReturn := append([]Op(nil), acq...)
 	sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
