@@ -410,6 +410,7 @@ func newHolder(owner, side string, count int64) Holder {
 	return h
 }
 
+// isDigits reports whether s is a non-empty run of decimal digits.
 func isDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

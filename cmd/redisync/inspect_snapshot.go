@@ -204,6 +204,8 @@ func txFailure(cmds []redis.Cmder, err error) (retry bool, _ error) {
 	return false, nil
 }
 
+// isWrongType reports whether err is Redis's WRONGTYPE error: the key
+// holds another type than the command reads.
 func isWrongType(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
