@@ -312,7 +312,7 @@ func (b *bench) scripts(ctx context.Context) ([]ScriptCost, error) {
 		if !b.cfg.library(op.library) {
 			continue
 		}
-		if err := b.openScriptOp(op); err != nil {
+		if err := op.open(b.addr); err != nil {
 			return nil, err
 		}
 		ops = append(ops, op)
@@ -336,17 +336,17 @@ func (b *bench) scripts(ctx context.Context) ([]ScriptCost, error) {
 	return out, nil
 }
 
-// openScriptOp opens op's client, with its counter and script tally: a
-// redisync Client, or a redisson-floor session.
-func (b *bench) openScriptOp(op *scriptOp) error {
-	op.rdb, op.cnt = newClient(b.addr)
+// open opens op's client to the Redis at addr, with its counter and
+// script tally: a redisync Client, or a redisson-floor session.
+func (op *scriptOp) open(addr string) error {
+	op.rdb, op.cnt = newClient(addr)
 	op.tally = newScriptTally()
 	op.rdb.AddHook(op.tally)
 	if op.library != "redisson-floor" {
 		op.client = redisync.New(op.rdb)
 		return nil
 	}
-	s, err := redissonFloorLib().open(conn{addr: b.addr, rdb: op.rdb, cnt: op.cnt}, nil)
+	s, err := redissonFloorLib().open(conn{addr: addr, rdb: op.rdb, cnt: op.cnt}, nil)
 	if err != nil {
 		op.rdb.Close()
 		return err
