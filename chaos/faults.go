@@ -187,7 +187,7 @@ func (in *injector) inject(k FaultKind) Fault {
 		return in.lateDelivery(ps, f)
 	case FaultPause:
 		f.Client = -1
-		f.Detail = in.pausePrimary()
+		f.Detail = in.pause(r.primary(), pauseMin, pauseMax)
 	case FaultRestart:
 		f.Client = -1
 		p := r.primary()
@@ -201,7 +201,7 @@ func (in *injector) inject(k FaultKind) Fault {
 		f.Detail = in.failover()
 	case FaultReplicaStall:
 		f.Client = -1
-		f.Detail = in.stallReplica()
+		f.Detail = in.pause(r.sent.Replicas[0], replicaStallMin, replicaStallMax)
 	case FaultReplicaRestart:
 		f.Client = -1
 		rs := r.sent.Replicas[0]
@@ -281,26 +281,13 @@ func (in *injector) lateDelivery(ps []*redistest.Proxy, f Fault) Fault {
 	return f
 }
 
-// pausePrimary stops the primary with SIGSTOP for a random while.
-func (in *injector) pausePrimary() string {
-	r, t, rng := in.r, in.t, in.rng
-	d := between(rng, pauseMin, pauseMax)
-	p := r.primary()
-	p.Pause(t)
+// pause stops s with SIGSTOP for a random while between lo and hi.
+func (in *injector) pause(s *redistest.Server, lo, hi time.Duration) string {
+	d := between(in.rng, lo, hi)
+	s.Pause(in.t)
 	time.Sleep(d)
-	p.Resume(t)
-	return d.Round(time.Millisecond).String() + " " + p.Addr()
-}
-
-// stallReplica stops the replica with SIGSTOP for a random while.
-func (in *injector) stallReplica() string {
-	r, t, rng := in.r, in.t, in.rng
-	d := between(rng, replicaStallMin, replicaStallMax)
-	rs := r.sent.Replicas[0]
-	rs.Pause(t)
-	time.Sleep(d)
-	rs.Resume(t)
-	return d.Round(time.Millisecond).String() + " " + rs.Addr()
+	s.Resume(in.t)
+	return d.Round(time.Millisecond).String() + " " + s.Addr()
 }
 
 // failover kills the primary and has the sentinel promote the replica.
