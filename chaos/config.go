@@ -32,7 +32,8 @@ type Config struct {
 	LateMax      time.Duration
 
 	// PermitAccounting is how strictly counted permits lost for good are judged
-	// (see lostPermits). The default is PermitsStrict.
+	// (see lostPermits). The default is PermitsAll: every permit lost is a
+	// violation.
 	PermitAccounting PermitAccounting
 
 	// OutDir is where porcupine's HTML goes when a model check fails.
@@ -76,15 +77,15 @@ func (c *Config) defaults() {
 type PermitAccounting int
 
 const (
-	// PermitsStrict is the default: a permit lost is a violation unless
-	// releases that failed explain it, which is a finding naming them. A
-	// failed acquisition's undo is re-sent until Redis answers, so no
-	// failed acquisition may lose one.
-	PermitsStrict PermitAccounting = iota
+	// PermitsAll makes every permit lost a violation (the default):
+	// a failed acquisition's undo and a failed release go on until Redis
+	// answers, and the client's ledger on the counted semaphore tells
+	// them, however late, whether the request ran.
+	PermitsAll PermitAccounting = iota
+	// PermitsStrict makes a permit lost a violation unless releases that
+	// failed explain it, which is a finding naming them.
+	PermitsStrict
 	// PermitsLoose lets failed acquisitions explain a loss as well (a
 	// finding).
 	PermitsLoose
-	// PermitsAll makes every permit lost a violation, failed releases
-	// included.
-	PermitsAll
 )

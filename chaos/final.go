@@ -37,8 +37,9 @@ func (r *run) checkFinalState(t testing.TB) {
 }
 
 // checkLeftoverKeys checks every key left at the end (all): only the
-// documented ones, request records and client id registrations that
-// expire, and a fair lock queue of dead waiters (checkFairQueue).
+// documented ones, request records, the clients' ledgers on the counted
+// semaphore and client id registrations that expire, and a fair lock queue
+// of dead waiters (checkFairQueue).
 func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 	allowed := map[string]bool{semName: true, xsemName: true}
 	for _, n := range lockNames {
@@ -49,6 +50,14 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 	for _, k := range all {
 		switch {
 		case allowed[k]:
+		case strings.HasPrefix(k, keys.RequestPrefix(semName)+"ledger:"):
+			// A client's ledger on the counted semaphore
+			// (lua/prelude_ledger.lua): it expires two hours after the
+			// client's last request.
+			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
+			if err == nil && (ttl == -1 || ttl > 2*time.Hour) {
+				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("ledger %s with TTL %v (want at most 2h)", k, ttl)})
+			}
 		case strings.HasPrefix(k, "redisync_request:"):
 			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
 			if err == nil && (ttl == -1 || ttl > r.recordTTL+time.Second) { // -2: expired meanwhile

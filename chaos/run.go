@@ -277,17 +277,14 @@ func (r *run) latchRound(t testing.TB) {
 // lostPermits compares the counted semaphore's available permits with its
 // total while nothing is held, and returns the available count.
 //
-// A failed acquisition cannot explain a loss: its undo is re-sent until
-// Redis answers, so what it may have taken comes back. A failed release
-// can: the library re-sends it for the request record TTL and, once its
-// deadline has passed, refuses every copy, so a release whose every copy
-// was held up longer than that (a partition longer than the record TTL,
-// as with the 8s lease) gives nothing back, and its caller, told only
-// that it failed, cannot tell whether another release would give the
-// permits back twice. With PermitsStrict such a loss, within what the
-// failed releases explain, is a finding that names them, and any other
-// difference a violation; PermitsLoose lets failed acquisitions explain a
-// loss too; with PermitsAll every loss is a violation.
+// Neither a failed acquisition nor a failed release can explain a loss:
+// the acquisition's undo and the release go on in the background until
+// Redis answers, and the client's ledger on the counted semaphore
+// (lua/prelude_ledger.lua) tells them whether the request ran however long
+// the partition lasted, past the request record TTL included. So with
+// PermitsAll, the default, every loss is a violation. PermitsStrict lets
+// failed releases explain a loss (a finding that names them), PermitsLoose
+// failed acquisitions as well, for comparing with older behaviour.
 func (r *run) lostPermits(t testing.TB, when string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -38,13 +38,16 @@ const (
 	fairHelpers = "prelude_fair.lua"
 	// lockHelpers: the steps the lock's kinds share (prelude_lock.lua).
 	lockHelpers = "prelude_lock.lua"
+	// ledger: a client's ledger of its requests on a counted semaphore
+	// (prelude_ledger.lua), after request (it calls refuse_late).
+	ledger = "prelude_ledger.lua"
 	// types: checks that a string key holds a number (prelude_types.lua),
 	// for the semaphores' and the latch's scripts; it comes first.
 	types = "prelude_types.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types}
+var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types, ledger}
 
 // load wraps an embedded file once as a *redis.Script, after the given
 // preludes. A missing file is a programming error caught by every test run.

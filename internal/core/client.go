@@ -68,6 +68,11 @@ type Client struct {
 	// random, 13 decimal digits.
 	freshBase uint64
 
+	// ledger numbers the counted semaphores' requests (ledger.go), made
+	// on first use.
+	ledgerOnce sync.Once
+	ledger     *Ledger
+
 	holdsMu sync.Mutex
 	holds   map[HoldKey]*Hold
 	owners  ownerLocks

@@ -43,11 +43,22 @@ import (
 // what and args label the warning logged when the release fails.
 func (c *Client) CompleteRelease(until time.Time, idempotent bool, what string,
 	newSend func(ctx context.Context) (send func() error, end time.Time), args ...any) {
+	c.CompleteReleaseThen(until, idempotent, nil, what, newSend, args...)
+}
+
+// CompleteReleaseThen is CompleteRelease, calling then (when not nil) once
+// the completion is over, whether Redis answered or not (the client closed
+// before it started included).
+func (c *Client) CompleteReleaseThen(until time.Time, idempotent bool, then func(), what string,
+	newSend func(ctx context.Context) (send func() error, end time.Time), args ...any) {
 	timeout := completeMax
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
 	started := c.finish(timeout, func(ctx context.Context) {
+		if then != nil {
+			defer then()
+		}
 		err := c.completeRelease(ctx, until, idempotent, newSend)
 		if err != nil {
 			c.ctr.releaseFailed.Add(1)
@@ -56,6 +67,9 @@ func (c *Client) CompleteRelease(until time.Time, idempotent bool, what string,
 		}
 	})
 	if !started {
+		if then != nil {
+			then()
+		}
 		c.ctr.releaseFailed.Add(1)
 		c.log.Warn("redisync: could not complete a release whose reply was lost (client closed): "+what, args...)
 	}
@@ -84,7 +98,7 @@ func (c *Client) completeRelease(ctx context.Context, until time.Time, idempoten
 			return err
 		case !until.IsZero() && !time.Now().Before(until):
 			return nil // the lease has ended: the permit is back by itself
-		case RefusedLate(err) && time.Now().Before(end):
+		case RefusedLate(err) && (end.IsZero() || time.Now().Before(end)):
 			continue // did not run and never will: a new request
 		case idempotent:
 			if !waitCtx(ctx, time.Second) {

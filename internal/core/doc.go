@@ -59,6 +59,10 @@
 //     owner exclude each other as sync.Mutex's do (gate.go).
 //   - hold: one owner's hold of a lock or side, from hold count 0 → 1 to
 //     its release or loss (hold.go); redisync.Hold shows it to users.
+//   - ledger: a client's numbered requests on a counted semaphore, whose
+//     outcomes Redis keeps while the client may still ask, so that an undo
+//     or a re-sent release works after any outage (ledger.go,
+//     lua/prelude_ledger.lua).
 //   - line, turn: a client's callers waiting for one lock or semaphore,
 //     in arrival order; only the head (its turn) asks Redis (line.go).
 //   - mark: what a fresh hold's release or undo leaves on its request key,

@@ -39,7 +39,7 @@ const closeGrace = 5 * time.Second
 
 // Undo runs the undo of an acquisition whose reply was lost until Redis
 // answers it (as Resend decides), or until the time until has passed
-// (zero: no bound but Close's grace). newSend makes the undo request (a
+// (zero: no bound but Close's grace, and an hour, completeMax). newSend makes the undo request (a
 // request key and a deadline of its own) and returns what sends it: the
 // same request is re-sent while Redis does not answer, and a new one is
 // made when Redis refused the last as late (REDISYNC_LATE: it reached
@@ -49,13 +49,23 @@ const closeGrace = 5 * time.Second
 // args label the warning logged when the undo fails; every failed undo is
 // counted (Stats.UndosFailed).
 func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
+	c.UndoThen(until, nil, what, newSend, args...)
+}
+
+// UndoThen is Undo, calling then (when not nil) once the undo is over,
+// whether it got an answer or not (the client closed before it started
+// included).
+func (c *Client) UndoThen(until time.Time, then func(), what string, newSend func(ctx context.Context) func() error, args ...any) {
 	done := make(chan struct{})
-	timeout := MaxRequestTTL + closeGrace
+	timeout := completeMax
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
 	started := c.finish(timeout, func(ctx context.Context) {
 		defer close(done)
+		if then != nil {
+			defer then()
+		}
 		var err error
 		for {
 			err = c.resendUntil(ctx, until, newSend(ctx))
@@ -70,6 +80,9 @@ func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Con
 		}
 	})
 	if !started {
+		if then != nil {
+			then()
+		}
 		c.ctr.undoFailed.Add(1)
 		c.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
 		return
