@@ -61,7 +61,7 @@ if redis.call('exists', hash, req) == 0 then
   if ARGV[4] == '1' then
     token = redis.call('incr', KEYS[3])
   end
-  if tonumber(ARGV[1]) < tonumber(deadline) - request_now + 1000 then
+  if tonumber(ARGV[1]) < request_left + 1000 then
     record(req, '1:' .. token, deadline) -- the lease may end before the deadline
   end
   return {1, 1, token}

@@ -59,7 +59,7 @@ if redis.call('exists', hash, req) == 0 then
   refuse_late(deadline)
   redis.call('hset', hash, 'mode', 'write', field, 1)
   redis.call('pexpire', hash, ARGV[1])
-  if tonumber(ARGV[1]) < tonumber(deadline) - request_now + 1000 then
+  if tonumber(ARGV[1]) < request_left + 1000 then
     record(req, '1', deadline) -- the lease may end before the deadline
   end
   return {1, 1}
