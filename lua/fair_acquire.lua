@@ -57,7 +57,7 @@ if replay then
   return replay
 end
 local owner = ARGV[2]
-local count = tonumber(ARGV[5])
+local count = ARGV[5] + 0
 local now = fair_now()
 local pruned = fair_prune(KEYS[2], KEYS[3], now)
 local free = redis.call('exists', KEYS[1]) == 0
@@ -89,7 +89,7 @@ local pos = redis.call('lpos', KEYS[2], owner)
 if not pos then
   pos = redis.call('rpush', KEYS[2], owner) - 1
 end
-redis.call('zadd', KEYS[3], now + tonumber(ARGV[6]), owner)
+redis.call('zadd', KEYS[3], now + ARGV[6], owner)
 local hint = -1
 if pos == 0 then
   hint = redis.call('pttl', KEYS[1])

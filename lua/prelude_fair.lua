@@ -19,7 +19,7 @@
 --                                 that owner or false
 local function fair_now()
   local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
 local function fair_prune(queue, timeouts, now)

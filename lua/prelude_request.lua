@@ -12,8 +12,9 @@
 -- go-redis re-send, a request held up in the network for minutes — either
 -- returns what the first one did or does nothing, and records still expire.
 -- (The fresh holds of lock_acquire_fresh and lock_release_fresh need no
--- record while they last, the owner's field serving as one; they use
--- refuse_late, and record only for a lease shorter than the deadline.)
+-- record while they last, the owner's field serving as one; the
+-- acquisition checks the deadline as refuse_late does, written out, and
+-- records only for a lease shorter than the deadline.)
 --
 -- KEYS     none of its own: the functions take the keys they touch
 -- ARGV     none of its own: the functions take the deadline
@@ -72,13 +73,14 @@ local function recorded(key)
   return nil
 end
 
--- Each string-to-number conversion is a strtod, which costs about as much
--- as a dozen Lua steps: the deadline is converted once, here, and record
--- reuses what is left of it.
+-- Each string-to-number conversion is a strtod, which costs more than a
+-- dozen Lua steps: the deadline is converted once, here, and record reuses
+-- what is left of it. (Arithmetic converts a string once, tonumber twice:
+-- see package lua's documentation.)
 local function refuse_late(deadline)
   local t = redis.call('time')
-  request_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  request_deadline, request_left = deadline, tonumber(deadline) - request_now
+  request_now = t[1] * 1000 + math.floor(t[2] / 1000)
+  request_deadline, request_left = deadline, deadline - request_now
   if request_left < 0 then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
@@ -87,7 +89,7 @@ end
 local function record(key, value, deadline)
   local left = request_left
   if deadline ~= request_deadline then
-    left = tonumber(deadline) - request_now
+    left = deadline - request_now
   end
   redis.call('set', key, value, 'px', math.max(left, 0) + 1000)
 end

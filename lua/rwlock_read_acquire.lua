@@ -37,8 +37,8 @@ local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay
 end
-local hash, lease, prefix = KEYS[1], tonumber(ARGV[1]), ARGV[5]
-local count = tonumber(ARGV[6])
+local hash, lease, prefix = KEYS[1], (ARGV[1] + 0), ARGV[5]
+local count = ARGV[6] + 0
 local stored = tonumber(redis.call('hget', hash, ARGV[2]) or '0')
 if count > 1 and not live(prefix, stored) then
   return {-2, 0}

@@ -28,7 +28,7 @@ if rec then
 end
 refuse_late(ARGV[2])
 local available = number_at(KEYS[1]) -- a key of another type fails here
-if available >= tonumber(ARGV[1]) then
+if available >= (ARGV[1] + 0) then
   redis.call('decrby', KEYS[1], ARGV[1])
   record(KEYS[2], ARGV[1], ARGV[2])
   return 1
