@@ -40,6 +40,7 @@ if ARGV[3] == '1' then
   n = acq
 end
 local value = redis.call('incrby', KEYS[1], n)
-redis.call(ARGV[4], KEYS[2], string.format('%d', value))
-record(KEYS[3], string.format('%d', value), ARGV[2])
+local text = string.format('%d', value)
+redis.call(ARGV[4], KEYS[2], text)
+record(KEYS[3], text, ARGV[2])
 return {1, value}
