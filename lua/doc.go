@@ -48,7 +48,7 @@
 //
 // A script's run costs Redis about as much per redis.call as for the
 // EVALSHA itself, so the scripts call as few commands as they can; the
-// Lua around them is cheap except for three things, which they avoid on
+// Lua around them is cheap except for a few things, which they avoid on
 // their common paths. A prelude's local function makes a closure on every
 // run, so a script is composed with only the definitions it uses
 // (compose.go), and the uncontended lock's fresh acquisitions write out
@@ -56,9 +56,11 @@
 // and Lua 5.1's tonumber does two (it tests, then converts): a string that
 // is always a number (an int64 ARGV entry, TIME's fields) is converted by
 // arithmetic instead (ARGV[1] + 0, t[1] * 1000), once; tonumber stays
-// where a value may not be a number and nil is the answer wanted. And a
-// table reply costs Redis a dozen lookups (it tests for err, ok, map and
-// so on before the array), which the reply shapes of the bindings fix.
+// where a value may not be a number and nil is the answer wanted; the other
+// way, Redis formats a number given to redis.call with snprintf, so a
+// constant argument is written as a string ('1'). And a table reply costs
+// Redis a dozen lookups (it tests for err, ok, map and so on before the
+// array), which the reply shapes of the bindings fix.
 //
 // # Typed bindings
 //

@@ -64,7 +64,7 @@ local free = redis.call('exists', KEYS[1]) == 0
 local take = false
 if free then
   if count == 1 then
-    local head = redis.call('lindex', KEYS[2], 0)
+    local head = redis.call('lindex', KEYS[2], '0')
     take = (not head) or head == owner
   end
 elseif redis.call('hexists', KEYS[1], owner) == 1 then
@@ -94,7 +94,7 @@ local hint = -1
 if pos == 0 then
   hint = redis.call('pttl', KEYS[1])
 elseif pos == 1 then
-  local deadline = redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], 0))
+  local deadline = redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], '0'))
   if deadline then
     hint = math.max(tonumber(deadline) - now, 0)
   end

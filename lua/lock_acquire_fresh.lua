@@ -64,7 +64,7 @@ if redis.call('exists', hash, req) == 0 then
   if left < 0 then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
-  redis.call('hset', hash, field, 1)
+  redis.call('hset', hash, field, '1')
   redis.call('pexpire', hash, ARGV[1])
   local token = 0
   if ARGV[4] == '1' then

@@ -63,7 +63,7 @@ if redis.call('exists', to) == 1 then
   end
   return {0, 0, 0}
 end
-redis.call('hset', hash, next_field, 1)
+redis.call('hset', hash, next_field, '1')
 redis.call('pexpire', hash, ARGV[4])
 local token = 0
 if ARGV[6] == '1' then

@@ -25,7 +25,7 @@ end
 local function fair_prune(queue, timeouts, now)
   local dropped = false
   while true do
-    local head = redis.call('lindex', queue, 0)
+    local head = redis.call('lindex', queue, '0')
     if not head then
       break
     end
@@ -41,7 +41,7 @@ local function fair_prune(queue, timeouts, now)
 end
 
 local function fair_notify(queue, prefix, cmd)
-  local head = redis.call('lindex', queue, 0)
+  local head = redis.call('lindex', queue, '0')
   if head then
     redis.call(cmd, prefix .. ':' .. head, '0')
   end

@@ -66,7 +66,7 @@ if redis.call('exists', hash, req) == 0 then
   if left < 0 then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
-  redis.call('hset', hash, 'mode', 'write', field, 1)
+  redis.call('hset', hash, 'mode', 'write', field, '1')
   redis.call('pexpire', hash, ARGV[1])
   if ARGV[1] - 1000 < left then
     -- the lease may end before the deadline

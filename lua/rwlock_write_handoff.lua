@@ -64,6 +64,6 @@ if redis.call('exists', to) == 1 or redis.call('hlen', hash) ~= 1 then
   redis.call(ARGV[6], KEYS[4], ARGV[5])
   return {0, 0}
 end
-redis.call('hset', hash, next_field, 1)
+redis.call('hset', hash, next_field, '1')
 redis.call('pexpire', hash, ARGV[4])
 return {0, 1}
