@@ -38,11 +38,11 @@
 --   ledger_record(h, seq, value)
 --                          records request seq's outcome and keeps the
 --                          ledger two hours
-local ledger_ttl = 7200000
+local ledger_ttl = '7200000' -- two hours, in ms (a string: Redis formats numbers at a cost)
 
 local function ledger_replay(h, seq, lw, deadline)
   local low = tonumber(redis.call('hget', h, 'lw'))
-  seq, lw = tonumber(seq), tonumber(lw)
+  seq, lw = seq + 0, lw + 0
   if low and seq < low then
     return 'stale'
   end

@@ -32,7 +32,7 @@ if rec then
   return 1
 end
 local available = number_at(KEYS[1]) -- a key of another type fails here
-if available >= tonumber(ARGV[1]) then
+if available >= (ARGV[1] + 0) then
   redis.call('decrby', KEYS[1], ARGV[1])
   ledger_record(KEYS[2], ARGV[3], ARGV[1])
   return 1

@@ -49,6 +49,7 @@ if ARGV[3] == '1' then
   n = acq
 end
 local value = redis.call('incrby', KEYS[1], n)
-redis.call(ARGV[4], KEYS[2], string.format('%d', value))
-ledger_record(KEYS[3], ARGV[5], string.format('%d', value))
+local text = string.format('%d', value)
+redis.call(ARGV[4], KEYS[2], text)
+ledger_record(KEYS[3], ARGV[5], text)
 return {1, value}
