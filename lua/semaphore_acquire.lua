@@ -24,6 +24,7 @@
 -- Code     Taken = 1: the permits were taken
 -- Code     Short = 0: fewer are available
 -- Code     Cancelled = -1: this request was cancelled first, or is a stale copy
+local available = number_at(KEYS[1]) -- a key of another type fails here, before any write
 local rec = ledger_replay(KEYS[2], ARGV[3], ARGV[4], ARGV[2])
 if rec then
   if rec == 'cancelled' or rec == 'stale' then
@@ -31,7 +32,6 @@ if rec then
   end
   return 1
 end
-local available = number_at(KEYS[1]) -- a key of another type fails here
 if available >= (ARGV[1] + 0) then
   redis.call('decrby', KEYS[1], ARGV[1])
   ledger_record(KEYS[2], ARGV[3], ARGV[1])

@@ -30,6 +30,7 @@
 -- Code     Released = 1: Available is the permits after the release
 -- Code     NotTaken = 0: in undo mode, the acquisition never took place
 -- Code     Stale = 2: a copy its client no longer waits for: nothing changed
+number_at(KEYS[1]) -- a key of another type fails here, before any write
 local rec = ledger_replay(KEYS[3], ARGV[5], ARGV[6], ARGV[2])
 if rec == 'stale' then
   return {2, 0}
