@@ -64,62 +64,90 @@ func newFairKeys(name string) fairKeys {
 	return fairKeys{keys.FairQueue(name), keys.FairTimeouts(name), keys.LockChannel(name)}
 }
 
-// fairSide is the fair lock's configuration of the engine: the lock's hash,
-// owner fields and renewal; the fair scripts, which queue the owners that
+// fairSide is the fair lock's configuration of the engine (fairScripts).
+// A waiting owner keeps its place in the queue from one attempt to the
+// next, so a handle's owner must not change per attempt: no fresh holds,
+// every hold is recorded; and no local line.
+func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
+	return &core.Side{Kind: "fair lock", Scripts: &fairScripts{
+		lockScripts:   *newLockScripts(e, "0"), // the lock's field and renewal
+		fk:            newFairKeys(e.Name),
+		timeoutMillis: core.Millis(timeout),
+		recheck:       max(timeout/3, time.Millisecond),
+	}}
+}
+
+// fairScripts are the fair lock's scripts: the lock's hash, owner fields
+// and renewal (lockScripts); the fair scripts, which queue the owners that
 // must wait; a wait on the owner's own channel, which a release publishes
-// on only when the owner is at the head of the queue; and, when a wait ends
-// without the lock, leaving the queue.
+// on only when the owner is at the head of the queue; and, when a wait
+// ends without the lock, leaving the queue (fairLeaver).
 //
 // A queued owner's deadline is timeout after its latest attempt, on the
-// server's clock. Each attempt's retry hint is at most a third of timeout,
-// so a live waiter re-checks, and so refreshes its deadline, twice more
-// before it could be taken for dead, even when no message comes.
-func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
-	fk := newFairKeys(e.Name)
-	timeoutMillis := core.Millis(timeout)
-	recheck := max(timeout/3, time.Millisecond)
-	s := lockSide(e, "fair lock", "0") // the lock's field and renewal
-	// A waiting owner keeps its place in the queue from one attempt to the
-	// next, so a handle's owner must not change per attempt: no fresh
-	// holds, every hold is recorded.
-	s.Fresh = false
-	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-		pub, err := e.C.PublishCommand(ctx)
-		if err != nil {
-			return core.Outcome{}, err
-		}
-		rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
-			ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
-			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Fenced: op.Fencing,
-			Count: op.Count, WaiterTimeoutMillis: timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
-		out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
-		if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > recheck) {
-			out.Retry = recheck
-		}
-		return out, err
-	}
-	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
-		undo, undoKey := false, op.ReqKey
-		if op.UndoKey != "" {
-			undo, undoKey = true, op.UndoKey
-		}
-		return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-			Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
-			Deadline: e.C.RequestDeadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
-	}
-	s.Wait = func(op *core.Op) core.WaitSpec {
-		owner := op.Owner
-		return core.WaitSpec{
-			Channel: keys.FairChannel(e.Name, owner),
-			// Only this owner's waiters listen here, and a message means
-			// it is the owner's turn: each of them may go on (the first in
-			// takes the lock, the others re-enter it).
-			Wake:   pubsub.WakeAll,
-			GiveUp: func(ctx context.Context) { fairLeave(ctx, e, owner) },
-		}
-	}
-	return s
+// server's clock. Each attempt's retry hint is at most a third of timeout
+// (recheck), so a live waiter re-checks, and so refreshes its deadline,
+// twice more before it could be taken for dead, even when no message
+// comes.
+type fairScripts struct {
+	lockScripts
+	fk            fairKeys
+	timeoutMillis int64
+	recheck       time.Duration
 }
+
+// Acquire runs fair_acquire, which queues the owner when it must wait.
+func (s *fairScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e, fk := s.e, s.fk
+	pub, err := e.C.PublishCommand(ctx)
+	if err != nil {
+		return core.Outcome{}, err
+	}
+	rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
+		ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Fenced: op.Fencing,
+		Count: op.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
+	out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
+	if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > s.recheck) {
+		out.Retry = s.recheck
+	}
+	return out, err
+}
+
+// Release runs fair_release, which wakes the owner at the head of the
+// queue.
+func (s *fairScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
+	fk := s.fk
+	undo, undoKey := false, op.ReqKey
+	if op.UndoKey != "" {
+		undo, undoKey = true, op.UndoKey
+	}
+	return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
+		Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
+		Deadline: s.e.C.RequestDeadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Runner(op.Sync))
+}
+
+// Waiting waits on the owner's own channel and leaves the queue when the
+// wait ends without the lock.
+func (s *fairScripts) Waiting(op *core.Op) core.WaitSpec {
+	leaver := &fairLeaver{e: s.e, owner: op.Owner}
+	return core.WaitSpec{
+		Channel: keys.FairChannel(s.e.Name, op.Owner),
+		// Only this owner's waiters listen here, and a message means
+		// it is the owner's turn: each of them may go on (the first in
+		// takes the lock, the others re-enter it).
+		Wake:   pubsub.WakeAll,
+		GiveUp: leaver.giveUp,
+	}
+}
+
+// fairLeaver takes owner out of the fair lock's queue (fairLeave) when its
+// wait ends without the lock.
+type fairLeaver struct {
+	e     *core.Lock
+	owner string
+}
+
+func (f *fairLeaver) giveUp(ctx context.Context) { fairLeave(ctx, f.e, f.owner) }
 
 // fairLeave takes owner out of the fair lock's queue after a wait that
 // ended without the lock. A failure only delays the others: the entry is

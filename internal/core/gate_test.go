@@ -200,19 +200,24 @@ func TestGateWaiterGivesUp(t *testing.T) {
 	})
 }
 
-// fakeSide is a Side whose scripts are Go: every acquisition succeeds and
-// every release frees the hold. It counts the acquisitions sent.
+// fakeSide is a Side whose scripts are Go (fakeScripts): every
+// acquisition succeeds and every release frees the hold. It counts the
+// acquisitions sent.
 func fakeSide(acquired *atomic.Int64) *Side {
-	return &Side{
-		Kind:  "test",
-		Field: func(owner string) string { return owner },
-		Acquire: func(context.Context, *Op) (Outcome, error) {
-			acquired.Add(1)
-			return Outcome{Acquired: true}, nil
-		},
-		Release: func(_ context.Context, op *Op) (int64, error) { return op.Count, nil },
-		Wait:    func(op *Op) WaitSpec { return WaitSpec{Channel: op.Name, Wake: pubsub.WakeOne} },
-	}
+	return &Side{Kind: "test", Scripts: &fakeScripts{acquired: acquired}}
+}
+
+type fakeScripts struct{ acquired *atomic.Int64 }
+
+func (f *fakeScripts) Field(owner string) string { return owner }
+func (f *fakeScripts) Acquire(context.Context, *Op) (Outcome, error) {
+	f.acquired.Add(1)
+	return Outcome{Acquired: true}, nil
+}
+func (f *fakeScripts) Release(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
+func (f *fakeScripts) Renewal(*Op) *RenewSpec                           { return nil }
+func (f *fakeScripts) Waiting(op *Op) WaitSpec {
+	return WaitSpec{Channel: op.Name, Wake: pubsub.WakeOne}
 }
 
 // Callers of a handle without a context owner exclude each other at its

@@ -176,7 +176,9 @@ type Outcome struct {
 	Err error
 }
 
-// Side configures the engine for one kind of hold.
+// Side configures the engine for one kind of hold: what it is (Kind,
+// What, Shared, Fresh, Line) and what it runs in Redis (Scripts, Handoff),
+// interfaces that rlock and rwlock implement with named types.
 type Side struct {
 	// Kind names the primitive in errors ("rlock", "rwlock", ...), What
 	// the side ("read ", "write " or "").
@@ -190,31 +192,46 @@ type Side struct {
 	// lock's, and the rwlock's write side. A fresh hold's request key is
 	// keys.Request(name, Field(owner)), which ends with the field.
 	Fresh bool
-	// Field returns an owner's field in the hash.
-	Field func(owner string) string
-	// Acquire runs one acquisition attempt.
-	Acquire func(ctx context.Context, op *Op) (Outcome, error)
-	// Release sets the owner's count to op.Count (0: the hold ends), or
-	// undoes an acquisition (op.UndoKey). It returns the owner's remaining
-	// count, -1 when the owner did not hold it (nothing changed), -2 when
-	// an undone acquisition had not taken place.
-	Release func(ctx context.Context, op *Op) (int64, error)
-	// Renew returns how the watchdog renews a hold (nil: this side is
-	// never renewed).
-	Renew func(op *Op) *RenewSpec
-	// Wait returns how a waiter for op waits: the channel and wake policy,
-	// or a spin backoff, and what giving up must clean. Forever, Wait and
-	// Try are set by the engine.
-	Wait func(op *Op) WaitSpec
 	// Line, when not empty, is the key of the client's local line
 	// (JoinLine) in which this side's waiters for the lock line up (see
 	// Acquire); LockLine builds it. Empty: waiters do not line up.
 	Line string
-	// Handoff, when set (with Line and Fresh), releases the fresh hold
-	// from and takes a fresh hold for to, the next caller in the line, in
-	// one step (handoff.go). from.Count is 0; to.Count, Lease, Fencing and
-	// ReqKey are the acquisition's.
-	Handoff func(ctx context.Context, from, to *Op) (HandoffOutcome, error)
+	// Scripts runs the side's scripts and says how its waiters wait.
+	Scripts Scripts
+	// Handoff, when set (with Line and Fresh), hands a fresh hold on to
+	// the next caller in the line in one step (handoff.go); nil: a
+	// release always frees the lock in Redis.
+	Handoff Handoffer
+}
+
+// Scripts is what one side of a lock runs in Redis, through the typed
+// bindings of package lua. rlock (lockScripts, spinScripts, fairScripts)
+// and rwlock (readScripts, writeScripts) implement it.
+type Scripts interface {
+	// Field returns an owner's field in the hash.
+	Field(owner string) string
+	// Acquire runs one acquisition attempt.
+	Acquire(ctx context.Context, op *Op) (Outcome, error)
+	// Release sets the owner's count to op.Count (0: the hold ends), or
+	// undoes an acquisition (op.UndoKey). It returns the owner's remaining
+	// count, -1 when the owner did not hold it (nothing changed), -2 when
+	// an undone acquisition had not taken place.
+	Release(ctx context.Context, op *Op) (int64, error)
+	// Renewal returns how the watchdog renews the hold op took (nil: this
+	// side is never renewed).
+	Renewal(op *Op) *RenewSpec
+	// Waiting returns how a waiter for op waits: the channel and wake
+	// policy, or a spin backoff, and what giving up must clean. Forever,
+	// Wait and Try are set by the engine.
+	Waiting(op *Op) WaitSpec
+}
+
+// Handoffer hands a lock from one fresh hold to the next caller's.
+type Handoffer interface {
+	// Handoff releases the fresh hold from and takes a fresh hold for to,
+	// the next caller in the line, in one script (handoff.go). from.Count
+	// is 0; to.Count, Lease, Fencing and ReqKey are the acquisition's.
+	Handoff(ctx context.Context, from, to *Op) (HandoffOutcome, error)
 }
 
 // HandoffOutcome is the result of one Side.Handoff call.
@@ -317,7 +334,7 @@ func (l *Lock) attempt(ctx context.Context, s *Side, base Op) Op {
 	var buf [20]byte
 	req := l.freshPrefix + string(strconv.AppendUint(buf[:0], l.C.FreshToken(), 10))
 	owner := req[l.ownerAt:]
-	if field := s.Field(owner); field != owner {
+	if field := s.Scripts.Field(owner); field != owner {
 		req = l.freshPrefix[:l.ownerAt] + field // keys.Request(Name, field)
 	}
 	base.ReqKey = req
@@ -358,7 +375,7 @@ func (l *Lock) op(s *Side, token uint64) Op {
 		return Op{Name: l.Name, Fresh: true}
 	}
 	owner := l.ownerName(token)
-	return Op{Name: l.Name, Owner: owner, Field: s.Field(owner)}
+	return Op{Name: l.Name, Owner: owner, Field: s.Scripts.Field(owner)}
 }
 
 // Owner returns the owner ("<client id>:<token>") acting in ctx on side
@@ -484,7 +501,7 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		bp = new(Op)
 		*bp = base
 	}
-	spec := s.Wait(bp)
+	spec := s.Scripts.Waiting(bp)
 	spec.Forever = forever
 	if !forever {
 		spec.Wait = max(wait-time.Since(start), 0)
@@ -551,7 +568,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		l.setRequestKey(&op)
 		op.Sync = l.C.newSyncIn(&op.sync)
 		sent := time.Now() // Redis starts the lease after this
-		out, err := s.Acquire(ctx, &op)
+		out, err := s.Scripts.Acquire(ctx, &op)
 		if err == nil && out.Acquired && op.Sync.SyncErr() != nil {
 			// Taken on the primary, not acknowledged by its replicas: a
 			// failover could lose it. It is undone before the error
@@ -584,8 +601,8 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 			return false, out.Retry, nil
 		}
 		var renew *RenewSpec
-		if l.Fixed == 0 && s.Renew != nil {
-			renew = s.Renew(&op)
+		if l.Fixed == 0 {
+			renew = s.Scripts.Renewal(&op)
 		}
 		h := l.C.acquiredAs(s.Kind, s.What, sent, hk, op.Count, out.Fence, op.Lease, renew)
 		if op.Count == 1 && s.Handoff != nil && s.Line != "" {
@@ -635,7 +652,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 		var err error
 		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
 			err = l.C.resendUntil(ctx, until, func() error {
-				_, err := s.Release(ctx, &op)
+				_, err := s.Scripts.Release(ctx, &op)
 				return err
 			})
 		}
@@ -724,7 +741,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	}
 	op.Publish = pub
 	send := func() (int64, error) {
-		remaining, err := s.Release(ctx, &op)
+		remaining, err := s.Scripts.Release(ctx, &op)
 		if err != nil && !IsReply(err) && !op.Fresh {
 			unsettled = op.ReqKey
 		}
@@ -787,7 +804,7 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 	sent := time.Now()
 	remaining, err := l.C.Release(hk, 0, func() (int64, error) {
 		var err error
-		out, err = s.Handoff(ctx, &op, &to)
+		out, err = s.Handoff.Handoff(ctx, &op, &to)
 		return out.Remaining, err
 	})
 	handed := Handed{Sent: sent, Chain: chain}
@@ -884,8 +901,8 @@ func (a *acceptor) took(o *Offer) bool {
 		return false
 	}
 	var renew *RenewSpec
-	if l.Fixed == 0 && s.Renew != nil {
-		renew = s.Renew(&op)
+	if l.Fixed == 0 {
+		renew = s.Scripts.Renewal(&op)
 	}
 	h := l.C.acquiredAs(s.Kind, s.What, r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
 	h.setChain(r.Chain)
@@ -911,7 +928,7 @@ func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
 			return nil
 		}
 	} else {
-		field = s.Field(l.ownerName(token))
+		field = s.Scripts.Field(l.ownerName(token))
 	}
 	return l.C.liveHold(HoldKey{Key: l.Name, Field: field})
 }
