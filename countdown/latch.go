@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -152,7 +154,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	}
 	res, err := l.run(ctx, trySetCount, n)
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return res == lua.LatchTrySetCountSet, nil
 }
@@ -176,7 +178,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	ctx, cancel := l.h.C.DetachedContext(ctx)
 	defer cancel()
 	if _, err := l.run(ctx, countDown, 0); err != nil {
-		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, core.ReplyError(err))
+		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return nil
 }
@@ -188,7 +190,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := l.count(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }
@@ -258,7 +260,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 		},
 	})
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: %w", l.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return ok, nil
 }
@@ -273,7 +275,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	}
 	res, err := l.run(ctx, deleteLatch, 0)
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return res == lua.LatchDeleteExisted, nil
 }

@@ -37,7 +37,7 @@
 // which every script reads before it writes, and the semaphores' and the
 // latch's scripts read their string through prelude_types.lua, which
 // answers REDISYNC_WRONGTYPE for a string that is not a number. The client
-// maps both to redisync.ErrWrongType (internal/core.ReplyError).
+// maps both to redisync.ErrWrongType (internal/core/errs.ReplyError).
 //
 // A re-entry of a lock (lock_acquire.lua, fair_acquire.lua; hold count
 // above 1) never increments the fencing counter: it records and returns the

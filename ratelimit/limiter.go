@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -307,7 +308,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.
 			return false, l.wrap(context.Cause(ctx))
 		case <-l.h.C.Closing():
 			t.Stop()
-			return false, l.wrap(core.ErrClosed)
+			return false, l.wrap(errs.ErrClosed)
 		}
 	}
 }
@@ -335,7 +336,7 @@ func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error)
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
 		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
-		if !core.IsReply(err) {
+		if !errs.IsReply(err) {
 			l.undo(n, reqKey, deadline, string(random[:]))
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -176,7 +177,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	fail := func(err error) (bool, error) {
-		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, errs.ReplyError(err))
 	}
 	pub, err := l.e.C.PublishCommand(ctx)
 	if err != nil {

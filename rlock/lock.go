@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -227,13 +229,13 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := h.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	n, err := lua.LockForceUnlockArgs{Lock: h.e.Name, Channel: keys.LockChannel(h.e.Name), Message: "0",
 		Publish: pub, Deadline: h.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
 		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, h.e.C.Direct())
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	h.e.ForceEnded()
 	return n == lua.LockForceUnlockExisted, nil
@@ -246,7 +248,7 @@ func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	}
 	n, err := h.e.C.Redis().Exists(ctx, h.e.Name).Result()
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	return n == 1, nil
 }
@@ -270,7 +272,7 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }
@@ -283,7 +285,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	d, err := h.e.C.Redis().PTTL(ctx, h.e.Name).Result()
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	switch {
 	case d == -2 || d == -2*time.Millisecond:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -351,14 +353,14 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := rw.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlockArgs{Lock: rw.e.Name, Channel: keys.RWChannel(rw.e.Name), TimeoutHead: head,
 		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.RequestDeadline(ctx),
 		RequestPrefix: keys.RequestPrefix(rw.e.Name), MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	rw.e.ForceEnded()
 	return n == lua.RWForceUnlockExisted, nil
@@ -374,7 +376,7 @@ func (rw *RWLock) mode(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
+		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	return m, nil
 }
@@ -405,7 +407,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	n, err := lua.RWReadCountArgs{Lock: rw.e.Name, Field: owner,
 		TimeoutPrefix: keys.RWTimeoutPrefix(rw.e.Name, owner)}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }
@@ -424,7 +426,7 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -29,7 +30,7 @@ type base struct {
 
 // fail wraps an error of operation op.
 func (b *base) fail(op string, err error) error {
-	return fmt.Errorf("%s %q: %s: %w", b.h.Kind, b.h.Name, op, core.ReplyError(err))
+	return fmt.Errorf("%s %q: %s: %w", b.h.Kind, b.h.Name, op, errs.ReplyError(err))
 }
 
 // checkN checks a permit count for an acquisition or a release.
@@ -51,7 +52,7 @@ func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try c
 	defer func() { obs.End(ok, err) }()
 	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, errs.ReplyError(err))
 	}
 	return ok, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -220,7 +221,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if !core.IsReply(err) {
+		if !errs.IsReply(err) {
 			s.undo(ctx, reqKey, raw, lease)
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)

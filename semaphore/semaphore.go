@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -115,7 +117,7 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if !core.IsReply(err) {
+		if !errs.IsReply(err) {
 			s.undo(ctx, n, reqKey, deadline)
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
@@ -99,7 +101,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		o.ReplicaSync = &rs
 	}
 	if rdb == nil && o.Err == nil {
-		o.Err = fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
+		o.Err = fmt.Errorf("%w: nil redis client", errs.ErrInvalidArgument)
 	}
 	c := &Client{
 		rdb:     rdb,
@@ -124,21 +126,21 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 }
 
 // Check returns the error every operation must return before sending
-// anything: an invalid client or option (ErrInvalidArgument), a closed
-// client (ErrClosed), or for a client id given explicitly, one that another
-// live Client uses (ErrDuplicateID; the first operation of such a client
+// anything: an invalid client or option (errs.ErrInvalidArgument), a closed
+// client (errs.ErrClosed), or for a client id given explicitly, one that another
+// live Client uses (errs.ErrDuplicateID; the first operation of such a client
 // registers its id, one round trip, see register.go). A nil *Client is an
 // invalid argument.
 func (c *Client) Check() error {
 	if c == nil {
-		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil client", errs.ErrInvalidArgument)
 	}
 	if c.opts.Err != nil {
 		return c.opts.Err
 	}
 	select {
 	case <-c.closing:
-		return ErrClosed
+		return errs.ErrClosed
 	default:
 	}
 	if c.reg != nil && !c.reg.ok.Load() {
@@ -327,8 +329,8 @@ func (c closedContext) Err() error {
 func (closedContext) Value(any) any { return nil }
 
 // Close stops renewals and the pub/sub multiplexer and ends every live hold
-// with ErrLockLost (the holds are not released in Redis: they expire after
-// their lease). Waits under way end with ErrClosed. Before it returns, the
+// with errs.ErrLockLost (the holds are not released in Redis: they expire after
+// their lease). Waits under way end with errs.ErrClosed. Before it returns, the
 // clean-up work under way finishes: undos of interrupted acquisitions,
 // settles of lost releases, and the fair-lock queue entries of waiters that
 // gave up, each given at most closeGrace (5 s) after Close starts. It is
@@ -352,7 +354,7 @@ func (c *Client) Close() error {
 		}
 		c.holdsMu.Unlock()
 		for _, h := range live {
-			h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", ErrLockLost, ErrClosed))
+			h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
 		}
 		c.runOnClose()
 	})

@@ -43,7 +43,7 @@
 //     marks the acquisition cancelled if it has not run, so a late copy
 //     does nothing (lua/prelude_request.lua), and the caller waits for it
 //     at most a second. An acquisition its replicas did not acknowledge
-//     (ErrNotReplicated) is undone the same way before the error returns.
+//     (errs.ErrNotReplicated) is undone the same way before the error returns.
 //
 // # Glossary
 //

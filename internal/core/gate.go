@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // gate is a lock handle's local read-write gate for callers without a
@@ -46,7 +48,7 @@ func (g *gate) take(shared bool) {
 // waits; otherwise after the callers before it, waiting as long as ctx,
 // closing and (unless forever) wait allow. wait 0 and no admission gives
 // (false, nil) at once. It returns (false, nil) when the wait ran out and
-// an error wrapping ctx.Err() (or ErrClosed) when ctx ended or the client
+// an error wrapping ctx.Err() (or errs.ErrClosed) when ctx ended or the client
 // closed; then it holds nothing and has left the queue.
 func (g *gate) enter(ctx context.Context, shared, forever bool, wait time.Duration, closing <-chan struct{}) (bool, error) {
 	g.mu.Lock()
@@ -75,9 +77,9 @@ func (g *gate) enter(ctx context.Context, shared, forever bool, wait time.Durati
 		return true, nil
 	case <-timeout:
 	case <-ctx.Done():
-		err = ctxError(ctx)
+		err = errs.CtxError(ctx)
 	case <-closing:
-		err = ErrClosed
+		err = errs.ErrClosed
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -178,7 +180,7 @@ func TestGateWaiterGivesUp(t *testing.T) {
 		close(closing)
 		select {
 		case err := <-w.done:
-			require.ErrorIs(t, err, ErrClosed)
+			require.ErrorIs(t, err, errs.ErrClosed)
 		case <-time.After(5 * time.Second):
 			require.FailNow(t, "the waiter did not return on closing")
 		}
@@ -238,6 +240,6 @@ func TestGateInLock(t *testing.T) {
 	assert.Zero(t, l.gate.queued())
 	require.NoError(t, l.Release(context.Background(), s))
 	assert.False(t, l.gate.holds(s.Shared))
-	require.ErrorIs(t, l.Release(context.Background(), s), ErrNotHeld, "a release through the handle with nothing taken")
+	require.ErrorIs(t, l.Release(context.Background(), s), errs.ErrNotHeld, "a release through the handle with nothing taken")
 	assert.Equal(t, pubsub.Stats{}, c.Mux().Stats(), "the gate's waiter subscribed")
 }

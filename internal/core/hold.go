@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/lua"
@@ -110,11 +112,11 @@ func (h *Hold) Done() <-chan struct{} {
 	return h.done
 }
 
-// Err is nil while the hold lasts, then says why it ended: ErrNotHeld after
-// the final release, ErrLockLost (wrapped) after a loss.
+// Err is nil while the hold lasts, then says why it ended: errs.ErrNotHeld after
+// the final release, errs.ErrLockLost (wrapped) after a loss.
 func (h *Hold) Err() error {
 	if h == nil {
-		return ErrNotHeld
+		return errs.ErrNotHeld
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -130,11 +132,11 @@ func (h *Hold) FencingToken() int64 {
 	return h.fence
 }
 
-// endedContext is the Context of a nil hold: done, with ErrNotHeld as its
+// endedContext is the Context of a nil hold: done, with errs.ErrNotHeld as its
 // cause.
 var endedContext = func() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(ErrNotHeld)
+	cancel(errs.ErrNotHeld)
 	return ctx
 }()
 
@@ -218,7 +220,7 @@ func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, coun
 	}
 	select {
 	case <-c.closing: // Close raced with the acquisition: no renewal will come
-		h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", ErrLockLost, ErrClosed))
+		h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
 	default:
 	}
 	return h
@@ -231,7 +233,7 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 		h.timer.Stop()
 	}
 	h.timer = time.AfterFunc(time.Until(sent.Add(h.lease)), func() {
-		h.end(fmt.Errorf("%w: lease of %v expired", ErrLockLost, h.lease))
+		h.end(fmt.Errorf("%w: lease of %v expired", errs.ErrLockLost, h.lease))
 	})
 }
 
@@ -288,13 +290,13 @@ func (c *Client) Release(key HoldKey, count int64, release func() (int64, error)
 	}
 	switch {
 	case err != nil && count == 0:
-		h.end(fmt.Errorf("%w: released by this client; the release failed (%v), so Redis keeps the hold until its lease ends", ErrNotHeld, err))
+		h.end(fmt.Errorf("%w: released by this client; the release failed (%v), so Redis keeps the hold until its lease ends", errs.ErrNotHeld, err))
 	case err != nil:
 		h.setCount(count, time.Time{})
 	case remaining < 0:
-		h.end(fmt.Errorf("%w: Redis no longer had it at release", ErrLockLost))
+		h.end(fmt.Errorf("%w: Redis no longer had it at release", errs.ErrLockLost))
 	case remaining == 0:
-		h.end(ErrNotHeld)
+		h.end(errs.ErrNotHeld)
 	default:
 		h.setCount(remaining, sent)
 	}
@@ -361,7 +363,7 @@ func (h *Hold) end(err error) {
 	h.renewing = false
 	cancel := h.cancel
 	h.mu.Unlock()
-	h.leaveLine(err != ErrNotHeld) // ErrNotHeld: a release that took effect
+	h.leaveLine(err != errs.ErrNotHeld) // ErrNotHeld: a release that took effect
 	if wasRenewing {
 		h.c.wd.remove(h)
 	}
@@ -372,7 +374,7 @@ func (h *Hold) end(err error) {
 	h.c.holdsMu.Unlock()
 	// Log and observe before closing Done, so that whoever reacts to Done
 	// finds the record already written and the counters already counted.
-	if err != ErrNotHeld {
+	if err != errs.ErrNotHeld {
 		h.c.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
 	h.c.holdEnded(h, err)

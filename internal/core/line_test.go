@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,7 +104,7 @@ func TestLineAwaitEnds(t *testing.T) {
 
 	require.NoError(t, c.Close())
 	_, err = turn.Await(context.Background(), true, 0)
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, errs.ErrClosed)
 	turn.Leave()
 }
 

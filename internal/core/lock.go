@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 )
 
@@ -172,7 +173,7 @@ type Outcome struct {
 	// Lost: the owner's hold that a reentrant acquisition meant to extend
 	// was gone from Redis; the engine ends it and tries afresh.
 	Lost bool
-	// Err refuses the acquisition for good (ErrUpgrade); nothing changed.
+	// Err refuses the acquisition for good (errs.ErrUpgrade); nothing changed.
 	Err error
 }
 
@@ -363,7 +364,7 @@ func (l *Lock) owner(ctx context.Context) (uint64, bool, error) {
 		return l.Token, false, nil
 	}
 	if t == 0 {
-		return 0, false, fmt.Errorf("%w: owner token must be positive", ErrInvalidArgument)
+		return 0, false, fmt.Errorf("%w: owner token must be positive", errs.ErrInvalidArgument)
 	}
 	return t, true, nil
 }
@@ -404,10 +405,10 @@ func (s *Side) sideOf() string {
 }
 
 // fail wraps err, the failure of an operation on side s, with the kind and
-// name of the lock, mapping a wrong-type reply to ErrWrongType
-// (ReplyError).
+// name of the lock, mapping a wrong-type reply to errs.ErrWrongType
+// (errs.ReplyError).
 func (l *Lock) fail(s *Side, err error) error {
-	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, ReplyError(err))
+	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, errs.ReplyError(err))
 }
 
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
@@ -577,14 +578,14 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		}
 		switch {
 		case err != nil:
-			if !IsReply(err) {
+			if !errs.IsReply(err) {
 				// The undo goes on in the background, still holding the
 				// owner's lock: the owner's next operation waits for it
 				// (as long as its ctx allows); this one waits for it at
 				// most undoWait (a replica that did not acknowledge:
 				// until it is done).
 				wait := undoWait
-				if errors.Is(err, ErrNotReplicated) {
+				if errors.Is(err, errs.ErrNotReplicated) {
 					wait = releaseTimeout
 				}
 				var done <-chan struct{}
@@ -595,7 +596,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		case out.Err != nil:
 			return false, 0, out.Err
 		case out.Lost && op.Count > 1:
-			l.C.endHold(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", ErrLockLost))
+			l.C.endHold(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
 			return false, out.Retry, nil
@@ -657,7 +658,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 			})
 		}
 		if err != nil {
-			if !IsReply(err) {
+			if !errs.IsReply(err) {
 				l.C.ctr.undoFailed.Add(1)
 			}
 			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
@@ -665,7 +666,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 		}
 		// An owner's undo is a release: one whose reply was lost is
 		// settled before the owner's next request (Client.Settle).
-		if err == nil || IsReply(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
+		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
 			unlock()
 		}
 	})
@@ -692,7 +693,7 @@ func awaitUndo(done <-chan struct{}, d time.Duration) {
 // Release releases one hold of side s by the owner acting in ctx. It runs
 // on a detached context, so a cancelled ctx still releases. Without a
 // context owner it releases the hold the handle took without one, from any
-// goroutine. It returns an error wrapping ErrNotHeld when this client holds
+// goroutine. It returns an error wrapping errs.ErrNotHeld when this client holds
 // nothing for that owner (after clearing what Redis may keep of it), or
 // when Redis no longer had the hold (it was lost). Without a context owner
 // and nothing taken through the handle, it sends nothing.
@@ -707,13 +708,13 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	base := l.op(s, token)
 	if !own {
 		if !l.gate.holds(s.Shared) {
-			return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, ErrNotHeld))
+			return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, errs.ErrNotHeld))
 		}
 		defer l.gate.leave(s.Shared)
 	}
 	if base.Fresh {
 		if base = l.freshHold(); base.Owner == "" {
-			return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, ErrNotHeld))
+			return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, errs.ErrNotHeld))
 		}
 	}
 	hk := HoldKey{Key: base.Name, Field: base.Field}
@@ -742,7 +743,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	op.Publish = pub
 	send := func() (int64, error) {
 		remaining, err := s.Scripts.Release(ctx, &op)
-		if err != nil && !IsReply(err) && !op.Fresh {
+		if err != nil && !errs.IsReply(err) && !op.Fresh {
 			unsettled = op.ReqKey
 		}
 		return remaining, err
@@ -756,7 +757,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		if _, err := send(); err != nil {
 			l.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Name, "err", err)
 		}
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, ErrNotHeld))
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	op.Count = cur - 1
 	if o, chain := l.claimNext(s, hk, op); o != nil {
@@ -771,7 +772,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	case err != nil:
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, ErrNotHeld))
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	case op.Sync.SyncErr() != nil:
 		return l.fail(s, fmt.Errorf("%sreleased on the primary: %w", s.What, op.Sync.Err))
 	}
@@ -812,7 +813,7 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 	case err != nil:
 		// An error reply ran nothing; without a reply, the acquisition
 		// may have taken place.
-		handed.Unknown = !IsReply(err)
+		handed.Unknown = !errs.IsReply(err)
 	case out.Acquired:
 		handed.Acquired, handed.Fence = true, out.Fence
 	}
@@ -821,7 +822,7 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 	case err != nil:
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), op.Owner, ErrNotHeld))
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), op.Owner, errs.ErrNotHeld))
 	}
 	return nil
 }
@@ -936,7 +937,7 @@ func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
 // ForceEnded ends every hold of this client on the lock (any owner), after
 // a ForceUnlock deleted it.
 func (l *Lock) ForceEnded() {
-	l.C.endHolds(l.Name, fmt.Errorf("%w: force-unlocked", ErrLockLost))
+	l.C.endHolds(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
 }
 
 // FencingToken returns the fencing token of the hold of the latest
@@ -957,7 +958,7 @@ func (l *Lock) Done() <-chan struct{} {
 }
 
 // Err is nil while the hold of the latest acquisition through this handle
-// lasts, then says why it ended; ErrNotHeld before any.
+// lasts, then says why it ended; errs.ErrNotHeld before any.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -993,7 +994,7 @@ func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
 		case ol.sem <- struct{}{}:
 		case <-ctx.Done():
 			o.drop(k, ol)
-			return nil, ctxError(ctx)
+			return nil, errs.CtxError(ctx)
 		}
 	}
 	return ol, nil

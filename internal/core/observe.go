@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Observation: the counters behind redisync.Client.Stats and the hooks
@@ -56,8 +58,8 @@ type HoldEnd struct {
 	Name      string // the primitive's name (its hash key)
 	Owner     string // the owner's field in the hash
 	Duration  time.Duration
-	Lost      bool  // ended with ErrLockLost
-	Err       error // why it ended: ErrNotHeld (released) or an ErrLockLost
+	Lost      bool  // ended with errs.ErrLockLost
+	Err       error // why it ended: errs.ErrNotHeld (released) or an errs.ErrLockLost
 }
 
 // RenewalTick describes one watchdog round.
@@ -260,7 +262,7 @@ func Primitive(kind, what string) string {
 
 // holdEnded counts and reports the end of hold h with err (Hold.end).
 func (c *Client) holdEnded(h *Hold, err error) {
-	lost := errors.Is(err, ErrLockLost)
+	lost := errors.Is(err, errs.ErrLockLost)
 	if lost {
 		c.ctr.lost.Add(1)
 	}

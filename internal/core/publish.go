@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,7 +59,7 @@ func (c *Client) PublishCommand(ctx context.Context) (string, error) {
 		switch {
 		case err == nil:
 			c.pub.cmd = SPublish
-		case IsReply(err):
+		case errs.IsReply(err):
 			c.log.Info("redisync: the cluster does not support sharded pub/sub, using classic pub/sub", "err", err)
 			c.pub.cmd = Publish
 		default:

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -27,7 +28,7 @@ import (
 // (lua/client_unregister.lua), so the id is free at once, and a process
 // that dies frees it within the watchdog timeout. A Client that finds the
 // id registered by another instance fails its operations with
-// ErrDuplicateID (each one asks again, so it goes on once the other is
+// errs.ErrDuplicateID (each one asks again, so it goes on once the other is
 // gone). Once registered, an operation costs one atomic load more: the
 // registration is sent once, not per operation.
 
@@ -58,7 +59,7 @@ func newRegistration(id string) *registration {
 // checkRegistered returns nil when the client's id needs no registration or
 // is registered; otherwise it registers it (one round trip, bounded by
 // registerTimeout and by Close) and returns an error wrapping
-// ErrDuplicateID when another live Client holds the id, or the error that
+// errs.ErrDuplicateID when another live Client holds the id, or the error that
 // kept it from registering.
 func (c *Client) checkRegistered() error {
 	r := c.reg
@@ -71,7 +72,7 @@ func (c *Client) checkRegistered() error {
 		return nil
 	}
 	if r.closed {
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
 	defer cancel()
@@ -79,10 +80,10 @@ func (c *Client) checkRegistered() error {
 	defer stop()
 	n, err := lua.ClientRegisterArgs{Registration: r.key, Value: r.value, TTLMillis: Millis(c.opts.WatchdogTimeout)}.Run(ctx, c.Direct())
 	if err != nil {
-		return fmt.Errorf("redisync: registering client id %q: %w", c.id, ReplyError(err))
+		return fmt.Errorf("redisync: registering client id %q: %w", c.id, errs.ReplyError(err))
 	}
 	if n != lua.ClientRegisterRegistered {
-		return fmt.Errorf("%w: %q (registered at %s by a Client that has not closed yet)", ErrDuplicateID, c.id, r.key)
+		return fmt.Errorf("%w: %q (registered at %s by a Client that has not closed yet)", errs.ErrDuplicateID, c.id, r.key)
 	}
 	r.ok.Store(true)
 	r.ever = true
@@ -128,7 +129,7 @@ func (c *Client) startRenewals(r *registration) bool {
 
 // renewRegistration renews the registration once. When another instance
 // holds the id (ours ran out during an outage, and it registered), the
-// client's operations fail with ErrDuplicateID from then on, until the id
+// client's operations fail with errs.ErrDuplicateID from then on, until the id
 // is free again.
 func (c *Client) renewRegistration(r *registration) error {
 	if !r.ok.Load() {
@@ -144,7 +145,7 @@ func (c *Client) renewRegistration(r *registration) error {
 	}
 	if n != lua.ClientRegisterRegistered {
 		r.ok.Store(false)
-		c.log.Error("redisync: another live Client registered this client id; operations fail with ErrDuplicateID", "id", c.id, "key", r.key)
+		c.log.Error("redisync: another live Client registered this client id; operations fail with errs.ErrDuplicateID", "id", c.id, "key", r.key)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/lua"
@@ -97,7 +99,7 @@ func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, key
 // EvalCommand runs a script's command (EVALSHA, EVAL when the server lacks
 // the script). With sync not nil, and replicas connected to the primary
 // that runs it, it sends WAIT in the same pipeline and sets sync.Err,
-// wrapping ErrNotReplicated, when fewer replicas than wanted acknowledged
+// wrapping errs.ErrNotReplicated, when fewer replicas than wanted acknowledged
 // within the timeout. The command returned is the script's.
 func (c *Client) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
 	if sync == nil {
@@ -218,9 +220,9 @@ func (c *Client) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *
 		return cmd
 	}
 	if acked.Err() != nil {
-		sync.Err = fmt.Errorf("%w: WAIT failed: %w", ErrNotReplicated, acked.Err())
+		sync.Err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, acked.Err())
 	} else if n := acked.Val(); n < int64(want) {
-		sync.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, want, c.opts.ReplicaSync.Timeout)
+		sync.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, n, want, c.opts.ReplicaSync.Timeout)
 	}
 	return cmd
 }
@@ -290,7 +292,7 @@ func (c *Client) replicasOf(ctx context.Context, node *redis.Client, addr string
 	}
 	rc.mu.Unlock()
 	n, err := connectedReplicas(ctx, node)
-	if err != nil && !IsReply(err) {
+	if err != nil && !errs.IsReply(err) {
 		return 0, fmt.Errorf("reading the primary's replicas: %w", err)
 	}
 	// A server that refuses INFO replication (a Redis-compatible server
@@ -315,7 +317,7 @@ func (c *Client) readReplicas(ctx context.Context, node *redis.Client, addr stri
 	e := rc.m[addr]
 	e.reading = false
 	e.next = time.Now().Add(replicaProbe)
-	if err != nil && !IsReply(err) {
+	if err != nil && !errs.IsReply(err) {
 		c.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "primary", addr, "err", err)
 		return
 	}

@@ -3,8 +3,6 @@ package core
 import (
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Resend runs send, which sends one state-changing request, until Redis
@@ -58,16 +56,3 @@ func (c *Client) Settle(req string, unlock func()) bool {
 // at the least, and how much longer than the request's lifetime Settle may
 // try: room for the error in the measured clock offset.
 const settleSlack = 2 * time.Second
-
-// notRun reports whether err is an error reply by which Redis says it did
-// not run the request at all (loading its data after a restart, busy with
-// a script, a replica or a cluster not ready): re-sending is safe and may
-// succeed.
-func notRun(err error) bool {
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "CLUSTERDOWN"} {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
-}

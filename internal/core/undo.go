@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Undo of an acquisition whose reply was lost.
@@ -59,7 +59,7 @@ func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Con
 		var err error
 		for {
 			err = c.resendUntil(ctx, until, newSend(ctx))
-			if !RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
+			if !errs.RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
 				break
 			}
 		}
@@ -82,11 +82,6 @@ func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Con
 	}
 }
 
-// RefusedLate reports whether err is a script's refusal of a request that
-// reached Redis after its deadline (lua/prelude_request.lua, refuse_late):
-// the request changed nothing.
-func RefusedLate(err error) bool { return redis.HasErrorPrefix(err, "REDISYNC_LATE") }
-
 // resendUntil is Resend with a bound of its own instead of the request's
 // lifetime: it re-sends until Redis answers, ctx ends, or until has passed
 // (zero: only ctx bounds it).
@@ -94,7 +89,7 @@ func (c *Client) resendUntil(ctx context.Context, until time.Time, send func() e
 	pause := 20 * time.Millisecond
 	for {
 		err := send()
-		if err == nil || (IsReply(err) && !notRun(err)) || ctx.Err() != nil ||
+		if err == nil || (errs.IsReply(err) && !errs.NotRun(err)) || ctx.Err() != nil ||
 			(!until.IsZero() && time.Now().Add(pause).After(until)) {
 			return err
 		}

@@ -3,11 +3,12 @@ package core
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
 
@@ -105,7 +106,7 @@ func (c *Client) Wait(ctx context.Context, s WaitSpec) (ok bool, err error) {
 		// Close waits for the give-up (a fair-lock queue entry left), so
 		// that a process exiting after Close leaves no entry behind.
 		if !c.track() {
-			return false, ErrClosed
+			return false, errs.ErrClosed
 		}
 		defer c.untrack()
 		defer func() {
@@ -241,9 +242,9 @@ func (c *Client) sleep(ctx context.Context, a Acceptor, w *pubsub.Waiter, timer 
 	case <-handed:
 		return a.Take(), false, nil
 	case <-ctx.Done():
-		return false, false, ctxError(ctx)
+		return false, false, errs.CtxError(ctx)
 	case <-c.closing:
-		return false, false, ErrClosed
+		return false, false, errs.ErrClosed
 	}
 	return false, false, nil
 }
@@ -254,9 +255,9 @@ func (c *Client) sleep(ctx context.Context, a Acceptor, w *pubsub.Waiter, timer 
 func (c *Client) subscribeFailed(ctx context.Context, s WaitSpec, deadline time.Time, err error) (bool, error) {
 	switch {
 	case ctx.Err() != nil:
-		return false, ctxError(ctx)
+		return false, errs.CtxError(ctx)
 	case errors.Is(err, pubsub.ErrClosed):
-		return false, ErrClosed
+		return false, errs.ErrClosed
 	case !s.Forever && !time.Now().Before(deadline):
 		ok, _, err := c.tryOrTake(ctx, s, true)
 		return ok, err
@@ -307,15 +308,15 @@ func (f *transientErrors) absorb(err error) bool {
 // connection refused, reset or timed out, the pool exhausted) or an error
 // reply by which Redis says it did not run the request (notRun: a node
 // loading, a cluster failing over). Not ctx's errors, nor Close, nor an
-// attempt's own answers (ErrUpgrade, a script's error).
+// attempt's own answers (errs.ErrUpgrade, a script's error).
 func transient(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, ErrClosed) || errors.Is(err, redis.ErrClosed) {
+		errors.Is(err, errs.ErrClosed) || errors.Is(err, redis.ErrClosed) {
 		return false
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, redis.ErrPoolTimeout) || (IsReply(err) && notRun(err))
+		errors.Is(err, redis.ErrPoolTimeout) || (errs.IsReply(err) && errs.NotRun(err))
 }
 
 // Backoff is a spin wait's pause between attempts: it starts at Min and
@@ -351,9 +352,9 @@ func (c *Client) spin(ctx context.Context, s WaitSpec) (bool, error) {
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			return false, ctxError(ctx)
+			return false, errs.CtxError(ctx)
 		case <-c.closing:
-			return false, ErrClosed
+			return false, errs.ErrClosed
 		}
 	}
 }
@@ -365,29 +366,9 @@ func (c *Client) try(ctx context.Context, a Attempt) (bool, time.Duration, error
 	}
 	ok, retry, err := a(ctx)
 	if err != nil && ctx.Err() != nil {
-		return false, 0, ctxError(ctx)
+		return false, 0, errs.CtxError(ctx)
 	}
 	return ok, retry, err
-}
-
-// ctxError is the error of a wait ended by ctx: errors.Is(err, ctx.Err())
-// holds, and so does errors.Is(err, context.Cause(ctx)).
-func ctxError(ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("redisync: wait ended: %w (%w)", ctx.Err(), cause)
-	}
-	return fmt.Errorf("redisync: wait ended: %w", ctx.Err())
-}
-
-// CtxError is ctxError for primitives that wait outside Wait.
-func CtxError(ctx context.Context) error { return ctxError(ctx) }
-
-// IsReply reports whether err is an error reply from Redis (the server ran
-// the command and answered), as opposed to a network or context error after
-// which the command may or may not have run.
-func IsReply(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re)
 }
 
 // RetryAfterPTTL turns a holder's PTTL (milliseconds, from a script) into an

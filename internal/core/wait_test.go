@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +38,7 @@ func TestMillis(t *testing.T) {
 	// The lease rule (API.md, Durations): at least 1 ms, at most 2^43 ms,
 	// rounded up to whole milliseconds in between.
 	for _, d := range []time.Duration{math.MinInt64, -time.Millisecond, 0, 30, 500 * time.Microsecond, time.Millisecond - 1, MaxLease + 1, math.MaxInt64} {
-		assert.ErrorIs(t, CheckLease("rlock", d), ErrInvalidArgument, "lease %v", d)
+		assert.ErrorIs(t, CheckLease("rlock", d), errs.ErrInvalidArgument, "lease %v", d)
 	}
 	for _, d := range []time.Duration{time.Millisecond, time.Millisecond + 1, time.Hour, MaxLease} {
 		assert.NoError(t, CheckLease("rlock", d), "lease %v", d)
@@ -310,7 +312,7 @@ func TestWaitAttemptError(t *testing.T) {
 	unsubscribed(t, c)
 }
 
-// Close ends a wait in progress with ErrClosed, and a Wait on a closed
+// Close ends a wait in progress with errs.ErrClosed, and a Wait on a closed
 // client makes no attempt.
 func TestWaitClosed(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
@@ -321,13 +323,13 @@ func TestWaitClosed(t *testing.T) {
 	require.NoError(t, c.Close())
 	r := awaitResult(t, done, 5*time.Second)
 	require.False(t, r.ok)
-	require.ErrorIs(t, r.err, ErrClosed)
+	require.ErrorIs(t, r.err, errs.ErrClosed)
 	assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 
 	calls := f.calls.Load()
 	ok, err := c.Wait(context.Background(), spec)
 	require.False(t, ok)
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, errs.ErrClosed)
 	assert.Equal(t, calls, f.calls.Load(), "an attempt on a closed client")
 }
 
@@ -381,7 +383,7 @@ func TestWaitSpin(t *testing.T) {
 		require.Eventually(t, func() bool { return f.calls.Load() >= 2 }, 5*time.Second, redistest.Tick, "spin attempts")
 		require.NoError(t, c.Close())
 		r := awaitResult(t, done, 5*time.Second)
-		require.ErrorIs(t, r.err, ErrClosed)
+		require.ErrorIs(t, r.err, errs.ErrClosed)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/keys"
@@ -123,7 +125,7 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 		lease := h.lease
 		h.mu.Unlock()
 		if expired {
-			h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v", ErrLockLost, lease))
+			h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v", errs.ErrLockLost, lease))
 			tick.Lost++
 			continue
 		}
@@ -320,7 +322,7 @@ func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
 		if live && res[i] == 0 {
-			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", ErrLockLost))
+			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", errs.ErrLockLost))
 			gone++
 		}
 	}

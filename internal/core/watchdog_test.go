@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,7 +199,7 @@ func TestWatchdogBatchesBySlot(t *testing.T) {
 	}
 }
 
-// A renewal that finds a hold gone from Redis ends it with ErrLockLost;
+// A renewal that finds a hold gone from Redis ends it with errs.ErrLockLost;
 // the other holds of its batch go on.
 func TestWatchdogHoldGone(t *testing.T) {
 	w := newWatchdogSetup(t, 600*time.Millisecond)
@@ -210,7 +212,7 @@ func TestWatchdogHoldGone(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		require.FailNow(t, "Done not closed after the hold's key was deleted")
 	}
-	require.ErrorIs(t, gone.Err(), ErrLockLost)
+	require.ErrorIs(t, gone.Err(), errs.ErrLockLost)
 	assert.ErrorContains(t, gone.Err(), "found the hold gone")
 	w.ticks(t, 2)
 	require.NoError(t, kept.Err())
@@ -258,7 +260,7 @@ func TestWatchdogApply(t *testing.T) {
 	renewed.mu.Lock()
 	assert.Equal(t, start, renewed.lastOK, "a renewed hold counts from the round's start")
 	renewed.mu.Unlock()
-	require.ErrorIs(t, lost.Err(), ErrLockLost)
+	require.ErrorIs(t, lost.Err(), errs.ErrLockLost)
 	select {
 	case <-lost.Done():
 	default:
@@ -275,8 +277,8 @@ func TestWatchdogApply(t *testing.T) {
 		return 0, nil
 	})
 	require.NoError(t, err)
-	require.ErrorIs(t, released.Err(), ErrNotHeld)
-	require.NotErrorIs(t, released.Err(), ErrLockLost)
+	require.ErrorIs(t, released.Err(), errs.ErrNotHeld)
+	require.NotErrorIs(t, released.Err(), errs.ErrLockLost)
 	require.NoError(t, renewed.Err())
 	assert.Equal(t, 1, c.WatchdogStats().Holds)
 }
@@ -298,7 +300,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 
 	require.True(t, c.wd.renewAll(time.Second), "a round with a network error reports the failure")
 	require.NoError(t, fresh.Err(), "a hold lost after one failed round")
-	require.ErrorIs(t, stale.Err(), ErrLockLost, "a hold without a renewal for a whole lease")
+	require.ErrorIs(t, stale.Err(), errs.ErrLockLost, "a hold without a renewal for a whole lease")
 	assert.ErrorContains(t, stale.Err(), "no renewal succeeded within the lease")
 
 	// Rounds keep failing: the fresh hold is lost when its lease has passed.
@@ -307,7 +309,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 		return fresh.Err() != nil
 	}, 5*time.Second, redistest.Tick, "the hold outlived a whole lease without renewal")
 	assert.GreaterOrEqual(t, time.Since(acquired), lease, "lost before a whole lease without renewal")
-	require.ErrorIs(t, fresh.Err(), ErrLockLost)
+	require.ErrorIs(t, fresh.Err(), errs.ErrLockLost)
 	assert.Zero(t, c.WatchdogStats().Holds)
 }
 
@@ -350,7 +352,7 @@ func TestWatchdogPartition(t *testing.T) {
 			require.FailNow(t, "the hold outlived a long partition")
 		}
 		assert.GreaterOrEqual(t, time.Since(acquired), timeout, "lost before a whole lease without renewal")
-		require.ErrorIs(t, h.Err(), ErrLockLost)
+		require.ErrorIs(t, h.Err(), errs.ErrLockLost)
 		assert.ErrorContains(t, h.Err(), "no renewal succeeded within the lease")
 	})
 }
