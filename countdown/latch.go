@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	waits "github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -245,24 +247,22 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	}
 	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
-	ok, err = l.h.C.Wait(ctx, core.WaitSpec{
-		Channel: l.channel,
-		// The zero message opens the latch for every waiter; a set or delete
-		// message may too (a deleted latch is open), so all re-check.
-		Wake:    pubsub.WakeAll,
-		Forever: forever,
-		Wait:    wait,
-		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			n, err := l.count(ctx)
-			// The count does not change by itself: no retry hint, the
-			// client's re-check interval bounds the wait for a lost message.
-			return err == nil && n == 0, 0, err
-		},
-	})
+	// The zero message opens the latch for every waiter; a set or delete
+	// message may too (a deleted latch is open), so all re-check.
+	ok, err = l.h.C.Waits().Wait(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
+		waits.Bound{Forever: forever, Wait: wait}, waits.AttemptFunc(l.open))
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return ok, nil
+}
+
+// open is a wait's attempt: whether the count is 0. The count does not
+// change by itself: no retry hint, the client's re-check interval bounds
+// the wait for a lost message.
+func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
+	n, err := l.count(ctx)
+	return err == nil && n == 0, 0, err
 }
 
 // Delete deletes the latch whatever its count, which opens it: its waiters

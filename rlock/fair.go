@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/core/errs"
@@ -129,15 +131,16 @@ func (s *fairScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 
 // Waiting waits on the owner's own channel and leaves the queue when the
 // wait ends without the lock.
-func (s *fairScripts) Waiting(op *core.Op) core.WaitSpec {
-	leaver := &fairLeaver{e: s.e, owner: op.Owner}
-	return core.WaitSpec{
-		Channel: keys.FairChannel(s.e.Name, op.Owner),
-		// Only this owner's waiters listen here, and a message means
-		// it is the owner's turn: each of them may go on (the first in
-		// takes the lock, the others re-enter it).
-		Wake:   pubsub.WakeAll,
-		GiveUp: leaver.giveUp,
+func (s *fairScripts) Waiting(op *core.Op) core.Waiting {
+	return core.Waiting{
+		Strategy: &wait.PubSub{
+			Channel: keys.FairChannel(s.e.Name, op.Owner),
+			// Only this owner's waiters listen here, and a message means
+			// it is the owner's turn: each of them may go on (the first
+			// in takes the lock, the others re-enter it).
+			Wake: pubsub.WakeAll,
+		},
+		GiveUp: &fairLeaver{e: s.e, owner: op.Owner},
 	}
 }
 
@@ -148,7 +151,8 @@ type fairLeaver struct {
 	owner string
 }
 
-func (f *fairLeaver) giveUp(ctx context.Context) { fairLeave(ctx, f.e, f.owner) }
+// GiveUp leaves the queue (fairLeave).
+func (f *fairLeaver) GiveUp(ctx context.Context) { fairLeave(ctx, f.e, f.owner) }
 
 // fairLeave takes owner out of the fair lock's queue after a wait that
 // ended without the lock. A failure only delays the others: the entry is

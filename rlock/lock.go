@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -145,8 +147,8 @@ func (s *lockScripts) Handoff(ctx context.Context, from, to *core.Op) (core.Hand
 func (s *lockScripts) Renewal(*core.Op) *core.RenewSpec { return lockRenewal }
 
 // Waiting waits on the lock's channel; a release wakes one waiter.
-func (s *lockScripts) Waiting(*core.Op) core.WaitSpec {
-	return core.WaitSpec{Channel: s.channel, Wake: pubsub.WakeOne}
+func (s *lockScripts) Waiting(*core.Op) core.Waiting {
+	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
 }
 
 // lockRenewal is how the watchdog renews a hold of the lock.
@@ -166,7 +168,7 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	case code == lua.LockAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
 }
 
 // Name returns the lock's name, which is also its Redis key.

@@ -3,6 +3,7 @@ package rlock
 import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/wait"
 )
 
 // SpinLock is Redisson's RSpinLock: the lock's layout and owner rules
@@ -23,7 +24,7 @@ func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 	// No local line, so no handoff: every waiter spins in Redis.
 	h.side = &core.Side{Kind: "spin lock", Fresh: true, Scripts: &spinScripts{
 		lockScripts: *newLockScripts(h.e, ""),
-		backoff:     &core.Backoff{Min: h.opts.backoffMin, Max: h.opts.backoffMax},
+		spin:        &wait.Spin{Min: h.opts.backoffMin, Max: h.opts.backoffMax},
 	}}
 	return &SpinLock{h}
 }
@@ -32,10 +33,10 @@ func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 // wait: no subscription, a growing pause between attempts.
 type spinScripts struct {
 	lockScripts
-	backoff *core.Backoff
+	spin *wait.Spin
 }
 
 // Waiting spins with the handle's backoff (WithBackoff).
-func (s *spinScripts) Waiting(*core.Op) core.WaitSpec { return core.WaitSpec{Spin: s.backoff} }
+func (s *spinScripts) Waiting(*core.Op) core.Waiting { return core.Waiting{Strategy: s.spin} }
 
 var _ redisync.Locker = (*SpinLock)(nil)

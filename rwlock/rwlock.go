@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -121,8 +123,8 @@ func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
 }
 
 // Waiting waits on the lock's channel with its wake policy (wake).
-func (s *sideScripts) Waiting(*core.Op) core.WaitSpec {
-	return core.WaitSpec{Channel: s.channel, Wake: wake}
+func (s *sideScripts) Waiting(*core.Op) core.Waiting {
+	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: wake}}
 }
 
 // readSide is the read side's configuration of the engine (readScripts).
@@ -252,7 +254,7 @@ func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 	case code == lua.RWWriteAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
 }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+	waits "github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
 )
@@ -45,7 +48,7 @@ func lineLen(c *core.Client, name string) int { return c.LineLen(name) }
 // It returns (true, nil) when try succeeded, (false, nil) when the wait ran
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
-func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
+func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try wait.Attempt) (bool, error) {
 	start := time.Now()
 	t := c.JoinLine(name, !forever && wait == 0)
 	if t == nil {
@@ -55,14 +58,9 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 	if ok, err := t.Await(ctx, forever, wait); !ok || err != nil {
 		return false, err
 	}
-	spec := core.WaitSpec{
-		Channel: keys.SemaphoreChannel(name),
-		Wake:    wake,
-		Forever: forever,
-		Try:     try,
-	}
+	b := waits.Bound{Forever: forever}
 	if !forever {
-		spec.Wait = max(wait-time.Since(start), 0)
+		b.Wait = max(wait-time.Since(start), 0)
 	}
-	return c.Wait(ctx, spec)
+	return c.Waits().Wait(ctx, &waits.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, try)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/core/wait"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -48,6 +49,7 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *pubsub.Mux
+	waits   *wait.Waits // the waiting algorithm (package wait)
 	reqTTL  time.Duration
 	reqID   string // random, base 36: the part of RequestID before the sequence number
 	reqSeq  atomic.Uint64
@@ -121,6 +123,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.reqTTL = requestTTL(rdb)
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}
+	c.waits = wait.New(c, c.mux, c.closing, o.Recheck, o.Logger)
 	c.wd.c = c
 	return c
 }
@@ -160,6 +163,10 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 
 // Mux returns the client's pub/sub multiplexer.
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
+
+// Waits returns the client's waiting machinery: every wait of a primitive
+// of the client runs there (wait.Waits.Wait).
+func (c *Client) Waits() *wait.Waits { return c.waits }
 
 // WatchdogTimeout returns the lease of watchdog-renewed holds.
 func (c *Client) WatchdogTimeout() time.Duration { return c.opts.WatchdogTimeout }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/stretchr/testify/assert"
@@ -218,8 +220,8 @@ func (f *fakeScripts) Acquire(context.Context, *Op) (Outcome, error) {
 }
 func (f *fakeScripts) Release(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
 func (f *fakeScripts) Renewal(*Op) *RenewSpec                           { return nil }
-func (f *fakeScripts) Waiting(op *Op) WaitSpec {
-	return WaitSpec{Channel: op.Name, Wake: pubsub.WakeOne}
+func (f *fakeScripts) Waiting(op *Op) Waiting {
+	return Waiting{Strategy: &wait.PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
 }
 
 // Callers of a handle without a context owner exclude each other at its

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/wait"
 	"github.com/redisync/redisync/internal/keys"
 )
 
@@ -221,10 +222,25 @@ type Scripts interface {
 	// Renewal returns how the watchdog renews the hold op took (nil: this
 	// side is never renewed).
 	Renewal(op *Op) *RenewSpec
-	// Waiting returns how a waiter for op waits: the channel and wake
-	// policy, or a spin backoff, and what giving up must clean. Forever,
-	// Wait and Try are set by the engine.
-	Waiting(op *Op) WaitSpec
+	// Waiting returns how a waiter for op waits.
+	Waiting(op *Op) Waiting
+}
+
+// Waiting is how a side's waiter for one op waits (Scripts.Waiting): the
+// strategy (wait.PubSub on the lock's channel, or wait.Spin), and what
+// giving up must clean (nil: nothing). The engine runs the wait within
+// the caller's bound, with the caller's attempts, and makes a PubSub wait
+// of a side with a local line wait.Lined.
+type Waiting struct {
+	Strategy wait.Strategy
+	GiveUp   GiveUpper
+}
+
+// GiveUpper cleans what a wait's attempts left behind (a fair lock's queue
+// entry) when the wait ends without success.
+type GiveUpper interface {
+	// GiveUp runs on a detached context; Close waits for it.
+	GiveUp(ctx context.Context)
 }
 
 // Handoffer hands a lock from one fresh hold to the next caller's.
@@ -412,7 +428,7 @@ func (l *Lock) fail(s *Side, err error) error {
 }
 
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
-// most wait (0: one attempt). It returns (true, nil) when held, (false,
+// most within (0: one attempt). It returns (true, nil) when held, (false,
 // nil) when the wait ran out, and an error otherwise (wrapping ctx.Err()
 // when ctx ended); on failure it holds nothing, locally or in Redis. Each
 // call after the argument checks is one observed wait (BeginWait).
@@ -428,7 +444,7 @@ func (l *Lock) fail(s *Side, err error) error {
 // caller it would wait behind may wait for it), and a single
 // attempt (wait 0) does not overtake the line: it is made only when the
 // line is empty, and reports false otherwise.
-func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Duration) (ok bool, err error) {
+func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.Duration) (ok bool, err error) {
 	token, own, err := l.owner(ctx)
 	if err != nil {
 		return false, err
@@ -436,14 +452,14 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 	if !own && s.Fresh {
 		token = freshOwner
 	}
-	if !forever && wait < 0 {
-		return false, l.Invalid("negative wait %v", wait)
+	if !forever && within < 0 {
+		return false, l.Invalid("negative wait %v", within)
 	}
-	ctx, obs := l.C.BeginWait(ctx, s.Kind, s.What, l.Name, forever, wait)
+	ctx, obs := l.C.BeginWait(ctx, s.Kind, s.What, l.Name, forever, within)
 	defer func() { obs.End(ok, err) }()
 	start := time.Now()
 	if !own {
-		ok, err := l.gate.enter(ctx, s.Shared, forever, wait, l.C.closing)
+		ok, err := l.gate.enter(ctx, s.Shared, forever, within, l.C.closing)
 		if err != nil || !ok {
 			if err != nil {
 				err = l.fail(s, err)
@@ -451,7 +467,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 			return false, err
 		}
 	}
-	ok, err = l.acquire(ctx, s, token, forever, wait, start)
+	ok, err = l.acquire(ctx, s, token, forever, within, start)
 	if !ok && !own {
 		l.gate.leave(s.Shared)
 	}
@@ -462,15 +478,15 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, wait time.Dur
 }
 
 // acquire is Acquire past the gate: the local line, then the wait in Redis.
-// The whole call, from start, takes at most wait unless forever.
-func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, wait time.Duration, start time.Time) (bool, error) {
+// The whole call, from start, takes at most within unless forever.
+func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, within time.Duration, start time.Time) (bool, error) {
 	base := l.op(s, token)
 	var (
 		turn *Turn
 		a    *acceptor
 	)
 	if s.Line != "" && !l.holdsAny(base) {
-		t := l.C.JoinLine(s.Line, !forever && wait == 0)
+		t := l.C.JoinLine(s.Line, !forever && within == 0)
 		if t == nil {
 			return false, nil // others wait: a single attempt does not overtake them
 		}
@@ -481,9 +497,9 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 			// waits (the gate), so a handoff gives it a fresh hold.
 			a = l.newAcceptor(ctx, s, base, turn)
 		}
-		left := wait
+		left := within
 		if !forever {
-			left = max(wait-time.Since(start), 0)
+			left = max(within-time.Since(start), 0)
 		}
 		if ok, err := t.Await(ctx, forever, left); !ok || err != nil {
 			if a != nil && a.Withdraw() {
@@ -492,9 +508,9 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 			return false, err
 		}
 	}
-	// The attempts' base on the heap, where the closure below and the
-	// side's WaitSpec find it: the acceptor's copy when there is one
-	// (allocated anyway), so that base itself stays on the stack.
+	// The attempts' base on the heap, where the attempt and the side's
+	// Waiting find it: the acceptor's copy when there is one (allocated
+	// anyway), so that base itself stays on the stack.
 	var bp *Op
 	if a != nil {
 		bp = &a.base
@@ -502,22 +518,23 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		bp = new(Op)
 		*bp = base
 	}
-	spec := s.Scripts.Waiting(bp)
-	spec.Forever = forever
+	w := s.Scripts.Waiting(bp)
+	b := wait.Bound{Forever: forever}
 	if !forever {
-		spec.Wait = max(wait-time.Since(start), 0)
+		b.Wait = max(within-time.Since(start), 0)
 	}
-	spec.Try = func(ctx context.Context) (bool, time.Duration, error) { return l.try(ctx, s, l.attempt(ctx, s, *bp)) }
-	if turn != nil && spec.Spin == nil {
+	st := w.Strategy
+	if p, ok := st.(*wait.PubSub); ok && turn != nil {
 		// The channel stays subscribed from one head of the line to the
 		// next: no UNSUBSCRIBE and SUBSCRIBE between them, and no release
 		// unseen.
-		spec.Sub, spec.Keep = turn.Take(), turn
+		ln := &wait.Lined{PubSub: *p, Turn: turn}
+		if a != nil {
+			ln.Handoff = a
+		}
+		st = ln
 	}
-	if a != nil {
-		spec.Handoff = a
-	}
-	ok, err := l.C.Wait(ctx, spec)
+	ok, err := l.wait(ctx, st, b, &lockAttempt{l: l, s: s, base: bp}, w.GiveUp)
 	if ok && turn != nil && (a == nil || !a.handed) {
 		// Taken from Redis, maybe before other processes' waiters woken by
 		// the same release: this client's subscription moves to the end
@@ -527,6 +544,43 @@ func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool,
 		turn.Hand(nil)
 	}
 	return ok, err
+}
+
+// lockAttempt is one acquisition attempt of side s through l for the
+// owner of base (for a fresh hold, a new owner per attempt): the engine's
+// wait.Attempt.
+type lockAttempt struct {
+	l    *Lock
+	s    *Side
+	base *Op
+}
+
+// Try makes the attempt (Lock.try).
+func (t *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
+	return t.l.try(ctx, t.s, t.l.attempt(ctx, t.s, *t.base))
+}
+
+// wait runs the wait (wait.Waits.Wait); when it ends without success, g
+// (when set) cleans what the attempts left, on a detached context. Close
+// waits for that clean-up, so that a process exiting after Close leaves
+// no fair-lock queue entry behind.
+func (l *Lock) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.Attempt, g GiveUpper) (ok bool, err error) {
+	c := l.C
+	if g == nil {
+		return c.waits.Wait(ctx, st, b, a)
+	}
+	if !c.track() {
+		return false, errs.ErrClosed
+	}
+	defer c.untrack()
+	defer func() {
+		if !ok {
+			gctx, cancel := c.DetachedContext(ctx)
+			defer cancel()
+			g.GiveUp(gctx)
+		}
+	}()
+	return c.waits.Wait(ctx, st, b, a)
 }
 
 // holdsAny reports whether the owner of base holds the lock in this
@@ -828,7 +882,7 @@ func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer
 }
 
 // acceptor lets a caller waiting in a lock's local line be handed the lock
-// (WaitSpec.Handoff).
+// (wait.Lined.Handoff).
 type acceptor struct {
 	l    *Lock
 	s    *Side

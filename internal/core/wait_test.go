@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -18,12 +20,6 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/pubsub"
 )
-
-func TestRetryAfterPTTL(t *testing.T) {
-	assert.Positive(t, RetryAfterPTTL(0), "PTTL 0 must give a hint: the waiter would fall back to the re-check cap")
-	assert.Equal(t, 1501*time.Millisecond, RetryAfterPTTL(1500), "PTTL 1500")
-	assert.Zero(t, RetryAfterPTTL(-1), "no expiry gives no hint")
-}
 
 // One lease rule for every primitive: whole milliseconds, rounded up, so a
 // positive lease never becomes PEXPIRE 0 (rlock once sent 500µs as 0 and
@@ -67,16 +63,38 @@ func never(int64) (bool, time.Duration, error) { return false, 0, nil }
 // giveUps counts GiveUp calls.
 type giveUps struct{ n atomic.Int64 }
 
-func (g *giveUps) giveUp(ctx context.Context) {
+func (g *giveUps) GiveUp(ctx context.Context) {
 	if ctx.Err() == nil { // a detached context, even when the wait's ended
 		g.n.Add(1)
 	}
 }
 
+// WaitSpec is a wait as these tests describe it: a pub/sub channel or a
+// spin, a bound, an attempt and what giving up cleans.
+type WaitSpec struct {
+	Channel string
+	Wake    pubsub.Policy
+	Spin    *wait.Spin
+	GiveUp  GiveUpper
+	Forever bool
+	Wait    time.Duration
+	Try     wait.AttemptFunc
+}
+
+// runWait runs s as the engine runs a side's wait (Lock.wait).
+func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
+	var st wait.Strategy = &wait.PubSub{Channel: s.Channel, Wake: s.Wake}
+	if s.Spin != nil {
+		st = s.Spin
+	}
+	l := &Lock{Handle: Handle{C: c}}
+	return l.wait(ctx, st, wait.Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
+}
+
 // waitSpec returns a WaitSpec for f on a fresh channel, counting GiveUp
 // calls in g.
 func waitSpec(t *testing.T, f *fakeAttempt, g *giveUps) WaitSpec {
-	return WaitSpec{Channel: redistest.Key(t, "ch"), Wake: pubsub.WakeOne, Try: f.try, GiveUp: g.giveUp}
+	return WaitSpec{Channel: redistest.Key(t, "ch"), Wake: pubsub.WakeOne, Try: f.try, GiveUp: g}
 }
 
 // newWait returns a fake attempt answering result, its GiveUp counter and
@@ -94,11 +112,11 @@ type waitResult struct {
 	at  time.Time
 }
 
-// waitInBackground runs c.Wait(ctx, s) in a goroutine.
+// waitInBackground runs runWait(ctx, c, s) in a goroutine.
 func waitInBackground(ctx context.Context, c *Client, s WaitSpec) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	go func() {
-		ok, err := c.Wait(ctx, s)
+		ok, err := runWait(ctx, c, s)
 		ch <- waitResult{ok, err, time.Now()}
 	}()
 	return ch
@@ -144,7 +162,7 @@ func TestWaitSuccessAtOnce(t *testing.T) {
 	} {
 		spec := waitSpec(t, f, &g)
 		spec.Forever, spec.Wait = s.Forever, s.Wait
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -157,7 +175,7 @@ func TestWaitSuccessAtOnce(t *testing.T) {
 func TestWaitZeroIsOneAttempt(t *testing.T) {
 	c := sharedClient(t, Options{})
 	f, g, spec := newWait(t, never)
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.NoError(t, err)
 	require.False(t, ok)
 	assert.EqualValues(t, 1, f.calls.Load(), "attempts")
@@ -199,7 +217,7 @@ func TestWaitRetryHint(t *testing.T) {
 		return time.Since(start) >= hint, hint, nil
 	})
 	spec.Forever = true
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.NoError(t, err)
 	require.True(t, ok)
 	d := time.Since(start)
@@ -218,7 +236,7 @@ func TestWaitRecheckCapsHint(t *testing.T) {
 		return n >= 3, time.Minute, nil // succeeds on the first re-check
 	})
 	spec.Forever = true
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.NoError(t, err)
 	require.True(t, ok)
 	d := time.Since(start)
@@ -234,7 +252,7 @@ func TestWaitRunsOut(t *testing.T) {
 	f, g, spec := newWait(t, never)
 	spec.Wait = 300 * time.Millisecond
 	start := time.Now()
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	d := time.Since(start)
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -269,7 +287,7 @@ func TestWaitContextEnds(t *testing.T) {
 		spec.Forever = true
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		ok, err := c.Wait(ctx, spec)
+		ok, err := runWait(ctx, c, spec)
 		require.False(t, ok)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
@@ -283,7 +301,7 @@ func TestWaitContextEnds(t *testing.T) {
 			return false, 0, errors.New("i/o timeout")
 		}}
 		var g giveUps
-		ok, err := c.Wait(ctx, waitSpec(t, f, &g))
+		ok, err := runWait(ctx, c, waitSpec(t, f, &g))
 		require.False(t, ok)
 		require.ErrorIs(t, err, context.Canceled)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
@@ -303,7 +321,7 @@ func TestWaitAttemptError(t *testing.T) {
 			return false, 0, nil
 		})
 		spec.Forever = true
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.False(t, ok)
 		require.ErrorIs(t, err, boom, "failing attempt %d", failAt)
 		assert.Equal(t, failAt, f.calls.Load(), "no attempt after the error")
@@ -327,7 +345,7 @@ func TestWaitClosed(t *testing.T) {
 	assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 
 	calls := f.calls.Load()
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.False(t, ok)
 	require.ErrorIs(t, err, errs.ErrClosed)
 	assert.Equal(t, calls, f.calls.Load(), "an attempt on a closed client")
@@ -336,13 +354,13 @@ func TestWaitClosed(t *testing.T) {
 // A spin wait repeats attempts with a growing pause and never subscribes.
 func TestWaitSpin(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
-	spin := &Backoff{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
+	spin := &wait.Spin{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
 
 	t.Run("success", func(t *testing.T) {
 		f, g, spec := newWait(t, func(n int64) (bool, time.Duration, error) { return n == 5, time.Hour, nil })
 		spec.Spin, spec.Forever = spin, true
 		start := time.Now()
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.EqualValues(t, 5, f.calls.Load(), "attempts")
@@ -355,7 +373,7 @@ func TestWaitSpin(t *testing.T) {
 		f, g, spec := newWait(t, never)
 		spec.Spin, spec.Wait = spin, 150*time.Millisecond
 		start := time.Now()
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.NoError(t, err)
 		require.False(t, ok)
 		assert.GreaterOrEqual(t, time.Since(start), spec.Wait)
@@ -369,7 +387,7 @@ func TestWaitSpin(t *testing.T) {
 		spec.Spin, spec.Forever = spin, true
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		ok, err := c.Wait(ctx, spec)
+		ok, err := runWait(ctx, c, spec)
 		require.False(t, ok)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
