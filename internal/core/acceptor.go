@@ -1,0 +1,92 @@
+package core
+
+import (
+	"context"
+)
+
+// acceptor lets a caller waiting in a lock's local line be handed the lock
+// (wait.Lined.Handoff).
+type acceptor struct {
+	l    *Lock
+	s    *Side
+	base Op // the caller's own attempts' base (Lock.acquire)
+	// first is the turn's first offer, allocated with the acceptor
+	// (Turn.Accepts makes the next ones); its Op is the acquisition a
+	// releaser makes for the caller, which nobody changes.
+	first Offer
+	turn  *Turn
+	// handed: the caller got the lock by a handoff.
+	handed bool
+}
+
+// newAcceptor makes the caller's turn accept handoffs of a fresh hold
+// (base is a fresh hold's op without an owner yet: attempt gives it one).
+func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *acceptor {
+	op := l.attempt(ctx, s, base)
+	op.Count = 1
+	op.Lease = l.lease()
+	op.Fencing = l.Fencing
+	a := &acceptor{l: l, s: s, base: base, turn: turn}
+	a.first = Offer{Op: op, done: make(chan struct{})}
+	turn.offers(&a.first)
+	return a
+}
+
+func (a *acceptor) BeginTry(force bool) bool {
+	return (force || !a.l.C.HeldHere(a.s.Line)) && a.turn.BeginTry()
+}
+
+func (a *acceptor) EndTry()                 { a.turn.EndTry() }
+func (a *acceptor) Handed() <-chan struct{} { return a.turn.Handed() }
+
+func (a *acceptor) Take() bool {
+	o := a.turn.Handover()
+	if o == nil {
+		return false
+	}
+	if a.took(o) {
+		return true
+	}
+	a.turn.Accepts(a.first.Op) // ready for the next release
+	return false
+}
+
+func (a *acceptor) Withdraw() bool {
+	o := a.turn.Withdraw()
+	return o != nil && a.took(o)
+}
+
+// took takes the outcome of the handoff o: the hold when the caller got the
+// lock; an undo in the background when the reply was lost. It gives back
+// the owner's lock Claim took.
+func (a *acceptor) took(o *Offer) bool {
+	l, s, op := a.l, a.s, o.Op
+	hk := HoldKey{Key: op.Name, Field: op.Field}
+	unlock := func() {
+		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
+			l.C.owners.unlock(hk, o.ol)
+		}
+	}
+	r := o.res
+	switch {
+	case r.Unknown:
+		if ok, _ := l.undo(s, op, unlock); !ok {
+			unlock()
+		}
+		return false
+	case !r.Acquired:
+		unlock()
+		return false
+	}
+	var renew *RenewSpec
+	if l.Fixed == 0 {
+		renew = s.Scripts.Renewal(&op)
+	}
+	h := l.C.acquiredAs(s.Kind, s.What, r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
+	h.setChain(r.Chain)
+	l.C.holdThrough(h, s.Line)
+	unlock()
+	l.took(h, op)
+	a.handed = true
+	return true
+}

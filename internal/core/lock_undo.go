@@ -1,0 +1,69 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
+)
+
+// undo reverts, in the background, an acquisition whose reply was lost
+// (ctx ended, the connection broke): if it took place, the owner's count
+// goes back to what it was; if it has not yet, it is marked cancelled so a
+// late copy does nothing. An owner's undo whose own reply is lost is
+// settled (Client.Settle) before unlock. It calls unlock (the owner's
+// lock) when done and reports whether it started, with a channel closed
+// when it is done; when it did not (the client is closed), the caller
+// unlocks, and the acquisition, if it took place, expires with its lease.
+func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
+	// The undo is re-sent until Redis answers it, for as long as the
+	// acquisition's record lives (sent before now, it ends before this).
+	until := time.Now().Add(l.C.reqTTL + recordSlack)
+	done := make(chan struct{})
+	started := l.C.finish(l.C.reqTTL+closeGrace, func(ctx context.Context) {
+		defer close(done)
+		op := acq
+		op.Sync = nil
+		op.Count = acq.Count - 1
+		op.UndoKey = acq.ReqKey
+		op.ReqKey = l.requestKey()
+		op.Publish = ""
+		var err error
+		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
+			err = l.C.resendUntil(ctx, until, func() error {
+				_, err := s.Scripts.Release(ctx, &op)
+				return err
+			})
+		}
+		if err != nil {
+			if !errs.IsReply(err) {
+				l.C.ctr.undoFailed.Add(1)
+			}
+			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
+				"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
+		}
+		// An owner's undo is a release: one whose reply was lost is
+		// settled before the owner's next request (Client.Settle).
+		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
+			unlock()
+		}
+	})
+	if !started {
+		return false, nil
+	}
+	return true, done
+}
+
+// awaitUndo waits for an undo to finish (done closed), at most d; a nil
+// done (no undo started) is not waited for.
+func awaitUndo(done <-chan struct{}, d time.Duration) {
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}

@@ -1,0 +1,94 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Op is one lock script call for one owner.
+type Op struct {
+	Name  string // the lock's name: its hash key
+	Owner string // "<client id>:<token>"
+	Field string // the owner's field in the hash (Side.Field of Owner)
+	// Count is the owner's hold count once the call has taken effect, as
+	// this client counts it: the scripts set it rather than add to what
+	// Redis has. 0 in a release frees the owner's hold.
+	Count int64
+	Lease time.Duration
+	// Fencing: the lock is fenced; an acquisition that starts a hold
+	// (Count 1) takes a fencing token (INCR of the counter).
+	Fencing bool
+	// Fence, in a re-entry (Count > 1), is the hold's fencing token (0 for
+	// a hold without one), which the script records and returns instead of
+	// taking a new one.
+	Fence  int64
+	ReqKey string // where the script records its result
+	// UndoKey, in a release, turns it into the undo of the acquisition
+	// recorded under UndoKey: the release happens only if that acquisition
+	// took place, and marks it cancelled otherwise.
+	UndoKey string
+	// Publish is the command a release publishes with (PublishCommand:
+	// "publish", or "spublish" for sharded pub/sub on a Cluster).
+	Publish string
+	// Fresh marks a fresh hold (see "Fresh holds" above): its owner was
+	// made for one acquisition attempt and holds the lock once, never
+	// again. Its acquisition, release and undo share one request key,
+	// keys.Request(Name, Field), and ReqKey is that key in all three.
+	Fresh bool
+	// Sync, when set, makes the script call wait for replicas (Eval): the
+	// engine sets it on acquisitions and releases (NewSync), never on
+	// undos, renewals and in-process handoffs.
+	Sync *Sync
+	// sync is where Sync points in the engine's acquisitions and releases
+	// (newSyncIn): the Op is on the heap already, so the Sync costs no
+	// allocation of its own.
+	sync Sync
+	// Deadline is a fresh hold's acquisition's request deadline
+	// (FreshDeadline, epoch ms by the server's clock), in the acquisition
+	// and in the hold's release and undo, whose marks must outlive it.
+	Deadline int64
+}
+
+// LeaseMillis is the lease in the whole milliseconds the scripts take.
+func (op *Op) LeaseMillis() int64 { return Millis(op.Lease) }
+
+// FieldAt returns where a fresh hold's field starts in its request key
+// req, which ends with it (1-based, as Lua's string.sub counts): the fresh
+// scripts read the field from there instead of being sent it again.
+func FieldAt(req, field string) int { return len(req) - len(field) + 1 }
+
+// MarkUntil returns when the mark a fresh hold's release (or undo, or
+// handoff) leaves on its request key expires, in epoch milliseconds by the
+// server's clock: a second past the later of the acquisition's deadline
+// (Op.Deadline) and the deadline of a request sent now, as request records
+// outlive theirs (lua/prelude_request.lua).
+func (c *Client) MarkUntil(ctx context.Context, deadline int64) int64 {
+	return max(deadline, c.RequestDeadline(ctx)) + 1000
+}
+
+// ForcedMarkTTL is how long, in milliseconds, a force unlock's marks on the
+// request keys of fresh holds live: past the deadline of any copy of their
+// acquisitions, sent before the force unlock by any client.
+var ForcedMarkTTL = (MaxRequestTTL + time.Second).Milliseconds()
+
+// Outcome is the result of one acquisition script call.
+type Outcome struct {
+	Acquired bool
+	Fence    int64         // the fencing token taken (Op.Fencing)
+	Retry    time.Duration // not acquired: re-check at the latest then (≤ 0: unknown)
+	// Lost: the owner's hold that a reentrant acquisition meant to extend
+	// was gone from Redis; the engine ends it and tries afresh.
+	Lost bool
+	// Err refuses the acquisition for good (errs.ErrUpgrade); nothing changed.
+	Err error
+}
+
+// HandoffOutcome is the result of one Side.Handoff call.
+type HandoffOutcome struct {
+	// Remaining is the releasing owner's count: 0 when the lock was handed
+	// over or, the acquisition having been cancelled, released; -1 when
+	// that owner did not hold the lock (nothing changed).
+	Remaining int64
+	Acquired  bool  // the next owner holds the lock
+	Fence     int64 // its fencing token
+}
