@@ -99,7 +99,7 @@ func (op latchOp) published(res int64) bool {
 // between, the node is unreachable), waiters find the change on their next
 // re-check.
 func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
-	deadline := l.h.C.RequestDeadline(ctx)
+	deadline := l.h.C.Requests().Deadline(ctx)
 	pub, err := l.h.C.PublishCommand(ctx)
 	if err != nil {
 		return 0, err
@@ -108,13 +108,13 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	if after {
 		pub = "" // the script publishes nothing
 	}
-	request, msg := keys.Request(l.h.Name, l.h.C.RequestID()), op.message()
+	request, msg := keys.Request(l.h.Name, l.h.C.Requests().ID()), op.message()
 	channel, channelArg := l.channel, ""
 	if !l.chanInKeys {
 		channel, channelArg = "", l.channel
 	}
 	var res int64
-	err = l.h.C.Resend(ctx, func() (err error) {
+	err = l.h.C.Requests().Resend(ctx, func() (err error) {
 		switch op {
 		case trySetCount:
 			res, err = lua.LatchTrySetCountArgs{Latch: l.h.Name, Request: request, Channel: channel, Count: n,
@@ -177,7 +177,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.h.Check(); err != nil {
 		return err
 	}
-	ctx, cancel := l.h.C.DetachedContext(ctx)
+	ctx, cancel := l.h.C.Background().Detached(ctx)
 	defer cancel()
 	if _, err := l.run(ctx, countDown, 0); err != nil {
 		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, errs.ReplyError(err))

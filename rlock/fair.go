@@ -107,7 +107,7 @@ func (s *fairScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 	}
 	rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
 		ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Fenced: op.Fencing,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Fenced: op.Fencing,
 		Count: op.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
 	out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > s.recheck) {
@@ -126,7 +126,7 @@ func (s *fairScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 	}
 	return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
 		Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
-		Deadline: s.e.C.RequestDeadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Runner(op.Sync))
+		Deadline: s.e.C.Requests().Deadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Runner(op.Sync))
 }
 
 // Waiting waits on the owner's own channel and leaves the queue when the
@@ -162,7 +162,7 @@ func fairLeave(ctx context.Context, e *core.Lock, owner string) {
 	if err == nil {
 		fk := newFairKeys(e.Name)
 		_, err = lua.FairLeaveArgs{Lock: e.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-			Owner: owner, Publish: pub, Deadline: e.C.RequestDeadline(ctx)}.Run(ctx, e.C.Direct())
+			Owner: owner, Publish: pub, Deadline: e.C.Requests().Deadline(ctx)}.Run(ctx, e.C.Direct())
 	}
 	if err != nil {
 		e.C.Logger().Warn("redisync: a fair lock waiter that gave up could not leave the queue; it is dropped after its deadline",
@@ -189,7 +189,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	fk := newFairKeys(l.e.Name)
 	n, err := lua.FairForceUnlockArgs{Lock: l.e.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-		Publish: pub, Deadline: l.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(l.e.Name),
+		Publish: pub, Deadline: l.e.C.Requests().Deadline(ctx), RequestPrefix: keys.RequestPrefix(l.e.Name),
 		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, l.e.C.Direct())
 	if err != nil {
 		return fail(err)

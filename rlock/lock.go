@@ -100,7 +100,7 @@ func (s *lockScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	}
 	rep, err := lua.LockAcquireArgs{Lock: op.Name, Request: op.ReqKey, Counter: s.counter,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx),
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx),
 		Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 }
@@ -118,10 +118,10 @@ func (s *lockScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 		// request's.
 		return lua.LockReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
 			FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: s.msg, Publish: op.Publish,
-			MarkUntil: e.C.MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Runner(op.Sync))
+			MarkUntil: e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Runner(op.Sync))
 	}
 	return lua.LockReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: s.msg,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
 		Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
 }
 
@@ -129,7 +129,7 @@ func (s *lockScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 func (s *lockScripts) Handoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
 	a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-		MarkUntil: s.e.C.MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),
 		Message: s.msg, Fenced: to.Fencing, Publish: from.Publish}
 	if to.Fencing {
 		a.Counter = s.counter
@@ -234,7 +234,7 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	n, err := lua.LockForceUnlockArgs{Lock: h.e.Name, Channel: keys.LockChannel(h.e.Name), Message: "0",
-		Publish: pub, Deadline: h.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
+		Publish: pub, Deadline: h.e.C.Requests().Deadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
 		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, h.e.C.Direct())
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))

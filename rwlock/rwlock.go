@@ -112,12 +112,12 @@ func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
 	}
 	if s.write {
 		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: s.msg,
+			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
 			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
 		}.Run(ctx, e.C.Runner(op.Sync))
 	}
 	return lua.RWReadReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: s.msg,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
 		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
 	}.Run(ctx, e.C.Runner(op.Sync))
 }
@@ -144,7 +144,7 @@ func (s *readScripts) Field(owner string) string { return owner }
 func (s *readScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
 	e := s.e
 	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-		Field: op.Owner, Deadline: e.C.RequestDeadline(ctx), WriteField: keys.RWWriteField(op.Owner),
+		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Runner(op.Sync))
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
@@ -193,7 +193,7 @@ func (s *writeScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, 
 		return outcome(rep.Code, rep.Value, err, op.Owner)
 	}
 	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-		Field: op.Owner, Deadline: e.C.RequestDeadline(ctx), WriteField: op.Field,
+		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
 		ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Runner(op.Sync))
 	return outcome(rep.Code, rep.Value, err, op.Owner)
@@ -213,7 +213,7 @@ func (s *writeScripts) Release(ctx context.Context, op *core.Op) (int64, error) 
 	}
 	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
-		MarkUntil: s.e.C.MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
 	}.Run(ctx, s.e.C.Runner(op.Sync))
 }
 
@@ -222,7 +222,7 @@ func (s *writeScripts) Release(ctx context.Context, op *core.Op) (int64, error) 
 func (s *writeScripts) Handoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
 	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-		MarkUntil: s.e.C.MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
 		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Direct())
 	if err != nil {
 		return core.HandoffOutcome{}, err
@@ -359,7 +359,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlockArgs{Lock: rw.e.Name, Channel: keys.RWChannel(rw.e.Name), TimeoutHead: head,
-		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.RequestDeadline(ctx),
+		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.Requests().Deadline(ctx),
 		RequestPrefix: keys.RequestPrefix(rw.e.Name), MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))

@@ -1070,17 +1070,17 @@ func TestUndoTombstone(t *testing.T) {
 	for _, write := range []bool{false, true} {
 		name := redistest.Key(t, "rw")
 		head, tail := keys.RWTimeoutParts(name)
-		acquire := keys.Request(name, cc.RequestID())
-		ks := []string{name, keys.RWChannel(name), keys.Request(name, cc.RequestID()), acquire}
+		acquire := keys.Request(name, cc.Requests().ID())
+		ks := []string{name, keys.RWChannel(name), keys.Request(name, cc.Requests().ID()), acquire}
 		field, release, acq, msg := me, lua.RWReadRelease, lua.RWReadAcquire, "0"
 		if write {
 			field, release, acq, msg = me+":write", lua.RWWriteRelease, lua.RWWriteAcquire, "1"
 		}
-		n, err := release.Run(ctx, rdb, ks, 30000, field, cc.RequestDeadline(ctx), msg, "1", head, tail).Int64()
+		n, err := release.Run(ctx, rdb, ks, 30000, field, cc.Requests().Deadline(ctx), msg, "1", head, tail).Int64()
 		require.NoError(t, err, "undo before the acquisition")
 		require.Equal(t, int64(-2), n, "undo before the acquisition")
 		res, err := acq.Run(ctx, rdb, []string{name, acquire},
-			30000, me, cc.RequestDeadline(ctx), me+":write", keys.RWTimeoutPrefix(name, me)).Int64Slice()
+			30000, me, cc.Requests().Deadline(ctx), me+":write", keys.RWTimeoutPrefix(name, me)).Int64Slice()
 		require.NoError(t, err)
 		require.Equal(t, []int64{0, -3}, res, "write=%v: late acquisition", write)
 		require.Zero(t, rdb.Exists(ctx, name).Val(), "write=%v: the cancelled acquisition took the lock", write)

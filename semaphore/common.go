@@ -59,7 +59,7 @@ func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try w
 	return ok, nil
 }
 
-func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.RequestID()) }
+func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.Requests().ID()) }
 
 // trySet runs semaphore_try_set.lua; expirable says whether expired permits
 // are given back first.
@@ -76,7 +76,7 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 	}
 	r, err := lua.SemaphoreTrySetArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
 		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
-		Deadline: b.h.C.RequestDeadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
@@ -97,7 +97,7 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 	}
 	_, err = lua.SemaphoreAddArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
 		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
-		Deadline: b.h.C.RequestDeadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return b.fail("add permits", err)
 	}
@@ -120,7 +120,7 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 		return false, err
 	}
 	r, err := lua.SemaphoreDeleteArgs{Request: b.requestKey(), Deleted: keys,
-		Deadline: b.h.C.RequestDeadline(ctx)}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx)}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return false, b.fail("delete", err)
 	}

@@ -78,7 +78,7 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 		return s.fail("set permits", err)
 	}
 	set := lua.SemaphorePermitSetArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
-		N: n, Publish: pub, Deadline: s.h.C.RequestDeadline(ctx)}
+		N: n, Publish: pub, Deadline: s.h.C.Requests().Deadline(ctx)}
 	if _, err := set.Run(ctx, s.h.C.Direct()); err != nil {
 		return s.fail("set permits", err)
 	}
@@ -215,7 +215,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	reqKey := s.requestKey()
 	sync := s.h.C.NewSync()
 	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
-		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.RequestDeadline(ctx), Publish: pub,
+		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
 		Permits: raw}.Run(ctx, s.h.C.Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
@@ -257,9 +257,9 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	}
 	// The ids make the undo safe to repeat under a new request key: a
 	// permit is taken back once, however many undos find it.
-	s.h.C.Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
+	s.h.C.Requests().Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
 		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
-			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.RequestDeadline(ctx), Undo: true,
+			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.Requests().Deadline(ctx), Undo: true,
 			Publish: pub, Permits: raw}
 		return func() error {
 			_, err := undo.Run(ctx, s.h.C.Direct())
@@ -300,7 +300,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		seen[raw] = true
 		raws = append(raws, raw)
 	}
-	ctx, cancel := s.h.C.DetachedContext(ctx)
+	ctx, cancel := s.h.C.Background().Detached(ctx)
 	defer cancel()
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {
@@ -308,10 +308,10 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	reqKey := s.requestKey()
 	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
-		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.RequestDeadline(ctx), Publish: pub, Permits: raws}
+		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Permits: raws}
 	var rep lua.SemaphorePermitReleaseReply
 	sync := s.h.C.NewSync()
-	err = s.h.C.Resend(ctx, func() (err error) {
+	err = s.h.C.Requests().Resend(ctx, func() (err error) {
 		rep, err = release.Run(ctx, s.h.C.Runner(sync))
 		return err
 	})
@@ -353,7 +353,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	}
 	r, err := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
 		Permit: raw, LeaseMillis: leaseMillis(lease), Publish: pub,
-		Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
+		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}

@@ -37,7 +37,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	n, err := s.DrainPermits(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "drained")
-	s.undo(ctx, 1, s.requestKey(), s.h.C.RequestDeadline(ctx))
+	s.undo(ctx, 1, s.requestKey(), s.h.C.Requests().Deadline(ctx))
 	ok, err = s.Delete(ctx)
 	require.NoError(t, err)
 	require.True(t, ok, "Delete")

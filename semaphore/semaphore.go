@@ -110,7 +110,7 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
-	reqKey, deadline, sync := s.requestKey(), s.h.C.RequestDeadline(ctx), s.h.C.NewSync()
+	reqKey, deadline, sync := s.requestKey(), s.h.C.Requests().Deadline(ctx), s.h.C.NewSync()
 	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: n,
 		Deadline: deadline}.Run(ctx, s.h.C.Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
@@ -142,9 +142,9 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadli
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	s.h.C.Undo(s.h.C.RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) func() error {
+	s.h.C.Requests().Undo(s.h.C.Requests().RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) func() error {
 		undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
-			Request: s.requestKey(), UndoRequest: acquireKey, N: n, Deadline: s.h.C.RequestDeadline(ctx),
+			Request: s.requestKey(), UndoRequest: acquireKey, N: n, Deadline: s.h.C.Requests().Deadline(ctx),
 			Undo: true, Publish: pub}
 		return func() error {
 			_, err := undo.Run(ctx, s.h.C.Direct())
@@ -164,18 +164,18 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
 	}
-	ctx, cancel := s.h.C.DetachedContext(ctx)
+	ctx, cancel := s.h.C.Background().Detached(ctx)
 	defer cancel()
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {
 		return s.fail("release", err)
 	}
 	reqKey := s.requestKey()
-	deadline := s.h.C.RequestDeadline(ctx)
+	deadline := s.h.C.Requests().Deadline(ctx)
 	sync := s.h.C.NewSync()
 	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Request: reqKey, UndoRequest: reqKey, N: n, Deadline: deadline, Publish: pub}
-	err = s.h.C.Resend(ctx, func() error {
+	err = s.h.C.Requests().Resend(ctx, func() error {
 		_, err := release.Run(ctx, s.h.C.Runner(sync))
 		return err
 	})
@@ -217,7 +217,7 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := lua.SemaphoreDrainArgs{Semaphore: s.h.Name, Request: s.requestKey(),
-		Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
+		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}

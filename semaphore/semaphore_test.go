@@ -455,7 +455,7 @@ func TestUndo(t *testing.T) {
 	run := func(reqKey string) int64 {
 		t.Helper()
 		r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: 2,
-			Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
+			Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
 		require.NoError(t, err)
 		return r
 	}
@@ -463,15 +463,15 @@ func TestUndo(t *testing.T) {
 	took := s.requestKey()
 	require.EqualValues(t, 1, run(took), "acquisition")
 	require.EqualValues(t, 1, available(t, s), "available after the acquisition")
-	s.undo(ctx, 2, took, s.h.C.RequestDeadline(ctx))
+	s.undo(ctx, 2, took, s.h.C.Requests().Deadline(ctx))
 	require.EqualValues(t, 3, available(t, s), "available after its undo")
 	require.EqualValues(t, -1, run(took), "late copy of the undone acquisition")
 	require.EqualValues(t, 3, available(t, s), "available after the late copy")
-	s.undo(ctx, 2, took, s.h.C.RequestDeadline(ctx))
+	s.undo(ctx, 2, took, s.h.C.Requests().Deadline(ctx))
 	require.EqualValues(t, 3, available(t, s), "available after a second undo")
 
 	never := s.requestKey()
-	s.undo(ctx, 2, never, s.h.C.RequestDeadline(ctx))
+	s.undo(ctx, 2, never, s.h.C.Requests().Deadline(ctx))
 	require.EqualValues(t, 3, available(t, s), "available after the undo of an acquisition that never ran")
 	require.EqualValues(t, -1, run(never), "late acquisition after its undo")
 	require.EqualValues(t, 3, available(t, s), "available after the late acquisition")

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/request"
+
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/core/wait"
 )
@@ -168,13 +171,13 @@ func (l *Lock) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.
 	if g == nil {
 		return c.waits.Wait(ctx, st, b, a)
 	}
-	if !c.track() {
+	if !c.bg.Track() {
 		return false, errs.ErrClosed
 	}
-	defer c.untrack()
+	defer c.bg.Untrack()
 	defer func() {
 		if !ok {
-			gctx, cancel := c.DetachedContext(ctx)
+			gctx, cancel := c.bg.Detached(ctx)
 			defer cancel()
 			g.GiveUp(gctx)
 		}
@@ -259,16 +262,16 @@ func (l *Lock) acquisition(base Op, hk HoldKey) Op {
 // reply (or not acknowledged by the replicas) it may have taken place, so
 // it is undone (undo) in the background, still holding the owner's lock
 // ol: the owner's next operation waits for it (as long as its ctx
-// allows); this one waits for it at most undoWait (a replica that did not
+// allows); this one waits for it at most request.UndoWait (a replica that did not
 // acknowledge: until it is done). It reports whether the undo took the
 // owner's lock over (then the undo unlocks it).
 func (l *Lock) interrupted(s *Side, op Op, hk HoldKey, ol *ownerLock, err error) bool {
 	if errs.IsReply(err) {
 		return false // Redis ran nothing
 	}
-	d := undoWait
+	d := request.UndoWait
 	if errors.Is(err, errs.ErrNotReplicated) {
-		d = releaseTimeout
+		d = bg.ReleaseTimeout
 	}
 	undoing, done := l.undo(s, op, func() { l.C.owners.unlock(hk, ol) })
 	awaitUndo(done, d)

@@ -132,7 +132,7 @@ func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
 // names builds the names the handle keeps (l.once).
 func (l *Lock) names() {
 	p := keys.RequestPrefix(l.Name)
-	l.reqPrefix = p + l.C.reqID + "."
+	l.reqPrefix = p + l.C.reqs.Prefix()
 	l.ownName = l.C.ownerName(l.Token)
 	l.freshPrefix, l.ownerAt = p+l.C.id+":", len(p)
 }
@@ -148,11 +148,11 @@ func (l *Lock) ownerName(token uint64) string {
 }
 
 // requestKey returns a fresh request key on the lock, the same as
-// keys.Request(l.Name, l.C.RequestID()) but built from a prefix kept in the
+// keys.Request(l.Name, l.C.Requests().ID()) but built from a prefix kept in the
 // handle.
 func (l *Lock) requestKey() string {
 	l.once.Do(l.names)
-	return l.reqPrefix + strconv.FormatUint(l.C.reqSeq.Add(1), 36)
+	return l.reqPrefix + strconv.FormatUint(l.C.reqs.Next(), 36)
 }
 
 // setRequestKey gives op a fresh request key, unless op is a fresh hold's,
@@ -187,7 +187,7 @@ func (l *Lock) attempt(ctx context.Context, s *Side, base Op) Op {
 	base.ReqKey = req
 	base.Owner = owner
 	base.Field = req[l.ownerAt:]
-	base.Deadline = l.C.FreshDeadline(ctx, l.lease())
+	base.Deadline = l.C.reqs.FreshDeadline(ctx, l.lease())
 	return base
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/request"
+
 	"github.com/redisync/redisync/internal/core/errs"
 )
 
@@ -18,9 +21,9 @@ import (
 func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 	// The undo is re-sent until Redis answers it, for as long as the
 	// acquisition's record lives (sent before now, it ends before this).
-	until := time.Now().Add(l.C.reqTTL + recordSlack)
+	until := time.Now().Add(l.C.reqs.TTL() + request.RecordSlack)
 	done := make(chan struct{})
-	started := l.C.finish(l.C.reqTTL+closeGrace, func(ctx context.Context) {
+	started := l.C.bg.Finish(l.C.reqs.TTL()+bg.CloseGrace, func(ctx context.Context) {
 		defer close(done)
 		op := acq
 		op.Sync = nil
@@ -30,7 +33,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 		op.Publish = ""
 		var err error
 		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
-			err = l.C.resendUntil(ctx, until, func() error {
+			err = l.C.reqs.ResendUntil(ctx, until, func() error {
 				_, err := s.Scripts.Release(ctx, &op)
 				return err
 			})
@@ -44,7 +47,7 @@ func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
 		}
 		// An owner's undo is a release: one whose reply was lost is
 		// settled before the owner's next request (Client.Settle).
-		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.C.Settle(op.ReqKey, unlock) {
+		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.C.reqs.Settle(op.ReqKey, unlock) {
 			unlock()
 		}
 	})

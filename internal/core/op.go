@@ -1,8 +1,9 @@
 package core
 
 import (
-	"context"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/request"
 )
 
 // Op is one lock script call for one owner.
@@ -57,19 +58,10 @@ func (op *Op) LeaseMillis() int64 { return Millis(op.Lease) }
 // scripts read the field from there instead of being sent it again.
 func FieldAt(req, field string) int { return len(req) - len(field) + 1 }
 
-// MarkUntil returns when the mark a fresh hold's release (or undo, or
-// handoff) leaves on its request key expires, in epoch milliseconds by the
-// server's clock: a second past the later of the acquisition's deadline
-// (Op.Deadline) and the deadline of a request sent now, as request records
-// outlive theirs (lua/prelude_request.lua).
-func (c *Client) MarkUntil(ctx context.Context, deadline int64) int64 {
-	return max(deadline, c.RequestDeadline(ctx)) + 1000
-}
-
 // ForcedMarkTTL is how long, in milliseconds, a force unlock's marks on the
 // request keys of fresh holds live: past the deadline of any copy of their
 // acquisitions, sent before the force unlock by any client.
-var ForcedMarkTTL = (MaxRequestTTL + time.Second).Milliseconds()
+var ForcedMarkTTL = (request.MaxTTL + time.Second).Milliseconds()
 
 // Outcome is the result of one acquisition script call.
 type Outcome struct {

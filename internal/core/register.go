@@ -76,7 +76,7 @@ func (c *Client) checkRegistered() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
 	defer cancel()
-	stop := context.AfterFunc(closedContext{c.closing}, cancel)
+	stop := context.AfterFunc(c.bg.Context(), cancel)
 	defer stop()
 	n, err := lua.ClientRegisterArgs{Registration: r.key, Value: r.value, TTLMillis: Millis(c.opts.WatchdogTimeout)}.Run(ctx, c.Direct())
 	if err != nil {
@@ -97,16 +97,11 @@ func (c *Client) checkRegistered() error {
 // of the watchdog timeout until Close. It reports false when the client is
 // closing already.
 func (c *Client) startRenewals(r *registration) bool {
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	select {
-	case <-c.closing:
+	if !c.bg.Track() {
 		return false
-	default:
 	}
-	c.bg.Add(1)
 	go func() {
-		defer c.bg.Done()
+		defer c.bg.Untrack()
 		interval := c.opts.WatchdogTimeout / 3
 		timer := time.NewTimer(interval)
 		defer timer.Stop()
@@ -137,7 +132,7 @@ func (c *Client) renewRegistration(r *registration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
 	defer cancel()
-	stop := context.AfterFunc(closedContext{c.closing}, cancel)
+	stop := context.AfterFunc(c.bg.Context(), cancel)
 	defer stop()
 	n, err := lua.ClientRegisterArgs{Registration: r.key, Value: r.value, TTLMillis: Millis(c.opts.WatchdogTimeout)}.Run(ctx, c.Direct())
 	if err != nil {

@@ -40,7 +40,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 // holding the owner's lock.
 func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	ctx, cancel := l.C.DetachedContext(ctx)
+	ctx, cancel := l.C.bg.Detached(ctx)
 	defer cancel()
 	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
@@ -107,7 +107,7 @@ func (r *releaser) send() (int64, error) {
 // at once, or once a release whose reply was lost is settled.
 func (l *Lock) unlockSettled(hk HoldKey, ol *ownerLock, r *releaser) {
 	// The closure for Settle is made only when it is needed.
-	if r.unsettled == "" || !l.C.Settle(r.unsettled, func() { l.C.owners.unlock(hk, ol) }) {
+	if r.unsettled == "" || !l.C.reqs.Settle(r.unsettled, func() { l.C.owners.unlock(hk, ol) }) {
 		l.C.owners.unlock(hk, ol)
 	}
 }

@@ -285,7 +285,7 @@ func (c *Client) replicasOf(ctx context.Context, node *redis.Client, addr string
 	if e != nil {
 		n := e.n
 		if !e.reading && time.Now().After(e.next) {
-			e.reading = c.background(clockTimeout, func(ctx context.Context) { c.readReplicas(ctx, node, addr) })
+			e.reading = c.bg.Background(replicaReadTimeout, func(ctx context.Context) { c.readReplicas(ctx, node, addr) })
 		}
 		rc.mu.Unlock()
 		return n, nil
@@ -350,3 +350,7 @@ var (
 	_ lua.CommandRunner = (*Sync)(nil)
 	_ lua.CommandRunner = (*plainRunner)(nil)
 )
+
+// replicaReadTimeout bounds one reading of a primary's replica count
+// (readReplicas), in the background.
+const replicaReadTimeout = 5 * time.Second

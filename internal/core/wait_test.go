@@ -415,7 +415,7 @@ func TestResend(t *testing.T) {
 	defer c.Close()
 	netErr := &net.OpError{Op: "dial", Err: errors.New("refused")}
 	calls := 0
-	err := c.Resend(context.Background(), func() error {
+	err := c.Requests().Resend(context.Background(), func() error {
 		calls++
 		if calls < 3 {
 			return netErr
@@ -427,12 +427,12 @@ func TestResend(t *testing.T) {
 	}
 	calls = 0
 	var reply error = replyErr("REDISYNC_LATE late")
-	if err := c.Resend(context.Background(), func() error { calls++; return reply }); err != reply || calls != 1 {
+	if err := c.Requests().Resend(context.Background(), func() error { calls++; return reply }); err != reply || calls != 1 {
 		t.Fatalf("an error reply is an answer: %v after %d calls", err, calls)
 	}
 	calls = 0
 	loading := replyErr("LOADING Redis is loading the dataset in memory")
-	err = c.Resend(context.Background(), func() error {
+	err = c.Requests().Resend(context.Background(), func() error {
 		calls++
 		if calls == 1 {
 			return loading
@@ -445,7 +445,7 @@ func TestResend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	calls = 0
-	if err := c.Resend(ctx, func() error { calls++; return netErr }); err != netErr || calls < 2 {
+	if err := c.Requests().Resend(ctx, func() error { calls++; return netErr }); err != netErr || calls < 2 {
 		t.Fatalf("Resend until ctx ends = %v after %d calls", err, calls)
 	}
 }

@@ -1,9 +1,10 @@
-package core
+package request
 
 import (
 	"context"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 )
 
@@ -23,19 +24,15 @@ import (
 // the background until Redis answers it, for as long as it can still
 // matter (until: after that, what the acquisition took has come back by
 // itself, or the undo can no longer tell whether it ran), and through
-// Close for at most closeGrace. The caller waits for the first answer for
-// at most undoWait, so that in the common case (a cancelled ctx, Redis
+// Close for at most bg.CloseGrace. The caller waits for the first answer for
+// at most UndoWait, so that in the common case (a cancelled ctx, Redis
 // reachable) what was taken is back when its error returns. An undo that
 // never got an answer is logged as a warning and counted
 // (Stats.UndosFailed).
 
-// undoWait is how long the caller of a failed acquisition waits for its
+// UndoWait is how long the caller of a failed acquisition waits for its
 // undo before returning its error; the undo goes on in the background.
-const undoWait = time.Second
-
-// closeGrace is how long Close lets undos, settles and queue leaves that
-// are under way go on before it cancels them.
-const closeGrace = 5 * time.Second
+const UndoWait = time.Second
 
 // Undo runs the undo of an acquisition whose reply was lost until Redis
 // answers it (as Resend decides), or until the time until has passed
@@ -45,36 +42,36 @@ const closeGrace = 5 * time.Second
 // made when Redis refused the last as late (REDISYNC_LATE: it reached
 // Redis after its own deadline, held up as the acquisition was), for as
 // long as the undo can matter. Undo waits for the outcome at most
-// undoWait, then returns and lets it go on in the background. what and
+// UndoWait, then returns and lets it go on in the background. what and
 // args label the warning logged when the undo fails; every failed undo is
 // counted (Stats.UndosFailed).
-func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
+func (r *Requests) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
 	done := make(chan struct{})
-	timeout := MaxRequestTTL + closeGrace
+	timeout := MaxTTL + bg.CloseGrace
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
-	started := c.finish(timeout, func(ctx context.Context) {
+	started := r.bg.Finish(timeout, func(ctx context.Context) {
 		defer close(done)
 		var err error
 		for {
-			err = c.resendUntil(ctx, until, newSend(ctx))
+			err = r.ResendUntil(ctx, until, newSend(ctx))
 			if !errs.RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
 				break
 			}
 		}
 		if err != nil {
-			c.ctr.undoFailed.Add(1)
-			c.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
+			r.undoFailed.Add(1)
+			r.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
 				append(args, "err", err)...)
 		}
 	})
 	if !started {
-		c.ctr.undoFailed.Add(1)
-		c.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
+		r.undoFailed.Add(1)
+		r.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
 		return
 	}
-	t := time.NewTimer(undoWait)
+	t := time.NewTimer(UndoWait)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -82,10 +79,10 @@ func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Con
 	}
 }
 
-// resendUntil is Resend with a bound of its own instead of the request's
+// ResendUntil is Resend with a bound of its own instead of the request's
 // lifetime: it re-sends until Redis answers, ctx ends, or until has passed
 // (zero: only ctx bounds it).
-func (c *Client) resendUntil(ctx context.Context, until time.Time, send func() error) error {
+func (r *Requests) ResendUntil(ctx context.Context, until time.Time, send func() error) error {
 	pause := 20 * time.Millisecond
 	for {
 		err := send()
@@ -107,12 +104,12 @@ func (c *Client) resendUntil(ctx context.Context, until time.Time, send func() e
 // RecordEnd returns the local time until which the record of a request
 // with the given deadline (RequestDeadline, by the server's clock) lives:
 // an undo that reaches Redis later cannot tell whether the request ran.
-func (c *Client) RecordEnd(deadline int64) time.Time {
+func (r *Requests) RecordEnd(deadline int64) time.Time {
 	now := time.Now()
-	return time.UnixMilli(deadline).Add(-c.serverOffset(now) + recordSlack)
+	return time.UnixMilli(deadline).Add(-r.serverOffset(now) + RecordSlack)
 }
 
-// recordSlack is how long a request's record outlives its deadline
+// RecordSlack is how long a request's record outlives its deadline
 // (lua/prelude_request.lua, record), less a margin for the error in the
 // measured clock offset.
-const recordSlack = 900 * time.Millisecond
+const RecordSlack = 900 * time.Millisecond

@@ -1,4 +1,4 @@
-package core
+package request
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 // release lost to a short outage into one that took effect, where giving
 // up would lose it for good (a semaphore's permits, a latch's count-down).
 // It returns send's last error.
-func (c *Client) Resend(ctx context.Context, send func() error) error {
-	return c.resendUntil(ctx, time.Now().Add(c.reqTTL), send)
+func (r *Requests) Resend(ctx context.Context, send func() error) error {
+	return r.ResendUntil(ctx, time.Now().Add(r.ttl), send)
 }
 
 // Settle makes sure that an owner's request whose reply was lost — a
@@ -38,15 +38,15 @@ func (c *Client) Resend(ctx context.Context, send func() error) error {
 //
 // The fresh holds need none of this: their field serves one hold only, so
 // a late copy of its release finds nothing of a later hold to change.
-func (c *Client) Settle(req string, unlock func()) bool {
-	return c.finish(c.reqTTL+settleSlack, func(ctx context.Context) {
+func (r *Requests) Settle(req string, unlock func()) bool {
+	return r.bg.Finish(r.ttl+settleSlack, func(ctx context.Context) {
 		defer unlock()
-		rdb := c.Redis()
-		err := c.Resend(ctx, func() error {
-			return rdb.SetNX(ctx, req, "cancelled", c.reqTTL+settleSlack).Err()
+		rdb := r.rdb
+		err := r.Resend(ctx, func() error {
+			return rdb.SetNX(ctx, req, "cancelled", r.ttl+settleSlack).Err()
 		})
 		if err != nil {
-			c.log.Warn("redisync: could not settle a request whose reply was lost; a late copy of it may still apply until its deadline",
+			r.log.Warn("redisync: could not settle a request whose reply was lost; a late copy of it may still apply until its deadline",
 				"request", req, "err", err)
 		}
 	})
