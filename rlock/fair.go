@@ -108,7 +108,7 @@ func (s *fairScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 	rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
 		ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
 		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Fenced: op.Fencing,
-		Count: op.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
+		Count: op.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > s.recheck) {
 		out.Retry = s.recheck
@@ -126,7 +126,7 @@ func (s *fairScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 	}
 	return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
 		Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
-		Deadline: s.e.C.Requests().Deadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Runner(op.Sync))
+		Deadline: s.e.C.Requests().Deadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
 }
 
 // Waiting waits on the owner's own channel and leaves the queue when the

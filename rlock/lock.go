@@ -96,12 +96,12 @@ func (s *lockScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 		if op.Fencing {
 			a.Counter = s.counter // otherwise left out: spare its bytes
 		}
-		rep, err := a.Run(ctx, e.C.Runner(op.Sync))
+		rep, err := a.Run(ctx, e.C.Replicas().Runner(op.Sync))
 		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	}
 	rep, err := lua.LockAcquireArgs{Lock: op.Name, Request: op.ReqKey, Counter: s.counter,
 		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx),
-		Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
+		Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 }
 
@@ -118,11 +118,11 @@ func (s *lockScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 		// request's.
 		return lua.LockReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
 			FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: s.msg, Publish: op.Publish,
-			MarkUntil: e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Runner(op.Sync))
+			MarkUntil: e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	}
 	return lua.LockReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
 		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
-		Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
+		Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 }
 
 // Handoff runs lock_handoff: from's fresh hold ends and to's begins.

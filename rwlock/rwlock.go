@@ -114,12 +114,12 @@ func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
 		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
 			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
 			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
-		}.Run(ctx, e.C.Runner(op.Sync))
+		}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	}
 	return lua.RWReadReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
 		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
 		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
-	}.Run(ctx, e.C.Runner(op.Sync))
+	}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 }
 
 // Waiting waits on the lock's channel with its wake policy (wake).
@@ -145,7 +145,7 @@ func (s *readScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 	e := s.e
 	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
 		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Runner(op.Sync))
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
 
@@ -189,13 +189,13 @@ func (s *writeScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, 
 	e := s.e
 	if op.Fresh {
 		rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-			FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Runner(op.Sync))
+			FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 		return outcome(rep.Code, rep.Value, err, op.Owner)
 	}
 	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
 		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
-		ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Runner(op.Sync))
+		ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
 
@@ -214,7 +214,7 @@ func (s *writeScripts) Release(ctx context.Context, op *core.Op) (int64, error) 
 	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
 		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
-	}.Run(ctx, s.e.C.Runner(op.Sync))
+	}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
 }
 
 // Handoff runs rwlock_write_handoff: from's fresh hold ends and to's

@@ -213,10 +213,10 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	sync := s.h.C.NewSync()
+	sync := s.h.C.Replicas().NewSync()
 	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
 		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
-		Permits: raw}.Run(ctx, s.h.C.Runner(sync))
+		Permits: raw}.Run(ctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -310,9 +310,9 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
 		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Permits: raws}
 	var rep lua.SemaphorePermitReleaseReply
-	sync := s.h.C.NewSync()
+	sync := s.h.C.Replicas().NewSync()
 	err = s.h.C.Requests().Resend(ctx, func() (err error) {
-		rep, err = release.Run(ctx, s.h.C.Runner(sync))
+		rep, err = release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
 	if err != nil {

@@ -110,9 +110,9 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
-	reqKey, deadline, sync := s.requestKey(), s.h.C.Requests().Deadline(ctx), s.h.C.NewSync()
+	reqKey, deadline, sync := s.requestKey(), s.h.C.Requests().Deadline(ctx), s.h.C.Replicas().NewSync()
 	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: n,
-		Deadline: deadline}.Run(ctx, s.h.C.Runner(sync))
+		Deadline: deadline}.Run(ctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -172,11 +172,11 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	}
 	reqKey := s.requestKey()
 	deadline := s.h.C.Requests().Deadline(ctx)
-	sync := s.h.C.NewSync()
+	sync := s.h.C.Replicas().NewSync()
 	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Request: reqKey, UndoRequest: reqKey, N: n, Deadline: deadline, Publish: pub}
 	err = s.h.C.Requests().Resend(ctx, func() error {
-		_, err := release.Run(ctx, s.h.C.Runner(sync))
+		_, err := release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
 	if err == nil {

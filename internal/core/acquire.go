@@ -254,7 +254,7 @@ func (l *Lock) acquisition(base Op, hk HoldKey) Op {
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing
 	l.setRequestKey(&op)
-	op.Sync = l.C.newSyncIn(&op.sync)
+	op.Sync = l.C.replicas.NewSyncIn(&op.sync)
 	return op
 }
 

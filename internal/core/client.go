@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/lua"
+
 	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/request"
 
@@ -38,9 +41,9 @@ type Options struct {
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
-	// ReplicaSync: replica acknowledgement (replicas.go); nil: the
-	// default, DefaultReplicaSync.
-	ReplicaSync *ReplicaSync
+	// ReplicaSync: replica acknowledgement (package replica); nil: the
+	// default, replica.DefaultReplicaSync.
+	ReplicaSync *replica.ReplicaSync
 }
 
 // Client is the state behind a redisync.Client.
@@ -62,7 +65,7 @@ type Client struct {
 	closing   <-chan struct{}
 	closeOnce sync.Once
 
-	replicas replicaCounts // replicas.go
+	replicas *replica.Replicas // replica acknowledgement (package replica)
 	// freshBase is added to the tokens of fresh holds' owners (FreshToken):
 	// random, 13 decimal digits.
 	freshBase uint64
@@ -94,7 +97,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ReplicaSync == nil {
-		rs := DefaultReplicaSync
+		rs := replica.DefaultReplicaSync
 		o.ReplicaSync = &rs
 	}
 	if rdb == nil && o.Err == nil {
@@ -110,6 +113,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	}
 	c.closing = c.bg.Closing()
 	c.reqs = request.New(rdb, o.Logger, c.bg, &c.ctr.undoFailed)
+	c.replicas = replica.New(rdb, *o.ReplicaSync, Millis(o.ReplicaSync.Timeout), c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
 		c.reg = newRegistration(o.ID)
@@ -175,6 +179,16 @@ func (c *Client) Closing() <-chan struct{} { return c.closing }
 // Requests returns the client's exactly-once requests: ids, deadlines,
 // re-sends, settles and undos (package request).
 func (c *Client) Requests() *request.Requests { return c.reqs }
+
+// Replicas returns the client's replica acknowledgement: the runners of
+// script bindings, which wait for replicas when given a Sync (package
+// replica).
+func (c *Client) Replicas() *replica.Replicas { return c.replicas }
+
+// Direct returns the runner of script bindings that runs them on the
+// client's connection with (*redis.Script).Run, for the scripts that never
+// wait for replicas.
+func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
 
 // Background returns the client's background work, which Close waits
 // for, and its detached contexts (package bg).

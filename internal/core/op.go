@@ -3,6 +3,8 @@ package core
 import (
 	"time"
 
+	"github.com/redisync/redisync/internal/core/replica"
+
 	"github.com/redisync/redisync/internal/core/request"
 )
 
@@ -39,11 +41,11 @@ type Op struct {
 	// Sync, when set, makes the script call wait for replicas (Eval): the
 	// engine sets it on acquisitions and releases (NewSync), never on
 	// undos, renewals and in-process handoffs.
-	Sync *Sync
+	Sync *replica.Sync
 	// sync is where Sync points in the engine's acquisitions and releases
 	// (newSyncIn): the Op is on the heap already, so the Sync costs no
 	// allocation of its own.
-	sync Sync
+	sync replica.Sync
 	// Deadline is a fresh hold's acquisition's request deadline
 	// (FreshDeadline, epoch ms by the server's clock), in the acquisition
 	// and in the hold's release and undo, whose marks must outlive it.

@@ -68,7 +68,7 @@ func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
 	if o, chain := l.claimNext(s, hk, r.op); o != nil {
 		return l.handOff(ctx, s, hk, r.op, o, chain)
 	}
-	r.op.Sync = l.C.newSyncIn(&r.op.sync)
+	r.op.Sync = l.C.replicas.NewSyncIn(&r.op.sync)
 	remaining, err := l.C.Release(hk, r.op.Count, r.send)
 	if err != nil && r.op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published

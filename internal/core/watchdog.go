@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/replica"
+
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -253,17 +255,17 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 // as Redisson does not wait for renewals at all.
 func (w *watchdog) ackWait(ctx context.Context) func(redis.Pipeliner) *redis.IntCmd {
 	none := func(redis.Pipeliner) *redis.IntCmd { return nil }
-	rs := w.c.opts.ReplicaSync
+	rs := w.c.replicas.Settings()
 	node, ok := w.c.rdb.(*redis.Client)
-	if !rs.on() || !ok {
+	if !w.c.replicas.On() || !ok {
 		return none
 	}
-	n, err := w.c.replicasOf(ctx, node, "")
+	n, err := w.c.replicas.Count(ctx, node, "")
 	if err != nil || n == 0 {
 		return none
 	}
 	want := rs.Replicas
-	if want == ReplicasAll {
+	if want == replica.ReplicasAll {
 		want = n
 	}
 	// A lagging replica must not delay the next tick: the wait is at most
