@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
+
 	"github.com/redisync/redisync/internal/core/wait"
 
 	"github.com/redisync/redisync/internal/core/errs"
@@ -144,7 +146,7 @@ func (s *lockScripts) Handoff(ctx context.Context, from, to *core.Op) (core.Hand
 // Renewal is lockRenewal (lua.RenewLock): the hash and the owner's field,
 // which are the hold's key. One lazy spec serves every hold: nothing is
 // allocated for it per acquisition.
-func (s *lockScripts) Renewal(*core.Op) *core.RenewSpec { return lockRenewal }
+func (s *lockScripts) Renewal(*core.Op) *hold.RenewSpec { return lockRenewal }
 
 // Waiting waits on the lock's channel; a release wakes one waiter.
 func (s *lockScripts) Waiting(*core.Op) core.Waiting {
@@ -152,7 +154,7 @@ func (s *lockScripts) Waiting(*core.Op) core.Waiting {
 }
 
 // lockRenewal is how the watchdog renews a hold of the lock.
-var lockRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
+var lockRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 

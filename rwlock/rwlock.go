@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
+
 	"github.com/redisync/redisync/internal/core/wait"
 
 	"github.com/redisync/redisync/internal/core/errs"
@@ -156,8 +158,8 @@ func (s *readScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 
 // Renewal renews the reader field and the owner's timeout keys
 // (lua.RenewRead).
-func (s *readScripts) Renewal(op *core.Op) *core.RenewSpec {
-	return core.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
+func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
+	return hold.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
 }
 
@@ -195,7 +197,7 @@ func (s *writeScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, 
 	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
 		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
-		ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		ReadCount: e.C.Holds().Count(hold.Key{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
 
@@ -231,12 +233,12 @@ func (s *writeScripts) Handoff(ctx context.Context, from, to *core.Op) (core.Han
 }
 
 // Renewal is writeRenewal.
-func (s *writeScripts) Renewal(*core.Op) *core.RenewSpec { return writeRenewal }
+func (s *writeScripts) Renewal(*core.Op) *hold.RenewSpec { return writeRenewal }
 
 // writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
 // the hash and the write field, which are the hold's key; one lazy spec for
 // every hold.
-var writeRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
+var writeRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 

@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // acceptor lets a caller waiting in a lock's local line be handed the lock
@@ -61,7 +63,7 @@ func (a *acceptor) Withdraw() bool {
 // the owner's lock Claim took.
 func (a *acceptor) took(o *Offer) bool {
 	l, s, op := a.l, a.s, o.Op
-	hk := HoldKey{Key: op.Name, Field: op.Field}
+	hk := hold.Key{Key: op.Name, Field: op.Field}
 	unlock := func() {
 		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
 			l.C.owners.unlock(hk, o.ol)
@@ -78,13 +80,13 @@ func (a *acceptor) took(o *Offer) bool {
 		unlock()
 		return false
 	}
-	var renew *RenewSpec
+	var renew *hold.RenewSpec
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)
 	}
-	h := l.C.acquiredAs(s.Kind, s.What, r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
-	h.setChain(r.Chain)
-	l.C.holdThrough(h, s.Line)
+	h := l.C.holds.AcquiredAs(l.C.label(s), r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
+	h.SetChain(r.Chain)
+	h.Through(s.Line, &l.C.lines)
 	unlock()
 	l.took(h, op)
 	a.handed = true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/core/request"
 
 	"github.com/redisync/redisync/internal/core/errs"
@@ -193,15 +194,15 @@ func (l *Lock) holdsAny(base Op) bool {
 	if base.Owner == "" {
 		return false
 	}
-	return l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
-		(base.Field != base.Owner && l.C.HeldCount(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
+	return l.C.holds.Count(hold.Key{Key: base.Name, Field: base.Field}) > 0 ||
+		(base.Field != base.Owner && l.C.holds.Count(hold.Key{Key: base.Name, Field: base.Owner}) > 0)
 }
 
 // try makes one acquisition attempt for the owner of base, holding the
 // owner's lock (ownerLocks) throughout, and after a lost reply through
 // the undo (interrupted).
 func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, error) {
-	hk := HoldKey{Key: base.Name, Field: base.Field}
+	hk := hold.Key{Key: base.Name, Field: base.Field}
 	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
 		return false, 0, err
@@ -229,7 +230,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		case out.Err != nil:
 			return false, 0, out.Err
 		case out.Lost && op.Count > 1:
-			l.C.endHold(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
+			l.C.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
 			return false, out.Retry, nil
@@ -243,10 +244,10 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 // whose hold is hk: a new hold (count 1), or a re-entry of its live hold
 // (count + 1), which keeps its fencing token: the script records it
 // instead of taking a new one.
-func (l *Lock) acquisition(base Op, hk HoldKey) Op {
+func (l *Lock) acquisition(base Op, hk hold.Key) Op {
 	op := base
 	op.Count = 1
-	if h := l.C.liveHold(hk); h != nil {
+	if h := l.C.holds.Live(hk); h != nil {
 		if n := h.Count(); n > 0 {
 			op.Count, op.Fence = n+1, h.FencingToken()
 		}
@@ -265,7 +266,7 @@ func (l *Lock) acquisition(base Op, hk HoldKey) Op {
 // allows); this one waits for it at most request.UndoWait (a replica that did not
 // acknowledge: until it is done). It reports whether the undo took the
 // owner's lock over (then the undo unlocks it).
-func (l *Lock) interrupted(s *Side, op Op, hk HoldKey, ol *ownerLock, err error) bool {
+func (l *Lock) interrupted(s *Side, op Op, hk hold.Key, ol *ownerLock, err error) bool {
 	if errs.IsReply(err) {
 		return false // Redis ran nothing
 	}
@@ -281,22 +282,22 @@ func (l *Lock) interrupted(s *Side, op Op, hk HoldKey, ol *ownerLock, err error)
 // hold records the hold op took (sent when the script was sent, with
 // fencing token fence) and makes it the handle's latest; a hold taken from
 // Redis through a local line with handoffs begins a chain.
-func (l *Lock) hold(s *Side, op Op, hk HoldKey, sent time.Time, fence int64) {
-	var renew *RenewSpec
+func (l *Lock) hold(s *Side, op Op, hk hold.Key, sent time.Time, fence int64) {
+	var renew *hold.RenewSpec
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)
 	}
-	h := l.C.acquiredAs(s.Kind, s.What, sent, hk, op.Count, fence, op.Lease, renew)
+	h := l.C.holds.AcquiredAs(l.C.label(s), sent, hk, op.Count, fence, op.Lease, renew)
 	if op.Count == 1 && s.Handoff != nil && s.Line != "" {
-		h.setChain(l.C.newChain()) // a hold taken from Redis begins a chain
-		l.C.holdThrough(h, s.Line)
+		h.SetChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
+		h.Through(s.Line, &l.C.lines)
 	}
 	l.took(h, op)
 }
 
 // took makes h, just acquired (or re-entered) by op, the handle's latest
 // hold; the handle's fencing token becomes the hold's.
-func (l *Lock) took(h *Hold, op Op) {
+func (l *Lock) took(h *hold.Hold, op Op) {
 	l.mu.Lock()
 	l.latest = h
 	if l.Fencing {

@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/core/replica"
 	"github.com/redisync/redisync/lua"
 
@@ -55,7 +55,6 @@ type Client struct {
 	mux     *pubsub.Mux
 	waits   *wait.Waits       // the waiting algorithm (package wait)
 	reqs    *request.Requests // exactly-once requests (package request)
-	turnSeq atomic.Uint64     // arrivals in local lines (Turn.seq)
 	cluster bool
 	pub     publishMode
 
@@ -70,12 +69,10 @@ type Client struct {
 	// random, 13 decimal digits.
 	freshBase uint64
 
-	holdsMu sync.Mutex
-	holds   map[HoldKey]*Hold
-	owners  ownerLocks
-	lines   lines
-	wd      watchdog
-	ctr     counters // Stats and OnClose (observe.go)
+	holds  *hold.Holds // live holds and their watchdog (package hold)
+	owners ownerLocks
+	lines  lines
+	ctr    counters // Stats and OnClose (observe.go)
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration
@@ -104,12 +101,11 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		o.Err = fmt.Errorf("%w: nil redis client", errs.ErrInvalidArgument)
 	}
 	c := &Client{
-		rdb:   rdb,
-		id:    o.ID,
-		opts:  o,
-		log:   o.Logger,
-		bg:    bg.New(),
-		holds: make(map[HoldKey]*Hold),
+		rdb:  rdb,
+		id:   o.ID,
+		opts: o,
+		log:  o.Logger,
+		bg:   bg.New(),
 	}
 	c.closing = c.bg.Closing()
 	c.reqs = request.New(rdb, o.Logger, c.bg, &c.ctr.undoFailed)
@@ -123,7 +119,13 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}
 	c.waits = wait.New(c, c.mux, c.closing, o.Recheck, o.Logger)
-	c.wd.c = c
+	c.holds = hold.New(hold.Config{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
+		Closing: c.closing, Log: o.Logger, Observer: (*holdObserver)(c),
+		LeaseMillis: Millis(o.WatchdogTimeout),
+		// A lagging replica must not delay the next tick: a renewal's
+		// WAIT is at most a sixth of the watchdog timeout (half the
+		// time between ticks).
+		AckMillis: max(min(Millis(o.ReplicaSync.Timeout), Millis(o.WatchdogTimeout/6)), 1)})
 	return c
 }
 
@@ -190,6 +192,10 @@ func (c *Client) Replicas() *replica.Replicas { return c.replicas }
 // wait for replicas.
 func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
 
+// Holds returns the client's live holds and their watchdog (package
+// hold).
+func (c *Client) Holds() *hold.Holds { return c.holds }
+
 // Background returns the client's background work, which Close waits
 // for, and its detached contexts (package bg).
 func (c *Client) Background() *bg.Group { return c.bg }
@@ -205,21 +211,13 @@ func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.bg.Close()
-		c.wd.wait()
+		c.holds.Wait()
 		c.bg.Wait()
 		c.unregister() // the id is free at once
 		if c.mux != nil {
 			err = c.mux.Close()
 		}
-		c.holdsMu.Lock()
-		live := make([]*Hold, 0, len(c.holds))
-		for _, h := range c.holds {
-			live = append(live, h)
-		}
-		c.holdsMu.Unlock()
-		for _, h := range live {
-			h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
-		}
+		c.holds.EndAll("", fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
 		c.runOnClose()
 	})
 	return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/core/wait"
 
 	"github.com/redisync/redisync/internal/core/errs"
@@ -219,7 +220,7 @@ func (f *fakeScripts) Acquire(context.Context, *Op) (Outcome, error) {
 	return Outcome{Acquired: true}, nil
 }
 func (f *fakeScripts) Release(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
-func (f *fakeScripts) Renewal(*Op) *RenewSpec                           { return nil }
+func (f *fakeScripts) Renewal(*Op) *hold.RenewSpec                      { return nil }
 func (f *fakeScripts) Waiting(op *Op) Waiting {
 	return Waiting{Strategy: &wait.PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
 }

@@ -2,6 +2,8 @@ package core
 
 import (
 	"time"
+
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // In-process handoff.
@@ -35,24 +37,19 @@ import (
 // callers that arrived after it began.
 const HandoffWindow = time.Millisecond
 
-// Chain is where a hold stands in a chain of handoffs: when the chain
-// began (a hold taken from Redis) and the last arrival (Turn.seq) it serves
-// in any case.
-type Chain struct {
-	Start time.Time
-	Last  uint64
-}
+// A hold's place in a chain (hold.Chain) is when the chain began (a hold
+// taken from Redis) and the last arrival (Turn.seq) it serves in any case.
 
-// allows reports whether the chain may hand the lock on to the caller that
-// arrived as seq.
-func (ch Chain) allows(seq uint64) bool {
+// chainAllows reports whether the chain ch may hand the lock on to the
+// caller that arrived as seq.
+func chainAllows(ch hold.Chain, seq uint64) bool {
 	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
 }
 
 // newChain returns the chain a hold taken from Redis now begins: it serves
 // every caller of the client already waiting.
-func (c *Client) newChain() Chain {
-	return Chain{Start: time.Now(), Last: c.turnSeq.Load()}
+func (ls *lines) newChain() hold.Chain {
+	return hold.Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
 // Offer is a caller's readiness, while it waits in a local line, to be
@@ -78,7 +75,7 @@ type Handed struct {
 	Acquired bool
 	Fence    int64
 	Sent     time.Time
-	Chain    Chain // the chain the hold goes on with
+	Chain    hold.Chain // the chain the hold goes on with
 	// Unknown: the handoff's reply was lost; the acquisition may or may
 	// not have happened, and the caller must undo it (Lock.undo).
 	Unknown bool
@@ -170,7 +167,7 @@ func (t *Turn) Withdraw() *Offer {
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
 // for the caller) and the releaser must Finish it. nil otherwise.
-func (c *Client) Claim(key string, chain Chain) *Offer {
+func (c *Client) Claim(key string, chain hold.Chain) *Offer {
 	ls := &c.lines
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -180,10 +177,10 @@ func (c *Client) Claim(key string, chain Chain) *Offer {
 	}
 	t := l.q[0]
 	o := t.offer
-	if o == nil || o.claimed || t.trying || !chain.allows(t.seq) {
+	if o == nil || o.claimed || t.trying || !chainAllows(chain, t.seq) {
 		return nil
 	}
-	ol, ok := c.owners.tryLock(HoldKey{Key: o.Op.Name, Field: o.Op.Field})
+	ol, ok := c.owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
 	if !ok {
 		return nil
 	}
@@ -191,41 +188,30 @@ func (c *Client) Claim(key string, chain Chain) *Offer {
 	return o
 }
 
-// holdThrough records that h was taken by a caller of the line key, so that
-// the line's head waits for its release instead of asking Redis (HeldHere),
-// until h ends (leaveLine).
-func (c *Client) holdThrough(h *Hold, key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err != nil || h.line != "" {
-		return
-	}
-	h.line = key
-	ls := &c.lines
+// Held counts one more live hold taken by a caller of the line key, so
+// that the line's head waits for its release instead of asking Redis
+// (HeldHere), until the hold ends (left). A hold records it with
+// hold.Hold.Through.
+func (ls *lines) Held(key string) {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	if ls.held == nil {
 		ls.held = make(map[string]int)
 	}
 	ls.held[key]++
-	ls.mu.Unlock()
 }
 
-// leaveLine forgets that h was taken through a line (holdThrough), when it
-// ends. When the hold was lost, or its release failed, rather than
-// released (nothing is published, nothing handed on), it wakes the head of
-// the line, which waits without asking Redis while the lock is held here.
+// left forgets a hold taken through the line key (Held), when it ends.
+// When the hold was lost, or its release failed, rather than released
+// (nothing is published, nothing handed on), it wakes the head of the
+// line, which waits without asking Redis while the lock is held here.
 // After a release it does not: the head hears the release's message in
 // its turn among the channel's subscribers (last, if this client took the
 // lock from Redis), as the other processes' waiters do.
-func (h *Hold) leaveLine(lost bool) {
-	h.mu.Lock()
-	key := h.line
-	h.line = ""
-	h.mu.Unlock()
+func (ls *lines) left(key string, lost bool) {
 	if key == "" {
 		return
 	}
-	ls := &h.c.lines
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.held[key]--; ls.held[key] > 0 {

@@ -6,30 +6,32 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // A chain serves the callers waiting when it began, and others only while
 // it is younger than HandoffWindow.
 func TestChainAllows(t *testing.T) {
-	young := Chain{Start: time.Now(), Last: 5}
-	assert.True(t, young.allows(3))
-	assert.True(t, young.allows(9), "a young chain serves late arrivals")
-	old := Chain{Start: time.Now().Add(-time.Second), Last: 5}
-	assert.True(t, old.allows(5), "an old chain still serves those waiting when it began")
-	assert.False(t, old.allows(6))
-	assert.False(t, Chain{}.allows(1), "no chain: no handoff")
+	young := hold.Chain{Start: time.Now(), Last: 5}
+	assert.True(t, chainAllows(young, 3))
+	assert.True(t, chainAllows(young, 9), "a young chain serves late arrivals")
+	old := hold.Chain{Start: time.Now().Add(-time.Second), Last: 5}
+	assert.True(t, chainAllows(old, 5), "an old chain still serves those waiting when it began")
+	assert.False(t, chainAllows(old, 6))
+	assert.False(t, chainAllows(hold.Chain{}, 1), "no chain: no handoff")
 }
 
 // Claim takes only the head's offer, never while the head asks Redis,
 // and only once; Withdraw returns a claimed offer with its outcome.
 func TestClaimRules(t *testing.T) {
 	c := lineClient(t)
-	chain := c.newChain()
+	chain := c.lines.newChain()
 	assert.Nil(t, c.Claim("r", chain), "no line")
 	head := c.JoinLine("r", false)
 	next := c.JoinLine("r", false)
 	next.Accepts(Op{Name: "r", Field: "next"})
-	assert.Nil(t, c.Claim("r", Chain{Start: time.Now(), Last: 0}), "the head accepts no handoff")
+	assert.Nil(t, c.Claim("r", hold.Chain{Start: time.Now(), Last: 0}), "the head accepts no handoff")
 	head.Accepts(Op{Name: "r", Field: "head"})
 
 	require.True(t, head.BeginTry())
@@ -46,7 +48,7 @@ func TestClaimRules(t *testing.T) {
 	require.NotNil(t, got)
 	assert.True(t, got.res.Acquired)
 	assert.EqualValues(t, 7, got.res.Fence)
-	c.owners.unlock(HoldKey{Key: "r", Field: "head"}, got.ol)
+	c.owners.unlock(hold.Key{Key: "r", Field: "head"}, got.ol)
 	assert.Nil(t, head.Withdraw(), "withdrawn twice")
 	head.Leave()
 	next.Leave()

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
@@ -26,6 +27,8 @@ type lines struct {
 	// held counts, per line, the live holds of this client taken by
 	// callers of the line (HeldHere).
 	held map[string]int
+	// seq counts arrivals in the lines (Turn.seq).
+	seq atomic.Uint64
 }
 
 // line is the queue of callers for one resource; q[0] is the head, the only
@@ -42,7 +45,7 @@ type Turn struct {
 	// sub is a subscription handed along the line (Hand, Take), so that
 	// the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
-	// seq is the caller's arrival in the client (Client.turnSeq), which
+	// seq is the caller's arrival in the client (lines.seq), which
 	// decides whether a handoff chain may serve it (ChainRule).
 	seq uint64
 	// offer is set while the turn accepts a handoff (Accepts, Claim);
@@ -89,7 +92,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
 	}
-	t := &Turn{c: c, key: key, ready: closedChan, seq: c.turnSeq.Add(1)} // the head's turn is now
+	t := &Turn{c: c, key: key, ready: readyNow, seq: ls.seq.Add(1)} // the head's turn is now
 	if len(l.q) > 0 {
 		t.ready = make(chan struct{})
 	}
@@ -135,6 +138,9 @@ func (t *Turn) Leave() {
 		linePool.Put(l)
 	}
 }
+
+// readyNow is the ready channel of a turn at the head of its line at once.
+var readyNow = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // linePool recycles empty lines with their queue's array: a lock's line is
 // made and deleted at every uncontended acquisition.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/keys"
 )
 
@@ -117,9 +118,9 @@ type Lock struct {
 	ownerAt     int
 
 	mu     sync.Mutex
-	latest *Hold // the hold of the latest acquisition through this handle
-	fence  int64 // its fencing token
-	fresh  Op    // the op of the latest fresh hold taken through this handle
+	latest *hold.Hold // the hold of the latest acquisition through this handle
+	fence  int64      // its fencing token
+	fresh  Op         // the op of the latest fresh hold taken through this handle
 }
 
 // NewLock returns a handle's engine state. It does no I/O.
@@ -252,7 +253,7 @@ func (l *Lock) fail(s *Side, err error) error {
 // it has none: a context owner's hold (whatever handle took it), or without
 // one the hold taken through this handle (on a Fresh side, its latest
 // fresh hold; else the handle's own owner's). It sends nothing.
-func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
+func (l *Lock) Hold(ctx context.Context, s *Side) *hold.Hold {
 	token, own, err := l.owner(ctx)
 	if err != nil {
 		return nil
@@ -265,13 +266,13 @@ func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
 	} else {
 		field = s.Scripts.Field(l.ownerName(token))
 	}
-	return l.C.liveHold(HoldKey{Key: l.Name, Field: field})
+	return l.C.holds.Live(hold.Key{Key: l.Name, Field: field})
 }
 
 // ForceEnded ends every hold of this client on the lock (any owner), after
 // a ForceUnlock deleted it.
 func (l *Lock) ForceEnded() {
-	l.C.endHolds(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
+	l.C.holds.EndAll(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
 }
 
 // FencingToken returns the fencing token of the hold of the latest

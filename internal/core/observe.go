@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // Observation: the counters behind redisync.Client.Stats and the hooks
@@ -60,14 +61,6 @@ type HoldEnd struct {
 	Duration  time.Duration
 	Lost      bool  // ended with errs.ErrLockLost
 	Err       error // why it ended: errs.ErrNotHeld (released) or an errs.ErrLockLost
-}
-
-// RenewalTick describes one watchdog round.
-type RenewalTick struct {
-	Renewed  int // holds renewed
-	Failed   int // holds whose renewal call failed with an error; retried soon
-	Lost     int // holds found gone, or not renewed within their lease: lost
-	Duration time.Duration
 }
 
 // Hooks receive events; nil fields are skipped. They run on the goroutine
@@ -127,9 +120,7 @@ func (c *Client) Stats() Stats {
 	s.UndosFailed = c.ctr.undoFailed.Load()
 	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
-	c.holdsMu.Lock()
-	s.Holds = len(c.holds)
-	c.holdsMu.Unlock()
+	s.Holds = c.holds.Len()
 	if c.mux != nil {
 		ms := c.mux.Stats()
 		s.PubSubReconnects = uint64(ms.Reconnects)
@@ -260,8 +251,34 @@ func Primitive(kind, what string) string {
 	return p
 }
 
-// holdEnded counts and reports the end of hold h with err (Hold.end).
-func (c *Client) holdEnded(h *Hold, err error) {
+// RenewalTick describes one watchdog round (hold.RenewalTick), one of the
+// payloads of Hooks.
+type RenewalTick = hold.RenewalTick
+
+// label returns how observers name a hold of side s ("" without hooks:
+// nobody asks).
+func (c *Client) label(s *Side) string {
+	if c.opts.Hooks == nil {
+		return ""
+	}
+	return Primitive(s.Kind, s.What)
+}
+
+// holdObserver is the client as its holds' observer (hold.Observer): it
+// counts and reports what the holds do, and keeps the local lines.
+type holdObserver Client
+
+// Ending takes h out of its local line (lines.left).
+func (o *holdObserver) Ending(h *hold.Hold, lost bool) {
+	o.lines.left(h.TakeLine(), lost)
+}
+
+// NotReplicated counts renewals not acknowledged by the replicas.
+func (o *holdObserver) NotReplicated(n int) { o.ctr.renewUnacked.Add(uint64(n)) }
+
+// Ended counts and reports the end of hold h with err.
+func (o *holdObserver) Ended(h *hold.Hold, err error) {
+	c := (*Client)(o)
 	lost := errors.Is(err, errs.ErrLockLost)
 	if lost {
 		c.ctr.lost.Add(1)
@@ -271,17 +288,18 @@ func (c *Client) holdEnded(h *Hold, err error) {
 		return
 	}
 	hk.HoldEnd(HoldEnd{
-		Primitive: h.primitive,
-		Name:      h.key.Key,
-		Owner:     h.key.Field,
-		Duration:  time.Since(h.start),
+		Primitive: h.Label(),
+		Name:      h.Key().Key,
+		Owner:     h.Key().Field,
+		Duration:  time.Since(h.Start()),
 		Lost:      lost,
 		Err:       err,
 	})
 }
 
-// renewalTick counts and reports one watchdog round.
-func (c *Client) renewalTick(t RenewalTick) {
+// Renewed counts and reports one watchdog round.
+func (o *holdObserver) Renewed(t RenewalTick) {
+	c := (*Client)(o)
 	c.ctr.renewed.Add(uint64(t.Renewed))
 	c.ctr.renewFailed.Add(uint64(t.Failed))
 	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // ownerLocks serialize the operations of one owner on one lock in a client,
@@ -12,7 +13,7 @@ import (
 // finishes before the owner's next operation).
 type ownerLocks struct {
 	mu sync.Mutex
-	m  map[HoldKey]*ownerLock
+	m  map[hold.Key]*ownerLock
 }
 
 type ownerLock struct {
@@ -27,7 +28,7 @@ var ownerLockPool = sync.Pool{New: func() any { return &ownerLock{sem: make(chan
 // lock locks k, waiting as long as ctx allows, and returns the lock to
 // unlock with o.unlock; when ctx ends first it returns an error wrapping
 // ctx.Err() and holds nothing.
-func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
+func (o *ownerLocks) lock(ctx context.Context, k hold.Key) (*ownerLock, error) {
 	ol := o.ref(k)
 	select {
 	case ol.sem <- struct{}{}:
@@ -43,7 +44,7 @@ func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
 }
 
 // tryLock locks k if it is not locked, without waiting.
-func (o *ownerLocks) tryLock(k HoldKey) (*ownerLock, bool) {
+func (o *ownerLocks) tryLock(k hold.Key) (*ownerLock, bool) {
 	ol := o.ref(k)
 	select {
 	case ol.sem <- struct{}{}:
@@ -56,11 +57,11 @@ func (o *ownerLocks) tryLock(k HoldKey) (*ownerLock, bool) {
 
 // ref returns k's lock, made if needed, with one more reference (drop
 // gives it up).
-func (o *ownerLocks) ref(k HoldKey) *ownerLock {
+func (o *ownerLocks) ref(k hold.Key) *ownerLock {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
-		o.m = make(map[HoldKey]*ownerLock)
+		o.m = make(map[hold.Key]*ownerLock)
 	}
 	ol := o.m[k]
 	if ol == nil {
@@ -72,13 +73,13 @@ func (o *ownerLocks) ref(k HoldKey) *ownerLock {
 }
 
 // unlock unlocks k, locked as ol by lock.
-func (o *ownerLocks) unlock(k HoldKey, ol *ownerLock) {
+func (o *ownerLocks) unlock(k hold.Key, ol *ownerLock) {
 	<-ol.sem
 	o.drop(k, ol)
 }
 
 // drop gives up one reference to k's lock ol, forgetting it with the last.
-func (o *ownerLocks) drop(k HoldKey, ol *ownerLock) {
+func (o *ownerLocks) drop(k hold.Key, ol *ownerLock) {
 	o.mu.Lock()
 	ol.refs--
 	last := ol.refs == 0

@@ -114,7 +114,7 @@ func (c *Client) startRenewals(r *registration) bool {
 			next := interval
 			if err := c.renewRegistration(r); err != nil {
 				c.log.Warn("redisync: renewing the client id's registration failed", "id", c.id, "err", err)
-				next = min(interval, maxRetryDelay)
+				next = min(interval, registrationRetry)
 			}
 			timer.Reset(next)
 		}
@@ -166,3 +166,8 @@ func (c *Client) unregister() {
 		c.log.Warn("redisync: freeing the client id's registration failed; it expires within the watchdog timeout", "id", c.id, "err", err)
 	}
 }
+
+// registrationRetry bounds the wait before a registration renewal that
+// failed is tried again, so a short outage does not cost a whole
+// interval (as the watchdog's renewals).
+const registrationRetry = time.Second

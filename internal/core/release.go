@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // Release releases one hold of side s by the owner acting in ctx. It runs
@@ -39,7 +40,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 // release is Release for the owner of base, on a detached context,
 // holding the owner's lock.
 func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
-	hk := HoldKey{Key: base.Name, Field: base.Field}
+	hk := hold.Key{Key: base.Name, Field: base.Field}
 	ctx, cancel := l.C.bg.Detached(ctx)
 	defer cancel()
 	ol, err := l.C.owners.lock(ctx, hk)
@@ -53,7 +54,7 @@ func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
 	if r.op.Publish, err = l.C.PublishCommand(ctx); err != nil {
 		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
-	cur := l.C.HeldCount(hk)
+	cur := l.C.holds.Count(hk)
 	if cur == 0 {
 		// This client holds nothing for the owner (never acquired, lost,
 		// released). Whatever Redis keeps for this client's owner is stale
@@ -69,7 +70,7 @@ func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
 		return l.handOff(ctx, s, hk, r.op, o, chain)
 	}
 	r.op.Sync = l.C.replicas.NewSyncIn(&r.op.sync)
-	remaining, err := l.C.Release(hk, r.op.Count, r.send)
+	remaining, err := l.C.holds.Release(hk, r.op.Count, r.send)
 	if err != nil && r.op.Count == 0 && s.Line != "" {
 		l.C.WakeLine(s.Line) // the release may not have published
 	}
@@ -105,7 +106,7 @@ func (r *releaser) send() (int64, error) {
 
 // unlockSettled gives back the owner's lock ol on hk after r's release:
 // at once, or once a release whose reply was lost is settled.
-func (l *Lock) unlockSettled(hk HoldKey, ol *ownerLock, r *releaser) {
+func (l *Lock) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
 	// The closure for Settle is made only when it is needed.
 	if r.unsettled == "" || !l.C.reqs.Settle(r.unsettled, func() { l.C.owners.unlock(hk, ol) }) {
 		l.C.owners.unlock(hk, ol)
@@ -116,15 +117,15 @@ func (l *Lock) unlockSettled(hk HoldKey, ol *ownerLock, r *releaser) {
 // caller in the lock's local line that the release may hand the lock to
 // (handoff.go), claimed, and the chain the hold is part of; nil when the
 // release frees the lock in Redis instead.
-func (l *Lock) claimNext(s *Side, hk HoldKey, op Op) (*Offer, Chain) {
+func (l *Lock) claimNext(s *Side, hk hold.Key, op Op) (*Offer, hold.Chain) {
 	if !op.Fresh || op.Count != 0 || s.Handoff == nil || s.Line == "" {
-		return nil, Chain{}
+		return nil, hold.Chain{}
 	}
-	h := l.C.liveHold(hk)
+	h := l.C.holds.Live(hk)
 	if h == nil {
-		return nil, Chain{}
+		return nil, hold.Chain{}
 	}
-	chain := h.chainOf()
+	chain := h.Chain()
 	return l.C.Claim(s.Line, chain), chain
 }
 
@@ -132,11 +133,11 @@ func (l *Lock) claimNext(s *Side, hk HoldKey, op Op) (*Offer, Chain) {
 // caller whose offer o the release claimed, in one script; the caller's
 // wait ends with the outcome (acceptor.End). It answers the releaser as
 // Release does.
-func (l *Lock) handOff(ctx context.Context, s *Side, hk HoldKey, op Op, o *Offer, chain Chain) error {
+func (l *Lock) handOff(ctx context.Context, s *Side, hk hold.Key, op Op, o *Offer, chain hold.Chain) error {
 	to := o.Op
 	var out HandoffOutcome
 	sent := time.Now()
-	remaining, err := l.C.Release(hk, 0, func() (int64, error) {
+	remaining, err := l.C.holds.Release(hk, 0, func() (int64, error) {
 		var err error
 		out, err = s.Handoff.Handoff(ctx, &op, &to)
 		return out.Remaining, err

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/core/wait"
 )
 
@@ -49,7 +50,7 @@ type Scripts interface {
 	Release(ctx context.Context, op *Op) (int64, error)
 	// Renewal returns how the watchdog renews the hold op took (nil: this
 	// side is never renewed).
-	Renewal(op *Op) *RenewSpec
+	Renewal(op *Op) *hold.RenewSpec
 	// Waiting returns how a waiter for op waits.
 	Waiting(op *Op) Waiting
 }

@@ -1,20 +1,21 @@
-package core
+package hold
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/errs"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/replica"
 	"github.com/redisync/redisync/lua"
 )
 
-// HoldKey names a hold: the Redis hash and the owner's field in it.
-type HoldKey struct {
+// Key names a hold: the Redis hash and the owner's field in it.
+type Key struct {
 	Key   string // the hash (the primitive's name)
 	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
 }
@@ -27,7 +28,7 @@ type HoldKey struct {
 // call, at most MaxBatch at a time.
 //
 // A spec with Of set instead serves every hold of a side: the watchdog
-// makes a hold's Script, Keys and Args from its HoldKey when it first
+// makes a hold's Script, Keys and Args from its Key when it first
 // renews it (Hold.renewal), so an acquisition allocates nothing for a
 // renewal that may never come.
 type RenewSpec struct {
@@ -35,7 +36,7 @@ type RenewSpec struct {
 	Keys   []string
 	Args   []any
 	// Of returns the renewal binding of the hold named k (lazy specs).
-	Of func(k HoldKey) lua.Renewal
+	Of func(k Key) lua.Renewal
 }
 
 // NewRenewSpec returns how the watchdog renews a hold, from the hold's
@@ -62,12 +63,12 @@ func (h *Hold) renewal() *RenewSpec {
 // Hold is one owner's hold on one primitive in this client: from the
 // acquisition that took the hold count from 0 to 1 until the release that
 // takes it back to 0, or until it is lost. Re-entries by the same owner,
-// through any handle, extend it (the client keeps one Hold per HoldKey).
+// through any handle, extend it (the client keeps one Hold per Key).
 // Handles give out its Done/Err (of the latest hold taken through them), and
 // the hold itself (redisync.Hold).
 type Hold struct {
-	c     *Client
-	key   HoldKey
+	hs    *Holds
+	key   Key
 	renew *RenewSpec // nil: fixed lease, no watchdog
 	// renewOf is renew made for this hold when renew is lazy (RenewSpec.Of),
 	// the first time the watchdog renews it (renewal), under mu.
@@ -77,7 +78,7 @@ type Hold struct {
 	done    chan struct{} // Done, made when first asked for (under mu)
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
-	// only when the client has hooks).
+	// only when the client has hooks: AcquiredAs).
 	start     time.Time
 	primitive string
 
@@ -86,8 +87,8 @@ type Hold struct {
 	err      error       // why the hold ended; nil while it lasts
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
-	chain    Chain       // its chain of in-process handoffs (handoff.go)
-	line     string      // the local line whose caller took it (holdThrough)
+	chain    Chain       // its chain of in-process handoffs (core's handoff.go)
+	line     string      // the local line whose caller took it (Through)
 	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
 	// ctx is the hold's context (Context), made when first asked for;
 	// cancel ends it with the hold's error.
@@ -167,12 +168,13 @@ func (h *Hold) Count() int64 {
 	return h.count
 }
 
-// Acquired is acquiredAt with the current time as the send time.
-func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return c.acquiredAt(time.Now(), key, count, lease, renew)
+// Acquired is AcquiredAs, unlabelled and without a fencing token, with
+// the current time as the send time.
+func (hs *Holds) Acquired(key Key, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+	return hs.AcquiredAs("", time.Now(), key, count, 0, lease, renew)
 }
 
-// acquiredAt records a successful acquisition of key by this client, after
+// AcquiredAs records a successful acquisition of key by this client, after
 // which the owner's hold count is count, as this client counts it (the
 // script set it in Redis). sent is when the acquiring command was sent:
 // Redis started the lease after that, so a local deadline counted from sent
@@ -181,26 +183,19 @@ func (c *Client) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 // otherwise it extends the live one. lease is what Redis was given; renew is
 // nil for a fixed lease, which then ends by itself when the lease runs out.
 // The caller serializes the owner's operations (ownerLocks).
-func (c *Client) acquiredAt(sent time.Time, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return c.acquiredAs("", "", sent, key, count, 0, lease, renew)
-}
-
-// acquiredAs is acquiredAt for a hold of the primitive kind (Handle.Kind)
-// and engine side what (Side.What), as observers see it (HoldEnd). fence is
-// the fencing token the acquisition took; it becomes the hold's when the
-// acquisition starts the hold, and is ignored for a re-entry (the hold
-// keeps its token).
-func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
-	c.holdsMu.Lock()
-	h := c.holds[key]
+//
+// label names the primitive and side for observers (HoldEnd; "" when
+// nobody observes). fence is the fencing token the acquisition took; it
+// becomes the hold's when the acquisition starts the hold, and is ignored
+// for a re-entry (the hold keeps its token).
+func (hs *Holds) AcquiredAs(label string, sent time.Time, key Key, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
+	hs.mu.Lock()
+	h := hs.m[key]
 	if h == nil {
-		h = &Hold{c: c, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent}
-		if c.opts.Hooks != nil {
-			h.primitive = Primitive(kind, what)
-		}
-		c.holds[key] = h
+		h = &Hold{hs: hs, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent, primitive: label}
+		hs.m[key] = h
 	}
-	c.holdsMu.Unlock()
+	hs.mu.Unlock()
 
 	h.mu.Lock()
 	h.count = count
@@ -216,10 +211,10 @@ func (c *Client) acquiredAs(kind, what string, sent time.Time, key HoldKey, coun
 	}
 	h.mu.Unlock()
 	if startRenewal {
-		c.wd.add(h)
+		hs.wd.add(h)
 	}
 	select {
-	case <-c.closing: // Close raced with the acquisition: no renewal will come
+	case <-hs.closing: // Close raced with the acquisition: no renewal will come
 		h.end(fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
 	default:
 	}
@@ -237,26 +232,26 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 	})
 }
 
-// liveHold returns key's live hold in this client, or nil.
-func (c *Client) liveHold(key HoldKey) *Hold {
-	c.holdsMu.Lock()
-	defer c.holdsMu.Unlock()
-	return c.holds[key]
+// Live returns key's live hold in this client, or nil.
+func (hs *Holds) Live(key Key) *Hold {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.m[key]
 }
 
-// HeldCount returns the owner's hold count on key as this client counts
-// it: 0 without a live hold.
-func (c *Client) HeldCount(key HoldKey) int64 {
-	h := c.liveHold(key)
+// Count returns the owner's hold count on key as this client counts it:
+// 0 without a live hold.
+func (hs *Holds) Count(key Key) int64 {
+	h := hs.Live(key)
 	if h == nil {
 		return 0
 	}
 	return h.Count()
 }
 
-// endHold ends key's live hold, if any, with err.
-func (c *Client) endHold(key HoldKey, err error) {
-	if h := c.liveHold(key); h != nil {
+// End ends key's live hold, if any, with err.
+func (hs *Holds) End(key Key, err error) {
+	if h := hs.Live(key); h != nil {
 		h.end(err)
 	}
 }
@@ -272,15 +267,15 @@ func (c *Client) endHold(key HoldKey, err error) {
 // renewed and never adopted by a later acquisition; when count is above 0
 // the hold goes on with count, and the next renewal sets it in Redis. When
 // Redis says it did not have the hold, the hold was lost.
-func (c *Client) Release(key HoldKey, count int64, release func() (int64, error)) (int64, error) {
-	h := c.liveHold(key)
+func (hs *Holds) Release(key Key, count int64, release func() (int64, error)) (int64, error) {
+	h := hs.Live(key)
 	if h != nil && count == 0 {
 		h.mu.Lock()
 		stopped := h.renewing
 		h.renewing = false
 		h.mu.Unlock()
 		if stopped {
-			c.wd.remove(h)
+			hs.wd.remove(h)
 		}
 	}
 	sent := time.Now()
@@ -303,15 +298,15 @@ func (c *Client) Release(key HoldKey, count int64, release func() (int64, error)
 	return remaining, err
 }
 
-// setChain records the chain of handoffs the hold is part of.
-func (h *Hold) setChain(ch Chain) {
+// SetChain records the chain of handoffs the hold is part of.
+func (h *Hold) SetChain(ch Chain) {
 	h.mu.Lock()
 	h.chain = ch
 	h.mu.Unlock()
 }
 
-// chainOf returns the chain of handoffs the hold is part of.
-func (h *Hold) chainOf() Chain {
+// Chain returns the chain of handoffs the hold is part of.
+func (h *Hold) Chain() Chain {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.chain
@@ -331,17 +326,18 @@ func (h *Hold) setCount(count int64, sent time.Time) {
 	}
 }
 
-// endHolds ends every live hold of this client on the Redis key (any owner)
-// with err: for ForceUnlock and Delete, which remove the key whoever holds it.
-func (c *Client) endHolds(key string, err error) {
-	c.holdsMu.Lock()
+// EndAll ends every live hold of this client on the Redis key (any owner)
+// with err: for ForceUnlock and Delete, which remove the key whoever holds
+// it. An empty key ends every live hold (Close).
+func (hs *Holds) EndAll(key string, err error) {
+	hs.mu.Lock()
 	var ended []*Hold
-	for k, h := range c.holds {
-		if k.Key == key {
+	for k, h := range hs.m {
+		if key == "" || k.Key == key {
 			ended = append(ended, h)
 		}
 	}
-	c.holdsMu.Unlock()
+	hs.mu.Unlock()
 	for _, h := range ended {
 		h.end(err)
 	}
@@ -363,21 +359,21 @@ func (h *Hold) end(err error) {
 	h.renewing = false
 	cancel := h.cancel
 	h.mu.Unlock()
-	h.leaveLine(err != errs.ErrNotHeld) // ErrNotHeld: a release that took effect
+	h.hs.obs.Ending(h, err != errs.ErrNotHeld) // ErrNotHeld: a release that took effect
 	if wasRenewing {
-		h.c.wd.remove(h)
+		h.hs.wd.remove(h)
 	}
-	h.c.holdsMu.Lock()
-	if h.c.holds[h.key] == h {
-		delete(h.c.holds, h.key)
+	h.hs.mu.Lock()
+	if h.hs.m[h.key] == h {
+		delete(h.hs.m, h.key)
 	}
-	h.c.holdsMu.Unlock()
+	h.hs.mu.Unlock()
 	// Log and observe before closing Done, so that whoever reacts to Done
 	// finds the record already written and the counters already counted.
 	if err != errs.ErrNotHeld {
-		h.c.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
+		h.hs.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
-	h.c.holdEnded(h, err)
+	h.hs.obs.Ended(h, err)
 	if cancel != nil {
 		cancel(err)
 	}
@@ -389,3 +385,116 @@ func (h *Hold) end(err error) {
 	}
 	h.mu.Unlock()
 }
+
+// Key returns what the hold is a hold of.
+func (h *Hold) Key() Key { return h.key }
+
+// Label returns the primitive and side the hold is of, as observers see
+// it ("" when nobody observes: AcquiredAs).
+func (h *Hold) Label() string { return h.primitive }
+
+// Start returns when the acquisition that started the hold was sent.
+func (h *Hold) Start() time.Time { return h.start }
+
+// Through records that the hold was taken by a caller of the local line
+// key (core's HeldHere), and counts it in lc while holding the hold's
+// lock, so that the count cannot miss the hold's end (TakeLine). It does
+// nothing for a hold that ended or is recorded already.
+func (h *Hold) Through(key string, lc LineCounter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil || h.line != "" {
+		return
+	}
+	h.line = key
+	lc.Held(key)
+}
+
+// TakeLine returns the local line the hold was taken through (Through),
+// "" if none, and forgets it: for Observer.Ending.
+func (h *Hold) TakeLine() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := h.line
+	h.line = ""
+	return key
+}
+
+// LineCounter counts the live holds taken through each local line.
+type LineCounter interface {
+	Held(key string)
+}
+
+// Chain is where a hold stands in a chain of in-process handoffs (core's
+// handoff.go): when the chain began (a hold taken from Redis) and the last
+// arrival in the local line (core's Turn) it serves in any case.
+type Chain struct {
+	Start time.Time
+	Last  uint64
+}
+
+// Observer hears what the holds of a client do: core's client counts and
+// reports it (Stats, hooks) and keeps its local lines.
+type Observer interface {
+	// Ending is told first when h ends; lost: not by a release that took
+	// effect (h leaves its local line, whose head may have to be woken).
+	Ending(h *Hold, lost bool)
+	// Ended is told when h has ended with err, before Done closes.
+	Ended(h *Hold, err error)
+	// Renewed is told of each watchdog round.
+	Renewed(t RenewalTick)
+	// NotReplicated is told of n renewals the primary's replicas did not
+	// acknowledge in time.
+	NotReplicated(n int)
+}
+
+// RenewalTick describes one watchdog round.
+type RenewalTick struct {
+	Renewed  int // holds renewed
+	Failed   int // holds whose renewal call failed with an error; retried soon
+	Lost     int // holds found gone, or not renewed within their lease: lost
+	Duration time.Duration
+}
+
+// Holds are one client's live holds, one per Key, and the watchdog
+// that renews them.
+type Holds struct {
+	mu      sync.Mutex
+	m       map[Key]*Hold
+	wd      watchdog
+	closing <-chan struct{}
+	log     *slog.Logger
+	obs     Observer
+}
+
+// Config is what a client's holds need from it.
+type Config struct {
+	Redis    redis.UniversalClient
+	Cluster  bool              // Redis is a Cluster client: renewals batch per slot
+	Lease    time.Duration     // the lease of watchdog-renewed holds (WatchdogTimeout)
+	Replicas *replica.Replicas // renewals wait for replicas as acquisitions do
+	Closing  <-chan struct{}   // closed when the client closes: renewals stop
+	Log      *slog.Logger
+	Observer Observer
+	// LeaseMillis is Lease in whole milliseconds, rounded up (core.Millis);
+	// AckMillis bounds a renewal's WAIT for replicas, at least 1.
+	LeaseMillis, AckMillis int64
+}
+
+// New returns a client's holds, none live. It does no I/O.
+func New(cfg Config) *Holds {
+	hs := &Holds{m: make(map[Key]*Hold), closing: cfg.Closing, log: cfg.Log, obs: cfg.Observer}
+	hs.wd = watchdog{hs: hs, rdb: cfg.Redis, cluster: cfg.Cluster, lease: cfg.Lease, replicas: cfg.Replicas,
+		leaseMillis: cfg.LeaseMillis, ackMillis: cfg.AckMillis}
+	return hs
+}
+
+// Len returns the number of live holds.
+func (hs *Holds) Len() int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.m)
+}
+
+// Wait waits for the watchdog's goroutine to stop once the client closes.
+func (hs *Holds) Wait() { hs.wd.wait() }
