@@ -46,7 +46,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 	defer func() { obs.End(ok, err) }()
 	start := time.Now()
 	if !own {
-		ok, err := l.gate.enter(ctx, s.Shared, forever, within, l.C.closing)
+		ok, err := l.gate.Enter(ctx, s.Shared, forever, within, l.C.closing)
 		if err != nil || !ok {
 			if err != nil {
 				err = l.fail(s, err)
@@ -56,7 +56,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 	}
 	ok, err = l.acquire(ctx, s, token, forever, within, start)
 	if !ok && !own {
-		l.gate.leave(s.Shared)
+		l.gate.Leave(s.Shared)
 	}
 	if err != nil {
 		return false, l.fail(s, err)

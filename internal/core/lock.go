@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/gate"
 	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/keys"
 )
@@ -105,7 +106,7 @@ type Lock struct {
 	Fixed   time.Duration // fixed lease; 0: renewed by the watchdog
 	Fencing bool          // every acquisition takes a fencing token
 
-	gate gate
+	gate gate.Gate
 	// Built once (names): the handle's request keys without the sequence
 	// number (requestKey), and the name of the handle's own owner.
 	once      sync.Once
