@@ -311,7 +311,7 @@ func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 	wc := (*core.Client)(waiting)
 	require.Eventually(t, func() bool {
 		for _, name := range names {
-			if wc.LineLen(core.LockLine("rlock", name)) != 4 {
+			if wc.Lines().Len(core.LockLine("rlock", name)) != 4 {
 				return false
 			}
 		}

@@ -36,7 +36,7 @@ import (
 // could be served.
 
 // lineLen returns the number of callers in a line, for tests.
-func lineLen(c *core.Client, name string) int { return c.LineLen(name) }
+func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 
 // waitInLine runs an acquisition for a caller of c on the semaphore called
 // name: it waits for the caller's turn in the local line, then runs the
@@ -50,7 +50,7 @@ func lineLen(c *core.Client, name string) int { return c.LineLen(name) }
 // the line in every case.
 func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try wait.Attempt) (bool, error) {
 	start := time.Now()
-	t := c.JoinLine(name, !forever && wait == 0)
+	t := c.Lines().Join(name, !forever && wait == 0)
 	if t == nil {
 		return false, nil
 	}

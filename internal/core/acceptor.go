@@ -35,7 +35,7 @@ func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *a
 }
 
 func (a *acceptor) BeginTry(force bool) bool {
-	return (force || !a.l.C.HeldHere(a.s.Line)) && a.turn.BeginTry()
+	return (force || !a.l.C.lines.HeldHere(a.s.Line)) && a.turn.BeginTry()
 }
 
 func (a *acceptor) EndTry()                 { a.turn.EndTry() }

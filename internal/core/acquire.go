@@ -93,7 +93,7 @@ func bound(forever bool, within time.Duration, start time.Time) wait.Bound {
 // in Redis on the subscription the line hands along, ready (without a
 // context owner) to be handed the lock by a releaser of this client.
 func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Op, forever bool, within time.Duration, start time.Time) (bool, error) {
-	t := l.C.JoinLine(s.Line, !forever && within == 0)
+	t := l.C.lines.Join(s.Line, !forever && within == 0)
 	if t == nil {
 		return false, nil // others wait: a single attempt does not overtake them
 	}

@@ -71,7 +71,7 @@ type Client struct {
 
 	holds  *hold.Holds // live holds and their watchdog (package hold)
 	owners ownerLocks
-	lines  lines
+	lines  Lines
 	ctr    counters // Stats and OnClose (observe.go)
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
@@ -108,6 +108,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		bg:   bg.New(),
 	}
 	c.closing = c.bg.Closing()
+	c.lines.closing = c.closing
 	c.reqs = request.New(rdb, o.Logger, c.bg, &c.ctr.undoFailed)
 	c.replicas = replica.New(rdb, *o.ReplicaSync, Millis(o.ReplicaSync.Timeout), c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
@@ -191,6 +192,10 @@ func (c *Client) Replicas() *replica.Replicas { return c.replicas }
 // client's connection with (*redis.Script).Run, for the scripts that never
 // wait for replicas.
 func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
+
+// Lines returns the client's local lines, in which its callers waiting
+// for one lock or semaphore line up (line.go).
+func (c *Client) Lines() *Lines { return &c.lines }
 
 // Holds returns the client's live holds and their watchdog (package
 // hold).

@@ -48,7 +48,7 @@ func chainAllows(ch hold.Chain, seq uint64) bool {
 
 // newChain returns the chain a hold taken from Redis now begins: it serves
 // every caller of the client already waiting.
-func (ls *lines) newChain() hold.Chain {
+func (ls *Lines) newChain() hold.Chain {
 	return hold.Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
@@ -95,17 +95,17 @@ func (t *Turn) Accepts(op Op) {
 
 // offers makes the turn accept handoffs with o, a new offer, as Accepts.
 func (t *Turn) offers(o *Offer) {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	t.offer = o
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 }
 
 // BeginTry marks the turn as asking Redis, so that no releaser claims its
 // offer meanwhile; it reports false, and marks nothing, when a releaser has
 // claimed it already (Handover then gives the outcome). EndTry ends the mark.
 func (t *Turn) BeginTry() bool {
-	t.c.lines.mu.Lock()
-	defer t.c.lines.mu.Unlock()
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
 	if t.offer != nil && t.offer.claimed {
 		return false
 	}
@@ -115,16 +115,16 @@ func (t *Turn) BeginTry() bool {
 
 // EndTry ends a BeginTry.
 func (t *Turn) EndTry() {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	t.trying = false
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 }
 
 // Handed returns a channel closed when a releaser has finished a handoff
 // to the turn (nil without an offer).
 func (t *Turn) Handed() <-chan struct{} {
-	t.c.lines.mu.Lock()
-	defer t.c.lines.mu.Unlock()
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
 	if t.offer == nil {
 		return nil
 	}
@@ -136,14 +136,14 @@ func (t *Turn) Handed() <-chan struct{} {
 // longer accepts handoffs then (Accepts again to go on). nil when
 // unclaimed.
 func (t *Turn) Handover() *Offer {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	o := t.offer
 	if o == nil || !o.claimed {
-		t.c.lines.mu.Unlock()
+		t.ls.mu.Unlock()
 		return nil
 	}
 	t.offer = nil
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 	<-o.done
 	return o
 }
@@ -151,10 +151,10 @@ func (t *Turn) Handover() *Offer {
 // Withdraw ends the turn's offer; it returns the offer, with its outcome,
 // when a releaser claimed it first (as Handover).
 func (t *Turn) Withdraw() *Offer {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	o := t.offer
 	t.offer = nil
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 	if o == nil || !o.claimed {
 		return nil
 	}
@@ -167,8 +167,7 @@ func (t *Turn) Withdraw() *Offer {
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
 // for the caller) and the releaser must Finish it. nil otherwise.
-func (c *Client) Claim(key string, chain hold.Chain) *Offer {
-	ls := &c.lines
+func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
@@ -180,7 +179,7 @@ func (c *Client) Claim(key string, chain hold.Chain) *Offer {
 	if o == nil || o.claimed || t.trying || !chainAllows(chain, t.seq) {
 		return nil
 	}
-	ol, ok := c.owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
+	ol, ok := owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
 	if !ok {
 		return nil
 	}
@@ -192,7 +191,7 @@ func (c *Client) Claim(key string, chain hold.Chain) *Offer {
 // that the line's head waits for its release instead of asking Redis
 // (HeldHere), until the hold ends (left). A hold records it with
 // hold.Hold.Through.
-func (ls *lines) Held(key string) {
+func (ls *Lines) Held(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.held == nil {
@@ -208,7 +207,7 @@ func (ls *lines) Held(key string) {
 // After a release it does not: the head hears the release's message in
 // its turn among the channel's subscribers (last, if this client took the
 // lock from Redis), as the other processes' waiters do.
-func (ls *lines) left(key string, lost bool) {
+func (ls *Lines) left(key string, lost bool) {
 	if key == "" {
 		return
 	}
@@ -223,17 +222,17 @@ func (ls *lines) left(key string, lost bool) {
 	}
 }
 
-// WakeLine wakes the head of the line key if it waits for a handoff: to
+// Wake wakes the head of the line key if it waits for a handoff: to
 // ask Redis again after a release that may not have published.
-func (c *Client) WakeLine(key string) {
-	c.lines.mu.Lock()
-	defer c.lines.mu.Unlock()
-	c.lines.wakeHead(key)
+func (ls *Lines) Wake(key string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.wakeHead(key)
 }
 
 // wakeHead wakes the head of the line key if it waits for a handoff, with
 // an empty outcome (not handed: it asks Redis). ls.mu must be held.
-func (ls *lines) wakeHead(key string) {
+func (ls *Lines) wakeHead(key string) {
 	if l := ls.m[key]; l != nil && len(l.q) > 0 {
 		if o := l.q[0].offer; o != nil && !o.claimed {
 			o.claimed = true
@@ -245,8 +244,7 @@ func (ls *lines) wakeHead(key string) {
 // HeldHere reports whether a caller of the line key holds the lock in this
 // client: its release will hand the lock on or publish, so the line's head
 // need not ask Redis meanwhile.
-func (c *Client) HeldHere(key string) bool {
-	ls := &c.lines
+func (ls *Lines) HeldHere(key string) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.held[key] > 0

@@ -20,10 +20,12 @@ import (
 // Lines hold no goroutine and are deleted when empty; they live in the
 // Client, so two Clients in one process never share one.
 
-// lines are a Client's local lines, keyed by resource.
-type lines struct {
+// Lines are a Client's local lines, keyed by resource.
+type Lines struct {
 	mu sync.Mutex
-	m  map[string]*line
+	// closing is closed when the client closes: waits for a turn end.
+	closing <-chan struct{}
+	m       map[string]*line
 	// held counts, per line, the live holds of this client taken by
 	// callers of the line (HeldHere).
 	held map[string]int
@@ -39,7 +41,7 @@ type line struct {
 
 // Turn is one caller's place in a line.
 type Turn struct {
-	c     *Client
+	ls    *Lines
 	key   string
 	ready chan struct{} // closed when the turn reaches the head of the line
 	// sub is a subscription handed along the line (Hand, Take), so that
@@ -57,10 +59,10 @@ type Turn struct {
 // Hand gives the turn a subscription to pass on (nil: none): Leave hands
 // it to the next caller in the line, or closes it when nobody follows.
 func (t *Turn) Hand(w *pubsub.Waiter) {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	old := t.sub
 	t.sub = w
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 	if old != nil && old != w {
 		old.Close()
 	}
@@ -69,17 +71,16 @@ func (t *Turn) Hand(w *pubsub.Waiter) {
 // Take returns the subscription handed to the turn by the caller ahead of
 // it (nil if none); the caller owns it from then on.
 func (t *Turn) Take() *pubsub.Waiter {
-	t.c.lines.mu.Lock()
-	defer t.c.lines.mu.Unlock()
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
 	w := t.sub
 	t.sub = nil
 	return w
 }
 
-// JoinLine puts a caller at the end of the line for resource key. With
+// Join puts a caller at the end of the line for resource key. With
 // onlyIfEmpty it joins only an empty line, and returns nil otherwise.
-func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
-	ls := &c.lines
+func (ls *Lines) Join(key string, onlyIfEmpty bool) *Turn {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.m == nil {
@@ -92,7 +93,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
 	}
-	t := &Turn{c: c, key: key, ready: readyNow, seq: ls.seq.Add(1)} // the head's turn is now
+	t := &Turn{ls: ls, key: key, ready: readyNow, seq: ls.seq.Add(1)} // the head's turn is now
 	if len(l.q) > 0 {
 		t.ready = make(chan struct{})
 	}
@@ -105,7 +106,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 // (Hand), which is closed otherwise. The line is deleted when it is empty. Leave is
 // idempotent.
 func (t *Turn) Leave() {
-	ls := &t.c.lines
+	ls := t.ls
 	ls.mu.Lock()
 	sub := t.sub
 	t.sub = nil
@@ -170,7 +171,7 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 		return false, nil
 	case <-ctx.Done():
 		return false, errs.CtxError(ctx)
-	case <-t.c.closing:
+	case <-t.ls.closing:
 		return false, errs.ErrClosed
 	}
 }
@@ -178,10 +179,10 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 // HeadAccepts reports whether the caller at the head of the line key
 // would accept a handoff now (Claim's conditions but the chain's and the
 // owner's lock), for tests that need a release to be a handoff.
-func (c *Client) HeadAccepts(key string) bool {
-	c.lines.mu.Lock()
-	defer c.lines.mu.Unlock()
-	l := c.lines.m[key]
+func (ls *Lines) HeadAccepts(key string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
 	if l == nil || len(l.q) == 0 {
 		return false
 	}
@@ -189,11 +190,11 @@ func (c *Client) HeadAccepts(key string) bool {
 	return t.offer != nil && !t.offer.claimed && !t.trying
 }
 
-// LineLen returns the number of callers in the line key, for tests.
-func (c *Client) LineLen(key string) int {
-	c.lines.mu.Lock()
-	defer c.lines.mu.Unlock()
-	if l := c.lines.m[key]; l != nil {
+// Len returns the number of callers in the line key, for tests.
+func (ls *Lines) Len(key string) int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.m[key]; l != nil {
 		return len(l.q)
 	}
 	return 0

@@ -72,7 +72,7 @@ func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
 	r.op.Sync = l.C.replicas.NewSyncIn(&r.op.sync)
 	remaining, err := l.C.holds.Release(hk, r.op.Count, r.send)
 	if err != nil && r.op.Count == 0 && s.Line != "" {
-		l.C.WakeLine(s.Line) // the release may not have published
+		l.C.lines.Wake(s.Line) // the release may not have published
 	}
 	switch {
 	case err != nil:
@@ -126,7 +126,7 @@ func (l *Lock) claimNext(s *Side, hk hold.Key, op Op) (*Offer, hold.Chain) {
 		return nil, hold.Chain{}
 	}
 	chain := h.Chain()
-	return l.C.Claim(s.Line, chain), chain
+	return l.C.lines.Claim(s.Line, chain, &l.C.owners), chain
 }
 
 // handOff releases the owner's last hold (op) and acquires the lock for the
