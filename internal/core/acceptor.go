@@ -84,7 +84,7 @@ func (a *acceptor) took(o *Offer) bool {
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)
 	}
-	h := l.C.holds.AcquiredAs(l.C.label(s), r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
+	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
 	h.SetChain(r.Chain)
 	h.Through(s.Line, &l.C.lines)
 	unlock()

@@ -287,7 +287,7 @@ func (l *Lock) hold(s *Side, op Op, hk hold.Key, sent time.Time, fence int64) {
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)
 	}
-	h := l.C.holds.AcquiredAs(l.C.label(s), sent, hk, op.Count, fence, op.Lease, renew)
+	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, op.Count, fence, op.Lease, renew)
 	if op.Count == 1 && s.Handoff != nil && s.Line != "" {
 		h.SetChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
 		h.Through(s.Line, &l.C.lines)

@@ -113,7 +113,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.replicas = replica.New(rdb, *o.ReplicaSync, Millis(o.ReplicaSync.Timeout), c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
-		c.reg = newRegistration(o.ID)
+		c.reg = newRegistration(o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
 	}
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
@@ -149,7 +149,7 @@ func (c *Client) Check() error {
 	default:
 	}
 	if c.reg != nil && !c.reg.ok.Load() {
-		return c.checkRegistered()
+		return c.reg.check()
 	}
 	return nil
 }
@@ -169,12 +169,6 @@ func (c *Client) Mux() *pubsub.Mux { return c.mux }
 // Waits returns the client's waiting machinery: every wait of a primitive
 // of the client runs there (wait.Waits.Wait).
 func (c *Client) Waits() *wait.Waits { return c.waits }
-
-// WatchdogTimeout returns the lease of watchdog-renewed holds.
-func (c *Client) WatchdogTimeout() time.Duration { return c.opts.WatchdogTimeout }
-
-// Recheck returns the cap on a waiter's fallback re-check interval.
-func (c *Client) Recheck() time.Duration { return c.opts.Recheck }
 
 // Closing is closed when Close starts.
 func (c *Client) Closing() <-chan struct{} { return c.closing }
@@ -218,12 +212,12 @@ func (c *Client) Close() error {
 		c.bg.Close()
 		c.holds.Wait()
 		c.bg.Wait()
-		c.unregister() // the id is free at once
+		c.reg.unregister() // the id is free at once
 		if c.mux != nil {
 			err = c.mux.Close()
 		}
 		c.holds.EndAll("", fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
-		c.runOnClose()
+		c.ctr.runOnClose()
 	})
 	return err
 }

@@ -64,7 +64,7 @@ func (h *Handle) Lease(fixed time.Duration) time.Duration {
 	if fixed > 0 {
 		return fixed
 	}
-	return h.C.WatchdogTimeout()
+	return h.C.opts.WatchdogTimeout
 }
 
 // The bounds of every lease (the locks' WithLease, the watchdog timeout, an

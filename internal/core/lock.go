@@ -135,15 +135,15 @@ func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
 func (l *Lock) names() {
 	p := keys.RequestPrefix(l.Name)
 	l.reqPrefix = p + l.C.reqs.Prefix()
-	l.ownName = l.C.ownerName(l.Token)
+	l.ownName = ownerName(l.C.id, l.Token)
 	l.freshPrefix, l.ownerAt = p+l.C.id+":", len(p)
 }
 
-// ownerName returns the owner of token, l.C.ownerName(token), kept for the
+// ownerName returns the owner of token, ownerName(l.C.id, token), kept for the
 // handle's own token.
 func (l *Lock) ownerName(token uint64) string {
 	if token != l.Token {
-		return l.C.ownerName(token)
+		return ownerName(l.C.id, token)
 	}
 	l.once.Do(l.names)
 	return l.ownName

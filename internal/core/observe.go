@@ -146,11 +146,11 @@ func (c *Client) OnClose(f func()) {
 }
 
 // runOnClose runs the OnClose functions; Close calls it once.
-func (c *Client) runOnClose() {
-	c.ctr.closeMu.Lock()
-	fs := c.ctr.onClose
-	c.ctr.onClose = nil
-	c.ctr.closeMu.Unlock()
+func (ctr *counters) runOnClose() {
+	ctr.closeMu.Lock()
+	fs := ctr.onClose
+	ctr.onClose = nil
+	ctr.closeMu.Unlock()
 	for _, f := range fs {
 		f()
 	}
@@ -255,10 +255,10 @@ func Primitive(kind, what string) string {
 // payloads of Hooks.
 type RenewalTick = hold.RenewalTick
 
-// label returns how observers name a hold of side s ("" without hooks:
-// nobody asks).
-func (c *Client) label(s *Side) string {
-	if c.opts.Hooks == nil {
+// label returns how observers name a hold of side s ("" when nobody
+// observes: a client without hooks).
+func (s *Side) label(observed bool) string {
+	if !observed {
 		return ""
 	}
 	return Primitive(s.Kind, s.What)

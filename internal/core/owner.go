@@ -80,7 +80,8 @@ func OwnerToken(ctx context.Context) (uint64, bool) {
 	return t, ok
 }
 
-// ownerName returns the owner "<client id>:<token>" of token in c.
-func (c *Client) ownerName(token uint64) string {
-	return c.id + ":" + strconv.FormatUint(token, 10)
+// ownerName returns the owner "<client id>:<token>" of token in the
+// client called id.
+func ownerName(id string, token uint64) string {
+	return id + ":" + strconv.FormatUint(token, 10)
 }
