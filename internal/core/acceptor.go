@@ -9,9 +9,8 @@ import (
 // acceptor lets a caller waiting in a lock's local line be handed the lock
 // (wait.Lined.Handoff).
 type acceptor struct {
-	l    *Lock
-	s    *Side
-	base Op // the caller's own attempts' base (Lock.acquire)
+	call sideCall
+	base Op // the caller's own attempts' base (sideCall.acquire)
 	// first is the turn's first offer, allocated with the acceptor
 	// (Turn.Accepts makes the next ones); its Op is the acquisition a
 	// releaser makes for the caller, which nobody changes.
@@ -23,19 +22,20 @@ type acceptor struct {
 
 // newAcceptor makes the caller's turn accept handoffs of a fresh hold
 // (base is a fresh hold's op without an owner yet: attempt gives it one).
-func (l *Lock) newAcceptor(ctx context.Context, s *Side, base Op, turn *Turn) *acceptor {
+func (l sideCall) newAcceptor(ctx context.Context, base Op, turn *Turn) *acceptor {
+	s := l.s
 	op := l.attempt(ctx, s, base)
 	op.Count = 1
 	op.Lease = l.lease()
 	op.Fencing = l.Fencing
-	a := &acceptor{l: l, s: s, base: base, turn: turn}
+	a := &acceptor{call: l, base: base, turn: turn}
 	a.first = Offer{Op: op, done: make(chan struct{})}
 	turn.offers(&a.first)
 	return a
 }
 
 func (a *acceptor) BeginTry(force bool) bool {
-	return (force || !a.l.C.lines.HeldHere(a.s.Line)) && a.turn.BeginTry()
+	return (force || !a.call.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginTry()
 }
 
 func (a *acceptor) EndTry()                 { a.turn.EndTry() }
@@ -62,7 +62,7 @@ func (a *acceptor) Withdraw() bool {
 // lock; an undo in the background when the reply was lost. It gives back
 // the owner's lock Claim took.
 func (a *acceptor) took(o *Offer) bool {
-	l, s, op := a.l, a.s, o.Op
+	l, s, op := a.call, a.call.s, o.Op
 	hk := hold.Key{Key: op.Name, Field: op.Field}
 	unlock := func() {
 		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
@@ -72,7 +72,7 @@ func (a *acceptor) took(o *Offer) bool {
 	r := o.res
 	switch {
 	case r.Unknown:
-		if ok, _ := l.undo(s, op, unlock); !ok {
+		if ok, _ := l.undo(op, unlock); !ok {
 			unlock()
 		}
 		return false

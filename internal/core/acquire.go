@@ -54,7 +54,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 			return false, err
 		}
 	}
-	ok, err = l.acquire(ctx, s, token, forever, within, start)
+	ok, err = sideCall{l, s}.acquire(ctx, token, forever, within, start)
 	if !ok && !own {
 		l.gate.Leave(s.Shared)
 	}
@@ -67,16 +67,17 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 // acquire is Acquire past the gate: the local line (acquireInLine), then
 // the wait in Redis. The whole call, from start, takes at most within
 // unless forever.
-func (l *Lock) acquire(ctx context.Context, s *Side, token uint64, forever bool, within time.Duration, start time.Time) (bool, error) {
+func (l sideCall) acquire(ctx context.Context, token uint64, forever bool, within time.Duration, start time.Time) (bool, error) {
+	s := l.s
 	base := l.op(s, token)
 	if s.Line != "" && !l.holdsAny(base) {
-		return l.acquireInLine(ctx, s, base, forever, within, start)
+		return l.acquireInLine(ctx, base, forever, within, start)
 	}
 	// The attempts' base on the heap, where the attempt and the side's
 	// Waiting find it, so that base itself stays on the stack.
 	bp := new(Op)
 	*bp = base
-	return l.waitInRedis(ctx, s, bp, nil, nil, bound(forever, within, start))
+	return l.waitInRedis(ctx, bp, nil, nil, bound(forever, within, start))
 }
 
 // bound is what is left of a wait of at most within (unless forever) that
@@ -92,7 +93,8 @@ func bound(forever bool, within time.Duration, start time.Time) wait.Bound {
 // (Side.Line): the caller waits for its turn at the head of the line, then
 // in Redis on the subscription the line hands along, ready (without a
 // context owner) to be handed the lock by a releaser of this client.
-func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Op, forever bool, within time.Duration, start time.Time) (bool, error) {
+func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, within time.Duration, start time.Time) (bool, error) {
+	s := l.s
 	t := l.C.lines.Join(s.Line, !forever && within == 0)
 	if t == nil {
 		return false, nil // others wait: a single attempt does not overtake them
@@ -102,7 +104,7 @@ func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Op, forever bool
 	if s.Handoff != nil && base.Fresh {
 		// A caller without a context owner holds nothing while it
 		// waits (the gate), so a handoff gives it a fresh hold.
-		a = l.newAcceptor(ctx, s, base, t)
+		a = l.newAcceptor(ctx, base, t)
 	}
 	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
 		if a != nil && a.Withdraw() {
@@ -119,7 +121,7 @@ func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Op, forever bool
 		bp = new(Op)
 		*bp = base
 	}
-	ok, err := l.waitInRedis(ctx, s, bp, t, a, bound(forever, within, start))
+	ok, err := l.waitInRedis(ctx, bp, t, a, bound(forever, within, start))
 	if ok && (a == nil || !a.handed) {
 		// Taken from Redis, maybe before other processes' waiters woken by
 		// the same release: this client's subscription moves to the end
@@ -136,7 +138,8 @@ func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Op, forever bool
 // wait.Lined one: the channel stays subscribed from one head of the line
 // to the next (no UNSUBSCRIBE and SUBSCRIBE between them, and no release
 // unseen), and the acceptor a, when set, may be handed the lock.
-func (l *Lock) waitInRedis(ctx context.Context, s *Side, bp *Op, turn *Turn, a *acceptor, b wait.Bound) (bool, error) {
+func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, a *acceptor, b wait.Bound) (bool, error) {
+	s := l.s
 	w := s.Scripts.Waiting(bp)
 	st := w.Strategy
 	if p, ok := st.(*wait.PubSub); ok && turn != nil {
@@ -146,28 +149,27 @@ func (l *Lock) waitInRedis(ctx context.Context, s *Side, bp *Op, turn *Turn, a *
 		}
 		st = ln
 	}
-	return l.wait(ctx, st, b, &lockAttempt{l: l, s: s, base: bp}, w.GiveUp)
+	return l.wait(ctx, st, b, &lockAttempt{sideCall: l, base: bp}, w.GiveUp)
 }
 
 // lockAttempt is one acquisition attempt of side s through l for the
 // owner of base (for a fresh hold, a new owner per attempt): the engine's
 // wait.Attempt.
 type lockAttempt struct {
-	l    *Lock
-	s    *Side
+	sideCall
 	base *Op
 }
 
-// Try makes the attempt (Lock.try).
+// Try makes the attempt (sideCall.try).
 func (t *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
-	return t.l.try(ctx, t.s, t.l.attempt(ctx, t.s, *t.base))
+	return t.try(ctx, t.attempt(ctx, t.s, *t.base))
 }
 
 // wait runs the wait (wait.Waits.Wait); when it ends without success, g
 // (when set) cleans what the attempts left, on a detached context. Close
 // waits for that clean-up, so that a process exiting after Close leaves
 // no fair-lock queue entry behind.
-func (l *Lock) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.Attempt, g GiveUpper) (ok bool, err error) {
+func (l sideCall) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.Attempt, g GiveUpper) (ok bool, err error) {
 	c := l.C
 	if g == nil {
 		return c.waits.Wait(ctx, st, b, a)
@@ -190,7 +192,7 @@ func (l *Lock) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.
 // client: its field's hold, or its own field's (Field differs from Owner
 // on an rwlock's write side, whose owner may hold read holds under its own
 // name). A fresh hold's base has no owner yet, and holds nothing.
-func (l *Lock) holdsAny(base Op) bool {
+func (l sideCall) holdsAny(base Op) bool {
 	if base.Owner == "" {
 		return false
 	}
@@ -201,7 +203,8 @@ func (l *Lock) holdsAny(base Op) bool {
 // try makes one acquisition attempt for the owner of base, holding the
 // owner's lock (ownerLocks) throughout, and after a lost reply through
 // the undo (interrupted).
-func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, error) {
+func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error) {
+	s := l.s
 	hk := hold.Key{Key: base.Name, Field: base.Field}
 	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
@@ -225,7 +228,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		}
 		switch {
 		case err != nil:
-			undoing = l.interrupted(s, op, hk, ol, err)
+			undoing = l.interrupted(op, hk, ol, err)
 			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
 		case out.Err != nil:
 			return false, 0, out.Err
@@ -235,7 +238,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 		case !out.Acquired:
 			return false, out.Retry, nil
 		}
-		l.hold(s, op, hk, sent, out.Fence)
+		l.hold(op, hk, sent, out.Fence)
 		return true, 0, nil
 	}
 }
@@ -244,7 +247,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Op) (bool, time.Duration, 
 // whose hold is hk: a new hold (count 1), or a re-entry of its live hold
 // (count + 1), which keeps its fencing token: the script records it
 // instead of taking a new one.
-func (l *Lock) acquisition(base Op, hk hold.Key) Op {
+func (l sideCall) acquisition(base Op, hk hold.Key) Op {
 	op := base
 	op.Count = 1
 	if h := l.C.holds.Live(hk); h != nil {
@@ -266,7 +269,7 @@ func (l *Lock) acquisition(base Op, hk hold.Key) Op {
 // allows); this one waits for it at most request.UndoWait (a replica that did not
 // acknowledge: until it is done). It reports whether the undo took the
 // owner's lock over (then the undo unlocks it).
-func (l *Lock) interrupted(s *Side, op Op, hk hold.Key, ol *ownerLock, err error) bool {
+func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool {
 	if errs.IsReply(err) {
 		return false // Redis ran nothing
 	}
@@ -274,7 +277,7 @@ func (l *Lock) interrupted(s *Side, op Op, hk hold.Key, ol *ownerLock, err error
 	if errors.Is(err, errs.ErrNotReplicated) {
 		d = bg.ReleaseTimeout
 	}
-	undoing, done := l.undo(s, op, func() { l.C.owners.unlock(hk, ol) })
+	undoing, done := l.undo(op, func() { l.C.owners.unlock(hk, ol) })
 	awaitUndo(done, d)
 	return undoing
 }
@@ -282,7 +285,8 @@ func (l *Lock) interrupted(s *Side, op Op, hk hold.Key, ol *ownerLock, err error
 // hold records the hold op took (sent when the script was sent, with
 // fencing token fence) and makes it the handle's latest; a hold taken from
 // Redis through a local line with handoffs begins a chain.
-func (l *Lock) hold(s *Side, op Op, hk hold.Key, sent time.Time, fence int64) {
+func (l sideCall) hold(op Op, hk hold.Key, sent time.Time, fence int64) {
+	s := l.s
 	var renew *hold.RenewSpec
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)

@@ -124,6 +124,14 @@ type Lock struct {
 	fresh  Op         // the op of the latest fresh hold taken through this handle
 }
 
+// sideCall is one acquisition or release through the handle of one of its
+// sides: the engine's steps past the checks (acquire.go, release.go),
+// which need both.
+type sideCall struct {
+	*Lock
+	s *Side
+}
+
 // NewLock returns a handle's engine state. It does no I/O.
 func NewLock(c *Client, kind, name string) *Lock {
 	return &Lock{Handle: NewHandle(c, kind, name)}

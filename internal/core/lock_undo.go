@@ -18,7 +18,8 @@ import (
 // lock) when done and reports whether it started, with a channel closed
 // when it is done; when it did not (the client is closed), the caller
 // unlocks, and the acquisition, if it took place, expires with its lease.
-func (l *Lock) undo(s *Side, acq Op, unlock func()) (bool, <-chan struct{}) {
+func (l sideCall) undo(acq Op, unlock func()) (bool, <-chan struct{}) {
+	s := l.s
 	// The undo is re-sent until Redis answers it, for as long as the
 	// acquisition's record lives (sent before now, it ends before this).
 	until := time.Now().Add(l.C.reqs.TTL() + request.RecordSlack)

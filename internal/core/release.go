@@ -34,12 +34,13 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 			}
 		}
 	}
-	return l.release(ctx, s, base)
+	return sideCall{l, s}.release(ctx, base)
 }
 
 // release is Release for the owner of base, on a detached context,
 // holding the owner's lock.
-func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
+func (l sideCall) release(ctx context.Context, base Op) error {
+	s := l.s
 	hk := hold.Key{Key: base.Name, Field: base.Field}
 	ctx, cancel := l.C.bg.Detached(ctx)
 	defer cancel()
@@ -66,8 +67,8 @@ func (l *Lock) release(ctx context.Context, s *Side, base Op) error {
 		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	r.op.Count = cur - 1
-	if o, chain := l.claimNext(s, hk, r.op); o != nil {
-		return l.handOff(ctx, s, hk, r.op, o, chain)
+	if o, chain := l.claimNext(hk, r.op); o != nil {
+		return l.handOff(ctx, hk, r.op, o, chain)
 	}
 	r.op.Sync = l.C.replicas.NewSyncIn(&r.op.sync)
 	remaining, err := l.C.holds.Release(hk, r.op.Count, r.send)
@@ -106,7 +107,7 @@ func (r *releaser) send() (int64, error) {
 
 // unlockSettled gives back the owner's lock ol on hk after r's release:
 // at once, or once a release whose reply was lost is settled.
-func (l *Lock) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
+func (l sideCall) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
 	// The closure for Settle is made only when it is needed.
 	if r.unsettled == "" || !l.C.reqs.Settle(r.unsettled, func() { l.C.owners.unlock(hk, ol) }) {
 		l.C.owners.unlock(hk, ol)
@@ -117,7 +118,8 @@ func (l *Lock) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
 // caller in the lock's local line that the release may hand the lock to
 // (handoff.go), claimed, and the chain the hold is part of; nil when the
 // release frees the lock in Redis instead.
-func (l *Lock) claimNext(s *Side, hk hold.Key, op Op) (*Offer, hold.Chain) {
+func (l sideCall) claimNext(hk hold.Key, op Op) (*Offer, hold.Chain) {
+	s := l.s
 	if !op.Fresh || op.Count != 0 || s.Handoff == nil || s.Line == "" {
 		return nil, hold.Chain{}
 	}
@@ -133,7 +135,8 @@ func (l *Lock) claimNext(s *Side, hk hold.Key, op Op) (*Offer, hold.Chain) {
 // caller whose offer o the release claimed, in one script; the caller's
 // wait ends with the outcome (acceptor.End). It answers the releaser as
 // Release does.
-func (l *Lock) handOff(ctx context.Context, s *Side, hk hold.Key, op Op, o *Offer, chain hold.Chain) error {
+func (l sideCall) handOff(ctx context.Context, hk hold.Key, op Op, o *Offer, chain hold.Chain) error {
+	s := l.s
 	to := o.Op
 	var out HandoffOutcome
 	sent := time.Now()

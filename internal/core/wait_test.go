@@ -87,7 +87,7 @@ func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
 	if s.Spin != nil {
 		st = s.Spin
 	}
-	l := &Lock{Handle: Handle{C: c}}
+	l := sideCall{Lock: &Lock{Handle: Handle{C: c}}}
 	return l.wait(ctx, st, wait.Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
 }
 
