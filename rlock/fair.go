@@ -98,8 +98,8 @@ type fairScripts struct {
 	recheck       time.Duration
 }
 
-// Acquire runs fair_acquire, which queues the owner when it must wait.
-func (s *fairScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+// RunAcquire runs fair_acquire, which queues the owner when it must wait.
+func (s *fairScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
 	e, fk := s.e, s.fk
 	pub, err := e.C.PublishCommand(ctx)
 	if err != nil {
@@ -116,9 +116,9 @@ func (s *fairScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 	return out, err
 }
 
-// Release runs fair_release, which wakes the owner at the head of the
+// RunRelease runs fair_release, which wakes the owner at the head of the
 // queue.
-func (s *fairScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
+func (s *fairScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
 	fk := s.fk
 	undo, undoKey := false, op.ReqKey
 	if op.UndoKey != "" {

@@ -88,8 +88,8 @@ func newLockScripts(e *core.Lock, msg string) *lockScripts {
 // Field is the owner itself: a lock's hash has one field per owner.
 func (s *lockScripts) Field(owner string) string { return owner }
 
-// Acquire runs lock_acquire_fresh for a fresh hold, else lock_acquire.
-func (s *lockScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+// RunAcquire runs lock_acquire_fresh for a fresh hold, else lock_acquire.
+func (s *lockScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
 	e := s.e
 	if op.Fresh {
 		a := lua.LockAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey,
@@ -107,8 +107,8 @@ func (s *lockScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 }
 
-// Release runs lock_release_fresh for a fresh hold, else lock_release.
-func (s *lockScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
+// RunRelease runs lock_release_fresh for a fresh hold, else lock_release.
+func (s *lockScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
 	e := s.e
 	undo, undoKey := false, op.ReqKey
 	if op.UndoKey != "" {
@@ -127,8 +127,8 @@ func (s *lockScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
 		Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 }
 
-// Handoff runs lock_handoff: from's fresh hold ends and to's begins.
-func (s *lockScripts) Handoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+// RunHandoff runs lock_handoff: from's fresh hold ends and to's begins.
+func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
 	a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
 		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),

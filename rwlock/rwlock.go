@@ -142,8 +142,8 @@ type readScripts struct{ sideScripts }
 // Field is the owner itself: its reader field.
 func (s *readScripts) Field(owner string) string { return owner }
 
-// Acquire runs rwlock_read_acquire.
-func (s *readScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+// RunAcquire runs rwlock_read_acquire.
+func (s *readScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
 	e := s.e
 	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
 		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
@@ -151,8 +151,8 @@ func (s *readScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, e
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
 
-// Release runs rwlock_read_release.
-func (s *readScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
+// RunRelease runs rwlock_read_release.
+func (s *readScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
 	return s.release(ctx, op)
 }
 
@@ -185,9 +185,9 @@ type writeScripts struct{ sideScripts }
 // Field is the owner's write field ("<owner>:write").
 func (s *writeScripts) Field(owner string) string { return keys.RWWriteField(owner) }
 
-// Acquire runs rwlock_write_acquire_fresh for a fresh hold, else
+// RunAcquire runs rwlock_write_acquire_fresh for a fresh hold, else
 // rwlock_write_acquire.
-func (s *writeScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+func (s *writeScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
 	e := s.e
 	if op.Fresh {
 		rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
@@ -201,9 +201,9 @@ func (s *writeScripts) Acquire(ctx context.Context, op *core.Op) (core.Outcome, 
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
 
-// Release runs rwlock_write_release_fresh for a fresh hold, else
+// RunRelease runs rwlock_write_release_fresh for a fresh hold, else
 // rwlock_write_release.
-func (s *writeScripts) Release(ctx context.Context, op *core.Op) (int64, error) {
+func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
 	if !op.Fresh {
 		return s.release(ctx, op)
 	}
@@ -219,9 +219,9 @@ func (s *writeScripts) Release(ctx context.Context, op *core.Op) (int64, error) 
 	}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
 }
 
-// Handoff runs rwlock_write_handoff: from's fresh hold ends and to's
+// RunHandoff runs rwlock_write_handoff: from's fresh hold ends and to's
 // begins.
-func (s *writeScripts) Handoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
 	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
 		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/wait"
 	waits "github.com/redisync/redisync/internal/core/wait"
 
 	"github.com/redisync/redisync/internal/core"
@@ -48,7 +47,7 @@ func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 // It returns (true, nil) when try succeeded, (false, nil) when the wait ran
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
-func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try wait.Attempt) (bool, error) {
+func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try waits.Attempt) (bool, error) {
 	start := time.Now()
 	t := c.Lines().Join(name, !forever && wait == 0)
 	if t == nil {

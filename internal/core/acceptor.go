@@ -24,10 +24,10 @@ type acceptor struct {
 // (base is a fresh hold's op without an owner yet: attempt gives it one).
 func (l sideCall) newAcceptor(ctx context.Context, base Op, turn *Turn) *acceptor {
 	s := l.s
-	op := l.attempt(ctx, s, base)
+	op := l.Lock.attempt(ctx, s, base)
 	op.Count = 1
-	op.Lease = l.lease()
-	op.Fencing = l.Fencing
+	op.Lease = l.Lock.lease()
+	op.Fencing = l.Lock.Fencing
 	a := &acceptor{call: l, base: base, turn: turn}
 	a.first = Offer{Op: op, done: make(chan struct{})}
 	turn.offers(&a.first)
@@ -35,7 +35,7 @@ func (l sideCall) newAcceptor(ctx context.Context, base Op, turn *Turn) *accepto
 }
 
 func (a *acceptor) BeginTry(force bool) bool {
-	return (force || !a.call.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginTry()
+	return (force || !a.call.Lock.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginTry()
 }
 
 func (a *acceptor) EndTry()                 { a.turn.EndTry() }
@@ -62,7 +62,7 @@ func (a *acceptor) Withdraw() bool {
 // lock; an undo in the background when the reply was lost. It gives back
 // the owner's lock Claim took.
 func (a *acceptor) took(o *Offer) bool {
-	l, s, op := a.call, a.call.s, o.Op
+	call, l, s, op := a.call, a.call.Lock, a.call.s, o.Op
 	hk := hold.Key{Key: op.Name, Field: op.Field}
 	unlock := func() {
 		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
@@ -72,7 +72,7 @@ func (a *acceptor) took(o *Offer) bool {
 	r := o.res
 	switch {
 	case r.Unknown:
-		if ok, _ := l.undo(op, unlock); !ok {
+		if ok, _ := call.undo(op, unlock); !ok {
 			unlock()
 		}
 		return false

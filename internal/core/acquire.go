@@ -54,7 +54,8 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 			return false, err
 		}
 	}
-	ok, err = sideCall{l, s}.acquire(ctx, token, forever, within, start)
+	call := sideCall{Lock: l, s: s}
+	ok, err = call.acquire(ctx, token, forever, within, start)
 	if !ok && !own {
 		l.gate.Leave(s.Shared)
 	}
@@ -69,7 +70,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 // unless forever.
 func (l sideCall) acquire(ctx context.Context, token uint64, forever bool, within time.Duration, start time.Time) (bool, error) {
 	s := l.s
-	base := l.op(s, token)
+	base := l.Lock.op(s, token)
 	if s.Line != "" && !l.holdsAny(base) {
 		return l.acquireInLine(ctx, base, forever, within, start)
 	}
@@ -95,7 +96,7 @@ func bound(forever bool, within time.Duration, start time.Time) wait.Bound {
 // context owner) to be handed the lock by a releaser of this client.
 func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, within time.Duration, start time.Time) (bool, error) {
 	s := l.s
-	t := l.C.lines.Join(s.Line, !forever && within == 0)
+	t := l.Lock.C.lines.Join(s.Line, !forever && within == 0)
 	if t == nil {
 		return false, nil // others wait: a single attempt does not overtake them
 	}
@@ -156,13 +157,13 @@ func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, a *accept
 // owner of base (for a fresh hold, a new owner per attempt): the engine's
 // wait.Attempt.
 type lockAttempt struct {
-	sideCall
-	base *Op
+	sideCall sideCall
+	base     *Op
 }
 
 // Try makes the attempt (sideCall.try).
 func (t *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
-	return t.try(ctx, t.attempt(ctx, t.s, *t.base))
+	return t.sideCall.try(ctx, t.sideCall.Lock.attempt(ctx, t.sideCall.s, *t.base))
 }
 
 // wait runs the wait (wait.Waits.Wait); when it ends without success, g
@@ -170,7 +171,7 @@ func (t *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
 // waits for that clean-up, so that a process exiting after Close leaves
 // no fair-lock queue entry behind.
 func (l sideCall) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.Attempt, g GiveUpper) (ok bool, err error) {
-	c := l.C
+	c := l.Lock.C
 	if g == nil {
 		return c.waits.Wait(ctx, st, b, a)
 	}
@@ -196,8 +197,8 @@ func (l sideCall) holdsAny(base Op) bool {
 	if base.Owner == "" {
 		return false
 	}
-	return l.C.holds.Count(hold.Key{Key: base.Name, Field: base.Field}) > 0 ||
-		(base.Field != base.Owner && l.C.holds.Count(hold.Key{Key: base.Name, Field: base.Owner}) > 0)
+	return l.Lock.C.holds.Count(hold.Key{Key: base.Name, Field: base.Field}) > 0 ||
+		(base.Field != base.Owner && l.Lock.C.holds.Count(hold.Key{Key: base.Name, Field: base.Owner}) > 0)
 }
 
 // try makes one acquisition attempt for the owner of base, holding the
@@ -206,20 +207,20 @@ func (l sideCall) holdsAny(base Op) bool {
 func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error) {
 	s := l.s
 	hk := hold.Key{Key: base.Name, Field: base.Field}
-	ol, err := l.C.owners.lock(ctx, hk)
+	ol, err := l.Lock.C.owners.lock(ctx, hk)
 	if err != nil {
 		return false, 0, err
 	}
 	undoing := false
 	defer func() {
 		if !undoing {
-			l.C.owners.unlock(hk, ol)
+			l.Lock.C.owners.unlock(hk, ol)
 		}
 	}()
 	for {
 		op := l.acquisition(base, hk)
 		sent := time.Now() // Redis starts the lease after this
-		out, err := s.Scripts.Acquire(ctx, &op)
+		out, err := s.Scripts.RunAcquire(ctx, &op)
 		if err == nil && out.Acquired && op.Sync.SyncErr() != nil {
 			// Taken on the primary, not acknowledged by its replicas: a
 			// failover could lose it. It is undone before the error
@@ -233,7 +234,7 @@ func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error)
 		case out.Err != nil:
 			return false, 0, out.Err
 		case out.Lost && op.Count > 1:
-			l.C.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
+			l.Lock.C.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
 			return false, out.Retry, nil
@@ -250,15 +251,15 @@ func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error)
 func (l sideCall) acquisition(base Op, hk hold.Key) Op {
 	op := base
 	op.Count = 1
-	if h := l.C.holds.Live(hk); h != nil {
+	if h := l.Lock.C.holds.Live(hk); h != nil {
 		if n := h.Count(); n > 0 {
 			op.Count, op.Fence = n+1, h.FencingToken()
 		}
 	}
-	op.Lease = l.lease()
-	op.Fencing = l.Fencing
-	l.setRequestKey(&op)
-	op.Sync = l.C.replicas.NewSyncIn(&op.sync)
+	op.Lease = l.Lock.lease()
+	op.Fencing = l.Lock.Fencing
+	l.Lock.setRequestKey(&op)
+	op.Sync = l.Lock.C.replicas.NewSyncIn(&op.sync)
 	return op
 }
 
@@ -277,7 +278,7 @@ func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool
 	if errors.Is(err, errs.ErrNotReplicated) {
 		d = bg.ReleaseTimeout
 	}
-	undoing, done := l.undo(op, func() { l.C.owners.unlock(hk, ol) })
+	undoing, done := l.undo(op, func() { l.Lock.C.owners.unlock(hk, ol) })
 	awaitUndo(done, d)
 	return undoing
 }
@@ -288,15 +289,15 @@ func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool
 func (l sideCall) hold(op Op, hk hold.Key, sent time.Time, fence int64) {
 	s := l.s
 	var renew *hold.RenewSpec
-	if l.Fixed == 0 {
+	if l.Lock.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)
 	}
-	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, op.Count, fence, op.Lease, renew)
+	h := l.Lock.C.holds.AcquiredAs(s.label(l.Lock.C.opts.Hooks != nil), sent, hk, op.Count, fence, op.Lease, renew)
 	if op.Count == 1 && s.Handoff != nil && s.Line != "" {
-		h.SetChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
-		h.Through(s.Line, &l.C.lines)
+		h.SetChain(l.Lock.C.lines.newChain()) // a hold taken from Redis begins a chain
+		h.Through(s.Line, &l.Lock.C.lines)
 	}
-	l.took(h, op)
+	l.Lock.took(h, op)
 }
 
 // took makes h, just acquired (or re-entered) by op, the handle's latest

@@ -27,9 +27,6 @@ import (
 const (
 	DefaultWatchdogTimeout = 30 * time.Second
 	DefaultRecheck         = 5 * time.Second
-	// releaseTimeout bounds a release (or the undo of an acquire) that runs
-	// on a context detached from a cancelled caller.
-	releaseTimeout = 10 * time.Second
 )
 
 // Options configure a Client. The root package's functional options fill it.
@@ -42,8 +39,8 @@ type Options struct {
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
 	// ReplicaSync: replica acknowledgement (package replica); nil: the
-	// default, replica.DefaultReplicaSync.
-	ReplicaSync *replica.ReplicaSync
+	// default, replica.DefaultSettings.
+	ReplicaSync *replica.Settings
 }
 
 // Client is the state behind a redisync.Client.
@@ -94,7 +91,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ReplicaSync == nil {
-		rs := replica.DefaultReplicaSync
+		rs := replica.DefaultSettings
 		o.ReplicaSync = &rs
 	}
 	if rdb == nil && o.Err == nil {

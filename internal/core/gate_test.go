@@ -28,12 +28,12 @@ func fakeSide(acquired *atomic.Int64) *Side {
 type fakeScripts struct{ acquired *atomic.Int64 }
 
 func (f *fakeScripts) Field(owner string) string { return owner }
-func (f *fakeScripts) Acquire(context.Context, *Op) (Outcome, error) {
+func (f *fakeScripts) RunAcquire(context.Context, *Op) (Outcome, error) {
 	f.acquired.Add(1)
 	return Outcome{Acquired: true}, nil
 }
-func (f *fakeScripts) Release(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
-func (f *fakeScripts) Renewal(*Op) *hold.RenewSpec                      { return nil }
+func (f *fakeScripts) RunRelease(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
+func (f *fakeScripts) Renewal(*Op) *hold.RenewSpec                         { return nil }
 func (f *fakeScripts) Waiting(op *Op) Waiting {
 	return Waiting{Strategy: &wait.PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
 }

@@ -10,7 +10,7 @@ import (
 //
 // When a hold ends and the next caller in the client's local line for the
 // lock waits (and is not asking Redis at that moment), the release and that
-// caller's acquisition are one script (Side.Handoff): the lock goes from one
+// caller's acquisition are one script (Handoffer.RunHandoff): the lock goes from one
 // owner to the next in one round trip, with no PUBLISH and no waiter woken
 // to try again. While the lock is held through the line (HeldHere), its
 // head does not ask Redis at all: the release hands the lock to it, or

@@ -128,8 +128,8 @@ type Lock struct {
 // sides: the engine's steps past the checks (acquire.go, release.go),
 // which need both.
 type sideCall struct {
-	*Lock
-	s *Side
+	Lock *Lock
+	s    *Side
 }
 
 // NewLock returns a handle's engine state. It does no I/O.

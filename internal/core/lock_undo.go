@@ -22,33 +22,33 @@ func (l sideCall) undo(acq Op, unlock func()) (bool, <-chan struct{}) {
 	s := l.s
 	// The undo is re-sent until Redis answers it, for as long as the
 	// acquisition's record lives (sent before now, it ends before this).
-	until := time.Now().Add(l.C.reqs.TTL() + request.RecordSlack)
+	until := time.Now().Add(l.Lock.C.reqs.TTL() + request.RecordSlack)
 	done := make(chan struct{})
-	started := l.C.bg.Finish(l.C.reqs.TTL()+bg.CloseGrace, func(ctx context.Context) {
+	started := l.Lock.C.bg.Finish(l.Lock.C.reqs.TTL()+bg.CloseGrace, func(ctx context.Context) {
 		defer close(done)
 		op := acq
 		op.Sync = nil
 		op.Count = acq.Count - 1
 		op.UndoKey = acq.ReqKey
-		op.ReqKey = l.requestKey()
+		op.ReqKey = l.Lock.requestKey()
 		op.Publish = ""
 		var err error
-		if op.Publish, err = l.C.PublishCommand(ctx); err == nil {
-			err = l.C.reqs.ResendUntil(ctx, until, func() error {
-				_, err := s.Scripts.Release(ctx, &op)
+		if op.Publish, err = l.Lock.C.PublishCommand(ctx); err == nil {
+			err = l.Lock.C.reqs.ResendUntil(ctx, until, func() error {
+				_, err := s.Scripts.RunRelease(ctx, &op)
 				return err
 			})
 		}
 		if err != nil {
 			if !errs.IsReply(err) {
-				l.C.ctr.undoFailed.Add(1)
+				l.Lock.C.ctr.undoFailed.Add(1)
 			}
-			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
-				"kind", s.Kind, "name", l.Name, "owner", op.Owner, "err", err)
+			l.Lock.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
+				"kind", s.Kind, "name", l.Lock.Name, "owner", op.Owner, "err", err)
 		}
 		// An owner's undo is a release: one whose reply was lost is
 		// settled before the owner's next request (Client.Settle).
-		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.C.reqs.Settle(op.ReqKey, unlock) {
+		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.Lock.C.reqs.Settle(op.ReqKey, unlock) {
 			unlock()
 		}
 	})

@@ -77,7 +77,7 @@ type Outcome struct {
 	Err error
 }
 
-// HandoffOutcome is the result of one Side.Handoff call.
+// HandoffOutcome is the result of one Handoffer.RunHandoff call.
 type HandoffOutcome struct {
 	// Remaining is the releasing owner's count: 0 when the lock was handed
 	// over or, the acquisition having been cancelled, released; -1 when

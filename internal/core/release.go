@@ -34,7 +34,8 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 			}
 		}
 	}
-	return sideCall{l, s}.release(ctx, base)
+	call := sideCall{Lock: l, s: s}
+	return call.release(ctx, base)
 }
 
 // release is Release for the owner of base, on a detached context,
@@ -42,46 +43,46 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 func (l sideCall) release(ctx context.Context, base Op) error {
 	s := l.s
 	hk := hold.Key{Key: base.Name, Field: base.Field}
-	ctx, cancel := l.C.bg.Detached(ctx)
+	ctx, cancel := l.Lock.C.bg.Detached(ctx)
 	defer cancel()
-	ol, err := l.C.owners.lock(ctx, hk)
+	ol, err := l.Lock.C.owners.lock(ctx, hk)
 	if err != nil {
-		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+		return l.Lock.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
 	r := &releaser{ctx: ctx, s: s, op: base}
 	defer l.unlockSettled(hk, ol, r)
-	r.op.Lease = l.lease()
-	l.setRequestKey(&r.op)
-	if r.op.Publish, err = l.C.PublishCommand(ctx); err != nil {
-		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+	r.op.Lease = l.Lock.lease()
+	l.Lock.setRequestKey(&r.op)
+	if r.op.Publish, err = l.Lock.C.PublishCommand(ctx); err != nil {
+		return l.Lock.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	}
-	cur := l.C.holds.Count(hk)
+	cur := l.Lock.C.holds.Count(hk)
 	if cur == 0 {
 		// This client holds nothing for the owner (never acquired, lost,
 		// released). Whatever Redis keeps for this client's owner is stale
 		// (a lease about to run out, a field left by a failed release): the
 		// release clears it, and changes nothing else.
 		if _, err := r.send(); err != nil {
-			l.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Name, "err", err)
+			l.Lock.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Lock.Name, "err", err)
 		}
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
+		return l.Lock.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	r.op.Count = cur - 1
 	if o, chain := l.claimNext(hk, r.op); o != nil {
 		return l.handOff(ctx, hk, r.op, o, chain)
 	}
-	r.op.Sync = l.C.replicas.NewSyncIn(&r.op.sync)
-	remaining, err := l.C.holds.Release(hk, r.op.Count, r.send)
+	r.op.Sync = l.Lock.C.replicas.NewSyncIn(&r.op.sync)
+	remaining, err := l.Lock.C.holds.Lower(hk, r.op.Count, r.send)
 	if err != nil && r.op.Count == 0 && s.Line != "" {
-		l.C.lines.Wake(s.Line) // the release may not have published
+		l.Lock.C.lines.Wake(s.Line) // the release may not have published
 	}
 	switch {
 	case err != nil:
-		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+		return l.Lock.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
+		return l.Lock.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	case r.op.Sync.SyncErr() != nil:
-		return l.fail(s, fmt.Errorf("%sreleased on the primary: %w", s.What, r.op.Sync.Err))
+		return l.Lock.fail(s, fmt.Errorf("%sreleased on the primary: %w", s.What, r.op.Sync.Err))
 	}
 	return nil
 }
@@ -98,7 +99,7 @@ type releaser struct {
 
 // send runs the side's release script once.
 func (r *releaser) send() (int64, error) {
-	remaining, err := r.s.Scripts.Release(r.ctx, &r.op)
+	remaining, err := r.s.Scripts.RunRelease(r.ctx, &r.op)
 	if err != nil && !errs.IsReply(err) && !r.op.Fresh {
 		r.unsettled = r.op.ReqKey
 	}
@@ -109,8 +110,8 @@ func (r *releaser) send() (int64, error) {
 // at once, or once a release whose reply was lost is settled.
 func (l sideCall) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
 	// The closure for Settle is made only when it is needed.
-	if r.unsettled == "" || !l.C.reqs.Settle(r.unsettled, func() { l.C.owners.unlock(hk, ol) }) {
-		l.C.owners.unlock(hk, ol)
+	if r.unsettled == "" || !l.Lock.C.reqs.Settle(r.unsettled, func() { l.Lock.C.owners.unlock(hk, ol) }) {
+		l.Lock.C.owners.unlock(hk, ol)
 	}
 }
 
@@ -123,12 +124,12 @@ func (l sideCall) claimNext(hk hold.Key, op Op) (*Offer, hold.Chain) {
 	if !op.Fresh || op.Count != 0 || s.Handoff == nil || s.Line == "" {
 		return nil, hold.Chain{}
 	}
-	h := l.C.holds.Live(hk)
+	h := l.Lock.C.holds.Live(hk)
 	if h == nil {
 		return nil, hold.Chain{}
 	}
 	chain := h.Chain()
-	return l.C.lines.Claim(s.Line, chain, &l.C.owners), chain
+	return l.Lock.C.lines.Claim(s.Line, chain, &l.Lock.C.owners), chain
 }
 
 // handOff releases the owner's last hold (op) and acquires the lock for the
@@ -140,9 +141,9 @@ func (l sideCall) handOff(ctx context.Context, hk hold.Key, op Op, o *Offer, cha
 	to := o.Op
 	var out HandoffOutcome
 	sent := time.Now()
-	remaining, err := l.C.holds.Release(hk, 0, func() (int64, error) {
+	remaining, err := l.Lock.C.holds.Lower(hk, 0, func() (int64, error) {
 		var err error
-		out, err = s.Handoff.Handoff(ctx, &op, &to)
+		out, err = s.Handoff.RunHandoff(ctx, &op, &to)
 		return out.Remaining, err
 	})
 	handed := Handed{Sent: sent, Chain: chain}
@@ -157,9 +158,9 @@ func (l sideCall) handOff(ctx context.Context, hk hold.Key, op Op, o *Offer, cha
 	o.Finish(handed)
 	switch {
 	case err != nil:
-		return l.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
+		return l.Lock.fail(s, fmt.Errorf("%srelease: %w", s.What, err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), op.Owner, errs.ErrNotHeld))
+		return l.Lock.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), op.Owner, errs.ErrNotHeld))
 	}
 	return nil
 }

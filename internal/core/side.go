@@ -41,13 +41,13 @@ type Side struct {
 type Scripts interface {
 	// Field returns an owner's field in the hash.
 	Field(owner string) string
-	// Acquire runs one acquisition attempt.
-	Acquire(ctx context.Context, op *Op) (Outcome, error)
-	// Release sets the owner's count to op.Count (0: the hold ends), or
+	// RunAcquire runs one acquisition attempt's script.
+	RunAcquire(ctx context.Context, op *Op) (Outcome, error)
+	// RunRelease runs a release's script, which sets the owner's count to op.Count (0: the hold ends), or
 	// undoes an acquisition (op.UndoKey). It returns the owner's remaining
 	// count, -1 when the owner did not hold it (nothing changed), -2 when
 	// an undone acquisition had not taken place.
-	Release(ctx context.Context, op *Op) (int64, error)
+	RunRelease(ctx context.Context, op *Op) (int64, error)
 	// Renewal returns how the watchdog renews the hold op took (nil: this
 	// side is never renewed).
 	Renewal(op *Op) *hold.RenewSpec
@@ -74,10 +74,10 @@ type GiveUpper interface {
 
 // Handoffer hands a lock from one fresh hold to the next caller's.
 type Handoffer interface {
-	// Handoff releases the fresh hold from and takes a fresh hold for to,
+	// RunHandoff releases the fresh hold from and takes a fresh hold for to,
 	// the next caller in the line, in one script (handoff.go). from.Count
 	// is 0; to.Count, Lease, Fencing and ReqKey are the acquisition's.
-	Handoff(ctx context.Context, from, to *Op) (HandoffOutcome, error)
+	RunHandoff(ctx context.Context, from, to *Op) (HandoffOutcome, error)
 }
 
 // LockLine returns the key of the local line of a lock's waiters (a

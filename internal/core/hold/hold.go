@@ -256,7 +256,7 @@ func (hs *Holds) End(key Key, err error) {
 	}
 }
 
-// Release runs release, which sends a release of key that sets the owner's
+// Lower runs release, which sends a release of key that sets the owner's
 // count to count and reports the owner's remaining count (negative: Redis
 // did not have the hold). When count is 0 the hold's renewal stops before
 // the release is sent, whatever its outcome.
@@ -267,7 +267,7 @@ func (hs *Holds) End(key Key, err error) {
 // renewed and never adopted by a later acquisition; when count is above 0
 // the hold goes on with count, and the next renewal sets it in Redis. When
 // Redis says it did not have the hold, the hold was lost.
-func (hs *Holds) Release(key Key, count int64, release func() (int64, error)) (int64, error) {
+func (hs *Holds) Lower(key Key, count int64, release func() (int64, error)) (int64, error) {
 	h := hs.Live(key)
 	if h != nil && count == 0 {
 		h.mu.Lock()

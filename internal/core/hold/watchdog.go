@@ -269,7 +269,7 @@ func (w *watchdog) ackWait(ctx context.Context) func(redis.Pipeliner) *redis.Int
 		return none
 	}
 	want := rs.Replicas
-	if want == replica.ReplicasAll {
+	if want == replica.All {
 		want = n
 	}
 	// At most a sixth of the watchdog timeout (Config.AckMillis): a

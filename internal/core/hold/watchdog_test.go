@@ -274,7 +274,7 @@ func TestWatchdogApply(t *testing.T) {
 	// finds the field gone: released, not lost.
 	released := acquire("released")
 	rb := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{released})
-	_, err = c.Release(released.key, 0, func() (int64, error) {
+	_, err = c.Lower(released.key, 0, func() (int64, error) {
 		_, _, err := c.wd.apply(rb, cmdWith(0), time.Now())
 		require.NoError(t, err)
 		return 0, nil
@@ -371,7 +371,7 @@ func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Ho
 	t.Helper()
 	g := bg.New()
 	log := slog.New(slog.DiscardHandler)
-	rs := replica.DefaultReplicaSync
+	rs := replica.DefaultSettings
 	hs := New(Config{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, rs.Timeout.Milliseconds(), g, log),
 		Closing: g.Closing(), Log: log, Observer: nopObserver{},
 		LeaseMillis: lease.Milliseconds(), AckMillis: max(min(rs.Timeout, lease/6).Milliseconds(), 1)})

@@ -19,31 +19,31 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-// ReplicasAll is the ReplicaSync.Replicas that means every replica
+// All is the Settings.Replicas that means every replica
 // connected to the primary.
-const ReplicasAll = -1
+const All = -1
 
-// ReplicaSync configures replica acknowledgement.
-type ReplicaSync struct {
-	Replicas int           // replicas to wait for; ReplicasAll: every connected one; 0: off
+// Settings configures replica acknowledgement.
+type Settings struct {
+	Replicas int           // replicas to wait for; All: every connected one; 0: off
 	Timeout  time.Duration // the longest wait; 0: off
 }
 
-// DefaultReplicaSync is Redisson's default: every replica, for at most 1 s.
-var DefaultReplicaSync = ReplicaSync{Replicas: ReplicasAll, Timeout: time.Second}
+// DefaultSettings is Redisson's default: every replica, for at most 1 s.
+var DefaultSettings = Settings{Replicas: All, Timeout: time.Second}
 
 // on reports whether acknowledgement is wanted.
-func (r ReplicaSync) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
+func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
 
 // replicaProbe is how often the number of replicas of a primary is read
 // again.
 const replicaProbe = time.Second
 
 // Replicas is one client's replica acknowledgement: what it waits for
-// (ReplicaSync), and the number of replicas of each primary.
+// (Settings), and the number of replicas of each primary.
 type Replicas struct {
 	rdb           redis.UniversalClient
-	sync          ReplicaSync
+	sync          Settings
 	timeoutMillis int64 // sync.Timeout in whole milliseconds, rounded up
 	bg            *bg.Group
 	log           *slog.Logger
@@ -53,7 +53,7 @@ type Replicas struct {
 // New returns the replica acknowledgement of a client over rdb, waiting as
 // rs says (timeoutMillis is rs.Timeout in whole milliseconds, rounded
 // up), reading replica counts again in g, logging to log. It does no I/O.
-func New(rdb redis.UniversalClient, rs ReplicaSync, timeoutMillis int64, g *bg.Group, log *slog.Logger) *Replicas {
+func New(rdb redis.UniversalClient, rs Settings, timeoutMillis int64, g *bg.Group, log *slog.Logger) *Replicas {
 	return &Replicas{rdb: rdb, sync: rs, timeoutMillis: timeoutMillis, bg: g, log: log}
 }
 
@@ -61,7 +61,7 @@ func New(rdb redis.UniversalClient, rs ReplicaSync, timeoutMillis int64, g *bg.G
 func (r *Replicas) On() bool { return r.sync.on() }
 
 // Settings returns what the client waits for.
-func (r *Replicas) Settings() ReplicaSync { return r.sync }
+func (r *Replicas) Settings() Settings { return r.sync }
 
 // Sync is one script call's replica acknowledgement: Eval sets Err when
 // the write was not acknowledged by enough replicas in time.
@@ -214,7 +214,7 @@ func (r *Replicas) evalSynced(ctx context.Context, sync *Sync, call lua.Command)
 		return call.Run(ctx, r.rdb)
 	}
 	want := r.sync.Replicas
-	if want == ReplicasAll {
+	if want == All {
 		want = connected
 	}
 	cmd, acked := r.evalWait(ctx, node, call, want)
