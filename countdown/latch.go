@@ -249,7 +249,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	defer func() { obs.End(ok, err) }()
 	// The zero message opens the latch for every waiter; a set or delete
 	// message may too (a deleted latch is open), so all re-check.
-	ok, err = l.h.C.Waits().Wait(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
+	ok, err = l.h.C.Waits().Until(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
 		waits.Bound{Forever: forever, Wait: wait}, waits.AttemptFunc(l.open))
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))

@@ -61,5 +61,5 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 	if !forever {
 		b.Wait = max(wait-time.Since(start), 0)
 	}
-	return c.Waits().Wait(ctx, &waits.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, try)
+	return c.Waits().Until(ctx, &waits.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, try)
 }

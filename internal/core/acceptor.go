@@ -34,13 +34,20 @@ func (l sideCall) newAcceptor(ctx context.Context, base Op, turn *Turn) *accepto
 	return a
 }
 
+// BeginTry lets the caller ask Redis unless a caller of this client holds
+// the lock (and force is false) or a releaser claimed it (Turn.BeginAsk).
 func (a *acceptor) BeginTry(force bool) bool {
-	return (force || !a.call.Lock.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginTry()
+	return (force || !a.call.Lock.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginAsk()
 }
 
-func (a *acceptor) EndTry()                 { a.turn.EndTry() }
-func (a *acceptor) Handed() <-chan struct{} { return a.turn.Handed() }
+// EndTry ends a BeginTry.
+func (a *acceptor) EndTry() { a.turn.EndAsk() }
 
+// Handed is closed when a releaser has finished a handoff to the caller.
+func (a *acceptor) Handed() <-chan struct{} { return a.turn.HandedOver() }
+
+// Take takes the outcome of a handoff a releaser claimed (took), and
+// otherwise accepts the next one.
 func (a *acceptor) Take() bool {
 	o := a.turn.Handover()
 	if o == nil {
@@ -53,8 +60,10 @@ func (a *acceptor) Take() bool {
 	return false
 }
 
+// Withdraw ends the caller's readiness, taking the outcome of a handoff
+// claimed meanwhile.
 func (a *acceptor) Withdraw() bool {
-	o := a.turn.Withdraw()
+	o := a.turn.Retract()
 	return o != nil && a.took(o)
 }
 

@@ -166,14 +166,14 @@ func (t *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	return t.sideCall.try(ctx, t.sideCall.Lock.attempt(ctx, t.sideCall.s, *t.base))
 }
 
-// wait runs the wait (wait.Waits.Wait); when it ends without success, g
+// wait runs the wait (wait.Waits.Until); when it ends without success, g
 // (when set) cleans what the attempts left, on a detached context. Close
 // waits for that clean-up, so that a process exiting after Close leaves
 // no fair-lock queue entry behind.
 func (l sideCall) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.Attempt, g GiveUpper) (ok bool, err error) {
 	c := l.Lock.C
 	if g == nil {
-		return c.waits.Wait(ctx, st, b, a)
+		return c.waits.Until(ctx, st, b, a)
 	}
 	if !c.bg.Track() {
 		return false, errs.ErrClosed
@@ -186,7 +186,7 @@ func (l sideCall) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wa
 			g.GiveUp(gctx)
 		}
 	}()
-	return c.waits.Wait(ctx, st, b, a)
+	return c.waits.Until(ctx, st, b, a)
 }
 
 // holdsAny reports whether the owner of base holds the lock in this

@@ -164,7 +164,7 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
 
 // Waits returns the client's waiting machinery: every wait of a primitive
-// of the client runs there (wait.Waits.Wait).
+// of the client runs there (wait.Waits.Until).
 func (c *Client) Waits() *wait.Waits { return c.waits }
 
 // Closing is closed when Close starts.

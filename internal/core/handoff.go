@@ -68,7 +68,7 @@ type Offer struct {
 	ol      *ownerLock
 }
 
-// Handed is the outcome of a handoff, for the caller it was made for.
+// HandedOver is the outcome of a handoff, for the caller it was made for.
 type Handed struct {
 	// Acquired: the caller holds the lock (count Op.Count, fencing token
 	// Fence), from Sent on: the lease began after Sent.
@@ -88,7 +88,7 @@ func (o *Offer) Finish(h Handed) {
 }
 
 // Accepts makes the turn accept handoffs of op (without its ReqKey) while
-// it waits in the line, until Withdraw.
+// it waits in the line, until Retract.
 func (t *Turn) Accepts(op Op) {
 	t.offers(&Offer{Op: op, done: make(chan struct{})})
 }
@@ -100,10 +100,10 @@ func (t *Turn) offers(o *Offer) {
 	t.ls.mu.Unlock()
 }
 
-// BeginTry marks the turn as asking Redis, so that no releaser claims its
+// BeginAsk marks the turn as asking Redis, so that no releaser claims its
 // offer meanwhile; it reports false, and marks nothing, when a releaser has
-// claimed it already (Handover then gives the outcome). EndTry ends the mark.
-func (t *Turn) BeginTry() bool {
+// claimed it already (Handover then gives the outcome). EndAsk ends the mark.
+func (t *Turn) BeginAsk() bool {
 	t.ls.mu.Lock()
 	defer t.ls.mu.Unlock()
 	if t.offer != nil && t.offer.claimed {
@@ -113,16 +113,16 @@ func (t *Turn) BeginTry() bool {
 	return true
 }
 
-// EndTry ends a BeginTry.
-func (t *Turn) EndTry() {
+// EndAsk ends a BeginAsk.
+func (t *Turn) EndAsk() {
 	t.ls.mu.Lock()
 	t.trying = false
 	t.ls.mu.Unlock()
 }
 
-// Handed returns a channel closed when a releaser has finished a handoff
+// HandedOver returns a channel closed when a releaser has finished a handoff
 // to the turn (nil without an offer).
-func (t *Turn) Handed() <-chan struct{} {
+func (t *Turn) HandedOver() <-chan struct{} {
 	t.ls.mu.Lock()
 	defer t.ls.mu.Unlock()
 	if t.offer == nil {
@@ -148,9 +148,9 @@ func (t *Turn) Handover() *Offer {
 	return o
 }
 
-// Withdraw ends the turn's offer; it returns the offer, with its outcome,
+// Retract ends the turn's offer; it returns the offer, with its outcome,
 // when a releaser claimed it first (as Handover).
-func (t *Turn) Withdraw() *Offer {
+func (t *Turn) Retract() *Offer {
 	t.ls.mu.Lock()
 	o := t.offer
 	t.offer = nil

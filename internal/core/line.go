@@ -44,14 +44,14 @@ type Turn struct {
 	ls    *Lines
 	key   string
 	ready chan struct{} // closed when the turn reaches the head of the line
-	// sub is a subscription handed along the line (Hand, Take), so that
+	// sub is a subscription handed along the line (Hand, TakeSub), so that
 	// the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
 	// seq is the caller's arrival in the client (lines.seq), which
 	// decides whether a handoff chain may serve it (ChainRule).
 	seq uint64
 	// offer is set while the turn accepts a handoff (Accepts, Claim);
-	// trying while it asks Redis itself (BeginTry), when none is made.
+	// trying while it asks Redis itself (BeginAsk), when none is made.
 	offer  *Offer
 	trying bool
 }
@@ -68,9 +68,9 @@ func (t *Turn) Hand(w *pubsub.Waiter) {
 	}
 }
 
-// Take returns the subscription handed to the turn by the caller ahead of
+// TakeSub returns the subscription handed to the turn by the caller ahead of
 // it (nil if none); the caller owns it from then on.
-func (t *Turn) Take() *pubsub.Waiter {
+func (t *Turn) TakeSub() *pubsub.Waiter {
 	t.ls.mu.Lock()
 	defer t.ls.mu.Unlock()
 	w := t.sub

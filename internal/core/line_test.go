@@ -171,7 +171,7 @@ func TestLineHandsSubscriptionOn(t *testing.T) {
 	ok, err := second.Await(ctx, false, time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Same(t, w, second.Take(), "the next caller gets the subscription")
+	assert.Same(t, w, second.TakeSub(), "the next caller gets the subscription")
 	assert.Equal(t, 1, c.Mux().Stats().Waiters)
 
 	second.Hand(w)

@@ -140,8 +140,8 @@ func (g *Gate) admitLocked() {
 	}
 }
 
-// Waiting returns the number of callers waiting to pass, for tests.
-func (g *Gate) Waiting() int {
+// Queued returns the number of callers waiting to pass, for tests.
+func (g *Gate) Queued() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.q)

@@ -42,9 +42,9 @@ func (p *PubSub) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, 
 // Turn is a caller's place in a client's local line (core's line.Turn): it
 // hands the line's subscription from one head to the next.
 type Turn interface {
-	// Take returns the subscription handed to the turn by the caller
+	// TakeSub returns the subscription handed to the turn by the caller
 	// ahead of it (nil if none); the caller owns it from then on.
-	Take() *pubsub.Waiter
+	TakeSub() *pubsub.Waiter
 	// Hand gives the turn the subscription to pass on when it leaves the
 	// line (nil: none).
 	Hand(w *pubsub.Waiter)
@@ -74,7 +74,7 @@ func (ln *Lined) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (ok boo
 	var sub *pubsub.Waiter
 	defer func() { ln.Turn.Hand(sub) }()
 	l := &loop{w: w, a: a, acc: ln.Handoff, channel: ln.Channel, deadline: b.deadline()}
-	if sub = ln.Turn.Take(); sub != nil {
+	if sub = ln.Turn.TakeSub(); sub != nil {
 		return l.run(ctx, sub, false, b.single())
 	}
 	var done bool

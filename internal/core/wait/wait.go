@@ -66,14 +66,14 @@ func New(client Checker, mux *pubsub.Mux, closing <-chan struct{}, recheck time.
 	return &Waits{client: client, mux: mux, closing: closing, recheck: recheck, log: log}
 }
 
-// Wait runs attempts of a until one succeeds, one fails, or b runs out,
+// Until runs attempts of a until one succeeds, one fails, or b runs out,
 // spending the pauses as s says. It returns (true, nil) on success,
 // (false, nil) when the wait ran out (with the last transient error
 // instead, if attempts were failing then), and an error wrapping ctx.Err()
 // when ctx ended first (ErrClosed when the client closed). It leaves no
 // subscription behind (a Lined wait hands it to its line) and starts no
 // goroutine.
-func (w *Waits) Wait(ctx context.Context, s Strategy, b Bound, a Attempt) (bool, error) {
+func (w *Waits) Until(ctx context.Context, s Strategy, b Bound, a Attempt) (bool, error) {
 	return s.wait(ctx, w, b, a)
 }
 
