@@ -68,7 +68,7 @@ type Offer struct {
 	ol      *ownerLock
 }
 
-// HandedOver is the outcome of a handoff, for the caller it was made for.
+// Handed is the outcome of a handoff, for the caller it was made for.
 type Handed struct {
 	// Acquired: the caller holds the lock (count Op.Count, fencing token
 	// Fence), from Sent on: the lease began after Sent.
