@@ -39,7 +39,7 @@ func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 
 // waitInLine runs an acquisition for a caller of c on the semaphore called
 // name: it waits for the caller's turn in the local line, then runs the
-// shared waiting algorithm (core.Client.Wait) on the semaphore's channel
+// shared waiting algorithm (wait.Waits.Until) on the semaphore's channel
 // with try as the attempt. forever waits until ctx ends; otherwise the whole
 // call, turn included, takes at most wait, and wait 0 makes a single attempt
 // only if no other caller of c is waiting (it does not overtake them).

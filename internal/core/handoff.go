@@ -16,10 +16,10 @@ import (
 // head does not ask Redis at all: the release hands the lock to it, or
 // publishes (a message makes the head ask Redis even before this client
 // has counted the hold ended), or the hold is lost and the head is woken
-// in-process (leaveLine). Other processes see the lock held all
+// in-process (Lines.left). Other processes see the lock held all
 // along; their waiters re-check when its lease would end, and are woken by
 // the release that ends the chain of handoffs. A caller that took the lock
-// from Redis drops the line's subscription (Lock.acquire), so that the next
+// from Redis drops the line's subscription (sideCall.acquireInLine), so that the next
 // head subscribes anew, at the end of the channel's subscribers: Redis
 // delivers in subscription order, and the other processes' waiters hear
 // the next release first.

@@ -47,7 +47,7 @@ import (
 // and delivered after the client gave up on it. Each state-changing script
 // records its result under a request key (keys.Request) and returns the
 // record when a copy of the same request runs again; and each request
-// carries a deadline by the Redis server's clock (RequestDeadline: the time
+// carries a deadline by the Redis server's clock (request.Requests.Deadline: the time
 // go-redis may take to re-send, converted with a measured offset), checked
 // in the script with TIME: a copy that finds no record after the deadline
 // is refused and changes nothing. The record lives until just past the
@@ -65,7 +65,7 @@ import (
 // count is always 1. Each of its acquisition attempts takes an owner of its
 // own: a new token (FreshToken), the owner "<client id>:<token>" in
 // Redisson's layout as any other (attempt), whose field is the side's
-// (Side.Field: the owner itself for a lock, "<owner>:write" for an
+// (Scripts.Field: the owner itself for a lock, "<owner>:write" for an
 // rwlock's write side); the handle remembers the owner of the hold it took
 // (Lock.fresh) and releases that one. As that owner's field in the hash
 // serves one hold and no other, the field is the acquisition's record while
@@ -91,7 +91,7 @@ import (
 //
 // For the field to outlive every copy of the acquisition that could still
 // be accepted, the acquisition's deadline comes at least two seconds
-// before its lease ends (FreshDeadline); a lease too short for that makes
+// before its lease ends (request.Requests.FreshDeadline); a lease too short for that makes
 // the script record the acquisition as the record-based path does. So a
 // fresh hold costs 9 commands in Redis per lock and unlock (8 for the spin
 // lock, which publishes nothing; 11 for an rwlock's write side, which also

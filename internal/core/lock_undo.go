@@ -14,7 +14,7 @@ import (
 // (ctx ended, the connection broke): if it took place, the owner's count
 // goes back to what it was; if it has not yet, it is marked cancelled so a
 // late copy does nothing. An owner's undo whose own reply is lost is
-// settled (Client.Settle) before unlock. It calls unlock (the owner's
+// settled (request.Requests.Settle) before unlock. It calls unlock (the owner's
 // lock) when done and reports whether it started, with a channel closed
 // when it is done; when it did not (the client is closed), the caller
 // unlocks, and the acquisition, if it took place, expires with its lease.
@@ -47,7 +47,7 @@ func (l sideCall) undo(acq Op, unlock func()) (bool, <-chan struct{}) {
 				"kind", s.Kind, "name", l.Lock.Name, "owner", op.Owner, "err", err)
 		}
 		// An owner's undo is a release: one whose reply was lost is
-		// settled before the owner's next request (Client.Settle).
+		// settled before the owner's next request (request.Requests.Settle).
 		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.Lock.C.reqs.Settle(op.ReqKey, unlock) {
 			unlock()
 		}

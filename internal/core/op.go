@@ -12,7 +12,7 @@ import (
 type Op struct {
 	Name  string // the lock's name: its hash key
 	Owner string // "<client id>:<token>"
-	Field string // the owner's field in the hash (Side.Field of Owner)
+	Field string // the owner's field in the hash (Scripts.Field of Owner)
 	// Count is the owner's hold count once the call has taken effect, as
 	// this client counts it: the scripts set it rather than add to what
 	// Redis has. 0 in a release frees the owner's hold.

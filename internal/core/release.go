@@ -89,7 +89,7 @@ func (l sideCall) release(ctx context.Context, base Op) error {
 
 // releaser sends one release (op) of side s, and keeps the request key of
 // a context owner's release whose reply was lost (unsettled), which is
-// settled before the owner's lock is given back (Client.Settle).
+// settled before the owner's lock is given back (request.Requests.Settle).
 type releaser struct {
 	ctx       context.Context
 	s         *Side

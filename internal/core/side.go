@@ -24,7 +24,7 @@ type Side struct {
 	// keys.Request(name, Field(owner)), which ends with the field.
 	Fresh bool
 	// Line, when not empty, is the key of the client's local line
-	// (JoinLine) in which this side's waiters for the lock line up (see
+	// (Lines.Join) in which this side's waiters for the lock line up (see
 	// Acquire); LockLine builds it. Empty: waiters do not line up.
 	Line string
 	// Scripts runs the side's scripts and says how its waiters wait.

@@ -38,15 +38,15 @@ func (r *Requests) Deadline(context.Context) int64 {
 
 // FreshDeadline returns the deadline, in epoch milliseconds by the Redis
 // server's clock, of a fresh hold's acquisition (Op.Fresh) sent now with
-// the given lease. It is RequestDeadline's, made earlier when needed so
+// the given lease. It is Deadline's, made earlier when needed so
 // that it comes at least freshSlack before the lease would end: when the
 // acquisition takes place, the hold then outlives its deadline by more
 // than a second, and the owner's field serves as the acquisition's record
 // while copies of it can still be accepted (lua/lock_acquire_fresh.lua:
-// one command less). Leases too short for that leave RequestDeadline's,
+// one command less). Leases too short for that leave Deadline's,
 // and the script records the acquisition instead.
 //
-// A deadline earlier than RequestDeadline's refuses nothing that could
+// A deadline earlier than Deadline's refuses nothing that could
 // apply twice: a copy that arrives after it either finds the owner's field
 // (an earlier copy took the lock, whose lease has not ended: it answers
 // "acquired") or is refused, and is then the only one, or the hold has

@@ -10,7 +10,7 @@ import (
 // request did not run (LOADING, BUSY, ...) — re-sending the very same
 // request (same request key, same deadline) after a network error, with a
 // pause that grows from 20ms to 1s, for as long as ctx allows and at most
-// the request's lifetime (RequestDeadline: later copies would be refused
+// the request's lifetime (Deadline: later copies would be refused
 // anyway). A request
 // applies at most once however often it is sent (its record answers the
 // copies, its deadline refuses the late ones), so re-sending turns a

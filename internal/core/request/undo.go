@@ -13,7 +13,7 @@ import (
 // An acquisition whose reply never came (the caller's ctx ended while the
 // request was on its way, the connection broke) may have taken place, or
 // may still take place later: a request held up in the network is applied
-// whenever it reaches Redis before its deadline (RequestDeadline). Its
+// whenever it reaches Redis before its deadline (Deadline). Its
 // caller got an error, so what it may have taken must be given back: the
 // primitive sends an undo, which gives back what the acquisition took if
 // it ran, and marks it cancelled if it has not, so that a late copy does
@@ -102,7 +102,7 @@ func (r *Requests) ResendUntil(ctx context.Context, until time.Time, send func()
 }
 
 // RecordEnd returns the local time until which the record of a request
-// with the given deadline (RequestDeadline, by the server's clock) lives:
+// with the given deadline (Deadline, by the server's clock) lives:
 // an undo that reaches Redis later cannot tell whether the request ran.
 func (r *Requests) RecordEnd(deadline int64) time.Time {
 	now := time.Now()
