@@ -42,10 +42,9 @@ bench:
 # SEEDS seeds in each). Every fault kind runs, including late delivery
 # (stalls longer than the request record TTL, up to LATE_MAX;
 # LATE_DELIVERY=0 leaves it out). Permit accounting is strict
-# (STRICT_PERMITS=1): a counted permit lost is a violation unless counted
-# releases that failed for good explain it, a finding printed with the
-# seed's figures; STRICT_PERMITS=2 makes that a violation too,
-# STRICT_PERMITS=0 lets failed acquisitions explain a loss as well. A failing
+# (STRICT_PERMITS=2): every permit lost is a violation; STRICT_PERMITS=1
+# lets counted releases that failed explain a loss (a finding printed with
+# the seed's figures), STRICT_PERMITS=0 failed acquisitions as well. A failing
 # seed prints the violations with a history excerpt and writes
 # porcupine's HTML and the whole history under CHAOS_OUT (default
 # $TMPDIR/redisync-chaos). Example: make chaos SEED=42 DURATION=5m
@@ -56,7 +55,7 @@ DURATION ?= 2m
 CHAOS_TOPOLOGY ?= both
 LATE_DELIVERY ?= 1
 LATE_MAX ?= 30s
-STRICT_PERMITS ?= 1
+STRICT_PERMITS ?= 2
 CHAOS_RACE ?= -race
 chaos:
 	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \

@@ -166,6 +166,15 @@ type Stats struct {
 	// What such an acquisition took may stay taken: a lock or an
 	// expirable permit until its lease ends, counted permits for good.
 	UndosFailed uint64
+	// ReleasesFailed counts semaphore releases whose reply was lost and
+	// that could not be completed: a release whose caller got an error
+	// goes on in the background until Redis answers; one whose outcome
+	// Redis could no longer tell (a partition longer than the request's
+	// lifetime, for counted permits), or still under way when Close's
+	// grace ran out, is counted here and logged as a warning. Its permits
+	// may stay taken: expirable ones until their lease ends, counted ones
+	// for good.
+	ReleasesFailed uint64
 	// RenewalsNotReplicated counts hold renewals that the primary's
 	// replicas did not acknowledge within WithReplicaSync's timeout (each
 	// tick also logs a warning): until a later renewal is acknowledged, a
@@ -217,6 +226,7 @@ func (c *Client) Stats() Stats {
 		Renewals:              s.Renewals,
 		RenewalFailures:       s.RenewalFailures,
 		UndosFailed:           s.UndosFailed,
+		ReleasesFailed:        s.ReleasesFailed,
 		RenewalsNotReplicated: s.RenewalsNotReplicated,
 		PubSubReconnects:      s.PubSubReconnects,
 		Holds:                 s.Holds,
@@ -225,64 +235,95 @@ func (c *Client) Stats() Stats {
 	}
 }
 
-// hooks turns observers into the core's hooks; nil without observers.
+// hooks turns observers into the core's hooks; nil without observers. A
+// hook no observer sets stays nil.
 func hooks(obs []Observer) *core.Hooks {
 	if len(obs) == 0 {
 		return nil
 	}
-	var h core.Hooks
+	return &core.Hooks{
+		WaitStart:   waitStartHook(obs),
+		WaitEnd:     waitEndHook(obs),
+		HoldEnd:     holdEndHook(obs),
+		RenewalTick: renewalTickHook(obs),
+	}
+}
+
+// waitStartHook calls the observers' WaitStart in order, each with the
+// context the one before returned (a nil context keeps the one it got).
+func waitStartHook(obs []Observer) func(context.Context, core.WaitInfo) context.Context {
 	var starts []func(context.Context, WaitInfo) context.Context
-	var ends []func(context.Context, WaitEnd)
-	var holds []func(HoldEnd)
-	var ticks []func(RenewalTick)
 	for _, o := range obs {
 		if o.WaitStart != nil {
 			starts = append(starts, o.WaitStart)
 		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, w core.WaitInfo) context.Context {
+		info := WaitInfo(w)
+		for _, f := range starts {
+			if nctx := f(ctx, info); nctx != nil {
+				ctx = nctx
+			}
+		}
+		return ctx
+	}
+}
+
+// waitEndHook calls the observers' WaitEnd in order.
+func waitEndHook(obs []Observer) func(context.Context, core.WaitEnd) {
+	var ends []func(context.Context, WaitEnd)
+	for _, o := range obs {
 		if o.WaitEnd != nil {
 			ends = append(ends, o.WaitEnd)
 		}
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, w core.WaitEnd) {
+		e := WaitEnd{WaitInfo: WaitInfo(w.WaitInfo), Result: WaitResult(w.Result), Duration: w.Duration, Err: w.Err}
+		for _, f := range ends {
+			f(ctx, e)
+		}
+	}
+}
+
+// holdEndHook calls the observers' HoldEnd in order.
+func holdEndHook(obs []Observer) func(core.HoldEnd) {
+	var holds []func(HoldEnd)
+	for _, o := range obs {
 		if o.HoldEnd != nil {
 			holds = append(holds, o.HoldEnd)
 		}
+	}
+	return callEach(holds, func(e core.HoldEnd) HoldEnd { return HoldEnd(e) })
+}
+
+// renewalTickHook calls the observers' RenewalTick in order.
+func renewalTickHook(obs []Observer) func(core.RenewalTick) {
+	var ticks []func(RenewalTick)
+	for _, o := range obs {
 		if o.RenewalTick != nil {
 			ticks = append(ticks, o.RenewalTick)
 		}
 	}
-	if len(starts) > 0 {
-		h.WaitStart = func(ctx context.Context, w core.WaitInfo) context.Context {
-			info := WaitInfo(w)
-			for _, f := range starts {
-				if nctx := f(ctx, info); nctx != nil {
-					ctx = nctx
-				}
-			}
-			return ctx
+	return callEach(ticks, func(t core.RenewalTick) RenewalTick { return RenewalTick(t) })
+}
+
+// callEach returns a hook that calls each of fs in order with the core's
+// event turned into the public one by conv; nil when fs is empty.
+func callEach[C, E any](fs []func(E), conv func(C) E) func(C) {
+	if len(fs) == 0 {
+		return nil
+	}
+	return func(c C) {
+		for _, f := range fs {
+			f(conv(c))
 		}
 	}
-	if len(ends) > 0 {
-		h.WaitEnd = func(ctx context.Context, w core.WaitEnd) {
-			e := WaitEnd{WaitInfo: WaitInfo(w.WaitInfo), Result: WaitResult(w.Result), Duration: w.Duration, Err: w.Err}
-			for _, f := range ends {
-				f(ctx, e)
-			}
-		}
-	}
-	if len(holds) > 0 {
-		h.HoldEnd = func(e core.HoldEnd) {
-			for _, f := range holds {
-				f(HoldEnd(e))
-			}
-		}
-	}
-	if len(ticks) > 0 {
-		h.RenewalTick = func(t core.RenewalTick) {
-			for _, f := range ticks {
-				f(RenewalTick(t))
-			}
-		}
-	}
-	return &h
 }
 
 // attach calls the observers' Attach with c and has Close call what they

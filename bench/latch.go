@@ -25,91 +25,18 @@ func (b *bench) latchFanout(ctx context.Context) (Result, error) {
 	rc := b.openRedisyncClients(b.cfg.Clients)
 	defer rc.close()
 	w := b.cfg.FanoutWaiters
-	var (
-		total     usage
-		fanouts   []time.Duration
-		perWaiter []time.Duration
-	)
-	round := func(r int, measure bool) error {
-		name := b.key("redisync", scLatchFanout, fmt.Sprint(r))
-		setter := countdown.New(rc.clients[0], name)
-		if ok, err := setter.TrySetCount(ctx, 1); err != nil || !ok {
-			return fmt.Errorf("set count: ok=%v err=%v", ok, err)
-		}
-		base, _ := rc.completed()
-		returned := make([]time.Time, w)
-		errs := make([]error, w)
-		var wg sync.WaitGroup
-		waitCtx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		for i := range w {
-			l := countdown.New(rc.clients[i%len(rc.clients)], name)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = l.Wait(waitCtx)
-				returned[i] = time.Now()
-			}()
-		}
-		// Until every waiter waits.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			n, idle := rc.completed()
-			if n >= base+int64(2*w) && idle {
-				subs, err := b.meter.PubSubNumSub(ctx, latchChannel(name)).Result()
-				if err != nil {
-					return err
-				}
-				if subs[latchChannel(name)] == int64(len(rc.clients)) {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				cancel()
-				wg.Wait()
-				return fmt.Errorf("the %d waiters were not all waiting within 30s (%d of %d requests done)", w, n-base, 2*w)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		sp, err := beginSpan(ctx, b.meter, rc.counters)
-		if err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := setter.CountDown(ctx); err != nil {
-			return fmt.Errorf("count down: %w", err)
-		}
-		wg.Wait()
-		u, err := sp.end(ctx)
-		if err != nil {
-			return err
-		}
-		if !measure {
-			return nil
-		}
-		total.add(u)
-		var last time.Duration
-		for i := range w {
-			if errs[i] != nil {
-				return fmt.Errorf("waiter %d: %w", i, errs[i])
-			}
-			d := returned[i].Sub(t0)
-			perWaiter = append(perWaiter, d)
-			last = max(last, d)
-		}
-		fanouts = append(fanouts, last)
-		return nil
-	}
+	fo := &fanout{b: b, rc: rc, w: w}
 	// A first round, not measured, loads the scripts and opens the
 	// connections.
-	if err := round(-1, false); err != nil {
+	if err := fo.round(ctx, -1, false); err != nil {
 		return Result{}, fmt.Errorf("warm-up round: %w", err)
 	}
 	for r := range b.cfg.FanoutRounds {
-		if err := round(r, true); err != nil {
+		if err := fo.round(ctx, r, true); err != nil {
 			return Result{}, fmt.Errorf("round %d: %w", r, err)
 		}
 	}
+	total, fanouts, perWaiter := fo.total, fo.fanouts, fo.perWaiter
 	sortDurations(perWaiter)
 	res := Result{
 		Library:  "redisync",
@@ -131,4 +58,104 @@ func (b *bench) latchFanout(ctx context.Context) (Result, error) {
 	res.quantiles(sortDurations(fanouts))
 	res.perOp(total, int64(len(perWaiter)))
 	return res, nil
+}
+
+// fanout is the latch-fanout scenario's rounds and what they measured.
+type fanout struct {
+	b  *bench
+	rc *redisyncClients
+	w  int // waiters
+
+	total     usage
+	fanouts   []time.Duration // per round, to the last waiter's return
+	perWaiter []time.Duration // per waiter, to its return
+}
+
+// round runs round r: w waiters wait on a latch of count 1, and once all
+// of them wait it is counted down. With measure, its figures are added.
+func (fo *fanout) round(ctx context.Context, r int, measure bool) error {
+	b, rc, w := fo.b, fo.rc, fo.w
+	name := b.key("redisync", scLatchFanout, fmt.Sprint(r))
+	setter := countdown.New(rc.clients[0], name)
+	if ok, err := setter.TrySetCount(ctx, 1); err != nil || !ok {
+		return fmt.Errorf("set count: ok=%v err=%v", ok, err)
+	}
+	base, _ := rc.completed()
+	returned := make([]time.Time, w)
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range w {
+		l := countdown.New(rc.clients[i%len(rc.clients)], name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Wait(waitCtx)
+			returned[i] = time.Now()
+		}()
+	}
+	if err := fo.allWaiting(ctx, name, base); err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	sp, err := beginSpan(ctx, b.meter, rc.counters)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := setter.CountDown(ctx); err != nil {
+		return fmt.Errorf("count down: %w", err)
+	}
+	wg.Wait()
+	u, err := sp.end(ctx)
+	if err != nil {
+		return err
+	}
+	if !measure {
+		return nil
+	}
+	fo.total.add(u)
+	return fo.record(t0, returned, errs)
+}
+
+// allWaiting waits until every waiter on the latch name waits: the
+// clients have completed two requests per waiter since base and every
+// client's subscription is confirmed, for at most 30s.
+func (fo *fanout) allWaiting(ctx context.Context, name string, base int64) error {
+	rc, w := fo.rc, fo.w
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, idle := rc.completed()
+		if n >= base+int64(2*w) && idle {
+			subs, err := fo.b.meter.PubSubNumSub(ctx, latchChannel(name)).Result()
+			if err != nil {
+				return err
+			}
+			if subs[latchChannel(name)] == int64(len(rc.clients)) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the %d waiters were not all waiting within 30s (%d of %d requests done)", w, n-base, 2*w)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// record adds a measured round's figures: each waiter's time from t0
+// (the CountDown) to its return, and the last of them.
+func (fo *fanout) record(t0 time.Time, returned []time.Time, errs []error) error {
+	var last time.Duration
+	for i := range fo.w {
+		if errs[i] != nil {
+			return fmt.Errorf("waiter %d: %w", i, errs[i])
+		}
+		d := returned[i].Sub(t0)
+		fo.perWaiter = append(fo.perWaiter, d)
+		last = max(last, d)
+	}
+	fo.fanouts = append(fo.fanouts, last)
+	return nil
 }

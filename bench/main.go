@@ -162,239 +162,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// config holds the sizes of a run.
-type config struct {
-	Redis          string        // address of an existing server; "" starts one
-	Out            string        // results.json path; "" writes none
-	Replica        bool          // start a replica of the tool's server (replica acknowledgement rows)
-	Uncontended    time.Duration // per library
-	Handoffs       int
-	HandoffHold    time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
-	Duration       time.Duration // per contended scenario, per library, and of the semaphore scenario
-	Goroutines     int
-	Clients        int
-	ManyGoroutines int // of the contended-*-64 scenarios
-	ManyClients    int
-	// many-locks: goroutines over clients, each goroutine on a lock of
-	// its own.
-	ManyLocksGoroutines int
-	ManyLocksClients    int
-	Permits             int
-	SemaphoreHold       time.Duration
-	FanoutWaiters       int
-	FanoutRounds        int
-	// scale-waiters: ScaleWaitersPerLock waiters on each of ScaleLocks
-	// locks, ScaleHandoffs handoffs measured.
-	ScaleLocks          int
-	ScaleWaitersPerLock int
-	ScaleHandoffs       int
-	WatchdogLocks       int // of watchdog-1000
-	WatchdogManyLocks   int // of watchdog-10000
-	WatchdogTimeout     time.Duration
-	WatchdogTicks       int
-	ScriptCalls         int      // calls of each script in the scripts scenario
-	Rounds              int      // turns the libraries of a lock scenario take
-	Scenarios           []string // nil: all
-	Libraries           []string // nil: all
-	Seed                uint64
-	CPUProfile          string // pprof CPU profile of the whole run; "" for none
-
-	warmup         time.Duration // before each contended or semaphore window
-	warmupOps      int           // uncontended
-	warmupHandoffs int
-}
-
-// defaultConfig is sized to finish within about four minutes on a 2-core
-// machine: uncontended 7 libraries × 2 s; handoff 7 × 200 cycles of a
-// 0–100 ms hold plus the handoff (about 90 s, a third of it redsync's
-// slow retries); contended-* 4 × 7 libraries × 3.3 s (about 90 s);
-// many-locks 7 × 3.3 s; scripts 16 scripts × 2,000 calls (a few
-// seconds); semaphore 3 s; latch-fanout about 1 s;
-// scale-waiters about 5 s; watchdog-1000 and watchdog-10000 about 15 s
-// together.
-func defaultConfig() config {
-	return config{
-		Out:                 "results.json",
-		Uncontended:         2 * time.Second,
-		Handoffs:            200,
-		HandoffHold:         100 * time.Millisecond,
-		Duration:            3 * time.Second,
-		Goroutines:          16,
-		Clients:             4,
-		ManyGoroutines:      64,
-		ManyClients:         16,
-		ManyLocksGoroutines: 256,
-		ManyLocksClients:    4,
-		Permits:             4,
-		SemaphoreHold:       time.Millisecond,
-		FanoutWaiters:       100,
-		FanoutRounds:        20,
-		ScaleLocks:          1000,
-		ScaleWaitersPerLock: 10,
-		ScaleHandoffs:       200,
-		WatchdogLocks:       1000,
-		WatchdogManyLocks:   10000,
-		WatchdogTimeout:     3 * time.Second,
-		WatchdogTicks:       5,
-		ScriptCalls:         2000,
-		Rounds:              4,
-		Seed:                1,
-		warmup:              300 * time.Millisecond,
-		warmupOps:           100,
-		warmupHandoffs:      3,
-	}
-}
-
-// quick shrinks every size for a smoke run (the module's test, -quick).
-func (c *config) quick(set map[string]bool) {
-	def := func(name string, apply func()) {
-		if !set[name] {
-			apply()
-		}
-	}
-	def("uncontended", func() { c.Uncontended = 100 * time.Millisecond })
-	def("handoffs", func() { c.Handoffs = 8 })
-	def("handoff-hold", func() { c.HandoffHold = 10 * time.Millisecond })
-	def("duration", func() { c.Duration = 200 * time.Millisecond })
-	def("many-locks-goroutines", func() { c.ManyLocksGoroutines = 16 })
-	def("many-locks-clients", func() { c.ManyLocksClients = 2 })
-	def("fanout-waiters", func() { c.FanoutWaiters = 12 })
-	def("fanout-rounds", func() { c.FanoutRounds = 2 })
-	def("scale-locks", func() { c.ScaleLocks = 20 })
-	def("scale-waiters-per-lock", func() { c.ScaleWaitersPerLock = 3 })
-	def("scale-handoffs", func() { c.ScaleHandoffs = 10 })
-	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
-	def("watchdog-many-locks", func() { c.WatchdogManyLocks = 450 })
-	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
-	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
-	def("script-calls", func() { c.ScriptCalls = 40 })
-	def("rounds", func() { c.Rounds = 2 })
-	c.warmup = 50 * time.Millisecond
-	c.warmupOps = 5
-	c.warmupHandoffs = 1
-}
-
-func (c config) validate() error {
-	var bad []string
-	if c.Replica && c.Redis != "" {
-		bad = append(bad, "-replica needs the server the tool starts (no -redis)")
-	}
-	if c.Uncontended <= 0 || c.Duration <= 0 || c.WatchdogTimeout < 30*time.Millisecond || c.HandoffHold < 0 || c.SemaphoreHold < 0 {
-		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
-	}
-	if c.Handoffs < 1 || c.Goroutines < 1 || c.Clients < 1 || c.ManyGoroutines < 1 || c.ManyClients < 1 ||
-		c.ManyLocksGoroutines < 1 || c.ManyLocksClients < 1 || c.Permits < 1 || c.FanoutWaiters < 1 ||
-		c.FanoutRounds < 1 || c.WatchdogLocks < 1 || c.WatchdogManyLocks < 1 ||
-		c.ScaleLocks < 1 || c.ScaleWaitersPerLock < 1 || c.ScaleHandoffs < 1 || c.WatchdogTicks < 1 || c.Rounds < 1 ||
-		c.ScriptCalls < 1 {
-		bad = append(bad, "counts must be at least 1")
-	}
-	for _, s := range c.Scenarios {
-		if !contains(allScenarios, s) {
-			bad = append(bad, fmt.Sprintf("unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", ")))
-		}
-	}
-	if len(bad) > 0 {
-		return errors.New(strings.Join(bad, "; "))
-	}
-	return nil
-}
-
-func (c config) scenario(name string) bool {
-	return len(c.Scenarios) == 0 || contains(c.Scenarios, name)
-}
-
-func (c config) library(name string) bool {
-	if len(c.Libraries) == 0 {
-		return true
-	}
-	for _, l := range c.Libraries {
-		if l == name || strings.HasPrefix(name, l+"-") {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// parseFlags parses args into a config.
-func parseFlags(args []string, stderr io.Writer) (config, error) {
-	cfg := defaultConfig()
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Redis, "redis", "", "`host:port` of a Redis to use instead of starting a redis-server (it must be otherwise idle)")
-	fs.BoolVar(&cfg.Replica, "replica", false, "attach one replica to the server the tool starts, and add redisync-nosync (WithReplicaSync(0, 0)) to the uncontended and handoff rows: the cost of replica acknowledgement")
-	fs.StringVar(&cfg.Out, "out", cfg.Out, "where to write the results as JSON (\"\" for nowhere)")
-	fs.DurationVar(&cfg.Uncontended, "uncontended", cfg.Uncontended, "length of the uncontended run, per library")
-	fs.IntVar(&cfg.Handoffs, "handoffs", cfg.Handoffs, "handoffs measured per library")
-	fs.DurationVar(&cfg.HandoffHold, "handoff-hold", cfg.HandoffHold, "the holder unlocks a random 0..`d` after the waiter started waiting")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each contended run, per library, and of the semaphore run")
-	fs.IntVar(&cfg.Goroutines, "goroutines", cfg.Goroutines, "contending goroutines")
-	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients the contending goroutines are spread over")
-	fs.IntVar(&cfg.ManyGoroutines, "many-goroutines", cfg.ManyGoroutines, "contending goroutines of the contended-*-64 scenarios")
-	fs.IntVar(&cfg.ManyClients, "many-clients", cfg.ManyClients, "clients the goroutines of the contended-*-64 scenarios are spread over")
-	fs.IntVar(&cfg.ManyLocksGoroutines, "many-locks-goroutines", cfg.ManyLocksGoroutines, "goroutines of the many-locks scenario, each on a lock of its own")
-	fs.IntVar(&cfg.ManyLocksClients, "many-locks-clients", cfg.ManyLocksClients, "clients the goroutines of the many-locks scenario are spread over")
-	fs.IntVar(&cfg.Permits, "permits", cfg.Permits, "semaphore permits")
-	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
-	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
-	fs.IntVar(&cfg.FanoutRounds, "fanout-rounds", cfg.FanoutRounds, "latch fan-outs measured")
-	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks a second client holds in the scale-waiters scenario")
-	fs.IntVar(&cfg.ScaleWaitersPerLock, "scale-waiters-per-lock", cfg.ScaleWaitersPerLock, "goroutines of one client waiting on each lock in the scale-waiters scenario")
-	fs.IntVar(&cfg.ScaleHandoffs, "scale-handoffs", cfg.ScaleHandoffs, "handoffs measured in the scale-waiters scenario (at most one per lock)")
-	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog-1000 scenario")
-	fs.IntVar(&cfg.WatchdogManyLocks, "watchdog-many-locks", cfg.WatchdogManyLocks, "locks held by one client in the watchdog-10000 scenario")
-	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenarios (a tick every third of it)")
-	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
-	fs.IntVar(&cfg.ScriptCalls, "script-calls", cfg.ScriptCalls, "calls of each script measured in the scripts scenario (each acquisition and each release)")
-	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the libraries of a lock scenario take: each runs 1/rounds of its measurement per turn")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
-	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
-	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
-	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks and scripts only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
-	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	cfg.Scenarios = splitList(*scenarios)
-	cfg.Libraries = splitList(*libraries)
-	if *quick {
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		cfg.quick(set)
-	}
-	return cfg, cfg.validate()
-}
 
 func main() {
 	os.Exit(mainErr(os.Args[1:], os.Stdout, os.Stderr))
@@ -413,49 +184,85 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	addr := cfg.Redis
-	if addr != "" && !isLoopback(addr) {
-		fmt.Fprintf(stderr, "bench: warning: %s is not a loopback address; latencies include the network\n", addr)
+	t, err := useRedis(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
-	serverDesc := "-redis " + addr
-	var srv *server
-	if addr == "" {
-		bin, err := findRedisServer()
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		srv, err = startServer(bin)
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer srv.stop()
-		addr = srv.addr
-		serverDesc = "started by the tool on loopback"
-		fmt.Fprintf(stderr, "bench: started %s on %s\n", bin, addr)
-		if cfg.Replica {
-			rep, err := startReplica(ctx, bin, addr)
-			if err != nil {
-				fmt.Fprintln(stderr, "bench:", err)
-				return 1
-			}
-			defer rep.stop()
-			replicaRun = true
-			serverDesc += ", with one replica (" + rep.addr + ")"
-			fmt.Fprintf(stderr, "bench: replica on %s\n", rep.addr)
-		}
-	}
+	defer t.stop()
+	defer onSignals(cancel, t.srv, stderr)()
 
-	// Ctrl-C or SIGTERM: stop the run; a second one, or a run that does
-	// not stop within 5 s, kills the server and exits at once.
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer stop()
+	}
+	return runAndReport(ctx, cfg, t, stdout, stderr)
+}
+
+// redisTarget is the Redis a run measures: the -redis one, or a server
+// the tool started (srv), perhaps with a replica (rep).
+type redisTarget struct {
+	addr string
+	desc string // how the report names it
+	srv  *server
+	rep  *server
+}
+
+// useRedis returns the -redis server, warning when it is not on
+// loopback, or else starts a redis-server (and with -replica a replica of
+// it), reporting progress to stderr.
+func useRedis(ctx context.Context, cfg config, stderr io.Writer) (*redisTarget, error) {
+	t := &redisTarget{addr: cfg.Redis, desc: "-redis " + cfg.Redis}
+	if t.addr != "" {
+		if !isLoopback(t.addr) {
+			fmt.Fprintf(stderr, "bench: warning: %s is not a loopback address; latencies include the network\n", t.addr)
+		}
+		return t, nil
+	}
+	bin, err := findRedisServer()
+	if err != nil {
+		return nil, err
+	}
+	if t.srv, err = startServer(bin); err != nil {
+		return nil, err
+	}
+	t.addr = t.srv.addr
+	t.desc = "started by the tool on loopback"
+	fmt.Fprintf(stderr, "bench: started %s on %s\n", bin, t.addr)
+	if cfg.Replica {
+		if t.rep, err = startReplica(ctx, bin, t.addr); err != nil {
+			t.srv.stop()
+			return nil, err
+		}
+		replicaRun = true
+		t.desc += ", with one replica (" + t.rep.addr + ")"
+		fmt.Fprintf(stderr, "bench: replica on %s\n", t.rep.addr)
+	}
+	return t, nil
+}
+
+// stop stops the servers the tool started, the replica first.
+func (t *redisTarget) stop() {
+	if t.rep != nil {
+		t.rep.stop()
+	}
+	if t.srv != nil {
+		t.srv.stop()
+	}
+}
+
+// onSignals handles Ctrl-C and SIGTERM until the returned function is
+// called: the first cancels the run (cancel); a second one, or a run that
+// does not stop within 5 s, kills the server the tool started (srv, nil
+// for none) and exits at once.
+func onSignals(cancel context.CancelFunc, srv *server, stderr io.Writer) (stop func()) {
 	sigc := make(chan os.Signal, 2)
 	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
 	finished := make(chan struct{})
-	defer func() {
-		signal.Stop(sigc)
-		close(finished)
-	}()
 	go func() {
 		select {
 		case <-sigc:
@@ -475,22 +282,34 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		}
 		os.Exit(130)
 	}()
-
-	if cfg.CPUProfile != "" {
-		pf, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+	return func() {
+		signal.Stop(sigc)
+		close(finished)
 	}
+}
 
-	results, scripts, e, err := run(ctx, cfg, addr, stderr)
+// startCPUProfile writes a CPU profile of the tool to path until the
+// returned function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		pf.Close()
+	}, nil
+}
+
+// runAndReport runs the benchmarks against t, writes the JSON results
+// (-out) and the Markdown tables, and returns the exit status: 130 when
+// interrupted.
+func runAndReport(ctx context.Context, cfg config, t *redisTarget, stdout, stderr io.Writer) int {
+	results, scripts, e, err := run(ctx, cfg, t.addr, stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "bench: interrupted; no results written")
@@ -499,7 +318,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	e.Server = serverDesc
+	e.Server = t.desc
 	targets := evaluateTargets(results)
 	if cfg.Out != "" {
 		if err := writeJSON(cfg.Out, Report{Environment: e, Results: results, Scripts: scripts, Targets: targets}); err != nil {
@@ -509,222 +328,4 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	}
 	writeMarkdown(stdout, e, results, scripts, targets, cfg.Out)
 	return 0
-}
-
-// bench is one run's state.
-type bench struct {
-	cfg    config
-	addr   string
-	meter  *redis.Client // takes the INFO snapshots; sends nothing else
-	log    io.Writer
-	prefix string // of every key the run creates
-}
-
-// key returns a key of this run.
-func (b *bench) key(parts ...string) string {
-	return b.prefix + strings.Join(parts, ":")
-}
-
-// run runs the selected scenarios against the Redis at addr, reporting
-// progress to log. It returns the rows, the scripts scenario's figures
-// and the environment.
-func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result, []ScriptCost, env, error) {
-	b := &bench{
-		cfg:    cfg,
-		addr:   addr,
-		meter:  redis.NewClient(clientOptions(addr)),
-		log:    log,
-		prefix: fmt.Sprintf("redisync-bench:%x:", time.Now().UnixNano()),
-	}
-	defer b.meter.Close()
-	e := env{CPUs: runtime.NumCPU(), CPU: cpuModel(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
-	v, err := redisVersion(ctx, b.meter)
-	if err != nil {
-		return nil, nil, e, fmt.Errorf("redis at %s: %w", addr, err)
-	}
-	e.Redis = v
-	fmt.Fprintf(log, "bench: Redis %s\n", v)
-	defer b.cleanup()
-
-	// The round trip first: every other row's p50 is also given as a
-	// multiple of its p50.
-	rtt, err := b.rtt(ctx)
-	if err != nil {
-		return nil, nil, e, fmt.Errorf("%s: %w", scRTT, err)
-	}
-	e.RTTp50ms = *rtt.P50ms
-	var (
-		results []Result
-		scripts []ScriptCost
-	)
-	record := func(r Result) {
-		if r.Scenario != scRTT && r.P50ms != nil && e.RTTp50ms > 0 {
-			r.P50RTT = f(*r.P50ms / e.RTTp50ms)
-		}
-		results = append(results, r)
-		fmt.Fprintf(log, "bench: %-16s %-21s %s\n", r.Scenario, r.Library, summary(r))
-	}
-	record(rtt)
-	for _, sc := range allScenarios {
-		if !cfg.scenario(sc) {
-			continue
-		}
-		switch sc {
-		case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks:
-			rs, err := b.lockScenario(ctx, sc)
-			if err != nil {
-				return results, scripts, e, err
-			}
-			for _, r := range rs {
-				record(r)
-			}
-		case scScripts: // scripts.go
-			if !cfg.library("redisync") && !cfg.library("redisson-floor") {
-				continue
-			}
-			cs, err := b.scripts(ctx)
-			if err != nil {
-				return results, scripts, e, fmt.Errorf("%s: %w", sc, err)
-			}
-			for _, c := range cs {
-				fmt.Fprintf(log, "bench: %-16s %-21s %s: %s µs exec, %s µs Redis CPU, %s commands per call\n",
-					sc, c.Library, c.Script, num(c.ExecUsPerCall, 1), num(c.ServerCPUusPerCall, 1), num(c.CommandsPerCall, 2))
-			}
-			scripts = append(scripts, cs...)
-		case scGCRA1, scGCRA64, scRateLimiter1000: // ratelimit.go
-			rs, err := b.rateLimit(ctx, sc)
-			if err != nil {
-				return results, scripts, e, fmt.Errorf("%s: %w", sc, err)
-			}
-			for _, r := range rs {
-				record(r)
-			}
-		case scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000:
-			if !cfg.library("redisync") {
-				continue
-			}
-			var r Result
-			var err error
-			switch sc {
-			case scSemaphore:
-				r, err = b.semaphore(ctx)
-			case scLatchFanout:
-				r, err = b.latchFanout(ctx)
-			case scScaleWaiters:
-				r, err = b.scaleWaiters(ctx)
-			case scWatchdog1000:
-				r, err = b.watchdog(ctx, sc, cfg.WatchdogLocks)
-			case scWatchdog10000:
-				r, err = b.watchdog(ctx, sc, cfg.WatchdogManyLocks)
-			}
-			if err != nil {
-				return results, scripts, e, fmt.Errorf("%s: %w", sc, err)
-			}
-			record(r)
-		}
-	}
-	return results, scripts, e, nil
-}
-
-// lockScenario runs a lock scenario for every selected library: each is
-// set up and warmed up, then they take turns for Rounds slices of the
-// measurement (see interleave).
-func (b *bench) lockScenario(ctx context.Context, sc string) ([]Result, error) {
-	var (
-		runners []runner
-		names   []string
-	)
-	defer func() {
-		for _, r := range runners {
-			r.close()
-		}
-	}()
-	for _, lib := range lockLibraries(sc) {
-		if !b.cfg.library(lib.name) {
-			continue
-		}
-		var r runner
-		var err error
-		switch sc {
-		case scUncontended:
-			r, err = b.newUncontended(ctx, lib)
-		case scHandoff:
-			r, err = b.newHandoff(ctx, lib)
-		case scContended0:
-			r, err = b.newContended(ctx, lib, sc, 0, b.cfg.Goroutines, b.cfg.Clients)
-		case scContended1:
-			r, err = b.newContended(ctx, lib, sc, time.Millisecond, b.cfg.Goroutines, b.cfg.Clients)
-		case scContended0Many:
-			r, err = b.newContended(ctx, lib, sc, 0, b.cfg.ManyGoroutines, b.cfg.ManyClients)
-		case scContended1Many:
-			r, err = b.newContended(ctx, lib, sc, time.Millisecond, b.cfg.ManyGoroutines, b.cfg.ManyClients)
-		case scManyLocks:
-			r, err = b.newManyLocks(ctx, lib)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", sc, lib.name, err)
-		}
-		runners = append(runners, r)
-		names = append(names, lib.name)
-	}
-	if err := interleave(ctx, runners, names, b.cfg.Rounds); err != nil {
-		return nil, fmt.Errorf("%s: %w", sc, err)
-	}
-	results := make([]Result, len(runners))
-	for i, r := range runners {
-		results[i] = r.result()
-	}
-	return results, nil
-}
-
-// summary is the progress line of a result.
-func summary(r Result) string {
-	var parts []string
-	if r.OpsPerSec != nil {
-		parts = append(parts, num(r.OpsPerSec, 0)+" ops/s")
-	}
-	if r.P50ms != nil {
-		parts = append(parts, "p50 "+num(r.P50ms, 3)+" ms", "p99 "+num(r.P99ms, 3)+" ms")
-	}
-	if r.RoundTripsPerOp != nil {
-		parts = append(parts, num(r.RoundTripsPerOp, 2)+" round trips/op", num(r.CommandsPerOp, 1)+" commands/op")
-	}
-	return strings.Join(parts, ", ")
-}
-
-// cleanup deletes the keys the run created (its locks expire anyway; this
-// matters with -redis). Keys of one primitive share a hash tag, so the
-// pattern matches the name inside braces too.
-func (b *bench) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	iter := b.meter.Scan(ctx, 0, "*"+b.prefix+"*", 1000).Iterator()
-	var batch []string
-	flush := func() {
-		if len(batch) > 0 {
-			_ = b.meter.Del(ctx, batch...).Err()
-			batch = batch[:0]
-		}
-	}
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 500 {
-			flush()
-		}
-	}
-	flush()
-}
-
-// cpuModel returns the CPU model from /proc/cpuinfo, or GOARCH.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
 }

@@ -166,58 +166,8 @@ func (b *bench) limiter1000(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	zset := "{" + key + "}:permits"
-	var peak atomic.Int64
-	sample := func(stop <-chan struct{}) {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if n, err := b.meter.ZCard(ctx, zset).Result(); err == nil && n > peak.Load() {
-					peak.Store(n)
-				}
-			}
-		}
-	}
-	run := func(d time.Duration) (int64, []time.Duration, error) {
-		rctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		var ops int64
-		var lat []time.Duration
-		var first error
-		for g := range b.cfg.Goroutines {
-			l := ratelimit.New(rc.clients[g%len(rc.clients)], key)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var mine []time.Duration
-				for {
-					t0 := time.Now()
-					if err := l.Acquire(rctx, 1); err != nil {
-						// The window's end: ctx ended, or the next permit
-						// comes after it (Acquire fails fast).
-						if !errors.Is(err, context.DeadlineExceeded) {
-							mu.Lock()
-							first = err
-							mu.Unlock()
-						}
-						break
-					}
-					mine = append(mine, time.Since(t0))
-				}
-				mu.Lock()
-				ops, lat = ops+int64(len(mine)), append(lat, mine...)
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		return ops, lat, first
-	}
-	if _, _, err := run(b.cfg.warmup); err != nil {
+	ll := &limiterLoad{b: b, rc: rc, key: key, zset: zset}
+	if _, _, err := ll.run(ctx, b.cfg.warmup); err != nil {
 		return Result{}, fmt.Errorf("warm-up: %w", err)
 	}
 	sp, err := beginSpan(ctx, b.meter, rc.counters)
@@ -226,8 +176,8 @@ func (b *bench) limiter1000(ctx context.Context) (Result, error) {
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { sample(stop); close(done) }()
-	ops, lat, err := run(b.cfg.Duration)
+	go func() { ll.sample(ctx, stop); close(done) }()
+	ops, lat, err := ll.run(ctx, b.cfg.Duration)
 	close(stop)
 	<-done
 	if err != nil {
@@ -252,9 +202,85 @@ func (b *bench) limiter1000(ctx context.Context) (Result, error) {
 		Ops:     ops,
 		Seconds: round4(b.cfg.Duration.Seconds()),
 		Wait:    "local line; the head sleeps the delay Redis returns",
-		Extra:   map[string]float64{"zset_members_peak": float64(peak.Load()), "zset_members_end": float64(end)},
+		Extra:   map[string]float64{"zset_members_peak": float64(ll.peak.Load()), "zset_members_end": float64(end)},
 	}
 	res.quantiles(lat)
 	res.perOp(u, ops)
 	return res, nil
+}
+
+// limiterLoad is the rate-limiter-1000 scenario's load: Goroutines
+// goroutines acquiring permits of the limiter key, one at a time, and the
+// peak size of its grants zset.
+type limiterLoad struct {
+	b    *bench
+	rc   *redisyncClients
+	key  string
+	zset string // the Limiter's grants
+	peak atomic.Int64
+}
+
+// sample records the zset's size every 10ms in peak, the largest seen,
+// until stop is closed.
+func (ll *limiterLoad) sample(ctx context.Context, stop <-chan struct{}) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if n, err := ll.b.meter.ZCard(ctx, ll.zset).Result(); err == nil && n > ll.peak.Load() {
+				ll.peak.Store(n)
+			}
+		}
+	}
+}
+
+// run has every goroutine acquire permits for d, and returns the permits
+// acquired, each one's wait, and the first error other than the window's
+// end.
+func (ll *limiterLoad) run(ctx context.Context, d time.Duration) (int64, []time.Duration, error) {
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var ops int64
+	var lat []time.Duration
+	var first error
+	for g := range ll.b.cfg.Goroutines {
+		l := ratelimit.New(ll.rc.clients[g%len(ll.rc.clients)], ll.key)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine, err := acquireUntilEnd(rctx, l)
+			mu.Lock()
+			if err != nil {
+				first = err
+			}
+			ops, lat = ops+int64(len(mine)), append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return ops, lat, first
+}
+
+// acquireUntilEnd acquires permits of l one at a time until ctx's window
+// ends, and returns each one's wait; the error is one other than the
+// window's end.
+func acquireUntilEnd(ctx context.Context, l *ratelimit.Limiter) ([]time.Duration, error) {
+	var mine []time.Duration
+	for {
+		t0 := time.Now()
+		if err := l.Acquire(ctx, 1); err != nil {
+			// The window's end: ctx ended, or the next permit
+			// comes after it (Acquire fails fast).
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return mine, err
+			}
+			return mine, nil
+		}
+		mine = append(mine, time.Since(t0))
+	}
 }

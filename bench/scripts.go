@@ -312,56 +312,20 @@ func (b *bench) scripts(ctx context.Context) ([]ScriptCost, error) {
 		if !b.cfg.library(op.library) {
 			continue
 		}
-		op.rdb, op.cnt = newClient(b.addr)
-		op.tally = newScriptTally()
-		op.rdb.AddHook(op.tally)
-		if op.library == "redisson-floor" {
-			s, err := redissonFloorLib().open(conn{addr: b.addr, rdb: op.rdb, cnt: op.cnt}, nil)
-			if err != nil {
-				op.rdb.Close()
-				return nil, err
-			}
-			op.session = s
-			op.prepare = func(_ context.Context, _ *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
-				m := op.session.mutex(name)
-				return scriptItem{acquire: m.Lock, release: m.Unlock}, nil
-			}
-		} else {
-			op.client = redisync.New(op.rdb)
+		if err := op.open(b.addr); err != nil {
+			return nil, err
 		}
 		ops = append(ops, op)
-		// Warm-up: the scripts loaded (no NOSCRIPT in the spans), the
-		// client's first requests made.
-		items, err := b.prepareScriptItems(ctx, op, "warm-up", max(b.cfg.warmupOps, 1))
-		if err != nil {
+		if err := b.warmScriptOp(ctx, op); err != nil {
 			return nil, fmt.Errorf("%s warm-up: %w", op.id, err)
-		}
-		for _, it := range items {
-			if err := it.acquire(ctx); err != nil {
-				return nil, fmt.Errorf("%s warm-up: %w", op.id, err)
-			}
-			if err := it.release(ctx); err != nil {
-				return nil, fmt.Errorf("%s warm-up: %w", op.id, err)
-			}
 		}
 	}
 	n := b.cfg.Rounds
 	for i := range n {
 		for j := range ops {
 			op := ops[(i+j)%len(ops)]
-			calls := share(b.cfg.ScriptCalls, i, n)
-			if calls == 0 {
-				continue
-			}
-			items, err := b.prepareScriptItems(ctx, op, fmt.Sprint(i), calls)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", op.id, err)
-			}
-			if err := b.scriptStep(ctx, op, &op.acq, items, func(it scriptItem) func(context.Context) error { return it.acquire }); err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", op.id, op.acquireBy, err)
-			}
-			if err := b.scriptStep(ctx, op, &op.rel, items, func(it scriptItem) func(context.Context) error { return it.release }); err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", op.id, op.releaseBy, err)
+			if err := b.scriptRound(ctx, op, i, share(b.cfg.ScriptCalls, i, n)); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -370,6 +334,66 @@ func (b *bench) scripts(ctx context.Context) ([]ScriptCost, error) {
 		out = append(out, op.acq.cost(op.library, op.acquireBy), op.rel.cost(op.library, op.releaseBy))
 	}
 	return out, nil
+}
+
+// open opens op's client to the Redis at addr, with its counter and
+// script tally: a redisync Client, or a redisson-floor session.
+func (op *scriptOp) open(addr string) error {
+	op.rdb, op.cnt = newClient(addr)
+	op.tally = newScriptTally()
+	op.rdb.AddHook(op.tally)
+	if op.library != "redisson-floor" {
+		op.client = redisync.New(op.rdb)
+		return nil
+	}
+	s, err := redissonFloorLib().open(conn{addr: addr, rdb: op.rdb, cnt: op.cnt}, nil)
+	if err != nil {
+		op.rdb.Close()
+		return err
+	}
+	op.session = s
+	op.prepare = func(_ context.Context, _ *redisync.Client, _ *redis.Client, name string) (scriptItem, error) {
+		m := op.session.mutex(name)
+		return scriptItem{acquire: m.Lock, release: m.Unlock}, nil
+	}
+	return nil
+}
+
+// warmScriptOp warms op up: the scripts loaded (no NOSCRIPT in the
+// spans), the client's first requests made.
+func (b *bench) warmScriptOp(ctx context.Context, op *scriptOp) error {
+	items, err := b.prepareScriptItems(ctx, op, "warm-up", max(b.cfg.warmupOps, 1))
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if err := it.acquire(ctx); err != nil {
+			return err
+		}
+		if err := it.release(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scriptRound measures calls acquisitions of op, then their releases, in
+// round i.
+func (b *bench) scriptRound(ctx context.Context, op *scriptOp, i, calls int) error {
+	if calls == 0 {
+		return nil
+	}
+	items, err := b.prepareScriptItems(ctx, op, fmt.Sprint(i), calls)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op.id, err)
+	}
+	if err := b.scriptStep(ctx, op, &op.acq, items, func(it scriptItem) func(context.Context) error { return it.acquire }); err != nil {
+		return fmt.Errorf("%s: %s: %w", op.id, op.acquireBy, err)
+	}
+	if err := b.scriptStep(ctx, op, &op.rel, items, func(it scriptItem) func(context.Context) error { return it.release }); err != nil {
+		return fmt.Errorf("%s: %s: %w", op.id, op.releaseBy, err)
+	}
+	return nil
 }
 
 func (b *bench) prepareScriptItems(ctx context.Context, op *scriptOp, round string, n int) ([]scriptItem, error) {

@@ -89,79 +89,97 @@ func metric(r Result, name string) *float64 {
 //   - at most 30 allocations per uncontended lock+unlock (the uncontended
 //     row's allocs_per_op).
 func evaluateTargets(results []Result) []Target {
-	find := func(sc, lib string) (Result, bool) {
-		for _, r := range results {
-			if r.Scenario == sc && r.Library == lib {
-				return r, true
-			}
-		}
-		return Result{}, false
-	}
-	// best returns the peer row of sc with the highest figure.
-	best := func(sc, m string) (*float64, string) {
-		var v *float64
-		lib := ""
-		for _, r := range results {
-			if r.Scenario != sc || !isPeer(r.Library) {
-				continue
-			}
-			x := metric(r, m)
-			if x == nil {
-				continue
-			}
-			if v == nil || *x > *v {
-				v, lib = x, r.Library
-			}
-		}
-		return v, lib
-	}
-	figure := func(sc, lib, m string) *float64 {
-		if r, ok := find(sc, lib); ok {
-			return metric(r, m)
-		}
-		return nil
-	}
-	var out []Target
-	ratio := func(name, sc, lib, m string, ref *float64, refOf string, atLeast bool, bound float64) {
-		t := Target{Name: name, Scenario: sc, Library: lib, Metric: m, ReferenceOf: refOf, Bound: bound, AtLeast: atLeast}
-		t.Target = fmt.Sprintf("%s %g×", cmpSign(atLeast), bound)
-		t.Redisync = figure(sc, lib, m)
-		t.Reference = ref
-		if t.Redisync != nil && ref != nil && *ref > 0 {
-			q := *t.Redisync / *ref
-			t.Ratio = f(q)
-			t.Pass = judge(q, atLeast, bound)
-		}
-		out = append(out, t)
-	}
-	absolute := func(name, sc, m string, atLeast bool, bound float64) {
-		t := Target{Name: name, Scenario: sc, Library: "redisync", Metric: m, Bound: bound, AtLeast: atLeast}
-		t.Target = fmt.Sprintf("%s %g", cmpSign(atLeast), bound)
-		t.Redisync = figure(sc, "redisync", m)
-		if t.Redisync != nil {
-			t.Pass = judge(*t.Redisync, atLeast, bound)
-		}
-		out = append(out, t)
-	}
+	tg := &targeting{results: results}
 	const floor = "redisson-floor"
-	ratio("uncontended ops/s vs redisson-floor", scUncontended, "redisync", "ops_per_sec",
-		figure(scUncontended, floor, "ops_per_sec"), floor, true, 0.95)
-	ratio("uncontended Redis CPU per lock+unlock vs redisson-floor", scUncontended, "redisync", "server_cpu_us_per_op",
-		figure(scUncontended, floor, "server_cpu_us_per_op"), floor, false, 1.15)
-	v, of := best(scManyLocks, "ops_per_sec")
-	ratio("many-locks ops/s vs the best peer", scManyLocks, "redisync", "ops_per_sec", v, bestOf("best peer", of), true, 0.85)
-	ratio("handoff p50 vs pubsub-floor", scHandoff, "redisync", "p50_ms",
-		figure(scHandoff, "pubsub-floor", "p50_ms"), "pubsub-floor", false, 1.15)
+	tg.ratio("uncontended ops/s vs redisson-floor", scUncontended, "redisync", "ops_per_sec",
+		tg.figure(scUncontended, floor, "ops_per_sec"), floor, true, 0.95)
+	tg.ratio("uncontended Redis CPU per lock+unlock vs redisson-floor", scUncontended, "redisync", "server_cpu_us_per_op",
+		tg.figure(scUncontended, floor, "server_cpu_us_per_op"), floor, false, 1.15)
+	v, of := tg.best(scManyLocks, "ops_per_sec")
+	tg.ratio("many-locks ops/s vs the best peer", scManyLocks, "redisync", "ops_per_sec", v, bestOf("best peer", of), true, 0.85)
+	tg.ratio("handoff p50 vs pubsub-floor", scHandoff, "redisync", "p50_ms",
+		tg.figure(scHandoff, "pubsub-floor", "p50_ms"), "pubsub-floor", false, 1.15)
 	for _, sc := range contendedScenarios {
-		v, of = best(sc, "ops_per_sec")
-		ratio(sc+" ops/s vs the best peer", sc, "redisync", "ops_per_sec", v, bestOf("best peer", of), true, 1.0)
-		absolute(sc+" round trips per acquisition", sc, "round_trips_per_op", false, 3)
+		v, of = tg.best(sc, "ops_per_sec")
+		tg.ratio(sc+" ops/s vs the best peer", sc, "redisync", "ops_per_sec", v, bestOf("best peer", of), true, 1.0)
+		tg.absolute(sc+" round trips per acquisition", sc, "round_trips_per_op", false, 3)
 	}
-	ratio("fair lock contended-0ms ops/s vs the plain lock", scContended0, "redisync-fair", "ops_per_sec",
-		figure(scContended0, "redisync", "ops_per_sec"), "redisync (plain lock)", true, 0.6)
-	absolute("semaphore round trips per acquisition", scSemaphore, "round_trips_per_op", false, 3)
-	absolute("uncontended allocations per lock+unlock", scUncontended, "allocs_per_op", false, 30)
-	return out
+	tg.ratio("fair lock contended-0ms ops/s vs the plain lock", scContended0, "redisync-fair", "ops_per_sec",
+		tg.figure(scContended0, "redisync", "ops_per_sec"), "redisync (plain lock)", true, 0.6)
+	tg.absolute("semaphore round trips per acquisition", scSemaphore, "round_trips_per_op", false, 3)
+	tg.absolute("uncontended allocations per lock+unlock", scUncontended, "allocs_per_op", false, 30)
+	return tg.out
+}
+
+// targeting judges targets against a run's rows, collecting them in out.
+type targeting struct {
+	results []Result
+	out     []Target
+}
+
+// find returns the row of scenario sc and library lib.
+func (tg *targeting) find(sc, lib string) (Result, bool) {
+	for _, r := range tg.results {
+		if r.Scenario == sc && r.Library == lib {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// best returns the peer row of sc with the highest figure.
+func (tg *targeting) best(sc, m string) (*float64, string) {
+	var v *float64
+	lib := ""
+	for _, r := range tg.results {
+		if r.Scenario != sc || !isPeer(r.Library) {
+			continue
+		}
+		x := metric(r, m)
+		if x == nil {
+			continue
+		}
+		if v == nil || *x > *v {
+			v, lib = x, r.Library
+		}
+	}
+	return v, lib
+}
+
+// figure returns metric m of the row of sc and lib; nil when it was not
+// run.
+func (tg *targeting) figure(sc, lib, m string) *float64 {
+	if r, ok := tg.find(sc, lib); ok {
+		return metric(r, m)
+	}
+	return nil
+}
+
+// ratio adds a target on lib's figure m in sc as a multiple of ref (the
+// figure of refOf): at least or at most bound.
+func (tg *targeting) ratio(name, sc, lib, m string, ref *float64, refOf string, atLeast bool, bound float64) {
+	t := Target{Name: name, Scenario: sc, Library: lib, Metric: m, ReferenceOf: refOf, Bound: bound, AtLeast: atLeast}
+	t.Target = fmt.Sprintf("%s %g×", cmpSign(atLeast), bound)
+	t.Redisync = tg.figure(sc, lib, m)
+	t.Reference = ref
+	if t.Redisync != nil && ref != nil && *ref > 0 {
+		q := *t.Redisync / *ref
+		t.Ratio = f(q)
+		t.Pass = judge(q, atLeast, bound)
+	}
+	tg.out = append(tg.out, t)
+}
+
+// absolute adds a target on redisync's figure m in sc itself: at least or
+// at most bound.
+func (tg *targeting) absolute(name, sc, m string, atLeast bool, bound float64) {
+	t := Target{Name: name, Scenario: sc, Library: "redisync", Metric: m, Bound: bound, AtLeast: atLeast}
+	t.Target = fmt.Sprintf("%s %g", cmpSign(atLeast), bound)
+	t.Redisync = tg.figure(sc, "redisync", m)
+	if t.Redisync != nil {
+		t.Pass = judge(*t.Redisync, atLeast, bound)
+	}
+	tg.out = append(tg.out, t)
 }
 
 func bestOf(kind, lib string) string {
@@ -195,15 +213,7 @@ func writeTargets(w io.Writer, targets []Target, results []Result) {
 	if len(targets) == 0 {
 		return
 	}
-	met, judged := 0, 0
-	for _, t := range targets {
-		if t.Pass != nil {
-			judged++
-			if *t.Pass {
-				met++
-			}
-		}
-	}
+	met, judged := countMet(targets)
 	fmt.Fprintf(w, "\nTargets (ratios within this run; redisync = the plain lock's row unless the target names another kind): %d of %d met", met, judged)
 	if n := len(targets) - judged; n > 0 {
 		fmt.Fprintf(w, ", %d not judged (rows not run)", n)
@@ -213,24 +223,47 @@ func writeTargets(w io.Writer, targets []Target, results []Result) {
 	fmt.Fprintln(w, "| target | redisync | reference | ratio | must be | result |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
 	for _, t := range targets {
-		ref, ratio := "–", "–"
-		if t.ReferenceOf != "" || t.Reference != nil {
-			ref = fmt.Sprintf("%s (%s)", metricCell(t.Reference, t.Metric), t.ReferenceOf)
-		}
-		if t.Ratio != nil {
-			ratio = num(t.Ratio, 2) + "×"
-		}
-		result := "not judged"
-		if t.Pass != nil {
-			result = "FAIL"
-			if *t.Pass {
-				result = "pass"
-			}
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", t.Name, metricCell(t.Redisync, t.Metric), ref, ratio, t.Target, result)
+		writeTargetRow(w, t)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "- Peers: redsync, redislock-*, rueidislock; best peer: the highest ops/s among them. The floors are no peers.")
+	writeFloors(w, results)
+}
+
+// countMet counts the targets judged and those met.
+func countMet(targets []Target) (met, judged int) {
+	for _, t := range targets {
+		if t.Pass != nil {
+			judged++
+			if *t.Pass {
+				met++
+			}
+		}
+	}
+	return met, judged
+}
+
+// writeTargetRow prints a target's row of the table.
+func writeTargetRow(w io.Writer, t Target) {
+	ref, ratio := "–", "–"
+	if t.ReferenceOf != "" || t.Reference != nil {
+		ref = fmt.Sprintf("%s (%s)", metricCell(t.Reference, t.Metric), t.ReferenceOf)
+	}
+	if t.Ratio != nil {
+		ratio = num(t.Ratio, 2) + "×"
+	}
+	result := "not judged"
+	if t.Pass != nil {
+		result = "FAIL"
+		if *t.Pass {
+			result = "pass"
+		}
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", t.Name, metricCell(t.Redisync, t.Metric), ref, ratio, t.Target, result)
+}
+
+// writeFloors prints what the floor rows of results show.
+func writeFloors(w io.Writer, results []Result) {
 	for _, r := range results {
 		if r.Scenario == scHandoff && r.Library == "pubsub-floor" && r.P50RTT != nil {
 			fmt.Fprintf(w, "- Handoff floor: the pubsub-floor row (bare go-redis: release script, message, SET NX) hands over in %.1f× the\n", *r.P50RTT)

@@ -45,100 +45,21 @@ func (b *bench) watchdog(ctx context.Context, scenario string, held int) (Result
 	c := redisync.New(rdb, redisync.WithWatchdogTimeout(cfg.WatchdogTimeout))
 	defer c.Close()
 
-	renewSHA := lua.RenewLock.Hash()
-	var (
-		mu    sync.Mutex
-		calls []renewCall
-	)
-	isRenewal := func(cmd redis.Cmder) bool {
-		args := cmd.Args()
-		if len(args) < 2 {
-			return false
-		}
-		script, _ := args[1].(string)
-		switch strings.ToLower(cmd.Name()) {
-		case "evalsha":
-			return script == renewSHA
-		case "eval":
-			sum := sha1.Sum([]byte(script))
-			return hex.EncodeToString(sum[:]) == renewSHA
-		}
-		return false
-	}
-	cnt.setObserver(func(cmds []redis.Cmder, start, end time.Time) {
-		n := 0
-		for _, cmd := range cmds {
-			if isRenewal(cmd) {
-				n++
-			}
-		}
-		if n == 0 {
-			return
-		}
-		mu.Lock()
-		calls = append(calls, renewCall{start: start, end: end, scripts: n})
-		mu.Unlock()
-	})
+	rl := &renewLog{sha: lua.RenewLock.Hash(), cnt: cnt, interval: interval}
+	cnt.setObserver(rl.observe)
 	defer cnt.setObserver(nil)
-	snapshotCalls := func() []renewCall {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(calls)
-	}
 
 	locks := make([]*rlock.Lock, held)
 	for i := range locks {
 		locks[i] = rlock.New(c, b.key("redisync", scenario, fmt.Sprint(i)))
 	}
-	var g errgroup.Group
-	g.SetLimit(8)
-	for _, l := range locks {
-		g.Go(func() error { return l.Lock(ctx) })
-	}
-	if err := g.Wait(); err != nil {
+	if err := eachLock(locks, func(l *rlock.Lock) error { return l.Lock(ctx) }); err != nil {
 		return Result{}, fmt.Errorf("lock: %w", err)
 	}
-	defer func() {
-		var g errgroup.Group
-		g.SetLimit(8)
-		for _, l := range locks {
-			g.Go(func() error { return l.Unlock(ctx) })
-		}
-		_ = g.Wait()
-	}()
-
-	// ticksDone waits until n ticks have started after since and the last
-	// of them has ended: no renewal call in flight and none started for a
-	// quarter of the interval.
-	ticksDone := func(since time.Time, n int) ([][]renewCall, error) {
-		deadline := time.Now().Add(time.Duration(n+3)*interval + 10*time.Second)
-		for {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("watchdog: fewer than %d renewal ticks within %v", n, time.Duration(n+3)*interval+10*time.Second)
-			}
-			all := snapshotCalls()
-			var recent []renewCall
-			for _, rc := range all {
-				if rc.start.After(since) {
-					recent = append(recent, rc)
-				}
-			}
-			ticks := groupTicks(recent, interval/2)
-			if len(ticks) >= n && cnt.inFlight() == 0 {
-				last := ticks[len(ticks)-1]
-				if time.Since(last[len(last)-1].start) > interval/4 {
-					return ticks, nil
-				}
-			}
-			time.Sleep(min(interval/20, 20*time.Millisecond))
-		}
-	}
+	defer func() { _ = eachLock(locks, func(l *rlock.Lock) error { return l.Unlock(ctx) }) }()
 
 	// The first tick (script loading) is not measured.
-	if _, err := ticksDone(time.Time{}, 1); err != nil {
+	if _, err := rl.ticksDone(ctx, time.Time{}, 1); err != nil {
 		return Result{}, err
 	}
 	sp, err := beginSpan(ctx, b.meter, []*counter{cnt})
@@ -146,7 +67,7 @@ func (b *bench) watchdog(ctx context.Context, scenario string, held int) (Result
 		return Result{}, err
 	}
 	begin := time.Now()
-	ticks, err := ticksDone(begin, cfg.WatchdogTicks)
+	ticks, err := rl.ticksDone(ctx, begin, cfg.WatchdogTicks)
 	if err != nil {
 		return Result{}, err
 	}
@@ -154,6 +75,24 @@ func (b *bench) watchdog(ctx context.Context, scenario string, held int) (Result
 	if err != nil {
 		return Result{}, err
 	}
+	return watchdogResult(cfg, scenario, held, ticks, u), nil
+}
+
+// eachLock runs do on every lock, 8 at a time, and returns the first
+// error.
+func eachLock(locks []*rlock.Lock, do func(*rlock.Lock) error) error {
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, l := range locks {
+		g.Go(func() error { return do(l) })
+	}
+	return g.Wait()
+}
+
+// watchdogResult is the watchdog row: ticks as the client's hook saw
+// them, u as Redis counted them over the same span.
+func watchdogResult(cfg config, scenario string, held int, ticks [][]renewCall, u usage) Result {
+	interval := cfg.WatchdogTimeout / 3
 	var tickDur []time.Duration
 	hookCalls, hookTrips := 0, 0
 	for _, t := range ticks {
@@ -193,7 +132,90 @@ func (b *bench) watchdog(ctx context.Context, scenario string, held int) (Result
 	}
 	res.quantiles(sortDurations(tickDur))
 	res.perOp(u, n)
-	return res, nil
+	return res
+}
+
+// renewLog records the calls of the renewal script the client's hook
+// sees (observe), for the watchdog scenario.
+type renewLog struct {
+	sha      string // the renewal script's SHA1
+	cnt      *counter
+	interval time.Duration // between ticks
+
+	mu    sync.Mutex
+	calls []renewCall
+}
+
+// isRenewal reports whether cmd runs the renewal script (EVALSHA of its
+// SHA1, or EVAL of its text).
+func (rl *renewLog) isRenewal(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	script, _ := args[1].(string)
+	switch strings.ToLower(cmd.Name()) {
+	case "evalsha":
+		return script == rl.sha
+	case "eval":
+		sum := sha1.Sum([]byte(script))
+		return hex.EncodeToString(sum[:]) == rl.sha
+	}
+	return false
+}
+
+// observe is the counter's observer: it records a round trip that ran
+// the renewal script.
+func (rl *renewLog) observe(cmds []redis.Cmder, start, end time.Time) {
+	n := 0
+	for _, cmd := range cmds {
+		if rl.isRenewal(cmd) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	rl.mu.Lock()
+	rl.calls = append(rl.calls, renewCall{start: start, end: end, scripts: n})
+	rl.mu.Unlock()
+}
+
+// since returns the calls recorded that started after t.
+func (rl *renewLog) since(t time.Time) []renewCall {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	var recent []renewCall
+	for _, rc := range rl.calls {
+		if rc.start.After(t) {
+			recent = append(recent, rc)
+		}
+	}
+	return recent
+}
+
+// ticksDone waits until n ticks have started after since and the last
+// of them has ended: no renewal call in flight and none started for a
+// quarter of the interval.
+func (rl *renewLog) ticksDone(ctx context.Context, since time.Time, n int) ([][]renewCall, error) {
+	interval := rl.interval
+	deadline := time.Now().Add(time.Duration(n+3)*interval + 10*time.Second)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("watchdog: fewer than %d renewal ticks within %v", n, time.Duration(n+3)*interval+10*time.Second)
+		}
+		ticks := groupTicks(rl.since(since), interval/2)
+		if len(ticks) >= n && rl.cnt.inFlight() == 0 {
+			last := ticks[len(ticks)-1]
+			if time.Since(last[len(last)-1].start) > interval/4 {
+				return ticks, nil
+			}
+		}
+		time.Sleep(min(interval/20, 20*time.Millisecond))
+	}
 }
 
 // groupTicks splits renewal calls (in any order) into ticks: a call that

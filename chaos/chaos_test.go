@@ -39,7 +39,7 @@ var (
 	durationFlag = flag.Duration("duration", envDuration("CHAOS_DURATION", defaultDuration), "fault phase per seed (env CHAOS_DURATION)")
 	lateFlag     = flag.Bool("late", envBool("CHAOS_LATE_DELIVERY", defaultLateDelivery), "add stalls longer than the request record TTL (env CHAOS_LATE_DELIVERY=1)")
 	lateMaxFlag  = flag.Duration("latemax", envDuration("CHAOS_LATE_MAX", defaultLateMax), "longest late-delivery stall (env CHAOS_LATE_MAX)")
-	strictFlag   = flag.Int("strictpermits", int(envInt("CHAOS_STRICT_PERMITS", 1)), "counted permits lost: 1 a violation unless failed releases explain it, 0 also failed acquisitions may, 2 always a violation (env CHAOS_STRICT_PERMITS)")
+	strictFlag   = flag.Int("strictpermits", int(envInt("CHAOS_STRICT_PERMITS", 2)), "counted permits lost: 2 always a violation, 1 a violation unless failed releases explain it, 0 also failed acquisitions may (env CHAOS_STRICT_PERMITS)")
 	outFlag      = flag.String("out", os.Getenv("CHAOS_OUT"), "directory for porcupine's HTML (env CHAOS_OUT; default $TMPDIR/redisync-chaos)")
 	verboseFlag  = flag.Bool("chaoslog", envBool("CHAOS_LOG", false), "log every fault and phase as it happens (env CHAOS_LOG=1)")
 )

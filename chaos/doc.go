@@ -100,16 +100,14 @@
 //     wait returns within the re-check interval (plus contention).
 //   - permits: with nothing held, the expirable semaphore has every permit
 //     back (none live, the no-lease ones included), and the counted one
-//     all its permits. A counted permit lost is a violation unless counted
-//     releases that failed explain it (Config.PermitAccounting,
-//     PermitsStrict): a failed acquisition's undo is re-sent until Redis
-//     answers, so no failed acquisition may keep a permit, but a release
-//     whose every copy was held up past its deadline (a partition longer
-//     than the request record TTL) gives nothing back, and its caller
-//     cannot tell whether to release again; such a loss is a finding that
-//     names the releases. make chaos STRICT_PERMITS=2 (PermitsAll) makes
-//     it a violation too, STRICT_PERMITS=0 (PermitsLoose) lets failed
-//     acquisitions explain a loss as well.
+//     all its permits. Every counted permit lost is a violation
+//     (Config.PermitAccounting, PermitsAll): a failed acquisition's undo
+//     and a failed release go on in the background until Redis answers,
+//     and the client's ledger on the counted semaphore tells them whether
+//     the request ran, however long the partition (past the request record
+//     TTL included). make chaos STRICT_PERMITS=1 (PermitsStrict) lets
+//     failed releases explain a loss (a finding naming them),
+//     STRICT_PERMITS=0 (PermitsLoose) failed acquisitions as well.
 //   - no keys left at the end beyond the documented ones (request records,
 //     fencing counters, the semaphores' counts, and the fair lock's queue of
 //     waiters whose leave was lost, each due to be dropped within the

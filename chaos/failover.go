@@ -49,52 +49,85 @@ func (r *run) checkReplica(killedAt int64) string {
 		snaps[i] = w.state.snap()
 	}
 	rs := r.sent.Replicas[0]
-	c := redis.NewClient(&redis.Options{Addr: rs.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+	rr, err := readReplica(rs.Addr())
+	rc := replicaCheck{r: r, killedAt: killedAt, readEnd: r.h.Now()}
+	if err != nil && err != redis.Nil {
+		rc.fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
+		return "replica unreadable"
+	}
+	tokens := rc.fences(rr.fences)
+	holds, permits, believedPermits := r.checkBelieved(snaps, rr.hashes, rr.xsemZ.Val(), rr.srvTime.Val(), rc.readEnd, rc.fail)
+	if v, err := strconv.ParseInt(rr.sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
+		rc.fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
+	}
+	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
+		holds, permits, believedPermits, strings.Join(tokens, " "))
+}
+
+// replicaRead is what checkReplica reads on the replica, in one pipeline.
+type replicaRead struct {
+	hashes  map[string]*redis.MapStringStringCmd // the locks' and the read-write lock's
+	fences  map[string]*redis.StringCmd          // the locks' fencing counters
+	sem     *redis.StringCmd
+	xsemZ   *redis.ZSliceCmd
+	srvTime *redis.TimeCmd
+}
+
+// readReplica reads the replica at addr.
+func readReplica(addr string) (replicaRead, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, PoolSize: 1})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var (
-		hashes  = map[string]*redis.MapStringStringCmd{}
-		fences  = map[string]*redis.StringCmd{}
-		sem     *redis.StringCmd
-		xsemZ   *redis.ZSliceCmd
-		srvTime *redis.TimeCmd
-	)
+	rr := replicaRead{hashes: map[string]*redis.MapStringStringCmd{}, fences: map[string]*redis.StringCmd{}}
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, n := range append(append([]string(nil), lockNames...), rwName) {
-			hashes[n] = p.HGetAll(ctx, n)
+			rr.hashes[n] = p.HGetAll(ctx, n)
 		}
 		for _, n := range lockNames {
-			fences[n] = p.Get(ctx, keys.FenceCounter(n))
+			rr.fences[n] = p.Get(ctx, keys.FenceCounter(n))
 		}
-		sem = p.Get(ctx, semName)
-		xsemZ = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
-		srvTime = p.Time(ctx)
+		rr.sem = p.Get(ctx, semName)
+		rr.xsemZ = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
+		rr.srvTime = p.Time(ctx)
 		return nil
 	})
-	readEnd := r.h.Now()
-	fail := func(object, detail string) {
-		v := Violation{Check: "failover", Detail: fmt.Sprintf("at %.3fs, primary dead since %.3fs, on the replica about to be promoted: %s",
-			sec(readEnd), sec(killedAt), detail)}
-		from := killedAt - int64(10*time.Second)
-		for _, op := range r.h.Ops() {
-			if op.Object == object && op.Return >= from && op.Call <= readEnd && op.Outcome != Refused {
-				v.Excerpt = append(v.Excerpt, op.String())
-			}
+	return rr, err
+}
+
+// replicaCheck is checkReplica's check of the replica read at readEnd,
+// the primary dead since killedAt.
+type replicaCheck struct {
+	r                 *run
+	killedAt, readEnd int64
+}
+
+// fail records a failover violation on object, with the calls on it since
+// 10s before the kill and the faults of that time.
+func (rc replicaCheck) fail(object, detail string) {
+	r, killedAt, readEnd := rc.r, rc.killedAt, rc.readEnd
+	v := Violation{Check: "failover", Detail: fmt.Sprintf("at %.3fs, primary dead since %.3fs, on the replica about to be promoted: %s",
+		sec(readEnd), sec(killedAt), detail)}
+	from := killedAt - int64(10*time.Second)
+	for _, op := range r.h.Ops() {
+		if op.Object == object && op.Return >= from && op.Call <= readEnd && op.Outcome != Refused {
+			v.Excerpt = append(v.Excerpt, op.String())
 		}
-		if n := len(v.Excerpt); n > 40 {
-			v.Excerpt = append([]string{fmt.Sprintf("… %d earlier calls", n-40)}, v.Excerpt[n-40:]...)
-		}
-		v.Excerpt = append(v.Excerpt, "faults in the 10s before:")
-		v.Excerpt = append(v.Excerpt, r.faultsAround(from, readEnd)...)
-		r.violate(v)
 	}
-	if err != nil && err != redis.Nil {
-		fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
-		return "replica unreadable"
+	if n := len(v.Excerpt); n > 40 {
+		v.Excerpt = append([]string{fmt.Sprintf("… %d earlier calls", n-40)}, v.Excerpt[n-40:]...)
 	}
-	// Fencing counters.
+	v.Excerpt = append(v.Excerpt, "faults in the 10s before:")
+	v.Excerpt = append(v.Excerpt, r.faultsAround(from, readEnd)...)
+	r.violate(v)
+}
+
+// fences checks the replica's fencing counters: each at least the
+// highest token returned before the kill. It returns "returned≤counter"
+// per lock.
+func (rc replicaCheck) fences(fences map[string]*redis.StringCmd) []string {
+	r, killedAt, fail := rc.r, rc.killedAt, rc.fail
 	highest := map[string]int64{}
 	for _, op := range r.h.Ops() {
 		if op.Kind == LockAcquire && op.Outcome == OK && op.Return < killedAt {
@@ -109,13 +142,7 @@ func (r *run) checkReplica(killedAt int64) string {
 			fail(n, fmt.Sprintf("lock %s: fencing counter %d, but token %d was returned before the kill", n, v, highest[n]))
 		}
 	}
-
-	holds, permits, believedPermits := r.checkBelieved(snaps, hashes, xsemZ.Val(), srvTime.Val(), readEnd, fail)
-	if v, err := strconv.ParseInt(sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
-		fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
-	}
-	return fmt.Sprintf("the replica had %d believed holds, %d expirable and %d counted permits; tokens returned ≤ its fencing counters: %s",
-		holds, permits, believedPermits, strings.Join(tokens, " "))
+	return tokens
 }
 
 // checkBelieved is checkReplica's check of the holds and permits the

@@ -121,6 +121,7 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	if r.sent != nil {
 		kinds = append(kinds, replicatedKinds...)
 	}
+	in := &injector{r: r, t: t, rng: rng}
 	var order []FaultKind
 	var asyncEnd time.Time // when the last stall started without waiting ends
 	first := true
@@ -136,7 +137,7 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 		}
 		k := order[0]
 		order = order[1:]
-		f := r.inject(t, rng, k)
+		f := in.inject(k)
 		if f.End > r.h.At(asyncEnd) {
 			asyncEnd = time.Now().Add(time.Duration(f.End - r.h.Now()))
 		}
@@ -149,50 +150,30 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	time.Sleep(time.Until(asyncEnd))
 }
 
+// injector injects the faults of one schedule: it holds the run, the
+// test the servers' Pause, Resume and Restart fail, and the schedule's
+// seeded random source.
+type injector struct {
+	r   *run
+	t   testing.TB
+	rng *rand.Rand
+}
+
 // inject injects one fault of kind k and returns it once it is over, except
 // for late deliveries, which go on in the proxy (Fault.End says when they
 // end).
-func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
+func (in *injector) inject(k FaultKind) Fault {
+	r, t, rng := in.r, in.t, in.rng
 	c := rng.IntN(len(r.proxies))
 	f := Fault{Kind: k, Client: c, Start: r.h.Now()}
 	ps := r.proxies[c]
 	switch k {
 	case FaultDrop:
-		// Only the proxy in front of the primary carries commands.
-		p := r.primaryProxy(c)
-		before := p.Dropped()
-		p.DropNextReply()
-		deadline := time.Now().Add(2 * time.Second)
-		for p.Dropped() == before && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		f.Detail = fmt.Sprintf("dropped %d", p.Dropped()-before)
+		f.Detail = in.dropReply(c)
 	case FaultLatency:
-		lat := between(rng, 20*time.Millisecond, latencyMax)
-		d := between(rng, time.Second, 3*time.Second)
-		for _, p := range ps {
-			p.SetLatency(lat)
-		}
-		time.Sleep(d)
-		for _, p := range ps {
-			p.SetLatency(0)
-		}
-		f.Detail = fmt.Sprintf("%v per chunk for %v", lat.Round(time.Millisecond), d.Round(time.Millisecond))
+		f.Detail = addLatency(rng, ps)
 	case FaultPartition:
-		lo, hi := r.partitionRange()
-		d := between(rng, lo, hi)
-		reset := rng.IntN(2) == 0
-		for _, p := range ps {
-			p.Block()
-		}
-		time.Sleep(d)
-		for _, p := range ps {
-			if reset {
-				p.CutAll()
-			}
-			p.Unblock()
-		}
-		f.Detail = fmt.Sprintf("%v, connections reset: %v", d.Round(time.Millisecond), reset)
+		f.Detail = in.partition(ps)
 	case FaultCut:
 		for _, p := range ps {
 			p.CutAll()
@@ -203,21 +184,10 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		time.Sleep(d)
 		f.Detail = fmt.Sprintf("%v on %d connections", d.Round(time.Millisecond), n)
 	case FaultLate:
-		lo, hi := r.lateRange()
-		d := between(rng, lo, hi)
-		n := stall(ps, d)
-		f.Detail = fmt.Sprintf("%v on %d connections (record TTL %v)", d.Round(time.Millisecond), n, r.recordTTL)
-		f.End = r.h.Now() + int64(d)
-		time.Sleep(min(d, 2*time.Second))
-		return f
+		return in.lateDelivery(ps, f)
 	case FaultPause:
 		f.Client = -1
-		d := between(rng, pauseMin, pauseMax)
-		p := r.primary()
-		p.Pause(t)
-		time.Sleep(d)
-		p.Resume(t)
-		f.Detail = d.Round(time.Millisecond).String() + " " + p.Addr()
+		f.Detail = in.pause(r.primary(), pauseMin, pauseMax)
 	case FaultRestart:
 		f.Client = -1
 		p := r.primary()
@@ -225,46 +195,13 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 		f.Detail = p.Addr()
 	case FaultFailover:
 		// Only once every client counts the replica (see replicaSteady).
-		// Half the time the replica is paused for a moment when the
-		// primary dies: the acquisitions then waiting for its
-		// acknowledgement fail at the kill, while what they wrote, already
-		// sent to the replica (the kernel holds it for the paused
-		// process), reaches the promoted replica; their undos must clean
-		// it up there. (A pause on loopback does not lose the stream: a
-		// replica really behind, whose primary still buffers what it did
-		// not send, is what integration's TestFailoverLosesNothingAcknowledged
-		// measures under a heavier load.)
 		f.Client = -1
 		r.waitReplicaOnline(t)
 		f.Start = r.h.Now()
-		old, rs := r.primary(), r.sent.Replicas[0]
-		var lag time.Duration
-		if rng.IntN(2) == 0 {
-			lag = between(rng, lagMin, lagMax)
-			rs.Pause(t)
-			time.Sleep(lag)
-		}
-		var checked string
-		next := r.sent.KillMaster(t, func() {
-			if lag > 0 {
-				rs.Resume(t)
-			}
-			checked = r.checkReplica(r.h.Now())
-		})
-		r.failovers++
-		f.Detail = fmt.Sprintf("%s killed, %s promoted; %s is its replica", old.Addr(), next.Addr(), old.Addr())
-		if lag > 0 {
-			f.Detail += fmt.Sprintf("; the replica paused for %v when the primary died", lag.Round(time.Millisecond))
-		}
-		f.Detail += "; " + checked
+		f.Detail = in.failover()
 	case FaultReplicaStall:
 		f.Client = -1
-		d := between(rng, replicaStallMin, replicaStallMax)
-		rs := r.sent.Replicas[0]
-		rs.Pause(t)
-		time.Sleep(d)
-		rs.Resume(t)
-		f.Detail = d.Round(time.Millisecond).String() + " " + rs.Addr()
+		f.Detail = in.pause(r.sent.Replicas[0], replicaStallMin, replicaStallMax)
 	case FaultReplicaRestart:
 		f.Client = -1
 		rs := r.sent.Replicas[0]
@@ -279,6 +216,111 @@ func (r *run) inject(t testing.TB, rng *rand.Rand, k FaultKind) Fault {
 	}
 	f.End = r.h.Now()
 	return f
+}
+
+// dropReply drops the next reply to client c and waits (up to 2s) until
+// it is dropped. Only the proxy in front of the primary carries commands.
+func (in *injector) dropReply(c int) string {
+	r := in.r
+	p := r.primaryProxy(c)
+	before := p.Dropped()
+	p.DropNextReply()
+	deadline := time.Now().Add(2 * time.Second)
+	for p.Dropped() == before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Sprintf("dropped %d", p.Dropped()-before)
+}
+
+// addLatency delays every chunk through the proxies ps for a random
+// while.
+func addLatency(rng *rand.Rand, ps []*redistest.Proxy) string {
+	lat := between(rng, 20*time.Millisecond, latencyMax)
+	d := between(rng, time.Second, 3*time.Second)
+	for _, p := range ps {
+		p.SetLatency(lat)
+	}
+	time.Sleep(d)
+	for _, p := range ps {
+		p.SetLatency(0)
+	}
+	return fmt.Sprintf("%v per chunk for %v", lat.Round(time.Millisecond), d.Round(time.Millisecond))
+}
+
+// partition blocks the proxies ps for a random while, and half the time
+// resets their connections before unblocking them.
+func (in *injector) partition(ps []*redistest.Proxy) string {
+	r, rng := in.r, in.rng
+	lo, hi := r.partitionRange()
+	d := between(rng, lo, hi)
+	reset := rng.IntN(2) == 0
+	for _, p := range ps {
+		p.Block()
+	}
+	time.Sleep(d)
+	for _, p := range ps {
+		if reset {
+			p.CutAll()
+		}
+		p.Unblock()
+	}
+	return fmt.Sprintf("%v, connections reset: %v", d.Round(time.Millisecond), reset)
+}
+
+// lateDelivery stalls the connections of the proxies ps for longer than
+// the request records live, and returns f once the first 2s have passed:
+// the stalled commands are delivered late, in the proxy, until f.End.
+func (in *injector) lateDelivery(ps []*redistest.Proxy, f Fault) Fault {
+	r, rng := in.r, in.rng
+	lo, hi := r.lateRange()
+	d := between(rng, lo, hi)
+	n := stall(ps, d)
+	f.Detail = fmt.Sprintf("%v on %d connections (record TTL %v)", d.Round(time.Millisecond), n, r.recordTTL)
+	f.End = r.h.Now() + int64(d)
+	time.Sleep(min(d, 2*time.Second))
+	return f
+}
+
+// pause stops s with SIGSTOP for a random while between lo and hi.
+func (in *injector) pause(s *redistest.Server, lo, hi time.Duration) string {
+	d := between(in.rng, lo, hi)
+	s.Pause(in.t)
+	time.Sleep(d)
+	s.Resume(in.t)
+	return d.Round(time.Millisecond).String() + " " + s.Addr()
+}
+
+// failover kills the primary and has the sentinel promote the replica.
+// Half the time the replica is paused for a moment
+// when the primary dies: the acquisitions then waiting for its
+// acknowledgement fail at the kill, while what they wrote, already sent
+// to the replica (the kernel holds it for the paused process), reaches
+// the promoted replica; their undos must clean it up there. (A pause on
+// loopback does not lose the stream: a replica really behind, whose
+// primary still buffers what it did not send, is what integration's
+// TestFailoverLosesNothingAcknowledged measures under a heavier load.)
+func (in *injector) failover() string {
+	r, t, rng := in.r, in.t, in.rng
+	old, rs := r.primary(), r.sent.Replicas[0]
+	var lag time.Duration
+	if rng.IntN(2) == 0 {
+		lag = between(rng, lagMin, lagMax)
+		rs.Pause(t)
+		time.Sleep(lag)
+	}
+	var checked string
+	next := r.sent.KillMaster(t, func() {
+		if lag > 0 {
+			rs.Resume(t)
+		}
+		checked = r.checkReplica(r.h.Now())
+	})
+	r.failovers++
+	detail := fmt.Sprintf("%s killed, %s promoted; %s is its replica", old.Addr(), next.Addr(), old.Addr())
+	if lag > 0 {
+		detail += fmt.Sprintf("; the replica paused for %v when the primary died", lag.Round(time.Millisecond))
+	}
+	return detail + "; " + checked
 }
 
 // stall stalls the connections of every proxy of ps for d and returns how

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,94 +16,6 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/semaphore"
-)
-
-// Config is one run of the fault suite.
-type Config struct {
-	Seed     int64         // seeds the workload's choices and the fault schedule
-	Topology Topology      // Single (the default) or Replicated
-	Duration time.Duration // the fault phase; the settle, liveness and check phases come after it
-	Clients  int           // redisync clients, each with its own go-redis client and proxy. The default is 4.
-	Workers  int           // worker goroutines per client, each its own owner. The default is 3.
-
-	// Lease is the clients' watchdog timeout: the lock lease. The default
-	// is 2s, and 8s for every third seed (seed % 3 == 0): a lease longer
-	// than the clients' request lifetime (7s) plus two seconds lets the
-	// fresh holds of the workers' handles without a context owner keep no
-	// record (see internal/core's "Fresh holds"), while with 2s their
-	// acquisitions record themselves.
-	Lease time.Duration
-	// PermitLease is the expirable semaphore's permit lease. The default is
-	// 3s.
-	PermitLease time.Duration
-	// Recheck is the clients' re-check interval, the liveness bound's base.
-	// The default is 1s.
-	Recheck time.Duration
-	// Permits is the total of each semaphore. The default is 3.
-	Permits int64
-
-	// LateDelivery adds the late-delivery fault: stalls longer than the
-	// request record TTL, up to LateMax (default 30s).
-	LateDelivery bool
-	LateMax      time.Duration
-
-	// PermitAccounting is how strictly counted permits lost for good are judged
-	// (see lostPermits). The default is PermitsStrict.
-	PermitAccounting PermitAccounting
-
-	// OutDir is where porcupine's HTML goes when a model check fails.
-	OutDir string
-	// Logf, if set, logs faults and phases as they happen.
-	Logf func(format string, args ...any)
-}
-
-func (c *Config) defaults() {
-	if c.Clients == 0 {
-		c.Clients = 4
-	}
-	if c.Workers == 0 {
-		c.Workers = 3
-	}
-	if c.Lease == 0 {
-		c.Lease = 2 * time.Second
-		if c.Seed%3 == 0 {
-			c.Lease = 8 * time.Second
-		}
-	}
-	if c.PermitLease == 0 {
-		c.PermitLease = 3 * time.Second
-	}
-	if c.Recheck == 0 {
-		c.Recheck = time.Second
-	}
-	if c.Permits == 0 {
-		c.Permits = 3
-	}
-	if c.LateMax == 0 {
-		c.LateMax = 30 * time.Second
-	}
-	if c.Topology == "" {
-		c.Topology = Single
-	}
-}
-
-// PermitAccounting is how strictly the counted semaphore's permits lost
-// for good are judged once nothing is held.
-type PermitAccounting int
-
-const (
-	// PermitsStrict is the default: a permit lost is a violation unless
-	// releases that failed explain it, which is a finding naming them. A
-	// failed acquisition's undo is re-sent until Redis answers, so no
-	// failed acquisition may lose one.
-	PermitsStrict PermitAccounting = iota
-	// PermitsLoose lets failed acquisitions explain a loss as well (a
-	// finding).
-	PermitsLoose
-	// PermitsAll makes every permit lost a violation, failed releases
-	// included.
-	PermitsAll
 )
 
 // run is the state of one run.
@@ -117,6 +28,7 @@ type run struct {
 	proxies   [][]*redistest.Proxy // per client, its proxy in front of each of servers
 	clients   []*redisync.Client
 	rdbs      []*redis.Client
+	closed    bool // clients and rdbs closed (closeClients)
 	workers   []*worker
 	registers []*register
 	adminRDB  *redis.Client // direct to the server: faults, sampler, final checks
@@ -219,152 +131,6 @@ func (r *run) live(worker int, object string, live bool, call, ret int64, err er
 			"w%d on %s: blocking acquisition after the faults stopped took %v (bound %v), error: %v",
 			worker, object, d.Round(time.Millisecond), r.liveBound, err)})
 	}
-}
-
-// Run runs the fault suite once and returns its report. It fails t only
-// for failures of the harness; the checks' findings are in
-// Report.Violations.
-func Run(t testing.TB, cfg Config) *Report {
-	t.Helper()
-	cfg.defaults()
-	r := &run{cfg: cfg}
-	r.startTopology(t)
-	for i, rdb := range r.rdbs {
-		// The default replica acknowledgement: every replica, 1s.
-		c := redisync.New(rdb,
-			redisync.WithID(fmt.Sprintf("chaos-c%d-%d", i, cfg.Seed)),
-			redisync.WithWatchdogTimeout(cfg.Lease),
-			redisync.WithRecheckInterval(cfg.Recheck),
-			redisync.WithLogger(r.logger(i)))
-		r.clients = append(r.clients, c)
-	}
-	closed := false
-	closeClients := func() {
-		if closed {
-			return
-		}
-		closed = true
-		for i, c := range r.clients {
-			_ = c.Close()
-			_ = r.rdbs[i].Close()
-		}
-	}
-	t.Cleanup(closeClients)
-
-	// Set up before the history starts: the semaphores' totals, and the
-	// request record TTL the clients use.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := semaphore.New(r.clients[0], semName).TrySetPermits(ctx, cfg.Permits); err != nil {
-		t.Fatalf("chaos: set up the semaphore: %v", err)
-	}
-	if _, err := semaphore.NewExpirable(r.clients[0], xsemName).TrySetPermits(ctx, cfg.Permits); err != nil {
-		t.Fatalf("chaos: set up the expirable semaphore: %v", err)
-	}
-	r.recordTTL = r.measureRecordTTL(t)
-	r.liveBound = cfg.Recheck + 2*time.Second
-
-	r.h = NewHistory()
-	for i := range lockNames {
-		_ = i
-		r.registers = append(r.registers, &register{})
-	}
-	for c := range cfg.Clients {
-		for range cfg.Workers {
-			r.workers = append(r.workers, newWorker(r, len(r.workers), r.clients[c]))
-		}
-	}
-	r.logf("seed %d, %s: %d clients × %d workers, lease %v, permit lease %v, re-check %v, request record TTL %v, late delivery %v",
-		cfg.Seed, cfg.Topology, cfg.Clients, cfg.Workers, cfg.Lease, cfg.PermitLease, cfg.Recheck, r.recordTTL, cfg.LateDelivery)
-
-	// Fault phase: the workload runs while the schedule injects faults.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, w := range r.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.loop(stop)
-		}()
-	}
-	samplerStop := make(chan struct{})
-	samplerDone := make(chan struct{})
-	s := newSampler(r)
-	go func() {
-		defer close(samplerDone)
-		s.loop(samplerStop)
-	}()
-	faultsEnd := time.Now().Add(cfg.Duration)
-	r.schedule(t, rand.New(rand.NewPCG(uint64(cfg.Seed), 0)), faultsEnd)
-	r.logf("faults over")
-	close(stop)
-	wg.Wait()
-	faultPhaseEnd := r.h.Now()
-
-	// Settle: whatever a fault left behind (a hold whose release was lost, a
-	// permit whose undo failed) ends within its lease.
-	settle := max(cfg.Lease, cfg.PermitLease) + time.Second
-	r.logf("settling for %v", settle)
-	time.Sleep(settle)
-
-	// Liveness round: every worker makes one blocking acquisition of every
-	// primitive and one latch round; each must return within the bound.
-	// Counted permits lost for good cannot come back; if all are, the
-	// semaphore's liveness cannot be judged (see lostPermits).
-	if avail := r.lostPermits(t, "before the liveness round"); avail <= 0 {
-		r.skipSemLive = true
-	}
-	r.logf("liveness round (bound %v)", r.liveBound)
-	r.latchRound(t)
-	for _, w := range r.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.liveRound()
-		}()
-	}
-	wg.Wait()
-	close(samplerStop)
-	<-samplerDone
-	r.logf("workload over")
-
-	// Final state, with every client closed.
-	var undosFailed uint64
-	for _, c := range r.clients {
-		undosFailed += c.Stats().UndosFailed
-	}
-	closeClients()
-	r.checkFinalState(t)
-
-	ops := r.h.Ops()
-	r.warnMu.Lock()
-	warnings := append([]string(nil), r.warnings...)
-	r.warnMu.Unlock()
-	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, UndosFailed: undosFailed, Warnings: warnings, Ops: ops, Faults: r.faults, FaultPhase: time.Duration(faultPhaseEnd),
-		RecordTTL: r.recordTTL, Lease: cfg.Lease, LiveBound: r.liveBound, Liveness: r.liveness, Samples: s.judged}
-	for _, ps := range r.proxies {
-		for _, p := range ps {
-			rep.Dropped += p.Dropped()
-			rep.Held += p.Held()
-			rep.LateDelivered += p.LateDelivered()
-		}
-	}
-	for _, reg := range r.registers {
-		rep.RegisterAccepted += reg.accepted
-		rep.RegisterRejected += reg.rejected
-	}
-	r.checkHistory(ops, rep)
-	for i, n := range r.seenAgain {
-		if n > 0 {
-			r.violations[i].Detail += fmt.Sprintf(" (found again in %d later samples)", n)
-		}
-	}
-	rep.Violations = r.violations
-	rep.Findings = r.findings
-	if len(rep.Violations) > 0 {
-		rep.HistoryFile = r.writeHistory(ops)
-	}
-	return rep
 }
 
 // writeHistory writes the whole history and the faults to a text file in
@@ -511,17 +277,14 @@ func (r *run) latchRound(t testing.TB) {
 // lostPermits compares the counted semaphore's available permits with its
 // total while nothing is held, and returns the available count.
 //
-// A failed acquisition cannot explain a loss: its undo is re-sent until
-// Redis answers, so what it may have taken comes back. A failed release
-// can: the library re-sends it for the request record TTL and, once its
-// deadline has passed, refuses every copy, so a release whose every copy
-// was held up longer than that (a partition longer than the record TTL,
-// as with the 8s lease) gives nothing back, and its caller, told only
-// that it failed, cannot tell whether another release would give the
-// permits back twice. With PermitsStrict such a loss, within what the
-// failed releases explain, is a finding that names them, and any other
-// difference a violation; PermitsLoose lets failed acquisitions explain a
-// loss too; with PermitsAll every loss is a violation.
+// Neither a failed acquisition nor a failed release can explain a loss:
+// the acquisition's undo and the release go on in the background until
+// Redis answers, and the client's ledger on the counted semaphore
+// (lua/prelude_ledger.lua) tells them whether the request ran however long
+// the partition lasted, past the request record TTL included. So with
+// PermitsAll, the default, every loss is a violation. PermitsStrict lets
+// failed releases explain a loss (a finding that names them), PermitsLoose
+// failed acquisitions as well, for comparing with older behaviour.
 func (r *run) lostPermits(t testing.TB, when string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

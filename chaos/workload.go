@@ -450,10 +450,11 @@ func (w *worker) semOp(live bool) {
 }
 
 // xsemOp acquires one or two expirable permits, half the time without a
-// lease (they never expire), holds and releases them. A release of
-// permits without a lease that ends with an error is sent again, as
-// their holder must (nothing else ever gives them back; a release of ids
-// is idempotent), until it gets an answer or maxNoLeaseReleases tries.
+// lease (they never expire), holds and releases them once, as their
+// holder should: a release that ends with an error goes on in the
+// background until Redis answers (Stats.ReleasesFailed counts those that
+// could not), so a permit without a lease that stays taken is a finding of
+// the checks.
 func (w *worker) xsemOp(live bool) {
 	ctx, cancel := w.opContext(live)
 	defer cancel()
@@ -491,23 +492,11 @@ func (w *worker) xsemOp(live bool) {
 	}
 	time.Sleep(d)
 	w.state.begin(xsemName)
-	for try := 1; ; try++ {
-		rc := w.run.h.Now()
-		err = w.xsem.Release(w.ctx, ids...)
-		out := outcome(true, err)
-		w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: out, Err: errText(err), Call: rc, Return: w.run.h.Now()})
-		if !noLease || out != Unknown || try == maxNoLeaseReleases {
-			break
-		}
-	}
+	rc := w.run.h.Now()
+	err = w.xsem.Release(w.ctx, ids...)
+	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(xsemName, held{})
 }
-
-// maxNoLeaseReleases bounds the tries of a release of permits without a
-// lease: each try may take the clients' release timeout (10s), longer
-// than any fault, so a third failure is a finding of the checks (the
-// permits stay, a phantom), not of the network.
-const maxNoLeaseReleases = 3
 
 // latchOp makes one random call on latch i.
 func (w *worker) latchOp(i int) {

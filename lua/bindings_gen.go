@@ -2686,39 +2686,47 @@ func (a RWWriteReleaseFreshArgs) Run(ctx context.Context, r Runner) (int64, erro
 type SemaphoreAcquireArgs struct {
 	// Semaphore is KEYS[1]: semaphore (its name): available permits.
 	Semaphore string
-	// Request is KEYS[2]: request key of this acquisition.
-	Request string
+	// Ledger is KEYS[2]: the client's ledger on this semaphore (prelude_ledger).
+	Ledger string
 	// N is ARGV[1]: n, the number of permits (> 0).
 	N int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
+	// Seq is ARGV[3]: this request's number in the ledger.
+	Seq int64
+	// Low is ARGV[4]: the client's low-water mark in the ledger (≤ seq).
+	Low int64
 }
 
 // Keys returns semaphore_acquire.lua's KEYS, in order.
 func (a SemaphoreAcquireArgs) Keys() []string {
 	keys := make([]string, 0, 2)
 	keys = append(keys, a.Semaphore)
-	keys = append(keys, a.Request)
+	keys = append(keys, a.Ledger)
 	return keys
 }
 
 // Args returns semaphore_acquire.lua's ARGV, in order.
 func (a SemaphoreAcquireArgs) Args() []any {
-	args := make([]any, 0, 2)
+	args := make([]any, 0, 4)
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
+	args = append(args, a.Seq)
+	args = append(args, a.Low)
 	return args
 }
 
 // command returns semaphore_acquire.lua's call as one EVALSHA command (Command).
 func (a SemaphoreAcquireArgs) command() Command {
-	args := make([]any, 3, 3+4)
+	args := make([]any, 3, 3+6)
 	args[0], args[1] = evalsha, sha(SemaphoreAcquire)
 	args = append(args, a.Semaphore)
-	args = append(args, a.Request)
+	args = append(args, a.Ledger)
 	args[2] = len(args) - 3
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
+	args = append(args, a.Seq)
+	args = append(args, a.Low)
 	return Command{Script: SemaphoreAcquire, Args: args}
 }
 
@@ -2728,7 +2736,7 @@ const (
 	SemaphoreAcquireTaken = 1
 	// SemaphoreAcquireShort is the reply code 0: fewer are available.
 	SemaphoreAcquireShort = 0
-	// SemaphoreAcquireCancelled is the reply code -1: this request was cancelled first.
+	// SemaphoreAcquireCancelled is the reply code -1: this request was cancelled first, or is a stale copy.
 	SemaphoreAcquireCancelled = -1
 )
 
@@ -3331,53 +3339,61 @@ type SemaphoreReleaseArgs struct {
 	Semaphore string
 	// Channel is KEYS[2]: channel (redisson_sc:{name}).
 	Channel string
-	// Request is KEYS[3]: request key of this release.
-	Request string
-	// UndoRequest is KEYS[4]: undo mode only: the request key of the acquisition to undo (otherwise any key of the semaphore's slot; not touched).
-	UndoRequest string
+	// Ledger is KEYS[3]: the client's ledger on this semaphore (prelude_ledger).
+	Ledger string
 	// N is ARGV[1]: n, the number of permits (> 0); ignored in undo mode, where the acquisition's record says how many it took.
 	N int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Undo is ARGV[3]: "1": undo mode. The permits are given back only if the acquisition KEYS[4] took place; either way it is marked cancelled so that a late copy of it does nothing.
+	// Undo is ARGV[3]: "1": undo mode. The permits are given back only if the acquisition ARGV[7] took place; either way it is marked cancelled so that a late copy of it does nothing.
 	Undo bool
 	// Publish is ARGV[4]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
+	// Seq is ARGV[5]: this request's number in the ledger.
+	Seq int64
+	// Low is ARGV[6]: the client's low-water mark in the ledger (≤ seq).
+	Low int64
+	// UndoSeq is ARGV[7]: undo mode only: the number of the acquisition to undo (else 0).
+	UndoSeq int64
 }
 
 // Keys returns semaphore_release.lua's KEYS, in order.
 func (a SemaphoreReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 3)
 	keys = append(keys, a.Semaphore)
 	keys = append(keys, a.Channel)
-	keys = append(keys, a.Request)
-	keys = append(keys, a.UndoRequest)
+	keys = append(keys, a.Ledger)
 	return keys
 }
 
 // Args returns semaphore_release.lua's ARGV, in order.
 func (a SemaphoreReleaseArgs) Args() []any {
-	args := make([]any, 0, 4)
+	args := make([]any, 0, 7)
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Undo))
 	args = append(args, str(a.Publish))
+	args = append(args, a.Seq)
+	args = append(args, a.Low)
+	args = append(args, a.UndoSeq)
 	return args
 }
 
 // command returns semaphore_release.lua's call as one EVALSHA command (Command).
 func (a SemaphoreReleaseArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	args := make([]any, 3, 3+10)
 	args[0], args[1] = evalsha, sha(SemaphoreRelease)
 	args = append(args, a.Semaphore)
 	args = append(args, a.Channel)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	args = append(args, a.Ledger)
 	args[2] = len(args) - 3
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Undo))
 	args = append(args, str(a.Publish))
+	args = append(args, a.Seq)
+	args = append(args, a.Low)
+	args = append(args, a.UndoSeq)
 	return Command{Script: SemaphoreRelease, Args: args}
 }
 
@@ -3387,6 +3403,8 @@ const (
 	SemaphoreReleaseReleased = 1
 	// SemaphoreReleaseNotTaken is the reply code 0: in undo mode, the acquisition never took place.
 	SemaphoreReleaseNotTaken = 0
+	// SemaphoreReleaseStale is the reply code 2: a copy its client no longer waits for: nothing changed.
+	SemaphoreReleaseStale = 2
 )
 
 // SemaphoreReleaseReply is semaphore_release.lua's reply.

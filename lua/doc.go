@@ -44,6 +44,24 @@
 // token of the hold it re-enters, which the client sends, so the record
 // "<count>:<token>" of any acquisition carries its hold's token.
 //
+// # What a script costs
+//
+// A script's run costs Redis about as much per redis.call as for the
+// EVALSHA itself, so the scripts call as few commands as they can; the
+// Lua around them is cheap except for a few things, which they avoid on
+// their common paths. A prelude's local function makes a closure on every
+// run, so a script is composed with only the definitions it uses
+// (compose.go), and the uncontended lock's fresh acquisitions write out
+// the one check they need. A string-to-number conversion is a strtod,
+// and Lua 5.1's tonumber does two (it tests, then converts): a string that
+// is always a number (an int64 ARGV entry, TIME's fields) is converted by
+// arithmetic instead (ARGV[1] + 0, t[1] * 1000), once; tonumber stays
+// where a value may not be a number and nil is the answer wanted; the other
+// way, Redis formats a number given to redis.call with snprintf, so a
+// constant argument is written as a string ('1'). And a table reply costs
+// Redis a dozen lookups (it tests for err, ok, map and so on before the
+// array), which the reply shapes of the bindings fix.
+//
 // # Typed bindings
 //
 // Callers do not build positional KEYS and ARGV lists: each script has a

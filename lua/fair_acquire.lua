@@ -57,14 +57,14 @@ if replay then
   return replay
 end
 local owner = ARGV[2]
-local count = tonumber(ARGV[5])
+local count = ARGV[5] + 0
 local now = fair_now()
 local pruned = fair_prune(KEYS[2], KEYS[3], now)
 local free = redis.call('exists', KEYS[1]) == 0
 local take = false
 if free then
   if count == 1 then
-    local head = redis.call('lindex', KEYS[2], 0)
+    local head = redis.call('lindex', KEYS[2], '0')
     take = (not head) or head == owner
   end
 elseif redis.call('hexists', KEYS[1], owner) == 1 then
@@ -89,12 +89,12 @@ local pos = redis.call('lpos', KEYS[2], owner)
 if not pos then
   pos = redis.call('rpush', KEYS[2], owner) - 1
 end
-redis.call('zadd', KEYS[3], now + tonumber(ARGV[6]), owner)
+redis.call('zadd', KEYS[3], now + ARGV[6], owner)
 local hint = -1
 if pos == 0 then
   hint = redis.call('pttl', KEYS[1])
 elseif pos == 1 then
-  local deadline = redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], 0))
+  local deadline = redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], '0'))
   if deadline then
     hint = math.max(tonumber(deadline) - now, 0)
   end

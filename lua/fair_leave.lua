@@ -19,7 +19,7 @@
 -- Reply    left
 -- Code     Left = 1: the owner was in the queue
 refuse_late(ARGV[3])
-local head = redis.call('lindex', KEYS[2], 0)
+local head = redis.call('lindex', KEYS[2], '0')
 local removed = redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
 local pruned = fair_prune(KEYS[2], KEYS[3], fair_now())

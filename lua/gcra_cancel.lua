@@ -19,8 +19,8 @@ if done then
   return done
 end
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local after, took, act = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = t[1] * 1000000 + t[2]
+local after, took, act = tonumber(ARGV[1]), (ARGV[2] + 0), (ARGV[3] + 0)
 local give = 0
 local cur = redis.call('get', KEYS[1])
 if cur and now < act then

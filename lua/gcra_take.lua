@@ -34,8 +34,8 @@
 -- Code     Taken = 1: the events were taken; Delay is when they happen
 -- Code     NotTaken = 0: they were not; Delay is when they could be
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local em, burst, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = t[1] * 1000000 + t[2]
+local em, burst, n = (ARGV[1] + 0), (ARGV[2] + 0), (ARGV[3] + 0)
 local full = now + burst * em -- a TAT this late leaves no event to take
 local keep = ARGV[6] == '1'
 if keep then
@@ -46,14 +46,14 @@ if keep then
       math.max(math.min(math.floor((full - tat) / em), burst), 0), tat - now, rec, now}
   end
   -- prelude_request's refuse_late, on the clock read above.
-  if math.floor(now / 1000) > tonumber(ARGV[5]) then
+  if math.floor(now / 1000) > (ARGV[5] + 0) then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
 end
 local tat = math.max(tonumber(redis.call('get', KEYS[1]) or '0'), now)
 local new = tat + n * em
 local delay = new - burst * em - now
-local longest = tonumber(ARGV[4])
+local longest = ARGV[4] + 0
 if delay > 0 and longest >= 0 and delay > longest then
   return {0, delay, math.max(math.min(math.floor((full - tat) / em), burst), 0), tat - now, '0', now}
 end
@@ -61,6 +61,6 @@ local s = string.format('%.0f', new)
 redis.call('set', KEYS[1], s, 'px', math.ceil((new - now) / 1000))
 if keep then
   -- prelude_request's record: until a second past the deadline.
-  redis.call('set', KEYS[2], s, 'px', math.max(tonumber(ARGV[5]) - math.floor(now / 1000), 0) + 1000)
+  redis.call('set', KEYS[2], s, 'px', math.max(ARGV[5] - math.floor(now / 1000), 0) + 1000)
 end
 return {1, math.max(delay, 0), math.max(math.floor((full - new) / em), 0), new - now, s, now}

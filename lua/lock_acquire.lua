@@ -35,7 +35,7 @@ local replay = fenced_replay(KEYS[2], ARGV[3])
 if replay then
   return replay
 end
-local count = tonumber(ARGV[5])
+local count = ARGV[5] + 0
 local free = redis.call('exists', KEYS[1]) == 0
 if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   if count > 1 then

@@ -30,6 +30,11 @@
 -- forceUnlock, leaves no mark: a copy held up in the network until then
 -- could take it again for the dead owner, until its lease ends.)
 --
+-- The clock check and the record are prelude_request's refuse_late and
+-- record written out (the same check, error and expiry): this is the
+-- uncontended lock's path, and a prelude function costs a closure and a
+-- call on every run (this script loads no prelude).
+--
 -- KEYS[1]  lock: lock hash (the lock's name)
 -- KEYS[2]  request: request key of the hold: keys.Request(name, owner field), that
 --          is a prefix and then the field
@@ -51,22 +56,27 @@
 -- Code     Acquired = 1: the hold was taken
 -- Code     Busy = 0: another owner holds it; Value is its PTTL, or Cancelled
 -- Code     Cancelled = -3: Value when the hold was released, undone or force-unlocked already
-local hash, req, deadline = KEYS[1], KEYS[2], ARGV[3]
-local field = string.sub(req, tonumber(ARGV[2]))
+local hash, req = KEYS[1], KEYS[2]
+local field = string.sub(req, ARGV[2] + 0)
 if redis.call('exists', hash, req) == 0 then
-  refuse_late(deadline)
-  redis.call('hset', hash, field, 1)
+  local t = redis.call('time')
+  local left = ARGV[3] - (t[1] * 1000 + math.floor(t[2] / 1000))
+  if left < 0 then
+    error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
+  end
+  redis.call('hset', hash, field, '1')
   redis.call('pexpire', hash, ARGV[1])
   local token = 0
   if ARGV[4] == '1' then
     token = redis.call('incr', KEYS[3])
   end
-  if tonumber(ARGV[1]) < tonumber(deadline) - request_now + 1000 then
-    record(req, '1:' .. token, deadline) -- the lease may end before the deadline
+  if ARGV[1] - 1000 < left then
+    -- the lease may end before the deadline
+    redis.call('set', req, '1:' .. token, 'px', left + 1000)
   end
   return {1, 1, token}
 end
-local rec = recorded(req)
+local rec = redis.call('get', req)
 if rec then
   local count, token = string.match(rec, '^(%d+):(%d+)$')
   if count then

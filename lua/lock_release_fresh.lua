@@ -37,7 +37,7 @@
 -- Reply    remaining
 -- Code     NotHeld = -1: the owner does not hold the lock
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
-local freed = redis.call('hdel', KEYS[1], string.sub(KEYS[2], tonumber(ARGV[1]))) == 1
+local freed = redis.call('hdel', KEYS[1], string.sub(KEYS[2], ARGV[1] + 0)) == 1
 if freed and ARGV[2] ~= '' then
   redis.call(ARGV[3], KEYS[3], ARGV[2])
 end

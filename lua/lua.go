@@ -18,11 +18,15 @@ var files embed.FS
 var (
 	registry = map[string]*redis.Script{}
 	composed = map[string]string{}
+	// composedWith maps file names to the preludes they were composed
+	// with, for tests.
+	composedWith = map[string][]string{}
 )
 
 // Preludes: files of helper functions that scripts share. Redis scripts
 // cannot include one another, so a script that needs them is composed when
-// it is loaded: the preludes' text, then its own.
+// it is loaded: the preludes' definitions it uses, then its own text (see
+// compose).
 const (
 	// request records and undo (prelude_request.lua): every script that
 	// records its result for retries.
@@ -38,29 +42,38 @@ const (
 	fairHelpers = "prelude_fair.lua"
 	// lockHelpers: the steps the lock's kinds share (prelude_lock.lua).
 	lockHelpers = "prelude_lock.lua"
+	// ledger: a client's ledger of its requests on a counted semaphore
+	// (prelude_ledger.lua), after request (it calls refuse_late).
+	ledger = "prelude_ledger.lua"
 	// types: checks that a string key holds a number (prelude_types.lua),
 	// for the semaphores' and the latch's scripts; it comes first.
 	types = "prelude_types.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types}
+var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types, ledger}
 
-// load wraps an embedded file once as a *redis.Script, after the given
-// preludes. A missing file is a programming error caught by every test run.
+// load wraps an embedded file once as a *redis.Script, after the
+// definitions of the given preludes that it uses (see compose). A missing
+// file is a programming error caught by every test run.
 func load(name string, with ...string) *redis.Script {
-	var src []byte
-	for _, f := range append(with, name) {
+	read := func(f string) string {
 		b, err := files.ReadFile(f)
 		if err != nil {
 			panic("redisync/lua: " + err.Error())
 		}
-		src = append(src, b...)
+		return string(b)
 	}
-	s := redis.NewScript(string(src))
+	parts := map[string]string{}
+	for _, f := range with {
+		parts[f] = read(f)
+	}
+	src := compose(parts, with, read(name))
+	s := redis.NewScript(src)
 	registry[name] = s
-	composed[name] = string(src)
-	boxedScripts[s] = boxedScript{sha: s.Hash(), src: string(src)}
+	composed[name] = src
+	composedWith[name] = with
+	boxedScripts[s] = boxedScript{sha: s.Hash(), src: src}
 	return s
 }
 
@@ -85,8 +98,8 @@ func Source(name string) (string, bool) {
 	return string(b), err == nil
 }
 
-// Composed returns the source the named script runs: its preludes' text,
-// then its own.
+// Composed returns the source the named script runs: the definitions of
+// its preludes that it uses, then its own text (see compose).
 func Composed(name string) (string, bool) {
 	src, ok := composed[name]
 	return src, ok

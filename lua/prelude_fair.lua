@@ -19,13 +19,13 @@
 --                                 that owner or false
 local function fair_now()
   local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
 local function fair_prune(queue, timeouts, now)
   local dropped = false
   while true do
-    local head = redis.call('lindex', queue, 0)
+    local head = redis.call('lindex', queue, '0')
     if not head then
       break
     end
@@ -41,7 +41,7 @@ local function fair_prune(queue, timeouts, now)
 end
 
 local function fair_notify(queue, prefix, cmd)
-  local head = redis.call('lindex', queue, 0)
+  local head = redis.call('lindex', queue, '0')
   if head then
     redis.call(cmd, prefix .. ':' .. head, '0')
   end

@@ -9,7 +9,8 @@
 --   release_hold(req, acq, undo, deadline, hash, field, count, lease)
 --       a release (or, undo == '1', the undo of the acquisition recorded
 --       under acq) that sets the owner's hold count in the lock hash to
---       count: above 0 the lease is set again, at 0 the lock is deleted.
+--       count: above 0 the lease is set again, at 0 the owner's field is
+--       deleted, and with it the lock (the field is its only one).
 --       Returns what the script must return at once (the record of a
 --       re-sent release; -2 for an undo of an acquisition that did not
 --       take place; -1 when the owner does not hold the lock: nothing
@@ -34,15 +35,17 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   if replay then
     return replay
   end
-  if redis.call('hexists', hash, field) == 0 then
-    return -1
-  end
   count = tonumber(count)
   if count > 0 then
+    if redis.call('hexists', hash, field) == 0 then
+      return -1
+    end
     redis.call('hset', hash, field, count)
     redis.call('pexpire', hash, lease)
-  else
-    redis.call('del', hash)
+  elseif redis.call('hdel', hash, field) == 0 then
+    -- one command for the last release: the owner's field is the lock's
+    -- only one (exclusive), so deleting it deletes the hash
+    return -1
   end
   return nil, count
 end

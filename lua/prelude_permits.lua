@@ -27,7 +27,7 @@ local never = 922337203685477
 local function reclaim(avail, zset)
   local current = number_at(avail)
   local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
   local expired = redis.call('zremrangebyscore', zset, '-inf', string.format('%.0f', now))
   local available
   if expired > 0 then

@@ -1,6 +1,7 @@
 -- prelude_request: helpers shared by the state-changing scripts, prepended
--- to each of them when it is loaded (Redis scripts have no require). It
--- defines local functions only and runs no command by itself.
+-- to each of them when it is loaded (Redis scripts have no require; each
+-- gets only the definitions it uses: lua.compose). It defines local
+-- functions only and runs no command by itself.
 --
 -- Exactly once. Every state-changing request carries a request key (where
 -- its result is recorded) and a deadline (epoch milliseconds by the Redis
@@ -11,8 +12,9 @@
 -- go-redis re-send, a request held up in the network for minutes — either
 -- returns what the first one did or does nothing, and records still expire.
 -- (The fresh holds of lock_acquire_fresh and lock_release_fresh need no
--- record while they last, the owner's field serving as one; they use
--- refuse_late, and record only for a lease shorter than the deadline.)
+-- record while they last, the owner's field serving as one; the
+-- acquisition checks the deadline as refuse_late does, written out, and
+-- records only for a lease shorter than the deadline.)
 --
 -- KEYS     none of its own: the functions take the keys they touch
 -- ARGV     none of its own: the functions take the deadline
@@ -60,6 +62,8 @@
 --                           undo first; nil when the acquisition goes on.
 --                           Refuses late requests.
 local request_now -- the server's clock when refuse_late ran, epoch ms
+local request_deadline -- the deadline refuse_late checked (a string: ARGV)
+local request_left -- the milliseconds left to it then (below 0: late)
 
 local function recorded(key)
   local v = redis.call('get', key)
@@ -69,16 +73,25 @@ local function recorded(key)
   return nil
 end
 
+-- Each string-to-number conversion is a strtod, which costs more than a
+-- dozen Lua steps: the deadline is converted once, here, and record reuses
+-- what is left of it. (Arithmetic converts a string once, tonumber twice:
+-- see package lua's documentation.)
 local function refuse_late(deadline)
   local t = redis.call('time')
-  request_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if request_now > tonumber(deadline) then
+  request_now = t[1] * 1000 + math.floor(t[2] / 1000)
+  request_deadline, request_left = deadline, deadline - request_now
+  if request_left < 0 then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
 end
 
 local function record(key, value, deadline)
-  redis.call('set', key, value, 'px', math.max(tonumber(deadline) - request_now, 0) + 1000)
+  local left = request_left
+  if deadline ~= request_deadline then
+    left = deadline - request_now
+  end
+  redis.call('set', key, value, 'px', math.max(left, 0) + 1000)
 end
 
 local function take_for_undo(acq, deadline)

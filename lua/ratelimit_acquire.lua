@@ -44,7 +44,7 @@ local cfg = rl_config(KEYS[1])
 if not cfg then
   return {-2, 0}
 end
-local n = tonumber(ARGV[1])
+local n = ARGV[1] + 0
 if n > cfg.rate then
   return {-3, cfg.rate}
 end

@@ -25,7 +25,7 @@ if cfg.type == 1 then
   value, zset = KEYS[4], KEYS[5]
 end
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
 rl_keep(KEYS[1], cfg.keepalive, value, zset)
 return {1, left}

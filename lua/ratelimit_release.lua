@@ -39,7 +39,7 @@ if not cfg then
   end
   return -4
 end
-local n = tonumber(ARGV[1])
+local n = ARGV[1] + 0
 local value, zset = KEYS[2], KEYS[3]
 if cfg.type == 1 then
   value, zset = KEYS[4], KEYS[5]

@@ -40,7 +40,7 @@ local function finish(r)
   record(KEYS[7], tostring(r), ARGV[6])
   return r
 end
-local keepalive = tonumber(ARGV[5])
+local keepalive = ARGV[5] + 0
 if mode == 'try' then
   local r = redis.call('hsetnx', KEYS[1], 'type', ARGV[2])
   redis.call('hsetnx', KEYS[1], 'rate', ARGV[3])
@@ -70,7 +70,7 @@ if mode == 'set' then
   return finish(1)
 end
 -- update: keep the grants in use, for the new type's keys.
-local rate, interval = tonumber(ARGV[3]), tonumber(ARGV[4])
+local rate, interval = (ARGV[3] + 0), (ARGV[4] + 0)
 local now = request_now
 local pairs_ = {{KEYS[2], KEYS[3]}}
 if ARGV[2] == '1' then

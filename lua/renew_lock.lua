@@ -19,7 +19,7 @@
 -- Code     Renewed = 1: a result when the hold was renewed
 -- Code     Gone = 0: a result when the hold is gone
 local lease = ARGV[1]
-local n = tonumber(ARGV[2])
+local n = ARGV[2] + 0
 local res = {}
 local k, a = 1, 3
 for i = 1, n do

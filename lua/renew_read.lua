@@ -26,8 +26,8 @@
 -- Reply    {results...}
 -- Code     Renewed = 1: a result when the hold was renewed
 -- Code     Gone = 0: a result when the hold is gone
-local lease = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
+local lease = ARGV[1] + 0
+local n = ARGV[2] + 0
 local res = {}
 local k, a = 1, 3
 for h = 1, n do

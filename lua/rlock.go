@@ -9,7 +9,7 @@ var (
 	LockRelease = load("lock_release.lua", request, lockHelpers)
 	// LockAcquireFresh takes a fresh hold (an owner's only hold, no
 	// record needed while it lasts); see lock_acquire_fresh.lua.
-	LockAcquireFresh = load("lock_acquire_fresh.lua", request)
+	LockAcquireFresh = load("lock_acquire_fresh.lua")
 	// LockReleaseFresh releases a fresh hold or undoes its lost
 	// acquisition; see lock_release_fresh.lua.
 	LockReleaseFresh = load("lock_release_fresh.lua")

@@ -16,7 +16,7 @@ var (
 	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers)
 	// RWWriteAcquireFresh takes a fresh write hold (an owner's only hold,
 	// no record needed while it lasts); see rwlock_write_acquire_fresh.lua.
-	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua", request)
+	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua")
 	// RWWriteReleaseFresh releases a fresh write hold or undoes its lost
 	// acquisition; see rwlock_write_release_fresh.lua.
 	RWWriteReleaseFresh = load("rwlock_write_release_fresh.lua", rwlockHelpers)

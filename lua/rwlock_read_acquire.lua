@@ -37,26 +37,29 @@ local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay
 end
-local hash, lease, prefix = KEYS[1], tonumber(ARGV[1]), ARGV[5]
-local count = tonumber(ARGV[6])
+local hash, lease, prefix = KEYS[1], (ARGV[1] + 0), ARGV[5]
+local count = ARGV[6] + 0
 local stored = tonumber(redis.call('hget', hash, ARGV[2]) or '0')
 if count > 1 and not live(prefix, stored) then
   return {-2, 0}
 end
-if redis.call('exists', hash) == 0 then
-  redis.call('hset', hash, 'mode', 'read')
+local fresh = redis.call('exists', hash) == 0
+if fresh then
+  -- a new hash: stored is 0, and its lease is this hold's
+  redis.call('hset', hash, 'mode', 'read', ARGV[2], count)
+  redis.call('pexpire', hash, lease)
 else
   local mode = redis.call('hget', hash, 'mode')
   if not (mode == 'read' or (mode == 'write' and redis.call('hexists', hash, ARGV[4]) == 1)) then
     return {0, redis.call('pttl', hash)}
   end
+  redis.call('hset', hash, ARGV[2], count)
 end
-redis.call('hset', hash, ARGV[2], count)
 for i = count + 1, stored do
   redis.call('del', prefix .. ':' .. i)
 end
 redis.call('set', prefix .. ':' .. count, '1', 'px', lease)
-if redis.call('pttl', hash) < lease then
+if not fresh and redis.call('pttl', hash) < lease then
   redis.call('pexpire', hash, lease)
 end
 record(KEYS[2], count, ARGV[3])

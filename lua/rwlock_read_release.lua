@@ -75,7 +75,7 @@ if not live(prefix, stored) then
   record(KEYS[3], -1, ARGV[3])
   return -1
 end
-local count = tonumber(ARGV[8])
+local count = ARGV[8] + 0
 for i = count + 1, stored do
   redis.call('del', prefix .. ':' .. i)
 end

@@ -40,8 +40,8 @@ local replay = acquire_replay(KEYS[2], ARGV[3])
 if replay then
   return replay
 end
-local hash, lease = KEYS[1], tonumber(ARGV[1])
-local count = tonumber(ARGV[6])
+local hash, lease = KEYS[1], (ARGV[1] + 0)
+local count = ARGV[6] + 0
 local mine = redis.call('hget', hash, 'mode') == 'write' and redis.call('hexists', hash, ARGV[4]) == 1
 if count > 1 and not mine then
   return {-2, 0}
@@ -52,7 +52,7 @@ if mine then
     redis.call('pexpire', hash, lease)
   end
 else
-  if tonumber(ARGV[7]) > 0 then
+  if (ARGV[7] + 0) > 0 then
     local v = redis.call('hget', hash, ARGV[2])
     if v and live(ARGV[5], tonumber(v)) then
       return {-1, 0}

@@ -48,8 +48,8 @@
 -- Code     NotHeld = -1: Remaining when the releasing owner does not hold the write side
 -- Code     HandedOver = 1: Acquired when the next owner took the write side
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
-local next_field = string.sub(to, tonumber(ARGV[2]))
-if redis.call('hdel', hash, string.sub(from, tonumber(ARGV[1]))) == 0 then
+local next_field = string.sub(to, ARGV[2] + 0)
+if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then
   if redis.call('get', from) ~= 'released' then
     return {-1, 0}
   end
@@ -64,6 +64,6 @@ if redis.call('exists', to) == 1 or redis.call('hlen', hash) ~= 1 then
   redis.call(ARGV[6], KEYS[4], ARGV[5])
   return {0, 0}
 end
-redis.call('hset', hash, next_field, 1)
+redis.call('hset', hash, next_field, '1')
 redis.call('pexpire', hash, ARGV[4])
 return {0, 1}

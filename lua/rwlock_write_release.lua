@@ -39,10 +39,10 @@ local hash = KEYS[1]
 if redis.call('hget', hash, 'mode') ~= 'write' or redis.call('hexists', hash, ARGV[2]) == 0 then
   return -1
 end
-local count = tonumber(ARGV[8])
+local count = ARGV[8] + 0
 if count > 0 then
   redis.call('hset', hash, ARGV[2], count)
-  if redis.call('pttl', hash) < tonumber(ARGV[1]) then
+  if redis.call('pttl', hash) < (ARGV[1] + 0) then
     redis.call('pexpire', hash, ARGV[1])
   end
 else

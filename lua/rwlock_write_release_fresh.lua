@@ -45,7 +45,7 @@
 -- Code     NotHeld = -1: the owner does not hold the write side
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
 local hash, req = KEYS[1], KEYS[2]
-local freed = redis.call('hdel', hash, string.sub(req, tonumber(ARGV[1]))) == 1
+local freed = redis.call('hdel', hash, string.sub(req, ARGV[1] + 0)) == 1
 if freed then
   free_write(hash, ARGV[6], ARGV[7])
   redis.call(ARGV[3], KEYS[3], ARGV[2])

@@ -28,14 +28,14 @@ number_at(KEYS[1]) -- a key of another type fails here, before any write
 local expired = 0
 if ARGV[3] == '1' then
   local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
   expired = redis.call('zremrangebyscore', KEYS[2], '-inf', string.format('%.0f', now))
   if expired > 0 then
     redis.call('incrby', KEYS[1], expired)
   end
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
-if value > 0 and (tonumber(ARGV[1]) > 0 or expired > 0) then
+if value > 0 and ((ARGV[1] + 0) > 0 or expired > 0) then
   redis.call(ARGV[4], KEYS[3], string.format('%d', value))
 end
 record(KEYS[4], string.format('%d', value), ARGV[2])

@@ -21,7 +21,7 @@ if value then
   if not tonumber(value) then
     wrong_type(KEYS[1])
   end
-  redis.call('set', KEYS[1], 0)
+  redis.call('set', KEYS[1], '0')
 else
   value = '0'
 end

@@ -41,7 +41,7 @@ refuse_late(ARGV[2])
 local now, expired, _, available = reclaim(KEYS[1], KEYS[2])
 local n = #ARGV - 3
 if available >= n then
-  local score = expiry(now, tonumber(ARGV[1]))
+  local score = expiry(now, ARGV[1] + 0)
   for i = 4, #ARGV do
     redis.call('zadd', KEYS[2], score, ARGV[i])
   end

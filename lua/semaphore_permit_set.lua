@@ -21,7 +21,7 @@
 -- Reply    available
 refuse_late(ARGV[3])
 reclaim(KEYS[1], KEYS[2])
-local available = tonumber(ARGV[1]) - redis.call('zcard', KEYS[2])
+local available = ARGV[1] - redis.call('zcard', KEYS[2])
 redis.call('set', KEYS[1], string.format('%d', available))
 announce(ARGV[2], KEYS[3], available)
 return available

@@ -28,5 +28,5 @@ announce(ARGV[3], KEYS[3], available)
 if not redis.call('zscore', KEYS[2], ARGV[1]) then
   return 0
 end
-redis.call('zadd', KEYS[2], 'xx', expiry(now, tonumber(ARGV[2])), ARGV[1])
+redis.call('zadd', KEYS[2], 'xx', expiry(now, ARGV[2] + 0), ARGV[1])
 return 1

@@ -2,44 +2,54 @@
 -- the new number of available permits, or undo an acquisition whose reply
 -- never arrived. Releasing needs no owner: it creates the key when absent
 -- (a release of an unset semaphore leaves n permits). Retry-safe through the
--- request key.
+-- client's ledger (prelude_ledger), however late a copy comes while the
+-- client still asks.
 --
 -- KEYS[1]  semaphore: semaphore: available permits
 -- KEYS[2]  channel: channel (redisson_sc:{name})
--- KEYS[3]  request: request key of this release
--- KEYS[4]  undoRequest: undo mode only: the request key of the acquisition to undo
---          (otherwise any key of the semaphore's slot; not touched)
+-- KEYS[3]  ledger: the client's ledger on this semaphore (prelude_ledger)
 -- ARGV[1]  n int64: n, the number of permits (> 0); ignored in undo mode, where the
 --          acquisition's record says how many it took
 -- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  undo bool: "1": undo mode. The permits are given back only if the
---          acquisition KEYS[4] took place; either way it is marked cancelled
+--          acquisition ARGV[7] took place; either way it is marked cancelled
 --          so that a late copy of it does nothing.
 -- ARGV[4]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[5]  seq int64: this request's number in the ledger
+-- ARGV[6]  low int64: the client's low-water mark in the ledger (≤ seq)
+-- ARGV[7]  undoSeq int64: undo mode only: the number of the acquisition to undo (else 0)
 --
 -- Returns {1, available permits after the release};
---         {0, 0} in undo mode when the acquisition never took place.
+--         {0, 0} in undo mode when the acquisition never took place;
+--         {2, 0} for a stale copy (below the low-water mark): nothing changed.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
 --         when KEYS[1] is not a string holding a number: nothing changed.
 --
 -- Reply    {code, available}
 -- Code     Released = 1: Available is the permits after the release
 -- Code     NotTaken = 0: in undo mode, the acquisition never took place
-local rec = recorded(KEYS[3])
-if rec then
+-- Code     Stale = 2: a copy its client no longer waits for: nothing changed
+local rec = ledger_replay(KEYS[3], ARGV[5], ARGV[6], ARGV[2])
+if rec == 'stale' then
+  return {2, 0}
+elseif rec == 'none' then
+  return {0, 0}
+elseif rec then
   return {1, tonumber(rec)}
 end
-refuse_late(ARGV[2])
 local n = ARGV[1]
 if ARGV[3] == '1' then
-  local acq = take_for_undo(KEYS[4], ARGV[2])
-  if not acq then
+  local acq = redis.call('hget', KEYS[3], ARGV[7])
+  redis.call('hset', KEYS[3], ARGV[7], 'cancelled') -- a late copy of it does nothing
+  if not acq or acq == 'cancelled' then
+    ledger_record(KEYS[3], ARGV[5], 'none')
     return {0, 0}
   end
   n = acq
 end
 local value = redis.call('incrby', KEYS[1], n)
-redis.call(ARGV[4], KEYS[2], string.format('%d', value))
-record(KEYS[3], string.format('%d', value), ARGV[2])
+local text = string.format('%d', value)
+redis.call(ARGV[4], KEYS[2], text)
+ledger_record(KEYS[3], ARGV[5], text)
 return {1, value}

@@ -37,7 +37,7 @@ if current and not tonumber(current) then
 end
 if not current then
   redis.call('set', KEYS[1], ARGV[1])
-  if tonumber(ARGV[1]) > 0 then
+  if (ARGV[1] + 0) > 0 then
     redis.call(ARGV[4], KEYS[3], ARGV[1])
   end
   result = 1

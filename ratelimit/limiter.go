@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -237,126 +235,12 @@ func (l *Limiter) checkN(n int64) error {
 	return nil
 }
 
-// errTooLate ends a wait that cannot succeed before ctx's deadline: the
-// next chance is delay away (0: not known, behind other waiters).
-type errTooLate struct{ delay time.Duration }
-
-func (e errTooLate) Error() string {
-	if e.delay <= 0 {
-		return "cannot succeed before the context's deadline"
-	}
-	return fmt.Sprintf("next chance in %v, past the context's deadline", e.delay)
-}
-
-func (e errTooLate) Unwrap() error { return context.DeadlineExceeded }
-
-// acquire waits in the local line (line.go) and asks Redis at the head.
-// The whole call is one observed wait; a wait found hopeless counts as
-// timed out (or busy), not as an error.
-func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (ok bool, err error) {
-	start := time.Now()
-	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
-	defer func() {
-		if errors.As(err, new(errTooLate)) {
-			obs.End(false, nil)
-		} else {
-			obs.End(ok, err)
-		}
-	}()
-	var bound time.Time
-	if !forever {
-		bound = start.Add(wait)
-	}
-	ctxBound := false
-	if d, has := ctx.Deadline(); has && (bound.IsZero() || d.Before(bound)) {
-		bound, ctxBound = d, true
-	}
-	w := join(lineKey{l.h.C, l.h.Name}, bound, !forever && wait == 0)
-	if w == nil {
-		return false, nil
-	}
-	defer w.leave()
-	if ok, err := w.await(ctx); !ok || err != nil {
-		if err == nil && ctxBound {
-			err = errTooLate{}
-		}
-		return false, l.wrap(err)
-	}
-	for {
-		// Taken before asking: a Release after this point wakes the
-		// sleep below, even one that lands before the sleep starts.
-		kicked := w.kicked()
-		ok, delay, err := l.try(ctx, n)
-		if ok || err != nil {
-			return ok, l.wrap(err)
-		}
-		next := time.Now().Add(delay)
-		w.notBefore(next)
-		if !bound.IsZero() && next.After(bound) {
-			if ctxBound {
-				return false, l.wrap(errTooLate{delay})
-			}
-			return false, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-kicked: // a Release of this Client
-			t.Stop()
-		case <-ctx.Done():
-			t.Stop()
-			return false, l.wrap(context.Cause(ctx))
-		case <-l.h.C.Closing():
-			t.Stop()
-			return false, l.wrap(errs.ErrClosed)
-		}
-	}
-}
-
 // wrap names the limiter in an error (nil stays nil).
 func (l *Limiter) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	return fmt.Errorf("%s %q: %w", l.h.Kind, l.h.Name, err)
-}
-
-// try makes one acquisition attempt: granted, or the delay Redis gives
-// until n permits could be.
-func (l *Limiter) try(ctx context.Context, n int64) (bool, time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return false, 0, context.Cause(ctx) // nothing sent, nothing to undo
-	}
-	var random [16]byte
-	_, _ = rand.Read(random[:])
-	reqKey, deadline := l.requestKey(), l.h.C.Requests().Deadline(ctx)
-	k := l.stateKeys()
-	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(l.h.Name),
-		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
-		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
-	if err != nil {
-		if !errs.IsReply(err) {
-			l.undo(n, reqKey, deadline, string(random[:]))
-		}
-		return false, 0, fmt.Errorf("acquire: %w", err)
-	}
-	switch r.Code {
-	case lua.RateAcquireGranted:
-		if l.granted != nil {
-			l.granted(r.Value, n)
-		}
-		return true, 0, nil
-	case lua.RateAcquireShort:
-		return false, time.Duration(max(r.Value, 1)) * time.Millisecond, nil
-	case lua.RateAcquireCancelled: // cancelled by an undo: the caller has gone
-		return false, 0, fmt.Errorf("acquire: %w", context.Canceled)
-	case lua.RateAcquireNoRate:
-		return false, 0, ErrNotInitialized
-	case lua.RateAcquireExceedsRate:
-		return false, 0, fmt.Errorf("%d permits, rate %d: %w", n, r.Value, ErrExceedsRate)
-	}
-	return false, 0, fmt.Errorf("acquire: unexpected reply %+v", r)
 }
 
 // undo reverts an acquisition whose reply was lost: if it took place its

@@ -46,6 +46,18 @@ func (b *base) checkN(n int64) error {
 	return nil
 }
 
+// checkIDs checks the number of permits of one acquisition of the
+// expirable semaphore, each an id in the script call.
+func (b *base) checkIDs(n int64) error {
+	if err := b.h.Check(); err != nil {
+		return err
+	}
+	if n <= 0 || n > maxIDs {
+		return b.h.Invalid("%d permits, must be between 1 and %d", n, maxIDs)
+	}
+	return nil
+}
+
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go). The whole call, turn included, is one
 // observed wait (core.Client.BeginWait).

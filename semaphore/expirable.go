@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -33,6 +34,9 @@ import (
 // safe for concurrent use.
 type ExpirableSemaphore struct {
 	base
+	// timeouts is the zset of acquired permits, which every permit script
+	// takes after the count; channel is the semaphore's channel.
+	timeouts, channel string
 }
 
 // NewExpirable returns a handle on the permit-expirable semaphore called
@@ -41,19 +45,13 @@ type ExpirableSemaphore struct {
 // reported, wrapping redisync.ErrInvalidArgument, by the first operation. A
 // semaphore that was never set has no permits.
 func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
-	return &ExpirableSemaphore{base{core.NewHandle((*core.Client)(c), "expirable semaphore", name)}}
+	return &ExpirableSemaphore{base: base{core.NewHandle((*core.Client)(c), "expirable semaphore", name)},
+		timeouts: keys.SemaphoreTimeouts(name), channel: keys.SemaphoreChannel(name)}
 }
 
 // Name returns the semaphore's name, which is also the Redis key of its
 // available count.
 func (s *ExpirableSemaphore) Name() string { return s.h.Name }
-
-// timeouts returns the zset of acquired permits, which every permit script
-// takes after the count.
-func (s *ExpirableSemaphore) timeouts() string { return keys.SemaphoreTimeouts(s.h.Name) }
-
-// channel returns the semaphore's channel.
-func (s *ExpirableSemaphore) channel() string { return keys.SemaphoreChannel(s.h.Name) }
 
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it
@@ -77,7 +75,7 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	if err != nil {
 		return s.fail("set permits", err)
 	}
-	set := lua.SemaphorePermitSetArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+	set := lua.SemaphorePermitSetArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		N: n, Publish: pub, Deadline: s.h.C.Requests().Deadline(ctx)}
 	if _, err := set.Run(ctx, s.h.C.Direct()); err != nil {
 		return s.fail("set permits", err)
@@ -167,17 +165,6 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 	return s.acquire(ctx, n, false, wait, lease)
 }
 
-// checkIDs checks the number of permits of one acquisition.
-func (s *ExpirableSemaphore) checkIDs(n int64) error {
-	if err := s.h.Check(); err != nil {
-		return err
-	}
-	if n <= 0 || n > maxIDs {
-		return s.h.Invalid("%d permits, must be between 1 and %d", n, maxIDs)
-	}
-	return nil
-}
-
 func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool, wait, lease time.Duration) ([]string, bool, error) {
 	var ids []string
 	ok, err := s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
@@ -214,14 +201,14 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	}
 	reqKey := s.requestKey()
 	sync := s.h.C.Replicas().NewSync()
-	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
 		Permits: raw}.Run(ctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if !errs.IsReply(err) {
+		if errs.MayHaveRun(err) {
 			s.undo(ctx, reqKey, raw, lease)
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
@@ -258,7 +245,7 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	// The ids make the undo safe to repeat under a new request key: a
 	// permit is taken back once, however many undos find it.
 	s.h.C.Requests().Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
-		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.Requests().Deadline(ctx), Undo: true,
 			Publish: pub, Permits: raw}
 		return func() error {
@@ -279,7 +266,12 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 // Release runs even when ctx is already cancelled (on a detached context
 // with a bounded timeout), so a deferred Release after a cancelled request
 // still gives the permits back. A release re-sent by go-redis after a lost
-// reply is applied once.
+// reply is applied once. When its reply is lost for good (the connection
+// broke, Redis unreachable) Release returns an error but goes on with the
+// release in the background until Redis answers (then releasing every one
+// of the permits still taken), so a permit without a lease does not stay
+// taken for good: do not release them again. A release that could not be
+// completed is logged and counted (Stats.ReleasesFailed).
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	if err := s.h.Check(); err != nil {
 		return err
@@ -307,7 +299,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return s.fail("release", err)
 	}
 	reqKey := s.requestKey()
-	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Permits: raws}
 	var rep lua.SemaphorePermitReleaseReply
 	sync := s.h.C.Replicas().NewSync()
@@ -316,6 +308,9 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		return err
 	})
 	if err != nil {
+		if errs.MayHaveRun(err) {
+			(&lostRelease{s: s, release: release}).complete()
+		}
 		return s.fail("release", err)
 	}
 	if rep.Code == lua.SemaphorePermitReleaseReleased {
@@ -329,6 +324,66 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 			s.h.Kind, s.h.Name, ids[rep.Value-1], redisync.ErrNotHeld)
 	}
 	return s.fail("release", fmt.Errorf("unexpected reply %+v", rep))
+}
+
+// lostRelease is a release whose reply was lost, going on in the
+// background (core.Client.CompleteRelease): first the request sent (it may
+// still be on its way), then new ones until Redis answers. Releasing a
+// permit by its id twice gives nothing back twice (the second finds it
+// gone), so a new request may be made whenever the last one got no answer;
+// a permit with a lease comes back by itself when it ends, one without only
+// by this.
+type lostRelease struct {
+	s       *ExpirableSemaphore
+	release lua.SemaphorePermitReleaseArgs
+	sent    bool // the first request, the caller's, was made
+}
+
+// complete starts the completion.
+func (l *lostRelease) complete() {
+	l.s.h.C.Requests().CompleteRelease(time.Time{}, true, "its permits may stay taken until their lease ends, or for good without one",
+		l.next, "semaphore", l.s.h.Name, "permits", len(l.release.Permits))
+}
+
+// next makes the next request: the caller's first, then a new one.
+func (l *lostRelease) next(ctx context.Context) (func() error, time.Time) {
+	if l.sent {
+		l.renew(ctx)
+	}
+	l.sent = true
+	r := l.release
+	return func() error {
+		return l.releaseKnown(ctx, r)
+	}, l.s.h.C.Requests().RecordEnd(r.Deadline)
+}
+
+// renew gives the release a request key and a deadline of its own.
+func (l *lostRelease) renew(ctx context.Context) {
+	l.release.Request = l.s.requestKey()
+	l.release.UndoRequest = l.release.Request
+	l.release.Deadline = l.s.h.C.Requests().Deadline(ctx)
+}
+
+// releaseKnown runs release and, while it names a permit that is unknown
+// (released by an earlier copy, or expired), runs it again without that
+// one: a completion gives back every permit still taken, where Release
+// itself is all or nothing.
+func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePermitReleaseArgs) error {
+	for {
+		rep, err := release.Run(ctx, l.s.h.C.Direct())
+		if err != nil || rep.Code != lua.SemaphorePermitReleaseUnknown ||
+			rep.Value < 1 || rep.Value > int64(len(release.Permits)) {
+			return err
+		}
+		i := rep.Value - 1
+		release.Permits = append(release.Permits[:i:i], release.Permits[i+1:]...)
+		if len(release.Permits) == 0 {
+			return nil
+		}
+		release.Request = l.s.requestKey()
+		release.UndoRequest = release.Request
+		release.Deadline = l.s.h.C.Requests().Deadline(ctx)
+	}
 }
 
 // UpdateLease gives the acquired permit id a new lease, counted from now;
@@ -351,7 +406,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
-	r, err := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+	r, err := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Permit: raw, LeaseMillis: leaseMillis(lease), Publish: pub,
 		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
@@ -376,7 +431,7 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 	if err != nil {
 		return 0, s.fail("lease time", err)
 	}
-	ms, err := lua.SemaphorePermitLeaseTimeArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+	ms, err := lua.SemaphorePermitLeaseTimeArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Permit: raw, Publish: pub}.Run(ctx, s.h.C.Direct())
 	switch {
 	case err != nil:
@@ -399,7 +454,7 @@ func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int
 	if err != nil {
 		return 0, 0, s.fail("permits", err)
 	}
-	rep, err := lua.SemaphorePermitStateArgs{Semaphore: s.h.Name, Timeouts: s.timeouts(), Channel: s.channel(),
+	rep, err := lua.SemaphorePermitStateArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Publish: pub}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return 0, 0, s.fail("permits", err)

@@ -106,22 +106,32 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait tim
 
 // try makes one acquisition attempt. The counted semaphore cannot tell when
 // permits will come back, so it gives no retry hint.
+//
+// Its requests are numbered in the client's ledger (core.Ledger,
+// lua/prelude_ledger.lua), which keeps their outcome in Redis for as long
+// as the client may ask: an acquisition whose reply was lost can be undone,
+// and a release completed, after an outage of any length up to an hour.
 func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
-	reqKey, deadline, sync := s.requestKey(), s.h.C.Requests().Deadline(ctx), s.h.C.Replicas().NewSync()
-	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: n,
-		Deadline: deadline}.Run(ctx, s.h.C.Replicas().Runner(sync))
+	led := s.h.C.Requests().Ledger()
+	seq, low := led.Begin(s.h.Name)
+	sync := s.h.C.Replicas().NewSync()
+	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: n,
+		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if !errs.IsReply(err) {
-			s.undo(ctx, n, reqKey, deadline)
+		if errs.MayHaveRun(err) {
+			s.undo(ctx, n, seq) // ends seq in the ledger when done
+		} else {
+			led.End(s.h.Name, seq)
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
+	led.End(s.h.Name, seq)
 	switch r {
 	case lua.SemaphoreAcquireTaken:
 		return true, 0, nil
@@ -131,23 +141,28 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	return false, 0, fmt.Errorf("acquire: unexpected reply %d", r)
 }
 
-// undo reverts an acquisition whose reply was lost (ctx ended, the
+// undo reverts the acquisition acq whose reply was lost (ctx ended, the
 // connection broke): if it took place its permits are given back; if it has
 // not yet, it is marked cancelled so that a late copy does nothing. It is
-// re-sent until Redis answers (core.Client.Undo), for as long as the
-// acquisition's record lives: only the record tells whether it ran.
-func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadline int64) {
+// re-sent until Redis answers (core.Client.Undo): the ledger keeps the
+// acquisition's outcome while the client asks. Then both requests end in
+// the ledger.
+func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 	ctx = context.WithoutCancel(ctx)
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	s.h.C.Requests().Undo(s.h.C.Requests().RecordEnd(deadline), "its permits may be lost", func(ctx context.Context) func() error {
-		undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
-			Request: s.requestKey(), UndoRequest: acquireKey, N: n, Deadline: s.h.C.Requests().Deadline(ctx),
-			Undo: true, Publish: pub}
+	led := s.h.C.Requests().Ledger()
+	seq, low := led.Begin(s.h.Name)
+	undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
+		Ledger: led.Key(s.h.Name), N: n, Undo: true, Publish: pub, Seq: seq, Low: low, UndoSeq: acq}
+	end := func() { led.End(s.h.Name, acq, seq) }
+	s.h.C.Requests().UndoThen(time.Time{}, end, "its permits may be lost", func(ctx context.Context) func() error {
+		r := undo
+		r.Deadline = s.h.C.Requests().Deadline(ctx) // the same request, with a deadline of its own
 		return func() error {
-			_, err := undo.Run(ctx, s.h.C.Direct())
+			_, err := r.Run(ctx, s.h.C.Direct())
 			return err
 		}
 	}, "semaphore", s.h.Name, "permits", n)
@@ -159,7 +174,13 @@ func (s *Semaphore) undo(ctx context.Context, n int64, acquireKey string, deadli
 // never fails with ErrNotHeld. It runs even when ctx is already cancelled
 // (on a detached context with a bounded timeout), so a deferred Release
 // after a cancelled request still gives the permits back. A release re-sent
-// by go-redis after a lost reply is applied once.
+// by go-redis after a lost reply is applied once. When its reply is lost
+// for good (the connection broke, Redis unreachable) Release returns an
+// error but goes on with the release in the background until Redis
+// answers, so the permits come back once Redis is reachable again: do not
+// release them again. Only an outage longer than an hour, or the Client's
+// Close meanwhile, can leave them lost, which is logged and counted
+// (Stats.ReleasesFailed).
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
@@ -170,15 +191,20 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err != nil {
 		return s.fail("release", err)
 	}
-	reqKey := s.requestKey()
-	deadline := s.h.C.Requests().Deadline(ctx)
+	led := s.h.C.Requests().Ledger()
+	seq, low := led.Begin(s.h.Name)
 	sync := s.h.C.Replicas().NewSync()
 	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
-		Request: reqKey, UndoRequest: reqKey, N: n, Deadline: deadline, Publish: pub}
+		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
 	err = s.h.C.Requests().Resend(ctx, func() error {
 		_, err := release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
+	if errs.MayHaveRun(err) {
+		s.complete(release) // ends seq in the ledger when done
+	} else {
+		led.End(s.h.Name, seq)
+	}
 	if err == nil {
 		err = sync.SyncErr() // released on the primary
 	}
@@ -186,6 +212,28 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		return s.fail("release", err)
 	}
 	return nil
+}
+
+// complete goes on in the background with a release whose reply was lost
+// (core.Client.CompleteRelease): the same request, re-sent until Redis
+// answers, with a new deadline each time Redis refuses it as late (the
+// ledger, not the deadline, says whether it ran). Then it ends in the
+// ledger.
+func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs) {
+	first := true
+	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, release.Seq) }
+	s.h.C.Requests().CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
+		func(ctx context.Context) (func() error, time.Time) {
+			if !first {
+				release.Deadline = s.h.C.Requests().Deadline(ctx)
+			}
+			first = false
+			r := release
+			return func() error {
+				_, err := r.Run(ctx, s.h.C.Direct())
+				return err
+			}, time.Time{}
+		}, "semaphore", s.h.Name, "permits", release.N)
 }
 
 // AvailablePermits returns the number of permits available now: negative

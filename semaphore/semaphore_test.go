@@ -452,29 +452,42 @@ func TestUndo(t *testing.T) {
 	ctx := context.Background()
 	s := New(clienttest.Shared(t), redistest.Key(t, "sem"))
 	require.NoError(t, s.AddPermits(ctx, 3))
-	run := func(reqKey string) int64 {
+	led := s.h.C.Requests().Ledger()
+	run := func(seq, low int64) int64 {
 		t.Helper()
-		r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Request: reqKey, N: 2,
-			Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
+		r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: 2,
+			Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Direct())
 		require.NoError(t, err)
 		return r
 	}
 
-	took := s.requestKey()
-	require.EqualValues(t, 1, run(took), "acquisition")
+	took, low := led.Begin(s.h.Name)
+	require.EqualValues(t, 1, run(took, low), "acquisition")
 	require.EqualValues(t, 1, available(t, s), "available after the acquisition")
-	s.undo(ctx, 2, took, s.h.C.Requests().Deadline(ctx))
+	s.undo(ctx, 2, took)
 	require.EqualValues(t, 3, available(t, s), "available after its undo")
-	require.EqualValues(t, -1, run(took), "late copy of the undone acquisition")
+	require.EqualValues(t, -1, run(took, took), "late copy of the undone acquisition")
 	require.EqualValues(t, 3, available(t, s), "available after the late copy")
-	s.undo(ctx, 2, took, s.h.C.Requests().Deadline(ctx))
-	require.EqualValues(t, 3, available(t, s), "available after a second undo")
 
-	never := s.requestKey()
-	s.undo(ctx, 2, never, s.h.C.Requests().Deadline(ctx))
+	never, low := led.Begin(s.h.Name)
+	require.Equal(t, never, low, "the low-water mark once the undo ended")
+	s.undo(ctx, 2, never)
 	require.EqualValues(t, 3, available(t, s), "available after the undo of an acquisition that never ran")
-	require.EqualValues(t, -1, run(never), "late acquisition after its undo")
+	require.EqualValues(t, -1, run(never, never), "late acquisition after its undo")
 	require.EqualValues(t, 3, available(t, s), "available after the late acquisition")
+
+	// Once the client has moved on (a later request carries a higher
+	// low-water mark), a copy of an earlier request is stale: it changes
+	// nothing, even with its outcome dropped from the ledger.
+	later, low := led.Begin(s.h.Name)
+	require.EqualValues(t, 1, run(later, low), "a later acquisition")
+	led.End(s.h.Name, later)
+	require.NoError(t, s.Release(ctx, 2))
+	fields, err := s.h.C.Redis().HKeys(ctx, led.Key(s.h.Name)).Result()
+	require.NoError(t, err)
+	require.NotContains(t, fields, strconv.FormatInt(took, 10), "the ledger keeps the requests in flight only")
+	require.EqualValues(t, -1, run(took, took), "stale copy of an old acquisition")
+	require.EqualValues(t, 3, available(t, s), "available after the stale copy")
 }
 
 // An acquisition cut off by its ctx while its script is in flight leaves

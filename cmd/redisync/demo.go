@@ -65,7 +65,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) != 0 {
 		return usagef("unexpected arguments %q", pos)
 	}
-	d := &demo{out: stdout, procs: make(map[string]string), printStats: o.stats}
+	d := &demo{narrator: &narrator{out: stdout, names: make(map[string]string)}, printStats: o.stats}
 	if u := serverURL(o.redis); u != "" {
 		if err := d.useServer(ctx, u); err != nil {
 			return err
@@ -79,16 +79,14 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 
 // demo is one run of the demo.
 type demo struct {
-	out     io.Writer
-	mu      sync.Mutex // serialises output and guards procs
-	start   time.Time
-	prefix  string                       // of every key the demo uses
-	newRDB  func() redis.UniversalClient // a connection pool for one simulated process
-	obs     redis.UniversalClient        // the narrator's own connection
-	procs   map[string]string            // client id → process name
-	nproc   int                          // processes started so far
-	cleanup []func()
-	stats   demoStats
+	*narrator                              // prints the story
+	mu        sync.Mutex                   // guards nproc, clients and stats.renewals
+	prefix    string                       // of every key the demo uses
+	newRDB    func() redis.UniversalClient // a connection pool for one simulated process
+	obs       redis.UniversalClient        // the narrator's own connection
+	nproc     int                          // processes started so far
+	cleanup   []func()
+	stats     demoStats
 
 	printStats bool               // -stats
 	clients    []*redisync.Client // every process's, for -stats (demo_stats.go)
@@ -214,10 +212,13 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	if d.printStats {
 		d.section("Client.Stats, summed over the processes")
-		d.printClientStats()
+		d.mu.Lock()
+		clients := d.clients
+		d.mu.Unlock()
+		writeClientStats(d.narrator, clients)
 	}
 	d.section("summary")
-	d.summary()
+	d.stats.write(d.narrator)
 	return nil
 }
 
@@ -246,8 +247,8 @@ func (d *demo) proc(name string) *proc {
 			_ = rdb.Close()
 		})
 	}
+	d.name(c.ID(), name)
 	d.mu.Lock()
-	d.procs[c.ID()] = name
 	d.clients = append(d.clients, c)
 	d.mu.Unlock()
 	return p
@@ -271,31 +272,6 @@ func (d *demo) procsN(n int) ([]*proc, func()) {
 	}
 }
 
-// since is the time since the demo started, as printed.
-func (d *demo) since() string {
-	return fmt.Sprintf("+%.3fs", time.Since(d.start).Seconds())
-}
-
-// logf prints one event of process who.
-func (d *demo) logf(who, format string, args ...any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, "%-9s %-8s %s\n", d.since(), who, fmt.Sprintf(format, args...))
-}
-
-// banner prints a line of narration that belongs to no process.
-func (d *demo) banner(format string, args ...any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, "%-9s %s\n", d.since(), fmt.Sprintf(format, args...))
-}
-
-func (d *demo) section(title string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, "\n== %s\n", title)
-}
-
 // showInspect prints what "redisync inspect" shows for the primitive
 // called short, indented, as an operator would see it.
 func (d *demo) showInspect(ctx context.Context, short string) error {
@@ -308,15 +284,7 @@ func (d *demo) showInspect(ctx context.Context, short string) error {
 		return err
 	}
 	d.banner("redisync inspect %s:", d.key(short))
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	text := b.String()
-	for id, name := range d.procs {
-		text = strings.ReplaceAll(text, "client "+id, "client "+id+" ("+name+")")
-	}
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		fmt.Fprintf(d.out, "%-9s   | %s\n", "", line)
-	}
+	d.quote(b.String())
 	return nil
 }
 
@@ -337,27 +305,3 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
 
 // errDemo reports a broken guarantee seen during the demo.
 var errDemo = errors.New("demo check failed")
-
-// summary prints the figures of the run.
-func (d *demo) summary() {
-	s := d.stats
-	line := func(what, format string, args ...any) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		fmt.Fprintf(d.out, "  %-12s %s\n", what, fmt.Sprintf(format, args...))
-	}
-	line("lock", "%d acquisitions by 3 workers, never two holders at once; %d watchdog renewals seen", s.lockAcquisitions, s.renewals)
-	line("crash", "the crashed holder's lock was taken over %s after the crash, when its lease ran out", secs(s.crashExpiry))
-	line("rwlock", "%d read holds, up to %d readers at once; the writer always wrote alone", s.rwReaders, s.rwMaxReaders)
-	line("semaphore", "%d jobs, at most %d running at once with %d permits", s.semJobs, s.semMax, s.semPermits)
-	line("expirable", "the crashed holder's permit came back by itself %s after the crash", secs(s.expiryReturn))
-	line("latch", "released %d waiters, all within %s of the last count-down", s.latchWaiters, secs(s.latchSpread))
-	free := "the free account stayed usable meanwhile"
-	if !s.multiFree {
-		free = "the free account was briefly busy when another process tried it"
-	}
-	line("multilock", "the transfer held both accounts after %s of waiting for the busy one; %s", secs(s.multiWaited), free)
-	d.mu.Lock()
-	fmt.Fprintf(d.out, "\ndemo finished in %s\n", secs(time.Since(d.start)))
-	d.mu.Unlock()
-}

@@ -18,77 +18,16 @@ import (
 // it, and the waiters get it in turn when the holder unlocks.
 func (d *demo) lockContention(ctx context.Context) error {
 	const short, hold = "orders", 1800 * time.Millisecond
-	name := d.key(short)
 	ps, stop := d.procsN(3)
 	defer stop()
 	d.banner("every process has its own Client; a hold lasts %v (the watchdog timeout) unless renewed, and the watchdog renews it every %v.",
 		demoWatchdog, (demoWatchdog / 3).Round(time.Millisecond))
 	d.banner("each worker keeps the lock for %v, longer than the lease: only renewals keep it.", hold)
 
-	var inside atomic.Int32
-	var mu sync.Mutex
+	cs := &contention{d: d, short: short, name: d.key(short), hold: hold}
 	g, ctx := errgroup.WithContext(ctx)
 	for i, p := range ps {
-		g.Go(func() error {
-			if err := sleep(ctx, time.Duration(i)*30*time.Millisecond); err != nil {
-				return err
-			}
-			// One owner per simulated request: it re-enters the lock below.
-			ctx := redisync.WithOwner(ctx)
-			l := rlock.New(p.c, name, rlock.WithFencing())
-			t0 := time.Now()
-			ok, err := l.TryLock(ctx, 0)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				d.logf(p.name, "wants %q: it is held, so it waits (woken by the holder's unlock)", short)
-				if err := l.Lock(ctx); err != nil {
-					return err
-				}
-			}
-			n := inside.Add(1)
-			mu.Lock()
-			d.stats.lockAcquisitions++
-			d.stats.maxLockHolders = max(d.stats.maxLockHolders, int(n))
-			mu.Unlock()
-			if ok {
-				d.logf(p.name, "acquires %q at once (fencing token %d)", short, l.FencingToken())
-			} else {
-				d.logf(p.name, "acquires %q after waiting %s (fencing token %d)", short, secs(time.Since(t0)), l.FencingToken())
-			}
-			if i == 0 {
-				// Reentrancy: the same owner takes it again.
-				if err := l.Lock(ctx); err != nil {
-					return err
-				}
-				c, err := l.HoldCount(ctx)
-				if err != nil {
-					return err
-				}
-				d.logf(p.name, "re-enters %q: hold count %d (fencing token %d)", short, c, l.FencingToken())
-				if err := l.Unlock(ctx); err != nil {
-					return err
-				}
-				c, err = l.HoldCount(ctx)
-				if err != nil {
-					return err
-				}
-				d.logf(p.name, "unlocks once: hold count %d, still held", c)
-			}
-			stopWatch := d.watchLease(ctx, p.name, name)
-			err = sleep(ctx, hold)
-			stopWatch()
-			if err != nil {
-				return err
-			}
-			inside.Add(-1)
-			d.logf(p.name, "unlocks %q after %v of work", short, hold)
-			if err := l.Unlock(ctx); err != nil {
-				return err
-			}
-			return nil
-		})
+		g.Go(func() error { return cs.work(ctx, i, p) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -96,6 +35,86 @@ func (d *demo) lockContention(ctx context.Context) error {
 	if d.stats.maxLockHolders != 1 {
 		return fmt.Errorf("%w: %d processes held %q at once", errDemo, d.stats.maxLockHolders, short)
 	}
+	return nil
+}
+
+// contention is the cast of lockContention: the contended lock, how long
+// each worker holds it, and how many hold it now.
+type contention struct {
+	d           *demo
+	short, name string
+	hold        time.Duration
+	inside      atomic.Int32
+	mu          sync.Mutex // guards d.stats's lock figures
+}
+
+// work is worker i (process p): it locks, re-enters once if it is the
+// first, keeps the lock for the hold while the watchdog renews it, and
+// unlocks.
+func (cs *contention) work(ctx context.Context, i int, p *proc) error {
+	d, short := cs.d, cs.short
+	if err := sleep(ctx, time.Duration(i)*30*time.Millisecond); err != nil {
+		return err
+	}
+	// One owner per simulated request: it re-enters the lock below.
+	ctx = redisync.WithOwner(ctx)
+	l := rlock.New(p.c, cs.name, rlock.WithFencing())
+	t0 := time.Now()
+	ok, err := l.TryLock(ctx, 0)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.logf(p.name, "wants %q: it is held, so it waits (woken by the holder's unlock)", short)
+		if err := l.Lock(ctx); err != nil {
+			return err
+		}
+	}
+	n := cs.inside.Add(1)
+	cs.mu.Lock()
+	d.stats.lockAcquisitions++
+	d.stats.maxLockHolders = max(d.stats.maxLockHolders, int(n))
+	cs.mu.Unlock()
+	if ok {
+		d.logf(p.name, "acquires %q at once (fencing token %d)", short, l.FencingToken())
+	} else {
+		d.logf(p.name, "acquires %q after waiting %s (fencing token %d)", short, secs(time.Since(t0)), l.FencingToken())
+	}
+	if i == 0 {
+		if err := cs.reenter(ctx, p, l); err != nil {
+			return err
+		}
+	}
+	stopWatch := d.watchLease(ctx, p.name, cs.name)
+	err = sleep(ctx, cs.hold)
+	stopWatch()
+	if err != nil {
+		return err
+	}
+	cs.inside.Add(-1)
+	d.logf(p.name, "unlocks %q after %v of work", short, cs.hold)
+	return l.Unlock(ctx)
+}
+
+// reenter shows reentrancy: the owner holding l (in ctx) takes it again,
+// then unlocks once and still holds it.
+func (cs *contention) reenter(ctx context.Context, p *proc, l *rlock.Lock) error {
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	c, err := l.HoldCount(ctx)
+	if err != nil {
+		return err
+	}
+	cs.d.logf(p.name, "re-enters %q: hold count %d (fencing token %d)", cs.short, c, l.FencingToken())
+	if err := l.Unlock(ctx); err != nil {
+		return err
+	}
+	c, err = l.HoldCount(ctx)
+	if err != nil {
+		return err
+	}
+	cs.d.logf(p.name, "unlocks once: hold count %d, still held", c)
 	return nil
 }
 

@@ -6,13 +6,12 @@ import (
 	"github.com/redisync/redisync"
 )
 
-// printClientStats prints the processes' Client.Stats, summed (-stats).
-// Processes that crashed were closed, and count all the same.
-func (d *demo) printClientStats() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// writeClientStats prints the Client.Stats of the processes' clients,
+// summed (-stats). Processes that crashed were closed, and count all the
+// same.
+func writeClientStats(n *narrator, clients []*redisync.Client) {
 	var s redisync.Stats
-	for _, c := range d.clients {
+	for _, c := range clients {
 		cs := c.Stats()
 		s.Acquired += cs.Acquired
 		s.Busy += cs.Busy
@@ -28,9 +27,9 @@ func (d *demo) printClientStats() {
 		s.PubSubChannels += cs.PubSubChannels
 	}
 	line := func(what, format string, args ...any) {
-		fmt.Fprintf(d.out, "  %-14s %s\n", what, fmt.Sprintf(format, args...))
+		n.printf("  %-14s %s\n", what, fmt.Sprintf(format, args...))
 	}
-	line("clients", "%d", len(d.clients))
+	line("clients", "%d", len(clients))
 	line("acquisitions", "%d acquired, %d busy, %d timed out, %d cancelled, %d errors",
 		s.Acquired, s.Busy, s.TimedOut, s.Cancelled, s.Errors)
 	line("holds", "%d lost; %d held now", s.HoldsLost, s.Holds)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -79,86 +80,150 @@ func inspectRateLimit(ctx context.Context, rdb redis.UniversalClient, name strin
 			return nil, false, nil
 		}
 	}
-	cfg, err := rdb.HMGet(ctx, name, "rate", "interval", "type", "keepAliveTime").Result()
-	if isWrongType(err) {
-		if forced == "" {
-			return nil, false, nil
-		}
+	cfg, err := readLimiterConfig(ctx, rdb, name)
+	if err != nil {
+		return limiterConfigFailure(name, forced, err)
+	}
+	rl := &RateLimit{Rate: cfg.rate, IntervalMs: cfg.interval, KeepAliveMs: cfg.keepAlive, RateType: "overall"}
+	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
+	r = &Report{Name: name, Type: kindRateLimiter, Reason: limiterReason(cfg.hash), Exists: true,
+		TTLMillis: &ttl, RateLimit: rl}
+	if cfg.typ == 1 {
+		rl.RateType = "per-client"
+	}
+	if rl.Budgets, err = limiterBudgets(ctx, rdb, name, cfg, now); err != nil {
+		return nil, true, err
+	}
+	return r, true, nil
+}
+
+// limiterConfigFailure is inspectRateLimit's answer when
+// readLimiterConfig fails with err: without -type (forced ""), a key that
+// is not a limiter's config is left to inspect's other checks; with it, an
+// error (and a report of type none when the hash lacks the config).
+func limiterConfigFailure(name string, forced kind, err error) (*Report, bool, error) {
+	notLimiter := errors.Is(err, errLimiterNotHash) || errors.Is(err, errNoLimiterConfig)
+	switch {
+	case notLimiter && forced == "":
+		return nil, false, nil
+	case errors.Is(err, errLimiterNotHash):
 		return nil, true, fmt.Errorf("%q is not a hash: not a rate limiter", name)
+	case errors.Is(err, errNoLimiterConfig):
+		return &Report{Name: name, Type: kindNone, Reason: "no rate limiter configuration (hash fields rate, interval, type)"},
+			true, fmt.Errorf("%w under %q: no rate limiter configuration", errNotFound, name)
+	}
+	return nil, true, err
+}
+
+var (
+	// errLimiterNotHash reports that a limiter's configuration key is not
+	// a hash.
+	errLimiterNotHash = errors.New("not a hash")
+	// errNoLimiterConfig reports a limiter's configuration hash without an
+	// integer rate, interval or type.
+	errNoLimiterConfig = errors.New("no rate limiter configuration")
+)
+
+// limiterConfig is a Limiter's configuration, as its hash holds it.
+type limiterConfig struct {
+	rate, interval, typ int64
+	keepAlive           int64             // 0 when the field is missing
+	hash                map[string]string // the fields, for limiterReason
+}
+
+// readLimiterConfig reads name's configuration hash. A key that is not a
+// hash is errLimiterNotHash; a rate, interval or type that is missing or
+// not an integer is errNoLimiterConfig.
+func readLimiterConfig(ctx context.Context, rdb redis.UniversalClient, name string) (limiterConfig, error) {
+	var cfg limiterConfig
+	vals, err := rdb.HMGet(ctx, name, "rate", "interval", "type", "keepAliveTime").Result()
+	if isWrongType(err) {
+		return cfg, errLimiterNotHash
 	}
 	if err != nil {
-		return nil, true, err
+		return cfg, err
 	}
 	num := func(v any) (int64, bool) {
 		s, isStr := v.(string)
 		n, err := strconv.ParseInt(s, 10, 64)
 		return n, isStr && err == nil
 	}
-	rate, ok1 := num(cfg[0])
-	interval, ok2 := num(cfg[1])
-	typ, ok3 := num(cfg[2])
+	rate, ok1 := num(vals[0])
+	interval, ok2 := num(vals[1])
+	typ, ok3 := num(vals[2])
 	if !ok1 || !ok2 || !ok3 {
-		if forced == "" {
-			return nil, false, nil
-		}
-		return &Report{Name: name, Type: kindNone, Reason: "no rate limiter configuration (hash fields rate, interval, type)"},
-			true, fmt.Errorf("%w under %q: no rate limiter configuration", errNotFound, name)
+		return cfg, errNoLimiterConfig
 	}
-	keep, _ := num(cfg[3])
-	rl := &RateLimit{Rate: rate, IntervalMs: interval, KeepAliveMs: keep, RateType: "overall"}
-	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
-	cfgHash := map[string]string{"rate": strconv.FormatInt(rate, 10), "interval": strconv.FormatInt(interval, 10), "type": strconv.FormatInt(typ, 10)}
-	if s, ok := cfg[3].(string); ok {
-		cfgHash["keepAliveTime"] = s
+	cfg = limiterConfig{rate: rate, interval: interval, typ: typ}
+	cfg.keepAlive, _ = num(vals[3])
+	cfg.hash = map[string]string{"rate": strconv.FormatInt(rate, 10), "interval": strconv.FormatInt(interval, 10), "type": strconv.FormatInt(typ, 10)}
+	if s, ok := vals[3].(string); ok {
+		cfg.hash["keepAliveTime"] = s
 	}
-	r = &Report{Name: name, Type: kindRateLimiter, Reason: limiterReason(cfgHash), Exists: true,
-		TTLMillis: &ttl, RateLimit: rl}
-	budget := func(id, value, zset string) (RateBudget, error) {
-		b := RateBudget{ClientID: id, Left: -1}
-		v, err := rdb.Get(ctx, value).Int64()
-		if err == nil {
-			b.Left = v
-		} else if err != redis.Nil {
-			return b, err
-		}
-		from := now.UnixMilli() - interval
-		grants, err := rdb.ZRangeByScoreWithScores(ctx, zset, &redis.ZRangeBy{Min: strconv.FormatInt(from, 10), Max: "+inf"}).Result()
+	return cfg, nil
+}
+
+// limiterBudgets reads a Limiter's budgets at now: the one Overall budget
+// (type 0), or one per client in its clients set (type 1; none when the
+// set is empty).
+func limiterBudgets(ctx context.Context, rdb redis.UniversalClient, name string, cfg limiterConfig, now time.Time) ([]RateBudget, error) {
+	if cfg.typ != 1 {
+		b, err := readBudget(ctx, rdb, "", keys.RateValue(name), keys.RatePermits(name), cfg.interval, now)
 		if err != nil {
-			return b, err
+			return nil, err
 		}
-		for i, g := range grants {
-			m := []byte(g.Member.(string))
-			if len(m) == 21 {
-				b.LivePermits += int64(m[17]) | int64(m[18])<<8 | int64(m[19])<<16 | int64(m[20])<<24
-			}
-			b.Live++
-			if i == 0 {
-				b.NextFreeMs = max(int64(g.Score)+interval+1-now.UnixMilli(), 0)
-			}
-		}
-		return b, nil
+		return []RateBudget{b}, nil
 	}
-	if typ != 1 {
-		b, err := budget("", keys.RateValue(name), keys.RatePermits(name))
-		if err != nil {
-			return nil, true, err
-		}
-		rl.Budgets = []RateBudget{b}
-		return r, true, nil
-	}
-	rl.RateType = "per-client"
 	ids, err := rdb.SMembers(ctx, keys.RateClients(name)).Result()
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
+	var bs []RateBudget
 	for _, id := range ids {
-		b, err := budget(id, keys.RateClientValue(name, id), keys.RateClientPermits(name, id))
+		b, err := readBudget(ctx, rdb, id, keys.RateClientValue(name, id), keys.RateClientPermits(name, id), cfg.interval, now)
 		if err != nil {
-			return nil, true, err
+			return nil, err
 		}
-		rl.Budgets = append(rl.Budgets, b)
+		bs = append(bs, b)
 	}
-	return r, true, nil
+	return bs, nil
+}
+
+// readBudget reads one budget of a Limiter: its value key (permits left)
+// and its grants zset, counting the grants of the last interval (ms) by
+// the server's clock now.
+func readBudget(ctx context.Context, rdb redis.UniversalClient, id, value, zset string, interval int64, now time.Time) (RateBudget, error) {
+	b := RateBudget{ClientID: id, Left: -1}
+	v, err := rdb.Get(ctx, value).Int64()
+	if err == nil {
+		b.Left = v
+	} else if err != redis.Nil {
+		return b, err
+	}
+	from := now.UnixMilli() - interval
+	grants, err := rdb.ZRangeByScoreWithScores(ctx, zset, &redis.ZRangeBy{Min: strconv.FormatInt(from, 10), Max: "+inf"}).Result()
+	if err != nil {
+		return b, err
+	}
+	for i, g := range grants {
+		b.LivePermits += grantPermits(g.Member.(string))
+		b.Live++
+		if i == 0 {
+			b.NextFreeMs = max(int64(g.Score)+interval+1-now.UnixMilli(), 0)
+		}
+	}
+	return b, nil
+}
+
+// grantPermits is the permit count a grant's zset member holds: Redisson
+// packs it as a 21-byte member whose bytes 17 to 20 are the count, little
+// endian. A member of another length counts 0.
+func grantPermits(member string) int64 {
+	m := []byte(member)
+	if len(m) != 21 {
+		return 0
+	}
+	return int64(m[17]) | int64(m[18])<<8 | int64(m[19])<<16 | int64(m[20])<<24
 }
 
 // inspectGCRA reports a GCRA limiter's key.

@@ -55,34 +55,14 @@ func parseSentinelURL(raw string) (*redis.FailoverOptions, error) {
 		userinfo, head = head[:at], head[at+1:]
 	}
 	hosts, path, _ := strings.Cut(head, "/")
-
-	var addrs []string
-	for _, h := range strings.Split(hosts, ",") {
-		addr, err := sentinelAddr(h)
-		if err != nil {
-			return nil, err
-		}
-		addrs = append(addrs, addr)
-	}
-
-	segs := strings.Split(strings.TrimSuffix(path, "/"), "/")
-	if len(segs) > 2 {
-		return nil, fmt.Errorf("unexpected path %q: want /master or /master/db", "/"+path)
-	}
-	master, err := url.PathUnescape(segs[0])
+	addrs, err := sentinelAddrs(hosts)
 	if err != nil {
-		return nil, fmt.Errorf("bad master name: %w", err)
+		return nil, err
 	}
-	if master == "" {
-		return nil, fmt.Errorf("no master name: want %s://host:port/master", scheme)
+	master, db, err := sentinelPath(scheme, path)
+	if err != nil {
+		return nil, err
 	}
-	db := 0
-	if len(segs) == 2 {
-		if db, err = strconv.Atoi(segs[1]); err != nil || db < 0 {
-			return nil, fmt.Errorf("invalid database number %q", segs[1])
-		}
-	}
-
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		return nil, fmt.Errorf("bad options: %w", err)
@@ -112,16 +92,65 @@ func parseSentinelURL(raw string) (*redis.FailoverOptions, error) {
 	}
 	o.DB = db
 	o.SentinelUsername, o.SentinelPassword = sentinelUser, sentinelPassword
-	if userinfo != "" {
-		user, password, _ := strings.Cut(userinfo, ":")
-		if o.Username, err = url.PathUnescape(user); err != nil {
-			return nil, errors.New("bad user name: invalid percent-encoding")
-		}
-		if o.Password, err = url.PathUnescape(password); err != nil {
-			return nil, errors.New("bad password: invalid percent-encoding")
-		}
+	if err := setMasterUser(o, userinfo); err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// sentinelAddrs checks a sentinel URL's comma-separated sentinel
+// addresses and returns them as host:port (see sentinelAddr).
+func sentinelAddrs(hosts string) ([]string, error) {
+	var addrs []string
+	for _, h := range strings.Split(hosts, ",") {
+		addr, err := sentinelAddr(h)
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, addr)
+	}
+	return addrs, nil
+}
+
+// sentinelPath parses a sentinel URL's path, master[/db] without its
+// leading "/": the master's name, percent-decoded and not empty, and the
+// database number (0 when left out). scheme is the URL's, for a message.
+func sentinelPath(scheme, path string) (master string, db int, err error) {
+	segs := strings.Split(strings.TrimSuffix(path, "/"), "/")
+	if len(segs) > 2 {
+		return "", 0, fmt.Errorf("unexpected path %q: want /master or /master/db", "/"+path)
+	}
+	master, err = url.PathUnescape(segs[0])
+	if err != nil {
+		return "", 0, fmt.Errorf("bad master name: %w", err)
+	}
+	if master == "" {
+		return "", 0, fmt.Errorf("no master name: want %s://host:port/master", scheme)
+	}
+	if len(segs) == 2 {
+		if db, err = strconv.Atoi(segs[1]); err != nil || db < 0 {
+			return "", 0, fmt.Errorf("invalid database number %q", segs[1])
+		}
+	}
+	return master, db, nil
+}
+
+// setMasterUser sets o's user name and password, the master's, from a
+// sentinel URL's percent-encoded user info, user[:password]; "" sets
+// neither.
+func setMasterUser(o *redis.FailoverOptions, userinfo string) error {
+	if userinfo == "" {
+		return nil
+	}
+	var err error
+	user, password, _ := strings.Cut(userinfo, ":")
+	if o.Username, err = url.PathUnescape(user); err != nil {
+		return errors.New("bad user name: invalid percent-encoding")
+	}
+	if o.Password, err = url.PathUnescape(password); err != nil {
+		return errors.New("bad password: invalid percent-encoding")
+	}
+	return nil
 }
 
 // sentinelAddr checks one sentinel address of a sentinel URL, host[:port],

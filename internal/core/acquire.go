@@ -264,15 +264,16 @@ func (l sideCall) acquisition(base Op, hk hold.Key) Op {
 }
 
 // interrupted answers an acquisition op that failed with err: without a
-// reply (or not acknowledged by the replicas) it may have taken place, so
+// reply, after a reply that says only that the last copy did not run, or
+// not acknowledged by the replicas, it may have taken place, so
 // it is undone (undo) in the background, still holding the owner's lock
 // ol: the owner's next operation waits for it (as long as its ctx
 // allows); this one waits for it at most request.UndoWait (a replica that did not
 // acknowledge: until it is done). It reports whether the undo took the
 // owner's lock over (then the undo unlocks it).
 func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool {
-	if errs.IsReply(err) {
-		return false // Redis ran nothing
+	if !errs.MayHaveRun(err) {
+		return false // the script's own answer: nothing ran
 	}
 	d := request.UndoWait
 	if errors.Is(err, errs.ErrNotReplicated) {

@@ -21,7 +21,8 @@
 //   - core/wait: the waiting algorithm (Waits.Until) and its strategies
 //     (PubSub, Lined, Spin);
 //   - core/request: exactly-once requests: ids, deadlines by the server's
-//     clock, re-sends, settles and undos (Requests);
+//     clock, re-sends, settles, undos and the completion of lost releases
+//     (Requests), and the counted semaphores' ledger (Ledger);
 //   - core/replica: replica acknowledgement (Replicas, Sync, runners);
 //   - core/bg: background work that Close waits for, detached contexts;
 //   - core/errs: the sentinel errors and what is asked of an error.
@@ -106,6 +107,10 @@
 //     owner exclude each other as sync.Mutex's do (gate.Gate).
 //   - hold: one owner's hold of a lock or side, from hold count 0 → 1 to
 //     its release or loss (hold.Hold); redisync.Hold shows it to users.
+//   - ledger: a client's numbered requests on a counted semaphore, whose
+//     outcomes Redis keeps while the client may still ask, so that an undo
+//     or a re-sent release works after any outage (request.Ledger,
+//     lua/prelude_ledger.lua).
 //   - line, turn: a client's callers waiting for one lock or semaphore,
 //     in arrival order; only the head (its turn) asks Redis (line.go).
 //   - mark: what a fresh hold's release or undo leaves on its request key,

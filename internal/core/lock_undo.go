@@ -40,7 +40,7 @@ func (l sideCall) undo(acq Op, unlock func()) (bool, <-chan struct{}) {
 			})
 		}
 		if err != nil {
-			if !errs.IsReply(err) {
+			if errs.MayHaveRun(err) {
 				l.Lock.C.ctr.undoFailed.Add(1)
 			}
 			l.Lock.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
@@ -48,7 +48,7 @@ func (l sideCall) undo(acq Op, unlock func()) (bool, <-chan struct{}) {
 		}
 		// An owner's undo is a release: one whose reply was lost is
 		// settled before the owner's next request (request.Requests.Settle).
-		if err == nil || errs.IsReply(err) || op.Fresh || op.Publish == "" || !l.Lock.C.reqs.Settle(op.ReqKey, unlock) {
+		if !errs.MayHaveRun(err) || op.Fresh || op.Publish == "" || !l.Lock.C.reqs.Settle(op.ReqKey, unlock) {
 			unlock()
 		}
 	})

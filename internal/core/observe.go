@@ -82,6 +82,9 @@ type counters struct {
 	renewed     atomic.Uint64
 	renewFailed atomic.Uint64
 	undoFailed  atomic.Uint64 // undos that never got an answer (undo.go)
+	// releaseFailed: releases whose reply was lost that could not be
+	// completed (release.go)
+	releaseFailed atomic.Uint64
 	// renewUnacked: renewals the primary's replicas did not acknowledge
 	// in time (watchdog.go, ackWait)
 	renewUnacked atomic.Uint64
@@ -97,6 +100,7 @@ type Stats struct {
 	Renewals              uint64
 	RenewalFailures       uint64
 	UndosFailed           uint64 // undos of interrupted acquisitions that never reached Redis
+	ReleasesFailed        uint64 // releases whose reply was lost that could not be completed
 	RenewalsNotReplicated uint64 // renewals not acknowledged by the primary's replicas in time
 	PubSubReconnects      uint64
 	Holds                 int // live holds
@@ -118,6 +122,7 @@ func (c *Client) Stats() Stats {
 	s.Renewals = c.ctr.renewed.Load()
 	s.RenewalFailures = c.ctr.renewFailed.Load()
 	s.UndosFailed = c.ctr.undoFailed.Load()
+	s.ReleasesFailed = c.ctr.releaseFailed.Load()
 	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
 	s.Holds = c.holds.Len()

@@ -100,7 +100,7 @@ type releaser struct {
 // send runs the side's release script once.
 func (r *releaser) send() (int64, error) {
 	remaining, err := r.s.Scripts.RunRelease(r.ctx, &r.op)
-	if err != nil && !errs.IsReply(err) && !r.op.Fresh {
+	if errs.MayHaveRun(err) && !r.op.Fresh {
 		r.unsettled = r.op.ReqKey
 	}
 	return remaining, err
@@ -149,9 +149,9 @@ func (l sideCall) handOff(ctx context.Context, hk hold.Key, op Op, o *Offer, cha
 	handed := Handed{Sent: sent, Chain: chain}
 	switch {
 	case err != nil:
-		// An error reply ran nothing; without a reply, the acquisition
-		// may have taken place.
-		handed.Unknown = !errs.IsReply(err)
+		// An error reply of the script ran nothing; without a reply, or
+		// after a re-send, the acquisition may have taken place.
+		handed.Unknown = errs.MayHaveRun(err)
 	case out.Acquired:
 		handed.Acquired, handed.Fence = true, out.Fence
 	}

@@ -123,7 +123,7 @@ func startContainer(cfg config) (*Server, error) {
 	if err := waitReady(p, addr, 0); err != nil {
 		return fail(err)
 	}
-	return &Server{cfg: cfg, host: host, port: port, container: p}, nil
+	return &Server{spec: spec{cfg: cfg, host: host, port: port}, container: p}, nil
 }
 
 // stopContainer closes the helper's stdin, so it removes the container,

@@ -111,7 +111,7 @@ func TestAddrInUseDetected(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	s := &Server{host: "127.0.0.1", port: ln.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), bin: bin}
+	s := &Server{spec: spec{host: "127.0.0.1", port: ln.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), bin: bin}}
 	p, err := s.launch()
 	if err == nil {
 		p.kill()
@@ -127,7 +127,7 @@ func TestAddrInUseDetected(t *testing.T) {
 func TestForeignServerNotTakenForOurs(t *testing.T) {
 	t.Parallel()
 	other := Start(t)
-	s := &Server{host: "127.0.0.1", port: other.Port(), dir: t.TempDir(), bin: redisServerPath()}
+	s := &Server{spec: spec{host: "127.0.0.1", port: other.Port(), dir: t.TempDir(), bin: redisServerPath()}}
 	p, err := s.launch()
 	if err == nil {
 		p.kill()

@@ -358,10 +358,18 @@ func (p *Proxy) hold(pc *proxyConn, b []byte, until time.Time) bool {
 	p.mu.Lock()
 	p.held++
 	p.mu.Unlock()
+	held := pc.readUntil(b, until)
+	ok := p.writeHeld(pc, held, until)
+	return pc.endHold(ok, p.closing)
+}
+
+// readUntil returns b and whatever else the client sends until until. A
+// client that closes its side meanwhile closes pc at once; the server's
+// side waits for the held bytes.
+func (pc *proxyConn) readUntil(b []byte, until time.Time) []byte {
 	held := append([]byte(nil), b...)
 	buf := make([]byte, 32<<10)
-	ok := true
-	for ok && time.Now().Before(until) {
+	for time.Now().Before(until) {
 		if err := pc.client.SetReadDeadline(until); err != nil {
 			break // closed: wait below
 		}
@@ -374,37 +382,52 @@ func (p *Proxy) hold(pc *proxyConn, b []byte, until time.Time) bool {
 		}
 	}
 	_ = pc.client.SetReadDeadline(time.Time{})
+	return held
+}
+
+// writeHeld waits until until, then writes held to the server, counting
+// it as late when the client has gone meanwhile. It returns false if the
+// proxy closed first or the write failed.
+func (p *Proxy) writeHeld(pc *proxyConn, held []byte, until time.Time) bool {
 	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-p.closing:
-		ok = false
+		return false
 	}
-	if ok {
-		_, err := pc.server.Write(held)
-		ok = err == nil
-		if ok && pc.clientGone() {
-			p.mu.Lock()
-			p.late++
-			p.mu.Unlock()
-		}
+	if _, err := pc.server.Write(held); err != nil {
+		return false
 	}
+	if pc.clientGone() {
+		p.mu.Lock()
+		p.late++
+		p.mu.Unlock()
+	}
+	return true
+}
+
+// endHold ends a hold whose bytes were written (ok) or not. When the
+// connection was closed during the hold, the server's side is closed now
+// (when the bytes were written, after lateCloseGrace, so the server reads
+// them first, or when the proxy closes: closing) and the pipe ends: it
+// returns false. Otherwise it returns ok.
+func (pc *proxyConn) endHold(ok bool, closing <-chan struct{}) bool {
 	pc.mu.Lock()
 	pc.holding = false
 	later := pc.closeLater
 	pc.mu.Unlock()
-	if later {
-		if ok {
-			select {
-			case <-time.After(lateCloseGrace):
-			case <-p.closing:
-			}
-		}
-		_ = pc.server.Close()
-		return false
+	if !later {
+		return ok
 	}
-	return ok
+	if ok {
+		select {
+		case <-time.After(lateCloseGrace):
+		case <-closing:
+		}
+	}
+	_ = pc.server.Close()
+	return false
 }
 
 // waitUnblocked waits until the proxy is not blocked; it returns false if

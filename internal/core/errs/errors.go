@@ -113,3 +113,17 @@ func NotRun(err error) bool {
 // reached Redis after its deadline (lua/prelude_request.lua, refuse_late):
 // the request changed nothing.
 func RefusedLate(err error) bool { return redis.HasErrorPrefix(err, "REDISYNC_LATE") }
+
+// MayHaveRun reports whether a state-changing request that failed with err
+// may still have taken place, so that what it did must be undone or
+// settled: when no reply came (a network error, a timeout), and also when
+// the reply says only that the last copy did not run (LOADING, BUSY,
+// READONLY, ...) or came too late (REDISYNC_LATE). go-redis re-sends a
+// request after a network error and after such replies, so an earlier copy
+// may have run before the server answered the last one — a primary killed
+// after running it (its append-only file keeps the write) answers the
+// re-sent copy LOADING once restarted. Any other error reply is the
+// script's own answer: nothing ran.
+func MayHaveRun(err error) bool {
+	return err != nil && (!IsReply(err) || NotRun(err) || RefusedLate(err))
+}

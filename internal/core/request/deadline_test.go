@@ -16,7 +16,7 @@ import (
 // ends when that leaves go-redis at least requestTTL's lower bound to
 // re-send, and is Deadline's otherwise.
 func TestFreshDeadline(t *testing.T) {
-	r := New(nil, slog.New(slog.DiscardHandler), bg.New(), new(atomic.Uint64))
+	r := New(nil, slog.New(slog.DiscardHandler), bg.New(), new(atomic.Uint64), new(atomic.Uint64))
 	r.clock.next = time.Now().Add(time.Hour) // no measurement of the offset
 	ttl := func(reqTTL, lease time.Duration) time.Duration {
 		r.ttl = reqTTL

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,15 +25,23 @@ type Requests struct {
 	seq atomic.Uint64
 	// clock is the measured offset to the server's clock (deadline.go).
 	clock serverClock
-	// undoFailed counts undos that never got an answer (Stats.UndosFailed).
-	undoFailed *atomic.Uint64
+	// undoFailed counts undos that never got an answer (Stats.UndosFailed),
+	// releaseFailed lost releases that could not be completed
+	// (Stats.ReleasesFailed).
+	undoFailed, releaseFailed *atomic.Uint64
+	// ledger numbers the counted semaphores' requests (ledger.go), made
+	// on first use.
+	ledgerOnce sync.Once
+	ledger     *Ledger
 }
 
 // New returns the requests of a client over rdb (nil: none are sent),
 // logging to log, running its background work in g and counting failed
-// undos in undoFailed. It does no I/O.
-func New(rdb redis.UniversalClient, log *slog.Logger, g *bg.Group, undoFailed *atomic.Uint64) *Requests {
-	r := &Requests{rdb: rdb, log: log, bg: g, id: strconv.FormatUint(rand.Uint64(), 36), undoFailed: undoFailed}
+// undos in undoFailed and lost releases it could not complete in
+// releaseFailed. It does no I/O.
+func New(rdb redis.UniversalClient, log *slog.Logger, g *bg.Group, undoFailed, releaseFailed *atomic.Uint64) *Requests {
+	r := &Requests{rdb: rdb, log: log, bg: g, id: strconv.FormatUint(rand.Uint64(), 36),
+		undoFailed: undoFailed, releaseFailed: releaseFailed}
 	if rdb != nil {
 		r.ttl = TTLOf(rdb)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 )
 
@@ -36,7 +35,8 @@ const UndoWait = time.Second
 
 // Undo runs the undo of an acquisition whose reply was lost until Redis
 // answers it (as Resend decides), or until the time until has passed
-// (zero: no bound but Close's grace). newSend makes the undo request (a
+// (zero: no bound but Close's grace, and an hour, completeMax). newSend
+// makes the undo request (a
 // request key and a deadline of its own) and returns what sends it: the
 // same request is re-sent while Redis does not answer, and a new one is
 // made when Redis refused the last as late (REDISYNC_LATE: it reached
@@ -46,13 +46,23 @@ const UndoWait = time.Second
 // args label the warning logged when the undo fails; every failed undo is
 // counted (Stats.UndosFailed).
 func (r *Requests) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
+	r.UndoThen(until, nil, what, newSend, args...)
+}
+
+// UndoThen is Undo, calling then (when not nil) once the undo is over,
+// whether it got an answer or not (the client closed before it started
+// included).
+func (r *Requests) UndoThen(until time.Time, then func(), what string, newSend func(ctx context.Context) func() error, args ...any) {
 	done := make(chan struct{})
-	timeout := MaxTTL + bg.CloseGrace
+	timeout := completeMax
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
 	started := r.bg.Finish(timeout, func(ctx context.Context) {
 		defer close(done)
+		if then != nil {
+			defer then()
+		}
 		var err error
 		for {
 			err = r.ResendUntil(ctx, until, newSend(ctx))
@@ -67,6 +77,9 @@ func (r *Requests) Undo(until time.Time, what string, newSend func(ctx context.C
 		}
 	})
 	if !started {
+		if then != nil {
+			then()
+		}
 		r.undoFailed.Add(1)
 		r.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
 		return

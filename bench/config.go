@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// config holds the sizes of a run.
+type config struct {
+	Redis          string        // address of an existing server; "" starts one
+	Out            string        // results.json path; "" writes none
+	Replica        bool          // start a replica of the tool's server (replica acknowledgement rows)
+	Uncontended    time.Duration // per library
+	Handoffs       int
+	HandoffHold    time.Duration // the holder releases a random 0..HandoffHold after the waiter waits
+	Duration       time.Duration // per contended scenario, per library, and of the semaphore scenario
+	Goroutines     int
+	Clients        int
+	ManyGoroutines int // of the contended-*-64 scenarios
+	ManyClients    int
+	// many-locks: goroutines over clients, each goroutine on a lock of
+	// its own.
+	ManyLocksGoroutines int
+	ManyLocksClients    int
+	Permits             int
+	SemaphoreHold       time.Duration
+	FanoutWaiters       int
+	FanoutRounds        int
+	// scale-waiters: ScaleWaitersPerLock waiters on each of ScaleLocks
+	// locks, ScaleHandoffs handoffs measured.
+	ScaleLocks          int
+	ScaleWaitersPerLock int
+	ScaleHandoffs       int
+	WatchdogLocks       int // of watchdog-1000
+	WatchdogManyLocks   int // of watchdog-10000
+	WatchdogTimeout     time.Duration
+	WatchdogTicks       int
+	ScriptCalls         int      // calls of each script in the scripts scenario
+	Rounds              int      // turns the libraries of a lock scenario take
+	Scenarios           []string // nil: all
+	Libraries           []string // nil: all
+	Seed                uint64
+	CPUProfile          string // pprof CPU profile of the whole run; "" for none
+
+	warmup         time.Duration // before each contended or semaphore window
+	warmupOps      int           // uncontended
+	warmupHandoffs int
+}
+
+// defaultConfig is sized to finish within about four minutes on a 2-core
+// machine: uncontended 7 libraries × 2 s; handoff 7 × 200 cycles of a
+// 0–100 ms hold plus the handoff (about 90 s, a third of it redsync's
+// slow retries); contended-* 4 × 7 libraries × 3.3 s (about 90 s);
+// many-locks 7 × 3.3 s; scripts 16 scripts × 2,000 calls (a few
+// seconds); semaphore 3 s; latch-fanout about 1 s;
+// scale-waiters about 5 s; watchdog-1000 and watchdog-10000 about 15 s
+// together.
+func defaultConfig() config {
+	return config{
+		Out:                 "results.json",
+		Uncontended:         2 * time.Second,
+		Handoffs:            200,
+		HandoffHold:         100 * time.Millisecond,
+		Duration:            3 * time.Second,
+		Goroutines:          16,
+		Clients:             4,
+		ManyGoroutines:      64,
+		ManyClients:         16,
+		ManyLocksGoroutines: 256,
+		ManyLocksClients:    4,
+		Permits:             4,
+		SemaphoreHold:       time.Millisecond,
+		FanoutWaiters:       100,
+		FanoutRounds:        20,
+		ScaleLocks:          1000,
+		ScaleWaitersPerLock: 10,
+		ScaleHandoffs:       200,
+		WatchdogLocks:       1000,
+		WatchdogManyLocks:   10000,
+		WatchdogTimeout:     3 * time.Second,
+		WatchdogTicks:       5,
+		ScriptCalls:         2000,
+		Rounds:              4,
+		Seed:                1,
+		warmup:              300 * time.Millisecond,
+		warmupOps:           100,
+		warmupHandoffs:      3,
+	}
+}
+
+// quick shrinks every size for a smoke run (the module's test, -quick).
+func (c *config) quick(set map[string]bool) {
+	def := func(name string, apply func()) {
+		if !set[name] {
+			apply()
+		}
+	}
+	def("uncontended", func() { c.Uncontended = 100 * time.Millisecond })
+	def("handoffs", func() { c.Handoffs = 8 })
+	def("handoff-hold", func() { c.HandoffHold = 10 * time.Millisecond })
+	def("duration", func() { c.Duration = 200 * time.Millisecond })
+	def("many-locks-goroutines", func() { c.ManyLocksGoroutines = 16 })
+	def("many-locks-clients", func() { c.ManyLocksClients = 2 })
+	def("fanout-waiters", func() { c.FanoutWaiters = 12 })
+	def("fanout-rounds", func() { c.FanoutRounds = 2 })
+	def("scale-locks", func() { c.ScaleLocks = 20 })
+	def("scale-waiters-per-lock", func() { c.ScaleWaitersPerLock = 3 })
+	def("scale-handoffs", func() { c.ScaleHandoffs = 10 })
+	def("watchdog-locks", func() { c.WatchdogLocks = 150 })
+	def("watchdog-many-locks", func() { c.WatchdogManyLocks = 450 })
+	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
+	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
+	def("script-calls", func() { c.ScriptCalls = 40 })
+	def("rounds", func() { c.Rounds = 2 })
+	c.warmup = 50 * time.Millisecond
+	c.warmupOps = 5
+	c.warmupHandoffs = 1
+}
+
+// validate checks the flags' values, naming every problem.
+func (c config) validate() error {
+	var bad []string
+	if c.Replica && c.Redis != "" {
+		bad = append(bad, "-replica needs the server the tool starts (no -redis)")
+	}
+	if !c.durationsValid() {
+		bad = append(bad, "durations must be positive (watchdog timeout ≥ 30ms; holds ≥ 0)")
+	}
+	if !c.countsValid() {
+		bad = append(bad, "counts must be at least 1")
+	}
+	for _, s := range c.Scenarios {
+		if !contains(allScenarios, s) {
+			bad = append(bad, fmt.Sprintf("unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", ")))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// durationsValid reports whether the run lengths are positive, the
+// watchdog timeout at least 30ms and the holds not negative.
+func (c config) durationsValid() bool {
+	return c.Uncontended > 0 && c.Duration > 0 && c.WatchdogTimeout >= 30*time.Millisecond && c.HandoffHold >= 0 && c.SemaphoreHold >= 0
+}
+
+// countsValid reports whether every count is at least 1.
+func (c config) countsValid() bool {
+	for _, n := range []int{c.Handoffs, c.Goroutines, c.Clients, c.ManyGoroutines, c.ManyClients,
+		c.ManyLocksGoroutines, c.ManyLocksClients, c.Permits, c.FanoutWaiters,
+		c.FanoutRounds, c.WatchdogLocks, c.WatchdogManyLocks,
+		c.ScaleLocks, c.ScaleWaitersPerLock, c.ScaleHandoffs, c.WatchdogTicks, c.Rounds,
+		c.ScriptCalls} {
+		if n < 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func (c config) scenario(name string) bool {
+	return len(c.Scenarios) == 0 || contains(c.Scenarios, name)
+}
+
+func (c config) library(name string) bool {
+	if len(c.Libraries) == 0 {
+		return true
+	}
+	for _, l := range c.Libraries {
+		if l == name || strings.HasPrefix(name, l+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseFlags parses args into a config.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Redis, "redis", "", "`host:port` of a Redis to use instead of starting a redis-server (it must be otherwise idle)")
+	fs.BoolVar(&cfg.Replica, "replica", false, "attach one replica to the server the tool starts, and add redisync-nosync (WithReplicaSync(0, 0)) to the uncontended and handoff rows: the cost of replica acknowledgement")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "where to write the results as JSON (\"\" for nowhere)")
+	fs.DurationVar(&cfg.Uncontended, "uncontended", cfg.Uncontended, "length of the uncontended run, per library")
+	fs.IntVar(&cfg.Handoffs, "handoffs", cfg.Handoffs, "handoffs measured per library")
+	fs.DurationVar(&cfg.HandoffHold, "handoff-hold", cfg.HandoffHold, "the holder unlocks a random 0..`d` after the waiter started waiting")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each contended run, per library, and of the semaphore run")
+	fs.IntVar(&cfg.Goroutines, "goroutines", cfg.Goroutines, "contending goroutines")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients the contending goroutines are spread over")
+	fs.IntVar(&cfg.ManyGoroutines, "many-goroutines", cfg.ManyGoroutines, "contending goroutines of the contended-*-64 scenarios")
+	fs.IntVar(&cfg.ManyClients, "many-clients", cfg.ManyClients, "clients the goroutines of the contended-*-64 scenarios are spread over")
+	fs.IntVar(&cfg.ManyLocksGoroutines, "many-locks-goroutines", cfg.ManyLocksGoroutines, "goroutines of the many-locks scenario, each on a lock of its own")
+	fs.IntVar(&cfg.ManyLocksClients, "many-locks-clients", cfg.ManyLocksClients, "clients the goroutines of the many-locks scenario are spread over")
+	fs.IntVar(&cfg.Permits, "permits", cfg.Permits, "semaphore permits")
+	fs.DurationVar(&cfg.SemaphoreHold, "semaphore-hold", cfg.SemaphoreHold, "how long a semaphore contender holds its permit")
+	fs.IntVar(&cfg.FanoutWaiters, "fanout-waiters", cfg.FanoutWaiters, "latch waiters (spread over -clients clients)")
+	fs.IntVar(&cfg.FanoutRounds, "fanout-rounds", cfg.FanoutRounds, "latch fan-outs measured")
+	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks a second client holds in the scale-waiters scenario")
+	fs.IntVar(&cfg.ScaleWaitersPerLock, "scale-waiters-per-lock", cfg.ScaleWaitersPerLock, "goroutines of one client waiting on each lock in the scale-waiters scenario")
+	fs.IntVar(&cfg.ScaleHandoffs, "scale-handoffs", cfg.ScaleHandoffs, "handoffs measured in the scale-waiters scenario (at most one per lock)")
+	fs.IntVar(&cfg.WatchdogLocks, "watchdog-locks", cfg.WatchdogLocks, "locks held by one client in the watchdog-1000 scenario")
+	fs.IntVar(&cfg.WatchdogManyLocks, "watchdog-many-locks", cfg.WatchdogManyLocks, "locks held by one client in the watchdog-10000 scenario")
+	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenarios (a tick every third of it)")
+	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
+	fs.IntVar(&cfg.ScriptCalls, "script-calls", cfg.ScriptCalls, "calls of each script measured in the scripts scenario (each acquisition and each release)")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the libraries of a lock scenario take: each runs 1/rounds of its measurement per turn")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
+	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks and scripts only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
+	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.Scenarios = splitList(*scenarios)
+	cfg.Libraries = splitList(*libraries)
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		cfg.quick(set)
+	}
+	return cfg, cfg.validate()
+}
