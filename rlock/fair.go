@@ -120,10 +120,7 @@ func (s *fairScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome
 // queue.
 func (s *fairScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
 	fk := s.fk
-	undo, undoKey := false, op.ReqKey
-	if op.UndoKey != "" {
-		undo, undoKey = true, op.UndoKey
-	}
+	undo, undoKey := op.Undoes()
 	return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
 		Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
 		Deadline: s.e.C.Requests().Deadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))

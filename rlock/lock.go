@@ -110,10 +110,7 @@ func (s *lockScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome
 // RunRelease runs lock_release_fresh for a fresh hold, else lock_release.
 func (s *lockScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
 	e := s.e
-	undo, undoKey := false, op.ReqKey
-	if op.UndoKey != "" {
-		undo, undoKey = true, op.UndoKey
-	}
+	undo, undoKey := op.Undoes()
 	if op.Fresh {
 		// The hold's request key is its acquisition's (undoKey in an
 		// undo). Its mark outlives the acquisition's deadline and this

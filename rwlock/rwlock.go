@@ -108,10 +108,7 @@ func newSideScripts(e *core.Lock, write bool, msg string) sideScripts {
 // release runs the recorded release script of the side.
 func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
 	e := s.e
-	undo, undoKey := false, op.ReqKey
-	if op.UndoKey != "" {
-		undo, undoKey = true, op.UndoKey
-	}
+	undo, undoKey := op.Undoes()
 	if s.write {
 		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
 			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
@@ -209,10 +206,7 @@ func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, erro
 	}
 	// The hold's request key is its acquisition's (undoKey in an undo).
 	// Its mark outlives the acquisition's deadline and this request's.
-	undo, undoKey := false, op.ReqKey
-	if op.UndoKey != "" {
-		undo, undoKey = true, op.UndoKey
-	}
+	undo, undoKey := op.Undoes()
 	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
 		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,

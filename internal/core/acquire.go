@@ -280,7 +280,7 @@ func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool
 		d = bg.ReleaseTimeout
 	}
 	undoing, done := l.undo(op, func() { l.Lock.C.owners.unlock(hk, ol) })
-	awaitUndo(done, d)
+	request.AwaitUndo(done, d)
 	return undoing
 }
 

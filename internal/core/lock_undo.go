@@ -57,17 +57,3 @@ func (l sideCall) undo(acq Op, unlock func()) (bool, <-chan struct{}) {
 	}
 	return true, done
 }
-
-// awaitUndo waits for an undo to finish (done closed), at most d; a nil
-// done (no undo started) is not waited for.
-func awaitUndo(done <-chan struct{}, d time.Duration) {
-	if done == nil {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}

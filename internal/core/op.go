@@ -55,6 +55,16 @@ type Op struct {
 // LeaseMillis is the lease in the whole milliseconds the scripts take.
 func (op *Op) LeaseMillis() int64 { return Millis(op.Lease) }
 
+// Undoes returns, for a release, whether it undoes an acquisition
+// (UndoKey set) and the request key of the acquisition it undoes or
+// releases: UndoKey in an undo, else ReqKey (the scripts' UndoRequest).
+func (op *Op) Undoes() (undo bool, key string) {
+	if op.UndoKey != "" {
+		return true, op.UndoKey
+	}
+	return false, op.ReqKey
+}
+
 // FieldAt returns where a fresh hold's field starts in its request key
 // req, which ends with it (1-based, as Lua's string.sub counts): the fresh
 // scripts read the field from there instead of being sent it again.

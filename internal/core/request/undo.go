@@ -84,7 +84,16 @@ func (r *Requests) UndoThen(until time.Time, then func(), what string, newSend f
 		r.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
 		return
 	}
-	t := time.NewTimer(UndoWait)
+	AwaitUndo(done, UndoWait)
+}
+
+// AwaitUndo waits for an undo to finish (done closed), at most d; a nil
+// done (no undo started) is not waited for.
+func AwaitUndo(done <-chan struct{}, d time.Duration) {
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-done:
