@@ -94,7 +94,7 @@ func (r *Requests) completeRelease(ctx context.Context, until time.Time, idempot
 		}
 		err := r.ResendUntil(ctx, end, send)
 		switch {
-		case err == nil || (errs.IsReply(err) && !errs.NotRun(err) && !errs.RefusedLate(err)):
+		case !errs.MayHaveRun(err):
 			return nil // answered: applied, or refused for good (a reply error)
 		case ctx.Err() != nil:
 			return err
