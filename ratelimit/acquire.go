@@ -117,7 +117,7 @@ func (a *acquisition) sleep(ctx context.Context, delay time.Duration, kicked <-c
 	case <-kicked: // a Release of this Client
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	case <-a.l.h.C.Closing():
+	case <-a.l.h.C.Background().Closing():
 		return errs.ErrClosed
 	}
 	return nil

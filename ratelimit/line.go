@@ -93,7 +93,7 @@ func (w *waiter) await(ctx context.Context) (bool, error) {
 	case <-w.ready:
 	case <-ctx.Done():
 		return false, context.Cause(ctx)
-	case <-w.key.c.Closing():
+	case <-w.key.c.Background().Closing():
 		return false, errs.ErrClosed
 	}
 	lines.mu.Lock()

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -167,9 +169,6 @@ func (c *Client) Mux() *pubsub.Mux { return c.mux }
 // of the client runs there (wait.Waits.Until).
 func (c *Client) Waits() *wait.Waits { return c.waits }
 
-// Closing is closed when Close starts.
-func (c *Client) Closing() <-chan struct{} { return c.closing }
-
 // Requests returns the client's exactly-once requests: ids, deadlines,
 // re-sends, settles and undos (package request).
 func (c *Client) Requests() *request.Requests { return c.reqs }
@@ -196,6 +195,59 @@ func (c *Client) Holds() *hold.Holds { return c.holds }
 // for, and its detached contexts (package bg).
 func (c *Client) Background() *bg.Group { return c.bg }
 
+// FreshToken returns the token of a fresh hold's owner (see Lock): a
+// sequence number of the process plus a random number drawn for the client
+// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
+// acquisition attempt, so the cheap sequence serves; the random base keeps
+// a process restarted with the same client id (WithID) from giving its
+// first holds the owners whose holds and marks its predecessor left in
+// Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
+// reach it), apart from every NewToken, and short (13 digits) in the keys
+// that carry them.
+func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
+
+// PublishCommand returns the command the client's scripts publish with:
+// "spublish" on a Cluster in sharded mode, "publish" otherwise. On a
+// Cluster with ShardedAuto the first call probes the cluster with PUBSUB
+// SHARDNUMSUB 0 (Redisson's probe): an answer means sharded pub/sub, an
+// error reply (a Redis older than 7) classic pub/sub; the decision is kept
+// for the client's life. A probe that fails otherwise (network, ctx) returns
+// the error, and the next call probes again. It never probes on a single
+// node or through Sentinel, or with ShardedOn or ShardedOff.
+func (c *Client) PublishCommand(ctx context.Context) (string, error) {
+	c.pub.mu.Lock()
+	defer c.pub.mu.Unlock()
+	if c.pub.cmd != "" {
+		return c.pub.cmd, nil
+	}
+	_, cluster := c.rdb.(*redis.ClusterClient)
+	switch {
+	case !cluster || c.opts.Sharded == ShardedOff:
+		c.pub.cmd = Publish
+	case c.opts.Sharded == ShardedOn:
+		c.pub.cmd = SPublish
+	default:
+		err := c.rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB", "0").Err()
+		switch {
+		case err == nil:
+			c.pub.cmd = SPublish
+		case errs.IsReply(err):
+			c.log.Info("redisync: the cluster does not support sharded pub/sub, using classic pub/sub", "err", err)
+			c.pub.cmd = Publish
+		default:
+			return "", fmt.Errorf("redisync: probe for sharded pub/sub (PUBSUB SHARDNUMSUB): %w", err)
+		}
+	}
+	return c.pub.cmd, nil
+}
+
+// Sharded reports whether the client's waiters subscribe with SSUBSCRIBE
+// (PublishCommand is "spublish"); errors are PublishCommand's.
+func (c *Client) Sharded(ctx context.Context) (bool, error) {
+	cmd, err := c.PublishCommand(ctx)
+	return cmd == SPublish, err
+}
+
 // Close stops renewals and the pub/sub multiplexer and ends every live hold
 // with errs.ErrLockLost (the holds are not released in Redis: they expire after
 // their lease). Waits under way end with errs.ErrClosed. Before it returns, the
@@ -217,4 +269,47 @@ func (c *Client) Close() error {
 		c.ctr.runOnClose()
 	})
 	return err
+}
+
+// holdObserver is the client as its holds' observer (hold.Observer): it
+// counts and reports what the holds do, and keeps the local lines.
+type holdObserver Client
+
+// Ending takes h out of its local line (lines.left).
+func (o *holdObserver) Ending(h *hold.Hold, lost bool) {
+	o.lines.left(h.TakeLine(), lost)
+}
+
+// NotReplicated counts renewals not acknowledged by the replicas.
+func (o *holdObserver) NotReplicated(n int) { o.ctr.renewUnacked.Add(uint64(n)) }
+
+// Ended counts and reports the end of hold h with err.
+func (o *holdObserver) Ended(h *hold.Hold, err error) {
+	c := (*Client)(o)
+	lost := errors.Is(err, errs.ErrLockLost)
+	if lost {
+		c.ctr.lost.Add(1)
+	}
+	hk := c.opts.Hooks
+	if hk == nil || hk.HoldEnd == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{
+		Primitive: h.Label(),
+		Name:      h.Key().Key,
+		Owner:     h.Key().Field,
+		Duration:  time.Since(h.Start()),
+		Lost:      lost,
+		Err:       err,
+	})
+}
+
+// Renewed counts and reports one watchdog round.
+func (o *holdObserver) Renewed(t RenewalTick) {
+	c := (*Client)(o)
+	c.ctr.renewed.Add(uint64(t.Renewed))
+	c.ctr.renewFailed.Add(uint64(t.Failed))
+	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
+		h.RenewalTick(t)
+	}
 }

@@ -52,41 +52,6 @@ func (ls *Lines) newChain() hold.Chain {
 	return hold.Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
-// Offer is a caller's readiness, while it waits in a local line, to be
-// handed the lock: the acquisition to make for it, and where the outcome
-// goes. A releaser claims it (Claim) only while the caller is at the head
-// of the line and not asking Redis itself.
-type Offer struct {
-	// Op is the acquisition for the caller: a fresh hold's owner, field,
-	// request key and deadline (Lock.attempt), count, lease, fencing.
-	Op   Op
-	done chan struct{} // closed once res is set
-	res  Handed
-	// claimed: a releaser took the offer, holding the owner's lock ol for
-	// the caller, which must take the outcome (Turn.Handover).
-	claimed bool
-	ol      *ownerLock
-}
-
-// Handed is the outcome of a handoff, for the caller it was made for.
-type Handed struct {
-	// Acquired: the caller holds the lock (count Op.Count, fencing token
-	// Fence), from Sent on: the lease began after Sent.
-	Acquired bool
-	Fence    int64
-	Sent     time.Time
-	Chain    hold.Chain // the chain the hold goes on with
-	// Unknown: the handoff's reply was lost; the acquisition may or may
-	// not have happened, and the caller must undo it (Lock.undo).
-	Unknown bool
-}
-
-// Finish sets a claimed offer's outcome and wakes its caller.
-func (o *Offer) Finish(h Handed) {
-	o.res = h
-	close(o.done)
-}
-
 // Accepts makes the turn accept handoffs of op (without its ReqKey) while
 // it waits in the line, until Retract.
 func (t *Turn) Accepts(op Op) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -54,6 +55,41 @@ type Turn struct {
 	// trying while it asks Redis itself (BeginAsk), when none is made.
 	offer  *Offer
 	trying bool
+}
+
+// Offer is a caller's readiness, while it waits in a local line, to be
+// handed the lock: the acquisition to make for it, and where the outcome
+// goes. A releaser claims it (Claim) only while the caller is at the head
+// of the line and not asking Redis itself.
+type Offer struct {
+	// Op is the acquisition for the caller: a fresh hold's owner, field,
+	// request key and deadline (Lock.attempt), count, lease, fencing.
+	Op   Op
+	done chan struct{} // closed once res is set
+	res  Handed
+	// claimed: a releaser took the offer, holding the owner's lock ol for
+	// the caller, which must take the outcome (Turn.Handover).
+	claimed bool
+	ol      *ownerLock
+}
+
+// Handed is the outcome of a handoff, for the caller it was made for.
+type Handed struct {
+	// Acquired: the caller holds the lock (count Op.Count, fencing token
+	// Fence), from Sent on: the lease began after Sent.
+	Acquired bool
+	Fence    int64
+	Sent     time.Time
+	Chain    hold.Chain // the chain the hold goes on with
+	// Unknown: the handoff's reply was lost; the acquisition may or may
+	// not have happened, and the caller must undo it (Lock.undo).
+	Unknown bool
+}
+
+// Finish sets a claimed offer's outcome and wakes its caller.
+func (o *Offer) Finish(h Handed) {
+	o.res = h
+	close(o.done)
 }
 
 // Hand gives the turn a subscription to pass on (nil: none): Leave hands

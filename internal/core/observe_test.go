@@ -69,8 +69,8 @@ func TestPrimitive(t *testing.T) {
 		{"rwlock", "write ", "rwlock.write"},
 		{"expirable semaphore", "", "expirable_semaphore"},
 	} {
-		if got := Primitive(tc[0], tc[1]); got != tc[2] {
-			t.Errorf("Primitive(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		if got := primitiveLabel(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("primitiveLabel(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
 		}
 	}
 }
