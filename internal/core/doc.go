@@ -13,8 +13,9 @@
 //     op.go, acquire.go, release.go, lock_undo.go, acceptor.go), the
 //     client's local lines and in-process handoffs (line.go, handoff.go),
 //     owner tokens and owner locks (owner.go, ownerlocks.go), observation
-//     (observe.go), the id's registration (register.go) and the publish
-//     command (publish.go);
+//     (hooks.go, observe.go), the id's registration (register.go), the
+//     sharded mode (publish.go), a handle's checks and the lease rule
+//     (handle.go, lease.go);
 //   - core/hold: live holds (Holds, Hold) and the watchdog that renews
 //     them;
 //   - core/gate: a handle's local gate (Gate);
