@@ -98,15 +98,17 @@ func (r *run) checkExpirableAtEnd(ctx context.Context) {
 		return
 	}
 	live := 0
+	var ids []string // as the history shows them: the first 8 hex digits
 	for _, m := range members {
 		if m.Score > float64(now.UnixMilli()) {
 			live++
 		}
+		ids = append(ids, fmt.Sprintf("%x", fmt.Sprint(m.Member))[:8])
 	}
 	if live > 0 || avail+int64(len(members)) != total {
 		r.violate(Violation{Check: "permits at the end", Detail: fmt.Sprintf(
-			"expirable semaphore %s: %d available, %d acquired (%d not expired) with nothing held, total %d; its indeterminate calls:",
-			xsemName, avail, len(members), live, total), Excerpt: r.indeterminate(xsemName)})
+			"expirable semaphore %s: %d available, %d acquired (%d not expired; ids %v) with nothing held, total %d; its indeterminate calls:",
+			xsemName, avail, len(members), live, ids, total), Excerpt: r.indeterminate(xsemName)})
 	}
 }
 
