@@ -10,12 +10,11 @@
 //
 //   - core: the Client (its state and accessors: client.go), the lock
 //     engine (Lock, Side and its Scripts, sideCall: lock.go, side.go,
-//     op.go, acquire.go, release.go, lock_undo.go, acceptor.go), the
-//     client's local lines and in-process handoffs (line.go, handoff.go),
-//     owner tokens and owner locks (owner.go, ownerlocks.go), observation
-//     (hooks.go, observe.go), the id's registration (register.go), the
-//     sharded mode (publish.go), a handle's checks and the lease rule
-//     (handle.go, lease.go);
+//     op.go, acquire.go, release.go), the client's local lines and
+//     in-process handoffs (line.go, handoff.go), owner tokens and owner
+//     locks (owner.go), observation (hooks.go, observe.go), the id's
+//     registration (register.go), the sharded mode (publish.go), a
+//     handle's checks and the lease rule (handle.go, lease.go);
 //   - core/hold: live holds (Holds, Hold) and the watchdog that renews
 //     them;
 //   - core/gate: a handle's local gate (Gate);
@@ -49,12 +48,12 @@
 //  3. acquire.go, sideCall.acquireInLine: the client's local line for the
 //     lock (line.go, Lines.Join and Turn.Await: only its head asks Redis),
 //     ready to be handed the lock by a releaser of this client
-//     (acceptor.go, handoff.go); at the head, sideCall.waitInRedis runs
+//     (handoff.go, acceptor); at the head, sideCall.waitInRedis runs
 //     the side's Waiting (wait.PubSub on the lock's channel, made
 //     wait.Lined) with the attempt lockAttempt.
 //  4. wait/wait.go and wait/pubsub.go, Waits.Until and Lined.wait: the
 //     first attempt, lockAttempt.Try → sideCall.try (acquire.go): the
-//     owner's lock (ownerlocks.go), the op of a new fresh owner (Lock.attempt:
+//     owner's lock (owner.go), the op of a new fresh owner (Lock.attempt:
 //     FreshToken, request.Requests.FreshDeadline), and
 //     Scripts.RunAcquire (rlock/lock.go), which runs lock_acquire_fresh
 //     through replica.Replicas.Runner (replica/replica.go).
@@ -85,7 +84,7 @@
 //
 // When a reply is lost (ctx ended, the connection broke), the acquisition
 // may still take place: sideCall.interrupted sends the side's release in
-// undo mode in the background (lock_undo.go, sideCall.undo), re-sent until
+// undo mode in the background (acquire.go, sideCall.undo), re-sent until
 // Redis answers for as long as the acquisition's record lives; it marks
 // the acquisition cancelled if it has not run, so a late copy does nothing
 // (lua/prelude_request.lua), and gives back the hold if it has. The caller
@@ -95,7 +94,7 @@
 //
 // # Glossary
 //
-//   - acceptor: a waiter's side of an in-process handoff (acceptor.go): a
+//   - acceptor: a waiter's side of an in-process handoff (handoff.go): a
 //     releaser of this client may hand it the lock instead of publishing.
 //   - chain: the handoffs that followed one hold taken from Redis; a chain
 //     ends after a bound so that other processes get their turn
@@ -130,5 +129,6 @@
 //     sides (sideCall): the engine's steps past the checks.
 //   - sync: a call's replica acknowledgement (replica.Sync).
 //   - undo: the release, in undo mode, of an acquisition whose reply was
-//     lost (lock_undo.go; request.Requests.Undo for the semaphores).
+//     lost (acquire.go, sideCall.undo; request.Requests.Undo for the
+//     semaphores).
 package core
