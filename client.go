@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/replica"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/core"
@@ -84,7 +86,7 @@ type options struct {
 	recheck         time.Duration
 	sharded         ShardedMode
 	observers       []Observer // observe.go
-	replicaSync     *core.ReplicaSync
+	replicaSync     *replica.Settings
 	err             error
 }
 
@@ -145,7 +147,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // ReplicasAll is the replica count of WithReplicaSync that waits for
 // every replica connected to the primary at the time.
-const ReplicasAll = core.ReplicasAll
+const ReplicasAll = replica.All
 
 // WithReplicaSync sets how acquisitions and releases wait for replicas to
 // have their write, as Redisson's checkLockSyncedSlaves and
@@ -194,7 +196,7 @@ func WithReplicaSync(replicas int, timeout time.Duration) Option {
 			o.invalid("replica sync timeout %v, must be ≥ 1ms", timeout)
 			return
 		}
-		o.replicaSync = &core.ReplicaSync{Replicas: replicas, Timeout: timeout}
+		o.replicaSync = &replica.Settings{Replicas: replicas, Timeout: timeout}
 	}
 }
 

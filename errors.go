@@ -1,6 +1,6 @@
 package redisync
 
-import "github.com/redisync/redisync/internal/core"
+import "github.com/redisync/redisync/internal/core/errs"
 
 // Sentinel errors. Match them with errors.Is: redisync wraps them with
 // context (the primitive, its name, the cause).
@@ -8,36 +8,36 @@ var (
 	// ErrNotHeld reports a release by an owner that does not hold the lock
 	// or permit: its lease expired, another owner holds it, or it was never
 	// acquired. Nothing was changed.
-	ErrNotHeld = core.ErrNotHeld
+	ErrNotHeld = errs.ErrNotHeld
 	// ErrLockLost reports that a held lock ended without being released:
 	// the watchdog found it gone from Redis (expired, force-unlocked,
 	// deleted), no renewal succeeded within the lease, its fixed lease ran
 	// out, or the Client was closed.
-	ErrLockLost = core.ErrLockLost
+	ErrLockLost = errs.ErrLockLost
 	// ErrClosed reports a call on a closed Client.
-	ErrClosed = core.ErrClosed
+	ErrClosed = errs.ErrClosed
 	// ErrInvalidArgument reports a bad argument (an empty name, a negative
 	// duration, n ≤ 0 permits, a nil client, ...). Nothing was sent to Redis.
-	ErrInvalidArgument = core.ErrInvalidArgument
+	ErrInvalidArgument = errs.ErrInvalidArgument
 	// ErrUpgrade reports a request for a read-write lock's write side by an
 	// owner that holds only its read side. Redisson deadlocks there;
 	// redisync refuses at once.
-	ErrUpgrade = core.ErrUpgrade
+	ErrUpgrade = errs.ErrUpgrade
 	// ErrNotReplicated reports a write that fewer replicas than wanted
 	// acknowledged within the timeout (WithReplicaSync). An acquisition
 	// that returns it was undone before it returned: nothing is held. A
 	// release that returns it took effect on the primary, but a failover
 	// before a replica has it may bring the hold or the permits back.
-	ErrNotReplicated = core.ErrNotReplicated
+	ErrNotReplicated = errs.ErrNotReplicated
 	// ErrWrongType reports that a primitive's key in Redis holds data of
 	// another type or layout than the primitive's (an application's hash
 	// under a semaphore's name, a string that is not a number, ...).
 	// Nothing was changed.
-	ErrWrongType = core.ErrWrongType
+	ErrWrongType = errs.ErrWrongType
 	// ErrDuplicateID reports an operation of a Client whose id, given with
 	// WithID, is in use by another live Client on the same Redis: both
 	// would act for the same owners. Nothing was changed. The id is free
 	// again once the other Client is closed (at once) or its process dies
 	// (within its watchdog timeout).
-	ErrDuplicateID = core.ErrDuplicateID
+	ErrDuplicateID = errs.ErrDuplicateID
 )

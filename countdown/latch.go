@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	waits "github.com/redisync/redisync/internal/core/wait"
+
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -95,7 +99,7 @@ func (op latchOp) published(res int64) bool {
 // between, the node is unreachable), waiters find the change on their next
 // re-check.
 func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
-	deadline := l.h.C.RequestDeadline(ctx)
+	deadline := l.h.C.Requests().Deadline(ctx)
 	pub, err := l.h.C.PublishCommand(ctx)
 	if err != nil {
 		return 0, err
@@ -104,13 +108,13 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	if after {
 		pub = "" // the script publishes nothing
 	}
-	request, msg := keys.Request(l.h.Name, l.h.C.RequestID()), op.message()
+	request, msg := keys.Request(l.h.Name, l.h.C.Requests().ID()), op.message()
 	channel, channelArg := l.channel, ""
 	if !l.chanInKeys {
 		channel, channelArg = "", l.channel
 	}
 	var res int64
-	err = l.h.C.Resend(ctx, func() (err error) {
+	err = l.h.C.Requests().Resend(ctx, func() (err error) {
 		switch op {
 		case trySetCount:
 			res, err = lua.LatchTrySetCountArgs{Latch: l.h.Name, Request: request, Channel: channel, Count: n,
@@ -152,7 +156,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	}
 	res, err := l.run(ctx, trySetCount, n)
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("countdown %q: set count: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return res == lua.LatchTrySetCountSet, nil
 }
@@ -173,10 +177,10 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.h.Check(); err != nil {
 		return err
 	}
-	ctx, cancel := l.h.C.DetachedContext(ctx)
+	ctx, cancel := l.h.C.Background().Detached(ctx)
 	defer cancel()
 	if _, err := l.run(ctx, countDown, 0); err != nil {
-		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, core.ReplyError(err))
+		return fmt.Errorf("countdown %q: count down: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return nil
 }
@@ -188,7 +192,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := l.count(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }
@@ -243,24 +247,22 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	}
 	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
-	ok, err = l.h.C.Wait(ctx, core.WaitSpec{
-		Channel: l.channel,
-		// The zero message opens the latch for every waiter; a set or delete
-		// message may too (a deleted latch is open), so all re-check.
-		Wake:    pubsub.WakeAll,
-		Forever: forever,
-		Wait:    wait,
-		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			n, err := l.count(ctx)
-			// The count does not change by itself: no retry hint, the
-			// client's re-check interval bounds the wait for a lost message.
-			return err == nil && n == 0, 0, err
-		},
-	})
+	// The zero message opens the latch for every waiter; a set or delete
+	// message may too (a deleted latch is open), so all re-check.
+	ok, err = l.h.C.Waits().Until(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
+		waits.Bound{Forever: forever, Wait: wait}, waits.AttemptFunc(l.open))
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: %w", l.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return ok, nil
+}
+
+// open is a wait's attempt: whether the count is 0. The count does not
+// change by itself: no retry hint, the client's re-check interval bounds
+// the wait for a lost message.
+func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
+	n, err := l.count(ctx)
+	return err == nil && n == 0, 0, err
 }
 
 // Delete deletes the latch whatever its count, which opens it: its waiters
@@ -273,7 +275,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	}
 	res, err := l.run(ctx, deleteLatch, 0)
 	if err != nil {
-		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("countdown %q: delete: %w", l.h.Name, errs.ReplyError(err))
 	}
 	return res == lua.LatchDeleteExisted, nil
 }

@@ -352,12 +352,12 @@ func TestCountDownResentAfterReset(t *testing.T) {
 	c := clienttest.New(t, rdb)
 	l := countdown.New(c, name)
 	cc := (*core.Client)(c)
-	a := lua.LatchCountDownArgs{Latch: name, Request: keys.Request(name, cc.RequestID()), Channel: keys.LatchChannel(name),
+	a := lua.LatchCountDownArgs{Latch: name, Request: keys.Request(name, cc.Requests().ID()), Channel: keys.LatchChannel(name),
 		Message: "0", Publish: "publish"}
 
 	mustSet(t, l, 1)
 	countDown := func() int64 {
-		a.Deadline = cc.RequestDeadline(ctx)
+		a.Deadline = cc.Requests().Deadline(ctx)
 		n, err := a.Run(ctx, lua.Direct{Client: rdb})
 		require.NoError(t, err)
 		return n

@@ -194,7 +194,7 @@ func TestReplicaSyncRenewals(t *testing.T) {
 	require.NoError(t, l.Lock(ctx))
 	redistest.Eventually(t, 10*time.Second, "renewals", func() error {
 		if c.Stats().Renewals < 2 {
-			return fmt.Errorf("%d renewals: %+v %+v", c.Stats().Renewals, c.Stats(), (*core.Client)(c).WatchdogStats())
+			return fmt.Errorf("%d renewals: %+v %+v", c.Stats().Renewals, c.Stats(), (*core.Client)(c).Holds().Stats())
 		}
 		return nil
 	})

@@ -22,7 +22,7 @@ import (
 // since an error reply was taken to mean that nothing ran, the acquisition
 // was not undone. An error reply proves only that the last copy did not
 // run: after one that says so (LOADING, BUSY, READONLY, ...) the
-// acquisition is now undone as after a lost reply (core.MayHaveRun).
+// acquisition is now undone as after a lost reply (errs.MayHaveRun).
 //
 // The test makes it deterministic with BUSY: the proxy drops the reply of
 // the acquisition, which ran, and go-redis's re-send (after a back-off of

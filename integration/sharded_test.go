@@ -354,7 +354,7 @@ func waitersFor(t *testing.T, c *redisync.Client, names []string) <-chan string 
 	cc := (*core.Client)(c)
 	require.Eventually(t, func() bool {
 		for name, n := range per {
-			if cc.LineLen(core.LockLine("rlock", name)) != n {
+			if cc.Lines().Len(core.LockLine("rlock", name)) != n {
 				return false
 			}
 		}

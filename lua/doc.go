@@ -37,7 +37,7 @@
 // which every script reads before it writes, and the semaphores' and the
 // latch's scripts read their string through prelude_types.lua, which
 // answers REDISYNC_WRONGTYPE for a string that is not a number. The client
-// maps both to redisync.ErrWrongType (internal/core.ReplyError).
+// maps both to redisync.ErrWrongType (internal/core/errs.ReplyError).
 //
 // A re-entry of a lock (lock_acquire.lua, fair_acquire.lua; hold count
 // above 1) never increments the fencing counter: it records and returns the
@@ -74,7 +74,7 @@
 // <Script><Code> (LockAcquireAcquired, LockReleaseNotHeld).
 //
 // A Runner sends the script: Direct runs it on a go-redis client
-// ((*redis.Script).Run); internal/core.Client.Runner gives one that runs it through
+// ((*redis.Script).Run); internal/core/replica.Replicas.Runner gives one that runs it through
 // core.Client.Eval, which also waits for replicas when asked to.
 //
 // The bindings are generated from the headers by lua/internal/bindgen:

@@ -155,7 +155,7 @@ func holdElsewhere(t *testing.T, s *redistest.Server, name string) *rlock.Lock {
 func noWatchdogHolds(t *testing.T, c *redisync.Client) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Zero(ct, (*core.Client)(c).WatchdogStats().Holds, "holds renewed by the watchdog")
+		assert.Zero(ct, (*core.Client)(c).Holds().Stats().Holds, "holds renewed by the watchdog")
 	}, 5*time.Second, 20*time.Millisecond)
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // MultiLock is a set of locks taken as one: by New, a lock held when every
@@ -111,7 +111,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 		return false, m.err
 	}
 	if ctx.Err() != nil {
-		return false, fmt.Errorf("%s: %w", m.g.kind, core.CtxError(ctx))
+		return false, fmt.Errorf("%s: %w", m.g.kind, errs.CtxError(ctx))
 	}
 	return m.take.acquire(ctx, wait, forever)
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 const (
@@ -292,9 +292,9 @@ func (a *acquisition) endErr() error {
 	}
 	switch {
 	case ctx.Err() != nil && a.lastErr != nil:
-		return fmt.Errorf("%s: %w (latest attempt: %w)", kind, core.CtxError(ctx), a.lastErr)
+		return fmt.Errorf("%s: %w (latest attempt: %w)", kind, errs.CtxError(ctx), a.lastErr)
 	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", kind, core.CtxError(ctx))
+		return fmt.Errorf("%s: %w", kind, errs.CtxError(ctx))
 	case a.lastErr != nil:
 		return fmt.Errorf("%s: %w", kind, a.lastErr)
 	}

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -106,7 +107,7 @@ func (a *acquisition) head(ctx context.Context, w *waiter) (bool, error) {
 }
 
 // sleep waits for delay, or until kicked is closed by a Release of this
-// Client. It fails with ctx's cause when ctx ends, and with core.ErrClosed
+// Client. It fails with ctx's cause when ctx ends, and with errs.ErrClosed
 // when the Client closes.
 func (a *acquisition) sleep(ctx context.Context, delay time.Duration, kicked <-chan struct{}) error {
 	t := time.NewTimer(delay)
@@ -116,8 +117,8 @@ func (a *acquisition) sleep(ctx context.Context, delay time.Duration, kicked <-c
 	case <-kicked: // a Release of this Client
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	case <-a.l.h.C.Closing():
-		return core.ErrClosed
+	case <-a.l.h.C.Background().Closing():
+		return errs.ErrClosed
 	}
 	return nil
 }
@@ -131,14 +132,14 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	var random [16]byte
 	_, _ = rand.Read(random[:])
-	reqKey, deadline := l.requestKey(), l.h.C.RequestDeadline(ctx)
+	reqKey, deadline := l.requestKey(), l.h.C.Requests().Deadline(ctx)
 	k := l.stateKeys()
 	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(l.h.Name),
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
 		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
-		if core.MayHaveRun(err) {
+		if errs.MayHaveRun(err) {
 			l.undo(n, reqKey, deadline, string(random[:]))
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)

@@ -165,11 +165,11 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 		return nil
 	}
 	g := r.g
-	ctx, cancel := g.h.C.DetachedContext(ctx)
+	ctx, cancel := g.h.C.Background().Detached(ctx)
 	defer cancel()
 	cancelArgs := lua.GCRACancelArgs{Limiter: g.h.Name, Request: g.requestKey(), TAT: r.tat, Took: r.took,
-		ActMicros: r.actUS, Deadline: g.h.C.RequestDeadline(ctx)}
-	err := g.h.C.Resend(ctx, func() error {
+		ActMicros: r.actUS, Deadline: g.h.C.Requests().Deadline(ctx)}
+	err := g.h.C.Requests().Resend(ctx, func() error {
 		_, err := cancelArgs.Run(ctx, g.h.C.Direct())
 		return err
 	})
@@ -290,7 +290,7 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	a := lua.GCRATakeArgs{Limiter: g.h.Name, Request: g.h.Name, EmissionMicros: g.limit.emission(),
 		Burst: g.limit.Burst, N: n} // Allow: no request key (any key of the slot), deadline or record
 	if longest != 0 {
-		a.Request, a.LongestMicros, a.Deadline, a.Record = g.requestKey(), longest, g.h.C.RequestDeadline(ctx), true
+		a.Request, a.LongestMicros, a.Deadline, a.Record = g.requestKey(), longest, g.h.C.Requests().Deadline(ctx), true
 	}
 	v, err := a.Run(ctx, g.h.C.Direct())
 	if err != nil {
@@ -315,7 +315,7 @@ func (g *GCRA) checkN(n int64) error {
 	return nil
 }
 
-func (g *GCRA) requestKey() string { return keys.Request(g.h.Name, g.h.C.RequestID()) }
+func (g *GCRA) requestKey() string { return keys.Request(g.h.Name, g.h.C.Requests().ID()) }
 
 func (g *GCRA) fail(op string, err error) error {
 	return fmt.Errorf("%s %q: %s: %w", g.h.Kind, g.h.Name, op, err)

@@ -126,7 +126,7 @@ func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int
 	r, err := lua.RateSetRateArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
 		Request: k.request, Mode: mode, RateType: int64(t), Rate: rate, IntervalMillis: core.Millis(interval),
-		KeepAliveMillis: core.Millis(o.keepAlive), Deadline: l.h.C.RequestDeadline(ctx),
+		KeepAliveMillis: core.Millis(o.keepAlive), Deadline: l.h.C.Requests().Deadline(ctx),
 		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		return false, l.fail("set rate", err)
@@ -251,10 +251,10 @@ func (l *Limiter) wrap(err error) error {
 // that an undo could not reach counts until it leaves the window.
 func (l *Limiter) undo(n int64, acquireKey string, deadline int64, random string) {
 	k := l.stateKeys()
-	l.h.C.Undo(l.h.C.RecordEnd(deadline), "its permits count until they leave the window", func(ctx context.Context) func() error {
+	l.h.C.Requests().Undo(l.h.C.Requests().RecordEnd(deadline), "its permits count until they leave the window", func(ctx context.Context) func() error {
 		undo := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: l.requestKey(), UndoRequest: acquireKey,
-			N: n, Deadline: l.h.C.RequestDeadline(ctx), Undo: true, Random: random}
+			N: n, Deadline: l.h.C.Requests().Deadline(ctx), Undo: true, Random: random}
 		return func() error {
 			_, err := undo.Run(ctx, l.h.C.Direct())
 			return err
@@ -275,14 +275,14 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 	if err := l.checkN(n); err != nil {
 		return err
 	}
-	ctx, cancel := l.h.C.DetachedContext(ctx)
+	ctx, cancel := l.h.C.Background().Detached(ctx)
 	defer cancel()
 	reqKey, k := l.requestKey(), l.stateKeys()
 	release := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: reqKey, UndoRequest: reqKey,
-		N: n, Deadline: l.h.C.RequestDeadline(ctx)}
+		N: n, Deadline: l.h.C.Requests().Deadline(ctx)}
 	var r int64
-	err := l.h.C.Resend(ctx, func() error {
+	err := l.h.C.Requests().Resend(ctx, func() error {
 		var err error
 		r, err = release.Run(ctx, l.h.C.Direct())
 		return err
@@ -328,7 +328,7 @@ func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	k := l.allKeys()
 	r, err := lua.RateDeleteArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
-		Request: k.request, Deadline: l.h.C.RequestDeadline(ctx), ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
+		Request: k.request, Deadline: l.h.C.Requests().Deadline(ctx), ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		return false, l.fail("delete", err)
 	}
@@ -364,7 +364,7 @@ func (l *Limiter) allKeys() allKeys {
 		keys.RateValue(n) + ":", keys.RatePermits(n) + ":", keys.RateClients(n), l.requestKey()}
 }
 
-func (l *Limiter) requestKey() string { return keys.Request(l.h.Name, l.h.C.RequestID()) }
+func (l *Limiter) requestKey() string { return keys.Request(l.h.Name, l.h.C.Requests().ID()) }
 
 // fail wraps an error of operation op.
 func (l *Limiter) fail(op string, err error) error {

@@ -516,7 +516,7 @@ func TestAcquireExactlyOnce(t *testing.T) {
 			Request: req, N: 2, Deadline: deadline, Random: random,
 			ClientID: (*core.Client)(c).ID()}.Run(ctx, lua.Direct{Client: rdb})
 	}
-	deadline := (*core.Client)(c).RequestDeadline(ctx)
+	deadline := (*core.Client)(c).Requests().Deadline(ctx)
 	first, err := run(req, deadline)
 	require.NoError(t, err)
 	require.EqualValues(t, lua.RateAcquireGranted, first.Code)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Local lines of waiters.
@@ -86,14 +87,14 @@ func join(key lineKey, bound time.Time, onlyIfEmpty bool) *waiter {
 
 // await waits for the waiter's turn. It returns (true, nil) at the head,
 // (false, nil) when it was told it cannot succeed within its bound, and
-// ctx's error or core.ErrClosed when ctx ended or the Client closed first.
+// ctx's error or errs.ErrClosed when ctx ended or the Client closed first.
 func (w *waiter) await(ctx context.Context) (bool, error) {
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
 		return false, context.Cause(ctx)
-	case <-w.key.c.Closing():
-		return false, core.ErrClosed
+	case <-w.key.c.Background().Closing():
+		return false, errs.ErrClosed
 	}
 	lines.mu.Lock()
 	late := w.late

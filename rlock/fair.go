@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -64,62 +67,89 @@ func newFairKeys(name string) fairKeys {
 	return fairKeys{keys.FairQueue(name), keys.FairTimeouts(name), keys.LockChannel(name)}
 }
 
-// fairSide is the fair lock's configuration of the engine: the lock's hash,
-// owner fields and renewal; the fair scripts, which queue the owners that
+// fairSide is the fair lock's configuration of the engine (fairScripts).
+// A waiting owner keeps its place in the queue from one attempt to the
+// next, so a handle's owner must not change per attempt: no fresh holds,
+// every hold is recorded; and no local line.
+func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
+	return &core.Side{Kind: "fair lock", Scripts: &fairScripts{
+		lockScripts:   *newLockScripts(e, "0"), // the lock's field and renewal
+		fk:            newFairKeys(e.Name),
+		timeoutMillis: core.Millis(timeout),
+		recheck:       max(timeout/3, time.Millisecond),
+	}}
+}
+
+// fairScripts are the fair lock's scripts: the lock's hash, owner fields
+// and renewal (lockScripts); the fair scripts, which queue the owners that
 // must wait; a wait on the owner's own channel, which a release publishes
-// on only when the owner is at the head of the queue; and, when a wait ends
-// without the lock, leaving the queue.
+// on only when the owner is at the head of the queue; and, when a wait
+// ends without the lock, leaving the queue (fairLeaver).
 //
 // A queued owner's deadline is timeout after its latest attempt, on the
-// server's clock. Each attempt's retry hint is at most a third of timeout,
-// so a live waiter re-checks, and so refreshes its deadline, twice more
-// before it could be taken for dead, even when no message comes.
-func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
-	fk := newFairKeys(e.Name)
-	timeoutMillis := core.Millis(timeout)
-	recheck := max(timeout/3, time.Millisecond)
-	s := lockSide(e, "fair lock", "0") // the lock's field and renewal
-	// A waiting owner keeps its place in the queue from one attempt to the
-	// next, so a handle's owner must not change per attempt: no fresh
-	// holds, every hold is recorded.
-	s.Fresh = false
-	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-		pub, err := e.C.PublishCommand(ctx)
-		if err != nil {
-			return core.Outcome{}, err
-		}
-		rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
-			ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
-			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Fenced: op.Fencing,
-			Count: op.Count, WaiterTimeoutMillis: timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
-		out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
-		if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > recheck) {
-			out.Retry = recheck
-		}
-		return out, err
-	}
-	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
-		undo, undoKey := false, op.ReqKey
-		if op.UndoKey != "" {
-			undo, undoKey = true, op.UndoKey
-		}
-		return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-			Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
-			Deadline: e.C.RequestDeadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
-	}
-	s.Wait = func(op *core.Op) core.WaitSpec {
-		owner := op.Owner
-		return core.WaitSpec{
-			Channel: keys.FairChannel(e.Name, owner),
-			// Only this owner's waiters listen here, and a message means
-			// it is the owner's turn: each of them may go on (the first in
-			// takes the lock, the others re-enter it).
-			Wake:   pubsub.WakeAll,
-			GiveUp: func(ctx context.Context) { fairLeave(ctx, e, owner) },
-		}
-	}
-	return s
+// server's clock. Each attempt's retry hint is at most a third of timeout
+// (recheck), so a live waiter re-checks, and so refreshes its deadline,
+// twice more before it could be taken for dead, even when no message
+// comes.
+type fairScripts struct {
+	lockScripts
+	fk            fairKeys
+	timeoutMillis int64
+	recheck       time.Duration
 }
+
+// RunAcquire runs fair_acquire, which queues the owner when it must wait.
+func (s *fairScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e, fk := s.e, s.fk
+	pub, err := e.C.PublishCommand(ctx)
+	if err != nil {
+		return core.Outcome{}, err
+	}
+	rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
+		ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Fenced: op.Fencing,
+		Count: op.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
+	if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > s.recheck) {
+		out.Retry = s.recheck
+	}
+	return out, err
+}
+
+// RunRelease runs fair_release, which wakes the owner at the head of the
+// queue.
+func (s *fairScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+	fk := s.fk
+	undo, undoKey := op.Undoes()
+	return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
+		Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
+		Deadline: s.e.C.Requests().Deadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
+}
+
+// Waiting waits on the owner's own channel and leaves the queue when the
+// wait ends without the lock.
+func (s *fairScripts) Waiting(op *core.Op) core.Waiting {
+	return core.Waiting{
+		Strategy: &wait.PubSub{
+			Channel: keys.FairChannel(s.e.Name, op.Owner),
+			// Only this owner's waiters listen here, and a message means
+			// it is the owner's turn: each of them may go on (the first
+			// in takes the lock, the others re-enter it).
+			Wake: pubsub.WakeAll,
+		},
+		GiveUp: &fairLeaver{e: s.e, owner: op.Owner},
+	}
+}
+
+// fairLeaver takes owner out of the fair lock's queue (fairLeave) when its
+// wait ends without the lock.
+type fairLeaver struct {
+	e     *core.Lock
+	owner string
+}
+
+// GiveUp leaves the queue (fairLeave).
+func (f *fairLeaver) GiveUp(ctx context.Context) { fairLeave(ctx, f.e, f.owner) }
 
 // fairLeave takes owner out of the fair lock's queue after a wait that
 // ended without the lock. A failure only delays the others: the entry is
@@ -129,7 +159,7 @@ func fairLeave(ctx context.Context, e *core.Lock, owner string) {
 	if err == nil {
 		fk := newFairKeys(e.Name)
 		_, err = lua.FairLeaveArgs{Lock: e.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-			Owner: owner, Publish: pub, Deadline: e.C.RequestDeadline(ctx)}.Run(ctx, e.C.Direct())
+			Owner: owner, Publish: pub, Deadline: e.C.Requests().Deadline(ctx)}.Run(ctx, e.C.Direct())
 	}
 	if err != nil {
 		e.C.Logger().Warn("redisync: a fair lock waiter that gave up could not leave the queue; it is dropped after its deadline",
@@ -148,7 +178,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	fail := func(err error) (bool, error) {
-		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: force unlock: %w", l.e.Kind, l.e.Name, errs.ReplyError(err))
 	}
 	pub, err := l.e.C.PublishCommand(ctx)
 	if err != nil {
@@ -156,7 +186,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	fk := newFairKeys(l.e.Name)
 	n, err := lua.FairForceUnlockArgs{Lock: l.e.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-		Publish: pub, Deadline: l.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(l.e.Name),
+		Publish: pub, Deadline: l.e.C.Requests().Deadline(ctx), RequestPrefix: keys.RequestPrefix(l.e.Name),
 		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, l.e.C.Direct())
 	if err != nil {
 		return fail(err)

@@ -43,7 +43,7 @@ func TestUnlockHandsOverInProcess(t *testing.T) {
 	// b, now at the head of the line, takes a moment to get ready for a
 	// handoff (its turn, its offer): until then the unlock would publish.
 	require.Eventually(t, func() bool {
-		return (*core.Client)(c).HeadAccepts(core.LockLine("rlock", name))
+		return (*core.Client)(c).Lines().HeadAccepts(core.LockLine("rlock", name))
 	}, 5*time.Second, time.Millisecond, "b ready for a handoff")
 	rec.Reset()
 	require.NoError(t, a.Unlock(ctx))

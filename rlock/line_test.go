@@ -17,7 +17,7 @@ import (
 
 // lockLineLen returns how many callers of c line up for the lock name.
 func lockLineLen(c *redisync.Client, name string) int {
-	return (*core.Client)(c).LineLen(core.LockLine("rlock", name))
+	return (*core.Client)(c).Lines().Len(core.LockLine("rlock", name))
 }
 
 // Issue 16: the waiters of one client line up locally; only the head waits

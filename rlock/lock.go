@@ -6,6 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
+
+	"github.com/redisync/redisync/internal/core/wait"
+
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -56,76 +62,96 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 }
 
 // lockSide is the lock's configuration of the engine (the spin lock's too,
-// with msg "" and a spin wait): the lock_acquire and lock_release scripts
-// on the hash's owner fields for context owners, lock_acquire_fresh and
-// lock_release_fresh for the fresh holds of callers without one, and a
-// wait on the lock's channel that wakes one waiter per release.
+// with msg "" and a spin wait): the lock's scripts (lockScripts), which
+// also hand the lock on within the client's local line.
 func lockSide(e *core.Lock, kind, msg string) *core.Side {
-	channel, counter := keys.LockChannel(e.Name), keys.FenceCounter(e.Name)
-	return &core.Side{
-		Kind:  kind,
-		Fresh: true,
-		Field: func(owner string) string { return owner },
-		Acquire: func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-			if op.Fresh {
-				a := lua.LockAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey,
-					LeaseMillis: op.LeaseMillis(), FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)),
-					Deadline: op.Deadline, Fenced: op.Fencing}
-				if op.Fencing {
-					a.Counter = counter // otherwise left out: spare its bytes
-				}
-				rep, err := a.Run(ctx, e.C.Runner(op.Sync))
-				return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
-			}
-			rep, err := lua.LockAcquireArgs{Lock: op.Name, Request: op.ReqKey, Counter: counter,
-				LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx),
-				Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Runner(op.Sync))
-			return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
-		},
-		Release: func(ctx context.Context, op *core.Op) (int64, error) {
-			undo, undoKey := false, op.ReqKey
-			if op.UndoKey != "" {
-				undo, undoKey = true, op.UndoKey
-			}
-			if op.Fresh {
-				// The hold's request key is its acquisition's (undoKey
-				// in an undo). Its mark outlives the acquisition's
-				// deadline and this request's.
-				return lua.LockReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: channel,
-					FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msg, Publish: op.Publish,
-					MarkUntil: e.C.MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Runner(op.Sync))
-			}
-			return lua.LockReleaseArgs{Lock: op.Name, Channel: channel, Request: op.ReqKey, UndoRequest: undoKey,
-				LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: msg,
-				Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Runner(op.Sync))
-		},
-		Handoff: func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
-			a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: channel,
-				FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-				MarkUntil: e.C.MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),
-				Message: msg, Fenced: to.Fencing, Publish: from.Publish}
-			if to.Fencing {
-				a.Counter = counter
-			}
-			rep, err := a.Run(ctx, e.C.Direct())
-			if err != nil {
-				return core.HandoffOutcome{}, err
-			}
-			return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.LockHandoffHandedOver, Fence: rep.Fence}, nil
-		},
-		Renew: renewLock,
-		Wait: func(*core.Op) core.WaitSpec {
-			return core.WaitSpec{Channel: channel, Wake: pubsub.WakeOne}
-		},
-	}
+	scripts := newLockScripts(e, msg)
+	return &core.Side{Kind: kind, Fresh: true, Scripts: scripts, Handoff: scripts}
 }
 
-// renewLock is how the watchdog renews a hold of the lock (lua.RenewLock):
-// the hash and the owner's field, which are the hold's key. One lazy spec
-// serves every hold: nothing is allocated for it per acquisition.
-func renewLock(*core.Op) *core.RenewSpec { return lockRenewal }
+// lockScripts are the lock's scripts: lock_acquire and lock_release on the
+// hash's owner fields for context owners, lock_acquire_fresh and
+// lock_release_fresh for the fresh holds of callers without one,
+// lock_handoff, and a wait on the lock's channel that wakes one waiter per
+// release. msg is what a release publishes ("" for the spin lock, which
+// publishes nothing).
+type lockScripts struct {
+	e                *core.Lock
+	channel, counter string
+	msg              string
+}
 
-var lockRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
+func newLockScripts(e *core.Lock, msg string) *lockScripts {
+	return &lockScripts{e: e, channel: keys.LockChannel(e.Name), counter: keys.FenceCounter(e.Name), msg: msg}
+}
+
+// Field is the owner itself: a lock's hash has one field per owner.
+func (s *lockScripts) Field(owner string) string { return owner }
+
+// RunAcquire runs lock_acquire_fresh for a fresh hold, else lock_acquire.
+func (s *lockScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e := s.e
+	if op.Fresh {
+		a := lua.LockAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey,
+			LeaseMillis: op.LeaseMillis(), FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)),
+			Deadline: op.Deadline, Fenced: op.Fencing}
+		if op.Fencing {
+			a.Counter = s.counter // otherwise left out: spare its bytes
+		}
+		rep, err := a.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
+	}
+	rep, err := lua.LockAcquireArgs{Lock: op.Name, Request: op.ReqKey, Counter: s.counter,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx),
+		Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
+}
+
+// RunRelease runs lock_release_fresh for a fresh hold, else lock_release.
+func (s *lockScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+	e := s.e
+	undo, undoKey := op.Undoes()
+	if op.Fresh {
+		// The hold's request key is its acquisition's (undoKey in an
+		// undo). Its mark outlives the acquisition's deadline and this
+		// request's.
+		return lua.LockReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
+			FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: s.msg, Publish: op.Publish,
+			MarkUntil: e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	}
+	return lua.LockReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
+		Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+}
+
+// RunHandoff runs lock_handoff: from's fresh hold ends and to's begins.
+func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+	a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
+		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),
+		Message: s.msg, Fenced: to.Fencing, Publish: from.Publish}
+	if to.Fencing {
+		a.Counter = s.counter
+	}
+	rep, err := a.Run(ctx, s.e.C.Direct())
+	if err != nil {
+		return core.HandoffOutcome{}, err
+	}
+	return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.LockHandoffHandedOver, Fence: rep.Fence}, nil
+}
+
+// Renewal is lockRenewal (lua.RenewLock): the hash and the owner's field,
+// which are the hold's key. One lazy spec serves every hold: nothing is
+// allocated for it per acquisition.
+func (s *lockScripts) Renewal(*core.Op) *hold.RenewSpec { return lockRenewal }
+
+// Waiting waits on the lock's channel; a release wakes one waiter.
+func (s *lockScripts) Waiting(*core.Op) core.Waiting {
+	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
+}
+
+// lockRenewal is how the watchdog renews a hold of the lock.
+var lockRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 
@@ -141,7 +167,7 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	case code == lua.LockAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
 }
 
 // Name returns the lock's name, which is also its Redis key.
@@ -204,13 +230,13 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := h.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	n, err := lua.LockForceUnlockArgs{Lock: h.e.Name, Channel: keys.LockChannel(h.e.Name), Message: "0",
-		Publish: pub, Deadline: h.e.C.RequestDeadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
+		Publish: pub, Deadline: h.e.C.Requests().Deadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
 		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, h.e.C.Direct())
 	if err != nil {
-		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	h.e.ForceEnded()
 	return n == lua.LockForceUnlockExisted, nil
@@ -223,7 +249,7 @@ func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	}
 	n, err := h.e.C.Redis().Exists(ctx, h.e.Name).Result()
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	return n == 1, nil
 }
@@ -247,7 +273,7 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }
@@ -260,7 +286,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	d, err := h.e.C.Redis().PTTL(ctx, h.e.Name).Result()
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
 	switch {
 	case d == -2 || d == -2*time.Millisecond:

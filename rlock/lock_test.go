@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -124,7 +126,7 @@ func TestWatchdogRenews(t *testing.T) {
 	assert.EqualValues(t, 1, holdCount(t, l, ctx))
 	require.NoError(t, l.Unlock(ctx))
 	assert.ErrorIs(t, l.Err(), redisync.ErrNotHeld)
-	assert.Eventually(t, func() bool { return (*core.Client)(c).WatchdogStats().Holds == 0 }, time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return (*core.Client)(c).Holds().Stats().Holds == 0 }, time.Second, 10*time.Millisecond)
 }
 
 // Redisson: a client that stops without unlocking frees its locks within
@@ -309,7 +311,7 @@ func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 	wc := (*core.Client)(waiting)
 	require.Eventually(t, func() bool {
 		for _, name := range names {
-			if wc.LineLen(core.LockLine("rlock", name)) != 4 {
+			if wc.Lines().Len(core.LockLine("rlock", name)) != 4 {
 				return false
 			}
 		}
@@ -371,7 +373,7 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 
 	assert.Equal(t, 0, (*core.Client)(wc).Mux().Stats().Waiters)
 	assert.EqualValues(t, 0, holdCount(t, b, ctx))
-	assert.Equal(t, 0, (*core.Client)(wc).WatchdogStats().Holds)
+	assert.Equal(t, 0, (*core.Client)(wc).Holds().Stats().Holds)
 	require.NoError(t, a.Unlock(ctx))
 	locked, err := a.IsLocked(ctx)
 	require.NoError(t, err)
@@ -566,7 +568,7 @@ func TestRenewalFailureLosesHoldAfterLease(t *testing.T) {
 	err := l2.Unlock(ctx)
 	require.Error(t, err)
 	assert.ErrorIs(t, l2.Err(), redisync.ErrNotHeld)
-	assert.Equal(t, 0, (*core.Client)(c).WatchdogStats().Holds, "Unlock must stop renewal even when the release fails")
+	assert.Equal(t, 0, (*core.Client)(c).Holds().Stats().Holds, "Unlock must stop renewal even when the release fails")
 	proxy.Unblock()
 }
 
@@ -818,7 +820,7 @@ func TestWatchdogBatches(t *testing.T) {
 		locks = append(locks, l)
 	}
 	direct := s.Client(t)
-	wd := func() core.WatchdogStats { return (*core.Client)(c).WatchdogStats() }
+	wd := func() hold.WatchdogStats { return (*core.Client)(c).Holds().Stats() }
 	// The first tick on a fresh server also loads the script (NOSCRIPT, then
 	// EVAL): measure the ticks after it.
 	require.Eventually(t, func() bool { return wd().Ticks >= 1 }, 5*time.Second, 10*time.Millisecond)

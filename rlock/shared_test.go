@@ -117,7 +117,7 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 	assert.EqualValues(t, 1, holdCount(t, l, ctx), "the new hold does not adopt the stale count")
 	require.NoError(t, l.Unlock(ctx))
 	assert.Zero(t, direct.Exists(ctx, name).Val(), "the lock is free after the last Unlock")
-	assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "nothing is renewed")
+	assert.Zero(t, (*core.Client)(c).Holds().Stats().Holds, "nothing is renewed")
 	other := rlock.New(clienttest.New(t, s.Client(t)), name)
 	ok, err := other.TryLock(ctx, 0)
 	require.NoError(t, err)

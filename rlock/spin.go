@@ -3,6 +3,7 @@ package rlock
 import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/wait"
 )
 
 // SpinLock is Redisson's RSpinLock: the lock's layout and owner rules
@@ -20,10 +21,22 @@ type SpinLock struct{ handle }
 // first operation.
 func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 	h := newHandle(c, "spin lock", name, opts)
-	h.side = lockSide(h.e, "spin lock", "")
-	backoff := &core.Backoff{Min: h.opts.backoffMin, Max: h.opts.backoffMax}
-	h.side.Wait = func(*core.Op) core.WaitSpec { return core.WaitSpec{Spin: backoff} }
+	// No local line, so no handoff: every waiter spins in Redis.
+	h.side = &core.Side{Kind: "spin lock", Fresh: true, Scripts: &spinScripts{
+		lockScripts: *newLockScripts(h.e, ""),
+		spin:        &wait.Spin{Min: h.opts.backoffMin, Max: h.opts.backoffMax},
+	}}
 	return &SpinLock{h}
 }
+
+// spinScripts are the lock's scripts (publishing nothing) with a spin
+// wait: no subscription, a growing pause between attempts.
+type spinScripts struct {
+	lockScripts
+	spin *wait.Spin
+}
+
+// Waiting spins with the handle's backoff (WithBackoff).
+func (s *spinScripts) Waiting(*core.Op) core.Waiting { return core.Waiting{Strategy: s.spin} }
 
 var _ redisync.Locker = (*SpinLock)(nil)

@@ -22,7 +22,7 @@ import (
 
 // writerLineLen returns how many writers of c line up for the rwlock name.
 func writerLineLen(c *redisync.Client, name string) int {
-	return (*core.Client)(c).LineLen(core.LockLine("rwlock", name))
+	return (*core.Client)(c).Lines().Len(core.LockLine("rwlock", name))
 }
 
 // scriptCounter is a go-redis hook that counts the calls of one script.
@@ -77,7 +77,7 @@ func TestUnlockHandsWriteSideOverInProcess(t *testing.T) {
 	// b, now at the head of the line, takes a moment to get ready for a
 	// handoff (its turn, its offer): until then the unlock would publish.
 	require.Eventually(t, func() bool {
-		return (*core.Client)(c).HeadAccepts(core.LockLine("rwlock", name))
+		return (*core.Client)(c).Lines().HeadAccepts(core.LockLine("rwlock", name))
 	}, 5*time.Second, time.Millisecond, "b ready for a handoff")
 	rec.Reset()
 	require.NoError(t, a.Unlock(ctx))

@@ -37,8 +37,8 @@ func TestMiniredisCompatible(t *testing.T) {
 		require.NoError(t, other.RLock(ctx))
 		require.ErrorIs(t, rw.Lock(octx), redisync.ErrUpgrade, name+": upgrade")
 		// A lease and more: four renewal rounds (every 300ms) keep the holds.
-		ticks := (*core.Client)(c).WatchdogStats().Ticks
-		require.Eventually(t, func() bool { return (*core.Client)(c).WatchdogStats().Ticks >= ticks+4 },
+		ticks := (*core.Client)(c).Holds().Stats().Ticks
+		require.Eventually(t, func() bool { return (*core.Client)(c).Holds().Stats().Ticks >= ticks+4 },
 			10*time.Second, redistest.Tick, "%s: four renewal rounds", name)
 		require.NoError(t, rw.Err(), name)
 		require.NoError(t, rw.RUnlock(octx))

@@ -6,6 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
+
+	"github.com/redisync/redisync/internal/core/wait"
+
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -82,116 +88,151 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 // Name returns the lock's name, which is also the key of its hash.
 func (rw *RWLock) Name() string { return rw.e.Name }
 
-// sides returns what both sides' configurations share: the kind, the wait
-// on the lock's channel with its wake policy, and the release script call
-// (rwlock_write_release for the write side, else rwlock_read_release: the
-// same KEYS and ARGV).
-func side(e *core.Lock, what string, field func(string) string, write bool, msg string) *core.Side {
-	channel := keys.RWChannel(e.Name)
-	head, tail := keys.RWTimeoutParts(e.Name)
-	return &core.Side{
-		Kind:  "rwlock",
-		What:  what,
-		Field: field,
-		Release: func(ctx context.Context, op *core.Op) (int64, error) {
-			undo, undoKey := false, op.ReqKey
-			if op.UndoKey != "" {
-				undo, undoKey = true, op.UndoKey
-			}
-			if write {
-				return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: channel, Request: op.ReqKey, UndoRequest: undoKey,
-					LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: msg,
-					Undo: undo, TimeoutHead: head, TimeoutTail: tail, Count: op.Count, Publish: op.Publish,
-				}.Run(ctx, e.C.Runner(op.Sync))
-			}
-			return lua.RWReadReleaseArgs{Lock: op.Name, Channel: channel, Request: op.ReqKey, UndoRequest: undoKey,
-				LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.RequestDeadline(ctx), Message: msg,
-				Undo: undo, TimeoutHead: head, TimeoutTail: tail, Count: op.Count, Publish: op.Publish,
-			}.Run(ctx, e.C.Runner(op.Sync))
-		},
-		Wait: func(*core.Op) core.WaitSpec { return core.WaitSpec{Channel: channel, Wake: wake} },
-	}
+// sideScripts is what both sides' scripts share: the lock's channel, its
+// timeout keys, the message a release publishes, and the recorded release
+// script call (rwlock_write_release for the write side, else
+// rwlock_read_release: the same KEYS and ARGV).
+type sideScripts struct {
+	e          *core.Lock
+	channel    string
+	head, tail string // keys.RWTimeoutParts
+	msg        string
+	write      bool
 }
 
-// readSide is the read side's configuration of the engine: a read hold is
-// the owner's reader field plus one timeout key per hold.
+func newSideScripts(e *core.Lock, write bool, msg string) sideScripts {
+	head, tail := keys.RWTimeoutParts(e.Name)
+	return sideScripts{e: e, channel: keys.RWChannel(e.Name), head: head, tail: tail, msg: msg, write: write}
+}
+
+// release runs the recorded release script of the side.
+func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
+	e := s.e
+	undo, undoKey := op.Undoes()
+	if s.write {
+		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
+			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
+			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
+		}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	}
+	return lua.RWReadReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
+		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
+	}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+}
+
+// Waiting waits on the lock's channel with its wake policy (wake).
+func (s *sideScripts) Waiting(*core.Op) core.Waiting {
+	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: wake}}
+}
+
+// readSide is the read side's configuration of the engine (readScripts).
 func readSide(e *core.Lock) *core.Side {
-	s := side(e, "read ", func(owner string) string { return owner }, false, msgRead)
-	s.Shared = true
-	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-		rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-			Field: op.Owner, Deadline: e.C.RequestDeadline(ctx), WriteField: keys.RWWriteField(op.Owner),
-			TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Runner(op.Sync))
-		return outcome(rep.Code, rep.Value, err, op.Owner)
-	}
-	s.Renew = func(op *core.Op) *core.RenewSpec {
-		return core.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
-			TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
-	}
-	return s
+	return &core.Side{Kind: "rwlock", What: "read ", Shared: true,
+		Scripts: &readScripts{newSideScripts(e, false, msgRead)}}
 }
 
-// writeSide is the write side's configuration of the engine: the owner's
-// write field, renewed as a lock's owner field. Context owners take and
-// release it with the recorded scripts (rwlock_write_acquire and
-// rwlock_write_release: reentrancy, downgrade, ErrUpgrade); callers without
-// one take fresh holds (rwlock_write_acquire_fresh and
-// rwlock_write_release_fresh), line up in the client's local line of the
-// lock's writers, and are handed the write side by the writer before them
-// (rwlock_write_handoff).
+// readScripts are the read side's scripts: a read hold is the owner's
+// reader field plus one timeout key per hold.
+type readScripts struct{ sideScripts }
+
+// Field is the owner itself: its reader field.
+func (s *readScripts) Field(owner string) string { return owner }
+
+// RunAcquire runs rwlock_read_acquire.
+func (s *readScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e := s.e
+	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return outcome(rep.Code, rep.Value, err, op.Owner)
+}
+
+// RunRelease runs rwlock_read_release.
+func (s *readScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+	return s.release(ctx, op)
+}
+
+// Renewal renews the reader field and the owner's timeout keys
+// (lua.RenewRead).
+func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
+	return hold.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
+}
+
+// writeSide is the write side's configuration of the engine
+// (writeScripts); callers without a context owner take fresh holds, line up
+// in the client's local line of the lock's writers, and are handed the
+// write side by the writer before them.
 func writeSide(e *core.Lock) *core.Side {
-	s := side(e, "write ", keys.RWWriteField, true, msgWrite)
-	s.Fresh = true
-	s.Line = core.LockLine("rwlock", e.Name) // writers of a client line up locally
-	channel := keys.RWChannel(e.Name)
-	head, tail := keys.RWTimeoutParts(e.Name)
-	recorded := s.Release
-	s.Release = func(ctx context.Context, op *core.Op) (int64, error) {
-		if !op.Fresh {
-			return recorded(ctx, op)
-		}
-		// The hold's request key is its acquisition's (undoKey in an
-		// undo). Its mark outlives the acquisition's deadline and this
-		// request's.
-		undo, undoKey := false, op.ReqKey
-		if op.UndoKey != "" {
-			undo, undoKey = true, op.UndoKey
-		}
-		return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: channel,
-			FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
-			MarkUntil: e.C.MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: head, TimeoutTail: tail,
-		}.Run(ctx, e.C.Runner(op.Sync))
-	}
-	s.Handoff = func(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
-		rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: channel,
-			FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-			MarkUntil: e.C.MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
-			Publish: from.Publish, TimeoutHead: head, TimeoutTail: tail}.Run(ctx, e.C.Direct())
-		if err != nil {
-			return core.HandoffOutcome{}, err
-		}
-		return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.RWWriteHandoffHandedOver}, nil
-	}
-	s.Acquire = func(ctx context.Context, op *core.Op) (core.Outcome, error) {
-		if op.Fresh {
-			rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-				FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Runner(op.Sync))
-			return outcome(rep.Code, rep.Value, err, op.Owner)
-		}
-		rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-			Field: op.Owner, Deadline: e.C.RequestDeadline(ctx), WriteField: op.Field,
-			TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
-			ReadCount: e.C.HeldCount(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Runner(op.Sync))
+	scripts := &writeScripts{newSideScripts(e, true, msgWrite)}
+	return &core.Side{Kind: "rwlock", What: "write ", Fresh: true,
+		Line:    core.LockLine("rwlock", e.Name), // writers of a client line up locally
+		Scripts: scripts, Handoff: scripts}
+}
+
+// writeScripts are the write side's scripts: the owner's write field,
+// renewed as a lock's owner field. Context owners take and release it with
+// the recorded scripts (rwlock_write_acquire and rwlock_write_release:
+// reentrancy, downgrade, ErrUpgrade); fresh holds with
+// rwlock_write_acquire_fresh and rwlock_write_release_fresh, and hand it on
+// with rwlock_write_handoff.
+type writeScripts struct{ sideScripts }
+
+// Field is the owner's write field ("<owner>:write").
+func (s *writeScripts) Field(owner string) string { return keys.RWWriteField(owner) }
+
+// RunAcquire runs rwlock_write_acquire_fresh for a fresh hold, else
+// rwlock_write_acquire.
+func (s *writeScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e := s.e
+	if op.Fresh {
+		rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+			FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 		return outcome(rep.Code, rep.Value, err, op.Owner)
 	}
-	s.Renew = func(*core.Op) *core.RenewSpec { return writeRenewal }
-	return s
+	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
+		ReadCount: e.C.Holds().Count(hold.Key{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
+
+// RunRelease runs rwlock_write_release_fresh for a fresh hold, else
+// rwlock_write_release.
+func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+	if !op.Fresh {
+		return s.release(ctx, op)
+	}
+	// The hold's request key is its acquisition's (undoKey in an undo).
+	// Its mark outlives the acquisition's deadline and this request's.
+	undo, undoKey := op.Undoes()
+	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
+		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
+	}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
+}
+
+// RunHandoff runs rwlock_write_handoff: from's fresh hold ends and to's
+// begins.
+func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
+		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
+		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Direct())
+	if err != nil {
+		return core.HandoffOutcome{}, err
+	}
+	return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.RWWriteHandoffHandedOver}, nil
+}
+
+// Renewal is writeRenewal.
+func (s *writeScripts) Renewal(*core.Op) *hold.RenewSpec { return writeRenewal }
 
 // writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
 // the hash and the write field, which are the hold's key; one lazy spec for
 // every hold.
-var writeRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
+var writeRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 
@@ -209,7 +250,7 @@ func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 	case code == lua.RWWriteAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
 }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
@@ -310,14 +351,14 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	pub, err := rw.e.C.PublishCommand(ctx)
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
 	n, err := lua.RWForceUnlockArgs{Lock: rw.e.Name, Channel: keys.RWChannel(rw.e.Name), TimeoutHead: head,
-		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.RequestDeadline(ctx),
+		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.Requests().Deadline(ctx),
 		RequestPrefix: keys.RequestPrefix(rw.e.Name), MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
-		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, core.ReplyError(err))
+		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	rw.e.ForceEnded()
 	return n == lua.RWForceUnlockExisted, nil
@@ -333,7 +374,7 @@ func (rw *RWLock) mode(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
+		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	return m, nil
 }
@@ -364,7 +405,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 	n, err := lua.RWReadCountArgs{Lock: rw.e.Name, Field: owner,
 		TimeoutPrefix: keys.RWTimeoutPrefix(rw.e.Name, owner)}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }
@@ -383,7 +424,7 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, core.ReplyError(err))
+		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	return n, nil
 }

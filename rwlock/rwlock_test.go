@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/hold"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -468,7 +470,7 @@ func TestWatchdogRenewsReadHolds(t *testing.T) {
 		require.NoError(t, rw.RUnlock(ctx))
 	}
 	require.ErrorIs(t, rw.Err(), redisync.ErrNotHeld, "Err after the last RUnlock")
-	require.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "holds the watchdog still renews")
+	require.Zero(t, (*core.Client)(c).Holds().Stats().Holds, "holds the watchdog still renews")
 }
 
 func TestWatchdogRenewsWriteHold(t *testing.T) {
@@ -500,11 +502,11 @@ func TestRenewalsBatched(t *testing.T) {
 		}
 		rws = append(rws, rw)
 	}
-	before := (*core.Client)(c).WatchdogStats()
+	before := (*core.Client)(c).Holds().Stats()
 	require.Equal(t, 15, before.Holds, "holds the watchdog renews")
-	var after core.WatchdogStats
+	var after hold.WatchdogStats
 	require.Eventually(t, func() bool {
-		after = (*core.Client)(c).WatchdogStats()
+		after = (*core.Client)(c).Holds().Stats()
 		return after.Ticks >= before.Ticks+3
 	}, 10*time.Second, redistest.Tick, "fewer than 3 renewal rounds")
 	ticks, calls := after.Ticks-before.Ticks, after.Calls-before.Calls
@@ -841,7 +843,7 @@ func TestCancelledWait(t *testing.T) {
 	n, err := rw.ReadHoldCount(ctx)
 	require.NoError(t, err, "ReadHoldCount")
 	require.Equal(t, int64(0), n, "ReadHoldCount")
-	require.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "a cancelled wait left a renewed hold")
+	require.Zero(t, (*core.Client)(c).Holds().Stats().Holds, "a cancelled wait left a renewed hold")
 	require.ErrorIs(t, rw.Err(), redisync.ErrNotHeld)
 	require.NoError(t, holder.Unlock(ctx))
 }
@@ -922,7 +924,7 @@ func TestUndoInterruptedAcquire(t *testing.T) {
 		// The undo runs in the background.
 		require.Eventually(t, func() bool { return rdb.Exists(ctx, name).Val() == 0 }, 5*time.Second, redistest.Tick,
 			"write=%v: the interrupted acquisition was not undone: %v", write, rdb.HGetAll(ctx, name).Val())
-		require.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "write=%v: a hold is renewed", write)
+		require.Zero(t, (*core.Client)(c).Holds().Stats().Holds, "write=%v: a hold is renewed", write)
 	}
 }
 
@@ -1046,8 +1048,8 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, rw.Unlock(octx))
 		require.NoError(t, <-got)
 		// Renewals of read holds in cluster batches: two rounds.
-		ticks := (*core.Client)(c).WatchdogStats().Ticks
-		require.Eventually(t, func() bool { return (*core.Client)(c).WatchdogStats().Ticks >= ticks+2 },
+		ticks := (*core.Client)(c).Holds().Stats().Ticks
+		require.Eventually(t, func() bool { return (*core.Client)(c).Holds().Stats().Ticks >= ticks+2 },
 			10*time.Second, redistest.Tick, "%s: two renewal rounds", name)
 		require.NoError(t, rw.Err(), name)
 		require.NoError(t, rw.RUnlock(octx))
@@ -1070,17 +1072,17 @@ func TestUndoTombstone(t *testing.T) {
 	for _, write := range []bool{false, true} {
 		name := redistest.Key(t, "rw")
 		head, tail := keys.RWTimeoutParts(name)
-		acquire := keys.Request(name, cc.RequestID())
-		ks := []string{name, keys.RWChannel(name), keys.Request(name, cc.RequestID()), acquire}
+		acquire := keys.Request(name, cc.Requests().ID())
+		ks := []string{name, keys.RWChannel(name), keys.Request(name, cc.Requests().ID()), acquire}
 		field, release, acq, msg := me, lua.RWReadRelease, lua.RWReadAcquire, "0"
 		if write {
 			field, release, acq, msg = me+":write", lua.RWWriteRelease, lua.RWWriteAcquire, "1"
 		}
-		n, err := release.Run(ctx, rdb, ks, 30000, field, cc.RequestDeadline(ctx), msg, "1", head, tail).Int64()
+		n, err := release.Run(ctx, rdb, ks, 30000, field, cc.Requests().Deadline(ctx), msg, "1", head, tail).Int64()
 		require.NoError(t, err, "undo before the acquisition")
 		require.Equal(t, int64(-2), n, "undo before the acquisition")
 		res, err := acq.Run(ctx, rdb, []string{name, acquire},
-			30000, me, cc.RequestDeadline(ctx), me+":write", keys.RWTimeoutPrefix(name, me)).Int64Slice()
+			30000, me, cc.Requests().Deadline(ctx), me+":write", keys.RWTimeoutPrefix(name, me)).Int64Slice()
 		require.NoError(t, err)
 		require.Equal(t, []int64{0, -3}, res, "write=%v: late acquisition", write)
 		require.Zero(t, rdb.Exists(ctx, name).Val(), "write=%v: the cancelled acquisition took the lock", write)

@@ -131,7 +131,7 @@ func TestRelockAfterFailedUnlock(t *testing.T) {
 			require.NoError(t, lock(ctx))
 			require.NoError(t, unlock(ctx))
 			assert.Zero(t, direct.Exists(ctx, name).Val(), "the lock is free after the last release")
-			assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "nothing is renewed")
+			assert.Zero(t, (*core.Client)(c).Holds().Stats().Holds, "nothing is renewed")
 			ok, err := rwlock.New(clienttest.Shared(t), name).TryLock(testCtx(t), 0)
 			require.NoError(t, err)
 			assert.True(t, ok, "the write side is free for other owners")

@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -29,7 +32,7 @@ type base struct {
 
 // fail wraps an error of operation op.
 func (b *base) fail(op string, err error) error {
-	return fmt.Errorf("%s %q: %s: %w", b.h.Kind, b.h.Name, op, core.ReplyError(err))
+	return fmt.Errorf("%s %q: %s: %w", b.h.Kind, b.h.Name, op, errs.ReplyError(err))
 }
 
 // checkN checks a permit count for an acquisition or a release.
@@ -58,17 +61,17 @@ func (b *base) checkIDs(n int64) error {
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go). The whole call, turn included, is one
 // observed wait (core.Client.BeginWait).
-func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (ok bool, err error) {
+func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try wait.AttemptFunc) (ok bool, err error) {
 	ctx, obs := b.h.C.BeginWait(ctx, b.h.Kind, "", b.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
 	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, core.ReplyError(err))
+		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, errs.ReplyError(err))
 	}
 	return ok, nil
 }
 
-func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.RequestID()) }
+func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.Requests().ID()) }
 
 // trySet runs semaphore_try_set.lua; expirable says whether expired permits
 // are given back first.
@@ -85,7 +88,7 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 	}
 	r, err := lua.SemaphoreTrySetArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
 		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
-		Deadline: b.h.C.RequestDeadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
@@ -106,7 +109,7 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 	}
 	_, err = lua.SemaphoreAddArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
 		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
-		Deadline: b.h.C.RequestDeadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return b.fail("add permits", err)
 	}
@@ -129,7 +132,7 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 		return false, err
 	}
 	r, err := lua.SemaphoreDeleteArgs{Request: b.requestKey(), Deleted: keys,
-		Deadline: b.h.C.RequestDeadline(ctx)}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx)}.Run(ctx, b.h.C.Direct())
 	if err != nil {
 		return false, b.fail("delete", err)
 	}

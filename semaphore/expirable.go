@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
@@ -74,7 +76,7 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 		return s.fail("set permits", err)
 	}
 	set := lua.SemaphorePermitSetArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
-		N: n, Publish: pub, Deadline: s.h.C.RequestDeadline(ctx)}
+		N: n, Publish: pub, Deadline: s.h.C.Requests().Deadline(ctx)}
 	if _, err := set.Run(ctx, s.h.C.Direct()); err != nil {
 		return s.fail("set permits", err)
 	}
@@ -198,15 +200,15 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	sync := s.h.C.NewSync()
+	sync := s.h.C.Replicas().NewSync()
 	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
-		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.RequestDeadline(ctx), Publish: pub,
-		Permits: raw}.Run(ctx, s.h.C.Runner(sync))
+		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
+		Permits: raw}.Run(ctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if core.MayHaveRun(err) {
+		if errs.MayHaveRun(err) {
 			s.undo(ctx, reqKey, raw, lease)
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
@@ -242,9 +244,9 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	}
 	// The ids make the undo safe to repeat under a new request key: a
 	// permit is taken back once, however many undos find it.
-	s.h.C.Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
+	s.h.C.Requests().Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
 		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
-			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.RequestDeadline(ctx), Undo: true,
+			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.Requests().Deadline(ctx), Undo: true,
 			Publish: pub, Permits: raw}
 		return func() error {
 			_, err := undo.Run(ctx, s.h.C.Direct())
@@ -290,7 +292,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 		seen[raw] = true
 		raws = append(raws, raw)
 	}
-	ctx, cancel := s.h.C.DetachedContext(ctx)
+	ctx, cancel := s.h.C.Background().Detached(ctx)
 	defer cancel()
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {
@@ -298,15 +300,15 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	reqKey := s.requestKey()
 	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
-		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.RequestDeadline(ctx), Publish: pub, Permits: raws}
+		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Permits: raws}
 	var rep lua.SemaphorePermitReleaseReply
-	sync := s.h.C.NewSync()
-	err = s.h.C.Resend(ctx, func() (err error) {
-		rep, err = release.Run(ctx, s.h.C.Runner(sync))
+	sync := s.h.C.Replicas().NewSync()
+	err = s.h.C.Requests().Resend(ctx, func() (err error) {
+		rep, err = release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
 	if err != nil {
-		if core.MayHaveRun(err) {
+		if errs.MayHaveRun(err) {
 			(&lostRelease{s: s, release: release}).complete()
 		}
 		return s.fail("release", err)
@@ -339,7 +341,7 @@ type lostRelease struct {
 
 // complete starts the completion.
 func (l *lostRelease) complete() {
-	l.s.h.C.CompleteRelease(time.Time{}, true, "its permits may stay taken until their lease ends, or for good without one",
+	l.s.h.C.Requests().CompleteRelease(time.Time{}, true, "its permits may stay taken until their lease ends, or for good without one",
 		l.next, "semaphore", l.s.h.Name, "permits", len(l.release.Permits))
 }
 
@@ -352,14 +354,14 @@ func (l *lostRelease) next(ctx context.Context) (func() error, time.Time) {
 	r := l.release
 	return func() error {
 		return l.releaseKnown(ctx, r)
-	}, l.s.h.C.RecordEnd(r.Deadline)
+	}, l.s.h.C.Requests().RecordEnd(r.Deadline)
 }
 
 // renew gives the release a request key and a deadline of its own.
 func (l *lostRelease) renew(ctx context.Context) {
 	l.release.Request = l.s.requestKey()
 	l.release.UndoRequest = l.release.Request
-	l.release.Deadline = l.s.h.C.RequestDeadline(ctx)
+	l.release.Deadline = l.s.h.C.Requests().Deadline(ctx)
 }
 
 // releaseKnown runs release and, while it names a permit that is unknown
@@ -380,7 +382,7 @@ func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePer
 		}
 		release.Request = l.s.requestKey()
 		release.UndoRequest = release.Request
-		release.Deadline = l.s.h.C.RequestDeadline(ctx)
+		release.Deadline = l.s.h.C.Requests().Deadline(ctx)
 	}
 }
 
@@ -406,7 +408,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	}
 	r, err := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Permit: raw, LeaseMillis: leaseMillis(lease), Publish: pub,
-		Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
+		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}

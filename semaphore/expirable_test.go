@@ -364,7 +364,7 @@ func TestExpirableUndo(t *testing.T) {
 	run := func(reqKey string) int64 {
 		t.Helper()
 		rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
-			Request: reqKey, LeaseMillis: 60000, Deadline: s.h.C.RequestDeadline(ctx), Publish: "publish",
+			Request: reqKey, LeaseMillis: 60000, Deadline: s.h.C.Requests().Deadline(ctx), Publish: "publish",
 			Permits: raw}.Run(ctx, s.h.C.Direct())
 		require.NoError(t, err)
 		return rep.Code

@@ -37,7 +37,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	n, err := s.DrainPermits(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "drained")
-	acq, _ := s.h.C.Ledger().Begin(s.h.Name)
+	acq, _ := s.h.C.Requests().Ledger().Begin(s.h.Name)
 	s.undo(ctx, 1, acq)
 	ok, err = s.Delete(ctx)
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
@@ -113,16 +115,16 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
-	led := s.h.C.Ledger()
+	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
-	sync := s.h.C.NewSync()
+	sync := s.h.C.Replicas().NewSync()
 	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: n,
-		Deadline: s.h.C.RequestDeadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Runner(sync))
+		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
-		if core.MayHaveRun(err) {
+		if errs.MayHaveRun(err) {
 			s.undo(ctx, n, seq) // ends seq in the ledger when done
 		} else {
 			led.End(s.h.Name, seq)
@@ -151,14 +153,14 @@ func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 	if err != nil {
 		pub = "publish" // only a Cluster's probe fails here; a plain publish still wakes classic subscribers
 	}
-	led := s.h.C.Ledger()
+	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
 	undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Undo: true, Publish: pub, Seq: seq, Low: low, UndoSeq: acq}
 	end := func() { led.End(s.h.Name, acq, seq) }
-	s.h.C.UndoThen(time.Time{}, end, "its permits may be lost", func(ctx context.Context) func() error {
+	s.h.C.Requests().UndoThen(time.Time{}, end, "its permits may be lost", func(ctx context.Context) func() error {
 		r := undo
-		r.Deadline = s.h.C.RequestDeadline(ctx) // the same request, with a deadline of its own
+		r.Deadline = s.h.C.Requests().Deadline(ctx) // the same request, with a deadline of its own
 		return func() error {
 			_, err := r.Run(ctx, s.h.C.Direct())
 			return err
@@ -183,22 +185,22 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
 	}
-	ctx, cancel := s.h.C.DetachedContext(ctx)
+	ctx, cancel := s.h.C.Background().Detached(ctx)
 	defer cancel()
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {
 		return s.fail("release", err)
 	}
-	led := s.h.C.Ledger()
+	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
-	sync := s.h.C.NewSync()
+	sync := s.h.C.Replicas().NewSync()
 	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
-		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.RequestDeadline(ctx), Publish: pub, Seq: seq, Low: low}
-	err = s.h.C.Resend(ctx, func() error {
-		_, err := release.Run(ctx, s.h.C.Runner(sync))
+		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
+	err = s.h.C.Requests().Resend(ctx, func() error {
+		_, err := release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
-	if core.MayHaveRun(err) {
+	if errs.MayHaveRun(err) {
 		s.complete(release) // ends seq in the ledger when done
 	} else {
 		led.End(s.h.Name, seq)
@@ -219,11 +221,11 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 // ledger.
 func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs) {
 	first := true
-	end := func() { s.h.C.Ledger().End(s.h.Name, release.Seq) }
-	s.h.C.CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
+	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, release.Seq) }
+	s.h.C.Requests().CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
 		func(ctx context.Context) (func() error, time.Time) {
 			if !first {
-				release.Deadline = s.h.C.RequestDeadline(ctx)
+				release.Deadline = s.h.C.Requests().Deadline(ctx)
 			}
 			first = false
 			r := release
@@ -263,7 +265,7 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := lua.SemaphoreDrainArgs{Semaphore: s.h.Name, Request: s.requestKey(),
-		Deadline: s.h.C.RequestDeadline(ctx)}.Run(ctx, s.h.C.Direct())
+		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}

@@ -452,11 +452,11 @@ func TestUndo(t *testing.T) {
 	ctx := context.Background()
 	s := New(clienttest.Shared(t), redistest.Key(t, "sem"))
 	require.NoError(t, s.AddPermits(ctx, 3))
-	led := s.h.C.Ledger()
+	led := s.h.C.Requests().Ledger()
 	run := func(seq, low int64) int64 {
 		t.Helper()
 		r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: 2,
-			Deadline: s.h.C.RequestDeadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Direct())
+			Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Direct())
 		require.NoError(t, err)
 		return r
 	}

@@ -154,7 +154,7 @@ func HandoffRacingCancel(t *testing.T, ctx context.Context, c *redisync.Client, 
 			return err == nil && !l
 		}, 5*time.Second, time.Millisecond, "round %d: a hold was left behind", i)
 		assert.Zero(t, lineLen(), "round %d: a line entry was left behind", i)
-		assert.Zero(t, (*core.Client)(c).WatchdogStats().Holds, "round %d: a hold is renewed", i)
+		assert.Zero(t, (*core.Client)(c).Holds().Stats().Holds, "round %d: a hold is renewed", i)
 	}
 	NoSubscriptions(t, c)
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Handle is what every primitive's handle starts from: its client, its
@@ -29,15 +31,15 @@ func NewHandle(c *Client, kind, name string) Handle {
 }
 
 // Check returns the error to report before sending anything: the client's
-// (ErrInvalidArgument for a nil client or a bad option, ErrClosed after
-// Close), ErrInvalidArgument for an empty name, or the handle's invalid
+// (errs.ErrInvalidArgument for a nil client or a bad option, errs.ErrClosed after
+// Close), errs.ErrInvalidArgument for an empty name, or the handle's invalid
 // option (OptErr).
 func (h *Handle) Check() error {
 	if err := h.C.Check(); err != nil {
 		return err
 	}
 	if h.Name == "" {
-		return fmt.Errorf("%w: %s: empty name", ErrInvalidArgument, h.Kind)
+		return fmt.Errorf("%w: %s: empty name", errs.ErrInvalidArgument, h.Kind)
 	}
 	return h.OptErr
 }
@@ -50,10 +52,10 @@ func (h *Handle) CheckWait(wait time.Duration) error {
 	return nil
 }
 
-// Invalid returns an error wrapping ErrInvalidArgument that names the
+// Invalid returns an error wrapping errs.ErrInvalidArgument that names the
 // primitive.
 func (h *Handle) Invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s %q: %s", ErrInvalidArgument, h.Kind, h.Name, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s %q: %s", errs.ErrInvalidArgument, h.Kind, h.Name, fmt.Sprintf(format, args...))
 }
 
 // Lease returns fixed when positive, else the client's watchdog timeout:
@@ -62,45 +64,12 @@ func (h *Handle) Lease(fixed time.Duration) time.Duration {
 	if fixed > 0 {
 		return fixed
 	}
-	return h.C.WatchdogTimeout()
-}
-
-// The bounds of every lease (the locks' WithLease, the watchdog timeout, an
-// expirable permit's lease): at least a millisecond, Redis's unit, and at
-// most 2^43 ms (about 278 years), so that a lease added to the server's
-// clock in epoch milliseconds stays exact in a Lua number (a double, exact
-// to 2^53) and within time.Duration.
-const (
-	MinLease = time.Millisecond
-	MaxLease = (1 << 43) * time.Millisecond
-)
-
-// LeaseError returns nil for a lease within [MinLease, MaxLease], else the
-// reason it is not, for an error wrapping ErrInvalidArgument.
-func LeaseError(d time.Duration) string {
-	switch {
-	case d < MinLease:
-		return fmt.Sprintf("lease %v, must be at least 1ms", d)
-	case d > MaxLease:
-		return fmt.Sprintf("lease %v, must be at most 2^43 ms (about 278 years)", d)
-	}
-	return ""
-}
-
-// CheckLease is the one rule for a fixed lease given as an option (the
-// locks' WithLease): at least MinLease and at most MaxLease. Leases are sent
-// to Redis in whole milliseconds, rounded up (Millis). It returns an error
-// wrapping ErrInvalidArgument that names kind, or nil.
-func CheckLease(kind string, d time.Duration) error {
-	if msg := LeaseError(d); msg != "" {
-		return fmt.Errorf("%w: %s %s", ErrInvalidArgument, kind, msg)
-	}
-	return nil
+	return h.C.opts.WatchdogTimeout
 }
 
 // CheckPermitLease checks an expirable permit's lease: 0 means the permit
 // never expires; otherwise the lease rule of CheckLease. It returns an error
-// wrapping ErrInvalidArgument that names the primitive, or nil.
+// wrapping errs.ErrInvalidArgument that names the primitive, or nil.
 func (h *Handle) CheckPermitLease(d time.Duration) error {
 	if d == 0 {
 		return nil
@@ -109,18 +78,4 @@ func (h *Handle) CheckPermitLease(d time.Duration) error {
 		return h.Invalid("permit %s (0: never expires)", msg)
 	}
 	return nil
-}
-
-// Millis converts a duration to the whole milliseconds Redis counts leases
-// in, rounding up: every positive duration is at least 1. Durations ≤ 0 give
-// 0.
-func Millis(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	ms := int64(d / time.Millisecond)
-	if d%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
 }

@@ -1,23 +1,26 @@
 package core
 
 import (
+	"context"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // In-process handoff.
 //
 // When a hold ends and the next caller in the client's local line for the
 // lock waits (and is not asking Redis at that moment), the release and that
-// caller's acquisition are one script (Side.Handoff): the lock goes from one
+// caller's acquisition are one script (Handoffer.RunHandoff): the lock goes from one
 // owner to the next in one round trip, with no PUBLISH and no waiter woken
 // to try again. While the lock is held through the line (HeldHere), its
 // head does not ask Redis at all: the release hands the lock to it, or
 // publishes (a message makes the head ask Redis even before this client
 // has counted the hold ended), or the hold is lost and the head is woken
-// in-process (leaveLine). Other processes see the lock held all
+// in-process (Lines.left). Other processes see the lock held all
 // along; their waiters re-check when its lease would end, and are woken by
 // the release that ends the chain of handoffs. A caller that took the lock
-// from Redis drops the line's subscription (Lock.acquire), so that the next
+// from Redis drops the line's subscription (sideCall.acquireInLine), so that the next
 // head subscribes anew, at the end of the channel's subscribers: Redis
 // delivers in subscription order, and the other processes' waiters hear
 // the next release first.
@@ -35,80 +38,40 @@ import (
 // callers that arrived after it began.
 const HandoffWindow = time.Millisecond
 
-// Chain is where a hold stands in a chain of handoffs: when the chain
-// began (a hold taken from Redis) and the last arrival (Turn.seq) it serves
-// in any case.
-type Chain struct {
-	Start time.Time
-	Last  uint64
-}
+// A hold's place in a chain (hold.Chain) is when the chain began (a hold
+// taken from Redis) and the last arrival (Turn.seq) it serves in any case.
 
-// allows reports whether the chain may hand the lock on to the caller that
-// arrived as seq.
-func (ch Chain) allows(seq uint64) bool {
+// chainAllows reports whether the chain ch may hand the lock on to the
+// caller that arrived as seq.
+func chainAllows(ch hold.Chain, seq uint64) bool {
 	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
 }
 
 // newChain returns the chain a hold taken from Redis now begins: it serves
 // every caller of the client already waiting.
-func (c *Client) newChain() Chain {
-	return Chain{Start: time.Now(), Last: c.turnSeq.Load()}
-}
-
-// Offer is a caller's readiness, while it waits in a local line, to be
-// handed the lock: the acquisition to make for it, and where the outcome
-// goes. A releaser claims it (Claim) only while the caller is at the head
-// of the line and not asking Redis itself.
-type Offer struct {
-	// Op is the acquisition for the caller: a fresh hold's owner, field,
-	// request key and deadline (Lock.attempt), count, lease, fencing.
-	Op   Op
-	done chan struct{} // closed once res is set
-	res  Handed
-	// claimed: a releaser took the offer, holding the owner's lock ol for
-	// the caller, which must take the outcome (Turn.Handover).
-	claimed bool
-	ol      *ownerLock
-}
-
-// Handed is the outcome of a handoff, for the caller it was made for.
-type Handed struct {
-	// Acquired: the caller holds the lock (count Op.Count, fencing token
-	// Fence), from Sent on: the lease began after Sent.
-	Acquired bool
-	Fence    int64
-	Sent     time.Time
-	Chain    Chain // the chain the hold goes on with
-	// Unknown: the handoff's reply was lost; the acquisition may or may
-	// not have happened, and the caller must undo it (Lock.undo).
-	Unknown bool
-}
-
-// Finish sets a claimed offer's outcome and wakes its caller.
-func (o *Offer) Finish(h Handed) {
-	o.res = h
-	close(o.done)
+func (ls *Lines) newChain() hold.Chain {
+	return hold.Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
 // Accepts makes the turn accept handoffs of op (without its ReqKey) while
-// it waits in the line, until Withdraw.
+// it waits in the line, until Retract.
 func (t *Turn) Accepts(op Op) {
 	t.offers(&Offer{Op: op, done: make(chan struct{})})
 }
 
 // offers makes the turn accept handoffs with o, a new offer, as Accepts.
 func (t *Turn) offers(o *Offer) {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	t.offer = o
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 }
 
-// BeginTry marks the turn as asking Redis, so that no releaser claims its
+// BeginAsk marks the turn as asking Redis, so that no releaser claims its
 // offer meanwhile; it reports false, and marks nothing, when a releaser has
-// claimed it already (Handover then gives the outcome). EndTry ends the mark.
-func (t *Turn) BeginTry() bool {
-	t.c.lines.mu.Lock()
-	defer t.c.lines.mu.Unlock()
+// claimed it already (Handover then gives the outcome). EndAsk ends the mark.
+func (t *Turn) BeginAsk() bool {
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
 	if t.offer != nil && t.offer.claimed {
 		return false
 	}
@@ -116,18 +79,18 @@ func (t *Turn) BeginTry() bool {
 	return true
 }
 
-// EndTry ends a BeginTry.
-func (t *Turn) EndTry() {
-	t.c.lines.mu.Lock()
+// EndAsk ends a BeginAsk.
+func (t *Turn) EndAsk() {
+	t.ls.mu.Lock()
 	t.trying = false
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 }
 
-// Handed returns a channel closed when a releaser has finished a handoff
+// HandedOver returns a channel closed when a releaser has finished a handoff
 // to the turn (nil without an offer).
-func (t *Turn) Handed() <-chan struct{} {
-	t.c.lines.mu.Lock()
-	defer t.c.lines.mu.Unlock()
+func (t *Turn) HandedOver() <-chan struct{} {
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
 	if t.offer == nil {
 		return nil
 	}
@@ -139,25 +102,25 @@ func (t *Turn) Handed() <-chan struct{} {
 // longer accepts handoffs then (Accepts again to go on). nil when
 // unclaimed.
 func (t *Turn) Handover() *Offer {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	o := t.offer
 	if o == nil || !o.claimed {
-		t.c.lines.mu.Unlock()
+		t.ls.mu.Unlock()
 		return nil
 	}
 	t.offer = nil
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 	<-o.done
 	return o
 }
 
-// Withdraw ends the turn's offer; it returns the offer, with its outcome,
+// Retract ends the turn's offer; it returns the offer, with its outcome,
 // when a releaser claimed it first (as Handover).
-func (t *Turn) Withdraw() *Offer {
-	t.c.lines.mu.Lock()
+func (t *Turn) Retract() *Offer {
+	t.ls.mu.Lock()
 	o := t.offer
 	t.offer = nil
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 	if o == nil || !o.claimed {
 		return nil
 	}
@@ -170,8 +133,7 @@ func (t *Turn) Withdraw() *Offer {
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
 // for the caller) and the releaser must Finish it. nil otherwise.
-func (c *Client) Claim(key string, chain Chain) *Offer {
-	ls := &c.lines
+func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
@@ -180,10 +142,10 @@ func (c *Client) Claim(key string, chain Chain) *Offer {
 	}
 	t := l.q[0]
 	o := t.offer
-	if o == nil || o.claimed || t.trying || !chain.allows(t.seq) {
+	if o == nil || o.claimed || t.trying || !chainAllows(chain, t.seq) {
 		return nil
 	}
-	ol, ok := c.owners.tryLock(HoldKey{Key: o.Op.Name, Field: o.Op.Field})
+	ol, ok := owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
 	if !ok {
 		return nil
 	}
@@ -191,41 +153,30 @@ func (c *Client) Claim(key string, chain Chain) *Offer {
 	return o
 }
 
-// holdThrough records that h was taken by a caller of the line key, so that
-// the line's head waits for its release instead of asking Redis (HeldHere),
-// until h ends (leaveLine).
-func (c *Client) holdThrough(h *Hold, key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err != nil || h.line != "" {
-		return
-	}
-	h.line = key
-	ls := &c.lines
+// Held counts one more live hold taken by a caller of the line key, so
+// that the line's head waits for its release instead of asking Redis
+// (HeldHere), until the hold ends (left). A hold records it with
+// hold.Hold.Through.
+func (ls *Lines) Held(key string) {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	if ls.held == nil {
 		ls.held = make(map[string]int)
 	}
 	ls.held[key]++
-	ls.mu.Unlock()
 }
 
-// leaveLine forgets that h was taken through a line (holdThrough), when it
-// ends. When the hold was lost, or its release failed, rather than
-// released (nothing is published, nothing handed on), it wakes the head of
-// the line, which waits without asking Redis while the lock is held here.
+// left forgets a hold taken through the line key (Held), when it ends.
+// When the hold was lost, or its release failed, rather than released
+// (nothing is published, nothing handed on), it wakes the head of the
+// line, which waits without asking Redis while the lock is held here.
 // After a release it does not: the head hears the release's message in
 // its turn among the channel's subscribers (last, if this client took the
 // lock from Redis), as the other processes' waiters do.
-func (h *Hold) leaveLine(lost bool) {
-	h.mu.Lock()
-	key := h.line
-	h.line = ""
-	h.mu.Unlock()
+func (ls *Lines) left(key string, lost bool) {
 	if key == "" {
 		return
 	}
-	ls := &h.c.lines
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.held[key]--; ls.held[key] > 0 {
@@ -237,17 +188,17 @@ func (h *Hold) leaveLine(lost bool) {
 	}
 }
 
-// WakeLine wakes the head of the line key if it waits for a handoff: to
+// Wake wakes the head of the line key if it waits for a handoff: to
 // ask Redis again after a release that may not have published.
-func (c *Client) WakeLine(key string) {
-	c.lines.mu.Lock()
-	defer c.lines.mu.Unlock()
-	c.lines.wakeHead(key)
+func (ls *Lines) Wake(key string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.wakeHead(key)
 }
 
 // wakeHead wakes the head of the line key if it waits for a handoff, with
 // an empty outcome (not handed: it asks Redis). ls.mu must be held.
-func (ls *lines) wakeHead(key string) {
+func (ls *Lines) wakeHead(key string) {
 	if l := ls.m[key]; l != nil && len(l.q) > 0 {
 		if o := l.q[0].offer; o != nil && !o.claimed {
 			o.claimed = true
@@ -259,9 +210,104 @@ func (ls *lines) wakeHead(key string) {
 // HeldHere reports whether a caller of the line key holds the lock in this
 // client: its release will hand the lock on or publish, so the line's head
 // need not ask Redis meanwhile.
-func (c *Client) HeldHere(key string) bool {
-	ls := &c.lines
+func (ls *Lines) HeldHere(key string) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.held[key] > 0
+}
+
+// acceptor lets a caller waiting in a lock's local line be handed the lock
+// (wait.Lined.Handoff).
+type acceptor struct {
+	call sideCall
+	base Op // the caller's own attempts' base (sideCall.acquire)
+	// first is the turn's first offer, allocated with the acceptor
+	// (Turn.Accepts makes the next ones); its Op is the acquisition a
+	// releaser makes for the caller, which nobody changes.
+	first Offer
+	turn  *Turn
+	// handed: the caller got the lock by a handoff.
+	handed bool
+}
+
+// newAcceptor makes the caller's turn accept handoffs of a fresh hold
+// (base is a fresh hold's op without an owner yet: attempt gives it one).
+func (l sideCall) newAcceptor(ctx context.Context, base Op, turn *Turn) *acceptor {
+	s := l.s
+	op := l.Lock.attempt(ctx, s, base)
+	op.Count = 1
+	op.Lease = l.Lock.lease()
+	op.Fencing = l.Lock.Fencing
+	a := &acceptor{call: l, base: base, turn: turn}
+	a.first = Offer{Op: op, done: make(chan struct{})}
+	turn.offers(&a.first)
+	return a
+}
+
+// BeginTry lets the caller ask Redis unless a caller of this client holds
+// the lock (and force is false) or a releaser claimed it (Turn.BeginAsk).
+func (a *acceptor) BeginTry(force bool) bool {
+	return (force || !a.call.Lock.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginAsk()
+}
+
+// EndTry ends a BeginTry.
+func (a *acceptor) EndTry() { a.turn.EndAsk() }
+
+// Handed is closed when a releaser has finished a handoff to the caller.
+func (a *acceptor) Handed() <-chan struct{} { return a.turn.HandedOver() }
+
+// Take takes the outcome of a handoff a releaser claimed (took), and
+// otherwise accepts the next one.
+func (a *acceptor) Take() bool {
+	o := a.turn.Handover()
+	if o == nil {
+		return false
+	}
+	if a.took(o) {
+		return true
+	}
+	a.turn.Accepts(a.first.Op) // ready for the next release
+	return false
+}
+
+// Withdraw ends the caller's readiness, taking the outcome of a handoff
+// claimed meanwhile.
+func (a *acceptor) Withdraw() bool {
+	o := a.turn.Retract()
+	return o != nil && a.took(o)
+}
+
+// took takes the outcome of the handoff o: the hold when the caller got the
+// lock; an undo in the background when the reply was lost. It gives back
+// the owner's lock Claim took.
+func (a *acceptor) took(o *Offer) bool {
+	call, l, s, op := a.call, a.call.Lock, a.call.s, o.Op
+	hk := hold.Key{Key: op.Name, Field: op.Field}
+	unlock := func() {
+		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
+			l.C.owners.unlock(hk, o.ol)
+		}
+	}
+	r := o.res
+	switch {
+	case r.Unknown:
+		if ok, _ := call.undo(op, unlock); !ok {
+			unlock()
+		}
+		return false
+	case !r.Acquired:
+		unlock()
+		return false
+	}
+	var renew *hold.RenewSpec
+	if l.Fixed == 0 {
+		renew = s.Scripts.Renewal(&op)
+	}
+	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
+	h.SetChain(r.Chain)
+	h.Through(s.Line, &l.C.lines)
+	unlock()
+	l.took(h, op)
+	a.handed = true
+	return true
 }

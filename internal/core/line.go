@@ -3,8 +3,11 @@ package core
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -18,13 +21,17 @@ import (
 // Lines hold no goroutine and are deleted when empty; they live in the
 // Client, so two Clients in one process never share one.
 
-// lines are a Client's local lines, keyed by resource.
-type lines struct {
+// Lines are a Client's local lines, keyed by resource.
+type Lines struct {
 	mu sync.Mutex
-	m  map[string]*line
+	// closing is closed when the client closes: waits for a turn end.
+	closing <-chan struct{}
+	m       map[string]*line
 	// held counts, per line, the live holds of this client taken by
 	// callers of the line (HeldHere).
 	held map[string]int
+	// seq counts arrivals in the lines (Turn.seq).
+	seq atomic.Uint64
 }
 
 // line is the queue of callers for one resource; q[0] is the head, the only
@@ -35,47 +42,81 @@ type line struct {
 
 // Turn is one caller's place in a line.
 type Turn struct {
-	c     *Client
+	ls    *Lines
 	key   string
 	ready chan struct{} // closed when the turn reaches the head of the line
-	// sub is a subscription handed along the line (Hand, Take), so that
+	// sub is a subscription handed along the line (Hand, TakeSub), so that
 	// the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
-	// seq is the caller's arrival in the client (Client.turnSeq), which
+	// seq is the caller's arrival in the client (lines.seq), which
 	// decides whether a handoff chain may serve it (ChainRule).
 	seq uint64
 	// offer is set while the turn accepts a handoff (Accepts, Claim);
-	// trying while it asks Redis itself (BeginTry), when none is made.
+	// trying while it asks Redis itself (BeginAsk), when none is made.
 	offer  *Offer
 	trying bool
+}
+
+// Offer is a caller's readiness, while it waits in a local line, to be
+// handed the lock: the acquisition to make for it, and where the outcome
+// goes. A releaser claims it (Claim) only while the caller is at the head
+// of the line and not asking Redis itself.
+type Offer struct {
+	// Op is the acquisition for the caller: a fresh hold's owner, field,
+	// request key and deadline (Lock.attempt), count, lease, fencing.
+	Op   Op
+	done chan struct{} // closed once res is set
+	res  Handed
+	// claimed: a releaser took the offer, holding the owner's lock ol for
+	// the caller, which must take the outcome (Turn.Handover).
+	claimed bool
+	ol      *ownerLock
+}
+
+// Handed is the outcome of a handoff, for the caller it was made for.
+type Handed struct {
+	// Acquired: the caller holds the lock (count Op.Count, fencing token
+	// Fence), from Sent on: the lease began after Sent.
+	Acquired bool
+	Fence    int64
+	Sent     time.Time
+	Chain    hold.Chain // the chain the hold goes on with
+	// Unknown: the handoff's reply was lost; the acquisition may or may
+	// not have happened, and the caller must undo it (Lock.undo).
+	Unknown bool
+}
+
+// Finish sets a claimed offer's outcome and wakes its caller.
+func (o *Offer) Finish(h Handed) {
+	o.res = h
+	close(o.done)
 }
 
 // Hand gives the turn a subscription to pass on (nil: none): Leave hands
 // it to the next caller in the line, or closes it when nobody follows.
 func (t *Turn) Hand(w *pubsub.Waiter) {
-	t.c.lines.mu.Lock()
+	t.ls.mu.Lock()
 	old := t.sub
 	t.sub = w
-	t.c.lines.mu.Unlock()
+	t.ls.mu.Unlock()
 	if old != nil && old != w {
 		old.Close()
 	}
 }
 
-// Take returns the subscription handed to the turn by the caller ahead of
+// TakeSub returns the subscription handed to the turn by the caller ahead of
 // it (nil if none); the caller owns it from then on.
-func (t *Turn) Take() *pubsub.Waiter {
-	t.c.lines.mu.Lock()
-	defer t.c.lines.mu.Unlock()
+func (t *Turn) TakeSub() *pubsub.Waiter {
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
 	w := t.sub
 	t.sub = nil
 	return w
 }
 
-// JoinLine puts a caller at the end of the line for resource key. With
+// Join puts a caller at the end of the line for resource key. With
 // onlyIfEmpty it joins only an empty line, and returns nil otherwise.
-func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
-	ls := &c.lines
+func (ls *Lines) Join(key string, onlyIfEmpty bool) *Turn {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.m == nil {
@@ -88,7 +129,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 	} else if onlyIfEmpty && len(l.q) > 0 {
 		return nil
 	}
-	t := &Turn{c: c, key: key, ready: closedChan, seq: c.turnSeq.Add(1)} // the head's turn is now
+	t := &Turn{ls: ls, key: key, ready: readyNow, seq: ls.seq.Add(1)} // the head's turn is now
 	if len(l.q) > 0 {
 		t.ready = make(chan struct{})
 	}
@@ -101,7 +142,7 @@ func (c *Client) JoinLine(key string, onlyIfEmpty bool) *Turn {
 // (Hand), which is closed otherwise. The line is deleted when it is empty. Leave is
 // idempotent.
 func (t *Turn) Leave() {
-	ls := &t.c.lines
+	ls := t.ls
 	ls.mu.Lock()
 	sub := t.sub
 	t.sub = nil
@@ -135,6 +176,9 @@ func (t *Turn) Leave() {
 	}
 }
 
+// readyNow is the ready channel of a turn at the head of its line at once.
+var readyNow = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // linePool recycles empty lines with their queue's array: a lock's line is
 // made and deleted at every uncontended acquisition.
 var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} }}
@@ -142,7 +186,7 @@ var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} 
 // Await waits until the turn is at the head of its line. forever waits
 // until ctx ends; otherwise at most wait. It returns (true, nil) at the
 // head, (false, nil) when the wait ran out, and an error wrapping ctx.Err()
-// (or ErrClosed) when ctx ended or the Client closed first. It does not
+// (or errs.ErrClosed) when ctx ended or the Client closed first. It does not
 // leave the line.
 func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (bool, error) {
 	select {
@@ -162,19 +206,19 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 	case <-timeout:
 		return false, nil
 	case <-ctx.Done():
-		return false, ctxError(ctx)
-	case <-t.c.closing:
-		return false, ErrClosed
+		return false, errs.CtxError(ctx)
+	case <-t.ls.closing:
+		return false, errs.ErrClosed
 	}
 }
 
 // HeadAccepts reports whether the caller at the head of the line key
 // would accept a handoff now (Claim's conditions but the chain's and the
 // owner's lock), for tests that need a release to be a handoff.
-func (c *Client) HeadAccepts(key string) bool {
-	c.lines.mu.Lock()
-	defer c.lines.mu.Unlock()
-	l := c.lines.m[key]
+func (ls *Lines) HeadAccepts(key string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
 	if l == nil || len(l.q) == 0 {
 		return false
 	}
@@ -182,11 +226,11 @@ func (c *Client) HeadAccepts(key string) bool {
 	return t.offer != nil && !t.offer.claimed && !t.trying
 }
 
-// LineLen returns the number of callers in the line key, for tests.
-func (c *Client) LineLen(key string) int {
-	c.lines.mu.Lock()
-	defer c.lines.mu.Unlock()
-	if l := c.lines.m[key]; l != nil {
+// Len returns the number of callers in the line key, for tests.
+func (ls *Lines) Len(key string) int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.m[key]; l != nil {
 		return len(l.q)
 	}
 	return 0

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,22 +32,22 @@ func atHead(t *testing.T, turn *Turn) bool {
 
 func TestLineOrder(t *testing.T) {
 	c := lineClient(t)
-	a := c.JoinLine("r", false)
-	b := c.JoinLine("r", false)
-	d := c.JoinLine("r", false)
-	require.Equal(t, 3, c.LineLen("r"))
+	a := c.lines.Join("r", false)
+	b := c.lines.Join("r", false)
+	d := c.lines.Join("r", false)
+	require.Equal(t, 3, c.lines.Len("r"))
 	assert.True(t, atHead(t, a), "the first caller is at the head at once")
 	assert.False(t, atHead(t, b))
 	assert.False(t, atHead(t, d))
-	assert.Nil(t, c.JoinLine("r", true), "onlyIfEmpty joined a line with callers")
+	assert.Nil(t, c.lines.Join("r", true), "onlyIfEmpty joined a line with callers")
 
 	// A caller behind the head leaves: the head stays, the line shortens.
 	b.Leave()
-	assert.Equal(t, 2, c.LineLen("r"))
+	assert.Equal(t, 2, c.lines.Len("r"))
 	assert.True(t, atHead(t, a))
 	assert.False(t, atHead(t, d))
 	b.Leave() // idempotent
-	assert.Equal(t, 2, c.LineLen("r"))
+	assert.Equal(t, 2, c.lines.Len("r"))
 
 	// The head leaves: the next caller becomes the head, and a waiting
 	// Await returns.
@@ -61,12 +64,12 @@ func TestLineOrder(t *testing.T) {
 		require.FailNow(t, "the next caller did not reach the head")
 	}
 	d.Leave()
-	assert.Zero(t, c.LineLen("r"))
+	assert.Zero(t, c.lines.Len("r"))
 	c.lines.mu.Lock()
 	assert.Empty(t, c.lines.m, "an empty line is deleted")
 	c.lines.mu.Unlock()
 
-	e := c.JoinLine("r", true)
+	e := c.lines.Join("r", true)
 	require.NotNil(t, e, "onlyIfEmpty on an empty line")
 	assert.True(t, atHead(t, e))
 	e.Leave()
@@ -75,18 +78,18 @@ func TestLineOrder(t *testing.T) {
 // Lines are per resource and per Client.
 func TestLinesApart(t *testing.T) {
 	c, other := lineClient(t), lineClient(t)
-	a := c.JoinLine("r", false)
-	assert.True(t, atHead(t, c.JoinLine("s", false)), "another resource's line")
-	assert.True(t, atHead(t, other.JoinLine("r", false)), "another Client's line")
+	a := c.lines.Join("r", false)
+	assert.True(t, atHead(t, c.lines.Join("s", false)), "another resource's line")
+	assert.True(t, atHead(t, other.lines.Join("r", false)), "another Client's line")
 	assert.True(t, atHead(t, a))
 }
 
 // Await waits as long as allowed: its wait, ctx, or the Client's life.
 func TestLineAwaitEnds(t *testing.T) {
 	c := lineClient(t)
-	head := c.JoinLine("r", false)
+	head := c.lines.Join("r", false)
 	defer head.Leave()
-	turn := c.JoinLine("r", false)
+	turn := c.lines.Join("r", false)
 
 	start := time.Now()
 	ok, err := turn.Await(context.Background(), false, 50*time.Millisecond)
@@ -98,11 +101,11 @@ func TestLineAwaitEnds(t *testing.T) {
 	cancel()
 	_, err = turn.Await(ctx, true, 0)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, 2, c.LineLen("r"), "Await does not leave the line")
+	assert.Equal(t, 2, c.lines.Len("r"), "Await does not leave the line")
 
 	require.NoError(t, c.Close())
 	_, err = turn.Await(context.Background(), true, 0)
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, errs.ErrClosed)
 	turn.Leave()
 }
 
@@ -111,12 +114,12 @@ func TestLineAwaitEnds(t *testing.T) {
 func TestOwnerLocks(t *testing.T) {
 	var o ownerLocks
 	ctx := context.Background()
-	lock := func(k HoldKey) func() {
+	lock := func(k hold.Key) func() {
 		ol, err := o.lock(ctx, k)
 		require.NoError(t, err)
 		return func() { o.unlock(k, ol) }
 	}
-	k := HoldKey{Key: "lock", Field: "id:1"}
+	k := hold.Key{Key: "lock", Field: "id:1"}
 	unlock := lock(k)
 
 	got := make(chan struct{})
@@ -136,8 +139,8 @@ func TestOwnerLocks(t *testing.T) {
 		}
 	}, 50*time.Millisecond, time.Millisecond, "the same owner and lock went through")
 	// Another owner, or another lock, is not held up.
-	lock(HoldKey{Key: "lock", Field: "id:2"})()
-	lock(HoldKey{Key: "other", Field: "id:1"})()
+	lock(hold.Key{Key: "lock", Field: "id:2"})()
+	lock(hold.Key{Key: "other", Field: "id:1"})()
 	// A wait for a held owner lock ends with its ctx, holding nothing.
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
@@ -159,8 +162,8 @@ func TestOwnerLocks(t *testing.T) {
 func TestLineHandsSubscriptionOn(t *testing.T) {
 	c := sharedClient(t, Options{})
 	ctx := context.Background()
-	first := c.JoinLine("r", false)
-	second := c.JoinLine("r", false)
+	first := c.lines.Join("r", false)
+	second := c.lines.Join("r", false)
 	w, err := c.Mux().Subscribe(ctx, "line-handoff", nil)
 	require.NoError(t, err)
 	first.Hand(w)
@@ -168,7 +171,7 @@ func TestLineHandsSubscriptionOn(t *testing.T) {
 	ok, err := second.Await(ctx, false, time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Same(t, w, second.Take(), "the next caller gets the subscription")
+	assert.Same(t, w, second.TakeSub(), "the next caller gets the subscription")
 	assert.Equal(t, 1, c.Mux().Stats().Waiters)
 
 	second.Hand(w)

@@ -1,10 +1,9 @@
 package core
 
 import (
-	"context"
 	"strconv"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,31 +17,11 @@ func TestLockRequestKey(t *testing.T) {
 	c := NewClient(nil, Options{ID: "client-id"})
 	for _, name := range []string{"orders", "a{b}c", "a}b", "{x"} {
 		l := NewLock(c, "rlock", name)
+		last, err := strconv.ParseUint(strings.TrimPrefix(c.Requests().ID(), c.Requests().Prefix()), 36, 64)
+		require.NoError(t, err)
 		got := l.requestKey()
-		want := keys.Request(name, c.reqID+"."+strconv.FormatUint(c.reqSeq.Load(), 36))
+		want := keys.Request(name, c.Requests().Prefix()+strconv.FormatUint(last+1, 36))
 		assert.Equal(t, want, got, name)
-	}
-}
-
-// A fresh hold's acquisition's deadline comes two seconds before its lease
-// ends when that leaves go-redis at least requestTTL's lower bound to
-// re-send, and is RequestDeadline's otherwise.
-func TestFreshDeadline(t *testing.T) {
-	c := NewClient(nil, Options{ID: "client-id"})
-	c.clock.next = time.Now().Add(time.Hour) // no measurement of the offset
-	ttl := func(reqTTL, lease time.Duration) time.Duration {
-		c.reqTTL = reqTTL
-		return time.Duration(c.FreshDeadline(context.Background(), lease)-time.Now().UnixMilli()) * time.Millisecond
-	}
-	for _, tc := range []struct{ reqTTL, lease, want time.Duration }{
-		{45 * time.Second, 30 * time.Second, 28 * time.Second}, // go-redis's and the watchdog's defaults
-		{45 * time.Second, time.Hour, 45 * time.Second},
-		{10 * time.Second, 30 * time.Second, 10 * time.Second},
-		{45 * time.Second, 7 * time.Second, 5 * time.Second},
-		{45 * time.Second, 6 * time.Second, 45 * time.Second}, // too short: the script records
-		{45 * time.Second, 100 * time.Millisecond, 45 * time.Second},
-	} {
-		assert.InDelta(t, tc.want.Milliseconds(), ttl(tc.reqTTL, tc.lease).Milliseconds(), 50, "request TTL %v, lease %v", tc.reqTTL, tc.lease)
 	}
 }
 

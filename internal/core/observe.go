@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,98 +19,6 @@ import (
 //
 // Counters are atomics, always kept. Hooks are called only when set, so
 // without an observer a wait costs two atomic adds and no allocation.
-
-// WaitResult is how an observed wait ended.
-type WaitResult uint8
-
-// The results of a wait, in the order of redisync.WaitResult.
-const (
-	WaitAcquired  WaitResult = iota // acquired (a latch: found open)
-	WaitBusy                        // a single attempt (wait 0) did not succeed
-	WaitTimedOut                    // the wait ran out
-	WaitCancelled                   // ctx ended first
-	WaitError                       // any other error (Redis unreachable, client closed, ...)
-	numWaitResults
-)
-
-// WaitInfo describes an observed wait when it starts.
-type WaitInfo struct {
-	Primitive string        // "rlock", "rwlock.read", "semaphore", ... (Primitive)
-	Name      string        // the primitive's name
-	Forever   bool          // wait until ctx ends
-	Wait      time.Duration // the longest wait when not Forever (0: one attempt)
-}
-
-// WaitEnd describes an observed wait when it ends.
-type WaitEnd struct {
-	WaitInfo
-	Result   WaitResult
-	Duration time.Duration
-	Err      error // nil unless Result is WaitCancelled or WaitError
-}
-
-// HoldEnd describes the end of a hold (Hold.end).
-type HoldEnd struct {
-	Primitive string
-	Name      string // the primitive's name (its hash key)
-	Owner     string // the owner's field in the hash
-	Duration  time.Duration
-	Lost      bool  // ended with ErrLockLost
-	Err       error // why it ended: ErrNotHeld (released) or an ErrLockLost
-}
-
-// RenewalTick describes one watchdog round.
-type RenewalTick struct {
-	Renewed  int // holds renewed
-	Failed   int // holds whose renewal call failed with an error; retried soon
-	Lost     int // holds found gone, or not renewed within their lease: lost
-	Duration time.Duration
-}
-
-// Hooks receive events; nil fields are skipped. They run on the goroutine
-// that caused the event (a caller's, the watchdog's, a timer's) and must
-// be fast and safe for concurrent use.
-type Hooks struct {
-	WaitStart   func(ctx context.Context, w WaitInfo) context.Context
-	WaitEnd     func(ctx context.Context, w WaitEnd)
-	HoldEnd     func(h HoldEnd)
-	RenewalTick func(t RenewalTick)
-}
-
-// counters are a Client's cumulative counters and its number of waits in
-// progress.
-type counters struct {
-	waits       [numWaitResults]atomic.Uint64
-	waiting     atomic.Int64
-	lost        atomic.Uint64
-	renewed     atomic.Uint64
-	renewFailed atomic.Uint64
-	undoFailed  atomic.Uint64 // undos that never got an answer (undo.go)
-	// releaseFailed: releases whose reply was lost that could not be
-	// completed (release.go)
-	releaseFailed atomic.Uint64
-	// renewUnacked: renewals the primary's replicas did not acknowledge
-	// in time (watchdog.go, ackWait)
-	renewUnacked atomic.Uint64
-
-	closeMu sync.Mutex
-	onClose []func()
-}
-
-// Stats is a snapshot of a Client's counters.
-type Stats struct {
-	Waits                 [numWaitResults]uint64 // by WaitResult
-	HoldsLost             uint64
-	Renewals              uint64
-	RenewalFailures       uint64
-	UndosFailed           uint64 // undos of interrupted acquisitions that never reached Redis
-	ReleasesFailed        uint64 // releases whose reply was lost that could not be completed
-	RenewalsNotReplicated uint64 // renewals not acknowledged by the primary's replicas in time
-	PubSubReconnects      uint64
-	Holds                 int // live holds
-	Waiting               int // waits in progress
-	PubSubChannels        int // channels subscribed for waiters
-}
 
 // Stats returns a snapshot of the client's counters. It works on a closed
 // client; a nil client gives zeros.
@@ -130,9 +37,7 @@ func (c *Client) Stats() Stats {
 	s.ReleasesFailed = c.ctr.releaseFailed.Load()
 	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
-	c.holdsMu.Lock()
-	s.Holds = len(c.holds)
-	c.holdsMu.Unlock()
+	s.Holds = c.holds.Len()
 	if c.mux != nil {
 		ms := c.mux.Stats()
 		s.PubSubReconnects = uint64(ms.Reconnects)
@@ -155,17 +60,6 @@ func (c *Client) OnClose(f func()) {
 	}
 	c.ctr.onClose = append(c.ctr.onClose, f)
 	c.ctr.closeMu.Unlock()
-}
-
-// runOnClose runs the OnClose functions; Close calls it once.
-func (c *Client) runOnClose() {
-	c.ctr.closeMu.Lock()
-	fs := c.ctr.onClose
-	c.ctr.onClose = nil
-	c.ctr.closeMu.Unlock()
-	for _, f := range fs {
-		f()
-	}
 }
 
 // WaitObs is one observed wait, from BeginWait to End.
@@ -191,7 +85,7 @@ func (c *Client) BeginWait(ctx context.Context, kind, what, name string, forever
 		return ctx, o
 	}
 	o.start = time.Now()
-	o.info.Primitive, o.info.Name = Primitive(kind, what), name
+	o.info.Primitive, o.info.Name = primitiveLabel(kind, what), name
 	if h.WaitStart != nil {
 		if nctx := h.WaitStart(ctx, o.info); nctx != nil {
 			o.ctx = nctx
@@ -240,12 +134,12 @@ var primitives struct {
 	m  map[[2]string]string
 }
 
-// Primitive returns the label of a primitive kind and engine side, as
+// primitiveLabel returns the label of a primitive kind and engine side, as
 // observers see it: the kind with spaces turned into underscores, then
 // ".read" or ".write" for a side: "rlock", "fair_lock", "spin_lock",
 // "rwlock.read", "rwlock.write", "semaphore", "expirable_semaphore",
 // "countdown".
-func Primitive(kind, what string) string {
+func primitiveLabel(kind, what string) string {
 	k := [2]string{kind, what}
 	primitives.mu.Lock()
 	defer primitives.mu.Unlock()
@@ -263,31 +157,11 @@ func Primitive(kind, what string) string {
 	return p
 }
 
-// holdEnded counts and reports the end of hold h with err (Hold.end).
-func (c *Client) holdEnded(h *Hold, err error) {
-	lost := errors.Is(err, ErrLockLost)
-	if lost {
-		c.ctr.lost.Add(1)
+// label returns how observers name a hold of side s ("" when nobody
+// observes: a client without hooks).
+func (s *Side) label(observed bool) string {
+	if !observed {
+		return ""
 	}
-	hk := c.opts.Hooks
-	if hk == nil || hk.HoldEnd == nil {
-		return
-	}
-	hk.HoldEnd(HoldEnd{
-		Primitive: h.primitive,
-		Name:      h.key.Key,
-		Owner:     h.key.Field,
-		Duration:  time.Since(h.start),
-		Lost:      lost,
-		Err:       err,
-	})
-}
-
-// renewalTick counts and reports one watchdog round.
-func (c *Client) renewalTick(t RenewalTick) {
-	c.ctr.renewed.Add(uint64(t.Renewed))
-	c.ctr.renewFailed.Add(uint64(t.Failed))
-	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
-		h.RenewalTick(t)
-	}
+	return primitiveLabel(s.Kind, s.What)
 }

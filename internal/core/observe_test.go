@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Without hooks an observed wait allocates nothing: the cost of
@@ -41,8 +43,8 @@ func TestWaitResults(t *testing.T) {
 		{"acquired", bg, true, 0, true, nil, WaitAcquired},
 		{"busy", bg, false, 0, false, nil, WaitBusy},
 		{"timed out", bg, false, time.Second, false, nil, WaitTimedOut},
-		{"cancelled", cancelled, true, 0, false, ctxError(cancelled), WaitCancelled},
-		{"error while cancelled", cancelled, true, 0, false, ErrClosed, WaitError},
+		{"cancelled", cancelled, true, 0, false, errs.CtxError(cancelled), WaitCancelled},
+		{"error while cancelled", cancelled, true, 0, false, errs.ErrClosed, WaitError},
 		{"error", bg, false, time.Second, false, errors.New("boom"), WaitError},
 	} {
 		c := NewClient(nil, Options{})
@@ -67,8 +69,8 @@ func TestPrimitive(t *testing.T) {
 		{"rwlock", "write ", "rwlock.write"},
 		{"expirable semaphore", "", "expirable_semaphore"},
 	} {
-		if got := Primitive(tc[0], tc[1]); got != tc[2] {
-			t.Errorf("Primitive(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		if got := primitiveLabel(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("primitiveLabel(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
 		}
 	}
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
+
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // Owner tokens. An owner is "<client id>:<token>". Tokens are random 63-bit
@@ -56,17 +60,6 @@ func NewToken() uint64 {
 // freshSeq numbers the fresh holds' owners of the process (FreshToken).
 var freshSeq atomic.Uint64
 
-// FreshToken returns the token of a fresh hold's owner (see Lock): a
-// sequence number of the process plus a random number drawn for the client
-// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
-// acquisition attempt, so the cheap sequence serves; the random base keeps
-// a process restarted with the same client id (WithID) from giving its
-// first holds the owners whose holds and marks its predecessor left in
-// Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
-// reach it), apart from every NewToken, and short (13 digits) in the keys
-// that carry them.
-func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
-
 type ownerKey struct{}
 
 // WithOwnerToken returns ctx carrying owner token t.
@@ -80,7 +73,92 @@ func OwnerToken(ctx context.Context) (uint64, bool) {
 	return t, ok
 }
 
-// ownerName returns the owner "<client id>:<token>" of token in c.
-func (c *Client) ownerName(token uint64) string {
-	return c.id + ":" + strconv.FormatUint(token, 10)
+// ownerName returns the owner "<client id>:<token>" of token in the
+// client called id.
+func ownerName(id string, token uint64) string {
+	return id + ":" + strconv.FormatUint(token, 10)
+}
+
+// ownerLocks serialize the operations of one owner on one lock in a client,
+// so that the hold count each sends is exact (and an undo in the background
+// finishes before the owner's next operation).
+type ownerLocks struct {
+	mu sync.Mutex
+	m  map[hold.Key]*ownerLock
+}
+
+type ownerLock struct {
+	sem  chan struct{} // holds a value while locked
+	refs int
+}
+
+// ownerLockPool recycles ownerLocks: one is taken and dropped per
+// operation, and an unreferenced one is unlocked and reusable.
+var ownerLockPool = sync.Pool{New: func() any { return &ownerLock{sem: make(chan struct{}, 1)} }}
+
+// lock locks k, waiting as long as ctx allows, and returns the lock to
+// unlock with o.unlock; when ctx ends first it returns an error wrapping
+// ctx.Err() and holds nothing.
+func (o *ownerLocks) lock(ctx context.Context, k hold.Key) (*ownerLock, error) {
+	ol := o.ref(k)
+	select {
+	case ol.sem <- struct{}{}:
+	default:
+		select {
+		case ol.sem <- struct{}{}:
+		case <-ctx.Done():
+			o.drop(k, ol)
+			return nil, errs.CtxError(ctx)
+		}
+	}
+	return ol, nil
+}
+
+// tryLock locks k if it is not locked, without waiting.
+func (o *ownerLocks) tryLock(k hold.Key) (*ownerLock, bool) {
+	ol := o.ref(k)
+	select {
+	case ol.sem <- struct{}{}:
+		return ol, true
+	default:
+		o.drop(k, ol)
+		return nil, false
+	}
+}
+
+// ref returns k's lock, made if needed, with one more reference (drop
+// gives it up).
+func (o *ownerLocks) ref(k hold.Key) *ownerLock {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = make(map[hold.Key]*ownerLock)
+	}
+	ol := o.m[k]
+	if ol == nil {
+		ol = ownerLockPool.Get().(*ownerLock)
+		o.m[k] = ol
+	}
+	ol.refs++
+	return ol
+}
+
+// unlock unlocks k, locked as ol by lock.
+func (o *ownerLocks) unlock(k hold.Key, ol *ownerLock) {
+	<-ol.sem
+	o.drop(k, ol)
+}
+
+// drop gives up one reference to k's lock ol, forgetting it with the last.
+func (o *ownerLocks) drop(k hold.Key, ol *ownerLock) {
+	o.mu.Lock()
+	ol.refs--
+	last := ol.refs == 0
+	if last {
+		delete(o.m, k)
+	}
+	o.mu.Unlock()
+	if last {
+		ownerLockPool.Put(ol) // unlocked: its last holder unlocked it first
+	}
 }

@@ -23,7 +23,7 @@ func TestSettle(t *testing.T) {
 
 	for _, req := range []string{lost, ran} {
 		done := make(chan struct{})
-		require.True(t, c.Settle(req, func() { close(done) }))
+		require.True(t, c.Requests().Settle(req, func() { close(done) }))
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
@@ -31,9 +31,9 @@ func TestSettle(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "cancelled", rdb.Get(ctx, lost).Val(), "a request that never ran")
-	assert.Greater(t, rdb.PTTL(ctx, lost).Val(), c.reqTTL, "the mark must outlive the request's deadline")
+	assert.Greater(t, rdb.PTTL(ctx, lost).Val(), c.Requests().TTL(), "the mark must outlive the request's deadline")
 	assert.Equal(t, "0", rdb.Get(ctx, ran).Val(), "the record of a request that ran")
 
 	require.NoError(t, c.Close())
-	assert.False(t, c.Settle(redistest.Key(t, "closed"), func() { t.Error("unlock called by a Settle that did not start") }))
+	assert.False(t, c.Requests().Settle(redistest.Key(t, "closed"), func() { t.Error("unlock called by a Settle that did not start") }))
 }

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/wait"
+
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,12 +20,6 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/pubsub"
 )
-
-func TestRetryAfterPTTL(t *testing.T) {
-	assert.Positive(t, RetryAfterPTTL(0), "PTTL 0 must give a hint: the waiter would fall back to the re-check cap")
-	assert.Equal(t, 1501*time.Millisecond, RetryAfterPTTL(1500), "PTTL 1500")
-	assert.Zero(t, RetryAfterPTTL(-1), "no expiry gives no hint")
-}
 
 // One lease rule for every primitive: whole milliseconds, rounded up, so a
 // positive lease never becomes PEXPIRE 0 (rlock once sent 500µs as 0 and
@@ -36,7 +34,7 @@ func TestMillis(t *testing.T) {
 	// The lease rule (API.md, Durations): at least 1 ms, at most 2^43 ms,
 	// rounded up to whole milliseconds in between.
 	for _, d := range []time.Duration{math.MinInt64, -time.Millisecond, 0, 30, 500 * time.Microsecond, time.Millisecond - 1, MaxLease + 1, math.MaxInt64} {
-		assert.ErrorIs(t, CheckLease("rlock", d), ErrInvalidArgument, "lease %v", d)
+		assert.ErrorIs(t, CheckLease("rlock", d), errs.ErrInvalidArgument, "lease %v", d)
 	}
 	for _, d := range []time.Duration{time.Millisecond, time.Millisecond + 1, time.Hour, MaxLease} {
 		assert.NoError(t, CheckLease("rlock", d), "lease %v", d)
@@ -65,16 +63,38 @@ func never(int64) (bool, time.Duration, error) { return false, 0, nil }
 // giveUps counts GiveUp calls.
 type giveUps struct{ n atomic.Int64 }
 
-func (g *giveUps) giveUp(ctx context.Context) {
+func (g *giveUps) GiveUp(ctx context.Context) {
 	if ctx.Err() == nil { // a detached context, even when the wait's ended
 		g.n.Add(1)
 	}
 }
 
+// WaitSpec is a wait as these tests describe it: a pub/sub channel or a
+// spin, a bound, an attempt and what giving up cleans.
+type WaitSpec struct {
+	Channel string
+	Wake    pubsub.Policy
+	Spin    *wait.Spin
+	GiveUp  GiveUpper
+	Forever bool
+	Wait    time.Duration
+	Try     wait.AttemptFunc
+}
+
+// runWait runs s as the engine runs a side's wait (Lock.wait).
+func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
+	var st wait.Strategy = &wait.PubSub{Channel: s.Channel, Wake: s.Wake}
+	if s.Spin != nil {
+		st = s.Spin
+	}
+	l := sideCall{Lock: &Lock{Handle: Handle{C: c}}}
+	return l.wait(ctx, st, wait.Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
+}
+
 // waitSpec returns a WaitSpec for f on a fresh channel, counting GiveUp
 // calls in g.
 func waitSpec(t *testing.T, f *fakeAttempt, g *giveUps) WaitSpec {
-	return WaitSpec{Channel: redistest.Key(t, "ch"), Wake: pubsub.WakeOne, Try: f.try, GiveUp: g.giveUp}
+	return WaitSpec{Channel: redistest.Key(t, "ch"), Wake: pubsub.WakeOne, Try: f.try, GiveUp: g}
 }
 
 // newWait returns a fake attempt answering result, its GiveUp counter and
@@ -92,11 +112,11 @@ type waitResult struct {
 	at  time.Time
 }
 
-// waitInBackground runs c.Wait(ctx, s) in a goroutine.
+// waitInBackground runs runWait(ctx, c, s) in a goroutine.
 func waitInBackground(ctx context.Context, c *Client, s WaitSpec) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	go func() {
-		ok, err := c.Wait(ctx, s)
+		ok, err := runWait(ctx, c, s)
 		ch <- waitResult{ok, err, time.Now()}
 	}()
 	return ch
@@ -142,7 +162,7 @@ func TestWaitSuccessAtOnce(t *testing.T) {
 	} {
 		spec := waitSpec(t, f, &g)
 		spec.Forever, spec.Wait = s.Forever, s.Wait
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -155,7 +175,7 @@ func TestWaitSuccessAtOnce(t *testing.T) {
 func TestWaitZeroIsOneAttempt(t *testing.T) {
 	c := sharedClient(t, Options{})
 	f, g, spec := newWait(t, never)
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.NoError(t, err)
 	require.False(t, ok)
 	assert.EqualValues(t, 1, f.calls.Load(), "attempts")
@@ -197,7 +217,7 @@ func TestWaitRetryHint(t *testing.T) {
 		return time.Since(start) >= hint, hint, nil
 	})
 	spec.Forever = true
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.NoError(t, err)
 	require.True(t, ok)
 	d := time.Since(start)
@@ -216,7 +236,7 @@ func TestWaitRecheckCapsHint(t *testing.T) {
 		return n >= 3, time.Minute, nil // succeeds on the first re-check
 	})
 	spec.Forever = true
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.NoError(t, err)
 	require.True(t, ok)
 	d := time.Since(start)
@@ -232,7 +252,7 @@ func TestWaitRunsOut(t *testing.T) {
 	f, g, spec := newWait(t, never)
 	spec.Wait = 300 * time.Millisecond
 	start := time.Now()
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	d := time.Since(start)
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -267,7 +287,7 @@ func TestWaitContextEnds(t *testing.T) {
 		spec.Forever = true
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		ok, err := c.Wait(ctx, spec)
+		ok, err := runWait(ctx, c, spec)
 		require.False(t, ok)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
@@ -281,7 +301,7 @@ func TestWaitContextEnds(t *testing.T) {
 			return false, 0, errors.New("i/o timeout")
 		}}
 		var g giveUps
-		ok, err := c.Wait(ctx, waitSpec(t, f, &g))
+		ok, err := runWait(ctx, c, waitSpec(t, f, &g))
 		require.False(t, ok)
 		require.ErrorIs(t, err, context.Canceled)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
@@ -301,7 +321,7 @@ func TestWaitAttemptError(t *testing.T) {
 			return false, 0, nil
 		})
 		spec.Forever = true
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.False(t, ok)
 		require.ErrorIs(t, err, boom, "failing attempt %d", failAt)
 		assert.Equal(t, failAt, f.calls.Load(), "no attempt after the error")
@@ -310,7 +330,7 @@ func TestWaitAttemptError(t *testing.T) {
 	unsubscribed(t, c)
 }
 
-// Close ends a wait in progress with ErrClosed, and a Wait on a closed
+// Close ends a wait in progress with errs.ErrClosed, and a Wait on a closed
 // client makes no attempt.
 func TestWaitClosed(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
@@ -321,26 +341,26 @@ func TestWaitClosed(t *testing.T) {
 	require.NoError(t, c.Close())
 	r := awaitResult(t, done, 5*time.Second)
 	require.False(t, r.ok)
-	require.ErrorIs(t, r.err, ErrClosed)
+	require.ErrorIs(t, r.err, errs.ErrClosed)
 	assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 
 	calls := f.calls.Load()
-	ok, err := c.Wait(context.Background(), spec)
+	ok, err := runWait(context.Background(), c, spec)
 	require.False(t, ok)
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, errs.ErrClosed)
 	assert.Equal(t, calls, f.calls.Load(), "an attempt on a closed client")
 }
 
 // A spin wait repeats attempts with a growing pause and never subscribes.
 func TestWaitSpin(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
-	spin := &Backoff{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
+	spin := &wait.Spin{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
 
 	t.Run("success", func(t *testing.T) {
 		f, g, spec := newWait(t, func(n int64) (bool, time.Duration, error) { return n == 5, time.Hour, nil })
 		spec.Spin, spec.Forever = spin, true
 		start := time.Now()
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.EqualValues(t, 5, f.calls.Load(), "attempts")
@@ -353,7 +373,7 @@ func TestWaitSpin(t *testing.T) {
 		f, g, spec := newWait(t, never)
 		spec.Spin, spec.Wait = spin, 150*time.Millisecond
 		start := time.Now()
-		ok, err := c.Wait(context.Background(), spec)
+		ok, err := runWait(context.Background(), c, spec)
 		require.NoError(t, err)
 		require.False(t, ok)
 		assert.GreaterOrEqual(t, time.Since(start), spec.Wait)
@@ -367,7 +387,7 @@ func TestWaitSpin(t *testing.T) {
 		spec.Spin, spec.Forever = spin, true
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		ok, err := c.Wait(ctx, spec)
+		ok, err := runWait(ctx, c, spec)
 		require.False(t, ok)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
@@ -381,7 +401,7 @@ func TestWaitSpin(t *testing.T) {
 		require.Eventually(t, func() bool { return f.calls.Load() >= 2 }, 5*time.Second, redistest.Tick, "spin attempts")
 		require.NoError(t, c.Close())
 		r := awaitResult(t, done, 5*time.Second)
-		require.ErrorIs(t, r.err, ErrClosed)
+		require.ErrorIs(t, r.err, errs.ErrClosed)
 		assert.EqualValues(t, 1, g.n.Load(), "GiveUp calls")
 	})
 }
@@ -395,7 +415,7 @@ func TestResend(t *testing.T) {
 	defer c.Close()
 	netErr := &net.OpError{Op: "dial", Err: errors.New("refused")}
 	calls := 0
-	err := c.Resend(context.Background(), func() error {
+	err := c.Requests().Resend(context.Background(), func() error {
 		calls++
 		if calls < 3 {
 			return netErr
@@ -407,12 +427,12 @@ func TestResend(t *testing.T) {
 	}
 	calls = 0
 	var reply error = replyErr("REDISYNC_LATE late")
-	if err := c.Resend(context.Background(), func() error { calls++; return reply }); err != reply || calls != 1 {
+	if err := c.Requests().Resend(context.Background(), func() error { calls++; return reply }); err != reply || calls != 1 {
 		t.Fatalf("an error reply is an answer: %v after %d calls", err, calls)
 	}
 	calls = 0
 	loading := replyErr("LOADING Redis is loading the dataset in memory")
-	err = c.Resend(context.Background(), func() error {
+	err = c.Requests().Resend(context.Background(), func() error {
 		calls++
 		if calls == 1 {
 			return loading
@@ -425,7 +445,7 @@ func TestResend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	calls = 0
-	if err := c.Resend(ctx, func() error { calls++; return netErr }); err != netErr || calls < 2 {
+	if err := c.Requests().Resend(ctx, func() error { calls++; return netErr }); err != netErr || calls < 2 {
 		t.Fatalf("Resend until ctx ends = %v after %d calls", err, calls)
 	}
 }

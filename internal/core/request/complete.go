@@ -1,8 +1,10 @@
-package core
+package request
 
 import (
 	"context"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Completion of a release whose reply was lost.
@@ -41,28 +43,28 @@ import (
 // one ended. until bounds the whole (the end of an expirable permit's
 // lease, after which it is back anyway); zero: no bound but Close's grace.
 // what and args label the warning logged when the release fails.
-func (c *Client) CompleteRelease(until time.Time, idempotent bool, what string,
+func (r *Requests) CompleteRelease(until time.Time, idempotent bool, what string,
 	newSend func(ctx context.Context) (send func() error, end time.Time), args ...any) {
-	c.CompleteReleaseThen(until, idempotent, nil, what, newSend, args...)
+	r.CompleteReleaseThen(until, idempotent, nil, what, newSend, args...)
 }
 
 // CompleteReleaseThen is CompleteRelease, calling then (when not nil) once
 // the completion is over, whether Redis answered or not (the client closed
 // before it started included).
-func (c *Client) CompleteReleaseThen(until time.Time, idempotent bool, then func(), what string,
+func (r *Requests) CompleteReleaseThen(until time.Time, idempotent bool, then func(), what string,
 	newSend func(ctx context.Context) (send func() error, end time.Time), args ...any) {
 	timeout := completeMax
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
-	started := c.finish(timeout, func(ctx context.Context) {
+	started := r.bg.Finish(timeout, func(ctx context.Context) {
 		if then != nil {
 			defer then()
 		}
-		err := c.completeRelease(ctx, until, idempotent, newSend)
+		err := r.completeRelease(ctx, until, idempotent, newSend)
 		if err != nil {
-			c.ctr.releaseFailed.Add(1)
-			c.log.Warn("redisync: could not complete a release whose reply was lost: "+what,
+			r.releaseFailed.Add(1)
+			r.log.Warn("redisync: could not complete a release whose reply was lost: "+what,
 				append(args, "err", err)...)
 		}
 	})
@@ -70,8 +72,8 @@ func (c *Client) CompleteReleaseThen(until time.Time, idempotent bool, then func
 		if then != nil {
 			then()
 		}
-		c.ctr.releaseFailed.Add(1)
-		c.log.Warn("redisync: could not complete a release whose reply was lost (client closed): "+what, args...)
+		r.releaseFailed.Add(1)
+		r.log.Warn("redisync: could not complete a release whose reply was lost (client closed): "+what, args...)
 	}
 }
 
@@ -83,22 +85,22 @@ const completeMax = time.Hour
 // completeRelease is CompleteRelease's loop; it returns nil once Redis
 // answered a request (or an expirable permit's lease has ended), else the
 // last error.
-func (c *Client) completeRelease(ctx context.Context, until time.Time, idempotent bool,
+func (r *Requests) completeRelease(ctx context.Context, until time.Time, idempotent bool,
 	newSend func(ctx context.Context) (func() error, time.Time)) error {
 	for {
 		send, end := newSend(ctx)
 		if !until.IsZero() && until.Before(end) {
 			end = until
 		}
-		err := c.resendUntil(ctx, end, send)
+		err := r.ResendUntil(ctx, end, send)
 		switch {
-		case err == nil || (IsReply(err) && !notRun(err) && !RefusedLate(err)):
+		case !errs.MayHaveRun(err):
 			return nil // answered: applied, or refused for good (a reply error)
 		case ctx.Err() != nil:
 			return err
 		case !until.IsZero() && !time.Now().Before(until):
 			return nil // the lease has ended: the permit is back by itself
-		case RefusedLate(err) && (end.IsZero() || time.Now().Before(end)):
+		case errs.RefusedLate(err) && (end.IsZero() || time.Now().Before(end)):
 			continue // did not run and never will: a new request
 		case idempotent:
 			if !waitCtx(ctx, time.Second) {

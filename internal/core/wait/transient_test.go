@@ -1,4 +1,4 @@
-package core
+package wait
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net"
 	"syscall"
 	"testing"
+
+	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -33,9 +35,9 @@ func TestTransient(t *testing.T) {
 		replyError("ERR unknown command"):                         false,
 		context.Canceled:                                          false,
 		fmt.Errorf("wait: %w", context.DeadlineExceeded):          false,
-		ErrClosed:       false,
-		redis.ErrClosed: false,
-		fmt.Errorf("owner x: %w", errors.New("upgrade refused")): false,
+		errs.ErrClosed:                                            false,
+		redis.ErrClosed:                                           false,
+		fmt.Errorf("owner x: %w", errors.New("upgrade refused")):  false,
 	} {
 		assert.Equal(t, want, transient(err), "%v", err)
 	}

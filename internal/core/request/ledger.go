@@ -1,4 +1,4 @@
-package core
+package request
 
 import (
 	"sync"
@@ -20,10 +20,11 @@ type Ledger struct {
 	pending map[string]map[int64]struct{} // by semaphore name
 }
 
-// Ledger returns the client's ledger of counted-semaphore requests.
-func (c *Client) Ledger() *Ledger {
-	c.ledgerOnce.Do(func() { c.ledger = &Ledger{reqID: c.reqID, pending: make(map[string]map[int64]struct{})} })
-	return c.ledger
+// Ledger returns the client's ledger of counted-semaphore requests, made
+// on first use.
+func (r *Requests) Ledger() *Ledger {
+	r.ledgerOnce.Do(func() { r.ledger = &Ledger{reqID: r.id, pending: make(map[string]map[int64]struct{})} })
+	return r.ledger
 }
 
 // Key returns the key of the client's ledger on the semaphore called name,

@@ -1,7 +1,9 @@
-package core
+package errs
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -9,7 +11,7 @@ import (
 )
 
 // The sentinel errors. The root package re-exports them under the same
-// names; they live here so that internal packages can return them.
+// names; they live here so that every internal package can return them.
 var (
 	ErrNotHeld         = errors.New("redisync: not held")
 	ErrLockLost        = errors.New("redisync: lock lost")
@@ -75,4 +77,53 @@ func ReplyError(err error) error {
 		return &wrongTypeError{detail: strings.TrimSpace(detail)}
 	}
 	return err
+}
+
+// CtxError is the error of a wait ended by ctx: errors.Is(err, ctx.Err())
+// holds, and so does errors.Is(err, context.Cause(ctx)).
+func CtxError(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("redisync: wait ended: %w (%w)", ctx.Err(), cause)
+	}
+	return fmt.Errorf("redisync: wait ended: %w", ctx.Err())
+}
+
+// IsReply reports whether err is an error reply from Redis (the server ran
+// the command and answered), as opposed to a network or context error after
+// which the command may or may not have run.
+func IsReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// NotRun reports whether err is an error reply by which Redis says it did
+// not run the request at all (loading its data after a restart, busy with
+// a script, a replica or a cluster not ready): re-sending is safe and may
+// succeed.
+func NotRun(err error) bool {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "CLUSTERDOWN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// RefusedLate reports whether err is a script's refusal of a request that
+// reached Redis after its deadline (lua/prelude_request.lua, refuse_late):
+// the request changed nothing.
+func RefusedLate(err error) bool { return redis.HasErrorPrefix(err, "REDISYNC_LATE") }
+
+// MayHaveRun reports whether a state-changing request that failed with err
+// may still have taken place, so that what it did must be undone or
+// settled: when no reply came (a network error, a timeout), and also when
+// the reply says only that the last copy did not run (LOADING, BUSY,
+// READONLY, ...) or came too late (REDISYNC_LATE). go-redis re-sends a
+// request after a network error and after such replies, so an earlier copy
+// may have run before the server answered the last one — a primary killed
+// after running it (its append-only file keeps the write) answers the
+// re-sent copy LOADING once restarted. Any other error reply is the
+// script's own answer: nothing ran.
+func MayHaveRun(err error) bool {
+	return err != nil && (!IsReply(err) || NotRun(err) || RefusedLate(err))
 }

@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/replica"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -22,14 +24,20 @@ const maxRetryDelay = time.Second
 // watchdog renews every watchdog-held hold of one client from one
 // goroutine, which runs only while there is something to renew.
 type watchdog struct {
-	c       *Client
-	mu      sync.Mutex
-	holds   map[*Hold]struct{}
-	running bool
-	wg      sync.WaitGroup
-	ticks   uint64 // completed renewal rounds, for tests
-	calls   uint64 // renewal script calls sent, for tests and benchmarks
-	trips   uint64 // pipelines sent
+	hs       *Holds
+	rdb      redis.UniversalClient
+	cluster  bool
+	lease    time.Duration
+	replicas *replica.Replicas
+	// leaseMillis and ackMillis: Config's.
+	leaseMillis, ackMillis int64
+	mu                     sync.Mutex
+	holds                  map[*Hold]struct{}
+	running                bool
+	wg                     sync.WaitGroup
+	ticks                  uint64 // completed renewal rounds, for tests
+	calls                  uint64 // renewal script calls sent, for tests and benchmarks
+	trips                  uint64 // pipelines sent
 }
 
 func (w *watchdog) add(h *Hold) {
@@ -41,7 +49,7 @@ func (w *watchdog) add(h *Hold) {
 	w.holds[h] = struct{}{}
 	if !w.running {
 		select {
-		case <-w.c.closing:
+		case <-w.hs.closing:
 			return
 		default:
 		}
@@ -62,12 +70,12 @@ func (w *watchdog) wait() { w.wg.Wait() }
 
 func (w *watchdog) run() {
 	defer w.wg.Done()
-	interval := w.c.opts.WatchdogTimeout / 3
+	interval := w.lease / 3
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	for {
 		select {
-		case <-w.c.closing:
+		case <-w.hs.closing:
 			w.mu.Lock()
 			w.running = false
 			w.mu.Unlock()
@@ -105,7 +113,7 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 	began := time.Now()
 	defer func() {
 		tick.Duration = time.Since(began)
-		w.c.renewalTick(tick)
+		w.hs.obs.Renewed(tick)
 	}()
 	w.mu.Lock()
 	holds := make([]*Hold, 0, len(w.holds))
@@ -123,13 +131,13 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 		lease := h.lease
 		h.mu.Unlock()
 		if expired {
-			h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v", ErrLockLost, lease))
+			h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v", errs.ErrLockLost, lease))
 			tick.Lost++
 			continue
 		}
 		spec := h.renewal()
 		k := batchKey{script: spec.Script}
-		if w.c.cluster {
+		if w.cluster {
 			k.slot = keys.Slot(spec.Keys[0])
 		}
 		if _, ok := groups[k]; !ok {
@@ -143,7 +151,7 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 		hs := groups[k]
 		for len(hs) > 0 {
 			n := min(len(hs), MaxBatch)
-			batches = append(batches, newRenewBatch(w.c.opts.WatchdogTimeout, k.script, hs[:n]))
+			batches = append(batches, newRenewBatch(w.leaseMillis, k.script, hs[:n]))
 			hs = hs[n:]
 		}
 	}
@@ -155,7 +163,7 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 		tick.Lost += r.Lost
 		if err != nil {
 			failed = true
-			w.c.log.Warn("redisync: renewal failed, will retry", "batches", n, "err", err)
+			w.hs.log.Warn("redisync: renewal failed, will retry", "batches", n, "err", err)
 		}
 		batches = batches[n:]
 	}
@@ -174,8 +182,8 @@ type renewBatch struct {
 	args   []any
 }
 
-func newRenewBatch(lease time.Duration, script *redis.Script, holds []*Hold) renewBatch {
-	call := lua.NewRenewalBatch(Millis(lease), len(holds))
+func newRenewBatch(leaseMillis int64, script *redis.Script, holds []*Hold) renewBatch {
+	call := lua.NewRenewalBatch(leaseMillis, len(holds))
 	for _, h := range holds {
 		spec := h.renewal()
 		call.Add(spec.Keys, spec.Args, h.Count()) // the count this client believes in
@@ -196,7 +204,7 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 	w.count(len(batches))
 	ack := w.ackWait(ctx)
 	var acks []*redis.IntCmd
-	_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range batches {
 			cmds[i] = b.script.EvalSha(ctx, p, b.keys, b.args...)
 		}
@@ -211,7 +219,7 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 	}
 	if len(missing) > 0 {
 		w.count(len(missing))
-		_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range missing {
 				b := batches[i]
 				cmds[i] = b.script.Eval(ctx, p, b.keys, b.args...)
@@ -234,8 +242,8 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 		}
 	}
 	if r.Renewed > 0 && !w.acknowledged(acks) {
-		w.c.ctr.renewUnacked.Add(uint64(r.Renewed))
-		w.c.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; a failover now could lose these holds",
+		w.hs.obs.NotReplicated(r.Renewed)
+		w.hs.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; a failover now could lose these holds",
 			"holds", r.Renewed)
 	}
 	return r, first
@@ -251,22 +259,22 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 // as Redisson does not wait for renewals at all.
 func (w *watchdog) ackWait(ctx context.Context) func(redis.Pipeliner) *redis.IntCmd {
 	none := func(redis.Pipeliner) *redis.IntCmd { return nil }
-	rs := w.c.opts.ReplicaSync
-	node, ok := w.c.rdb.(*redis.Client)
-	if !rs.on() || !ok {
+	rs := w.replicas.Settings()
+	node, ok := w.rdb.(*redis.Client)
+	if !w.replicas.On() || !ok {
 		return none
 	}
-	n, err := w.c.replicasOf(ctx, node, "")
+	n, err := w.replicas.Count(ctx, node, "")
 	if err != nil || n == 0 {
 		return none
 	}
 	want := rs.Replicas
-	if want == ReplicasAll {
+	if want == replica.All {
 		want = n
 	}
-	// A lagging replica must not delay the next tick: the wait is at most
-	// a sixth of the watchdog timeout (half the time between ticks).
-	timeout := max(min(Millis(rs.Timeout), Millis(w.c.opts.WatchdogTimeout/6)), 1)
+	// At most a sixth of the watchdog timeout (Config.AckMillis): a
+	// lagging replica must not delay the next tick.
+	timeout := w.ackMillis
 	return func(p redis.Pipeliner) *redis.IntCmd {
 		cmd := redis.NewIntCmd(ctx, "wait", int64(want), timeout)
 		_ = p.Process(ctx, cmd)
@@ -320,7 +328,7 @@ func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
 		if live && res[i] == 0 {
-			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", ErrLockLost))
+			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", errs.ErrLockLost))
 			gone++
 		}
 	}
@@ -335,9 +343,9 @@ type WatchdogStats struct {
 	RoundTrips uint64 // pipelines sent (one round trip each, per node on a Cluster)
 }
 
-// WatchdogStats returns a snapshot of the watchdog's activity.
-func (c *Client) WatchdogStats() WatchdogStats {
-	c.wd.mu.Lock()
-	defer c.wd.mu.Unlock()
-	return WatchdogStats{Holds: len(c.wd.holds), Ticks: c.wd.ticks, Calls: c.wd.calls, RoundTrips: c.wd.trips}
+// Stats returns a snapshot of the watchdog's activity.
+func (hs *Holds) Stats() WatchdogStats {
+	hs.wd.mu.Lock()
+	defer hs.wd.mu.Unlock()
+	return WatchdogStats{Holds: len(hs.wd.holds), Ticks: hs.wd.ticks, Calls: hs.wd.calls, RoundTrips: hs.wd.trips}
 }

@@ -1,82 +1,91 @@
-package core
+package replica
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/errs"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/lua"
 )
 
-// Replica acknowledgement (Redisson's checkLockSyncedSlaves).
-//
-// Redis replicates asynchronously: a write the primary acknowledged can be
-// lost when the primary dies before a replica has it, and the promoted
-// replica then knows nothing of it. So the acquisitions and releases of
-// locks and semaphores wait, in the same round trip as their script and on
-// the same connection, until the primary's replicas have the write: the
-// script and WAIT <replicas> <timeout> go in one pipeline to the primary
-// that runs the script (on a Cluster, the master of the keys' slot: WAIT
-// has no key). When the primary has no replica connected nothing is
-// waited for and nothing extra is sent; the number of replicas of each
-// primary is read with INFO replication the first time and kept, read
-// again in the background every replicaProbe.
-//
-// Eval reports a write not acknowledged in time in Sync.Err, apart from
-// the script's own result: the script did take effect on the primary. An
-// acquisition then undoes what it took (its callers do), a release returns
-// the error after its bookkeeping.
-
-// ReplicasAll is the ReplicaSync.Replicas that means every replica
+// All is the Settings.Replicas that means every replica
 // connected to the primary.
-const ReplicasAll = -1
+const All = -1
 
-// ReplicaSync configures replica acknowledgement.
-type ReplicaSync struct {
-	Replicas int           // replicas to wait for; ReplicasAll: every connected one; 0: off
+// Settings configures replica acknowledgement.
+type Settings struct {
+	Replicas int           // replicas to wait for; All: every connected one; 0: off
 	Timeout  time.Duration // the longest wait; 0: off
 }
 
-// DefaultReplicaSync is Redisson's default: every replica, for at most 1 s.
-var DefaultReplicaSync = ReplicaSync{Replicas: ReplicasAll, Timeout: time.Second}
+// DefaultSettings is Redisson's default: every replica, for at most 1 s.
+var DefaultSettings = Settings{Replicas: All, Timeout: time.Second}
 
 // on reports whether acknowledgement is wanted.
-func (r ReplicaSync) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
+func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
 
 // replicaProbe is how often the number of replicas of a primary is read
 // again.
 const replicaProbe = time.Second
 
+// Replicas is one client's replica acknowledgement: what it waits for
+// (Settings), and the number of replicas of each primary.
+type Replicas struct {
+	rdb           redis.UniversalClient
+	sync          Settings
+	timeoutMillis int64 // sync.Timeout in whole milliseconds, rounded up
+	bg            *bg.Group
+	log           *slog.Logger
+	counts        replicaCounts
+}
+
+// New returns the replica acknowledgement of a client over rdb, waiting as
+// rs says (timeoutMillis is rs.Timeout in whole milliseconds, rounded
+// up), reading replica counts again in g, logging to log. It does no I/O.
+func New(rdb redis.UniversalClient, rs Settings, timeoutMillis int64, g *bg.Group, log *slog.Logger) *Replicas {
+	return &Replicas{rdb: rdb, sync: rs, timeoutMillis: timeoutMillis, bg: g, log: log}
+}
+
+// On reports whether the client waits for replicas at all.
+func (r *Replicas) On() bool { return r.sync.on() }
+
+// Settings returns what the client waits for.
+func (r *Replicas) Settings() Settings { return r.sync }
+
 // Sync is one script call's replica acknowledgement: Eval sets Err when
 // the write was not acknowledged by enough replicas in time.
 type Sync struct {
 	Err error
-	c   *Client // whose Eval runs the call (Run)
+	r   *Replicas // whose Eval runs the call (Run)
 }
 
 // NewSync returns a Sync for one call when the client waits for replicas,
 // nil otherwise.
-func (c *Client) NewSync() *Sync {
-	if !c.opts.ReplicaSync.on() {
+func (r *Replicas) NewSync() *Sync {
+	if !r.sync.on() {
 		return nil
 	}
-	return &Sync{c: c}
+	return &Sync{r: r}
 }
 
-// newSyncIn is NewSync in storage the caller has already (an Op's, which
+// NewSyncIn is NewSync in storage the caller has already (an Op's, which
 // is on the heap anyway): no allocation of its own per call.
-func (c *Client) newSyncIn(s *Sync) *Sync {
-	if !c.opts.ReplicaSync.on() {
+func (r *Replicas) NewSyncIn(s *Sync) *Sync {
+	if !r.sync.on() {
 		return nil
 	}
-	*s = Sync{c: c}
+	*s = Sync{r: r}
 	return s
 }
 
@@ -90,27 +99,27 @@ func (s *Sync) SyncErr() error {
 
 // Eval runs script (EVALSHA, EVAL when the server lacks it) with keys and
 // args: EvalCommand of its command.
-func (c *Client) Eval(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return c.EvalCommand(ctx, sync, lua.NewCommand(script, keys, args))
+func (r *Replicas) Eval(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return r.EvalCommand(ctx, sync, lua.NewCommand(script, keys, args))
 }
 
 // EvalCommand runs a script's command (EVALSHA, EVAL when the server lacks
 // the script). With sync not nil, and replicas connected to the primary
 // that runs it, it sends WAIT in the same pipeline and sets sync.Err,
-// wrapping ErrNotReplicated, when fewer replicas than wanted acknowledged
+// wrapping errs.ErrNotReplicated, when fewer replicas than wanted acknowledged
 // within the timeout. The command returned is the script's.
-func (c *Client) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
+func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
 	if sync == nil {
-		return call.Run(ctx, c.rdb)
+		return call.Run(ctx, r.rdb)
 	}
 	for pause := 20 * time.Millisecond; ; pause *= 2 {
-		cmd := c.evalSynced(ctx, sync, call)
+		cmd := r.evalSynced(ctx, sync, call)
 		// A Cluster's slot that moved (a failover, a migration): the
 		// script did not run on the node this client took for its
 		// master. go-redis's cluster client follows the redirection
 		// itself; sent to one node, the pipeline must be sent again once
 		// the client knows the slot's new master.
-		cc, cluster := c.rdb.(*redis.ClusterClient)
+		cc, cluster := r.rdb.(*redis.ClusterClient)
 		if !cluster || !redirected(cmd.Err()) || pause > time.Second {
 			return cmd
 		}
@@ -126,51 +135,46 @@ func (c *Client) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) 
 }
 
 // Run implements lua.Runner: a Sync is the runner of the engine for its
-// call, which runs a script binding through Client.Eval with it, so an
+// call, which runs a script binding through Replicas.Eval with it, so an
 // acquisition or release waits for the replicas. A pointer in an
 // interface needs no allocation, as a struct of a client and a Sync would
 // at every call.
 func (s *Sync) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return s.c.Eval(ctx, s, script, keys, args...)
+	return s.r.Eval(ctx, s, script, keys, args...)
 }
 
 // RunCommand implements lua.CommandRunner.
 func (s *Sync) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
-	return s.c.EvalCommand(ctx, s, call)
+	return s.r.EvalCommand(ctx, s, call)
 }
 
 // plainRunner is the lua.Runner of the engine's calls without replica
-// acknowledgement (Client.Runner(nil)): a plain EVALSHA (EVAL when the
+// acknowledgement (Replicas.Runner(nil)): a plain EVALSHA (EVAL when the
 // server lacks the script) on the client's connection, through Eval.
-type plainRunner Client
+type plainRunner Replicas
 
 // Run implements lua.Runner.
-func (r *plainRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return (*Client)(r).Eval(ctx, nil, script, keys, args...)
+func (p *plainRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return (*Replicas)(p).Eval(ctx, nil, script, keys, args...)
 }
 
 // RunCommand implements lua.CommandRunner.
-func (r *plainRunner) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
-	return (*Client)(r).EvalCommand(ctx, nil, call)
+func (p *plainRunner) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
+	return (*Replicas)(p).EvalCommand(ctx, nil, call)
 }
 
 // Runner returns the runner of script bindings that goes through Eval with
 // sync (nil: no replica acknowledgement). A Sync made by this client runs
 // its own call (Sync.Run).
-func (c *Client) Runner(sync *Sync) lua.Runner {
+func (r *Replicas) Runner(sync *Sync) lua.Runner {
 	if sync == nil {
-		return (*plainRunner)(c)
+		return (*plainRunner)(r)
 	}
-	if sync.c == nil {
-		sync.c = c
+	if sync.r == nil {
+		sync.r = r
 	}
 	return sync
 }
-
-// Direct returns the runner of script bindings that runs them on the
-// client's connection with (*redis.Script).Run, for the scripts that never
-// wait for replicas.
-func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
 
 // redirected reports whether err says that the node a synced script was
 // sent to is not (or no longer) the master of its slot, and the script did
@@ -190,8 +194,8 @@ func redirected(err error) bool {
 }
 
 // evalSynced is one try of EvalCommand with sync.
-func (c *Client) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
-	node, addr, err := c.primaryFor(ctx, call.FirstKey())
+func (r *Replicas) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
+	node, addr, err := r.primaryFor(ctx, call.FirstKey())
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(err)
@@ -199,7 +203,7 @@ func (c *Client) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *
 	}
 	connected := 0
 	if node != nil {
-		connected, err = c.replicasOf(ctx, node, addr)
+		connected, err = r.Count(ctx, node, addr)
 		if err != nil {
 			cmd := redis.NewCmd(ctx)
 			cmd.SetErr(err)
@@ -207,28 +211,28 @@ func (c *Client) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *
 		}
 	}
 	if connected == 0 {
-		return call.Run(ctx, c.rdb)
+		return call.Run(ctx, r.rdb)
 	}
-	want := c.opts.ReplicaSync.Replicas
-	if want == ReplicasAll {
+	want := r.sync.Replicas
+	if want == All {
 		want = connected
 	}
-	cmd, acked := c.evalWait(ctx, node, call, want)
+	cmd, acked := r.evalWait(ctx, node, call, want)
 	if cmd.Err() != nil {
 		return cmd
 	}
 	if acked.Err() != nil {
-		sync.Err = fmt.Errorf("%w: WAIT failed: %w", ErrNotReplicated, acked.Err())
+		sync.Err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, acked.Err())
 	} else if n := acked.Val(); n < int64(want) {
-		sync.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, want, c.opts.ReplicaSync.Timeout)
+		sync.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, n, want, r.sync.Timeout)
 	}
 	return cmd
 }
 
 // evalWait runs the script's command and WAIT want in one pipeline on
 // node, loading the script when the server does not have it.
-func (c *Client) evalWait(ctx context.Context, node *redis.Client, call lua.Command, want int) (*redis.Cmd, *redis.IntCmd) {
-	ms := Millis(c.opts.ReplicaSync.Timeout)
+func (r *Replicas) evalWait(ctx context.Context, node *redis.Client, call lua.Command, want int) (*redis.Cmd, *redis.IntCmd) {
+	ms := r.timeoutMillis
 	run := func(cmd *redis.Cmd) (*redis.Cmd, *redis.IntCmd) {
 		pipe := node.Pipeline()
 		_ = pipe.Process(ctx, cmd)
@@ -247,8 +251,8 @@ func (c *Client) evalWait(ctx context.Context, node *redis.Client, call lua.Comm
 // primaryFor returns the client of the primary that runs a script on keys,
 // and a name for it; nil for a client kind that cannot be pipelined to one
 // node (a Ring): then nothing is waited for.
-func (c *Client) primaryFor(ctx context.Context, key string) (*redis.Client, string, error) {
-	switch r := c.rdb.(type) {
+func (r *Replicas) primaryFor(ctx context.Context, key string) (*redis.Client, string, error) {
+	switch r := r.rdb.(type) {
 	case *redis.Client:
 		return r, "", nil
 	case *redis.ClusterClient:
@@ -273,24 +277,24 @@ type replicaCount struct {
 	reading bool
 }
 
-// replicasOf returns the number of replicas connected to the primary node
+// Count returns the number of replicas connected to the primary node
 // (named addr): read synchronously the first time, then again in the
 // background every replicaProbe.
-func (c *Client) replicasOf(ctx context.Context, node *redis.Client, addr string) (int, error) {
-	rc := &c.replicas
+func (r *Replicas) Count(ctx context.Context, node *redis.Client, addr string) (int, error) {
+	rc := &r.counts
 	rc.mu.Lock()
 	e := rc.m[addr]
 	if e != nil {
 		n := e.n
 		if !e.reading && time.Now().After(e.next) {
-			e.reading = c.background(clockTimeout, func(ctx context.Context) { c.readReplicas(ctx, node, addr) })
+			e.reading = r.bg.Background(replicaReadTimeout, func(ctx context.Context) { r.readReplicas(ctx, node, addr) })
 		}
 		rc.mu.Unlock()
 		return n, nil
 	}
 	rc.mu.Unlock()
 	n, err := connectedReplicas(ctx, node)
-	if err != nil && !IsReply(err) {
+	if err != nil && !errs.IsReply(err) {
 		return 0, fmt.Errorf("reading the primary's replicas: %w", err)
 	}
 	// A server that refuses INFO replication (a Redis-compatible server
@@ -307,16 +311,16 @@ func (c *Client) replicasOf(ctx context.Context, node *redis.Client, addr string
 }
 
 // readReplicas reads the number of replicas of node again.
-func (c *Client) readReplicas(ctx context.Context, node *redis.Client, addr string) {
+func (r *Replicas) readReplicas(ctx context.Context, node *redis.Client, addr string) {
 	n, err := connectedReplicas(ctx, node)
-	rc := &c.replicas
+	rc := &r.counts
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	e := rc.m[addr]
 	e.reading = false
 	e.next = time.Now().Add(replicaProbe)
-	if err != nil && !IsReply(err) {
-		c.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "primary", addr, "err", err)
+	if err != nil && !errs.IsReply(err) {
+		r.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "primary", addr, "err", err)
 		return
 	}
 	e.n = n
@@ -348,3 +352,7 @@ var (
 	_ lua.CommandRunner = (*Sync)(nil)
 	_ lua.CommandRunner = (*plainRunner)(nil)
 )
+
+// replicaReadTimeout bounds one reading of a primary's replica count
+// (readReplicas), in the background.
+const replicaReadTimeout = 5 * time.Second

@@ -1,12 +1,14 @@
-package core
+package gate
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
-// gate is a lock handle's local read-write gate for callers without a
+// Gate is a lock handle's local read-write gate for callers without a
 // context owner. Such callers all act for the handle's own owner, which
 // Redis would let re-enter; the gate makes them exclude each other as
 // sync.RWMutex's callers do: one exclusive holder (a lock, a write side) or
@@ -14,7 +16,7 @@ import (
 // locally, without touching Redis; a waiting exclusive caller keeps later
 // shared ones out, so writers are not starved. The zero value is an open
 // gate.
-type gate struct {
+type Gate struct {
 	mu      sync.Mutex
 	readers int  // shared holders
 	writer  bool // an exclusive holder
@@ -27,14 +29,14 @@ type gateWaiter struct {
 }
 
 // admits reports whether a caller may pass now. g.mu must be held.
-func (g *gate) admits(shared bool) bool {
+func (g *Gate) admits(shared bool) bool {
 	if shared {
 		return !g.writer
 	}
 	return !g.writer && g.readers == 0
 }
 
-func (g *gate) take(shared bool) {
+func (g *Gate) take(shared bool) {
 	if shared {
 		g.readers++
 	} else {
@@ -42,13 +44,13 @@ func (g *gate) take(shared bool) {
 	}
 }
 
-// enter passes the gate: at once when it admits the caller and nobody
+// Enter passes the gate: at once when it admits the caller and nobody
 // waits; otherwise after the callers before it, waiting as long as ctx,
 // closing and (unless forever) wait allow. wait 0 and no admission gives
 // (false, nil) at once. It returns (false, nil) when the wait ran out and
-// an error wrapping ctx.Err() (or ErrClosed) when ctx ended or the client
+// an error wrapping ctx.Err() (or errs.ErrClosed) when ctx ended or the client
 // closed; then it holds nothing and has left the queue.
-func (g *gate) enter(ctx context.Context, shared, forever bool, wait time.Duration, closing <-chan struct{}) (bool, error) {
+func (g *Gate) Enter(ctx context.Context, shared, forever bool, wait time.Duration, closing <-chan struct{}) (bool, error) {
 	g.mu.Lock()
 	if len(g.q) == 0 && g.admits(shared) {
 		g.take(shared)
@@ -75,9 +77,9 @@ func (g *gate) enter(ctx context.Context, shared, forever bool, wait time.Durati
 		return true, nil
 	case <-timeout:
 	case <-ctx.Done():
-		err = ctxError(ctx)
+		err = errs.CtxError(ctx)
 	case <-closing:
-		err = ErrClosed
+		err = errs.ErrClosed
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -96,8 +98,8 @@ func (g *gate) enter(ctx context.Context, shared, forever bool, wait time.Durati
 	return false, err
 }
 
-// holds reports whether the gate has a holder of the given kind.
-func (g *gate) holds(shared bool) bool {
+// Holds reports whether the gate has a holder of the given kind.
+func (g *Gate) Holds(shared bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if shared {
@@ -106,15 +108,15 @@ func (g *gate) holds(shared bool) bool {
 	return g.writer
 }
 
-// leave gives one place back and admits the callers it unblocks. It
+// Leave gives one place back and admits the callers it unblocks. It
 // reports false, changing nothing, when there was no such holder.
-func (g *gate) leave(shared bool) bool {
+func (g *Gate) Leave(shared bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.leaveLocked(shared)
 }
 
-func (g *gate) leaveLocked(shared bool) bool {
+func (g *Gate) leaveLocked(shared bool) bool {
 	switch {
 	case shared && g.readers > 0:
 		g.readers--
@@ -129,11 +131,18 @@ func (g *gate) leaveLocked(shared bool) bool {
 
 // admitLocked admits waiters from the head of the queue while the gate
 // admits them. g.mu must be held.
-func (g *gate) admitLocked() {
+func (g *Gate) admitLocked() {
 	for len(g.q) > 0 && g.admits(g.q[0].shared) {
 		w := g.q[0]
 		g.q = g.q[1:]
 		g.take(w.shared)
 		close(w.ready)
 	}
+}
+
+// Queued returns the number of callers waiting to pass, for tests.
+func (g *Gate) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.q)
 }

@@ -1,10 +1,10 @@
-package core
+package request
 
 import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Undo of an acquisition whose reply was lost.
@@ -12,7 +12,7 @@ import (
 // An acquisition whose reply never came (the caller's ctx ended while the
 // request was on its way, the connection broke) may have taken place, or
 // may still take place later: a request held up in the network is applied
-// whenever it reaches Redis before its deadline (RequestDeadline). Its
+// whenever it reaches Redis before its deadline (Deadline). Its
 // caller got an error, so what it may have taken must be given back: the
 // primitive sends an undo, which gives back what the acquisition took if
 // it ran, and marks it cancelled if it has not, so that a late copy does
@@ -23,59 +23,56 @@ import (
 // the background until Redis answers it, for as long as it can still
 // matter (until: after that, what the acquisition took has come back by
 // itself, or the undo can no longer tell whether it ran), and through
-// Close for at most closeGrace. The caller waits for the first answer for
-// at most undoWait, so that in the common case (a cancelled ctx, Redis
+// Close for at most bg.CloseGrace. The caller waits for the first answer for
+// at most UndoWait, so that in the common case (a cancelled ctx, Redis
 // reachable) what was taken is back when its error returns. An undo that
 // never got an answer is logged as a warning and counted
 // (Stats.UndosFailed).
 
-// undoWait is how long the caller of a failed acquisition waits for its
+// UndoWait is how long the caller of a failed acquisition waits for its
 // undo before returning its error; the undo goes on in the background.
-const undoWait = time.Second
-
-// closeGrace is how long Close lets undos, settles and queue leaves that
-// are under way go on before it cancels them.
-const closeGrace = 5 * time.Second
+const UndoWait = time.Second
 
 // Undo runs the undo of an acquisition whose reply was lost until Redis
 // answers it (as Resend decides), or until the time until has passed
-// (zero: no bound but Close's grace, and an hour, completeMax). newSend makes the undo request (a
+// (zero: no bound but Close's grace, and an hour, completeMax). newSend
+// makes the undo request (a
 // request key and a deadline of its own) and returns what sends it: the
 // same request is re-sent while Redis does not answer, and a new one is
 // made when Redis refused the last as late (REDISYNC_LATE: it reached
 // Redis after its own deadline, held up as the acquisition was), for as
 // long as the undo can matter. Undo waits for the outcome at most
-// undoWait, then returns and lets it go on in the background. what and
+// UndoWait, then returns and lets it go on in the background. what and
 // args label the warning logged when the undo fails; every failed undo is
 // counted (Stats.UndosFailed).
-func (c *Client) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
-	c.UndoThen(until, nil, what, newSend, args...)
+func (r *Requests) Undo(until time.Time, what string, newSend func(ctx context.Context) func() error, args ...any) {
+	r.UndoThen(until, nil, what, newSend, args...)
 }
 
 // UndoThen is Undo, calling then (when not nil) once the undo is over,
 // whether it got an answer or not (the client closed before it started
 // included).
-func (c *Client) UndoThen(until time.Time, then func(), what string, newSend func(ctx context.Context) func() error, args ...any) {
+func (r *Requests) UndoThen(until time.Time, then func(), what string, newSend func(ctx context.Context) func() error, args ...any) {
 	done := make(chan struct{})
 	timeout := completeMax
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
-	started := c.finish(timeout, func(ctx context.Context) {
+	started := r.bg.Finish(timeout, func(ctx context.Context) {
 		defer close(done)
 		if then != nil {
 			defer then()
 		}
 		var err error
 		for {
-			err = c.resendUntil(ctx, until, newSend(ctx))
-			if !RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
+			err = r.ResendUntil(ctx, until, newSend(ctx))
+			if !errs.RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
 				break
 			}
 		}
 		if err != nil {
-			c.ctr.undoFailed.Add(1)
-			c.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
+			r.undoFailed.Add(1)
+			r.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
 				append(args, "err", err)...)
 		}
 	})
@@ -83,11 +80,20 @@ func (c *Client) UndoThen(until time.Time, then func(), what string, newSend fun
 		if then != nil {
 			then()
 		}
-		c.ctr.undoFailed.Add(1)
-		c.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
+		r.undoFailed.Add(1)
+		r.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
 		return
 	}
-	t := time.NewTimer(undoWait)
+	AwaitUndo(done, UndoWait)
+}
+
+// AwaitUndo waits for an undo to finish (done closed), at most d; a nil
+// done (no undo started) is not waited for.
+func AwaitUndo(done <-chan struct{}, d time.Duration) {
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -95,19 +101,14 @@ func (c *Client) UndoThen(until time.Time, then func(), what string, newSend fun
 	}
 }
 
-// RefusedLate reports whether err is a script's refusal of a request that
-// reached Redis after its deadline (lua/prelude_request.lua, refuse_late):
-// the request changed nothing.
-func RefusedLate(err error) bool { return redis.HasErrorPrefix(err, "REDISYNC_LATE") }
-
-// resendUntil is Resend with a bound of its own instead of the request's
+// ResendUntil is Resend with a bound of its own instead of the request's
 // lifetime: it re-sends until Redis answers, ctx ends, or until has passed
 // (zero: only ctx bounds it).
-func (c *Client) resendUntil(ctx context.Context, until time.Time, send func() error) error {
+func (r *Requests) ResendUntil(ctx context.Context, until time.Time, send func() error) error {
 	pause := 20 * time.Millisecond
 	for {
 		err := send()
-		if err == nil || (IsReply(err) && !notRun(err)) || ctx.Err() != nil ||
+		if err == nil || (errs.IsReply(err) && !errs.NotRun(err)) || ctx.Err() != nil ||
 			(!until.IsZero() && time.Now().Add(pause).After(until)) {
 			return err
 		}
@@ -123,14 +124,14 @@ func (c *Client) resendUntil(ctx context.Context, until time.Time, send func() e
 }
 
 // RecordEnd returns the local time until which the record of a request
-// with the given deadline (RequestDeadline, by the server's clock) lives:
+// with the given deadline (Deadline, by the server's clock) lives:
 // an undo that reaches Redis later cannot tell whether the request ran.
-func (c *Client) RecordEnd(deadline int64) time.Time {
+func (r *Requests) RecordEnd(deadline int64) time.Time {
 	now := time.Now()
-	return time.UnixMilli(deadline).Add(-c.serverOffset(now) + recordSlack)
+	return time.UnixMilli(deadline).Add(-r.serverOffset(now) + RecordSlack)
 }
 
-// recordSlack is how long a request's record outlives its deadline
+// RecordSlack is how long a request's record outlives its deadline
 // (lua/prelude_request.lua, record), less a margin for the error in the
 // measured clock offset.
-const recordSlack = 900 * time.Millisecond
+const RecordSlack = 900 * time.Millisecond

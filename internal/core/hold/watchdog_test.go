@@ -1,14 +1,19 @@
-package core
+package hold
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/replica"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -91,7 +96,7 @@ func (p *pipelines) recorded() [][]evalCall {
 // server every interval, the record of its pipelines, and a client for the
 // test's own commands.
 type watchdogSetup struct {
-	c     *Client
+	c     *Holds
 	rdb   *redis.Client // the Client's
 	pipes *pipelines
 	cmd   *redis.Client // for the test's commands
@@ -106,7 +111,7 @@ func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
 	}
 	pipes := &pipelines{}
 	rdb.AddHook(pipes)
-	return &watchdogSetup{c: testClient(t, rdb, Options{WatchdogTimeout: timeout}), rdb: rdb, pipes: pipes, cmd: rdb}
+	return &watchdogSetup{c: testHolds(t, rdb, timeout), rdb: rdb, pipes: pipes, cmd: rdb}
 }
 
 // hold creates key in Redis and registers a watchdog hold on it renewed
@@ -114,14 +119,14 @@ func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
 func (w *watchdogSetup) hold(t *testing.T, key string, script *redis.Script) *Hold {
 	t.Helper()
 	require.NoError(t, w.cmd.Set(context.Background(), key, "1", time.Minute).Err())
-	return w.c.Acquired(HoldKey{Key: key, Field: "owner"}, 1, w.c.WatchdogTimeout(), &RenewSpec{Script: script, Keys: []string{key}})
+	return w.c.Acquired(Key{Key: key, Field: "owner"}, 1, w.c.wd.lease, &RenewSpec{Script: script, Keys: []string{key}})
 }
 
 // ticks waits until the watchdog has completed n more rounds.
 func (w *watchdogSetup) ticks(t *testing.T, n uint64) {
 	t.Helper()
-	from := w.c.WatchdogStats().Ticks
-	require.Eventually(t, func() bool { return w.c.WatchdogStats().Ticks >= from+n }, 10*time.Second, redistest.Tick, "%d renewal rounds", n)
+	from := w.c.Stats().Ticks
+	require.Eventually(t, func() bool { return w.c.Stats().Ticks >= from+n }, 10*time.Second, redistest.Tick, "%d renewal rounds", n)
 }
 
 // callSizes returns the number of keys of each call in pipe, by script,
@@ -149,7 +154,7 @@ func TestWatchdogBatches(t *testing.T) {
 	for i := range 30 {
 		holds = append(holds, w.hold(t, name+":b:"+strconv.Itoa(i), renewB))
 	}
-	require.Equal(t, len(holds), w.c.WatchdogStats().Holds)
+	require.Equal(t, len(holds), w.c.Stats().Holds)
 	w.ticks(t, 2)
 
 	pipes := w.pipes.recorded()
@@ -158,7 +163,7 @@ func TestWatchdogBatches(t *testing.T) {
 	for i, pipe := range pipes {
 		assert.Equal(t, want, callSizes(pipe), "pipeline %d: calls by script and their sizes", i)
 	}
-	st := w.c.WatchdogStats()
+	st := w.c.Stats()
 	assert.Equal(t, 4*st.RoundTrips, st.Calls, "script calls per round trip")
 	for _, h := range holds {
 		require.NoError(t, h.Err())
@@ -175,7 +180,7 @@ func TestWatchdogBatchesBySlot(t *testing.T) {
 	w := newWatchdogSetup(t, 600*time.Millisecond)
 	// The server is a single node, which runs scripts across slots; the
 	// client is told it talks to a Cluster, so it groups as it would there.
-	w.c.cluster = true
+	w.c.wd.cluster = true
 	name := redistest.Key(t, "hold")
 	tags := []string{"a", "b", "c"}
 	for _, tag := range tags {
@@ -197,7 +202,7 @@ func TestWatchdogBatchesBySlot(t *testing.T) {
 	}
 }
 
-// A renewal that finds a hold gone from Redis ends it with ErrLockLost;
+// A renewal that finds a hold gone from Redis ends it with errs.ErrLockLost;
 // the other holds of its batch go on.
 func TestWatchdogHoldGone(t *testing.T) {
 	w := newWatchdogSetup(t, 600*time.Millisecond)
@@ -210,11 +215,11 @@ func TestWatchdogHoldGone(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		require.FailNow(t, "Done not closed after the hold's key was deleted")
 	}
-	require.ErrorIs(t, gone.Err(), ErrLockLost)
+	require.ErrorIs(t, gone.Err(), errs.ErrLockLost)
 	assert.ErrorContains(t, gone.Err(), "found the hold gone")
 	w.ticks(t, 2)
 	require.NoError(t, kept.Err())
-	assert.Equal(t, 1, w.c.WatchdogStats().Holds)
+	assert.Equal(t, 1, w.c.Stats().Holds)
 }
 
 // cmdWith returns a finished script call whose reply is res.
@@ -234,13 +239,13 @@ func cmdWith(res ...int64) *redis.Cmd {
 // ends nothing.
 func TestWatchdogApply(t *testing.T) {
 	// An hour's watchdog timeout: the watchdog's own rounds never run here.
-	c := sharedClient(t, Options{WatchdogTimeout: time.Hour})
+	c := testHolds(t, redistest.Shared(t).Client(t), time.Hour)
 	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
 	acquire := func(key string) *Hold {
-		return c.acquiredAt(time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, time.Hour, spec(key))
+		return c.AcquiredAs("", time.Now().Add(-time.Minute), Key{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
 	}
 	renewed, lost := acquire("renewed"), acquire("lost")
-	b := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{renewed, lost})
+	b := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{renewed, lost})
 
 	_, _, err := c.wd.apply(b, cmdWith(1), time.Now())
 	require.Error(t, err, "a reply with fewer results than holds")
@@ -258,7 +263,7 @@ func TestWatchdogApply(t *testing.T) {
 	renewed.mu.Lock()
 	assert.Equal(t, start, renewed.lastOK, "a renewed hold counts from the round's start")
 	renewed.mu.Unlock()
-	require.ErrorIs(t, lost.Err(), ErrLockLost)
+	require.ErrorIs(t, lost.Err(), errs.ErrLockLost)
 	select {
 	case <-lost.Done():
 	default:
@@ -268,17 +273,17 @@ func TestWatchdogApply(t *testing.T) {
 	// Unlock stops the renewal, then sends the release; a round in flight
 	// finds the field gone: released, not lost.
 	released := acquire("released")
-	rb := newRenewBatch(c.WatchdogTimeout(), renewA, []*Hold{released})
-	_, err = c.Release(released.key, 0, func() (int64, error) {
+	rb := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{released})
+	_, err = c.Lower(released.key, 0, func() (int64, error) {
 		_, _, err := c.wd.apply(rb, cmdWith(0), time.Now())
 		require.NoError(t, err)
 		return 0, nil
 	})
 	require.NoError(t, err)
-	require.ErrorIs(t, released.Err(), ErrNotHeld)
-	require.NotErrorIs(t, released.Err(), ErrLockLost)
+	require.ErrorIs(t, released.Err(), errs.ErrNotHeld)
+	require.NotErrorIs(t, released.Err(), errs.ErrLockLost)
 	require.NoError(t, renewed.Err())
-	assert.Equal(t, 1, c.WatchdogStats().Holds)
+	assert.Equal(t, 1, c.Stats().Holds)
 }
 
 // A round that fails with a network error keeps the hold and retries; the
@@ -287,10 +292,10 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	// Nothing listens here: every round fails with a network error.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := testClient(t, rdb, Options{WatchdogTimeout: time.Hour}) // rounds run by the test
+	c := testHolds(t, rdb, time.Hour) // rounds run by the test
 	const lease = 300 * time.Millisecond
 	acquire := func(key string, sent time.Time) *Hold {
-		return c.acquiredAt(sent, HoldKey{Key: key, Field: "owner"}, 1, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
+		return c.AcquiredAs("", sent, Key{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
 	}
 	acquired := time.Now()
 	fresh := acquire("fresh", acquired)
@@ -298,7 +303,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 
 	require.True(t, c.wd.renewAll(time.Second), "a round with a network error reports the failure")
 	require.NoError(t, fresh.Err(), "a hold lost after one failed round")
-	require.ErrorIs(t, stale.Err(), ErrLockLost, "a hold without a renewal for a whole lease")
+	require.ErrorIs(t, stale.Err(), errs.ErrLockLost, "a hold without a renewal for a whole lease")
 	assert.ErrorContains(t, stale.Err(), "no renewal succeeded within the lease")
 
 	// Rounds keep failing: the fresh hold is lost when its lease has passed.
@@ -307,8 +312,8 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 		return fresh.Err() != nil
 	}, 5*time.Second, redistest.Tick, "the hold outlived a whole lease without renewal")
 	assert.GreaterOrEqual(t, time.Since(acquired), lease, "lost before a whole lease without renewal")
-	require.ErrorIs(t, fresh.Err(), ErrLockLost)
-	assert.Zero(t, c.WatchdogStats().Holds)
+	require.ErrorIs(t, fresh.Err(), errs.ErrLockLost)
+	assert.Zero(t, c.Stats().Holds)
 }
 
 // Through a network partition shorter than a lease the watchdog's own
@@ -323,16 +328,16 @@ func TestWatchdogPartition(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	require.NoError(t, renewA.Load(context.Background(), rdb).Err())
 	const timeout = 1500 * time.Millisecond // a round every 500ms
-	w := &watchdogSetup{c: testClient(t, rdb, Options{WatchdogTimeout: timeout}), rdb: rdb, pipes: &pipelines{}, cmd: srv.Client(t)}
+	w := &watchdogSetup{c: testHolds(t, rdb, timeout), rdb: rdb, pipes: &pipelines{}, cmd: srv.Client(t)}
 	name := redistest.Key(t, "hold")
 
 	t.Run("short", func(t *testing.T) {
 		// The first round (after 500ms) fails; the retry 500ms later, past
 		// the partition, renews the hold well within its lease of 1.5s.
-		ticks := w.c.WatchdogStats().Ticks
+		ticks := w.c.Stats().Ticks
 		proxy.Block()
 		h := w.hold(t, name+":short", renewA)
-		require.Eventually(t, func() bool { return w.c.WatchdogStats().Ticks > ticks }, 5*time.Second, redistest.Tick, "a round during the partition")
+		require.Eventually(t, func() bool { return w.c.Stats().Ticks > ticks }, 5*time.Second, redistest.Tick, "a round during the partition")
 		proxy.Unblock()
 		w.ticks(t, 4) // more than a lease since the acquisition
 		require.NoError(t, h.Err(), "a partition shorter than a lease lost the hold")
@@ -350,7 +355,39 @@ func TestWatchdogPartition(t *testing.T) {
 			require.FailNow(t, "the hold outlived a long partition")
 		}
 		assert.GreaterOrEqual(t, time.Since(acquired), timeout, "lost before a whole lease without renewal")
-		require.ErrorIs(t, h.Err(), ErrLockLost)
+		require.ErrorIs(t, h.Err(), errs.ErrLockLost)
 		assert.ErrorContains(t, h.Err(), "no renewal succeeded within the lease")
 	})
 }
+
+// TestMain stops the shared server after the tests and checks for leaked
+// goroutines (a watchdog left running).
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// testHolds returns holds over rdb whose watchdog renews with lease, as a
+// client's with the default replica acknowledgement; the watchdog stops
+// when the test ends.
+func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Holds {
+	t.Helper()
+	g := bg.New()
+	log := slog.New(slog.DiscardHandler)
+	rs := replica.DefaultSettings
+	hs := New(Config{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, rs.Timeout.Milliseconds(), g, log),
+		Closing: g.Closing(), Log: log, Observer: nopObserver{},
+		LeaseMillis: lease.Milliseconds(), AckMillis: max(min(rs.Timeout, lease/6).Milliseconds(), 1)})
+	t.Cleanup(func() {
+		g.Close()
+		hs.Wait()
+		g.Wait()
+		hs.EndAll("", errs.ErrClosed)
+	})
+	return hs
+}
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) Ending(*Hold, bool)  {}
+func (nopObserver) Ended(*Hold, error)  {}
+func (nopObserver) Renewed(RenewalTick) {}
+func (nopObserver) NotReplicated(int)   {}

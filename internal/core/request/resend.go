@@ -1,10 +1,8 @@
-package core
+package request
 
 import (
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Resend runs send, which sends one state-changing request, until Redis
@@ -12,15 +10,15 @@ import (
 // request did not run (LOADING, BUSY, ...) — re-sending the very same
 // request (same request key, same deadline) after a network error, with a
 // pause that grows from 20ms to 1s, for as long as ctx allows and at most
-// the request's lifetime (RequestDeadline: later copies would be refused
+// the request's lifetime (Deadline: later copies would be refused
 // anyway). A request
 // applies at most once however often it is sent (its record answers the
 // copies, its deadline refuses the late ones), so re-sending turns a
 // release lost to a short outage into one that took effect, where giving
 // up would lose it for good (a semaphore's permits, a latch's count-down).
 // It returns send's last error.
-func (c *Client) Resend(ctx context.Context, send func() error) error {
-	return c.resendUntil(ctx, time.Now().Add(c.reqTTL), send)
+func (r *Requests) Resend(ctx context.Context, send func() error) error {
+	return r.ResendUntil(ctx, time.Now().Add(r.ttl), send)
 }
 
 // Settle makes sure that an owner's request whose reply was lost — a
@@ -40,15 +38,15 @@ func (c *Client) Resend(ctx context.Context, send func() error) error {
 //
 // The fresh holds need none of this: their field serves one hold only, so
 // a late copy of its release finds nothing of a later hold to change.
-func (c *Client) Settle(req string, unlock func()) bool {
-	return c.finish(c.reqTTL+settleSlack, func(ctx context.Context) {
+func (r *Requests) Settle(req string, unlock func()) bool {
+	return r.bg.Finish(r.ttl+settleSlack, func(ctx context.Context) {
 		defer unlock()
-		rdb := c.Redis()
-		err := c.Resend(ctx, func() error {
-			return rdb.SetNX(ctx, req, "cancelled", c.reqTTL+settleSlack).Err()
+		rdb := r.rdb
+		err := r.Resend(ctx, func() error {
+			return rdb.SetNX(ctx, req, "cancelled", r.ttl+settleSlack).Err()
 		})
 		if err != nil {
-			c.log.Warn("redisync: could not settle a request whose reply was lost; a late copy of it may still apply until its deadline",
+			r.log.Warn("redisync: could not settle a request whose reply was lost; a late copy of it may still apply until its deadline",
 				"request", req, "err", err)
 		}
 	})
@@ -58,16 +56,3 @@ func (c *Client) Settle(req string, unlock func()) bool {
 // at the least, and how much longer than the request's lifetime Settle may
 // try: room for the error in the measured clock offset.
 const settleSlack = 2 * time.Second
-
-// notRun reports whether err is an error reply by which Redis says it did
-// not run the request at all (loading its data after a restart, busy with
-// a script, a replica or a cluster not ready): re-sending is safe and may
-// succeed.
-func notRun(err error) bool {
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "CLUSTERDOWN"} {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
-}
