@@ -54,22 +54,13 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 			// A client's ledger on the counted semaphore
 			// (lua/prelude_ledger.lua): it expires two hours after the
 			// client's last request.
-			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
-			if err == nil && (ttl == -1 || ttl > 2*time.Hour) {
-				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("ledger %s with TTL %v (want at most 2h)", k, ttl)})
-			}
+			r.checkExpires(ctx, k, "ledger", 2*time.Hour)
 		case strings.HasPrefix(k, "redisync_request:"):
-			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
-			if err == nil && (ttl == -1 || ttl > r.recordTTL+time.Second) { // -2: expired meanwhile
-				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("request record %s with TTL %v (record TTL %v)", k, ttl, r.recordTTL)})
-			}
+			r.checkExpires(ctx, k, "request record", r.recordTTL+time.Second)
 		case strings.HasPrefix(k, "redisync:client:"):
 			// A client id's registration (WithID), left only when a
 			// client's Close could not delete it: it must expire.
-			ttl, err := r.adminRDB.PTTL(ctx, k).Result()
-			if err == nil && ttl == -1 {
-				r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("client id registration %s without a TTL", k)})
-			}
+			r.checkExpires(ctx, k, "client id registration", 0)
 		case k == fairQueue || k == fairTimeouts:
 			if !fairChecked {
 				fairChecked = true
@@ -82,6 +73,18 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 			ttl, _ := r.adminRDB.PTTL(ctx, k).Result()
 			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("%s (%s, TTL %v) left after every hold was released", k, typ, ttl)})
 		}
+	}
+}
+
+// checkExpires checks that key k, a what, expires, within bound when it is
+// not zero.
+func (r *run) checkExpires(ctx context.Context, k, what string, bound time.Duration) {
+	ttl, err := r.adminRDB.PTTL(ctx, k).Result()
+	if err != nil || ttl == -2 { // -2: expired meanwhile
+		return
+	}
+	if ttl == -1 || (bound > 0 && ttl > bound) {
+		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("%s %s with TTL %v (want an expiry within %v)", what, k, ttl, bound)})
 	}
 }
 
