@@ -57,17 +57,27 @@
 // A cancelled or timed-out acquisition holds nothing when it returns: no
 // permit, no subscription, no goroutine, no place in the line. When its
 // reply was lost (a broken connection, ctx ending while the script ran), it
-// is undone on a fresh bounded context.
+// is undone in the background, re-sent until Redis answers.
 //
 // # Retries
 //
 // go-redis re-sends a command whose reply was lost on a broken connection.
-// Every script that changes the counts records its result under a
-// short-lived request key, so a re-sent acquisition does not take permits
-// twice and a re-sent release, AddPermits, TrySetPermits or DrainPermits
-// does not apply twice. Release, of both kinds, runs on a context detached
-// from the caller's cancellation, with a bounded timeout, so a deferred
-// release runs after a cancelled request.
+// Every script that changes the counts records its result, so a re-sent
+// acquisition does not take permits twice and a re-sent release,
+// AddPermits, TrySetPermits or DrainPermits does not apply twice. Release,
+// of both kinds, runs on a context detached from the caller's
+// cancellation, with a bounded timeout, so a deferred release runs after a
+// cancelled request; a release whose reply is lost for good returns an
+// error and goes on in the background until Redis answers (do not release
+// again).
+//
+// The counted semaphore's acquisitions and releases are numbered in the
+// client's ledger, which keeps their outcomes in Redis while the client
+// may still ask (up to an hour): after an outage of any length, the undo
+// of an acquisition and a lost release still learn whether their request
+// ran, so no permit is lost or given back twice. The expirable
+// semaphore's undo and release find permits by their random ids, which
+// works however late they land.
 //
 // # Layout
 //
@@ -81,7 +91,10 @@
 //
 // {name} is the name in braces unless it already contains "{", so all of a
 // semaphore's keys share one Redis Cluster slot. Request records are kept
-// under redisync_request:{name}:<request id> for a few seconds. On a
+// under redisync_request:{name}:<request id> for a few seconds, and each
+// client's ledger on a counted semaphore under
+// redisync_request:{name}:ledger:<client> (a hash of its requests in
+// flight, expiring two hours after its last request). On a
 // Cluster, a name holding braces that do not form a hash tag ("a}b",
 // "a{}b", "a{b") is not supported: Redisson's layout then puts the channel
 // and the zset in other slots than the count, and calls fail with a
