@@ -79,10 +79,13 @@ type lockScripts struct {
 	e                *core.Lock
 	channel, counter string
 	msg              string
+	waiting          core.Waiting // the same for every wait: made once
 }
 
 func newLockScripts(e *core.Lock, msg string) *lockScripts {
-	return &lockScripts{e: e, channel: keys.LockChannel(e.Name), counter: keys.FenceCounter(e.Name), msg: msg}
+	s := &lockScripts{e: e, channel: keys.LockChannel(e.Name), counter: keys.FenceCounter(e.Name), msg: msg}
+	s.waiting = core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
+	return s
 }
 
 // Field is the owner itself: a lock's hash has one field per owner.
@@ -146,9 +149,7 @@ func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.H
 func (s *lockScripts) Renewal(*core.Op) *hold.RenewSpec { return lockRenewal }
 
 // Waiting waits on the lock's channel; a release wakes one waiter.
-func (s *lockScripts) Waiting(*core.Op) core.Waiting {
-	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
-}
+func (s *lockScripts) Waiting(*core.Op) core.Waiting { return s.waiting }
 
 // lockRenewal is how the watchdog renews a hold of the lock.
 var lockRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {

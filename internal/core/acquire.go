@@ -217,10 +217,11 @@ func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error)
 			l.Lock.C.owners.unlock(hk, ol)
 		}
 	}()
+	op := new(Op) // the scripts take it by pointer: one on the heap, filled in place
 	for {
-		op := l.acquisition(base, hk)
+		l.acquisition(op, base, hk)
 		sent := time.Now() // Redis starts the lease after this
-		out, err := s.Scripts.RunAcquire(ctx, &op)
+		out, err := s.Scripts.RunAcquire(ctx, op)
 		if err == nil && out.Acquired && op.Sync.SyncErr() != nil {
 			// Taken on the primary, not acknowledged by its replicas: a
 			// failover could lose it. It is undone before the error
@@ -229,7 +230,7 @@ func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error)
 		}
 		switch {
 		case err != nil:
-			undoing = l.interrupted(op, hk, ol, err)
+			undoing = l.interrupted(*op, hk, ol, err)
 			return false, 0, fmt.Errorf("%sacquire: %w", s.What, err)
 		case out.Err != nil:
 			return false, 0, out.Err
@@ -244,12 +245,13 @@ func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error)
 	}
 }
 
-// acquisition returns the op of one acquisition by the owner of base,
+// acquisition makes *op the op of one acquisition by the owner of base,
 // whose hold is hk: a new hold (count 1), or a re-entry of its live hold
 // (count + 1), which keeps its fencing token: the script records it
-// instead of taking a new one.
-func (l sideCall) acquisition(base Op, hk hold.Key) Op {
-	op := base
+// instead of taking a new one. op is filled in place: its Sync points into
+// it.
+func (l sideCall) acquisition(op *Op, base Op, hk hold.Key) {
+	*op = base
 	op.Count = 1
 	if h := l.Lock.C.holds.Live(hk); h != nil {
 		if n := h.Count(); n > 0 {
@@ -258,9 +260,8 @@ func (l sideCall) acquisition(base Op, hk hold.Key) Op {
 	}
 	op.Lease = l.Lock.lease()
 	op.Fencing = l.Lock.Fencing
-	l.Lock.setRequestKey(&op)
+	l.Lock.setRequestKey(op)
 	op.Sync = l.Lock.C.replicas.NewSyncIn(&op.sync)
-	return op
 }
 
 // interrupted answers an acquisition op that failed with err: without a
@@ -287,18 +288,20 @@ func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool
 // hold records the hold op took (sent when the script was sent, with
 // fencing token fence) and makes it the handle's latest; a hold taken from
 // Redis through a local line with handoffs begins a chain.
-func (l sideCall) hold(op Op, hk hold.Key, sent time.Time, fence int64) {
+// op is a pointer: the op of the acquisition, already on the heap (the
+// scripts take it by pointer), is not copied to it once more.
+func (l sideCall) hold(op *Op, hk hold.Key, sent time.Time, fence int64) {
 	s := l.s
 	var renew *hold.RenewSpec
 	if l.Lock.Fixed == 0 {
-		renew = s.Scripts.Renewal(&op)
+		renew = s.Scripts.Renewal(op)
 	}
 	h := l.Lock.C.holds.AcquiredAs(s.label(l.Lock.C.opts.Hooks != nil), sent, hk, op.Count, fence, op.Lease, renew)
 	if op.Count == 1 && s.Handoff != nil && s.Line != "" {
 		h.SetChain(l.Lock.C.lines.newChain()) // a hold taken from Redis begins a chain
 		h.Through(s.Line, &l.Lock.C.lines)
 	}
-	l.Lock.took(h, op)
+	l.Lock.took(h, *op)
 }
 
 // took makes h, just acquired (or re-entered) by op, the handle's latest

@@ -188,8 +188,8 @@ func (l *Lock) attempt(ctx context.Context, s *Side, base Op) Op {
 		return base
 	}
 	l.once.Do(l.names)
-	var buf [20]byte
-	req := l.freshPrefix + string(strconv.AppendUint(buf[:0], l.C.FreshToken(), 10))
+	var buf [256]byte // one allocation, the string, for names up to 200 bytes or so
+	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.FreshToken(), 10))
 	owner := req[l.ownerAt:]
 	if field := s.Scripts.Field(owner); field != owner {
 		req = l.freshPrefix[:l.ownerAt] + field // keys.Request(Name, field)
