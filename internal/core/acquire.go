@@ -102,10 +102,13 @@ func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, with
 	}
 	defer t.Leave()
 	var a *acceptor
+	var lw *lineWait
 	if s.Handoff != nil && base.Fresh {
 		// A caller without a context owner holds nothing while it
 		// waits (the gate), so a handoff gives it a fresh hold.
-		a = l.newAcceptor(ctx, base, t)
+		lw = new(lineWait)
+		a = &lw.acceptor
+		l.initAcceptor(ctx, a, base, t)
 	}
 	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
 		if a != nil && a.Withdraw() {
@@ -122,7 +125,7 @@ func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, with
 		bp = new(Op)
 		*bp = base
 	}
-	ok, err := l.waitInRedis(ctx, bp, t, a, bound(forever, within, start))
+	ok, err := l.waitInRedis(ctx, bp, t, lw, bound(forever, within, start))
 	if ok && (a == nil || !a.handed) {
 		// Taken from Redis, maybe before other processes' waiters woken by
 		// the same release: this client's subscription moves to the end
@@ -134,23 +137,35 @@ func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, with
 	return ok, err
 }
 
+// lineWait is what a caller who may be handed the lock waits with, in one
+// allocation: its acceptor, its wait.Lined and its attempt.
+type lineWait struct {
+	acceptor acceptor
+	lined    wait.Lined
+	attempt  lockAttempt
+}
+
 // waitInRedis runs the attempts for the owner of *bp in the side's
 // Waiting, within b. With a turn in a local line, a PubSub wait becomes a
 // wait.Lined one: the channel stays subscribed from one head of the line
 // to the next (no UNSUBSCRIBE and SUBSCRIBE between them, and no release
-// unseen), and the acceptor a, when set, may be handed the lock.
-func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, a *acceptor, b wait.Bound) (bool, error) {
+// unseen), and the acceptor of lw, when lw is set, may be handed the lock.
+func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, lw *lineWait, b wait.Bound) (bool, error) {
 	s := l.s
 	w := s.Scripts.Waiting(bp)
 	st := w.Strategy
-	if p, ok := st.(*wait.PubSub); ok && turn != nil {
-		ln := &wait.Lined{PubSub: *p, Turn: turn}
-		if a != nil {
-			ln.Handoff = a // not a nil *acceptor in the interface
-		}
-		st = ln
+	if lw == nil {
+		lw = &lineWait{} // no acceptor: only the wait and the attempt are used
 	}
-	return l.wait(ctx, st, b, &lockAttempt{sideCall: l, base: bp}, w.GiveUp)
+	if p, ok := st.(*wait.PubSub); ok && turn != nil {
+		lw.lined = wait.Lined{PubSub: *p, Turn: turn}
+		if lw.acceptor.turn != nil {
+			lw.lined.Handoff = &lw.acceptor // not a nil *acceptor in the interface
+		}
+		st = &lw.lined
+	}
+	lw.attempt = lockAttempt{sideCall: l, base: bp}
+	return l.wait(ctx, st, b, &lw.attempt, w.GiveUp)
 }
 
 // lockAttempt is one acquisition attempt of side s through l for the

@@ -230,18 +230,18 @@ type acceptor struct {
 	handed bool
 }
 
-// newAcceptor makes the caller's turn accept handoffs of a fresh hold
-// (base is a fresh hold's op without an owner yet: attempt gives it one).
-func (l sideCall) newAcceptor(ctx context.Context, base Op, turn *Turn) *acceptor {
+// initAcceptor makes a the acceptor by which the caller's turn accepts
+// handoffs of a fresh hold (base is a fresh hold's op without an owner
+// yet: attempt gives it one).
+func (l sideCall) initAcceptor(ctx context.Context, a *acceptor, base Op, turn *Turn) {
 	s := l.s
 	op := l.Lock.attempt(ctx, s, base)
 	op.Count = 1
 	op.Lease = l.Lock.lease()
 	op.Fencing = l.Lock.Fencing
-	a := &acceptor{call: l, base: base, turn: turn}
+	*a = acceptor{call: l, base: base, turn: turn}
 	a.first = Offer{Op: op, done: make(chan struct{})}
 	turn.offers(&a.first)
-	return a
 }
 
 // BeginTry lets the caller ask Redis unless a caller of this client holds
