@@ -108,7 +108,7 @@ func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, with
 		// waits (the gate), so a handoff gives it a fresh hold.
 		lw = new(lineWait)
 		a = &lw.acceptor
-		l.initAcceptor(ctx, a, base, t)
+		l.initAcceptor(a, base, t)
 	}
 	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
 		if a != nil && a.Withdraw() {

@@ -145,6 +145,9 @@ func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer 
 	if o == nil || o.claimed || t.trying || !chainAllows(chain, t.seq) {
 		return nil
 	}
+	if o.fill != nil {
+		o.Op, o.fill = o.fill.firstOp(), nil
+	}
 	ol, ok := owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
 	if !ok {
 		return nil
@@ -201,6 +204,9 @@ func (ls *Lines) Wake(key string) {
 func (ls *Lines) wakeHead(key string) {
 	if l := ls.m[key]; l != nil && len(l.q) > 0 {
 		if o := l.q[0].offer; o != nil && !o.claimed {
+			if o.fill != nil { // its op is the caller's next offers' (acceptor.Take)
+				o.Op, o.fill = o.fill.firstOp(), nil
+			}
 			o.claimed = true
 			o.Finish(Handed{})
 		}
@@ -233,15 +239,26 @@ type acceptor struct {
 // initAcceptor makes a the acceptor by which the caller's turn accepts
 // handoffs of a fresh hold (base is a fresh hold's op without an owner
 // yet: attempt gives it one).
-func (l sideCall) initAcceptor(ctx context.Context, a *acceptor, base Op, turn *Turn) {
-	s := l.s
-	op := l.Lock.attempt(ctx, s, base)
+//
+// The first offer's op is made by the releaser that claims it (firstOp,
+// under the lines' lock), not here: most acquisitions are never handed
+// the lock.
+func (l sideCall) initAcceptor(a *acceptor, base Op, turn *Turn) {
+	*a = acceptor{call: l, base: base, turn: turn}
+	a.first = Offer{fill: a, done: make(chan struct{})}
+	turn.offers(&a.first)
+}
+
+// firstOp makes the op of the caller's first offer: a new fresh owner
+// (Lock.attempt), count 1, the lock's lease and fencing. Its context is
+// only the request deadline's, which uses no value of it.
+func (a *acceptor) firstOp() Op {
+	l := a.call
+	op := l.Lock.attempt(context.Background(), l.s, a.base)
 	op.Count = 1
 	op.Lease = l.Lock.lease()
 	op.Fencing = l.Lock.Fencing
-	*a = acceptor{call: l, base: base, turn: turn}
-	a.first = Offer{Op: op, done: make(chan struct{})}
-	turn.offers(&a.first)
+	return op
 }
 
 // BeginTry lets the caller ask Redis unless a caller of this client holds

@@ -64,7 +64,11 @@ type Turn struct {
 type Offer struct {
 	// Op is the acquisition for the caller: a fresh hold's owner, field,
 	// request key and deadline (Lock.attempt), count, lease, fencing.
-	Op   Op
+	Op Op
+	// fill, when set, makes Op when a releaser claims the offer (Claim):
+	// a caller's first offer, whose fresh owner would otherwise be made
+	// (a request key, one allocation) at every uncontended acquisition.
+	fill *acceptor
 	done chan struct{} // closed once res is set
 	res  Handed
 	// claimed: a releaser took the offer, holding the owner's lock ol for
