@@ -38,10 +38,11 @@ func (a ClientRegisterArgs) Args() []any {
 func (a ClientRegisterArgs) command() Command {
 	args := make([]any, 3, 3+3)
 	args[0], args[1] = evalsha, sha(ClientRegister)
-	args = append(args, a.Registration)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Registration)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Value))
-	args = append(args, a.TTLMillis)
+	args = append(args, &p.Value)
+	args = append(args, &p.TTLMillis)
 	return Command{Script: ClientRegister, Args: args}
 }
 
@@ -84,9 +85,10 @@ func (a ClientUnregisterArgs) Args() []any {
 func (a ClientUnregisterArgs) command() Command {
 	args := make([]any, 3, 3+2)
 	args[0], args[1] = evalsha, sha(ClientUnregister)
-	args = append(args, a.Registration)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Registration)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Value))
+	args = append(args, &p.Value)
 	return Command{Script: ClientUnregister, Args: args}
 }
 
@@ -165,21 +167,22 @@ func (a FairAcquireArgs) Args() []any {
 func (a FairAcquireArgs) command() Command {
 	args := make([]any, 3, 3+14)
 	args[0], args[1] = evalsha, sha(FairAcquire)
-	args = append(args, a.Lock)
-	args = append(args, a.Queue)
-	args = append(args, a.Timeouts)
-	args = append(args, a.ChannelPrefix)
-	args = append(args, a.Request)
-	args = append(args, a.Counter)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Queue)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.ChannelPrefix)
+	args = append(args, &p.Request)
+	args = append(args, &p.Counter)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Fenced))
-	args = append(args, a.Count)
-	args = append(args, a.WaiterTimeoutMillis)
-	args = append(args, str(a.Publish))
-	args = append(args, a.Fence)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Fenced))
+	args = append(args, &p.Count)
+	args = append(args, &p.WaiterTimeoutMillis)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Fence)
 	return Command{Script: FairAcquire, Args: args}
 }
 
@@ -269,15 +272,16 @@ func (a FairForceUnlockArgs) Args() []any {
 func (a FairForceUnlockArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(FairForceUnlock)
-	args = append(args, a.Lock)
-	args = append(args, a.Queue)
-	args = append(args, a.Timeouts)
-	args = append(args, a.ChannelPrefix)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Queue)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.ChannelPrefix)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Publish))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.RequestPrefix))
-	args = append(args, a.MarkTTLMillis)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.RequestPrefix)
+	args = append(args, &p.MarkTTLMillis)
 	return Command{Script: FairForceUnlock, Args: args}
 }
 
@@ -333,14 +337,15 @@ func (a FairLeaveArgs) Args() []any {
 func (a FairLeaveArgs) command() Command {
 	args := make([]any, 3, 3+7)
 	args[0], args[1] = evalsha, sha(FairLeave)
-	args = append(args, a.Lock)
-	args = append(args, a.Queue)
-	args = append(args, a.Timeouts)
-	args = append(args, a.ChannelPrefix)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Queue)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.ChannelPrefix)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Owner))
-	args = append(args, str(a.Publish))
-	args = append(args, a.Deadline)
+	args = append(args, &p.Owner)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
 	return Command{Script: FairLeave, Args: args}
 }
 
@@ -411,19 +416,20 @@ func (a FairReleaseArgs) Args() []any {
 func (a FairReleaseArgs) command() Command {
 	args := make([]any, 3, 3+12)
 	args[0], args[1] = evalsha, sha(FairRelease)
-	args = append(args, a.Lock)
-	args = append(args, a.Queue)
-	args = append(args, a.Timeouts)
-	args = append(args, a.ChannelPrefix)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Queue)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.ChannelPrefix)
+	args = append(args, &p.Request)
+	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Undo))
-	args = append(args, a.Count)
-	args = append(args, str(a.Publish))
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.Count)
+	args = append(args, &p.Publish)
 	return Command{Script: FairRelease, Args: args}
 }
 
@@ -478,13 +484,14 @@ func (a GCRACancelArgs) Args() []any {
 func (a GCRACancelArgs) command() Command {
 	args := make([]any, 3, 3+6)
 	args[0], args[1] = evalsha, sha(GCRACancel)
-	args = append(args, a.Limiter)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, str(a.TAT))
-	args = append(args, a.Took)
-	args = append(args, a.ActMicros)
-	args = append(args, a.Deadline)
+	args = append(args, &p.TAT)
+	args = append(args, &p.Took)
+	args = append(args, &p.ActMicros)
+	args = append(args, &p.Deadline)
 	return Command{Script: GCRACancel, Args: args}
 }
 
@@ -537,15 +544,16 @@ func (a GCRATakeArgs) Args() []any {
 func (a GCRATakeArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(GCRATake)
-	args = append(args, a.Limiter)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.EmissionMicros)
-	args = append(args, a.Burst)
-	args = append(args, a.N)
-	args = append(args, a.LongestMicros)
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Record))
+	args = append(args, &p.EmissionMicros)
+	args = append(args, &p.Burst)
+	args = append(args, &p.N)
+	args = append(args, &p.LongestMicros)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Record))
 	return Command{Script: GCRATake, Args: args}
 }
 
@@ -639,17 +647,18 @@ func (a LatchCountDownArgs) Args() []any {
 func (a LatchCountDownArgs) command() Command {
 	args := make([]any, 3, 3+7)
 	args[0], args[1] = evalsha, sha(LatchCountDown)
-	args = append(args, a.Latch)
-	args = append(args, a.Request)
-	if a.Channel != "" {
-		args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Latch)
+	args = append(args, &p.Request)
+	if p.Channel != "" {
+		args = append(args, &p.Channel)
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	if a.ChannelArg != "" {
-		args = append(args, str(a.ChannelArg))
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	if p.ChannelArg != "" {
+		args = append(args, &p.ChannelArg)
 	}
 	return Command{Script: LatchCountDown, Args: args}
 }
@@ -714,17 +723,18 @@ func (a LatchDeleteArgs) Args() []any {
 func (a LatchDeleteArgs) command() Command {
 	args := make([]any, 3, 3+7)
 	args[0], args[1] = evalsha, sha(LatchDelete)
-	args = append(args, a.Latch)
-	args = append(args, a.Request)
-	if a.Channel != "" {
-		args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Latch)
+	args = append(args, &p.Request)
+	if p.Channel != "" {
+		args = append(args, &p.Channel)
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	if a.ChannelArg != "" {
-		args = append(args, str(a.ChannelArg))
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	if p.ChannelArg != "" {
+		args = append(args, &p.ChannelArg)
 	}
 	return Command{Script: LatchDelete, Args: args}
 }
@@ -790,18 +800,19 @@ func (a LatchTrySetCountArgs) Args() []any {
 func (a LatchTrySetCountArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(LatchTrySetCount)
-	args = append(args, a.Latch)
-	args = append(args, a.Request)
-	if a.Channel != "" {
-		args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Latch)
+	args = append(args, &p.Request)
+	if p.Channel != "" {
+		args = append(args, &p.Channel)
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.Count)
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	if a.ChannelArg != "" {
-		args = append(args, str(a.ChannelArg))
+	args = append(args, &p.Count)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	if p.ChannelArg != "" {
+		args = append(args, &p.ChannelArg)
 	}
 	return Command{Script: LatchTrySetCount, Args: args}
 }
@@ -866,16 +877,17 @@ func (a LockAcquireArgs) Args() []any {
 func (a LockAcquireArgs) command() Command {
 	args := make([]any, 3, 3+9)
 	args[0], args[1] = evalsha, sha(LockAcquire)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
-	args = append(args, a.Counter)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
+	args = append(args, &p.Counter)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Fenced))
-	args = append(args, a.Count)
-	args = append(args, a.Fence)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Fenced))
+	args = append(args, &p.Count)
+	args = append(args, &p.Fence)
 	return Command{Script: LockAcquire, Args: args}
 }
 
@@ -963,16 +975,17 @@ func (a LockAcquireFreshArgs) Args() []any {
 func (a LockAcquireFreshArgs) command() Command {
 	args := make([]any, 3, 3+7)
 	args[0], args[1] = evalsha, sha(LockAcquireFresh)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
-	if a.Counter != "" {
-		args = append(args, a.Counter)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
+	if p.Counter != "" {
+		args = append(args, &p.Counter)
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, a.FieldAt)
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Fenced))
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.FieldAt)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Fenced))
 	return Command{Script: LockAcquireFresh, Args: args}
 }
 
@@ -1055,14 +1068,15 @@ func (a LockForceUnlockArgs) Args() []any {
 func (a LockForceUnlockArgs) command() Command {
 	args := make([]any, 3, 3+7)
 	args[0], args[1] = evalsha, sha(LockForceUnlock)
-	args = append(args, a.Lock)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.RequestPrefix))
-	args = append(args, a.MarkTTLMillis)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.RequestPrefix)
+	args = append(args, &p.MarkTTLMillis)
 	return Command{Script: LockForceUnlock, Args: args}
 }
 
@@ -1136,21 +1150,22 @@ func (a LockHandoffArgs) Args() []any {
 func (a LockHandoffArgs) command() Command {
 	args := make([]any, 3, 3+12)
 	args[0], args[1] = evalsha, sha(LockHandoff)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
-	args = append(args, a.NextRequest)
-	args = append(args, a.Channel)
-	if a.Counter != "" {
-		args = append(args, a.Counter)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
+	args = append(args, &p.NextRequest)
+	args = append(args, &p.Channel)
+	if p.Counter != "" {
+		args = append(args, &p.Counter)
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.FieldAt)
-	args = append(args, a.NextFieldAt)
-	args = append(args, a.MarkUntil)
-	args = append(args, a.NextLeaseMillis)
-	args = append(args, str(a.Message))
-	args = append(args, flag(a.Fenced))
-	args = append(args, str(a.Publish))
+	args = append(args, &p.FieldAt)
+	args = append(args, &p.NextFieldAt)
+	args = append(args, &p.MarkUntil)
+	args = append(args, &p.NextLeaseMillis)
+	args = append(args, &p.Message)
+	args = append(args, flag(p.Fenced))
+	args = append(args, &p.Publish)
 	return Command{Script: LockHandoff, Args: args}
 }
 
@@ -1241,18 +1256,19 @@ func (a LockReleaseArgs) Args() []any {
 func (a LockReleaseArgs) command() Command {
 	args := make([]any, 3, 3+11)
 	args[0], args[1] = evalsha, sha(LockRelease)
-	args = append(args, a.Lock)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
+	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Message))
-	args = append(args, flag(a.Undo))
-	args = append(args, a.Count)
-	args = append(args, str(a.Publish))
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Message)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.Count)
+	args = append(args, &p.Publish)
 	return Command{Script: LockRelease, Args: args}
 }
 
@@ -1313,15 +1329,16 @@ func (a LockReleaseFreshArgs) Args() []any {
 func (a LockReleaseFreshArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(LockReleaseFresh)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, a.FieldAt)
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	args = append(args, a.MarkUntil)
-	args = append(args, flag(a.Undo))
+	args = append(args, &p.FieldAt)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	args = append(args, &p.MarkUntil)
+	args = append(args, flag(p.Undo))
 	return Command{Script: LockReleaseFresh, Args: args}
 }
 
@@ -1391,18 +1408,19 @@ func (a RateAcquireArgs) Args() []any {
 func (a RateAcquireArgs) command() Command {
 	args := make([]any, 3, 3+11)
 	args[0], args[1] = evalsha, sha(RateAcquire)
-	args = append(args, a.Limiter)
-	args = append(args, a.Value)
-	args = append(args, a.Permits)
-	args = append(args, a.ClientValue)
-	args = append(args, a.ClientPermits)
-	args = append(args, a.Clients)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Value)
+	args = append(args, &p.Permits)
+	args = append(args, &p.ClientValue)
+	args = append(args, &p.ClientPermits)
+	args = append(args, &p.Clients)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Random))
-	args = append(args, str(a.ClientID))
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Random)
+	args = append(args, &p.ClientID)
 	return Command{Script: RateAcquire, Args: args}
 }
 
@@ -1478,11 +1496,12 @@ func (a RateAvailableArgs) Args() []any {
 func (a RateAvailableArgs) command() Command {
 	args := make([]any, 3, 3+5)
 	args[0], args[1] = evalsha, sha(RateAvailable)
-	args = append(args, a.Limiter)
-	args = append(args, a.Value)
-	args = append(args, a.Permits)
-	args = append(args, a.ClientValue)
-	args = append(args, a.ClientPermits)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Value)
+	args = append(args, &p.Permits)
+	args = append(args, &p.ClientValue)
+	args = append(args, &p.ClientPermits)
 	args[2] = len(args) - 3
 	return Command{Script: RateAvailable, Args: args}
 }
@@ -1565,16 +1584,17 @@ func (a RateDeleteArgs) Args() []any {
 func (a RateDeleteArgs) command() Command {
 	args := make([]any, 3, 3+9)
 	args[0], args[1] = evalsha, sha(RateDelete)
-	args = append(args, a.Limiter)
-	args = append(args, a.Value)
-	args = append(args, a.Permits)
-	args = append(args, a.ClientValuePrefix)
-	args = append(args, a.ClientPermitsPrefix)
-	args = append(args, a.Clients)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Value)
+	args = append(args, &p.Permits)
+	args = append(args, &p.ClientValuePrefix)
+	args = append(args, &p.ClientPermitsPrefix)
+	args = append(args, &p.Clients)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.Deadline)
-	args = append(args, str(a.ClientID))
+	args = append(args, &p.Deadline)
+	args = append(args, &p.ClientID)
 	return Command{Script: RateDelete, Args: args}
 }
 
@@ -1642,18 +1662,19 @@ func (a RateReleaseArgs) Args() []any {
 func (a RateReleaseArgs) command() Command {
 	args := make([]any, 3, 3+11)
 	args[0], args[1] = evalsha, sha(RateRelease)
-	args = append(args, a.Limiter)
-	args = append(args, a.Value)
-	args = append(args, a.Permits)
-	args = append(args, a.ClientValue)
-	args = append(args, a.ClientPermits)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Value)
+	args = append(args, &p.Permits)
+	args = append(args, &p.ClientValue)
+	args = append(args, &p.ClientPermits)
+	args = append(args, &p.Request)
+	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Undo))
-	args = append(args, str(a.Random))
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.Random)
 	return Command{Script: RateRelease, Args: args}
 }
 
@@ -1734,21 +1755,22 @@ func (a RateSetRateArgs) Args() []any {
 func (a RateSetRateArgs) command() Command {
 	args := make([]any, 3, 3+14)
 	args[0], args[1] = evalsha, sha(RateSetRate)
-	args = append(args, a.Limiter)
-	args = append(args, a.Value)
-	args = append(args, a.Permits)
-	args = append(args, a.ClientValuePrefix)
-	args = append(args, a.ClientPermitsPrefix)
-	args = append(args, a.Clients)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Limiter)
+	args = append(args, &p.Value)
+	args = append(args, &p.Permits)
+	args = append(args, &p.ClientValuePrefix)
+	args = append(args, &p.ClientPermitsPrefix)
+	args = append(args, &p.Clients)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Mode))
-	args = append(args, a.RateType)
-	args = append(args, a.Rate)
-	args = append(args, a.IntervalMillis)
-	args = append(args, a.KeepAliveMillis)
-	args = append(args, a.Deadline)
-	args = append(args, str(a.ClientID))
+	args = append(args, &p.Mode)
+	args = append(args, &p.RateType)
+	args = append(args, &p.Rate)
+	args = append(args, &p.IntervalMillis)
+	args = append(args, &p.KeepAliveMillis)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.ClientID)
 	return Command{Script: RateSetRate, Args: args}
 }
 
@@ -1799,14 +1821,15 @@ func (a RenewLockArgs) Args() []any {
 func (a RenewLockArgs) command() Command {
 	args := make([]any, 3, 3+4+len(a.HoldKeys)+len(a.PerHold))
 	args[0], args[1] = evalsha, sha(RenewLock)
-	for _, x := range a.HoldKeys {
-		args = append(args, x)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	for i := range p.HoldKeys {
+		args = append(args, &p.HoldKeys[i])
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, a.N)
-	for _, x := range a.PerHold {
-		args = append(args, x)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.N)
+	for i := range p.PerHold {
+		args = append(args, p.PerHold[i])
 	}
 	return Command{Script: RenewLock, Args: args}
 }
@@ -1889,14 +1912,15 @@ func (a RenewReadArgs) Args() []any {
 func (a RenewReadArgs) command() Command {
 	args := make([]any, 3, 3+4+len(a.HoldKeys)+len(a.PerHold))
 	args[0], args[1] = evalsha, sha(RenewRead)
-	for _, x := range a.HoldKeys {
-		args = append(args, x)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	for i := range p.HoldKeys {
+		args = append(args, &p.HoldKeys[i])
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, a.N)
-	for _, x := range a.PerHold {
-		args = append(args, x)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.N)
+	for i := range p.PerHold {
+		args = append(args, p.PerHold[i])
 	}
 	return Command{Script: RenewRead, Args: args}
 }
@@ -1994,16 +2018,17 @@ func (a RWForceUnlockArgs) Args() []any {
 func (a RWForceUnlockArgs) command() Command {
 	args := make([]any, 3, 3+9)
 	args[0], args[1] = evalsha, sha(RWForceUnlock)
-	args = append(args, a.Lock)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, str(a.TimeoutHead))
-	args = append(args, str(a.TimeoutTail))
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.RequestPrefix))
-	args = append(args, a.MarkTTLMillis)
+	args = append(args, &p.TimeoutHead)
+	args = append(args, &p.TimeoutTail)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.RequestPrefix)
+	args = append(args, &p.MarkTTLMillis)
 	return Command{Script: RWForceUnlock, Args: args}
 }
 
@@ -2062,15 +2087,16 @@ func (a RWReadAcquireArgs) Args() []any {
 func (a RWReadAcquireArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(RWReadAcquire)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.WriteField))
-	args = append(args, str(a.TimeoutPrefix))
-	args = append(args, a.Count)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.WriteField)
+	args = append(args, &p.TimeoutPrefix)
+	args = append(args, &p.Count)
 	return Command{Script: RWReadAcquire, Args: args}
 }
 
@@ -2138,10 +2164,11 @@ func (a RWReadCountArgs) Args() []any {
 func (a RWReadCountArgs) command() Command {
 	args := make([]any, 3, 3+3)
 	args[0], args[1] = evalsha, sha(RWReadCount)
-	args = append(args, a.Lock)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Field))
-	args = append(args, str(a.TimeoutPrefix))
+	args = append(args, &p.Field)
+	args = append(args, &p.TimeoutPrefix)
 	return Command{Script: RWReadCount, Args: args}
 }
 
@@ -2209,20 +2236,21 @@ func (a RWReadReleaseArgs) Args() []any {
 func (a RWReadReleaseArgs) command() Command {
 	args := make([]any, 3, 3+13)
 	args[0], args[1] = evalsha, sha(RWReadRelease)
-	args = append(args, a.Lock)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
+	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Message))
-	args = append(args, flag(a.Undo))
-	args = append(args, str(a.TimeoutHead))
-	args = append(args, str(a.TimeoutTail))
-	args = append(args, a.Count)
-	args = append(args, str(a.Publish))
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Message)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.TimeoutHead)
+	args = append(args, &p.TimeoutTail)
+	args = append(args, &p.Count)
+	args = append(args, &p.Publish)
 	return Command{Script: RWReadRelease, Args: args}
 }
 
@@ -2286,16 +2314,17 @@ func (a RWWriteAcquireArgs) Args() []any {
 func (a RWWriteAcquireArgs) command() Command {
 	args := make([]any, 3, 3+9)
 	args[0], args[1] = evalsha, sha(RWWriteAcquire)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.WriteField))
-	args = append(args, str(a.TimeoutPrefix))
-	args = append(args, a.Count)
-	args = append(args, a.ReadCount)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.WriteField)
+	args = append(args, &p.TimeoutPrefix)
+	args = append(args, &p.Count)
+	args = append(args, &p.ReadCount)
 	return Command{Script: RWWriteAcquire, Args: args}
 }
 
@@ -2371,12 +2400,13 @@ func (a RWWriteAcquireFreshArgs) Args() []any {
 func (a RWWriteAcquireFreshArgs) command() Command {
 	args := make([]any, 3, 3+5)
 	args[0], args[1] = evalsha, sha(RWWriteAcquireFresh)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, a.FieldAt)
-	args = append(args, a.Deadline)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.FieldAt)
+	args = append(args, &p.Deadline)
 	return Command{Script: RWWriteAcquireFresh, Args: args}
 }
 
@@ -2469,19 +2499,20 @@ func (a RWWriteHandoffArgs) Args() []any {
 func (a RWWriteHandoffArgs) command() Command {
 	args := make([]any, 3, 3+12)
 	args[0], args[1] = evalsha, sha(RWWriteHandoff)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
-	args = append(args, a.NextRequest)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
+	args = append(args, &p.NextRequest)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, a.FieldAt)
-	args = append(args, a.NextFieldAt)
-	args = append(args, a.MarkUntil)
-	args = append(args, a.NextLeaseMillis)
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	args = append(args, str(a.TimeoutHead))
-	args = append(args, str(a.TimeoutTail))
+	args = append(args, &p.FieldAt)
+	args = append(args, &p.NextFieldAt)
+	args = append(args, &p.MarkUntil)
+	args = append(args, &p.NextLeaseMillis)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	args = append(args, &p.TimeoutHead)
+	args = append(args, &p.TimeoutTail)
 	return Command{Script: RWWriteHandoff, Args: args}
 }
 
@@ -2575,20 +2606,21 @@ func (a RWWriteReleaseArgs) Args() []any {
 func (a RWWriteReleaseArgs) command() Command {
 	args := make([]any, 3, 3+13)
 	args[0], args[1] = evalsha, sha(RWWriteRelease)
-	args = append(args, a.Lock)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
+	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Field))
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Message))
-	args = append(args, flag(a.Undo))
-	args = append(args, str(a.TimeoutHead))
-	args = append(args, str(a.TimeoutTail))
-	args = append(args, a.Count)
-	args = append(args, str(a.Publish))
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Field)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Message)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.TimeoutHead)
+	args = append(args, &p.TimeoutTail)
+	args = append(args, &p.Count)
+	args = append(args, &p.Publish)
 	return Command{Script: RWWriteRelease, Args: args}
 }
 
@@ -2655,17 +2687,18 @@ func (a RWWriteReleaseFreshArgs) Args() []any {
 func (a RWWriteReleaseFreshArgs) command() Command {
 	args := make([]any, 3, 3+10)
 	args[0], args[1] = evalsha, sha(RWWriteReleaseFresh)
-	args = append(args, a.Lock)
-	args = append(args, a.Request)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Lock)
+	args = append(args, &p.Request)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, a.FieldAt)
-	args = append(args, str(a.Message))
-	args = append(args, str(a.Publish))
-	args = append(args, a.MarkUntil)
-	args = append(args, flag(a.Undo))
-	args = append(args, str(a.TimeoutHead))
-	args = append(args, str(a.TimeoutTail))
+	args = append(args, &p.FieldAt)
+	args = append(args, &p.Message)
+	args = append(args, &p.Publish)
+	args = append(args, &p.MarkUntil)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.TimeoutHead)
+	args = append(args, &p.TimeoutTail)
 	return Command{Script: RWWriteReleaseFresh, Args: args}
 }
 
@@ -2720,13 +2753,14 @@ func (a SemaphoreAcquireArgs) Args() []any {
 func (a SemaphoreAcquireArgs) command() Command {
 	args := make([]any, 3, 3+6)
 	args[0], args[1] = evalsha, sha(SemaphoreAcquire)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Ledger)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Ledger)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, a.Deadline)
-	args = append(args, a.Seq)
-	args = append(args, a.Low)
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Seq)
+	args = append(args, &p.Low)
 	return Command{Script: SemaphoreAcquire, Args: args}
 }
 
@@ -2789,15 +2823,16 @@ func (a SemaphoreAddArgs) Args() []any {
 func (a SemaphoreAddArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(SemaphoreAdd)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Expirable))
-	args = append(args, str(a.Publish))
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Expirable))
+	args = append(args, &p.Publish)
 	return Command{Script: SemaphoreAdd, Args: args}
 }
 
@@ -2835,12 +2870,13 @@ func (a SemaphoreDeleteArgs) Args() []any {
 func (a SemaphoreDeleteArgs) command() Command {
 	args := make([]any, 3, 3+3+len(a.Deleted))
 	args[0], args[1] = evalsha, sha(SemaphoreDelete)
-	args = append(args, a.Request)
-	for _, x := range a.Deleted {
-		args = append(args, x)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Request)
+	for i := range p.Deleted {
+		args = append(args, &p.Deleted[i])
 	}
 	args[2] = len(args) - 3
-	args = append(args, a.Deadline)
+	args = append(args, &p.Deadline)
 	return Command{Script: SemaphoreDelete, Args: args}
 }
 
@@ -2884,10 +2920,11 @@ func (a SemaphoreDrainArgs) Args() []any {
 func (a SemaphoreDrainArgs) command() Command {
 	args := make([]any, 3, 3+3)
 	args[0], args[1] = evalsha, sha(SemaphoreDrain)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.Deadline)
+	args = append(args, &p.Deadline)
 	return Command{Script: SemaphoreDrain, Args: args}
 }
 
@@ -2942,16 +2979,17 @@ func (a SemaphorePermitAcquireArgs) Args() []any {
 func (a SemaphorePermitAcquireArgs) command() Command {
 	args := make([]any, 3, 3+8+len(a.Permits))
 	args[0], args[1] = evalsha, sha(SemaphorePermitAcquire)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.LeaseMillis)
-	args = append(args, a.Deadline)
-	args = append(args, str(a.Publish))
-	for _, x := range a.Permits {
-		args = append(args, str(x))
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Publish)
+	for i := range p.Permits {
+		args = append(args, &p.Permits[i])
 	}
 	return Command{Script: SemaphorePermitAcquire, Args: args}
 }
@@ -3031,12 +3069,13 @@ func (a SemaphorePermitLeaseTimeArgs) Args() []any {
 func (a SemaphorePermitLeaseTimeArgs) command() Command {
 	args := make([]any, 3, 3+5)
 	args[0], args[1] = evalsha, sha(SemaphorePermitLeaseTime)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Permit))
-	args = append(args, str(a.Publish))
+	args = append(args, &p.Permit)
+	args = append(args, &p.Publish)
 	return Command{Script: SemaphorePermitLeaseTime, Args: args}
 }
 
@@ -3102,17 +3141,18 @@ func (a SemaphorePermitReleaseArgs) Args() []any {
 func (a SemaphorePermitReleaseArgs) command() Command {
 	args := make([]any, 3, 3+9+len(a.Permits))
 	args[0], args[1] = evalsha, sha(SemaphorePermitRelease)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
-	args = append(args, a.UndoRequest)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
+	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Undo))
-	args = append(args, str(a.Publish))
-	for _, x := range a.Permits {
-		args = append(args, str(x))
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.Publish)
+	for i := range p.Permits {
+		args = append(args, &p.Permits[i])
 	}
 	return Command{Script: SemaphorePermitRelease, Args: args}
 }
@@ -3190,13 +3230,14 @@ func (a SemaphorePermitSetArgs) Args() []any {
 func (a SemaphorePermitSetArgs) command() Command {
 	args := make([]any, 3, 3+6)
 	args[0], args[1] = evalsha, sha(SemaphorePermitSet)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, str(a.Publish))
-	args = append(args, a.Deadline)
+	args = append(args, &p.N)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
 	return Command{Script: SemaphorePermitSet, Args: args}
 }
 
@@ -3237,11 +3278,12 @@ func (a SemaphorePermitStateArgs) Args() []any {
 func (a SemaphorePermitStateArgs) command() Command {
 	args := make([]any, 3, 3+4)
 	args[0], args[1] = evalsha, sha(SemaphorePermitState)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Publish))
+	args = append(args, &p.Publish)
 	return Command{Script: SemaphorePermitState, Args: args}
 }
 
@@ -3309,14 +3351,15 @@ func (a SemaphorePermitUpdateLeaseArgs) Args() []any {
 func (a SemaphorePermitUpdateLeaseArgs) command() Command {
 	args := make([]any, 3, 3+7)
 	args[0], args[1] = evalsha, sha(SemaphorePermitUpdateLease)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
-	args = append(args, str(a.Permit))
-	args = append(args, a.LeaseMillis)
-	args = append(args, str(a.Publish))
-	args = append(args, a.Deadline)
+	args = append(args, &p.Permit)
+	args = append(args, &p.LeaseMillis)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
 	return Command{Script: SemaphorePermitUpdateLease, Args: args}
 }
 
@@ -3383,17 +3426,18 @@ func (a SemaphoreReleaseArgs) Args() []any {
 func (a SemaphoreReleaseArgs) command() Command {
 	args := make([]any, 3, 3+10)
 	args[0], args[1] = evalsha, sha(SemaphoreRelease)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Channel)
-	args = append(args, a.Ledger)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Ledger)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Undo))
-	args = append(args, str(a.Publish))
-	args = append(args, a.Seq)
-	args = append(args, a.Low)
-	args = append(args, a.UndoSeq)
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Undo))
+	args = append(args, &p.Publish)
+	args = append(args, &p.Seq)
+	args = append(args, &p.Low)
+	args = append(args, &p.UndoSeq)
 	return Command{Script: SemaphoreRelease, Args: args}
 }
 
@@ -3474,15 +3518,16 @@ func (a SemaphoreTrySetArgs) Args() []any {
 func (a SemaphoreTrySetArgs) command() Command {
 	args := make([]any, 3, 3+8)
 	args[0], args[1] = evalsha, sha(SemaphoreTrySet)
-	args = append(args, a.Semaphore)
-	args = append(args, a.Timeouts)
-	args = append(args, a.Channel)
-	args = append(args, a.Request)
+	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Request)
 	args[2] = len(args) - 3
-	args = append(args, a.N)
-	args = append(args, a.Deadline)
-	args = append(args, flag(a.Expirable))
-	args = append(args, str(a.Publish))
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, flag(p.Expirable))
+	args = append(args, &p.Publish)
 	return Command{Script: SemaphoreTrySet, Args: args}
 }
 

@@ -22,7 +22,7 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.sent = append(r.sent, append([]any(nil), cmd.Args()...))
+		r.sent = append(r.sent, lua.ArgValues(cmd.Args()))
 		return next(ctx, cmd)
 	}
 }

@@ -56,9 +56,40 @@ func (c Command) NumKeys() int { return c.Args[2].(int) }
 func (c Command) Keys() []string {
 	keys := make([]string, c.NumKeys())
 	for i := range keys {
-		keys[i], _ = c.Args[3+i].(string)
+		keys[i] = argString(c.Args[3+i])
 	}
 	return keys
+}
+
+// argString reads a string argument: the generated commands pass a
+// pointer to it (no boxing per call), Cmd a string.
+func argString(x any) string {
+	switch v := x.(type) {
+	case string:
+		return v
+	case *string:
+		return *v
+	}
+	return ""
+}
+
+// ArgValues returns args with the pointers the generated commands pass
+// (*string, *int64) replaced by their values: for whoever keeps or
+// compares a command's arguments (tests, hooks). go-redis writes both
+// forms alike.
+func ArgValues(args []any) []any {
+	out := make([]any, len(args))
+	for i, x := range args {
+		switch v := x.(type) {
+		case *string:
+			out[i] = *v
+		case *int64:
+			out[i] = *v
+		default:
+			out[i] = x
+		}
+	}
+	return out
 }
 
 // FirstKey returns KEYS[1], "" without keys.
@@ -66,8 +97,7 @@ func (c Command) FirstKey() string {
 	if c.NumKeys() == 0 {
 		return ""
 	}
-	k, _ := c.Args[3].(string)
-	return k
+	return argString(c.Args[3])
 }
 
 // Argv returns the ARGV (sharing c's storage).

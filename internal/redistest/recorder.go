@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua"
 )
 
 // Recorder is a go-redis hook that keeps the arguments of the script calls
@@ -38,7 +40,7 @@ func (r *Recorder) add(cmd redis.Cmder) {
 	switch strings.ToLower(cmd.Name()) {
 	case "evalsha", "eval":
 		r.mu.Lock()
-		r.calls = append(r.calls, append([]any(nil), cmd.Args()...))
+		r.calls = append(r.calls, lua.ArgValues(cmd.Args()))
 		r.mu.Unlock()
 	}
 }

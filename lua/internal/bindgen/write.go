@@ -134,18 +134,19 @@ func (s *script) writeCommand(b *bytes.Buffer) {
 		}
 	}
 	pf(")\n\targs[0], args[1] = evalsha, sha(%s)\n", n)
+	pf("\tp := &a // the arguments point into this one copy: a string or an int64 is not boxed each\n")
 	// An optional entry left empty leaves out the entries after it in its
 	// list (as Keys and Args do): they go in a block of their own.
 	open := 0
 	for _, p := range s.keys {
 		switch {
 		case p.variadic:
-			pf("\tfor _, x := range a.%s {\n\t\targs = append(args, x)\n\t}\n", p.name)
+			pf("\tfor i := range p.%s {\n\t\targs = append(args, &p.%s[i])\n\t}\n", p.name, p.name)
 		case p.optional:
-			pf("\tif a.%s != \"\" {\n\targs = append(args, a.%s)\n", p.name, p.name)
+			pf("\tif p.%s != \"\" {\n\targs = append(args, &p.%s)\n", p.name, p.name)
 			open++
 		default:
-			pf("\targs = append(args, a.%s)\n", p.name)
+			pf("\targs = append(args, &p.%s)\n", p.name)
 		}
 	}
 	pf("%s", strings.Repeat("}\n", open))
@@ -154,12 +155,12 @@ func (s *script) writeCommand(b *bytes.Buffer) {
 	for _, p := range s.argv {
 		switch {
 		case p.variadic:
-			pf("\tfor _, x := range a.%s {\n\t\targs = append(args, %s)\n\t}\n", p.name, box(p.typ, "x"))
+			pf("\tfor i := range p.%s {\n\t\targs = append(args, %s)\n\t}\n", p.name, boxPtr(p.typ, "p."+p.name+"[i]"))
 		case p.optional:
-			pf("\tif a.%s != \"\" {\n\targs = append(args, %s)\n", p.name, box(p.typ, "a."+p.name))
+			pf("\tif p.%s != \"\" {\n\targs = append(args, %s)\n", p.name, boxPtr(p.typ, "p."+p.name))
 			open++
 		default:
-			pf("\targs = append(args, %s)\n", box(p.typ, "a."+p.name))
+			pf("\targs = append(args, %s)\n", boxPtr(p.typ, "p."+p.name))
 		}
 	}
 	pf("%s", strings.Repeat("}\n", open))
@@ -247,6 +248,20 @@ func (p param) writeField(b *bytes.Buffer, list string) {
 		doc += " (left out when empty)"
 	}
 	fmt.Fprintf(b, "\t// %s is %s: %s.\n\t%s %s\n", p.name, idx, strings.TrimSuffix(doc, "."), p.name, typ)
+}
+
+// boxPtr returns the expression that passes the field v, of type typ, as
+// a command argument without boxing it: flags as "1" and "0", strings and
+// int64s as pointers to the field (go-redis writes *string and *int64 as
+// it writes their values), anything else as it is.
+func boxPtr(typ, v string) string {
+	switch typ {
+	case "bool":
+		return "flag(" + v + ")"
+	case "string", "int64":
+		return "&" + v
+	}
+	return v
 }
 
 // box returns the expression that passes v, of type typ, as a script
