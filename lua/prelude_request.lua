@@ -97,7 +97,7 @@ end
 local function take_for_undo(acq, deadline)
   local v = redis.call('get', acq)
   record(acq, 'cancelled', deadline)
-  if v and v ~= 'cancelled' then
+  if v and v ~= 'cancelled' and v ~= 'short' then
     return v
   end
   return nil

@@ -1,7 +1,7 @@
 -- semaphore_acquire: take n permits of a counted semaphore (Redisson
 -- RSemaphore layout) if that many are available. The semaphore is a string
 -- holding the number of available permits; an absent key holds none.
--- Retry-safe through the client's ledger (prelude_ledger): a success is
+-- Retry-safe through the client's ledger (prelude_ledger): the outcome (a shortage too) is
 -- recorded under the request's number, and a re-sent copy returns it
 -- instead of taking the permits a second time, however late it comes while
 -- the client still asks.
@@ -29,6 +29,8 @@ local rec = ledger_replay(KEYS[2], ARGV[3], ARGV[4], ARGV[2])
 if rec then
   if rec == 'cancelled' or rec == 'stale' then
     return -1
+  elseif rec == 'short' then
+    return 0
   end
   return 1
 end
@@ -37,4 +39,7 @@ if available >= (ARGV[1] + 0) then
   ledger_record(KEYS[2], ARGV[3], ARGV[1])
   return 1
 end
+-- A shortage is recorded too: a copy held up in the network must not take
+-- permits after another copy of this request was answered "short".
+ledger_record(KEYS[2], ARGV[3], 'short')
 return 0

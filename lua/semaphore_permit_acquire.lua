@@ -5,8 +5,10 @@
 -- {name}:timeout scored by its expiry in epoch milliseconds, or by
 -- 922337203685477 when it never expires. Expired permits are first given
 -- back to the available count, by the Redis server's clock, and published
--- when that leaves permits available. Retry-safe: a success is recorded
--- under the request key, and a re-sent request returns the record.
+-- when that leaves permits available. Retry-safe: the outcome is recorded
+-- under the request key, a shortage too, and a re-sent request returns the
+-- record: a copy held up in the network must not take permits after another
+-- copy of the same request was answered "short".
 --
 -- KEYS[1]  semaphore: semaphore: available permits
 -- KEYS[2]  timeouts: zset {name}:timeout of acquired permit ids
@@ -34,6 +36,8 @@ local rec = recorded(KEYS[4])
 if rec then
   if rec == 'cancelled' then
     return {-1}
+  elseif rec == 'short' then
+    return {0, 0, 0}
   end
   return {1}
 end
@@ -55,6 +59,7 @@ end
 if expired > 0 then
   announce(ARGV[3], KEYS[3], available)
 end
+record(KEYS[4], 'short', ARGV[2])
 local retry = 0
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if first[2] then

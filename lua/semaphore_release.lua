@@ -43,7 +43,7 @@ local n = ARGV[1]
 if ARGV[3] == '1' then
   local acq = redis.call('hget', KEYS[3], ARGV[7])
   redis.call('hset', KEYS[3], ARGV[7], 'cancelled') -- a late copy of it does nothing
-  if not acq or acq == 'cancelled' then
+  if not acq or acq == 'cancelled' or acq == 'short' then
     ledger_record(KEYS[3], ARGV[5], 'none')
     return {0, 0}
   end
