@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/clienttest"
-	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -58,7 +56,6 @@ func lostReleaseIsCompleted(t *testing.T, kind string) {
 	name := redistest.Key(t, "sem")
 
 	var release func(ctx context.Context) error
-	var state func() (available, acquired int64)
 	switch kind {
 	case "expirable":
 		es := semaphore.NewExpirable(c, name)
@@ -66,20 +63,13 @@ func lostReleaseIsCompleted(t *testing.T, kind string) {
 		id, err := es.Acquire(ctx, 0) // no lease: only its release gives it back
 		require.NoError(t, err)
 		release = func(ctx context.Context) error { return es.Release(ctx, id) }
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, direct.ZCard(ctx, keys.SemaphoreTimeouts(name)).Val()
-		}
 	case "counted":
 		cs := semaphore.New(c, name)
 		require.NoError(t, cs.AddPermits(ctx, 3))
 		require.NoError(t, cs.Acquire(ctx, 2))
 		release = func(ctx context.Context) error { return cs.Release(ctx, 2) }
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, 3 - v
-		}
 	}
+	state := permitState(direct, kind, name, 3)
 
 	p.Block()
 	start := time.Now()
@@ -89,12 +79,7 @@ func lostReleaseIsCompleted(t *testing.T, kind string) {
 	time.Sleep(time.Until(start.Add(10500 * time.Millisecond)))
 	p.Unblock()
 
-	redistest.Eventually(t, 5*time.Second, "the permits given back", func() error {
-		if available, acquired := state(); available != 3 || acquired != 0 {
-			return fmt.Errorf("%d available, %d acquired; want 3 and 0", available, acquired)
-		}
-		return nil
-	})
+	eventuallyAllFree(t, 5*time.Second, state, 3)
 	time.Sleep(200 * time.Millisecond) // a second copy would show now
 	available, acquired := state()
 	assert.Equal(t, []int64{3, 0}, []int64{available, acquired}, "permits after the completion (given back once)")

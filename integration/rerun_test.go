@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/clienttest"
-	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -50,7 +49,6 @@ func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 	require.NoError(t, direct.ConfigSet(ctx, "busy-reply-threshold", "20").Err())
 
 	var acquire func(ctx context.Context) error
-	var state func() (available, acquired int64)
 	switch kind {
 	case "expirable":
 		es := semaphore.NewExpirable(c, name)
@@ -65,10 +63,6 @@ func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 			}
 			return err
 		}
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, direct.ZCard(ctx, keys.SemaphoreTimeouts(name)).Val()
-		}
 	case "counted":
 		cs := semaphore.New(c, name)
 		require.NoError(t, cs.AddPermits(ctx, 3))
@@ -81,11 +75,8 @@ func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 			}
 			return err
 		}
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, 3 - v
-		}
 	}
+	state := permitState(direct, kind, name, 3)
 	require.NoError(t, rdb.Ping(ctx).Err())
 
 	// When the reply has been dropped, a script that loops keeps the
@@ -110,10 +101,5 @@ func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 	require.Contains(t, err.Error(), "BUSY", "the re-sent copy's reply: the test proves nothing otherwise")
 	require.Equal(t, 1, p.Dropped())
 
-	redistest.Eventually(t, 5*time.Second, "the permit given back", func() error {
-		if available, acquired := state(); available != 3 || acquired != 0 {
-			return fmt.Errorf("%d available, %d acquired; want 3 and 0", available, acquired)
-		}
-		return nil
-	})
+	eventuallyAllFree(t, 5*time.Second, state, 3)
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -50,7 +49,6 @@ func lateCopyAfterShortTakesNothing(t *testing.T, kind string) {
 
 	var tryAcquire func() (bool, error)
 	var holdAll, releaseAll func()
-	var state func() (available, acquired int64)
 	switch kind {
 	case "expirable":
 		es, eo := semaphore.NewExpirable(c, name), semaphore.NewExpirable(other, name)
@@ -63,21 +61,14 @@ func lateCopyAfterShortTakesNothing(t *testing.T, kind string) {
 		}
 		releaseAll = func() { require.NoError(t, eo.Release(ctx, id)) }
 		tryAcquire = func() (bool, error) { _, ok, err := es.TryAcquire(ctx, 0, 0); return ok, err }
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, direct.ZCard(ctx, keys.SemaphoreTimeouts(name)).Val()
-		}
 	case "counted":
 		cs, co := semaphore.New(c, name), semaphore.New(other, name)
 		require.NoError(t, cs.AddPermits(ctx, 1))
 		holdAll = func() { require.NoError(t, co.Acquire(ctx, 1)) }
 		releaseAll = func() { require.NoError(t, co.Release(ctx, 1)) }
 		tryAcquire = func() (bool, error) { return cs.TryAcquire(ctx, 1, 0) }
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, 1 - v
-		}
 	}
+	state := permitState(direct, kind, name, 1)
 	// Load the scripts through this client, then leave one idle connection.
 	ok, err := tryAcquire()
 	require.NoError(t, err)
@@ -104,10 +95,5 @@ func lateCopyAfterShortTakesNothing(t *testing.T, kind string) {
 	time.Sleep(stall + 500*time.Millisecond)
 	require.NotZero(t, p.LateDelivered(), "the held copy was not delivered late: the test proves nothing")
 
-	redistest.Eventually(t, 2*time.Second, "the permit free", func() error {
-		if available, acquired := state(); available != 1 || acquired != 0 {
-			return fmt.Errorf("%d available, %d acquired; want 1 and 0", available, acquired)
-		}
-		return nil
-	})
+	eventuallyAllFree(t, 2*time.Second, state, 1)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/clienttest"
-	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -56,7 +55,6 @@ func lateAcquisitionIsUndone(t *testing.T, kind string) {
 	name := redistest.Key(t, "sem")
 
 	var acquire func(ctx context.Context) error
-	var state func() (available, acquired int64)
 	switch kind {
 	case "expirable":
 		es := semaphore.NewExpirable(c, name)
@@ -65,21 +63,14 @@ func lateAcquisitionIsUndone(t *testing.T, kind string) {
 		require.NoError(t, err)
 		require.NoError(t, es.Release(ctx, id))
 		acquire = func(ctx context.Context) error { _, err := es.Acquire(ctx, 0); return err }
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, direct.ZCard(ctx, keys.SemaphoreTimeouts(name)).Val()
-		}
 	case "counted":
 		cs := semaphore.New(c, name)
 		require.NoError(t, cs.AddPermits(ctx, 3))
 		require.NoError(t, cs.Acquire(ctx, 1)) // loads the scripts on the server
 		require.NoError(t, cs.Release(ctx, 1))
 		acquire = func(ctx context.Context) error { return cs.Acquire(ctx, 1) }
-		state = func() (int64, int64) {
-			v, _ := direct.Get(ctx, name).Int64()
-			return v, 3 - v
-		}
 	}
+	state := permitState(direct, kind, name, 3)
 	require.NoError(t, rdb.Ping(ctx).Err()) // the connection is idle in the pool
 
 	const stall, cut = 12500 * time.Millisecond, 12 * time.Second
@@ -105,11 +96,6 @@ func lateAcquisitionIsUndone(t *testing.T, kind string) {
 	time.Sleep(time.Until(stalledAt.Add(stall + 500*time.Millisecond)))
 	require.NotZero(t, p.LateDelivered(), "the stalled acquisition was not delivered late: the test proves nothing")
 
-	redistest.Eventually(t, 10*time.Second, "the permit given back", func() error {
-		if available, acquired := state(); available != 3 || acquired != 0 {
-			return fmt.Errorf("%d available, %d acquired; want 3 and 0", available, acquired)
-		}
-		return nil
-	})
+	eventuallyAllFree(t, 10*time.Second, state, 3)
 	assert.Zero(t, c.Stats().UndosFailed, "undos that never reached Redis")
 }
