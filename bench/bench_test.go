@@ -242,12 +242,16 @@ func TestQuickRun(t *testing.T) {
 			}
 		case r.Scenario == scScaleWaiters:
 			// -quick: 3 waiters on each of 20 locks, all in one client.
-			// The heap per waiter is not checked: with 60 waiters the
-			// in-use heap after a GC can end lower than before them
-			// (spans freed meanwhile); the stack is their goroutines'.
+			// The memory per waiter is reported but not judged here: with
+			// 60 waiters a GC can leave the in-use heap lower than before
+			// them (spans freed meanwhile, CI measured -3,823 B), and the
+			// runtime can shrink stacks (-1,092 B); the goroutines per
+			// waiter are exact.
 			x := r.Extra
+			_, heap := x["heap_bytes_per_waiter"]
+			_, stack := x["stack_bytes_per_waiter"]
 			if x["waiters"] != 60 || x["waiters_finished"] != 60 || x["pubsub_connections"] < 1 || x["pubsub_channels"] != 20 ||
-				x["stack_bytes_per_waiter"] <= 0 || x["goroutines_per_waiter"] < 1 || r.Ops != 10 {
+				!heap || !stack || x["goroutines_per_waiter"] < 1 || r.Ops != 10 {
 				t.Errorf("scale-waiters: %d handoffs, extra %v", r.Ops, x)
 			}
 		case r.Scenario == scWatchdog10000:
