@@ -348,7 +348,7 @@ func (l *lostRelease) complete() {
 // next makes the next request: the caller's first, then a new one.
 func (l *lostRelease) next(ctx context.Context) (func() error, time.Time) {
 	if l.sent {
-		l.renew(ctx)
+		l.renew(ctx, &l.release)
 	}
 	l.sent = true
 	r := l.release
@@ -357,11 +357,11 @@ func (l *lostRelease) next(ctx context.Context) (func() error, time.Time) {
 	}, l.s.h.C.Requests().RecordEnd(r.Deadline)
 }
 
-// renew gives the release a request key and a deadline of its own.
-func (l *lostRelease) renew(ctx context.Context) {
-	l.release.Request = l.s.requestKey()
-	l.release.UndoRequest = l.release.Request
-	l.release.Deadline = l.s.h.C.Requests().Deadline(ctx)
+// renew gives the release r a request key and a deadline of its own.
+func (l *lostRelease) renew(ctx context.Context, r *lua.SemaphorePermitReleaseArgs) {
+	r.Request = l.s.requestKey()
+	r.UndoRequest = r.Request
+	r.Deadline = l.s.h.C.Requests().Deadline(ctx)
 }
 
 // releaseKnown runs release and, while it names a permit that is unknown
@@ -380,9 +380,7 @@ func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePer
 		if len(release.Permits) == 0 {
 			return nil
 		}
-		release.Request = l.s.requestKey()
-		release.UndoRequest = release.Request
-		release.Deadline = l.s.h.C.Requests().Deadline(ctx)
+		l.renew(ctx, &release)
 	}
 }
 

@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
@@ -53,28 +54,42 @@ func (r *Requests) CompleteRelease(until time.Time, idempotent bool, what string
 // before it started included).
 func (r *Requests) CompleteReleaseThen(until time.Time, idempotent bool, then func(), what string,
 	newSend func(ctx context.Context) (send func() error, end time.Time), args ...any) {
+	r.inBackground(until, then, r.releaseFailed, "complete a release whose reply was lost", what, args,
+		func(ctx context.Context) error { return r.completeRelease(ctx, until, idempotent, newSend) })
+}
+
+// inBackground runs work in the background (bg.Finish), for as long as
+// until allows (zero: completeMax) and through Close for its grace, then
+// calls then (when set). When work fails, or the client closed before it
+// could start, it counts one in failed and logs a warning that it could
+// not do job (what and args label it). It returns a channel closed when
+// work is over, nil when it did not start.
+func (r *Requests) inBackground(until time.Time, then func(), failed *atomic.Uint64, job, what string, args []any,
+	work func(ctx context.Context) error) <-chan struct{} {
+	done := make(chan struct{})
 	timeout := completeMax
 	if !until.IsZero() {
 		timeout = max(time.Until(until), 0)
 	}
 	started := r.bg.Finish(timeout, func(ctx context.Context) {
+		defer close(done)
 		if then != nil {
 			defer then()
 		}
-		err := r.completeRelease(ctx, until, idempotent, newSend)
-		if err != nil {
-			r.releaseFailed.Add(1)
-			r.log.Warn("redisync: could not complete a release whose reply was lost: "+what,
-				append(args, "err", err)...)
+		if err := work(ctx); err != nil {
+			failed.Add(1)
+			r.log.Warn("redisync: could not "+job+": "+what, append(args, "err", err)...)
 		}
 	})
 	if !started {
 		if then != nil {
 			then()
 		}
-		r.releaseFailed.Add(1)
-		r.log.Warn("redisync: could not complete a release whose reply was lost (client closed): "+what, args...)
+		failed.Add(1)
+		r.log.Warn("redisync: could not "+job+" (client closed): "+what, args...)
+		return nil
 	}
+	return done
 }
 
 // completeMax bounds a release completion that has no bound of its own

@@ -53,37 +53,15 @@ func (r *Requests) Undo(until time.Time, what string, newSend func(ctx context.C
 // whether it got an answer or not (the client closed before it started
 // included).
 func (r *Requests) UndoThen(until time.Time, then func(), what string, newSend func(ctx context.Context) func() error, args ...any) {
-	done := make(chan struct{})
-	timeout := completeMax
-	if !until.IsZero() {
-		timeout = max(time.Until(until), 0)
-	}
-	started := r.bg.Finish(timeout, func(ctx context.Context) {
-		defer close(done)
-		if then != nil {
-			defer then()
-		}
-		var err error
-		for {
-			err = r.ResendUntil(ctx, until, newSend(ctx))
-			if !errs.RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
-				break
+	done := r.inBackground(until, then, r.undoFailed, "undo an interrupted acquisition", what, args,
+		func(ctx context.Context) error {
+			for {
+				err := r.ResendUntil(ctx, until, newSend(ctx))
+				if !errs.RefusedLate(err) || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
+					return err
+				}
 			}
-		}
-		if err != nil {
-			r.undoFailed.Add(1)
-			r.log.Warn("redisync: could not undo an interrupted acquisition: "+what,
-				append(args, "err", err)...)
-		}
-	})
-	if !started {
-		if then != nil {
-			then()
-		}
-		r.undoFailed.Add(1)
-		r.log.Warn("redisync: could not undo an interrupted acquisition (client closed): "+what, args...)
-		return
-	}
+		})
 	AwaitUndo(done, UndoWait)
 }
 
@@ -112,11 +90,7 @@ func (r *Requests) ResendUntil(ctx context.Context, until time.Time, send func()
 			(!until.IsZero() && time.Now().Add(pause).After(until)) {
 			return err
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !waitCtx(ctx, pause) {
 			return err
 		}
 		pause = min(pause*2, time.Second)
