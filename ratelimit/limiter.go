@@ -246,7 +246,7 @@ func (l *Limiter) wrap(err error) error {
 // undo reverts an acquisition whose reply was lost: if it took place its
 // grant is removed and its permits given back; if it has not yet, it is
 // marked cancelled so that a late copy grants nothing. It is re-sent in
-// the background until Redis answers (core.Client.Undo), for as long as
+// the background until Redis answers (request.Requests.Undo), for as long as
 // the acquisition's record lives (deadline: the acquisition's); a grant
 // that an undo could not reach counts until it leaves the window.
 func (l *Limiter) undo(n int64, acquireKey string, deadline int64, random string) {

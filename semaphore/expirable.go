@@ -228,7 +228,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 // connection broke): if it took place its permits are released; if it has
 // not yet, it is marked cancelled so that a late copy does nothing. The
 // permits are found by their ids, so the undo works however late it
-// reaches Redis: it is re-sent until Redis answers (core.Client.Undo), for
+// reaches Redis: it is re-sent until Redis answers (request.Requests.Undo), for
 // as long as the permits' lease, and without a lease until it does (or
 // Close's grace runs out) — a permit that never expires would otherwise
 // stay taken for good.
@@ -327,7 +327,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 }
 
 // lostRelease is a release whose reply was lost, going on in the
-// background (core.Client.CompleteRelease): first the request sent (it may
+// background (request.Requests.CompleteRelease): first the request sent (it may
 // still be on its way), then new ones until Redis answers. Releasing a
 // permit by its id twice gives nothing back twice (the second finds it
 // gone), so a new request may be made whenever the last one got no answer;

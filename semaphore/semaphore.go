@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/errs"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -107,7 +106,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait tim
 // try makes one acquisition attempt. The counted semaphore cannot tell when
 // permits will come back, so it gives no retry hint.
 //
-// Its requests are numbered in the client's ledger (core.Ledger,
+// Its requests are numbered in the client's ledger (request.Ledger,
 // lua/prelude_ledger.lua), which keeps their outcome in Redis for as long
 // as the client may ask: an acquisition whose reply was lost can be undone,
 // and a release completed, after an outage of any length up to an hour.
@@ -144,7 +143,7 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 // undo reverts the acquisition acq whose reply was lost (ctx ended, the
 // connection broke): if it took place its permits are given back; if it has
 // not yet, it is marked cancelled so that a late copy does nothing. It is
-// re-sent until Redis answers (core.Client.Undo): the ledger keeps the
+// re-sent until Redis answers (request.Requests.Undo): the ledger keeps the
 // acquisition's outcome while the client asks. Then both requests end in
 // the ledger.
 func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
@@ -215,7 +214,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 }
 
 // complete goes on in the background with a release whose reply was lost
-// (core.Client.CompleteRelease): the same request, re-sent until Redis
+// (request.Requests.CompleteRelease): the same request, re-sent until Redis
 // answers, with a new deadline each time Redis refuses it as late (the
 // ledger, not the deadline, says whether it ran). Then it ends in the
 // ledger.
