@@ -36,9 +36,12 @@ func (a ClientRegisterArgs) Args() []any {
 
 // command returns client_register.lua's call as one EVALSHA command (Command).
 func (a ClientRegisterArgs) command() Command {
-	args := make([]any, 3, 3+3)
+	c := &struct {
+		a    ClientRegisterArgs
+		args [6]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(ClientRegister)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Registration)
 	args[2] = len(args) - 3
 	args = append(args, &p.Value)
@@ -83,9 +86,12 @@ func (a ClientUnregisterArgs) Args() []any {
 
 // command returns client_unregister.lua's call as one EVALSHA command (Command).
 func (a ClientUnregisterArgs) command() Command {
-	args := make([]any, 3, 3+2)
+	c := &struct {
+		a    ClientUnregisterArgs
+		args [5]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(ClientUnregister)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Registration)
 	args[2] = len(args) - 3
 	args = append(args, &p.Value)
@@ -165,9 +171,12 @@ func (a FairAcquireArgs) Args() []any {
 
 // command returns fair_acquire.lua's call as one EVALSHA command (Command).
 func (a FairAcquireArgs) command() Command {
-	args := make([]any, 3, 3+14)
+	c := &struct {
+		a    FairAcquireArgs
+		args [17]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(FairAcquire)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Queue)
 	args = append(args, &p.Timeouts)
@@ -270,9 +279,12 @@ func (a FairForceUnlockArgs) Args() []any {
 
 // command returns fair_force_unlock.lua's call as one EVALSHA command (Command).
 func (a FairForceUnlockArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    FairForceUnlockArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(FairForceUnlock)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Queue)
 	args = append(args, &p.Timeouts)
@@ -335,9 +347,12 @@ func (a FairLeaveArgs) Args() []any {
 
 // command returns fair_leave.lua's call as one EVALSHA command (Command).
 func (a FairLeaveArgs) command() Command {
-	args := make([]any, 3, 3+7)
+	c := &struct {
+		a    FairLeaveArgs
+		args [10]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(FairLeave)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Queue)
 	args = append(args, &p.Timeouts)
@@ -414,9 +429,12 @@ func (a FairReleaseArgs) Args() []any {
 
 // command returns fair_release.lua's call as one EVALSHA command (Command).
 func (a FairReleaseArgs) command() Command {
-	args := make([]any, 3, 3+12)
+	c := &struct {
+		a    FairReleaseArgs
+		args [15]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(FairRelease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Queue)
 	args = append(args, &p.Timeouts)
@@ -482,9 +500,12 @@ func (a GCRACancelArgs) Args() []any {
 
 // command returns gcra_cancel.lua's call as one EVALSHA command (Command).
 func (a GCRACancelArgs) command() Command {
-	args := make([]any, 3, 3+6)
+	c := &struct {
+		a    GCRACancelArgs
+		args [9]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(GCRACancel)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Request)
 	args[2] = len(args) - 3
@@ -542,9 +563,12 @@ func (a GCRATakeArgs) Args() []any {
 
 // command returns gcra_take.lua's call as one EVALSHA command (Command).
 func (a GCRATakeArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    GCRATakeArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(GCRATake)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Request)
 	args[2] = len(args) - 3
@@ -645,9 +669,12 @@ func (a LatchCountDownArgs) Args() []any {
 
 // command returns latch_count_down.lua's call as one EVALSHA command (Command).
 func (a LatchCountDownArgs) command() Command {
-	args := make([]any, 3, 3+7)
+	c := &struct {
+		a    LatchCountDownArgs
+		args [10]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LatchCountDown)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Latch)
 	args = append(args, &p.Request)
 	if p.Channel != "" {
@@ -721,9 +748,12 @@ func (a LatchDeleteArgs) Args() []any {
 
 // command returns latch_delete.lua's call as one EVALSHA command (Command).
 func (a LatchDeleteArgs) command() Command {
-	args := make([]any, 3, 3+7)
+	c := &struct {
+		a    LatchDeleteArgs
+		args [10]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LatchDelete)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Latch)
 	args = append(args, &p.Request)
 	if p.Channel != "" {
@@ -798,9 +828,12 @@ func (a LatchTrySetCountArgs) Args() []any {
 
 // command returns latch_try_set_count.lua's call as one EVALSHA command (Command).
 func (a LatchTrySetCountArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    LatchTrySetCountArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LatchTrySetCount)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Latch)
 	args = append(args, &p.Request)
 	if p.Channel != "" {
@@ -875,9 +908,12 @@ func (a LockAcquireArgs) Args() []any {
 
 // command returns lock_acquire.lua's call as one EVALSHA command (Command).
 func (a LockAcquireArgs) command() Command {
-	args := make([]any, 3, 3+9)
+	c := &struct {
+		a    LockAcquireArgs
+		args [12]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockAcquire)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Counter)
@@ -973,9 +1009,12 @@ func (a LockAcquireFreshArgs) Args() []any {
 
 // command returns lock_acquire_fresh.lua's call as one EVALSHA command (Command).
 func (a LockAcquireFreshArgs) command() Command {
-	args := make([]any, 3, 3+7)
+	c := &struct {
+		a    LockAcquireFreshArgs
+		args [10]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockAcquireFresh)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	if p.Counter != "" {
@@ -1066,9 +1105,12 @@ func (a LockForceUnlockArgs) Args() []any {
 
 // command returns lock_force_unlock.lua's call as one EVALSHA command (Command).
 func (a LockForceUnlockArgs) command() Command {
-	args := make([]any, 3, 3+7)
+	c := &struct {
+		a    LockForceUnlockArgs
+		args [10]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockForceUnlock)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
@@ -1148,9 +1190,12 @@ func (a LockHandoffArgs) Args() []any {
 
 // command returns lock_handoff.lua's call as one EVALSHA command (Command).
 func (a LockHandoffArgs) command() Command {
-	args := make([]any, 3, 3+12)
+	c := &struct {
+		a    LockHandoffArgs
+		args [15]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockHandoff)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.NextRequest)
@@ -1254,9 +1299,12 @@ func (a LockReleaseArgs) Args() []any {
 
 // command returns lock_release.lua's call as one EVALSHA command (Command).
 func (a LockReleaseArgs) command() Command {
-	args := make([]any, 3, 3+11)
+	c := &struct {
+		a    LockReleaseArgs
+		args [14]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockRelease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
@@ -1327,9 +1375,12 @@ func (a LockReleaseFreshArgs) Args() []any {
 
 // command returns lock_release_fresh.lua's call as one EVALSHA command (Command).
 func (a LockReleaseFreshArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    LockReleaseFreshArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockReleaseFresh)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Channel)
@@ -1406,9 +1457,12 @@ func (a RateAcquireArgs) Args() []any {
 
 // command returns ratelimit_acquire.lua's call as one EVALSHA command (Command).
 func (a RateAcquireArgs) command() Command {
-	args := make([]any, 3, 3+11)
+	c := &struct {
+		a    RateAcquireArgs
+		args [14]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateAcquire)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Value)
 	args = append(args, &p.Permits)
@@ -1494,9 +1548,12 @@ func (a RateAvailableArgs) Args() []any {
 
 // command returns ratelimit_available.lua's call as one EVALSHA command (Command).
 func (a RateAvailableArgs) command() Command {
-	args := make([]any, 3, 3+5)
+	c := &struct {
+		a    RateAvailableArgs
+		args [8]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateAvailable)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Value)
 	args = append(args, &p.Permits)
@@ -1582,9 +1639,12 @@ func (a RateDeleteArgs) Args() []any {
 
 // command returns ratelimit_delete.lua's call as one EVALSHA command (Command).
 func (a RateDeleteArgs) command() Command {
-	args := make([]any, 3, 3+9)
+	c := &struct {
+		a    RateDeleteArgs
+		args [12]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateDelete)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Value)
 	args = append(args, &p.Permits)
@@ -1660,9 +1720,12 @@ func (a RateReleaseArgs) Args() []any {
 
 // command returns ratelimit_release.lua's call as one EVALSHA command (Command).
 func (a RateReleaseArgs) command() Command {
-	args := make([]any, 3, 3+11)
+	c := &struct {
+		a    RateReleaseArgs
+		args [14]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateRelease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Value)
 	args = append(args, &p.Permits)
@@ -1753,9 +1816,12 @@ func (a RateSetRateArgs) Args() []any {
 
 // command returns ratelimit_set_rate.lua's call as one EVALSHA command (Command).
 func (a RateSetRateArgs) command() Command {
-	args := make([]any, 3, 3+14)
+	c := &struct {
+		a    RateSetRateArgs
+		args [17]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateSetRate)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Limiter)
 	args = append(args, &p.Value)
 	args = append(args, &p.Permits)
@@ -1819,9 +1885,9 @@ func (a RenewLockArgs) Args() []any {
 
 // command returns renew_lock.lua's call as one EVALSHA command (Command).
 func (a RenewLockArgs) command() Command {
-	args := make([]any, 3, 3+4+len(a.HoldKeys)+len(a.PerHold))
-	args[0], args[1] = evalsha, sha(RenewLock)
+	args := make([]any, 3, 7+len(a.HoldKeys)+len(a.PerHold))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args[0], args[1] = evalsha, sha(RenewLock)
 	for i := range p.HoldKeys {
 		args = append(args, &p.HoldKeys[i])
 	}
@@ -1910,9 +1976,9 @@ func (a RenewReadArgs) Args() []any {
 
 // command returns renew_read.lua's call as one EVALSHA command (Command).
 func (a RenewReadArgs) command() Command {
-	args := make([]any, 3, 3+4+len(a.HoldKeys)+len(a.PerHold))
-	args[0], args[1] = evalsha, sha(RenewRead)
+	args := make([]any, 3, 7+len(a.HoldKeys)+len(a.PerHold))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args[0], args[1] = evalsha, sha(RenewRead)
 	for i := range p.HoldKeys {
 		args = append(args, &p.HoldKeys[i])
 	}
@@ -2016,9 +2082,12 @@ func (a RWForceUnlockArgs) Args() []any {
 
 // command returns rwlock_force_unlock.lua's call as one EVALSHA command (Command).
 func (a RWForceUnlockArgs) command() Command {
-	args := make([]any, 3, 3+9)
+	c := &struct {
+		a    RWForceUnlockArgs
+		args [12]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWForceUnlock)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
 	args[2] = len(args) - 3
@@ -2085,9 +2154,12 @@ func (a RWReadAcquireArgs) Args() []any {
 
 // command returns rwlock_read_acquire.lua's call as one EVALSHA command (Command).
 func (a RWReadAcquireArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    RWReadAcquireArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWReadAcquire)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args[2] = len(args) - 3
@@ -2162,9 +2234,12 @@ func (a RWReadCountArgs) Args() []any {
 
 // command returns rwlock_read_count.lua's call as one EVALSHA command (Command).
 func (a RWReadCountArgs) command() Command {
-	args := make([]any, 3, 3+3)
+	c := &struct {
+		a    RWReadCountArgs
+		args [6]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWReadCount)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args[2] = len(args) - 3
 	args = append(args, &p.Field)
@@ -2234,9 +2309,12 @@ func (a RWReadReleaseArgs) Args() []any {
 
 // command returns rwlock_read_release.lua's call as one EVALSHA command (Command).
 func (a RWReadReleaseArgs) command() Command {
-	args := make([]any, 3, 3+13)
+	c := &struct {
+		a    RWReadReleaseArgs
+		args [16]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWReadRelease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
@@ -2312,9 +2390,12 @@ func (a RWWriteAcquireArgs) Args() []any {
 
 // command returns rwlock_write_acquire.lua's call as one EVALSHA command (Command).
 func (a RWWriteAcquireArgs) command() Command {
-	args := make([]any, 3, 3+9)
+	c := &struct {
+		a    RWWriteAcquireArgs
+		args [12]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteAcquire)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args[2] = len(args) - 3
@@ -2398,9 +2479,12 @@ func (a RWWriteAcquireFreshArgs) Args() []any {
 
 // command returns rwlock_write_acquire_fresh.lua's call as one EVALSHA command (Command).
 func (a RWWriteAcquireFreshArgs) command() Command {
-	args := make([]any, 3, 3+5)
+	c := &struct {
+		a    RWWriteAcquireFreshArgs
+		args [8]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteAcquireFresh)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args[2] = len(args) - 3
@@ -2497,9 +2581,12 @@ func (a RWWriteHandoffArgs) Args() []any {
 
 // command returns rwlock_write_handoff.lua's call as one EVALSHA command (Command).
 func (a RWWriteHandoffArgs) command() Command {
-	args := make([]any, 3, 3+12)
+	c := &struct {
+		a    RWWriteHandoffArgs
+		args [15]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteHandoff)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.NextRequest)
@@ -2604,9 +2691,12 @@ func (a RWWriteReleaseArgs) Args() []any {
 
 // command returns rwlock_write_release.lua's call as one EVALSHA command (Command).
 func (a RWWriteReleaseArgs) command() Command {
-	args := make([]any, 3, 3+13)
+	c := &struct {
+		a    RWWriteReleaseArgs
+		args [16]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteRelease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
@@ -2685,9 +2775,12 @@ func (a RWWriteReleaseFreshArgs) Args() []any {
 
 // command returns rwlock_write_release_fresh.lua's call as one EVALSHA command (Command).
 func (a RWWriteReleaseFreshArgs) command() Command {
-	args := make([]any, 3, 3+10)
+	c := &struct {
+		a    RWWriteReleaseFreshArgs
+		args [13]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteReleaseFresh)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Channel)
@@ -2751,9 +2844,12 @@ func (a SemaphoreAcquireArgs) Args() []any {
 
 // command returns semaphore_acquire.lua's call as one EVALSHA command (Command).
 func (a SemaphoreAcquireArgs) command() Command {
-	args := make([]any, 3, 3+6)
+	c := &struct {
+		a    SemaphoreAcquireArgs
+		args [9]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreAcquire)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Ledger)
 	args[2] = len(args) - 3
@@ -2821,9 +2917,12 @@ func (a SemaphoreAddArgs) Args() []any {
 
 // command returns semaphore_add.lua's call as one EVALSHA command (Command).
 func (a SemaphoreAddArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    SemaphoreAddArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreAdd)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -2868,9 +2967,9 @@ func (a SemaphoreDeleteArgs) Args() []any {
 
 // command returns semaphore_delete.lua's call as one EVALSHA command (Command).
 func (a SemaphoreDeleteArgs) command() Command {
-	args := make([]any, 3, 3+3+len(a.Deleted))
-	args[0], args[1] = evalsha, sha(SemaphoreDelete)
+	args := make([]any, 3, 6+len(a.Deleted))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args[0], args[1] = evalsha, sha(SemaphoreDelete)
 	args = append(args, &p.Request)
 	for i := range p.Deleted {
 		args = append(args, &p.Deleted[i])
@@ -2918,9 +3017,12 @@ func (a SemaphoreDrainArgs) Args() []any {
 
 // command returns semaphore_drain.lua's call as one EVALSHA command (Command).
 func (a SemaphoreDrainArgs) command() Command {
-	args := make([]any, 3, 3+3)
+	c := &struct {
+		a    SemaphoreDrainArgs
+		args [6]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreDrain)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Request)
 	args[2] = len(args) - 3
@@ -2977,9 +3079,9 @@ func (a SemaphorePermitAcquireArgs) Args() []any {
 
 // command returns semaphore_permit_acquire.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitAcquireArgs) command() Command {
-	args := make([]any, 3, 3+8+len(a.Permits))
-	args[0], args[1] = evalsha, sha(SemaphorePermitAcquire)
+	args := make([]any, 3, 11+len(a.Permits))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args[0], args[1] = evalsha, sha(SemaphorePermitAcquire)
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -3067,9 +3169,12 @@ func (a SemaphorePermitLeaseTimeArgs) Args() []any {
 
 // command returns semaphore_permit_lease_time.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitLeaseTimeArgs) command() Command {
-	args := make([]any, 3, 3+5)
+	c := &struct {
+		a    SemaphorePermitLeaseTimeArgs
+		args [8]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphorePermitLeaseTime)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -3139,9 +3244,9 @@ func (a SemaphorePermitReleaseArgs) Args() []any {
 
 // command returns semaphore_permit_release.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitReleaseArgs) command() Command {
-	args := make([]any, 3, 3+9+len(a.Permits))
-	args[0], args[1] = evalsha, sha(SemaphorePermitRelease)
+	args := make([]any, 3, 12+len(a.Permits))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
+	args[0], args[1] = evalsha, sha(SemaphorePermitRelease)
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -3228,9 +3333,12 @@ func (a SemaphorePermitSetArgs) Args() []any {
 
 // command returns semaphore_permit_set.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitSetArgs) command() Command {
-	args := make([]any, 3, 3+6)
+	c := &struct {
+		a    SemaphorePermitSetArgs
+		args [9]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphorePermitSet)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -3276,9 +3384,12 @@ func (a SemaphorePermitStateArgs) Args() []any {
 
 // command returns semaphore_permit_state.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitStateArgs) command() Command {
-	args := make([]any, 3, 3+4)
+	c := &struct {
+		a    SemaphorePermitStateArgs
+		args [7]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphorePermitState)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -3349,9 +3460,12 @@ func (a SemaphorePermitUpdateLeaseArgs) Args() []any {
 
 // command returns semaphore_permit_update_lease.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitUpdateLeaseArgs) command() Command {
-	args := make([]any, 3, 3+7)
+	c := &struct {
+		a    SemaphorePermitUpdateLeaseArgs
+		args [10]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphorePermitUpdateLease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
@@ -3424,9 +3538,12 @@ func (a SemaphoreReleaseArgs) Args() []any {
 
 // command returns semaphore_release.lua's call as one EVALSHA command (Command).
 func (a SemaphoreReleaseArgs) command() Command {
-	args := make([]any, 3, 3+10)
+	c := &struct {
+		a    SemaphoreReleaseArgs
+		args [13]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreRelease)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Ledger)
@@ -3516,9 +3633,12 @@ func (a SemaphoreTrySetArgs) Args() []any {
 
 // command returns semaphore_try_set.lua's call as one EVALSHA command (Command).
 func (a SemaphoreTrySetArgs) command() Command {
-	args := make([]any, 3, 3+8)
+	c := &struct {
+		a    SemaphoreTrySetArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreTrySet)
-	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)

@@ -127,14 +127,8 @@ func (s *script) writeCommand(b *bytes.Buffer) {
 	n, f := s.name, s.file
 	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	pf("\n// command returns %s's call as one EVALSHA command (Command).\nfunc (a %sArgs) command() Command {\n", f, n)
-	pf("\targs := make([]any, 3, 3+%d", len(s.keys)+len(s.argv))
-	for _, p := range append(append([]param(nil), s.keys...), s.argv...) {
-		if p.variadic {
-			pf("+len(a.%s)", p.name)
-		}
-	}
-	pf(")\n\targs[0], args[1] = evalsha, sha(%s)\n", n)
-	pf("\tp := &a // the arguments point into this one copy: a string or an int64 is not boxed each\n")
+	s.writeCommandArgs(b)
+	pf("\targs[0], args[1] = evalsha, sha(%s)\n", n)
 	// An optional entry left empty leaves out the entries after it in its
 	// list (as Keys and Args do): they go in a block of their own.
 	open := 0
@@ -165,6 +159,30 @@ func (s *script) writeCommand(b *bytes.Buffer) {
 	}
 	pf("%s", strings.Repeat("}\n", open))
 	pf("\treturn Command{Script: %s, Args: args}\n}\n", n)
+}
+
+// writeCommandArgs writes the start of the command method: args, the
+// command's slice with room for every entry, and p, the one copy of the
+// arguments that its entries point into (a string or an int64 is not
+// boxed each). Without variadic entries the two are one allocation (a
+// struct of the copy and an array); with them, two.
+func (s *script) writeCommandArgs(b *bytes.Buffer) {
+	n := s.name
+	pf := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	size := 3 + len(s.keys) + len(s.argv)
+	var variadic []string
+	for _, p := range append(append([]param(nil), s.keys...), s.argv...) {
+		if p.variadic {
+			variadic = append(variadic, "+len(a."+p.name+")")
+		}
+	}
+	if len(variadic) == 0 {
+		pf("\tc := &struct {\n\t\ta    %sArgs\n\t\targs [%d]any\n\t}{a: a} // one allocation for the copy and the slice\n", n, size)
+		pf("\targs, p := c.args[:3], &c.a\n")
+		return
+	}
+	pf("\targs := make([]any, 3, %d%s)\n", size, strings.Join(variadic, ""))
+	pf("\tp := &a // the arguments point into this one copy: a string or an int64 is not boxed each\n")
 }
 
 // writeHold writes the per-hold part of a batch renewal script: a struct
