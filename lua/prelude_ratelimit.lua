@@ -39,10 +39,18 @@
 --                              short permits are no longer live; nil when
 --                              the live grants hold fewer (it reads at most
 --                              short grants)
+--   rl_budget(cfg, k, id)      the keys of the budget the configuration's
+--                              type says: value, zset and registry. k is
+--                              KEYS, in the layout the acquire, release and
+--                              available scripts share: k[2], k[3] (and no
+--                              registry) for OVERALL; k[4], k[5] and k[6]
+--                              for PER_CLIENT, where id is added to the
+--                              registry k[6] first
 --   rl_keep(hash, keepalive, k1, k2, ...)
 --                              the keys' expiry: keepalive ms (hash
 --                              included) when keepalive > 0, else the
---                              hash's remaining TTL when it has one
+--                              hash's remaining TTL when it has one (a
+--                              nil key ends the list)
 local function rl_fmt(x)
   return string.format('%.0f', x)
 end
@@ -132,6 +140,17 @@ local function rl_delay(zset, short, interval, now)
     end
   end
   return nil
+end
+
+-- Every script that may create a PER_CLIENT key takes it from rl_budget,
+-- which registers the client: ratelimit_delete and ratelimit_set_rate find
+-- PER_CLIENT keys only through the registry.
+local function rl_budget(cfg, k, id)
+  if cfg.type == 1 then
+    redis.call('sadd', k[6], id)
+    return k[4], k[5], k[6]
+  end
+  return k[2], k[3], nil
 end
 
 local function rl_keep(hash, keepalive, ...)

@@ -512,7 +512,7 @@ func TestAcquireExactlyOnce(t *testing.T) {
 	run := func(req string, deadline int64) (lua.RateAcquireReply, error) {
 		k := l.stateKeys()
 		return lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(name),
+			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
 			Request: req, N: 2, Deadline: deadline, Random: random,
 			ClientID: (*core.Client)(c).ID()}.Run(ctx, lua.Direct{Client: rdb})
 	}
