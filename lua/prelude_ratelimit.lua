@@ -9,11 +9,14 @@
 -- so that the scripts also run where the struct library is missing
 -- (miniredis); Redisson's struct.unpack reads it all the same.
 --
--- A grant made at s is live while s >= now - interval (Redisson's rule),
--- and the value key plus the permits of the live grants make the rate:
--- every script here keeps that sum, and restores it when it finds it
--- broken (by a lost value key, or by Redisson 3.52's release and
--- availablePermits).
+-- A grant made at s is live while s >= now - interval: one ms longer than
+-- Redisson's rule (live while s > now - interval; it gives a grant back at
+-- exactly s + interval), so a Go script never frees a permit before a Java
+-- client would, and any window of interval ms, both ends included, holds
+-- at most rate of the Go scripts' grants. The value key plus the
+-- permits of the live grants make the rate: every script here keeps that
+-- sum, and restores it when it finds it broken (by a lost value key, or by
+-- Redisson 3.52's release and availablePermits).
 --
 -- KEYS     none of its own: the functions take the keys they touch
 -- ARGV     none of its own
