@@ -1527,22 +1527,28 @@ type RateAvailableArgs struct {
 	ClientValue string
 	// ClientPermits is KEYS[5]: this client's PER_CLIENT permits.
 	ClientPermits string
+	// Clients is KEYS[6]: registry: set of the ids of the clients with PER_CLIENT keys.
+	Clients string
+	// ClientID is ARGV[1]: this client's id, added to the registry for PER_CLIENT.
+	ClientID string
 }
 
 // Keys returns ratelimit_available.lua's KEYS, in order.
 func (a RateAvailableArgs) Keys() []string {
-	keys := make([]string, 0, 5)
+	keys := make([]string, 0, 6)
 	keys = append(keys, a.Limiter)
 	keys = append(keys, a.Value)
 	keys = append(keys, a.Permits)
 	keys = append(keys, a.ClientValue)
 	keys = append(keys, a.ClientPermits)
+	keys = append(keys, a.Clients)
 	return keys
 }
 
 // Args returns ratelimit_available.lua's ARGV, in order.
 func (a RateAvailableArgs) Args() []any {
-	args := make([]any, 0, 0)
+	args := make([]any, 0, 1)
+	args = append(args, str(a.ClientID))
 	return args
 }
 
@@ -1550,7 +1556,7 @@ func (a RateAvailableArgs) Args() []any {
 func (a RateAvailableArgs) command() Command {
 	c := &struct {
 		a    RateAvailableArgs
-		args [8]any
+		args [10]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateAvailable)
@@ -1559,7 +1565,9 @@ func (a RateAvailableArgs) command() Command {
 	args = append(args, &p.Permits)
 	args = append(args, &p.ClientValue)
 	args = append(args, &p.ClientPermits)
+	args = append(args, &p.Clients)
 	args[2] = len(args) - 3
+	args = append(args, &p.ClientID)
 	return Command{Script: RateAvailable, Args: args}
 }
 
@@ -1681,28 +1689,33 @@ type RateReleaseArgs struct {
 	ClientValue string
 	// ClientPermits is KEYS[5]: this client's PER_CLIENT permits.
 	ClientPermits string
-	// Request is KEYS[6]: request key of this release.
+	// Clients is KEYS[6]: registry: set of the ids of the clients with PER_CLIENT keys.
+	Clients string
+	// Request is KEYS[7]: request key of this release.
 	Request string
-	// UndoRequest is KEYS[7]: request key of the acquisition to undo (undo mode; else KEYS[6] again).
+	// UndoRequest is KEYS[8]: request key of the acquisition to undo (undo mode; else KEYS[7] again).
 	UndoRequest string
 	// N is ARGV[1]: n, the number of permits (> 0).
 	N int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Undo is ARGV[3]: "1" to undo the acquisition KEYS[7], "0" for a release.
+	// Undo is ARGV[3]: "1" to undo the acquisition KEYS[8], "0" for a release.
 	Undo bool
 	// Random is ARGV[4]: undo mode: the 16 random bytes of the acquisition's grant.
 	Random string
+	// ClientID is ARGV[5]: this client's id, added to the registry for PER_CLIENT.
+	ClientID string
 }
 
 // Keys returns ratelimit_release.lua's KEYS, in order.
 func (a RateReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 7)
+	keys := make([]string, 0, 8)
 	keys = append(keys, a.Limiter)
 	keys = append(keys, a.Value)
 	keys = append(keys, a.Permits)
 	keys = append(keys, a.ClientValue)
 	keys = append(keys, a.ClientPermits)
+	keys = append(keys, a.Clients)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.UndoRequest)
 	return keys
@@ -1710,11 +1723,12 @@ func (a RateReleaseArgs) Keys() []string {
 
 // Args returns ratelimit_release.lua's ARGV, in order.
 func (a RateReleaseArgs) Args() []any {
-	args := make([]any, 0, 4)
+	args := make([]any, 0, 5)
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Undo))
 	args = append(args, str(a.Random))
+	args = append(args, str(a.ClientID))
 	return args
 }
 
@@ -1722,7 +1736,7 @@ func (a RateReleaseArgs) Args() []any {
 func (a RateReleaseArgs) command() Command {
 	c := &struct {
 		a    RateReleaseArgs
-		args [14]any
+		args [16]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RateRelease)
@@ -1731,6 +1745,7 @@ func (a RateReleaseArgs) command() Command {
 	args = append(args, &p.Permits)
 	args = append(args, &p.ClientValue)
 	args = append(args, &p.ClientPermits)
+	args = append(args, &p.Clients)
 	args = append(args, &p.Request)
 	args = append(args, &p.UndoRequest)
 	args[2] = len(args) - 3
@@ -1738,6 +1753,7 @@ func (a RateReleaseArgs) command() Command {
 	args = append(args, &p.Deadline)
 	args = append(args, flag(p.Undo))
 	args = append(args, &p.Random)
+	args = append(args, &p.ClientID)
 	return Command{Script: RateRelease, Args: args}
 }
 

@@ -9,11 +9,14 @@
 -- so that the scripts also run where the struct library is missing
 -- (miniredis); Redisson's struct.unpack reads it all the same.
 --
--- A grant made at s is live while s >= now - interval (Redisson's rule),
--- and the value key plus the permits of the live grants make the rate:
--- every script here keeps that sum, and restores it when it finds it
--- broken (by a lost value key, or by Redisson 3.52's release and
--- availablePermits).
+-- A grant made at s is live while s >= now - interval: one ms longer than
+-- Redisson's rule (live while s > now - interval; it gives a grant back at
+-- exactly s + interval), so a Go script never frees a permit before a Java
+-- client would, and any window of interval ms, both ends included, holds
+-- at most rate of the Go scripts' grants. The value key plus the
+-- permits of the live grants make the rate: every script here keeps that
+-- sum, and restores it when it finds it broken (by a lost value key, or by
+-- Redisson 3.52's release and availablePermits).
 --
 -- KEYS     none of its own: the functions take the keys they touch
 -- ARGV     none of its own
@@ -39,10 +42,18 @@
 --                              short permits are no longer live; nil when
 --                              the live grants hold fewer (it reads at most
 --                              short grants)
+--   rl_budget(cfg, k, id)      the keys of the budget the configuration's
+--                              type says: value, zset and registry. k is
+--                              KEYS, in the layout the acquire, release and
+--                              available scripts share: k[2], k[3] (and no
+--                              registry) for OVERALL; k[4], k[5] and k[6]
+--                              for PER_CLIENT, where id is added to the
+--                              registry k[6] first
 --   rl_keep(hash, keepalive, k1, k2, ...)
 --                              the keys' expiry: keepalive ms (hash
 --                              included) when keepalive > 0, else the
---                              hash's remaining TTL when it has one
+--                              hash's remaining TTL when it has one (a
+--                              nil key ends the list)
 local function rl_fmt(x)
   return string.format('%.0f', x)
 end
@@ -132,6 +143,17 @@ local function rl_delay(zset, short, interval, now)
     end
   end
   return nil
+end
+
+-- Every script that may create a PER_CLIENT key takes it from rl_budget,
+-- which registers the client: ratelimit_delete and ratelimit_set_rate find
+-- PER_CLIENT keys only through the registry.
+local function rl_budget(cfg, k, id)
+  if cfg.type == 1 then
+    redis.call('sadd', k[6], id)
+    return k[4], k[5], k[6]
+  end
+  return k[2], k[3], nil
 end
 
 local function rl_keep(hash, keepalive, ...)

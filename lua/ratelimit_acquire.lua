@@ -48,11 +48,7 @@ local n = ARGV[1] + 0
 if n > cfg.rate then
   return {-3, cfg.rate}
 end
-local value, zset = KEYS[2], KEYS[3]
-if cfg.type == 1 then
-  value, zset = KEYS[4], KEYS[5]
-  redis.call('sadd', KEYS[6], ARGV[4])
-end
+local value, zset, registry = rl_budget(cfg, KEYS, ARGV[4])
 local now = request_now
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
 local delay
@@ -78,9 +74,5 @@ if left >= n then
 else
   result = {0, delay}
 end
-if cfg.type == 1 then
-  rl_keep(KEYS[1], cfg.keepalive, value, zset, KEYS[6])
-else
-  rl_keep(KEYS[1], cfg.keepalive, value, zset)
-end
+rl_keep(KEYS[1], cfg.keepalive, value, zset, registry)
 return result

@@ -4,7 +4,9 @@
 -- the value, at most up to the rate: the released permits are not counted
 -- a second time when those grants would have expired (Redisson 3.52 keeps
 -- them and then throws permits away on its recount, #7342). An undo removes
--- the acquisition's own grant. Retry-safe: the result is recorded under the
+-- the acquisition's own grant. For PER_CLIENT it may create this client's
+-- value key, so it registers the client and keeps the keys alive as
+-- ratelimit_acquire does. Retry-safe: the result is recorded under the
 -- request key.
 --
 -- KEYS[1]  limiter: limiter (its name): the configuration hash
@@ -12,12 +14,14 @@
 -- KEYS[3]  permits: OVERALL permits: zset of grants
 -- KEYS[4]  clientValue: this client's PER_CLIENT value
 -- KEYS[5]  clientPermits: this client's PER_CLIENT permits
--- KEYS[6]  request: request key of this release
--- KEYS[7]  undoRequest: request key of the acquisition to undo (undo mode; else KEYS[6] again)
+-- KEYS[6]  clients: registry: set of the ids of the clients with PER_CLIENT keys
+-- KEYS[7]  request: request key of this release
+-- KEYS[8]  undoRequest: request key of the acquisition to undo (undo mode; else KEYS[7] again)
 -- ARGV[1]  n int64: n, the number of permits (> 0)
 -- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[3]  undo bool: "1" to undo the acquisition KEYS[7], "0" for a release
+-- ARGV[3]  undo bool: "1" to undo the acquisition KEYS[8], "0" for a release
 -- ARGV[4]  random string: undo mode: the 16 random bytes of the acquisition's grant
+-- ARGV[5]  clientID string: this client's id, added to the registry for PER_CLIENT
 --
 -- Returns the permits left afterwards (≥ 0);
 --         -2 for an undo of an acquisition that did not take place;
@@ -28,7 +32,7 @@
 -- Code     NotTaken = -2: an undo of an acquisition that did not take place
 -- Code     Settled = -3: a release the client settled
 -- Code     NoRate = -4: no rate is set
-local done = release_replay(KEYS[6], KEYS[7], ARGV[3], ARGV[2])
+local done = release_replay(KEYS[7], KEYS[8], ARGV[3], ARGV[2])
 if done then
   return done
 end
@@ -40,10 +44,7 @@ if not cfg then
   return -4
 end
 local n = ARGV[1] + 0
-local value, zset = KEYS[2], KEYS[3]
-if cfg.type == 1 then
-  value, zset = KEYS[4], KEYS[5]
-end
+local value, zset, registry = rl_budget(cfg, KEYS, ARGV[5])
 local now = request_now
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
 if ARGV[3] == '1' then
@@ -69,6 +70,6 @@ else
 end
 left = math.min(left + n, cfg.rate)
 redis.call('set', value, rl_fmt(left))
-rl_keep(KEYS[1], cfg.keepalive, value, zset)
-record(KEYS[6], rl_fmt(left), ARGV[2])
+rl_keep(KEYS[1], cfg.keepalive, value, zset, registry)
+record(KEYS[7], rl_fmt(left), ARGV[2])
 return left

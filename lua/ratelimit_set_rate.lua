@@ -6,7 +6,8 @@
 -- this one (Redisson 3.52 deletes this client's only). Mode "update"
 -- replaces an existing configuration and keeps the grants in use
 -- (Redisson 4.4's keepState): it drops the grants older than the new
--- interval and sets each value to the new rate minus the live grants.
+-- interval and sets each value to the new rate minus the live grants
+-- (the PER_CLIENT budgets it keeps stay registered, this client's too).
 -- The hash expires after keepAliveTime when it is above 0, and never
 -- otherwise. Retry-safe: the result is recorded under the request key.
 --
@@ -76,13 +77,17 @@ local pairs_ = {{KEYS[2], KEYS[3]}}
 if ARGV[2] == '1' then
   pairs_ = {}
   for _, id in ipairs(ids) do
-    table.insert(pairs_, {KEYS[4] .. id, KEYS[5] .. id})
+    table.insert(pairs_, {KEYS[4] .. id, KEYS[5] .. id, id})
   end
 end
 for _, p in ipairs(pairs_) do
   if redis.call('exists', p[1], p[2]) > 0 then
     rl_recount(p[1], p[2], rate, interval, now)
-    rl_keep(KEYS[1], keepalive, p[1], p[2])
+    if p[3] then
+      -- rl_recount may create the value key: registered, as rl_budget does.
+      redis.call('sadd', KEYS[6], p[3])
+    end
+    rl_keep(KEYS[1], keepalive, p[1], p[2], p[3] and KEYS[6])
   end
 end
 return finish(1)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-
-	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -135,7 +133,7 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 	reqKey, deadline := l.requestKey(), l.h.C.Requests().Deadline(ctx)
 	k := l.stateKeys()
 	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: keys.RateClients(l.h.Name),
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
 		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {

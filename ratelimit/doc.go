@@ -31,7 +31,11 @@
 // host whose clock is s ms off the server's sees grants expire up to s ms
 // early or late, so a window can admit the grants of up to s ms beyond
 // Rate. Keep Java hosts' clocks synchronised (NTP) when they share a
-// Limiter with Go services.
+// Limiter with Go services. Redisson gives a grant back exactly Interval
+// after it was made, the Go scripts one millisecond later: a window of
+// Interval that includes both its ends holds at most Rate grants made by
+// Go services, and one that leaves out its end at most Rate grants made
+// by either side.
 //
 // A grant is never made twice: a state-changing request carries a request
 // key and a deadline (internal/keys.Request, lua/prelude_request.lua), so

@@ -253,8 +253,9 @@ func (l *Limiter) undo(n int64, acquireKey string, deadline int64, random string
 	k := l.stateKeys()
 	l.h.C.Requests().Undo(l.h.C.Requests().RecordEnd(deadline), "its permits count until they leave the window", func(ctx context.Context) func() error {
 		undo := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: l.requestKey(), UndoRequest: acquireKey,
-			N: n, Deadline: l.h.C.Requests().Deadline(ctx), Undo: true, Random: random}
+			ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
+			Request: l.requestKey(), UndoRequest: acquireKey, N: n, Deadline: l.h.C.Requests().Deadline(ctx),
+			Undo: true, Random: random, ClientID: l.h.C.ID()}
 		return func() error {
 			_, err := undo.Run(ctx, l.h.C.Direct())
 			return err
@@ -279,8 +280,8 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 	defer cancel()
 	reqKey, k := l.requestKey(), l.stateKeys()
 	release := lua.RateReleaseArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Request: reqKey, UndoRequest: reqKey,
-		N: n, Deadline: l.h.C.Requests().Deadline(ctx)}
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
+		Request: reqKey, UndoRequest: reqKey, N: n, Deadline: l.h.C.Requests().Deadline(ctx), ClientID: l.h.C.ID()}
 	var r int64
 	err := l.h.C.Requests().Resend(ctx, func() error {
 		var err error
@@ -306,7 +307,8 @@ func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
 	}
 	k := l.stateKeys()
 	r, err := lua.RateAvailableArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-		ClientValue: k.clientValue, ClientPermits: k.clientPermits}.Run(ctx, l.h.C.Direct())
+		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
+		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
 	if err != nil {
 		return 0, l.fail("available permits", err)
 	}
@@ -318,7 +320,8 @@ func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
 
 // Delete deletes the limiter: its configuration, the Overall budget and
 // the PerClient budgets of every client that used it through redisync
-// (they are registered in the set {name}:clients), and reports whether
+// (acquired, released or read its permits: each is registered in the set
+// {name}:clients), and reports whether
 // anything existed. PerClient budgets that only Java clients used expire
 // with the keep-alive, or stay, as in Redisson.
 func (l *Limiter) Delete(ctx context.Context) (bool, error) {
@@ -335,18 +338,20 @@ func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	return r == lua.RateDeleteExisted, nil
 }
 
-// stateKeys are the configuration, the Overall pair and this client's
-// PerClient pair: the first KEYS of the acquire, release and available
-// scripts.
+// stateKeys are the configuration, the Overall pair, this client's
+// PerClient pair and the registry of PerClient clients: the first KEYS of
+// the acquire, release and available scripts, each of which registers
+// this client when it may create its PerClient keys.
 type stateKeys struct {
 	limiter, value, permits    string
 	clientValue, clientPermits string
+	clients                    string
 }
 
 func (l *Limiter) stateKeys() stateKeys {
 	n, id := l.h.Name, l.h.C.ID()
 	return stateKeys{n, keys.RateValue(n), keys.RatePermits(n),
-		keys.RateClientValue(n, id), keys.RateClientPermits(n, id)}
+		keys.RateClientValue(n, id), keys.RateClientPermits(n, id), keys.RateClients(n)}
 }
 
 // allKeys are the KEYS of the set-rate and delete scripts: the

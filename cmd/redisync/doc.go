@@ -115,6 +115,14 @@
 //   - a hash of rate, interval, type and perhaps keepAliveTime, all
 //     integers, is a rate limiter's config (Redisson's RRateLimiter).
 //
+// A ratelimit.GCRA's key, a string holding an integer, is shown only with
+// -type gcra: its theoretical arrival time (TAT, epoch µs, JSON "tat_us")
+// and how long until then ("full_burst_in_ms"), which is when the limiter
+// is back to a full burst. The key holds no limit (the handles have it),
+// so inspect does not say when the next event is allowed: with burst B
+// and emission interval T = period/rate, n events are allowed from
+// TAT − (B − n)·T on. No key means an idle limiter with a full burst.
+//
 // Anything else is "not a redisync/Redisson primitive", and inspect says
 // what it found (the hash's fields, the string's value, the Redis type)
 // and exits with status 1: an application's hash such as a user profile
@@ -131,8 +139,8 @@
 // counts of every node.
 //
 // -json prints the Report as one JSON object, for scripts. Its "type" is
-// one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch and
-// rate_limiter, the -type values, or none. A fair lock's has a "queue" array
+// one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch,
+// rate_limiter and gcra, the -type values, or none. A fair lock's has a "queue" array
 // of QueueEntry, head first: owner, client_id, owner_token,
 // deadline_ms_left and dead. When nothing is stored under NAME (no key, no
 // permit zset, no fair lock queue, no fencing counter, no waiters) inspect

@@ -178,14 +178,20 @@ passed is dead, and is dropped once it is at the head of the queue, by
 the next operation on the lock. A fair lock nobody waits for looks like a
 lock; -type fair_lock shows it as a fair lock.
 
+A GCRA limiter's key (a string) is shown only with -type gcra: its
+theoretical arrival time (TAT), which is when the limiter is back to a
+full burst, and how long until then. The key holds no limit, so inspect
+does not say when the next event is allowed: with burst B and emission
+interval T = period/rate, n events are allowed from TAT − (B − n)·T on.
+
 Waiters are the connections subscribed to the primitive's channel: one per
 waiting client, however many of its goroutines or threads wait; for a fair
 lock, one per queued owner whose client listens on the owner's channel.
 On a Redis Cluster the counts of all nodes are added up.
 
 -json prints the report as a JSON object. Its "type" is one of lock,
-fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter
-(the -type values) or none. A fair lock's has a "queue" array (owner,
+fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter,
+gcra (the -type values) or none. A fair lock's has a "queue" array (owner,
 client_id, owner_token, deadline_ms_left, dead), head first. When nothing is stored under NAME
 (no key, no permit zset, no fair lock queue, no fencing counter, no
 waiters), inspect fails with exit status 1; with -json it still prints an

@@ -37,10 +37,14 @@ type RateLimit struct {
 	IntervalMs  int64        `json:"interval_ms,omitempty"`
 	KeepAliveMs int64        `json:"keep_alive_ms,omitempty"`
 	Budgets     []RateBudget `json:"budgets,omitempty"`
-	// GCRA: the theoretical arrival time, epoch µs, and how long until the
-	// limiter is back to a full burst (0: it is).
-	TATMicros    int64 `json:"tat_us,omitempty"`
-	FullInMillis int64 `json:"full_in_ms,omitempty"`
+	// GCRA: the theoretical arrival time (TAT), epoch µs, which is when
+	// the limiter is back to a full burst, and how long until then (0: it
+	// is). The key holds no limit (the handles have it), so inspect cannot
+	// say when the next event is allowed: with burst B and emission
+	// interval T (the period over the rate), n events are allowed from
+	// TAT − (B − n)·T on.
+	TATMicros         int64 `json:"tat_us,omitempty"`
+	FullBurstInMillis int64 `json:"full_burst_in_ms,omitempty"`
 }
 
 // RateBudget is one budget of a Limiter: the Overall one, or a client's.
@@ -246,7 +250,7 @@ func inspectGCRA(ctx context.Context, rdb redis.UniversalClient, name string, no
 	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
 	r.Exists, r.TTLMillis = true, &ttl
 	r.RateLimit.TATMicros = tat
-	r.RateLimit.FullInMillis = max(tat-now.UnixMicro(), 0) / 1000
+	r.RateLimit.FullBurstInMillis = max(tat-now.UnixMicro(), 0) / 1000
 	return r, true, nil
 }
 
@@ -258,8 +262,9 @@ func (r *Report) writeRateLimit(line func(label, format string, args ...any)) {
 			line("state", "idle: a full burst is available")
 			return
 		}
-		line("state", "back to a full burst in %s (theoretical arrival time %s)", msText(rl.FullInMillis),
+		line("state", "back to a full burst in %s (theoretical arrival time, TAT, %s)", msText(rl.FullBurstInMillis),
 			time.UnixMicro(rl.TATMicros).UTC().Format(time.RFC3339Nano))
+		line("next", "n events are allowed from TAT − (burst − n)·period/rate on (the key holds no limit)")
 		return
 	}
 	keep := "none"

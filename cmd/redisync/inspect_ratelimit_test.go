@@ -58,8 +58,21 @@ func TestInspectRateLimiter(t *testing.T) {
 	if ok, err := g.Allow(ctx); err != nil || !ok {
 		t.Fatalf("allow: %v %v", ok, err)
 	}
+	// One event of 1 per hour: the TAT is an hour ahead, when the burst of
+	// 2 is full again; the next event is allowed at TAT − (2 − 1)·1h, now.
+	before := time.Now()
 	r = inspectJSON(t, g.Name(), "-type", "gcra")
-	if r.Type != kindGCRA || r.RateLimit == nil || r.RateLimit.FullInMillis <= 0 || r.RateLimit.FullInMillis > 3600000 {
-		t.Errorf("gcra report %+v %+v", r, r.RateLimit)
+	if r.Type != kindGCRA || r.RateLimit == nil || r.RateLimit.FullBurstInMillis <= 3500000 || r.RateLimit.FullBurstInMillis > 3600000 {
+		t.Fatalf("gcra report %+v %+v", r, r.RateLimit)
+	}
+	if tat := time.UnixMicro(r.RateLimit.TATMicros); tat.Before(before.Add(59*time.Minute)) || tat.After(before.Add(61*time.Minute)) {
+		t.Errorf("gcra TAT %v, want an hour after %v", tat, before)
+	}
+	res = runCmd(t, nil, "inspect", "-redis", testURL(t), "-type", "gcra", g.Name())
+	for _, want := range []string{"back to a full burst in 59m", "theoretical arrival time, TAT,",
+		"n events are allowed from TAT − (burst − n)·period/rate on (the key holds no limit)"} {
+		if res.code != 0 || !strings.Contains(res.stdout, want) {
+			t.Errorf("gcra text lacks %q:\n%s", want, res.stdout)
+		}
 	}
 }

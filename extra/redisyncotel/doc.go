@@ -28,15 +28,20 @@
 // An acquisition is any call that may wait: Lock, TryLock, RLock and
 // TryRLock of every lock kind, Acquire and TryAcquire (and their N forms)
 // of both semaphores, Wait and TryWait of a latch; a MultiLock counts as
-// its members' calls. The rate limiters count too (redisync.primitive
-// "rate_limiter" and "gcra"): Acquire and TryAcquire of a Limiter, Allow,
-// AllowN, Wait and WaitN of a GCRA; "acquired" is an allowed decision,
-// "busy" and "timed_out" a denied one, and redisync.wait.duration how long
-// allowed calls waited. The limiter's name is on the span, not on the
-// metrics (names can be per user: unbounded cardinality). redisync.result is "acquired" (for a latch: it was
-// open), "busy" (a TryX with wait 0 that did not succeed), "timed_out" (a
-// TryX wait ran out), "cancelled" (the context ended first) or "error".
-// Calls rejected for a bad argument are not counted.
+// its members' calls. The rate limiters count too: Acquire and TryAcquire
+// of a Limiter, Allow, AllowN, Wait and WaitN of a GCRA; "acquired" is an
+// allowed decision, "busy" and "timed_out" a denied one, and
+// redisync.wait.duration how long allowed calls waited. The limiter's name
+// is on the span, not on the metrics (names can be per user: unbounded
+// cardinality).
+//
+// redisync.primitive is "rlock", "fair_lock", "spin_lock", "rwlock.read",
+// "rwlock.write", "semaphore", "expirable_semaphore", "countdown",
+// "rate_limiter" (ratelimit.Limiter) or "gcra" (ratelimit.GCRA).
+// redisync.result is "acquired" (for a latch: it was open; for a rate
+// limiter: allowed), "busy" (a TryX with wait 0 that did not succeed),
+// "timed_out" (a TryX wait ran out), "cancelled" (the context ended first)
+// or "error". Calls rejected for a bad argument are not counted.
 //
 // A hold is one owner's hold on a lock, from the acquisition that took it
 // to the release that ended it (reentrant acquisitions extend it) or its

@@ -20,7 +20,9 @@ const ScopeName = "github.com/redisync/redisync/extra/redisyncotel"
 const (
 	// PrimitiveKey is the kind of primitive: "rlock", "fair_lock",
 	// "spin_lock", "rwlock.read", "rwlock.write", "semaphore",
-	// "expirable_semaphore", "countdown" (redisync.WaitInfo.Primitive).
+	// "expirable_semaphore", "countdown", "rate_limiter" (a
+	// ratelimit.Limiter) or "gcra" (a ratelimit.GCRA)
+	// (redisync.WaitInfo.Primitive).
 	PrimitiveKey = attribute.Key("redisync.primitive")
 	// ResultKey is how an acquisition or wait ended: "acquired", "busy",
 	// "timed_out", "cancelled", "error" (redisync.WaitResult).

@@ -6,6 +6,14 @@
 -- lost value key refills the budget), so the tests can show the Go side
 -- handles what it leaves.
 --
+-- Its rules, as Redisson's: a grant scored s is given back once
+-- s <= now - interval (Redisson reads the grants with scores from 0 to
+-- now - interval, both ends included), so it counts while
+-- s > now - interval, for interval ms; redisync's scripts keep it one ms
+-- longer. At the end, with keepAliveTime > 0 the hash, value and permits
+-- keys expire after it; otherwise the value and permits keys take the
+-- hash's remaining TTL, when it has one.
+--
 -- KEYS[1]  limiter: the configuration hash
 -- KEYS[2]  OVERALL value
 -- KEYS[3]  PER_CLIENT value of this client
@@ -21,6 +29,7 @@
 local rate = redis.call('hget', KEYS[1], 'rate')
 local interval = redis.call('hget', KEYS[1], 'interval')
 local type = redis.call('hget', KEYS[1], 'type')
+local keepAlive = tonumber(redis.call('hget', KEYS[1], 'keepAliveTime') or '0') or 0
 assert(rate ~= false and interval ~= false and type ~= false, 'RateLimiter is not initialized')
 local valueName = KEYS[2]
 local permitsName = KEYS[4]
@@ -42,14 +51,15 @@ if current == false then
   redis.call('zadd', permitsName, nowArg, struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1]))
   redis.call('decrby', valueName, ARGV[1])
 else
-  local expired = redis.call('zrangebyscore', permitsName, 0, now - tonumber(interval) - 1)
+  local horizon = now - tonumber(interval) -- a grant scored here is given back
+  local expired = redis.call('zrangebyscore', permitsName, 0, horizon)
   local released = 0
   for _, v in ipairs(expired) do
     local _, p = struct.unpack('Bc0I', v)
     released = released + p
   end
   if released > 0 then
-    redis.call('zremrangebyscore', permitsName, 0, now - tonumber(interval) - 1)
+    redis.call('zremrangebyscore', permitsName, 0, horizon)
     if tonumber(current) + released > tonumber(rate) then
       local live = 0
       for _, v in ipairs(redis.call('zrange', permitsName, 0, -1)) do
@@ -68,6 +78,17 @@ else
   else
     redis.call('zadd', permitsName, nowArg, struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1]))
     redis.call('decrby', valueName, ARGV[1])
+  end
+end
+if keepAlive > 0 then
+  redis.call('pexpire', KEYS[1], keepAlive)
+  redis.call('pexpire', valueName, keepAlive)
+  redis.call('pexpire', permitsName, keepAlive)
+else
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl > 0 then
+    redis.call('pexpire', valueName, ttl)
+    redis.call('pexpire', permitsName, ttl)
   end
 end
 return result
