@@ -521,6 +521,49 @@ func (a GCRACancelArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
 }
 
+// GCRAResetArgs are the KEYS and ARGV of gcra_reset.lua (script GCRAReset).
+type GCRAResetArgs struct {
+	// Limiter is KEYS[1]: limiter (its name): the TAT, epoch µs.
+	Limiter string
+}
+
+// Keys returns gcra_reset.lua's KEYS, in order.
+func (a GCRAResetArgs) Keys() []string {
+	keys := make([]string, 0, 1)
+	keys = append(keys, a.Limiter)
+	return keys
+}
+
+// Args returns gcra_reset.lua's ARGV, in order.
+func (a GCRAResetArgs) Args() []any {
+	args := make([]any, 0, 0)
+	return args
+}
+
+// command returns gcra_reset.lua's call as one EVALSHA command (Command).
+func (a GCRAResetArgs) command() Command {
+	c := &struct {
+		a    GCRAResetArgs
+		args [4]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(GCRAReset)
+	args = append(args, &p.Limiter)
+	args[2] = len(args) - 3
+	return Command{Script: GCRAReset, Args: args}
+}
+
+// Reply codes of gcra_reset.lua.
+const (
+	// GCRAResetExisted is the reply code 1: the key existed.
+	GCRAResetExisted = 1
+)
+
+// Run runs gcra_reset.lua with a on r and returns its reply, existed.
+func (a GCRAResetArgs) Run(ctx context.Context, r Runner) (int64, error) {
+	return run(ctx, r, a.command()).Int64()
+}
+
 // GCRATakeArgs are the KEYS and ARGV of gcra_take.lua (script GCRATake).
 type GCRATakeArgs struct {
 	// Limiter is KEYS[1]: limiter (its name): the TAT, epoch µs.

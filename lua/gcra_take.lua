@@ -23,6 +23,9 @@
 -- ARGV[5]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request; unused with ARGV[6] "0")
 -- ARGV[6]  record bool: "1" to record the take under KEYS[2], "0" not to
 --
+-- A key of another type fails with WRONGTYPE, a string that is not a
+-- number with REDISYNC_WRONGTYPE, both before anything is written.
+--
 -- Returns {1, delay, remaining, reset, tat, now} when the n events were
 --         taken, to happen in delay µs (0: now); {0, retry, remaining,
 --         reset, "0", now} when not: they could be in retry µs. remaining:
@@ -50,7 +53,11 @@ if keep then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
 end
-local tat = math.max(tonumber(redis.call('get', KEYS[1]) or '0'), now)
+local cur = redis.call('get', KEYS[1]) or '0'
+if not tonumber(cur) then
+  error({err = 'REDISYNC_WRONGTYPE key ' .. KEYS[1] .. ' holds a string that is not a GCRA arrival time'})
+end
+local tat = math.max(tonumber(cur), now)
 local new = tat + n * em
 local delay = new - burst * em - now
 local longest = ARGV[4] + 0

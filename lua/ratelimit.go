@@ -18,6 +18,8 @@ var (
 	GCRATake = load("gcra_take.lua")
 	// GCRACancel gives back what a reservation took; see gcra_cancel.lua.
 	GCRACancel = load("gcra_cancel.lua", request)
+	// GCRAReset deletes a GCRA limiter's key, refusing one of another type; see gcra_reset.lua.
+	GCRAReset = load("gcra_reset.lua")
 )
 
 // rateHelpers: the rate limiter's grants, settling and expiry

@@ -14,13 +14,22 @@
 -- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[2]  clientID string: this client's id (its keys are deleted even if not registered)
 --
--- Returns 1 when any key existed; 0 otherwise.
+-- Returns 1 when any key existed; 0 otherwise. A key of the limiter's
+-- that holds another type than its layout's (KEYS[1] a hash, KEYS[2] a
+-- string, KEYS[3] a zset, KEYS[6] a set) fails the call with
+-- REDISYNC_WRONGTYPE, deleting nothing.
 --
 -- Reply    existed
 -- Code     Existed = 1: any key existed
 local done = count_replay(KEYS[7], ARGV[1])
 if done then
   return done
+end
+for i, want in pairs({[1] = 'hash', [2] = 'string', [3] = 'zset', [6] = 'set'}) do
+  local got = redis.call('type', KEYS[i])['ok']
+  if got ~= 'none' and got ~= want then
+    error({err = 'REDISYNC_WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. got .. ', not a rate limiter\'s ' .. want})
+  end
 end
 local ids = redis.call('smembers', KEYS[6])
 table.insert(ids, ARGV[2])

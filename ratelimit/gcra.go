@@ -8,6 +8,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -258,12 +259,14 @@ func (g *GCRA) WaitN(ctx context.Context, n int64) (err error) {
 	}
 }
 
-// Reset brings the limiter back to a full burst (deletes its key).
+// Reset brings the limiter back to a full burst (deletes its key). A key
+// of another type is left as it is, and the error wraps
+// redisync.ErrWrongType.
 func (g *GCRA) Reset(ctx context.Context) error {
 	if err := g.h.Check(); err != nil {
 		return err
 	}
-	if err := g.h.C.Redis().Del(ctx, g.h.Name).Err(); err != nil {
+	if _, err := (lua.GCRAResetArgs{Limiter: g.h.Name}).Run(ctx, g.h.C.Direct()); err != nil {
 		return g.fail("reset", err)
 	}
 	return nil
@@ -318,5 +321,5 @@ func (g *GCRA) checkN(n int64) error {
 func (g *GCRA) requestKey() string { return keys.Request(g.h.Name, g.h.C.Requests().ID()) }
 
 func (g *GCRA) fail(op string, err error) error {
-	return fmt.Errorf("%s %q: %s: %w", g.h.Kind, g.h.Name, op, err)
+	return fmt.Errorf("%s %q: %s: %w", g.h.Kind, g.h.Name, op, errs.ReplyError(err))
 }

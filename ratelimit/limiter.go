@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -240,7 +241,7 @@ func (l *Limiter) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s %q: %w", l.h.Kind, l.h.Name, err)
+	return fmt.Errorf("%s %q: %w", l.h.Kind, l.h.Name, errs.ReplyError(err))
 }
 
 // undo reverts an acquisition whose reply was lost: if it took place its
@@ -321,9 +322,10 @@ func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
 // Delete deletes the limiter: its configuration, the Overall budget and
 // the PerClient budgets of every client that used it through redisync
 // (acquired, released or read its permits: each is registered in the set
-// {name}:clients), and reports whether
-// anything existed. PerClient budgets that only Java clients used expire
-// with the keep-alive, or stay, as in Redisson.
+// {name}:clients), and reports whether anything existed. PerClient budgets
+// that only Java clients used expire with the keep-alive, or stay, as in
+// Redisson. When one of the limiter's keys holds another type than its
+// layout's, nothing is deleted and the error wraps redisync.ErrWrongType.
 func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
@@ -373,5 +375,5 @@ func (l *Limiter) requestKey() string { return keys.Request(l.h.Name, l.h.C.Requ
 
 // fail wraps an error of operation op.
 func (l *Limiter) fail(op string, err error) error {
-	return fmt.Errorf("%s %q: %s: %w", l.h.Kind, l.h.Name, op, err)
+	return fmt.Errorf("%s %q: %s: %w", l.h.Kind, l.h.Name, op, errs.ReplyError(err))
 }
