@@ -22,7 +22,10 @@
 --       fencing token (INCR of counter) when fencing == '1', and a re-entry
 --       (count > 1) keeps the hold's token held (a decimal string, "0" for
 --       a hold without one); records "<count>:<token>" under req and
---       returns {1, count, token} (token 0 without fencing)
+--       returns {1, count, token} (token 0 without fencing). The INCR comes
+--       before any write: a counter of another type (WRONGTYPE) or a
+--       string that is not an integer ("ERR value is not an integer")
+--       fails the script with nothing changed.
 --   cancel_holds(hash, prefix, ttl)
 --       for a force unlock, before it deletes the hash: marks the request
 --       key of every owner's fresh hold (prefix .. field, see
@@ -51,14 +54,15 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
 end
 
 local function take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
-  redis.call('hset', hash, field, count)
-  redis.call('pexpire', hash, lease)
   local token = 0
   if tonumber(count) > 1 then
     token = tonumber(held) or 0 -- a re-entry keeps the hold's token
   elseif fencing == '1' then
+    -- first: a counter of another type fails here, before any write
     token = redis.call('incr', counter)
   end
+  redis.call('hset', hash, field, count)
+  redis.call('pexpire', hash, lease)
   record(req, count .. ':' .. token, deadline)
   return {1, count, token}
 end
