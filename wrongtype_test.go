@@ -73,6 +73,7 @@ func TestWrongType(t *testing.T) {
 			{kind + " owner Lock", func(ctx context.Context, n string) error { return mk(n).Lock(owner) }},
 			{kind + " TryLock", func(ctx context.Context, n string) error { return err1(mk(n).TryLock(ctx, 0)) }},
 			{kind + " HoldCount", func(ctx context.Context, n string) error { return err1(mk(n).HoldCount(owner)) }},
+			{kind + " ForceUnlock", func(ctx context.Context, n string) error { return err1(mk(n).ForceUnlock(ctx)) }},
 		}
 	}
 	var ops []op
@@ -86,12 +87,14 @@ func TestWrongType(t *testing.T) {
 		op{"rwlock owner Lock", func(ctx context.Context, n string) error { return rwlock.New(c, n).Lock(owner) }},
 		op{"rwlock ReadHoldCount", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).ReadHoldCount(owner)) }},
 		op{"rwlock WriteHoldCount", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).WriteHoldCount(owner)) }},
+		op{"rwlock ForceUnlock", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).ForceUnlock(ctx)) }},
 		op{"semaphore TryAcquire", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).TryAcquire(ctx, 1, 0)) }},
 		op{"semaphore Release", func(ctx context.Context, n string) error { return semaphore.New(c, n).Release(ctx, 1) }},
 		op{"semaphore TrySetPermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).TrySetPermits(ctx, 1)) }},
 		op{"semaphore AddPermits", func(ctx context.Context, n string) error { return semaphore.New(c, n).AddPermits(ctx, 1) }},
 		op{"semaphore AvailablePermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).AvailablePermits(ctx)) }},
 		op{"semaphore DrainPermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).DrainPermits(ctx)) }},
+		op{"semaphore Delete", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).Delete(ctx)) }},
 		op{"expirable TryAcquire", func(ctx context.Context, n string) error {
 			return err2(semaphore.NewExpirable(c, n).TryAcquire(ctx, 0, time.Minute))
 		}},
@@ -104,10 +107,12 @@ func TestWrongType(t *testing.T) {
 			return err1(semaphore.NewExpirable(c, n).AvailablePermits(ctx))
 		}},
 		op{"expirable Permits", func(ctx context.Context, n string) error { return err1(semaphore.NewExpirable(c, n).Permits(ctx)) }},
+		op{"expirable Delete", func(ctx context.Context, n string) error { return err1(semaphore.NewExpirable(c, n).Delete(ctx)) }},
 		op{"latch TrySetCount", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).TrySetCount(ctx, 1)) }},
 		op{"latch CountDown", func(ctx context.Context, n string) error { return countdown.New(c, n).CountDown(ctx) }},
 		op{"latch Count", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).Count(ctx)) }},
 		op{"latch TryWait", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).TryWait(ctx, 0)) }},
+		op{"latch Delete", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).Delete(ctx)) }},
 	)
 	// Keys of the wrong type: for the locks a string and a list; for the
 	// string-based primitives a hash and a string that is not a number.

@@ -26,13 +26,18 @@
 --       before any write: a counter of another type (WRONGTYPE) or a
 --       string that is not an integer ("ERR value is not an integer")
 --       fails the script with nothing changed.
+--   lock_exists(hash)
+--       for a force unlock, before it writes anything: true when hash is a
+--       hash, false when it does not exist; raises the error reply
+--       "REDISYNC_WRONGTYPE ..." (the client's ErrWrongType) when it holds
+--       another type, which is no lock and is left as it is
 --   cancel_holds(hash, prefix, ttl)
---       for a force unlock, before it deletes the hash: marks the request
---       key of every owner's fresh hold (prefix .. field, see
---       lock_acquire_fresh) "cancelled" for ttl milliseconds, so that a copy
---       of a fresh hold's acquisition still in flight does nothing. The
---       fields of other holds (context owners, Redisson clients) get a mark
---       nobody reads, which expires. Does nothing when hash is no hash.
+--       for a force unlock, before it deletes the hash (which lock_exists
+--       found): marks the request key of every owner's fresh hold (prefix
+--       .. field, see lock_acquire_fresh) "cancelled" for ttl milliseconds,
+--       so that a copy of a fresh hold's acquisition still in flight does
+--       nothing. The fields of other holds (context owners, Redisson
+--       clients) get a mark nobody reads, which expires.
 local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   local replay = release_replay(req, acq, undo, deadline)
   if replay then
@@ -68,10 +73,17 @@ local function take_hold(hash, field, count, lease, fencing, counter, req, deadl
 end
 
 
-local function cancel_holds(hash, prefix, ttl)
-  if redis.call('type', hash)['ok'] ~= 'hash' then
-    return
+local function lock_exists(hash)
+  local t = redis.call('type', hash)['ok']
+  if t == 'hash' then
+    return true
+  elseif t ~= 'none' then
+    error({err = 'REDISYNC_WRONGTYPE key ' .. hash .. ' holds a ' .. t .. ', not a lock hash: not deleted'})
   end
+  return false
+end
+
+local function cancel_holds(hash, prefix, ttl)
   for _, f in ipairs(redis.call('hkeys', hash)) do
     redis.call('set', prefix .. f, 'cancelled', 'px', ttl)
   end
