@@ -224,7 +224,9 @@ func (h *handle) Unlock(ctx context.Context) error { return h.e.Release(ctx, h.s
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
 // reports whether the lock existed. Holders in this process see their hold
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
-// renews, or when they unlock (ErrNotHeld).
+// renews, or when they unlock (ErrNotHeld). A key of another type than a
+// hash is no lock: ForceUnlock returns an error wrapping
+// redisync.ErrWrongType and deletes nothing.
 func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := h.e.Check(); err != nil {
 		return false, err
