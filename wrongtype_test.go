@@ -74,6 +74,8 @@ func TestWrongType(t *testing.T) {
 			{kind + " TryLock", func(ctx context.Context, n string) error { return err1(mk(n).TryLock(ctx, 0)) }},
 			{kind + " HoldCount", func(ctx context.Context, n string) error { return err1(mk(n).HoldCount(owner)) }},
 			{kind + " ForceUnlock", func(ctx context.Context, n string) error { return err1(mk(n).ForceUnlock(ctx)) }},
+			{kind + " IsLocked", func(ctx context.Context, n string) error { return err1(mk(n).IsLocked(ctx)) }},
+			{kind + " TTL", func(ctx context.Context, n string) error { return err1(mk(n).TTL(ctx)) }},
 		}
 	}
 	var ops []op
@@ -88,6 +90,8 @@ func TestWrongType(t *testing.T) {
 		op{"rwlock ReadHoldCount", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).ReadHoldCount(owner)) }},
 		op{"rwlock WriteHoldCount", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).WriteHoldCount(owner)) }},
 		op{"rwlock ForceUnlock", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).ForceUnlock(ctx)) }},
+		op{"rwlock IsReadLocked", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).IsReadLocked(ctx)) }},
+		op{"rwlock IsWriteLocked", func(ctx context.Context, n string) error { return err1(rwlock.New(c, n).IsWriteLocked(ctx)) }},
 		op{"semaphore TryAcquire", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).TryAcquire(ctx, 1, 0)) }},
 		op{"semaphore Release", func(ctx context.Context, n string) error { return semaphore.New(c, n).Release(ctx, 1) }},
 		op{"semaphore TrySetPermits", func(ctx context.Context, n string) error { return err1(semaphore.New(c, n).TrySetPermits(ctx, 1)) }},
@@ -107,6 +111,9 @@ func TestWrongType(t *testing.T) {
 			return err1(semaphore.NewExpirable(c, n).AvailablePermits(ctx))
 		}},
 		op{"expirable Permits", func(ctx context.Context, n string) error { return err1(semaphore.NewExpirable(c, n).Permits(ctx)) }},
+		op{"expirable AcquiredPermits", func(ctx context.Context, n string) error {
+			return err1(semaphore.NewExpirable(c, n).AcquiredPermits(ctx))
+		}},
 		op{"expirable Delete", func(ctx context.Context, n string) error { return err1(semaphore.NewExpirable(c, n).Delete(ctx)) }},
 		op{"latch TrySetCount", func(ctx context.Context, n string) error { return err1(countdown.New(c, n).TrySetCount(ctx, 1)) }},
 		op{"latch CountDown", func(ctx context.Context, n string) error { return countdown.New(c, n).CountDown(ctx) }},
