@@ -94,8 +94,10 @@
 //
 // A key that holds another type than the primitive's layout (a list where a
 // lock's hash belongs, a hash or a string that is not a number where a
-// semaphore's or a latch's count belongs) gives an error wrapping
-// ErrWrongType, never a raw script error, and the call changes nothing. A
+// semaphore's or a latch's count or a fenced lock's counter belongs) gives
+// an error wrapping ErrWrongType, never a raw script error, and the call
+// changes nothing: queries (IsLocked, TTL, ...), ForceUnlock and Delete
+// included, which neither report such a key as a lock nor delete it. A
 // Client whose id (WithID) another live Client uses fails with
 // ErrDuplicateID.
 //

@@ -268,7 +268,8 @@ func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
 // Delete deletes the latch whatever its count, which opens it: its waiters
 // are woken and return. It reports whether the latch was set. A call
 // re-sent by go-redis after a lost reply is applied once and reports what
-// the first run did.
+// the first run did. A key of another type (not a string holding a count)
+// gives an error wrapping redisync.ErrWrongType and is not deleted.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err

@@ -3003,7 +3003,7 @@ func (a SemaphoreAddArgs) Run(ctx context.Context, r Runner) (int64, error) {
 type SemaphoreDeleteArgs struct {
 	// Request is KEYS[1]: request key of this call.
 	Request string
-	// Deleted is KEYS[2..]: the keys to delete.
+	// Deleted is KEYS[2..]: the keys to delete: the count (a string), then, for the permit-expirable semaphore, the zset of acquired permits.
 	Deleted []string
 	// Deadline is ARGV[1]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64

@@ -7,5 +7,5 @@ var (
 	// LatchCountDown counts a latch down by one; see latch_count_down.lua.
 	LatchCountDown = load("latch_count_down.lua", types, request)
 	// LatchDelete deletes a latch; see latch_delete.lua.
-	LatchDelete = load("latch_delete.lua", request)
+	LatchDelete = load("latch_delete.lua", types, request)
 )

@@ -36,8 +36,12 @@
 // after a write: Redis answers WRONGTYPE at the first command on such a key,
 // which every script reads before it writes, and the semaphores' and the
 // latch's scripts read their string through prelude_types.lua, which
-// answers REDISYNC_WRONGTYPE for a string that is not a number. The client
-// maps both to redisync.ErrWrongType (internal/core/errs.ReplyError).
+// answers REDISYNC_WRONGTYPE for a string that is not a number. A fenced
+// lock's acquisitions take their token (INCR of the counter) before they
+// write the lock, or check the counter first where other writes come
+// earlier (fair_acquire.lua, lock_handoff.lua). The client maps these
+// replies, and INCR's "ERR value is not an integer", to
+// redisync.ErrWrongType (internal/core/errs.ReplyError).
 //
 // A re-entry of a lock (lock_acquire.lua, fair_acquire.lua; hold count
 // above 1) never increments the fencing counter: it records and returns the

@@ -4,7 +4,7 @@ package lua
 // hash and owner fields), so the watchdog renews them with RenewLock.
 var (
 	// FairAcquire takes a fair lock or queues for it; see fair_acquire.lua.
-	FairAcquire = load("fair_acquire.lua", request, lockHelpers, fairHelpers)
+	FairAcquire = load("fair_acquire.lua", types, request, lockHelpers, fairHelpers)
 	// FairRelease releases one hold of a fair lock, or undoes a lost
 	// acquisition, and wakes the head of the queue; see fair_release.lua.
 	FairRelease = load("fair_release.lua", request, lockHelpers, fairHelpers)

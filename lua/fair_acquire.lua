@@ -45,6 +45,11 @@
 --         {0, -3} when this request was cancelled (fair_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 hold gone (lost): the owner is not queued.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when a fenced acquisition that would start a hold finds the
+--         fencing counter KEYS[6] holding another type than an integer
+--         string: checked first, so nothing changed (no waiter dropped, no
+--         queue entry).
 --
 -- Reply    {code, value, [fence]}
 -- Code     Acquired = 1: the hold was taken; Value is the hold count
@@ -58,6 +63,9 @@ if replay then
 end
 local owner = ARGV[2]
 local count = ARGV[5] + 0
+if count == 1 and ARGV[4] == '1' then
+  number_at(KEYS[6]) -- before any write: take_hold's INCR comes after the queue's changes
+end
 local now = fair_now()
 local pruned = fair_prune(KEYS[2], KEYS[3], now)
 local free = redis.call('exists', KEYS[1]) == 0

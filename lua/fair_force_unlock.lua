@@ -3,7 +3,10 @@
 -- owner then at the head (if any), so that it takes the lock at once. The
 -- head is told even when the lock did not exist (say, deleted from outside).
 -- The request keys of fresh holds (a Lock of the same name) are marked
--- first, as lock_force_unlock does (cancel_holds).
+-- first, as lock_force_unlock does (cancel_holds). A lock key of another
+-- type than a hash is refused (REDISYNC_WRONGTYPE, from lock_exists), and
+-- so is a queue or timeouts key of another type (WRONGTYPE at fair_prune's
+-- first read of it), before anything is written.
 --
 -- KEYS[1]  lock: lock hash
 -- KEYS[2]  queue: queue list (redisson_lock_queue:{name})
@@ -19,12 +22,22 @@
 --          ARGV[5])
 --
 -- Returns 1 when the lock existed, 0 otherwise.
+--         An error reply (REDISYNC_WRONGTYPE, WRONGTYPE) when a key holds
+--         another type than the fair lock's layout: nothing changed.
 --
 -- Reply    existed
 -- Code     Existed = 1: the lock existed
 refuse_late(ARGV[2])
-cancel_holds(KEYS[1], ARGV[3], ARGV[4])
-local existed = redis.call('del', KEYS[1])
+local existed = lock_exists(KEYS[1])
+-- the dead waiters go first: fair_prune reads the queue (and the head's
+-- deadline) before it writes, so a queue of another type fails here
 fair_prune(KEYS[2], KEYS[3], fair_now())
+if existed then
+  cancel_holds(KEYS[1], ARGV[3], ARGV[4])
+  redis.call('del', KEYS[1])
+end
 fair_notify(KEYS[2], KEYS[4], ARGV[1])
-return existed
+if existed then
+  return 1
+end
+return 0

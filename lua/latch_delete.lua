@@ -18,6 +18,8 @@
 --          latch_try_set_count.lua)
 --
 -- Returns 1 when the latch existed, 0 otherwise.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE from prelude_types)
+--         when KEYS[1] is not a string holding a number: nothing changed.
 --
 -- Reply    existed
 -- Code     Existed = 1: the latch existed
@@ -25,6 +27,7 @@ local replay = count_replay(KEYS[2], ARGV[1])
 if replay then
   return replay
 end
+number_at(KEYS[1])
 local res = redis.call('del', KEYS[1])
 if res == 1 and ARGV[3] ~= '' then
   redis.call(ARGV[3], KEYS[3] or ARGV[4], ARGV[2])

@@ -25,6 +25,9 @@
 --         {0, -3} when this request was cancelled (lock_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 hold gone (lost): nothing changed.
+--         An error reply (WRONGTYPE, or "ERR value is not an integer") when
+--         the fencing counter KEYS[3] holds another type: nothing changed
+--         (take_hold increments it before it writes).
 --
 -- Reply    {code, value, [fence]}
 -- Code     Acquired = 1: the hold was taken; Value is the hold count

@@ -51,6 +51,8 @@
 --         {0, pttl} when another owner holds it (pttl -1: no expiry);
 --         {0, -3} when the hold was released, undone or force-unlocked
 --                 already (a late copy): nothing changed.
+--         An error reply (WRONGTYPE, or "ERR value is not an integer") when
+--         the fencing counter KEYS[3] holds another type: nothing changed.
 --
 -- Reply    {code, value, [fence]}
 -- Code     Acquired = 1: the hold was taken
@@ -64,12 +66,14 @@ if redis.call('exists', hash, req) == 0 then
   if left < 0 then
     error({err = 'REDISYNC_LATE request delivered after its deadline: not applied'})
   end
-  redis.call('hset', hash, field, '1')
-  redis.call('pexpire', hash, ARGV[1])
   local token = 0
   if ARGV[4] == '1' then
+    -- before any write: a counter of another type fails here, with
+    -- nothing changed
     token = redis.call('incr', KEYS[3])
   end
+  redis.call('hset', hash, field, '1')
+  redis.call('pexpire', hash, ARGV[1])
   if ARGV[1] - 1000 < left then
     -- the lease may end before the deadline
     redis.call('set', req, '1:' .. token, 'px', left + 1000)

@@ -1,6 +1,8 @@
 -- lock_force_unlock: delete a lock whoever holds it and wake its waiters.
 -- The request keys of fresh holds are marked first (cancel_holds), so that
 -- a copy of their acquisition still in flight does not take the lock again.
+-- A key of another type than a hash is no lock: it is refused
+-- (REDISYNC_WRONGTYPE, from lock_exists) and left as it is.
 --
 -- KEYS[1]  lock: lock hash
 -- KEYS[2]  channel: lock channel
@@ -15,13 +17,16 @@
 --          any acquisition sent before now
 --
 -- Returns 1 when the lock existed, 0 otherwise.
+--         An error reply (REDISYNC_WRONGTYPE) when KEYS[1] holds another
+--         type than a hash: nothing changed.
 --
 -- Reply    existed
 -- Code     Existed = 1: the lock existed
 refuse_late(ARGV[3])
-cancel_holds(KEYS[1], ARGV[4], ARGV[5])
-if redis.call('del', KEYS[1]) == 1 then
-  redis.call(ARGV[2], KEYS[2], ARGV[1])
-  return 1
+if not lock_exists(KEYS[1]) then
+  return 0
 end
-return 0
+cancel_holds(KEYS[1], ARGV[4], ARGV[5])
+redis.call('del', KEYS[1])
+redis.call(ARGV[2], KEYS[2], ARGV[1])
+return 1

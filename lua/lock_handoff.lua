@@ -37,12 +37,25 @@
 --         lock was released instead, and its waiters woken;
 --         {-1, 0, 0} when the releasing owner does not hold the lock:
 --         nothing changed.
+--         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE) when the lock is
+--         fenced and its counter KEYS[5] holds another type than an integer
+--         string: checked first, so nothing changed.
 --
 -- Reply    {remaining, acquired, fence}
 -- Code     NotHeld = -1: Remaining when the releasing owner does not hold the lock
 -- Code     HandedOver = 1: Acquired when the next owner took the lock
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, ARGV[2] + 0)
+if ARGV[6] == '1' then
+  -- the counter is read before the release writes: one of another type
+  -- (WRONGTYPE at the GET) or a string that INCR would refuse fails here,
+  -- with nothing changed (prelude_types' number_at, written out: this
+  -- script loads no prelude)
+  local v = redis.call('get', KEYS[5])
+  if v and not string.match(v, '^%-?%d+$') then
+    error({err = 'REDISYNC_WRONGTYPE key ' .. KEYS[5] .. ' holds a string that is not an integer'})
+  end
+end
 if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then
   if redis.call('get', from) ~= 'released' then
     return {-1, 0, 0}

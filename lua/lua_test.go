@@ -67,10 +67,11 @@ func TestPreludeComposed(t *testing.T) {
 	for _, m := range defined.FindAllStringSubmatch(strings.TrimSuffix(src, own), -1) {
 		names = append(names, m[1])
 	}
-	// latch_delete calls count_replay and record; count_replay uses replay,
+	// latch_delete calls number_at (prelude_types, first), which uses
+	// wrong_type, then count_replay and record; count_replay uses replay,
 	// which uses recorded and refuse_late; these share request_now and the
 	// deadline's figures.
-	assert.Equal(t, []string{"request_now", "request_deadline", "request_left", "recorded", "refuse_late", "record", "replay", "count_replay"}, names)
+	assert.Equal(t, []string{"wrong_type", "number_at", "request_now", "request_deadline", "request_left", "recorded", "refuse_late", "record", "replay", "count_replay"}, names)
 	prelude, ok := lua.Source("prelude_request.lua")
 	require.True(t, ok)
 	assert.NotContains(t, src, header(prelude))

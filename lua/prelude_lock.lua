@@ -22,14 +22,22 @@
 --       fencing token (INCR of counter) when fencing == '1', and a re-entry
 --       (count > 1) keeps the hold's token held (a decimal string, "0" for
 --       a hold without one); records "<count>:<token>" under req and
---       returns {1, count, token} (token 0 without fencing)
+--       returns {1, count, token} (token 0 without fencing). The INCR comes
+--       before any write: a counter of another type (WRONGTYPE) or a
+--       string that is not an integer ("ERR value is not an integer")
+--       fails the script with nothing changed.
+--   lock_exists(hash)
+--       for a force unlock, before it writes anything: true when hash is a
+--       hash, false when it does not exist; raises the error reply
+--       "REDISYNC_WRONGTYPE ..." (the client's ErrWrongType) when it holds
+--       another type, which is no lock and is left as it is
 --   cancel_holds(hash, prefix, ttl)
---       for a force unlock, before it deletes the hash: marks the request
---       key of every owner's fresh hold (prefix .. field, see
---       lock_acquire_fresh) "cancelled" for ttl milliseconds, so that a copy
---       of a fresh hold's acquisition still in flight does nothing. The
---       fields of other holds (context owners, Redisson clients) get a mark
---       nobody reads, which expires. Does nothing when hash is no hash.
+--       for a force unlock, before it deletes the hash (which lock_exists
+--       found): marks the request key of every owner's fresh hold (prefix
+--       .. field, see lock_acquire_fresh) "cancelled" for ttl milliseconds,
+--       so that a copy of a fresh hold's acquisition still in flight does
+--       nothing. The fields of other holds (context owners, Redisson
+--       clients) get a mark nobody reads, which expires.
 local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   local replay = release_replay(req, acq, undo, deadline)
   if replay then
@@ -51,23 +59,31 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
 end
 
 local function take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
-  redis.call('hset', hash, field, count)
-  redis.call('pexpire', hash, lease)
   local token = 0
   if tonumber(count) > 1 then
     token = tonumber(held) or 0 -- a re-entry keeps the hold's token
   elseif fencing == '1' then
+    -- first: a counter of another type fails here, before any write
     token = redis.call('incr', counter)
   end
+  redis.call('hset', hash, field, count)
+  redis.call('pexpire', hash, lease)
   record(req, count .. ':' .. token, deadline)
   return {1, count, token}
 end
 
 
-local function cancel_holds(hash, prefix, ttl)
-  if redis.call('type', hash)['ok'] ~= 'hash' then
-    return
+local function lock_exists(hash)
+  local t = redis.call('type', hash)['ok']
+  if t == 'hash' then
+    return true
+  elseif t ~= 'none' then
+    error({err = 'REDISYNC_WRONGTYPE key ' .. hash .. ' holds a ' .. t .. ', not a lock hash: not deleted'})
   end
+  return false
+end
+
+local function cancel_holds(hash, prefix, ttl)
   for _, f in ipairs(redis.call('hkeys', hash)) do
     redis.call('set', prefix .. f, 'cancelled', 'px', ttl)
   end

@@ -16,7 +16,7 @@ var (
 	// SemaphoreDrain takes every available permit of a counted semaphore; see semaphore_drain.lua.
 	SemaphoreDrain = load("semaphore_drain.lua", types, request)
 	// SemaphoreDelete deletes a semaphore's keys (both kinds); see semaphore_delete.lua.
-	SemaphoreDelete = load("semaphore_delete.lua", request)
+	SemaphoreDelete = load("semaphore_delete.lua", types, request)
 
 	// SemaphorePermitAcquire takes n expirable permits; see semaphore_permit_acquire.lua.
 	SemaphorePermitAcquire = load("semaphore_permit_acquire.lua", types, request, permits)

@@ -224,7 +224,9 @@ func (h *handle) Unlock(ctx context.Context) error { return h.e.Release(ctx, h.s
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
 // reports whether the lock existed. Holders in this process see their hold
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
-// renews, or when they unlock (ErrNotHeld).
+// renews, or when they unlock (ErrNotHeld). A key of another type than a
+// hash is no lock: ForceUnlock returns an error wrapping
+// redisync.ErrWrongType and deletes nothing.
 func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := h.e.Check(); err != nil {
 		return false, err
@@ -243,16 +245,19 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	return n == lua.LockForceUnlockExisted, nil
 }
 
-// IsLocked reports whether any owner holds the lock.
+// IsLocked reports whether any owner holds the lock. A key of another
+// type than a hash gives an error wrapping redisync.ErrWrongType.
 func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	if err := h.e.Check(); err != nil {
 		return false, err
 	}
-	n, err := h.e.C.Redis().Exists(ctx, h.e.Name).Result()
+	// HLEN rather than EXISTS: a lock hash always has a field, and a key
+	// of another type answers WRONGTYPE.
+	n, err := h.e.C.Redis().HLen(ctx, h.e.Name).Result()
 	if err != nil {
 		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
-	return n == 1, nil
+	return n > 0, nil
 }
 
 // IsHeld reports whether the caller's owner (the context's, else the
@@ -280,15 +285,25 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 }
 
 // TTL returns the lock's remaining lease: 0 when the lock does not exist,
-// -1ns when it exists without an expiry (which redisync never sets).
+// -1ns when it exists without an expiry (which redisync never sets). A key
+// of another type than a hash gives an error wrapping
+// redisync.ErrWrongType.
 func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	if err := h.e.Check(); err != nil {
 		return 0, err
 	}
-	d, err := h.e.C.Redis().PTTL(ctx, h.e.Name).Result()
+	// PTTL answers for a key of any type; HLEN, in the same round trip,
+	// answers WRONGTYPE for one that is no hash.
+	var pttl *redis.DurationCmd
+	_, err := h.e.C.Redis().Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HLen(ctx, h.e.Name)
+		pttl = p.PTTL(ctx, h.e.Name)
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
+	d := pttl.Val()
 	switch {
 	case d == -2 || d == -2*time.Millisecond:
 		return 0, nil

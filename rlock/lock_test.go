@@ -840,3 +840,26 @@ func TestWatchdogBatches(t *testing.T) {
 	}
 	assert.Equal(t, 0, wd().Holds)
 }
+
+// Regression (issue 25): an Unlock through a handle that took nothing
+// without a context owner read `rlock "x": side not locked through this
+// handle`; a lock has no sides.
+func TestUnlockNotLockedWording(t *testing.T) {
+	ctx := context.Background()
+	c := clienttest.New(t, redistest.Shared(t).Client(t))
+	for _, tc := range []struct {
+		kind string // as errors name it
+		l    interface {
+			redisync.Locker
+			Name() string
+		}
+	}{
+		{"rlock", rlock.New(c, redistest.Key(t))},
+		{"fair lock", rlock.NewFair(c, redistest.Key(t))},
+		{"spin lock", rlock.NewSpin(c, redistest.Key(t))},
+	} {
+		err := tc.l.Unlock(ctx)
+		require.ErrorIs(t, err, redisync.ErrNotHeld, tc.kind)
+		assert.Equal(t, tc.kind+` "`+tc.l.Name()+`": not locked through this handle: redisync: not held`, err.Error())
+	}
+}

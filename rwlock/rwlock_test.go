@@ -1123,3 +1123,17 @@ func TestExpiredReaderBesideLive(t *testing.T) {
 	require.NoError(t, short.RUnlock(ctx))
 	require.NoError(t, live.RUnlock(lctx))
 }
+
+// Regression (issue 25): an unlock through a handle that took nothing
+// without a context owner names the side as other not-held errors do
+// ("read side, ", "write side, ").
+func TestUnlockNotLockedWording(t *testing.T) {
+	ctx := context.Background()
+	rw := rwlock.New(clienttest.Shared(t), redistest.Key(t))
+	err := rw.RUnlock(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotHeld)
+	assert.Equal(t, `rwlock "`+rw.Name()+`": read side, not locked through this handle: redisync: not held`, err.Error())
+	err = rw.Unlock(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotHeld)
+	assert.Equal(t, `rwlock "`+rw.Name()+`": write side, not locked through this handle: redisync: not held`, err.Error())
+}

@@ -486,7 +486,9 @@ func (s *ExpirableSemaphore) Permits(ctx context.Context) (int64, error) {
 // Delete deletes the semaphore, its available count and its acquired
 // permits, and reports whether it existed. Afterwards it has no permits, as
 // if never set; releasing a permit acquired before fails with
-// redisync.ErrNotHeld.
+// redisync.ErrNotHeld. A key of another type than the layout (the count a
+// string holding a number, the acquired permits a zset) gives an error
+// wrapping redisync.ErrWrongType, and nothing is deleted.
 func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
 	return s.del(ctx, s.h.Name, keys.SemaphoreTimeouts(s.h.Name))
 }

@@ -272,7 +272,9 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 }
 
 // Delete deletes the semaphore and reports whether it existed. Afterwards it
-// has no permits, as if never set; waiters keep waiting.
+// has no permits, as if never set; waiters keep waiting. A key of another
+// type (not a string holding a count) gives an error wrapping
+// redisync.ErrWrongType and is not deleted.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	return s.del(ctx, s.h.Name)
 }

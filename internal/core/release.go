@@ -24,13 +24,13 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	base := l.op(s, token)
 	if !own {
 		if !l.gate.Holds(s.Shared) {
-			return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, errs.ErrNotHeld))
+			return l.fail(s, fmt.Errorf("%snot locked through this handle: %w", s.sideOf(), errs.ErrNotHeld))
 		}
 		defer l.gate.Leave(s.Shared)
 		if s.Fresh {
 			// The hold the handle took without a context owner.
 			if base = l.freshHold(); base.Owner == "" {
-				return l.fail(s, fmt.Errorf("%sside not locked through this handle: %w", s.What, errs.ErrNotHeld))
+				return l.fail(s, fmt.Errorf("%snot locked through this handle: %w", s.sideOf(), errs.ErrNotHeld))
 			}
 		}
 	}
