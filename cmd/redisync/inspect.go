@@ -39,7 +39,8 @@ const maxReadHolds = 1000
 type Report struct {
 	Name string `json:"name"`
 	// Type is lock, fair_lock, rwlock, semaphore, expirable_semaphore,
-	// latch or rate_limiter; none when nothing is stored under the name
+	// latch, rate_limiter or gcra (only with -type gcra: its key is a
+	// plain string); none when nothing is stored under the name
 	// (then Exists is false and inspect exits with status 1).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
