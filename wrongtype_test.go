@@ -2,13 +2,10 @@ package redisync_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,26 +17,6 @@ import (
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
 )
-
-// snapshot returns every key of the server whose name holds name, with its
-// type and DUMP, sorted: what a call that must change nothing leaves as it
-// found.
-func snapshot(t *testing.T, rdb *redis.Client, name string) []string {
-	t.Helper()
-	ctx := context.Background()
-	ks, err := rdb.Keys(ctx, "*"+name+"*").Result()
-	require.NoError(t, err)
-	var out []string
-	for _, k := range ks {
-		typ, err := rdb.Type(ctx, k).Result()
-		require.NoError(t, err)
-		dump, err := rdb.Dump(ctx, k).Result()
-		require.NoError(t, err)
-		out = append(out, fmt.Sprintf("%s %s %x", k, typ, dump))
-	}
-	sort.Strings(out)
-	return out
-}
 
 // lockKind is what TestWrongType runs on each kind of lock of package rlock.
 type lockKind interface {
@@ -138,13 +115,13 @@ func TestWrongType(t *testing.T) {
 				defer cancel()
 				name := redistest.Key(t)
 				require.NoError(t, setup(ctx, name))
-				before := snapshot(t, rdb, name)
+				before := redistest.Snapshot(t, rdb, name)
 				err := o.run(ctx, name)
 				require.Error(t, err)
 				assert.ErrorIs(t, err, redisync.ErrWrongType)
 				assert.NotContains(t, err.Error(), "script")
 				assert.NotContains(t, err.Error(), "attempt to")
-				assert.Equal(t, before, snapshot(t, rdb, name), "nothing changed")
+				assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "nothing changed")
 			})
 		}
 	}
@@ -175,12 +152,12 @@ func TestWrongType(t *testing.T) {
 				defer cancel()
 				name := redistest.Key(t)
 				require.NoError(t, setup(ctx, "redisson_lock_token:{"+name+"}"))
-				before := snapshot(t, rdb, name)
+				before := redistest.Snapshot(t, rdb, name)
 				err := o.run(ctx, name)
 				require.Error(t, err)
 				assert.ErrorIs(t, err, redisync.ErrWrongType)
 				assert.NotContains(t, err.Error(), "script")
-				assert.Equal(t, before, snapshot(t, rdb, name), "nothing changed")
+				assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "nothing changed")
 				assert.Zero(t, rdb.Exists(ctx, name).Val(), "no lock hash left behind")
 			})
 		}

@@ -2,8 +2,6 @@ package lua_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 )
-
-// dumpKeys returns every key whose name holds name, with its type, DUMP
-// and whether it has a TTL, sorted: what a script that must change
-// nothing leaves as it found.
-func dumpKeys(t *testing.T, rdb *redis.Client, name string) []string {
-	t.Helper()
-	ctx := context.Background()
-	ks, err := rdb.Keys(ctx, "*"+name+"*").Result()
-	require.NoError(t, err)
-	var out []string
-	for _, k := range ks {
-		typ := rdb.Type(ctx, k).Val()
-		dump := rdb.Dump(ctx, k).Val()
-		out = append(out, fmt.Sprintf("%s %s %x %v", k, typ, dump, rdb.PTTL(ctx, k).Val() > 0))
-	}
-	sort.Strings(out)
-	return out
-}
 
 // serverMillis is the server's clock in epoch milliseconds.
 func serverMillis(t *testing.T, rdb *redis.Client) int64 {
@@ -64,7 +44,7 @@ func TestFencingCounterOfAnotherTypeChangesNothing(t *testing.T) {
 			require.NoError(t, rdb.HSet(ctx, name, "c:1", "1").Err())
 			require.NoError(t, rdb.PExpire(ctx, name, time.Minute).Err())
 			prefix := "req:{" + name + "}:"
-			before := dumpKeys(t, rdb, name)
+			before := redistest.Snapshot(t, rdb, name)
 			_, err := lua.LockHandoffArgs{Lock: name, Request: prefix + "c:1", NextRequest: prefix + "c:2",
 				Channel: "redisson_lock__channel:{" + name + "}", Counter: counter,
 				FieldAt: int64(len(prefix) + 1), NextFieldAt: int64(len(prefix) + 1),
@@ -72,7 +52,7 @@ func TestFencingCounterOfAnotherTypeChangesNothing(t *testing.T) {
 				Fenced: true, Publish: "publish"}.Run(ctx, lua.Direct{Client: rdb})
 			require.Error(t, err)
 			assert.Regexp(t, `^(WRONGTYPE|REDISYNC_WRONGTYPE)`, err.Error())
-			assert.Equal(t, before, dumpKeys(t, rdb, name), "nothing changed: the first hold is still there")
+			assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "nothing changed: the first hold is still there")
 		})
 		t.Run("fair acquire with a "+kind+" counter", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -87,14 +67,14 @@ func TestFencingCounterOfAnotherTypeChangesNothing(t *testing.T) {
 			require.NoError(t, rdb.RPush(ctx, queue, "c:dead", "c:1").Err())
 			require.NoError(t, rdb.ZAdd(ctx, timeouts, redis.Z{Score: 1, Member: "c:dead"},
 				redis.Z{Score: float64(serverMillis(t, rdb) + 60000), Member: "c:1"}).Err())
-			before := dumpKeys(t, rdb, name)
+			before := redistest.Snapshot(t, rdb, name)
 			_, err := lua.FairAcquireArgs{Lock: name, Queue: queue, Timeouts: timeouts,
 				ChannelPrefix: "redisson_lock__channel:{" + name + "}", Request: "req:{" + name + "}:1", Counter: counter,
 				LeaseMillis: 30000, Field: "c:1", Deadline: serverMillis(t, rdb) + 60000, Fenced: true, Count: 1,
 				WaiterTimeoutMillis: 5000, Publish: "publish"}.Run(ctx, lua.Direct{Client: rdb})
 			require.Error(t, err)
 			assert.Regexp(t, `^(WRONGTYPE|REDISYNC_WRONGTYPE)`, err.Error())
-			assert.Equal(t, before, dumpKeys(t, rdb, name), "nothing changed: no waiter dropped, no lock taken")
+			assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "nothing changed: no waiter dropped, no lock taken")
 		})
 	}
 }

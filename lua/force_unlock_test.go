@@ -24,12 +24,12 @@ func TestFairForceUnlockQueueOfAnotherTypeChangesNothing(t *testing.T) {
 	require.NoError(t, rdb.HSet(ctx, name, "c:1", "1").Err())
 	require.NoError(t, rdb.PExpire(ctx, name, time.Minute).Err())
 	require.NoError(t, rdb.Set(ctx, queue, "not a queue", 0).Err())
-	before := dumpKeys(t, rdb, name)
+	before := redistest.Snapshot(t, rdb, name)
 	_, err := lua.FairForceUnlockArgs{Lock: name, Queue: queue, Timeouts: timeouts,
 		ChannelPrefix: "redisson_lock__channel:{" + name + "}", Publish: "publish",
 		Deadline: serverMillis(t, rdb) + 60000, RequestPrefix: "req:{" + name + "}:", MarkTTLMillis: 60000,
 	}.Run(ctx, lua.Direct{Client: rdb})
 	require.Error(t, err)
 	assert.Regexp(t, `^WRONGTYPE`, err.Error())
-	assert.Equal(t, before, dumpKeys(t, rdb, name), "nothing changed: the lock is still there")
+	assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "nothing changed: the lock is still there")
 }

@@ -2,12 +2,9 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,25 +13,6 @@ import (
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 )
-
-// keysOf returns every key whose name holds name, with its type and DUMP,
-// sorted: what an operation that must change nothing leaves as it found.
-func keysOf(t *testing.T, rdb *redis.Client, name string) []string {
-	t.Helper()
-	ctx := context.Background()
-	ks, err := rdb.Keys(ctx, "*"+name+"*").Result()
-	require.NoError(t, err)
-	var out []string
-	for _, k := range ks {
-		typ, err := rdb.Type(ctx, k).Result()
-		require.NoError(t, err)
-		dump, err := rdb.Dump(ctx, k).Result()
-		require.NoError(t, err)
-		out = append(out, fmt.Sprintf("%s %s %x", k, typ, dump))
-	}
-	sort.Strings(out)
-	return out
-}
 
 // Regression: a rate limiter on a key of another type returned the raw
 // script error ("WRONGTYPE … script: <sha>, on @user_script:N"). Every
@@ -79,11 +57,11 @@ func TestWrongType(t *testing.T) {
 			t.Run("limiter/"+key+"/"+opName, func(t *testing.T) {
 				name := "wt-" + key + "-" + opName
 				spoilt(t, name)
-				before := keysOf(t, rdb, name)
+				before := redistest.Snapshot(t, rdb, name)
 				err := op(New(c, name))
 				require.ErrorIs(t, err, redisync.ErrWrongType, "%v", err)
 				assert.NotContains(t, err.Error(), "script:")
-				assert.Equal(t, before, keysOf(t, rdb, name), "changed")
+				assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "changed")
 			})
 		}
 	}
@@ -105,11 +83,11 @@ func TestWrongType(t *testing.T) {
 			t.Run("gcra/"+kind+"/"+opName, func(t *testing.T) {
 				name := "wt-gcra-" + kind + "-" + opName
 				require.NoError(t, spoilt(name))
-				before := keysOf(t, rdb, name)
+				before := redistest.Snapshot(t, rdb, name)
 				err := op(NewGCRA(c, name, Limit{Rate: 5, Period: time.Second, Burst: 5}))
 				require.ErrorIs(t, err, redisync.ErrWrongType, "%v", err)
 				assert.NotContains(t, err.Error(), "script:")
-				assert.Equal(t, before, keysOf(t, rdb, name), "changed")
+				assert.Equal(t, before, redistest.Snapshot(t, rdb, name), "changed")
 			})
 		}
 	}
