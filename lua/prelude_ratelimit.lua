@@ -28,7 +28,9 @@
 --   rl_permits(member)         the permits a grant's member holds
 --   rl_live(zset)              the permits of every grant in zset
 --   rl_settle(value, zset, rate, interval, now)
---                              drops the grants that are no longer live and
+--                              (REDISYNC_WRONGTYPE for a value that is no
+--                              number, before any write) drops the grants
+--                              that are no longer live and
 --                              returns the permits left, written back to
 --                              value: value plus the permits dropped, or,
 --                              when value is missing or that is above rate,
@@ -42,13 +44,14 @@
 --                              short permits are no longer live; nil when
 --                              the live grants hold fewer (it reads at most
 --                              short grants)
---   rl_budget(cfg, k, id)      the keys of the budget the configuration's
+--   rl_budget(cfg, k)          the keys of the budget the configuration's
 --                              type says: value, zset and registry. k is
 --                              KEYS, in the layout the acquire, release and
 --                              available scripts share: k[2], k[3] (and no
 --                              registry) for OVERALL; k[4], k[5] and k[6]
---                              for PER_CLIENT, where id is added to the
---                              registry k[6] first
+--                              for PER_CLIENT
+--   rl_join(registry, id)      adds id to registry (nil: nothing), once
+--                              the budget's keys were read
 --   rl_keep(hash, keepalive, k1, k2, ...)
 --                              the keys' expiry: keepalive ms (hash
 --                              included) when keepalive > 0, else the
@@ -109,8 +112,13 @@ local function rl_recount(value, zset, rate, interval, now)
 end
 
 local function rl_settle(value, zset, rate, interval, now)
-  local released = rl_drop(zset, interval, now)
+  -- value is read first, and the zset's first command (in rl_drop) is a
+  -- read: a key of another type fails before anything is written.
   local v = redis.call('get', value)
+  if v and not tonumber(v) then
+    error({err = 'REDISYNC_WRONGTYPE key ' .. value .. ' holds a string that is not a count of permits'})
+  end
+  local released = rl_drop(zset, interval, now)
   if not v then
     -- A lost value key does not refill the budget while grants live
     -- (Redisson 3.52 sets it to rate and over-admits).
@@ -145,15 +153,20 @@ local function rl_delay(zset, short, interval, now)
   return nil
 end
 
--- Every script that may create a PER_CLIENT key takes it from rl_budget,
--- which registers the client: ratelimit_delete and ratelimit_set_rate find
--- PER_CLIENT keys only through the registry.
-local function rl_budget(cfg, k, id)
+local function rl_budget(cfg, k)
   if cfg.type == 1 then
-    redis.call('sadd', k[6], id)
     return k[4], k[5], k[6]
   end
   return k[2], k[3], nil
+end
+
+-- Every script that may create a PER_CLIENT key registers the client
+-- (rl_join), after rl_settle has read the budget's keys: ratelimit_delete
+-- and ratelimit_set_rate find PER_CLIENT keys only through the registry.
+local function rl_join(registry, id)
+  if registry then
+    redis.call('sadd', registry, id)
+  end
 end
 
 local function rl_keep(hash, keepalive, ...)

@@ -48,9 +48,10 @@ local n = ARGV[1] + 0
 if n > cfg.rate then
   return {-3, cfg.rate}
 end
-local value, zset, registry = rl_budget(cfg, KEYS, ARGV[4])
+local value, zset, registry = rl_budget(cfg, KEYS)
 local now = request_now
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
+rl_join(registry, ARGV[4])
 local delay
 if left < n then
   delay = rl_delay(zset, n - left, cfg.interval, now)

@@ -23,9 +23,10 @@ local cfg = rl_config(KEYS[1])
 if not cfg then
   return {-2, 0}
 end
-local value, zset, registry = rl_budget(cfg, KEYS, ARGV[1])
+local value, zset, registry = rl_budget(cfg, KEYS)
 local t = redis.call('time')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
+rl_join(registry, ARGV[1])
 rl_keep(KEYS[1], cfg.keepalive, value, zset, registry)
 return {1, left}

@@ -44,9 +44,10 @@ if not cfg then
   return -4
 end
 local n = ARGV[1] + 0
-local value, zset, registry = rl_budget(cfg, KEYS, ARGV[5])
+local value, zset, registry = rl_budget(cfg, KEYS)
 local now = request_now
 local left = rl_settle(value, zset, cfg.rate, cfg.interval, now)
+rl_join(registry, ARGV[5])
 if ARGV[3] == '1' then
   if redis.call('zrem', zset, rl_pack(ARGV[4], n)) == 0 then
     n = 0 -- its grant is no longer live: nothing to give back

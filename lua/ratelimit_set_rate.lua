@@ -84,7 +84,7 @@ for _, p in ipairs(pairs_) do
   if redis.call('exists', p[1], p[2]) > 0 then
     rl_recount(p[1], p[2], rate, interval, now)
     if p[3] then
-      -- rl_recount may create the value key: registered, as rl_budget does.
+      -- rl_recount may create the value key: registered, as rl_join does.
       redis.call('sadd', KEYS[6], p[3])
     end
     rl_keep(KEYS[1], keepalive, p[1], p[2], p[3] and KEYS[6])

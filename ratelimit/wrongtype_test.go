@@ -48,6 +48,23 @@ func TestWrongType(t *testing.T) {
 			require.NoError(t, New(c, name).SetRate(ctx, Overall, 10, time.Second))
 			require.NoError(t, rdb.Set(ctx, keys.RatePermits(name), "x", 0).Err())
 		},
+		// A value that is no number, beside a grant that is no longer
+		// live: dropping it would be a write before the error.
+		"value-string": func(t *testing.T, name string) {
+			l := New(c, name)
+			require.NoError(t, l.SetRate(ctx, Overall, 10, 20*time.Millisecond))
+			ok, err := l.TryAcquire(ctx, 1, 0)
+			require.NoError(t, err)
+			require.True(t, ok)
+			time.Sleep(40 * time.Millisecond)
+			require.NoError(t, rdb.Set(ctx, keys.RateValue(name), "soon", 0).Err())
+		},
+		// This client's PerClient value is a hash: the client must not be
+		// registered in {name}:clients either.
+		"client-value": func(t *testing.T, name string) {
+			require.NoError(t, New(c, name).SetRate(ctx, PerClient, 10, time.Second))
+			require.NoError(t, rdb.HSet(ctx, keys.RateClientValue(name, c.ID()), "f", "v").Err())
+		},
 	}
 	for key, spoilt := range spoil {
 		for opName, op := range limiterOps {
