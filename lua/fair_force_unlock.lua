@@ -5,8 +5,9 @@
 -- The request keys of fresh holds (a Lock of the same name) are marked
 -- first, as lock_force_unlock does (cancel_holds). A lock key of another
 -- type than a hash is refused (REDISYNC_WRONGTYPE, from lock_exists), and
--- so is a queue or timeouts key of another type (WRONGTYPE at fair_prune's
--- first read of it), before anything is written.
+-- so is a queue of another type, or a timeouts key of another type when
+-- the queue has a head (WRONGTYPE at fair_prune's first read of them),
+-- before anything is written.
 --
 -- KEYS[1]  lock: lock hash
 -- KEYS[2]  queue: queue list (redisson_lock_queue:{name})

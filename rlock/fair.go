@@ -172,9 +172,9 @@ func fairLeave(ctx context.Context, e *core.Lock, owner string) {
 // queue otherwise as it is. It reports whether the lock existed. Holders in
 // this process see their hold end with ErrLockLost at once; holders
 // elsewhere when their watchdog next renews, or when they unlock
-// (ErrNotHeld). A lock, queue or timeouts key of another type than the
-// fair lock's layout gives an error wrapping redisync.ErrWrongType, and
-// nothing is deleted.
+// (ErrNotHeld). A lock key or a queue of another type than the fair
+// lock's layout (and the timeouts key, when the queue has waiters) gives
+// an error wrapping redisync.ErrWrongType, and nothing is deleted.
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.e.Check(); err != nil {
 		return false, err
