@@ -114,22 +114,39 @@ func (in *injector) clusterKill() string {
 	return detail + "; " + checked
 }
 
-// migrate moves the slot of a primitive, one some worker holds if any, to
-// another master while the workload runs: CLUSTER SETSLOT IMPORTING and
-// MIGRATING, MIGRATE of its keys (the ASK and TRYAGAIN window), CLUSTER
-// SETSLOT NODE (redistest.Cluster.MigrateSlot).
+// migrate moves the slot of a primitive to another master while the
+// workload runs: one that a worker holds and another is calling (waiting
+// for it, mostly) if there is one, else one that a worker holds, else
+// any. The move is redistest.Cluster.MigrateSlot's: CLUSTER SETSLOT
+// IMPORTING and MIGRATING, MIGRATE of its keys (the ASK and TRYAGAIN
+// window), CLUSTER SETSLOT NODE.
 func (in *injector) migrate() string {
 	r, t, rng := in.r, in.t, in.rng
-	var held []string
+	holders, callers := map[string]int{}, map[string]int{}
 	for _, w := range r.workers {
-		for object, h := range w.state.snap().holds {
+		s := w.state.snap()
+		for object, h := range s.holds {
 			if h.n > 0 {
-				held = append(held, object)
+				holders[object]++
+			}
+		}
+		if s.inflight != "" {
+			callers[s.inflight]++
+		}
+	}
+	var held, waited []string
+	for _, n := range allNames() {
+		if holders[n] > 0 {
+			held = append(held, n)
+			if callers[n] > 0 {
+				waited = append(waited, n)
 			}
 		}
 	}
 	name := pick(rng, allNames())
-	if len(held) > 0 {
+	if len(waited) > 0 {
+		name = pick(rng, waited)
+	} else if len(held) > 0 {
 		name = pick(rng, held)
 	}
 	slot := keys.Slot(name)
@@ -141,15 +158,10 @@ func (in *injector) migrate() string {
 		}
 	}
 	to := pick(rng, others)
-	holders := 0
-	for _, w := range r.workers {
-		if w.state.snap().holds[name].n > 0 {
-			holders++
-		}
-	}
 	r.cl.MigrateSlot(t, slot, to)
 	r.migrations++
-	return fmt.Sprintf("slot %d of %s (%d workers holding it) from %s to %s", slot, name, holders, from.Addr(), to.Addr())
+	return fmt.Sprintf("slot %d of %s (held by %d workers, %d calling it) from %s to %s",
+		slot, name, holders[name], callers[name], from.Addr(), to.Addr())
 }
 
 // waitClusterSteady waits until every node runs and the cluster is
