@@ -211,13 +211,8 @@ func (r *run) checkBelieved(snaps []workerSnap, rr replicaRead, readEnd int64,
 				if !h.noLease && h.since+int64(r.cfg.PermitLease-leaseSlack) <= readEnd {
 					continue // may have expired
 				}
-				for _, id := range h.ids {
-					permits++
-					raw, _ := hex.DecodeString(id)
-					if !hasMember(xsemZ, string(raw), now) {
-						fail(object, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w.id, id[:8], object, sec(h.since), h.noLease))
-					}
-				}
+				permits += len(h.ids)
+				checkPermits(w.id, h, xsemZ, now, fail)
 			default:
 				if h.since+int64(r.cfg.Lease-leaseSlack) <= readEnd {
 					continue // may have expired: renewals are not acknowledged
@@ -234,6 +229,17 @@ func (r *run) checkBelieved(snaps []workerSnap, rr replicaRead, readEnd int64,
 		}
 	}
 	return holds, permits, believedPermits
+}
+
+// checkPermits checks that every expirable permit of h, worker w's, is
+// in zs (the replica's) with an expiry after now.
+func checkPermits(w int, h held, zs []redis.Z, now time.Time, fail func(object, detail string)) {
+	for _, id := range h.ids {
+		raw, _ := hex.DecodeString(id)
+		if !hasMember(zs, string(raw), now) {
+			fail(xsemName, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w, id[:8], xsemName, sec(h.since), h.noLease))
+		}
+	}
 }
 
 // hasMember tells whether member is in zs with a score (its expiry, in

@@ -181,14 +181,21 @@ type injector struct {
 // for late deliveries, which go on in the proxy (Fault.End says when they
 // end).
 func (in *injector) inject(k FaultKind) Fault {
-	r, t, rng := in.r, in.t, in.rng
-	c := rng.IntN(len(r.proxies))
-	f := Fault{Kind: k, Client: c, Start: r.h.Now()}
-	ps := r.proxies[c]
+	r := in.r
+	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
 	if r.cl != nil && in.injectCluster(k, &f) {
 		f.End = r.h.Now()
 		return f
 	}
+	return in.injectFault(k, f)
+}
+
+// injectFault is inject's fault f of kind k, on f.Client's proxies or on
+// the primary (in Cluster: on the proxies, as injectCluster leaves them).
+func (in *injector) injectFault(k FaultKind, f Fault) Fault {
+	r, t, rng := in.r, in.t, in.rng
+	c := f.Client
+	ps := r.proxies[c]
 	switch k {
 	case FaultDrop:
 		f.Detail = in.dropReply(r.primaryProxy(c))
