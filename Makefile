@@ -38,8 +38,13 @@ bench:
 # "make test" runs: SEEDS seeds from SEED on, a DURATION fault phase each,
 # in the topologies CHAOS_TOPOLOGY names: single (one server), replicated
 # (a primary, a replica and a sentinel, with failovers, stalled replicas
-# and replicas restarted empty among the faults) or both (the default:
-# SEEDS seeds in each). Every fault kind runs, including late delivery
+# and replicas restarted empty among the faults), cluster (a Redis Cluster
+# of three masters with a replica each, with masters killed and their
+# replicas promoted, CLUSTER FAILOVERs, slots of held primitives migrated,
+# nodes restarted and stalled replicas among the faults), a
+# comma-separated list of them, both (single and replicated) or all (the
+# default: SEEDS seeds in each of the three). See FAULTS.md. Every fault
+# kind runs, including late delivery
 # (stalls longer than the request record TTL, up to LATE_MAX;
 # LATE_DELIVERY=0 leaves it out). Permit accounting is strict
 # (STRICT_PERMITS=2): every permit lost is a violation; STRICT_PERMITS=1
@@ -52,12 +57,12 @@ bench:
 SEED ?= 1
 SEEDS ?= 5
 DURATION ?= 2m
-CHAOS_TOPOLOGY ?= both
+CHAOS_TOPOLOGY ?= all
 LATE_DELIVERY ?= 1
 LATE_MAX ?= 30s
 STRICT_PERMITS ?= 2
 CHAOS_RACE ?= -race
 chaos:
-	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
+	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
 		CHAOS_DURATION=$(DURATION) CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
 		$(GO) test $(CHAOS_RACE) -count=1 -v -run 'TestChaos$$' -timeout 0 .

@@ -73,6 +73,9 @@ type sampleReplies struct {
 // transaction's: the replies are usable unless it is neither nil nor
 // redis.Nil.
 func (s *sampler) readRedis(ctx context.Context) (*sampleReplies, error) {
+	if cc, ok := s.r.adminRDB.(*redis.ClusterClient); ok {
+		return readCluster(ctx, cc)
+	}
 	rep := &sampleReplies{}
 	_, err := s.r.adminRDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, n := range lockNames {

@@ -5,7 +5,7 @@ import "time"
 // Config is one run of the fault suite.
 type Config struct {
 	Seed     int64         // seeds the workload's choices and the fault schedule
-	Topology Topology      // Single (the default) or Replicated
+	Topology Topology      // Single (the default), Replicated or Cluster
 	Duration time.Duration // the fault phase; the settle, liveness and check phases come after it
 	Clients  int           // redisync clients, each with its own go-redis client and proxy. The default is 4.
 	Workers  int           // worker goroutines per client, each its own owner. The default is 3.

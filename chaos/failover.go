@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,19 +45,30 @@ const leaseSlack = 50 * time.Millisecond
 // checkReplica runs the failover check on the replica with the primary
 // dead since killedAt, and says what it checked.
 func (r *run) checkReplica(killedAt int64) string {
+	return r.checkReplicaOf(r.sent.Replicas[0].Addr(), allNames(), killedAt)
+}
+
+// checkReplicaOf runs the failover check on the replica at addr, for the
+// primitives named served (those its master served: all of them but in
+// Cluster), with the master dead since killedAt, and says what it
+// checked.
+func (r *run) checkReplicaOf(addr string, served []string, killedAt int64) string {
 	snaps := make([]workerSnap, len(r.workers))
 	for i, w := range r.workers {
 		snaps[i] = w.state.snap()
 	}
-	rs := r.sent.Replicas[0]
-	rr, err := readReplica(rs.Addr())
+	rr, err := readReplica(addr, served, r.cl != nil)
 	rc := replicaCheck{r: r, killedAt: killedAt, readEnd: r.h.Now()}
 	if err != nil && err != redis.Nil {
-		rc.fail(rs.Addr(), fmt.Sprintf("could not read the replica: %v", err))
+		rc.fail(addr, fmt.Sprintf("could not read the replica: %v", err))
 		return "replica unreadable"
 	}
 	tokens := rc.fences(rr.fences)
-	holds, permits, believedPermits := r.checkBelieved(snaps, rr.hashes, rr.xsemZ.Val(), rr.srvTime.Val(), rc.readEnd, rc.fail)
+	holds, permits, believedPermits := r.checkBelieved(snaps, rr, rc.readEnd, rc.fail)
+	if rr.sem == nil {
+		return fmt.Sprintf("the replica had %d believed holds and %d expirable permits; tokens returned ≤ its fencing counters: %s",
+			holds, permits, strings.Join(tokens, " "))
+	}
 	if v, err := strconv.ParseInt(rr.sem.Val(), 10, 64); err == nil && v+believedPermits > r.cfg.Permits {
 		rc.fail(semName, fmt.Sprintf("semaphore %s: %d available and %d held by workers, total %d", semName, v, believedPermits, r.cfg.Permits))
 	}
@@ -64,7 +76,8 @@ func (r *run) checkReplica(killedAt int64) string {
 		holds, permits, believedPermits, strings.Join(tokens, " "))
 }
 
-// replicaRead is what checkReplica reads on the replica, in one pipeline.
+// replicaRead is what checkReplica reads on the replica, in one pipeline:
+// only the primitives its master served (the others' keys are nil).
 type replicaRead struct {
 	hashes  map[string]*redis.MapStringStringCmd // the locks' and the read-write lock's
 	fences  map[string]*redis.StringCmd          // the locks' fencing counters
@@ -73,8 +86,10 @@ type replicaRead struct {
 	srvTime *redis.TimeCmd
 }
 
-// readReplica reads the replica at addr.
-func readReplica(addr string) (replicaRead, error) {
+// readReplica reads the primitives named served on the replica at addr,
+// after READONLY on a cluster node (which otherwise redirects reads to
+// its master).
+func readReplica(addr string, served []string, cluster bool) (replicaRead, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, PoolSize: 1})
 	defer c.Close()
@@ -82,18 +97,40 @@ func readReplica(addr string) (replicaRead, error) {
 	defer cancel()
 	rr := replicaRead{hashes: map[string]*redis.MapStringStringCmd{}, fences: map[string]*redis.StringCmd{}}
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if cluster {
+			p.ReadOnly(ctx)
+		}
 		for _, n := range append(append([]string(nil), lockNames...), rwName) {
-			rr.hashes[n] = p.HGetAll(ctx, n)
+			if slices.Contains(served, n) {
+				rr.hashes[n] = p.HGetAll(ctx, n)
+			}
 		}
 		for _, n := range lockNames {
-			rr.fences[n] = p.Get(ctx, keys.FenceCounter(n))
+			if slices.Contains(served, n) {
+				rr.fences[n] = p.Get(ctx, keys.FenceCounter(n))
+			}
 		}
-		rr.sem = p.Get(ctx, semName)
-		rr.xsemZ = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
+		if slices.Contains(served, semName) {
+			rr.sem = p.Get(ctx, semName)
+		}
+		if slices.Contains(served, xsemName) {
+			rr.xsemZ = p.ZRangeWithScores(ctx, keys.SemaphoreTimeouts(xsemName), 0, -1)
+		}
 		rr.srvTime = p.Time(ctx)
 		return nil
 	})
 	return rr, err
+}
+
+// read tells whether the primitive object was read.
+func (rr replicaRead) read(object string) bool {
+	switch object {
+	case semName:
+		return rr.sem != nil
+	case xsemName:
+		return rr.xsemZ != nil
+	}
+	return rr.hashes[object] != nil
 }
 
 // replicaCheck is checkReplica's check of the replica read at readEnd,
@@ -136,6 +173,9 @@ func (rc replicaCheck) fences(fences map[string]*redis.StringCmd) []string {
 	}
 	var tokens []string
 	for _, n := range lockNames {
+		if fences[n] == nil {
+			continue // not served by the replica's master
+		}
 		v, _ := strconv.ParseInt(fences[n].Val(), 10, 64)
 		tokens = append(tokens, fmt.Sprintf("%d≤%d", highest[n], v))
 		if v < highest[n] {
@@ -147,15 +187,21 @@ func (rc replicaCheck) fences(fences map[string]*redis.StringCmd) []string {
 
 // checkBelieved is checkReplica's check of the holds and permits the
 // workers believe they have (snaps), against the replica's lock hashes and
-// expirable permits read at readEnd (its clock: now). It returns the holds
-// and expirable permits checked and the counted permits believed held.
-func (r *run) checkBelieved(snaps []workerSnap, hashes map[string]*redis.MapStringStringCmd, xsemZ []redis.Z, now time.Time,
-	readEnd int64, fail func(object, detail string)) (holds, permits int, believedPermits int64) {
+// expirable permits (rr) read at readEnd. It returns the holds and
+// expirable permits checked and the counted permits believed held. The
+// primitives rr did not read (their master was another) are not checked.
+func (r *run) checkBelieved(snaps []workerSnap, rr replicaRead, readEnd int64,
+	fail func(object, detail string)) (holds, permits int, believedPermits int64) {
+	hashes, now := rr.hashes, rr.srvTime.Val()
+	var xsemZ []redis.Z
+	if rr.xsemZ != nil {
+		xsemZ = rr.xsemZ.Val()
+	}
 	for i, w := range r.workers {
 		s := snaps[i]
 		prefix := w.c.ID() + ":"
 		for object, h := range s.holds {
-			if h.n == 0 || s.inflight == object {
+			if h.n == 0 || s.inflight == object || !rr.read(object) {
 				continue
 			}
 			switch object {
@@ -165,13 +211,8 @@ func (r *run) checkBelieved(snaps []workerSnap, hashes map[string]*redis.MapStri
 				if !h.noLease && h.since+int64(r.cfg.PermitLease-leaseSlack) <= readEnd {
 					continue // may have expired
 				}
-				for _, id := range h.ids {
-					permits++
-					raw, _ := hex.DecodeString(id)
-					if !hasMember(xsemZ, string(raw), now) {
-						fail(object, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w.id, id[:8], object, sec(h.since), h.noLease))
-					}
-				}
+				permits += len(h.ids)
+				checkPermits(w.id, h, xsemZ, now, fail)
 			default:
 				if h.since+int64(r.cfg.Lease-leaseSlack) <= readEnd {
 					continue // may have expired: renewals are not acknowledged
@@ -188,6 +229,17 @@ func (r *run) checkBelieved(snaps []workerSnap, hashes map[string]*redis.MapStri
 		}
 	}
 	return holds, permits, believedPermits
+}
+
+// checkPermits checks that every expirable permit of h, worker w's, is
+// in zs (the replica's) with an expiry after now.
+func checkPermits(w int, h held, zs []redis.Z, now time.Time, fail func(object, detail string)) {
+	for _, id := range h.ids {
+		raw, _ := hex.DecodeString(id)
+		if !hasMember(zs, string(raw), now) {
+			fail(xsemName, fmt.Sprintf("w%d's permit %s of %s (acquired at %.3fs, no lease: %v) is missing", w, id[:8], xsemName, sec(h.since), h.noLease))
+		}
+	}
 }
 
 // hasMember tells whether member is in zs with a score (its expiry, in

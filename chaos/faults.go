@@ -31,6 +31,11 @@ const (
 	FaultFailover       FaultKind = "failover"        // SIGKILL of the primary (half the time while the replica is paused), the sentinel promotes the replica, the former primary comes back as its replica
 	FaultReplicaStall   FaultKind = "replica-stall"   // SIGSTOP of the replica longer than the acknowledgement timeout, then SIGCONT
 	FaultReplicaRestart FaultKind = "replica-restart" // SIGKILL of the replica, restarted empty: it copies the primary's data again
+
+	// Cluster only (besides FaultFailover and FaultReplicaStall, on a
+	// random master or replica).
+	FaultPlannedFailover FaultKind = "cluster-failover" // CLUSTER FAILOVER on a replica: it takes its master's slots, the master becomes its replica
+	FaultMigrate         FaultKind = "migrate"          // the slot of a primitive (held, if one is) moved to another master: SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE
 )
 
 // allKinds lists every kind of both topologies but FaultLate, which
@@ -39,12 +44,14 @@ var (
 	allKinds = []FaultKind{FaultDrop, FaultLatency, FaultPartition, FaultCut, FaultStall,
 		FaultPause, FaultRestart, FaultScriptFlush, FaultKillPubSub}
 	replicatedKinds = []FaultKind{FaultFailover, FaultReplicaStall, FaultReplicaRestart}
+	clusterKinds    = []FaultKind{FaultFailover, FaultPlannedFailover, FaultMigrate, FaultReplicaStall}
 )
 
 // Fault is one injected fault.
 type Fault struct {
 	Kind   FaultKind
-	Client int // the client whose proxies it acted on; -1 for a server
+	Client int    // the client whose proxies it acted on; -1 for a server
+	Target string // what a server fault acted on, when not the primary (Cluster: "master", "replica", "node", "slot")
 	Start  int64
 	End    int64
 	Detail string
@@ -56,6 +63,9 @@ func (f Fault) String() string {
 		target = "replica"
 	} else if f.Kind != FaultFailover && f.Client < 0 {
 		target = "primary"
+	}
+	if f.Target != "" {
+		target = f.Target
 	}
 	if f.Client >= 0 {
 		target = fmt.Sprintf("client %d", f.Client)
@@ -121,6 +131,9 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	if r.sent != nil {
 		kinds = append(kinds, replicatedKinds...)
 	}
+	if r.cl != nil {
+		kinds = append(kinds, clusterKinds...)
+	}
 	in := &injector{r: r, t: t, rng: rng}
 	var order []FaultKind
 	var asyncEnd time.Time // when the last stall started without waiting ends
@@ -129,8 +142,13 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 		if len(order) == 0 {
 			order = append(order, kinds...)
 			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			if first && r.sent != nil {
+			if first && (r.sent != nil || r.cl != nil) {
 				i, j := slices.Index(order, FaultFailover), rng.IntN(3)
+				order[i], order[j] = order[j], order[i]
+			}
+			if first && r.cl != nil {
+				// A migration among the first four faults too.
+				i, j := slices.Index(order, FaultMigrate), 3
 				order[i], order[j] = order[j], order[i]
 			}
 			first = false
@@ -163,13 +181,24 @@ type injector struct {
 // for late deliveries, which go on in the proxy (Fault.End says when they
 // end).
 func (in *injector) inject(k FaultKind) Fault {
+	r := in.r
+	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
+	if r.cl != nil && in.injectCluster(k, &f) {
+		f.End = r.h.Now()
+		return f
+	}
+	return in.injectFault(k, f)
+}
+
+// injectFault is inject's fault f of kind k, on f.Client's proxies or on
+// the primary (in Cluster: on the proxies, as injectCluster leaves them).
+func (in *injector) injectFault(k FaultKind, f Fault) Fault {
 	r, t, rng := in.r, in.t, in.rng
-	c := rng.IntN(len(r.proxies))
-	f := Fault{Kind: k, Client: c, Start: r.h.Now()}
+	c := f.Client
 	ps := r.proxies[c]
 	switch k {
 	case FaultDrop:
-		f.Detail = in.dropReply(c)
+		f.Detail = in.dropReply(r.primaryProxy(c))
 	case FaultLatency:
 		f.Detail = addLatency(rng, ps)
 	case FaultPartition:
@@ -218,11 +247,10 @@ func (in *injector) inject(k FaultKind) Fault {
 	return f
 }
 
-// dropReply drops the next reply to client c and waits (up to 2s) until
-// it is dropped. Only the proxy in front of the primary carries commands.
-func (in *injector) dropReply(c int) string {
-	r := in.r
-	p := r.primaryProxy(c)
+// dropReply drops the next reply through p, a client's proxy in front of
+// a primary (only those carry commands), and waits (up to 2s) until it is
+// dropped.
+func (in *injector) dropReply(p *redistest.Proxy) string {
 	before := p.Dropped()
 	p.DropNextReply()
 	deadline := time.Now().Add(2 * time.Second)

@@ -25,7 +25,7 @@ func (r *run) checkFinalState(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	all, err := r.adminRDB.Keys(ctx, "*").Result()
+	all, err := r.keys(ctx, "*")
 	if err != nil {
 		t.Fatalf("chaos: KEYS at the end: %v", err)
 	}

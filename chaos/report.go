@@ -10,9 +10,10 @@ import (
 
 // Report is what one run did and found.
 type Report struct {
-	Seed      int64
-	Topology  Topology
-	Failovers int // promotions of the replica (Replicated)
+	Seed       int64
+	Topology   Topology
+	Failovers  int // promotions of a replica (Replicated; Cluster: kills and CLUSTER FAILOVERs)
+	Migrations int // slots moved to another master (Cluster)
 
 	UndosFailed    uint64   // the clients' Stats.UndosFailed, before Close
 	ReleasesFailed uint64   // the clients' Stats.ReleasesFailed, after Close
@@ -39,8 +40,8 @@ type Report struct {
 // faults by kind, and the checks run.
 func (rep *Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d, %s: %d operations, %d faults (%d failovers) in a %v fault phase; lease %v, request record TTL %v\n",
-		rep.Seed, rep.Topology, len(rep.Ops), len(rep.Faults), rep.Failovers, rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
+	fmt.Fprintf(&b, "seed %d, %s: %d operations, %d faults (%d failovers, %d migrations) in a %v fault phase; lease %v, request record TTL %v\n",
+		rep.Seed, rep.Topology, len(rep.Ops), len(rep.Faults), rep.Failovers, rep.Migrations, rep.FaultPhase.Round(time.Second), rep.Lease, rep.RecordTTL)
 	rep.writeOps(&b)
 	rep.writeFaults(&b)
 	fmt.Fprintf(&b, "  fenced registers: %d writes accepted, %d stale writes rejected\n", rep.RegisterAccepted, rep.RegisterRejected)
@@ -107,7 +108,7 @@ func (rep *Report) writeFaults(b *strings.Builder) {
 	fmt.Fprintf(b, "\n  faults: %s; proxies dropped %d replies, stalls held %d times, %d delivered after the client gave up\n",
 		strings.Join(fks, " "), rep.Dropped, rep.Held, rep.LateDelivered)
 	for _, f := range rep.Faults {
-		if f.Kind == FaultFailover {
+		if f.Kind == FaultFailover || f.Kind == FaultPlannedFailover || f.Kind == FaultMigrate {
 			fmt.Fprintf(b, "  %s\n", f)
 		}
 	}

@@ -24,14 +24,17 @@ type run struct {
 	h         *History
 	srv       *redistest.Server    // Single: the server
 	sent      *redistest.Sentinel  // Replicated: the primary, the replica and the sentinel
+	cl        *redistest.Cluster   // Cluster: three masters and their replicas
 	servers   []*redistest.Server  // the data servers, in a fixed order
 	proxies   [][]*redistest.Proxy // per client, its proxy in front of each of servers
 	clients   []*redisync.Client
-	rdbs      []*redis.Client
+	rdbs      []redis.UniversalClient
 	closed    bool // clients and rdbs closed (closeClients)
 	workers   []*worker
 	registers []*register
-	adminRDB  *redis.Client // direct to the server: faults, sampler, final checks
+	// adminRDB is direct to the servers (no proxy): faults, sampler,
+	// final checks. A *redis.ClusterClient in Cluster.
+	adminRDB  redis.UniversalClient
 	recordTTL time.Duration
 	liveBound time.Duration
 
@@ -40,7 +43,8 @@ type run struct {
 
 	findings    []string // what the checks noted without it being a violation
 	skipSemLive bool     // every counted permit was lost: no liveness round on it
-	failovers   int      // promotions of the replica (Replicated)
+	failovers   int      // promotions of a replica (Replicated, Cluster)
+	migrations  int      // slots moved to another master (Cluster)
 
 	warnMu   sync.Mutex
 	warnings []string // the library's warnings (warnLog)
@@ -174,7 +178,7 @@ func (r *run) measureRecordTTL(t testing.TB) time.Duration {
 	if _, err := countdown.New(r.clients[0], probe).Delete(ctx); err != nil {
 		t.Fatalf("chaos: probe: %v", err)
 	}
-	keys, err := r.adminRDB.Keys(ctx, "redisync_request:*probe*").Result()
+	keys, err := r.keys(ctx, "redisync_request:*probe*")
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("chaos: no request record found after a probe (keys %v, err %v)", keys, err)
 	}

@@ -161,7 +161,7 @@ func (r *run) report(faultPhase time.Duration, undosFailed uint64, samples int) 
 	r.warnMu.Lock()
 	warnings := append([]string(nil), r.warnings...)
 	r.warnMu.Unlock()
-	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, UndosFailed: undosFailed, Warnings: warnings, Ops: ops, Faults: r.faults, FaultPhase: faultPhase,
+	rep := &Report{Seed: cfg.Seed, Topology: cfg.Topology, Failovers: r.failovers, Migrations: r.migrations, UndosFailed: undosFailed, Warnings: warnings, Ops: ops, Faults: r.faults, FaultPhase: faultPhase,
 		RecordTTL: r.recordTTL, Lease: cfg.Lease, LiveBound: r.liveBound, Liveness: r.liveness, Samples: samples}
 	for _, ps := range r.proxies {
 		for _, p := range ps {

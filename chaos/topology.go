@@ -25,15 +25,21 @@ const (
 	// with the faults of Single on the current primary and the
 	// replicated ones: failovers, stalled and emptied replicas.
 	Replicated Topology = "replicated"
+	// Cluster is a Redis Cluster of three masters with one replica each
+	// (every node appendonly yes, appendfsync always), with the faults of
+	// Single on a random node and the cluster ones: masters killed and
+	// their replicas promoted, planned failovers, slots of live primitives
+	// moved to another master, stalled replicas.
+	Cluster Topology = "cluster"
 )
 
 // ParseTopology reads a topology name.
 func ParseTopology(s string) (Topology, error) {
 	switch t := Topology(strings.ToLower(s)); t {
-	case Single, Replicated:
+	case Single, Replicated, Cluster:
 		return t, nil
 	}
-	return "", fmt.Errorf("chaos: unknown topology %q: want single or replicated", s)
+	return "", fmt.Errorf("chaos: unknown topology %q: want single, replicated or cluster", s)
 }
 
 // serverArgs are every data server's extra arguments: the append-only
@@ -60,6 +66,10 @@ var serverArgs = []string{"--appendonly", "yes", "--appendfsync", "always", "--r
 // clients and the admin client (direct to the current primary).
 func (r *run) startTopology(t testing.TB) {
 	t.Helper()
+	if r.cfg.Topology == Cluster {
+		r.startCluster(t)
+		return
+	}
 	if r.cfg.Topology == Replicated {
 		r.sent = redistest.StartSentinel(t, redistest.SentinelReplicas(1), redistest.SentinelServerArgs(serverArgs...))
 		r.servers = append([]*redistest.Server{r.sent.Master}, r.sent.Replicas...)

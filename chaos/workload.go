@@ -15,13 +15,17 @@ import (
 )
 
 // Names of the primitives the workload uses. The last of lockNames is a
-// fair lock (fairName); the others are locks.
+// fair lock (fairName); the others are locks. On a Cluster whose three
+// masters serve equal contiguous shares of the slots they are spread over
+// the masters: chaos:lock:2, chaos:semaphore and chaos:latch:2 on the
+// first, chaos:fair, chaos:xsem and chaos:latch:0 on the second,
+// chaos:lock:0 and chaos:rw on the third.
 var (
-	lockNames  = []string{"chaos:lock:0", "chaos:lock:1", fairName}
+	lockNames  = []string{"chaos:lock:0", "chaos:lock:2", fairName}
 	rwName     = "chaos:rw"
-	semName    = "chaos:sem"
+	semName    = "chaos:semaphore"
 	xsemName   = "chaos:xsem"
-	latchNames = []string{"chaos:latch:0", "chaos:latch:1"}
+	latchNames = []string{"chaos:latch:0", "chaos:latch:2"}
 )
 
 // fairName is the fair lock, one of lockNames.

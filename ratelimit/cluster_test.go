@@ -15,7 +15,8 @@ import (
 
 // Both limiters work on a Redis Cluster: every key a script touches,
 // the per-client keys it builds from prefixes included, shares the
-// limiter's slot.
+// limiter's slot, and Delete finds a Java client's budget on the master
+// of that slot.
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -37,10 +38,14 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, int64(1), n, name+": kept state")
 		require.NoError(t, l.Release(ctx, 1), name)
+		v, err := javaAcquire(t, rdb, name, "java-1", 1) // unregistered: found by a SCAN of the slot's master
+		require.NoError(t, err, name)
+		require.Nil(t, v, name)
 		ok, err = l.Delete(ctx)
 		require.NoError(t, err, name)
 		require.True(t, ok, name)
-		for _, k := range []string{name, keys.RateClientValue(name, a.ID()), keys.RateClientPermits(name, b.ID()), keys.RateClients(name)} {
+		for _, k := range []string{name, keys.RateClientValue(name, a.ID()), keys.RateClientPermits(name, b.ID()), keys.RateClients(name),
+			keys.RateClientValue(name, "java-1"), keys.RateClientPermits(name, "java-1")} {
 			assert.Zero(t, rdb.Exists(ctx, k).Val(), k+" deleted")
 		}
 

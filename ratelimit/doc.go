@@ -76,7 +76,8 @@
 // unsigned integer (Redisson's struct.pack('Bc0I', ...)), scored by the
 // grant time in epoch ms. redisync adds one key, the set {name}:clients
 // of the ids of the clients that have PerClient keys, so that Delete can
-// remove them all; Redisson ignores it. ({name} is the name in braces, or
+// remove them all; Redisson ignores it, and Delete finds the Java clients'
+// PerClient keys by a SCAN of the node holding the limiter's slot. ({name} is the name in braces, or
 // the name itself when it holds a "{".)
 //
 // GCRA: one string at the name, the theoretical arrival time in epoch

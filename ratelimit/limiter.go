@@ -319,27 +319,6 @@ func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
 	return r.Left, nil
 }
 
-// Delete deletes the limiter: its configuration, the Overall budget and
-// the PerClient budgets of every client that used it through redisync
-// (acquired, released or read its permits: each is registered in the set
-// {name}:clients), and reports whether anything existed. PerClient budgets
-// that only Java clients used expire with the keep-alive, or stay, as in
-// Redisson. When one of the limiter's keys holds another type than its
-// layout's, nothing is deleted and the error wraps redisync.ErrWrongType.
-func (l *Limiter) Delete(ctx context.Context) (bool, error) {
-	if err := l.h.Check(); err != nil {
-		return false, err
-	}
-	k := l.allKeys()
-	r, err := lua.RateDeleteArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
-		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
-		Request: k.request, Deadline: l.h.C.Requests().Deadline(ctx), ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
-	if err != nil {
-		return false, l.fail("delete", err)
-	}
-	return r == lua.RateDeleteExisted, nil
-}
-
 // stateKeys are the configuration, the Overall pair, this client's
 // PerClient pair and the registry of PerClient clients: the first KEYS of
 // the acquire, release and available scripts, each of which registers

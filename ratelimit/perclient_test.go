@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -78,4 +79,47 @@ func TestAvailableAndReleaseKeepAlive_PerClient(t *testing.T) {
 		assert.Greater(t, ttl, 29*time.Minute, k)
 		assert.LessOrEqual(t, ttl, 30*time.Minute, k)
 	}
+}
+
+// Regression: Delete left the PerClient budgets of Redisson (Java)
+// clients, which never join the registry {name}:clients: two Java clients
+// and a Go client take a permit each on a limiter set up from Java (the
+// four fields HSETNX'd, as Redisson's trySetRate does), and after Delete
+// no key of the limiter remains. Keys that match a budget's name but not
+// its type or shape are not the limiter's, and stay.
+func TestDeleteRemovesJavaClientsKeys_PerClient(t *testing.T) {
+	ctx := context.Background()
+	c := clienttest.Shared(t)
+	rdb := rdbOf(c)
+	name := redistest.Key(t, "rl")
+	for f, v := range map[string]any{"rate": 2, "interval": time.Hour.Milliseconds(), "type": int(PerClient), "keepAliveTime": 0} {
+		require.NoError(t, rdb.HSetNX(ctx, name, f, v).Err())
+	}
+	for _, id := range []string{"5f0c2a8e-java-0001", "5f0c2a8e-java-0002"} {
+		v, err := javaAcquire(t, rdb, name, id, 1)
+		require.NoError(t, err)
+		require.Nil(t, v, "granted to "+id)
+	}
+	ok, err := New(c, name).TryAcquire(ctx, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, limiterKeys(t, c, name), 1+2*3+1, "the hash, three clients' pairs and the registry")
+	others := map[string]func(string) error{
+		keys.RateClientValue(name, "not-a-budget"):   func(k string) error { return rdb.HSet(ctx, k, "f", "v").Err() },
+		keys.RateClientPermits(name, "not-a-budget"): func(k string) error { return rdb.Set(ctx, k, "v", 0).Err() },
+		keys.RateClientValue(name, "x:y"):            func(k string) error { return rdb.Set(ctx, k, "1", 0).Err() },
+	}
+	for k, set := range others {
+		require.NoError(t, set(k))
+		t.Cleanup(func() { rdb.Del(context.Background(), k) })
+	}
+
+	ok, err = New(c, name).Delete(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.ElementsMatch(t, slices.Collect(maps.Keys(others)), limiterKeys(t, c, name), "keys left")
+
+	ok, err = New(c, name).Delete(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing left to delete")
 }

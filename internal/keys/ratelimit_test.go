@@ -25,3 +25,32 @@ func TestRateLimiterLayout(t *testing.T) {
 		assert.Equal(t, Slot("api"), Slot(k), k)
 	}
 }
+
+// The scan pattern matches the limiter's keys and escapes the glob
+// characters of its name; RateClientOf recognises only per-client keys.
+func TestRateScanPattern(t *testing.T) {
+	assert.Equal(t, `{api}:*`, RateScanPattern("api"))
+	assert.Equal(t, `{a\*b\?\[c\]\\}:*`, RateScanPattern(`a*b?[c]\`))
+	assert.Equal(t, `x{y}-z:*`, RateScanPattern("x{y}-z"))
+
+	cases := []struct {
+		key, id string
+		value   bool
+		ok      bool
+	}{
+		{"{api}:value:c1", "c1", true, true},
+		{"{api}:permits:c1", "c1", false, true},
+		{"{api}:value", "", false, false},
+		{"{api}:value:", "", false, false},
+		{"{api}:clients", "", false, false},
+		{"{api}:value:x:value", "", false, false},
+		{"{api}:valuex:c1", "", false, false},
+		{"{other}:value:c1", "", false, false},
+	}
+	for _, c := range cases {
+		id, value, ok := RateClientOf("api", c.key)
+		assert.Equal(t, c.ok, ok, c.key)
+		assert.Equal(t, c.id, id, c.key)
+		assert.Equal(t, c.value, value, c.key)
+	}
+}

@@ -39,6 +39,7 @@ type ClusterOption func(*clusterConfig)
 type clusterConfig struct {
 	replicas    int
 	nodeTimeout time.Duration
+	args        []string // ClusterServerArgs
 }
 
 // ClusterReplicas gives every master n replicas (n >= 0), so that a master
@@ -80,6 +81,7 @@ func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 		if cfg.nodeTimeout > 0 {
 			c.args = append(c.args, "--cluster-node-timeout", strconv.FormatInt(cfg.nodeTimeout.Milliseconds(), 10))
 		}
+		c.args = append(c.args, cfg.args...)
 	}
 	c := &Cluster{}
 	for range n {

@@ -64,7 +64,10 @@
 // Server.Stop, Restart, Pause (SIGSTOP) and Resume (SIGCONT) act on the
 // process. Sentinel.KillMaster kills the master and has the sentinel
 // promote its replica at once, then brings the former master back as a
-// replica; Sentinel.RestartReplica restarts a replica, empty or not. Proxy sits between a client and a server and can lose one reply
+// replica; Sentinel.RestartReplica restarts a replica, empty or not.
+// Cluster.Failover, KillMaster (promotion after the node timeout),
+// KillMasterNow (promotion at once) and MigrateSlot change who serves a
+// slot. Proxy sits between a client and a server and can lose one reply
 // after the server executed the command (DropNextReply), cut every
 // connection (CutAll), partition the network (Block, Unblock), add latency
 // (SetLatency), or stall the requests of open connections and deliver them
