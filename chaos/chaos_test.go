@@ -18,18 +18,15 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // over at least once). "make chaos" sets the environment for longer runs,
 // in the Cluster topology too.
 //
-// defaultClusterSeeds is to be 1 (a Cluster seed that fails over and
-// moves a slot at least once each, about 40s more) once an undo that
-// meets a Cluster redirection is re-sent rather than given up: today a
-// MOVED reply ends internal/core/request.ResendUntil (errs.NotRun leaves
-// MOVED and ASK out), so a failed acquisition's undo right after a
-// master's failover is dropped and its permits lost for good, which the
-// Cluster seed finds (seed 1: two counted permits; seed 3: two expirable
-// permits without a lease).
+// defaultClusterSeeds: one Cluster seed, which fails over and moves a
+// slot at least once each (about 40s more). It found that an undo meeting
+// a Cluster redirection (MOVED, ASK) right after a master's failover was
+// given up and its permits lost for good; errs.NotRun now counts a
+// redirection as "did not run", so the undo is re-sent.
 const (
 	defaultSeeds           = 3
 	defaultReplicatedSeeds = 1
-	defaultClusterSeeds    = 0
+	defaultClusterSeeds    = 1
 	defaultDuration        = 20 * time.Second
 
 	// defaultLateDelivery is whether the bounded pass injects late

@@ -7,8 +7,7 @@
 // go.mod. It is run by TestChaos (chaos_test.go): "make test" runs a bounded
 // pass (three short seeds on one server and one replicated seed with at
 // least one failover; a Cluster seed with at least one failover and one
-// slot migration once the finding in chaos_test.go's defaultClusterSeeds
-// is fixed), "make chaos SEED=… DURATION=…" a longer one in every
+// slot migration), "make chaos SEED=… DURATION=…" a longer one in every
 // topology (CHAOS_TOPOLOGY=single, replicated, cluster, a comma-separated
 // list, both for single and replicated, or all, the default). FAULTS.md
 // at the repository's root describes it for users.

@@ -101,7 +101,7 @@ func IsReply(err error) bool {
 // a script, a replica or a cluster not ready): re-sending is safe and may
 // succeed.
 func NotRun(err error) bool {
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "CLUSTERDOWN"} {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", "CLUSTERDOWN", "MOVED", "ASK"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}
