@@ -92,6 +92,14 @@
 // not leave the lock held. Calls after Close return ErrClosed. Match the
 // sentinel errors with errors.Is.
 //
+// Zero values are invalid arguments, never panics: a handle declared
+// rather than made by its constructor (var l rlock.Lock), a handle on a
+// nil Client or a zero one (&redisync.Client{}), and a zero MultiLock
+// return an error wrapping ErrInvalidArgument from every operation and
+// send nothing (a zero Client's Close too). A nil context.Context panics,
+// as in the standard library ("Do not pass a nil Context", package
+// context): every call that talks to Redis needs one.
+//
 // A key that holds another type than the primitive's layout (a list where a
 // lock's hash belongs, a hash or a string that is not a number where a
 // semaphore's or a latch's count or a fenced lock's counter belongs) gives

@@ -107,8 +107,8 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, erro
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	if m.err != nil {
-		return false, m.err
+	if err := m.check(); err != nil {
+		return false, err
 	}
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("%s: %w", m.g.kind, errs.CtxError(ctx))
@@ -136,10 +136,20 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 // released (their server is unreachable); such a member, whose renewal has
 // stopped, is freed by Redis when its lease ends.
 func (m *MultiLock) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
 	return m.take.unlock(ctx)
+}
+
+// check returns the error every call reports before doing anything: the
+// invalid construction's, or for a zero value (declared, not made by New
+// or NewRedLock), an error wrapping redisync.ErrInvalidArgument.
+func (m *MultiLock) check() error {
+	if m.take == nil {
+		return fmt.Errorf("%w: zero MultiLock (make one with multilock.New or NewRedLock)", redisync.ErrInvalidArgument)
+	}
+	return m.err
 }
 
 var _ redisync.Locker = (*MultiLock)(nil)

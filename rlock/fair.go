@@ -176,6 +176,9 @@ func fairLeave(ctx context.Context, e *core.Lock, owner string) {
 // lock's layout (and the timeouts key, when the queue has waiters) gives
 // an error wrapping redisync.ErrWrongType, and nothing is deleted.
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if l.e == nil {
+		return l.handle.ForceUnlock(ctx) // a zero value: the check's error
+	}
 	if err := l.e.Check(); err != nil {
 		return false, err
 	}

@@ -85,8 +85,23 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 	return &RWLock{e: e, read: readSide(e), write: writeSide(e)}
 }
 
+// zeroRW stands for a zero-value RWLock (declared, not made by New): a
+// handle without a client, on which every operation returns an error
+// wrapping redisync.ErrInvalidArgument (the check of the client,
+// [core.Client.Check]) and sends nothing.
+var zeroRW = New(nil, "")
+
+// state returns rw, or zeroRW for a zero value. Every method starts from
+// it.
+func (rw *RWLock) state() *RWLock {
+	if rw.e == nil {
+		return zeroRW
+	}
+	return rw
+}
+
 // Name returns the lock's name, which is also the key of its hash.
-func (rw *RWLock) Name() string { return rw.e.Name }
+func (rw *RWLock) Name() string { return rw.state().e.Name }
 
 // sideScripts is what both sides' scripts share: the lock's channel, its
 // timeout keys, the message a release publishes, and the recorded release
@@ -267,6 +282,7 @@ func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 // returns an error wrapping ctx.Err() and holds nothing: an acquisition
 // whose reply was lost is undone.
 func (rw *RWLock) RLock(ctx context.Context) error {
+	rw = rw.state()
 	_, err := rw.e.Acquire(ctx, rw.read, true, 0)
 	return err
 }
@@ -277,6 +293,7 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 // unreachable, ctx ended: then wrapping ctx.Err()). A negative wait is an
 // invalid argument.
 func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error) {
+	rw = rw.state()
 	return rw.e.Acquire(ctx, rw.read, false, wait)
 }
 
@@ -293,6 +310,7 @@ func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error
 // nothing (Redisson waits for itself forever there). When ctx ends first,
 // Lock returns an error wrapping ctx.Err() and holds nothing.
 func (rw *RWLock) Lock(ctx context.Context) error {
+	rw = rw.state()
 	_, err := rw.e.Acquire(ctx, rw.write, true, 0)
 	return err
 }
@@ -302,6 +320,7 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 // wrapping redisync.ErrUpgrade at once when the caller's context owner
 // holds only read holds, and other errors for failures as TryRLock does.
 func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
+	rw = rw.state()
 	return rw.e.Acquire(ctx, rw.write, false, wait)
 }
 
@@ -326,7 +345,10 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 // or release replaces what Redis keeps with what this client counts; until
 // then, or until its lease ends, writers — the owner's own, and this
 // handle's fresh ones — wait for it as for any read hold.
-func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, rw.read) }
+func (rw *RWLock) RUnlock(ctx context.Context) error {
+	rw = rw.state()
+	return rw.e.Release(ctx, rw.read)
+}
 
 // Unlock releases one write hold (without a context owner, the one taken
 // through this handle without one). The last one wakes every waiter: the
@@ -338,7 +360,10 @@ func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, 
 //
 // It returns an error wrapping redisync.ErrNotHeld, and changes nothing,
 // when the owner does not hold the write side.
-func (rw *RWLock) Unlock(ctx context.Context) error { return rw.e.Release(ctx, rw.write) }
+func (rw *RWLock) Unlock(ctx context.Context) error {
+	rw = rw.state()
+	return rw.e.Release(ctx, rw.write)
+}
 
 // ForceUnlock deletes the lock whoever holds it, in either mode, together
 // with the timeout keys of its read holds, and wakes every waiter. It
@@ -346,6 +371,7 @@ func (rw *RWLock) Unlock(ctx context.Context) error { return rw.e.Release(ctx, r
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
 // renews, or when they unlock (ErrNotHeld).
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
+	rw = rw.state()
 	if err := rw.e.Check(); err != nil {
 		return false, err
 	}
@@ -366,6 +392,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // mode returns the lock's mode field: "read", "write", or "" when free.
 func (rw *RWLock) mode(ctx context.Context) (string, error) {
+	rw = rw.state()
 	if err := rw.e.Check(); err != nil {
 		return "", err
 	}
@@ -398,6 +425,7 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 // context owner, the handle's own owner's): how many RUnlocks release its
 // read side. It is 0 when the owner holds no live read hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
+	rw = rw.state()
 	owner, err := rw.e.Owner(ctx, rw.read)
 	if err != nil {
 		return 0, err
@@ -415,6 +443,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 // of the latest write hold taken through this handle (1 while it lasts).
 // It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
+	rw = rw.state()
 	owner, err := rw.e.Owner(ctx, rw.write)
 	if err != nil {
 		return 0, err
@@ -438,14 +467,14 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 // several owners share the handle, the latest acquisition may be another
 // owner's, whose release closes it; each owner should then watch its own
 // ReadHold(ctx).Done() or WriteHold(ctx).Done().
-func (rw *RWLock) Done() <-chan struct{} { return rw.e.Done() }
+func (rw *RWLock) Done() <-chan struct{} { return rw.state().e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final release, or before any acquisition, an
 // error wrapping redisync.ErrNotHeld; after a loss, one wrapping
 // redisync.ErrLockLost. Like Done, it follows the handle; ReadHold(ctx).Err()
 // and WriteHold(ctx).Err() follow one owner's hold.
-func (rw *RWLock) Err() error { return rw.e.Err() }
+func (rw *RWLock) Err() error { return rw.state().e.Err() }
 
 // ReadHold returns the current read hold of the caller's owner: with a
 // context owner, that owner's read hold (all its read holds on the lock, as
@@ -457,6 +486,7 @@ func (rw *RWLock) Err() error { return rw.e.Err() }
 // owner's read hold ends, never by another owner's RUnlock through the same
 // handle.
 func (rw *RWLock) ReadHold(ctx context.Context) *redisync.Hold {
+	rw = rw.state()
 	return (*redisync.Hold)(rw.e.Hold(ctx, rw.read))
 }
 
@@ -466,6 +496,7 @@ func (rw *RWLock) ReadHold(ctx context.Context) *redisync.Hold {
 // returns nil when that owner does not hold the write side in this Client.
 // It sends nothing to Redis.
 func (rw *RWLock) WriteHold(ctx context.Context) *redisync.Hold {
+	rw = rw.state()
 	return (*redisync.Hold)(rw.e.Hold(ctx, rw.write))
 }
 
