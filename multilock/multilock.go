@@ -21,18 +21,30 @@ import (
 // rwlock.RWLock, another MultiLock, on one Redis or several.
 //
 // A MultiLock keeps no lease of its own: each member keeps its own lease,
-// watchdog renewal and Done channel. It acts for the owner each member acts
-// for, that is the owner ctx carries (redisync.WithOwner) or else each
-// member handle's own; so, as with one rlock.Lock handle, goroutines that
-// share a MultiLock and carry no owner in ctx exclude each other (each
-// member handle is a distributed sync.Mutex), and an owner in ctx re-enters
-// what it holds.
+// watchdog renewal and Done channel.
+//
+// A MultiLock takes all its members for one owner: the owner ctx carries
+// (redisync.WithOwner), or else an owner of its own, new for each hold
+// (as a Java thread is one owner for all the members of a Redisson
+// MultiLock). So a member named twice — New(l, l), or two handles on one
+// name — is re-entered, not waited for, and Unlock releases each member as
+// many times as it was taken. Without an owner in ctx, a MultiLock is a
+// distributed sync.Mutex, as an rlock.Lock handle is: goroutines that
+// share it exclude each other, a second Lock waits for the first hold to
+// be released, and Unlock releases the hold taken without an owner, from
+// any goroutine. With an owner in ctx it re-enters what that owner holds,
+// through the MultiLock or through the members directly.
 //
 // A MultiLock is safe for concurrent use.
 type MultiLock struct {
 	g    *group   // the members, shared with take
 	take strategy // every member (allOf) or a majority (redLock)
 	err  error    // invalid construction, reported by every call
+
+	mu sync.Mutex
+	// own is the owner token of the hold taken without an owner in ctx,
+	// which such an Unlock releases; 0 when there is none.
+	own uint64
 }
 
 // strategy is how a MultiLock takes and releases its members. The
@@ -113,12 +125,30 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("%s: %w", m.g.kind, errs.CtxError(ctx))
 	}
-	return m.take.acquire(ctx, wait, forever)
+	if _, ok := redisync.OwnerToken(ctx); ok {
+		return m.take.acquire(ctx, wait, forever)
+	}
+	// One owner for every member, new for this hold: a member named twice
+	// is re-entered, and contenders without an owner (each with one of
+	// their own) exclude each other in Redis.
+	ctx = redisync.WithOwner(ctx)
+	ok, err := m.take.acquire(ctx, wait, forever)
+	if ok {
+		token, _ := redisync.OwnerToken(ctx)
+		m.mu.Lock()
+		m.own = token
+		m.mu.Unlock()
+	}
+	return ok, err
 }
 
 // Unlock releases the MultiLock. It runs even when ctx is already
 // cancelled, as the members' Unlock does, so a deferred Unlock after a
-// cancelled request still releases.
+// cancelled request still releases. It acts for the owner ctx carries;
+// without one, for the owner of the hold taken without one through this
+// MultiLock, from whichever goroutine (when there is none, it returns an
+// error wrapping redisync.ErrNotHeld and sends nothing). A member listed
+// twice is released twice, as it was taken twice.
 //
 // From New: every member is released (at once, not one after another), and
 // Unlock returns nil when all were; otherwise the members' errors joined,
@@ -138,6 +168,17 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
+	}
+	if _, ok := redisync.OwnerToken(ctx); !ok {
+		// The hold taken without an owner in ctx, whoever took it.
+		m.mu.Lock()
+		token := m.own
+		m.own = 0
+		m.mu.Unlock()
+		if token == 0 {
+			return fmt.Errorf("%s: not locked without an owner in ctx: %w", m.g.kind, redisync.ErrNotHeld)
+		}
+		ctx = redisync.WithOwnerToken(ctx, token)
 	}
 	return m.take.unlock(ctx)
 }
