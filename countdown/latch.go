@@ -139,11 +139,18 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	return res, err
 }
 
+// maxCount bounds a latch's count: the scripts compare and decrement it as
+// a Lua number (a double), exact up to 2^53.
+const maxCount = 1 << 53
+
 // TrySetCount sets the count to n if the latch is not set (its count is
 // zero), and publishes the change. It returns true when it set the count,
 // false when the latch was already set (the count is unchanged). n must be
-// positive. A call re-sent by go-redis after a lost reply is applied once
-// and reports what the first run did.
+// between 1 and 2^53 (the scripts count in Lua numbers, doubles, which are
+// exact up to 2^53; the semaphores have the same bound), else TrySetCount
+// returns an error wrapping redisync.ErrInvalidArgument and sends nothing.
+// A call re-sent by go-redis after a lost reply is applied once and
+// reports what the first run did.
 //
 // When it returns an error other than a bad argument, the count may or may
 // not have been set; Count tells.
@@ -151,8 +158,8 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	if n <= 0 {
-		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.h.Name, n)
+	if n <= 0 || n > maxCount {
+		return false, fmt.Errorf("%w: countdown %q: count %d, must be between 1 and 2^53", redisync.ErrInvalidArgument, l.h.Name, n)
 	}
 	res, err := l.run(ctx, trySetCount, n)
 	if err != nil {
