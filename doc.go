@@ -1,10 +1,11 @@
 // Package redisync provides Redisson's distributed synchronization
 // primitives for Go, on Redis: a reentrant lock that renews itself while held
 // (package rlock), a read-write lock (rwlock), semaphores with and without
-// permit leases (semaphore), a count-down latch (countdown), and MultiLock and
-// RedLock (multilock). They keep Redisson 3.x's data layout, so a Go service
-// and a Java service using Redisson on the same Redis contend for the same
-// lock, semaphore or latch.
+// permit leases (semaphore), a count-down latch (countdown), MultiLock and
+// RedLock (multilock), and rate limiters (ratelimit: Redisson's
+// RRateLimiter, and a GCRA limiter). They keep Redisson 3.x's data layout,
+// so a Go service and a Java service using Redisson on the same Redis
+// contend for the same lock, semaphore, latch or rate limit.
 //
 // # The Client
 //
@@ -132,7 +133,12 @@
 // # Key layout (Redisson 3.x)
 //
 // {name} below is the name in braces, or the name itself when it already
-// contains "{"; every key of one primitive shares its cluster slot.
+// contains "{"; every key of one primitive shares its cluster slot. On a
+// Redis Cluster, a name whose braces form no hash tag ("a}b", "a{}b",
+// "a{b") breaks that rule: the keys built with {name} land in another slot,
+// and the calls whose scripts declare them fail with a CROSSSLOT error
+// (changing nothing). A latch and a GCRA limiter work with such names;
+// for the others use plain names or a proper {tag}.
 //
 //	lock            hash name: field "<client id>:<token>" = hold count; PEXPIRE = lease
 //	                channel redisson_lock__channel:{name} (release publishes "0")
@@ -145,6 +151,14 @@
 //	                scored by expiry (epoch ms)
 //	latch           string name = count, deleted at zero;
 //	                channel redisson_countdownlatch__channel__{name}
+//	rate limiter    hash name: rate, interval (ms), type (0 overall,
+//	                1 per client), keepAliveTime (ms); string {name}:value
+//	                (permits left) and zset {name}:permits of grants (score:
+//	                grant time, epoch ms); per client {name}:value:<client id>
+//	                and {name}:permits:<client id>; redisync adds the set
+//	                {name}:clients; no channel
+//	GCRA limiter    string name = theoretical arrival time (epoch µs); no
+//	                channel (redisync's own, not Redisson's)
 //
 // redisync adds short-lived request keys redisync_request:{name}:<id> (see
 // Retries). Redis 6.2 or newer is supported; 7.x is tested.
