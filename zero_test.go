@@ -103,6 +103,9 @@ func callAll(t *testing.T, h any) {
 				if errors.Is(err, redisync.ErrNotHeld) && isView(name) {
 					continue // Err of a handle that never held: it says so
 				}
+				if _, multi := h.(*multilock.MultiLock); multi && name == "Unlock" && errors.Is(err, redisync.ErrNotHeld) {
+					continue // a valid MultiLock of invalid members: it never held, and sends nothing
+				}
 				assert.ErrorIs(t, err, redisync.ErrInvalidArgument, "%T.%s", h, name)
 			}
 		})

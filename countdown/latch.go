@@ -154,6 +154,9 @@ const maxCount = 1 << 53
 //
 // When it returns an error other than a bad argument, the count may or may
 // not have been set; Count tells.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
@@ -180,6 +183,9 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // a lost reply is applied once, also when the latch was set anew in
 // between. When it returns an error other than a bad argument or
 // redisync.ErrClosed, the count-down may or may not have been applied.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.h.Check(); err != nil {
 		return err
@@ -239,6 +245,9 @@ func (l *Latch) Wait(ctx context.Context) error {
 // was still above zero when the wait ran out, and an error only for a
 // failure (a bad argument, Redis unreachable, ctx ended: then wrapping
 // ctx.Err()). A negative wait is an invalid argument.
+//
+// The wait does not cut a request on its way to Redis: see “Wait bounds” in
+// [redisync].
 func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 	if err := l.h.CheckWait(wait); err != nil {
 		return false, err
@@ -277,6 +286,9 @@ func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
 // re-sent by go-redis after a lost reply is applied once and reports what
 // the first run did. A key of another type (not a string holding a count)
 // gives an error wrapping redisync.ErrWrongType and is not deleted.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err

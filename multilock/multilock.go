@@ -95,6 +95,9 @@ func NewRedLock(locks ...redisync.Locker) *MultiLock {
 //
 // When ctx ends first, Lock returns an error wrapping ctx.Err() and holds no
 // member.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (m *MultiLock) Lock(ctx context.Context) error {
 	_, err := m.acquire(ctx, 0, true)
 	return err
@@ -111,6 +114,10 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 // From NewRedLock, every step is bounded by a share of wait (see the
 // package documentation), so an unresponsive server does not keep TryLock
 // past wait.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait < 0 {
 		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.g.kind, wait)
@@ -165,6 +172,10 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 // was not held), joined with the errors of members that could not be
 // released (their server is unreachable); such a member, whose renewal has
 // stopped, is freed by Redis when its lease ends.
+//
+// An error may mean a member's release took effect
+// ([redisync.ErrNotReplicated]; a network error, after which its lease
+// frees it): never repeat it. See “Errors and retries” in [redisync].
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err

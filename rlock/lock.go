@@ -201,6 +201,9 @@ func (h *handle) Name() string { return h.state().e.Name }
 // watchdog, or for the fixed lease of WithLease. When ctx ends first, Lock
 // returns an error wrapping ctx.Err() and holds nothing: an acquisition
 // whose reply was lost is undone.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (h *handle) Lock(ctx context.Context) error {
 	h = h.state()
 	_, err := h.e.Acquire(ctx, h.side, true, 0)
@@ -212,6 +215,10 @@ func (h *handle) Lock(ctx context.Context) error {
 // another owner, or through this handle without a context owner), and an
 // error only for a failure (a bad argument, Redis unreachable, ctx ended:
 // then wrapping ctx.Err()). A negative wait is an invalid argument.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	h = h.state()
 	return h.e.Acquire(ctx, h.side, false, wait)
@@ -236,6 +243,10 @@ func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) 
 // was lost is settled before the owner's next Lock or Unlock on the lock
 // (marked cancelled in Redis unless it ran), so that a copy of it
 // delivered late cannot release the hold the owner takes next.
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which the lease frees the hold): never repeat it.
+// See “Errors and retries” in [redisync].
 func (h *handle) Unlock(ctx context.Context) error {
 	h = h.state()
 	return h.e.Release(ctx, h.side)
@@ -247,6 +258,9 @@ func (h *handle) Unlock(ctx context.Context) error {
 // renews, or when they unlock (ErrNotHeld). A key of another type than a
 // hash is no lock: ForceUnlock returns an error wrapping
 // redisync.ErrWrongType and deletes nothing.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	h = h.state()
 	if err := h.e.Check(); err != nil {

@@ -42,6 +42,9 @@ func (s *Semaphore) Name() string { return s.h.Name }
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it
 // set them; false means the semaphore already existed, and nothing changed.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	return s.trySet(ctx, n, false)
 }
@@ -51,6 +54,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // negative n removes permits; the count may become negative, and then
 // Acquire waits until releases bring it back above what it asks for. A
 // call re-sent by go-redis after a lost reply is applied once.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	return s.add(ctx, n, false)
 }
@@ -68,6 +74,9 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 //
 // On failure it returns an error and holds nothing: when ctx ends first,
 // one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
@@ -87,6 +96,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // A semaphore that was never set has 0 available permits until someone
 // calls TrySetPermits, AddPermits or Release, so TryAcquire on it, or on a
 // misspelled name, waits the whole wait and returns (false, nil).
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
 	if err := s.checkN(n); err != nil {
 		return false, err
@@ -180,6 +193,10 @@ func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 // release them again. Only an outage longer than an hour, or the Client's
 // Close meanwhile, can leave them lost, which is logged and counted
 // (Stats.ReleasesFailed).
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which it goes on in the background): never repeat
+// it. See “Errors and retries” in [redisync].
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
@@ -259,6 +276,9 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // well, and returned). A semaphore that was never set stays unset and
 // DrainPermits returns 0. A call re-sent by go-redis after a lost reply
 // returns the first run's count.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := s.h.Check(); err != nil {
 		return 0, err
@@ -275,6 +295,9 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 // has no permits, as if never set; waiters keep waiting. A key of another
 // type (not a string holding a count) gives an error wrapping
 // redisync.ErrWrongType and is not deleted.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	return s.del(ctx, s.h.Name)
 }
