@@ -209,11 +209,15 @@ func parseConfig(m map[string]string, fail func(string, error) error) (Config, e
 // A negative wait is an invalid argument.
 //
 // An acquisition whose reply was lost (ctx ended, the connection broke) is
-// undone: it grants nothing, however often go-redis re-sent it.
+// undone: it grants nothing, however often go-redis re-sent it. With a wait
+// above 0, the wait bounds the requests too: one still on its way when the
+// wait ends is cut (a stalled read only on a go-redis client with
+// ContextTimeoutEnabled) and undone, and TryAcquire reports false, so a
+// slow or unreachable Redis does not keep it past its wait by more than
+// the undo's start.
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” and “Wait bounds” in [redisync].
 func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
 	if err := l.checkN(n); err != nil {
 		return false, err
