@@ -90,11 +90,13 @@
 // 1.7 s. A call that must end by a time limit needs a ctx with that
 // deadline and ContextTimeoutEnabled; a request cut that way is an error
 // like any other (see Errors and retries: an acquisition is undone).
-// Two calls cut their own requests: ratelimit.Limiter.TryAcquire with a
-// wait above 0 ends every request by the end of the wait (a cut
-// acquisition is undone, and the call reports false), and multilock's
-// RedLock cuts its members' requests at its own step bounds (see package
-// multilock); both still need ContextTimeoutEnabled to cut a stalled read.
+// Some calls cut their own requests: the semaphores' TryAcquire and
+// TryAcquireN and ratelimit.Limiter.TryAcquire with a wait above 0 end
+// every request by the end of the wait (a cut acquisition is undone, and
+// the call reports false), and multilock's RedLock cuts its members'
+// requests at its own step bounds (see package multilock); they too need
+// ContextTimeoutEnabled to cut a stalled read. The locks' TryLock and
+// TryRLock and countdown's TryWait do not yet.
 //
 // # Retries
 //

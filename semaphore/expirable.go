@@ -153,8 +153,10 @@ func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.D
 // returns ("", false, nil).
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. A wait above 0 bounds the requests too: one
+// still on its way when it ends is cut (a stalled read only on a go-redis
+// client with ContextTimeoutEnabled) and undone, and the call reports
+// false; see “Wait bounds” in [redisync].
 func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
 	ids, ok, err := s.TryAcquireN(ctx, 1, wait, lease)
 	if !ok || err != nil {
@@ -173,8 +175,10 @@ func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Du
 // negative wait is an invalid argument.
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. A wait above 0 bounds the requests too: one
+// still on its way when it ends is cut (a stalled read only on a go-redis
+// client with ContextTimeoutEnabled) and undone, and the call reports
+// false; see “Wait bounds” in [redisync].
 func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lease time.Duration) ([]string, bool, error) {
 	if err := s.checkIDs(n); err != nil {
 		return nil, false, err
@@ -190,8 +194,9 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 
 func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool, wait, lease time.Duration) ([]string, bool, error) {
 	var ids []string
+	end := waitEnd(forever, wait)
 	ok, err := s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		got, retry, err := s.try(ctx, n, lease)
+		got, retry, err := s.try(ctx, n, lease, end)
 		if got != nil {
 			ids = got
 		}
@@ -205,8 +210,8 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool,
 
 // try makes one acquisition attempt with fresh ids. When not enough permits
 // are available, the retry hint is the time until the nearest acquired
-// permit expires (0: none will).
-func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration) ([]string, time.Duration, error) {
+// permit expires (0: none will). The request is cut at end (cutAt).
+func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration, end time.Time) ([]string, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err // nothing sent, nothing to undo
 	}
@@ -224,15 +229,20 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	}
 	reqKey := s.requestKey()
 	sync := s.h.C.Replicas().NewSync()
+	rctx, cancel := cutAt(ctx, end)
+	defer cancel()
 	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
-		Permits: raw}.Run(ctx, s.h.C.Replicas().Runner(sync))
+		Permits: raw}.Run(rctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
 		if errs.MayHaveRun(err) {
 			s.undo(ctx, reqKey, raw, lease)
+		}
+		if wasCut(rctx, ctx) {
+			return nil, 0, nil
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}

@@ -98,8 +98,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // misspelled name, waits the whole wait and returns (false, nil).
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. A wait above 0 bounds the requests too: one
+// still on its way when it ends is cut (a stalled read only on a go-redis
+// client with ContextTimeoutEnabled) and undone, and the call reports
+// false; see “Wait bounds” in [redisync].
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
 	if err := s.checkN(n); err != nil {
 		return false, err
@@ -111,8 +113,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (bool, error) {
+	end := waitEnd(forever, wait)
 	return s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		return s.try(ctx, n)
+		return s.try(ctx, n, end)
 	})
 }
 
@@ -123,15 +126,18 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait tim
 // lua/prelude_ledger.lua), which keeps their outcome in Redis for as long
 // as the client may ask: an acquisition whose reply was lost can be undone,
 // and a release completed, after an outage of any length up to an hour.
-func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, error) {
+// The request is cut at end (cutAt).
+func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
 	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
 	sync := s.h.C.Replicas().NewSync()
+	rctx, cancel := cutAt(ctx, end)
+	defer cancel()
 	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: n,
-		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Replicas().Runner(sync))
+		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(rctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -140,6 +146,9 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 			s.undo(ctx, n, seq) // ends seq in the ledger when done
 		} else {
 			led.End(s.h.Name, seq)
+		}
+		if wasCut(rctx, ctx) {
+			return false, 0, nil
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
