@@ -91,12 +91,14 @@
 // deadline and ContextTimeoutEnabled; a request cut that way is an error
 // like any other (see Errors and retries: an acquisition is undone).
 // Some calls cut their own requests: the semaphores' TryAcquire and
-// TryAcquireN and ratelimit.Limiter.TryAcquire with a wait above 0 end
-// every request by the end of the wait (a cut acquisition is undone, and
-// the call reports false), and multilock's RedLock cuts its members'
-// requests at its own step bounds (see package multilock); they too need
-// ContextTimeoutEnabled to cut a stalled read. The locks' TryLock and
-// TryRLock and countdown's TryWait do not yet.
+// TryAcquireN, ratelimit.Limiter.TryAcquire and countdown's TryWait with a
+// wait above 0 end every request by the end of the wait (a cut acquisition
+// is undone, and the call reports false), and multilock's RedLock cuts its
+// members' requests at its own step bounds (see package multilock); they
+// too need ContextTimeoutEnabled to cut a stalled read, and a first
+// subscription to the primitive's channel on a server that stopped
+// answering waits for the Client's pub/sub connection. The locks' TryLock
+// and TryRLock do not cut their requests yet.
 //
 // # Retries
 //

@@ -246,7 +246,9 @@ func (l *Latch) Wait(ctx context.Context) error {
 // failure (a bad argument, Redis unreachable, ctx ended: then wrapping
 // ctx.Err()). A negative wait is an invalid argument.
 //
-// The wait does not cut a request on its way to Redis: see “Wait bounds” in
+// A wait above 0 bounds the reads too: one still on its way when it ends
+// is cut (a stalled read only on a go-redis client with
+// ContextTimeoutEnabled), and TryWait reports false; see “Wait bounds” in
 // [redisync].
 func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 	if err := l.h.CheckWait(wait); err != nil {
@@ -265,8 +267,23 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	defer func() { obs.End(ok, err) }()
 	// The zero message opens the latch for every waiter; a set or delete
 	// message may too (a deleted latch is open), so all re-check.
+	open := waits.AttemptFunc(l.open)
+	if !forever && wait > 0 {
+		// The wait bounds the reads too: one still on its way when the
+		// wait ends is cut (a stalled read only with ContextTimeoutEnabled).
+		end := time.Now().Add(wait)
+		open = func(ctx context.Context) (bool, time.Duration, error) {
+			rctx, cancel := context.WithDeadline(ctx, end)
+			defer cancel()
+			ok, retry, err := l.open(rctx)
+			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+				return false, 0, nil // the wait ended: still closed, as far as we know
+			}
+			return ok, retry, err
+		}
+	}
 	ok, err = l.h.C.Waits().Until(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
-		waits.Bound{Forever: forever, Wait: wait}, waits.AttemptFunc(l.open))
+		waits.Bound{Forever: forever, Wait: wait}, open)
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
