@@ -1,10 +1,11 @@
 // Package redisync provides Redisson's distributed synchronization
 // primitives for Go, on Redis: a reentrant lock that renews itself while held
 // (package rlock), a read-write lock (rwlock), semaphores with and without
-// permit leases (semaphore), a count-down latch (countdown), and MultiLock and
-// RedLock (multilock). They keep Redisson 3.x's data layout, so a Go service
-// and a Java service using Redisson on the same Redis contend for the same
-// lock, semaphore or latch.
+// permit leases (semaphore), a count-down latch (countdown), MultiLock and
+// RedLock (multilock), and rate limiters (ratelimit: Redisson's
+// RRateLimiter, and a GCRA limiter). They keep Redisson 3.x's data layout,
+// so a Go service and a Java service using Redisson on the same Redis
+// contend for the same lock, semaphore, latch or rate limit.
 //
 // # The Client
 //
@@ -71,6 +72,34 @@
 // wait that ends because ctx is done returns an error wrapping ctx.Err() and
 // leaves nothing behind: no hold, no permit, no subscription, no goroutine.
 //
+// # Wait bounds
+//
+// The wait of a TryX(ctx, wait) call (rlock's and rwlock's TryLock and
+// TryRLock, the semaphores' TryAcquire, countdown's TryWait,
+// ratelimit.Limiter.TryAcquire, multilock's TryLock) bounds the time spent
+// waiting for the primitive between requests to Redis, not the requests: a
+// request on its way when the wait runs out (or the single request of
+// TryX(ctx, 0)) is not cut. It lasts until Redis answers, or until go-redis
+// gives up on it (its ReadTimeout, 3 s by default; against a server that
+// is down, its DialTimeout, 5 s, per dial, and its MaxRetries re-sends
+// with back-off), or until ctx's deadline cuts it, which cuts a stalled
+// socket read only when the go-redis client has
+// redis.Options.ContextTimeoutEnabled. Measured: under CLIENT PAUSE 3000,
+// TryLock(ctx, 500ms) returned after 3.04 s; against a dead Redis, Lock
+// with a background context failed after 7.7 s, and GCRA AllowN after
+// 1.7 s. A call that must end by a time limit needs a ctx with that
+// deadline and ContextTimeoutEnabled; a request cut that way is an error
+// like any other (see Errors and retries: an acquisition is undone).
+// Some calls cut their own requests: the semaphores' TryAcquire and
+// TryAcquireN, ratelimit.Limiter.TryAcquire and countdown's TryWait with a
+// wait above 0 end every request by the end of the wait (a cut acquisition
+// is undone, and the call reports false), and multilock's RedLock cuts its
+// members' requests at its own step bounds (see package multilock); they
+// too need ContextTimeoutEnabled to cut a stalled read, and a first
+// subscription to the primitive's channel on a server that stopped
+// answering waits for the Client's pub/sub connection. The locks' TryLock
+// and TryRLock do not cut their requests yet.
+//
 // # Retries
 //
 // go-redis re-sends a command whose reply was lost to a dropped connection,
@@ -81,7 +110,7 @@
 // only, so its field in the lock is the record while the hold lasts, and the
 // release leaves a short-lived mark under the hold's request key.
 //
-// # Errors
+// # Errors and retries
 //
 // Invalid arguments (an empty name, a negative wait or lease, n ≤ 0 permits)
 // are reported before anything is sent, wrapping ErrInvalidArgument;
@@ -92,6 +121,14 @@
 // not leave the lock held. Calls after Close return ErrClosed. Match the
 // sentinel errors with errors.Is.
 //
+// Zero values are invalid arguments, never panics: a handle declared
+// rather than made by its constructor (var l rlock.Lock), a handle on a
+// nil Client or a zero one (&redisync.Client{}), and a zero MultiLock
+// return an error wrapping ErrInvalidArgument from every operation and
+// send nothing (a zero Client's Close too). A nil context.Context panics,
+// as in the standard library ("Do not pass a nil Context", package
+// context): every call that talks to Redis needs one.
+//
 // A key that holds another type than the primitive's layout (a list where a
 // lock's hash belongs, a hash or a string that is not a number where a
 // semaphore's or a latch's count or a fenced lock's counter belongs) gives
@@ -100,6 +137,57 @@
 // included, which neither report such a key as a lock nor delete it. A
 // Client whose id (WithID) another live Client uses fails with
 // ErrDuplicateID.
+//
+// Whether to call again after an error is one rule for every call that
+// changes state (acquisitions, releases, Unlock, RUnlock, CountDown,
+// ForceUnlock, Delete, TrySetCount, TrySetPermits, SetPermits, AddPermits,
+// DrainPermits, UpdateLease, the rate limiters' calls); each call's
+// documentation refers here. Errors fall into three kinds, told apart with
+// errors.Is:
+//
+//   - Nothing happened: ErrInvalidArgument, ErrClosed, ErrWrongType,
+//     ErrDuplicateID, ErrUpgrade, ErrNotHeld, ratelimit.ErrExceedsRate and
+//     ratelimit.ErrNotInitialized, an error reply that is Redis's or the
+//     script's own answer (a command refused by an ACL, a script refused
+//     under maxmemory), and any error of an acquisition of a lock, a
+//     read-write lock, a semaphore or a ratelimit.Limiter (Lock, TryLock,
+//     RLock, TryRLock, Acquire, TryAcquire, AcquireN, TryAcquireN), ctx's
+//     end and ErrNotReplicated included: an acquisition that may have
+//     taken effect is undone before the error returns (and the undo goes
+//     on in the background until Redis answers), so the caller holds
+//     nothing. Calling again is safe; for the sentinels it fails the same
+//     way until the cause is fixed. A GCRA call (Allow, AllowN, Reserve,
+//     WaitN) that got no reply may have taken its events, and nothing
+//     gives them back: calling again is safe, and at worst limits more.
+//   - It happened, and must not be repeated: ErrNotReplicated from a
+//     release (Unlock, RUnlock, Release). The release took effect on the
+//     primary and its waiters were woken; only the replicas' acknowledgement
+//     is missing (see WithReplicaSync). A second release would release
+//     what someone else took meanwhile: never retry it.
+//   - It may have happened (no reply came: a network error, a timeout,
+//     ctx's deadline while the request was on its way; none of the
+//     sentinels above). The call re-sent the same request while it could,
+//     and a request applies at most once however often it is sent, so
+//     what it did, it did once. After the call returns:
+//     a lock's Unlock or RUnlock is finished by the lease: the hold ended
+//     in this Client all the same and is no longer renewed, so Redis frees
+//     it when its lease runs out, and a context owner's lost release is
+//     settled before that owner's next call on the lock. A semaphore's or
+//     an expirable permit's Release goes on in the background until Redis
+//     answers (only an outage of over an hour, or Close, gives up on it,
+//     counted in Stats.ReleasesFailed). Never retry these: the library
+//     finishes them. Any other call is not finished after it returns: it
+//     may or may not have happened. Calls whose repetition changes nothing
+//     more (ForceUnlock, Delete, TrySetCount, TrySetPermits, SetPermits,
+//     UpdateLease, SetRate, TrySetRate, UpdateRate, GCRA.Reset,
+//     Reservation.Cancel) may be called again. Calls that would apply
+//     twice (CountDown, AddPermits, DrainPermits, Limiter.Release) must
+//     not be repeated blindly: a second CountDown may open a latch early,
+//     a lost one keeps it closed until waiters' deadlines; read the state
+//     (Count, AvailablePermits) when the application can tell from it.
+//
+// A call that fails before sending anything (the first kind, bar the
+// error replies) leaves no trace in Redis.
 //
 // # Durations
 //
@@ -124,7 +212,12 @@
 // # Key layout (Redisson 3.x)
 //
 // {name} below is the name in braces, or the name itself when it already
-// contains "{"; every key of one primitive shares its cluster slot.
+// contains "{"; every key of one primitive shares its cluster slot. On a
+// Redis Cluster, a name whose braces form no hash tag ("a}b", "a{}b",
+// "a{b") breaks that rule: the keys built with {name} land in another slot,
+// and the calls whose scripts declare them fail with a CROSSSLOT error
+// (changing nothing). A latch and a GCRA limiter work with such names;
+// for the others use plain names or a proper {tag}.
 //
 //	lock            hash name: field "<client id>:<token>" = hold count; PEXPIRE = lease
 //	                channel redisson_lock__channel:{name} (release publishes "0")
@@ -137,6 +230,14 @@
 //	                scored by expiry (epoch ms)
 //	latch           string name = count, deleted at zero;
 //	                channel redisson_countdownlatch__channel__{name}
+//	rate limiter    hash name: rate, interval (ms), type (0 overall,
+//	                1 per client), keepAliveTime (ms); string {name}:value
+//	                (permits left) and zset {name}:permits of grants (score:
+//	                grant time, epoch ms); per client {name}:value:<client id>
+//	                and {name}:permits:<client id>; redisync adds the set
+//	                {name}:clients; no channel
+//	GCRA limiter    string name = theoretical arrival time (epoch µs); no
+//	                channel (redisync's own, not Redisson's)
 //
 // redisync adds short-lived request keys redisync_request:{name}:<id> (see
 // Retries). Redis 6.2 or newer is supported; 7.x is tested.

@@ -70,10 +70,14 @@
 // loses it, and waiters notice on their next re-check), and it costs a
 // second round trip. Redisson cannot use such names on a Cluster at all (it
 // declares the channel as a key, and the script fails with CROSSSLOT), so
-// no Java client shares them. On a
-// Cluster, a name holding braces that do not form a hash tag ("a}b",
-// "a{}b", "a{b") is not supported: its request records hash to another
-// slot, and the state-changing calls fail with a CROSSSLOT error.
+// no Java client shares them.
+//
+// A name whose braces form no hash tag ("a}b", "a{}b", "a{b") works too:
+// the counter and redisync's request records share the name's slot, and
+// the channel travels as an argument as above. Other primitives cannot
+// use such names on a Cluster (the keys Redisson derives from them land in
+// another slot, and their calls fail with CROSSSLOT; see the redisync
+// package documentation); prefer plain names or a proper {tag}.
 //
 // # Redis versions
 //

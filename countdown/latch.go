@@ -139,20 +139,30 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	return res, err
 }
 
+// maxCount bounds a latch's count: the scripts compare and decrement it as
+// a Lua number (a double), exact up to 2^53.
+const maxCount = 1 << 53
+
 // TrySetCount sets the count to n if the latch is not set (its count is
 // zero), and publishes the change. It returns true when it set the count,
 // false when the latch was already set (the count is unchanged). n must be
-// positive. A call re-sent by go-redis after a lost reply is applied once
-// and reports what the first run did.
+// between 1 and 2^53 (the scripts count in Lua numbers, doubles, which are
+// exact up to 2^53; the semaphores have the same bound), else TrySetCount
+// returns an error wrapping redisync.ErrInvalidArgument and sends nothing.
+// A call re-sent by go-redis after a lost reply is applied once and
+// reports what the first run did.
 //
 // When it returns an error other than a bad argument, the count may or may
 // not have been set; Count tells.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err
 	}
-	if n <= 0 {
-		return false, fmt.Errorf("%w: countdown %q: count %d, must be positive", redisync.ErrInvalidArgument, l.h.Name, n)
+	if n <= 0 || n > maxCount {
+		return false, fmt.Errorf("%w: countdown %q: count %d, must be between 1 and 2^53", redisync.ErrInvalidArgument, l.h.Name, n)
 	}
 	res, err := l.run(ctx, trySetCount, n)
 	if err != nil {
@@ -173,6 +183,9 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // a lost reply is applied once, also when the latch was set anew in
 // between. When it returns an error other than a bad argument or
 // redisync.ErrClosed, the count-down may or may not have been applied.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.h.Check(); err != nil {
 		return err
@@ -232,6 +245,11 @@ func (l *Latch) Wait(ctx context.Context) error {
 // was still above zero when the wait ran out, and an error only for a
 // failure (a bad argument, Redis unreachable, ctx ended: then wrapping
 // ctx.Err()). A negative wait is an invalid argument.
+//
+// A wait above 0 bounds the reads too: one still on its way when it ends
+// is cut (a stalled read only on a go-redis client with
+// ContextTimeoutEnabled), and TryWait reports false; see “Wait bounds” in
+// [redisync].
 func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 	if err := l.h.CheckWait(wait); err != nil {
 		return false, err
@@ -249,8 +267,23 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	defer func() { obs.End(ok, err) }()
 	// The zero message opens the latch for every waiter; a set or delete
 	// message may too (a deleted latch is open), so all re-check.
+	open := waits.AttemptFunc(l.open)
+	if !forever && wait > 0 {
+		// The wait bounds the reads too: one still on its way when the
+		// wait ends is cut (a stalled read only with ContextTimeoutEnabled).
+		end := time.Now().Add(wait)
+		open = func(ctx context.Context) (bool, time.Duration, error) {
+			rctx, cancel := context.WithDeadline(ctx, end)
+			defer cancel()
+			ok, retry, err := l.open(rctx)
+			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+				return false, 0, nil // the wait ended: still closed, as far as we know
+			}
+			return ok, retry, err
+		}
+	}
 	ok, err = l.h.C.Waits().Until(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
-		waits.Bound{Forever: forever, Wait: wait}, waits.AttemptFunc(l.open))
+		waits.Bound{Forever: forever, Wait: wait}, open)
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}
@@ -270,6 +303,9 @@ func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
 // re-sent by go-redis after a lost reply is applied once and reports what
 // the first run did. A key of another type (not a string holding a count)
 // gives an error wrapping redisync.ErrWrongType and is not deleted.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err

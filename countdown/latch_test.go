@@ -2,6 +2,7 @@ package countdown_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -108,6 +109,14 @@ func TestTrySetCount(t *testing.T) {
 
 	// Another client's handle sees the same latch.
 	mustCount(t, countdown.New(clienttest.Shared(t), name), 3)
+
+	// The largest count, 2^53, is set and counted down exactly.
+	top := countdown.New(clienttest.Shared(t), redistest.Key(t, "top"))
+	mustSet(t, top, 1<<53)
+	require.NoError(t, top.CountDown(ctx))
+	mustCount(t, top, 1<<53-1)
+	_, err = top.Delete(ctx)
+	require.NoError(t, err)
 }
 
 // Redisson: 8 waiters all return promptly when the third of three
@@ -491,13 +500,19 @@ func TestBadInput(t *testing.T) {
 		"empty name Delete":      func() error { _, err := empty.Delete(ctx); return err },
 		"TrySetCount(0)":         func() error { _, err := named.TrySetCount(ctx, 0); return err },
 		"TrySetCount(-1)":        func() error { _, err := named.TrySetCount(ctx, -1); return err },
-		"TryWait(-1ns)":          func() error { _, err := named.TryWait(ctx, -1); return err },
-		"nil client":             func() error { return nilClient.CountDown(ctx) },
-		"bad client option":      func() error { return badOption.Wait(ctx) },
+		// Regression (issue 34): MaxInt64 was accepted, beyond what the
+		// scripts count exactly (2^53), where the semaphores refuse.
+		"TrySetCount(2^53+1)":   func() error { _, err := named.TrySetCount(ctx, 1<<53+1); return err },
+		"TrySetCount(MaxInt64)": func() error { _, err := named.TrySetCount(ctx, math.MaxInt64); return err },
+		"TryWait(-1ns)":         func() error { _, err := named.TryWait(ctx, -1); return err },
+		"nil client":            func() error { return nilClient.CountDown(ctx) },
+		"bad client option":     func() error { return badOption.Wait(ctx) },
 	}
 	for what, call := range calls {
 		assert.ErrorIs(t, call(), redisync.ErrInvalidArgument, what)
 	}
+	_, err := named.TrySetCount(ctx, math.MaxInt64)
+	require.ErrorContains(t, err, "count 9223372036854775807, must be between 1 and 2^53")
 	require.Zero(t, cmds.Load(), "commands bad input sent")
 	require.Zero(t, clienttest.Stats(c).Channels, "channels bad input subscribed")
 }

@@ -120,10 +120,18 @@ func TestReplicaSyncNotAcknowledged(t *testing.T) {
 
 	replicas[0].Pause(t)
 	defer replicas[0].Resume(t)
-	require.ErrorIs(t, l.Unlock(ctx), redisync.ErrNotReplicated, "release not acknowledged")
+	err := l.Unlock(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "release not acknowledged")
+	// Issue 34: the error says the release took effect and is not to be
+	// retried.
+	require.ErrorContains(t, err, "released on the primary, so it took effect and must not be retried")
 	assert.Zero(t, direct.Exists(ctx, "lock").Val(), "the release took effect on the primary")
+	err = s.Release(ctx, 1)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "semaphore release not acknowledged")
+	require.ErrorContains(t, err, "released on the primary, so it took effect and must not be retried")
+	assert.Equal(t, "4", direct.Get(ctx, "sem").Val(), "the semaphore's release on the primary")
 
-	err := l.Lock(ctx)
+	err = l.Lock(ctx)
 	require.ErrorIs(t, err, redisync.ErrNotReplicated, "lock")
 	assert.Zero(t, direct.Exists(ctx, "lock").Val(), "the lock left on the primary")
 	owner := redisync.WithOwner(ctx)
@@ -134,7 +142,7 @@ func TestReplicaSyncNotAcknowledged(t *testing.T) {
 	assert.False(t, held)
 
 	require.ErrorIs(t, s.Acquire(ctx, 2), redisync.ErrNotReplicated, "semaphore")
-	assert.Equal(t, "3", direct.Get(ctx, "sem").Val(), "the semaphore's permits on the primary")
+	assert.Equal(t, "4", direct.Get(ctx, "sem").Val(), "the semaphore's permits on the primary")
 	_, err = es.Acquire(ctx, 0)
 	require.ErrorIs(t, err, redisync.ErrNotReplicated, "expirable semaphore")
 	assert.Equal(t, "3", direct.Get(ctx, "esem").Val(), "the expirable semaphore's permits on the primary")

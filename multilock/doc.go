@@ -169,12 +169,21 @@
 //
 // # Owners and concurrency
 //
-// A MultiLock acts for the owner ctx carries (redisync.WithOwner), which
-// then applies to every member, or else for each member handle's own
-// owner. It is safe for concurrent use; goroutines that share it without an
-// owner in ctx exclude each other, as with a shared rlock.Lock handle (each
-// member handle is then a distributed sync.Mutex); reentrancy comes from an
-// owner in ctx.
+// A MultiLock takes all its members for one owner, as a Java thread is one
+// owner for every member of a Redisson MultiLock: the owner ctx carries
+// (redisync.WithOwner), or else an owner of the MultiLock's own, new for
+// each hold. So a member listed twice (New(l, l), two handles on one name,
+// or the same lock in a nested MultiLock) is re-entered rather than waited
+// for, and Unlock releases each member as many times as it was taken. The
+// same holds for a RedLock, whose members on one server are the same lock.
+//
+// A MultiLock is safe for concurrent use. Without an owner in ctx it is a
+// distributed sync.Mutex, as an rlock.Lock handle is: goroutines that share
+// it exclude each other (each hold has an owner of its own), a second Lock
+// waits for the first hold's Unlock, and Unlock releases the hold taken
+// without an owner, from any goroutine. With an owner in ctx it re-enters
+// what that owner holds, through the MultiLock or through the member
+// handles directly, and Unlock gives back only what the MultiLock took.
 //
 // # Layout and Redis versions
 //

@@ -21,18 +21,30 @@ import (
 // rwlock.RWLock, another MultiLock, on one Redis or several.
 //
 // A MultiLock keeps no lease of its own: each member keeps its own lease,
-// watchdog renewal and Done channel. It acts for the owner each member acts
-// for, that is the owner ctx carries (redisync.WithOwner) or else each
-// member handle's own; so, as with one rlock.Lock handle, goroutines that
-// share a MultiLock and carry no owner in ctx exclude each other (each
-// member handle is a distributed sync.Mutex), and an owner in ctx re-enters
-// what it holds.
+// watchdog renewal and Done channel.
+//
+// A MultiLock takes all its members for one owner: the owner ctx carries
+// (redisync.WithOwner), or else an owner of its own, new for each hold
+// (as a Java thread is one owner for all the members of a Redisson
+// MultiLock). So a member named twice — New(l, l), or two handles on one
+// name — is re-entered, not waited for, and Unlock releases each member as
+// many times as it was taken. Without an owner in ctx, a MultiLock is a
+// distributed sync.Mutex, as an rlock.Lock handle is: goroutines that
+// share it exclude each other, a second Lock waits for the first hold to
+// be released, and Unlock releases the hold taken without an owner, from
+// any goroutine. With an owner in ctx it re-enters what that owner holds,
+// through the MultiLock or through the members directly.
 //
 // A MultiLock is safe for concurrent use.
 type MultiLock struct {
 	g    *group   // the members, shared with take
 	take strategy // every member (allOf) or a majority (redLock)
 	err  error    // invalid construction, reported by every call
+
+	mu sync.Mutex
+	// own is the owner token of the hold taken without an owner in ctx,
+	// which such an Unlock releases; 0 when there is none.
+	own uint64
 }
 
 // strategy is how a MultiLock takes and releases its members. The
@@ -83,6 +95,9 @@ func NewRedLock(locks ...redisync.Locker) *MultiLock {
 //
 // When ctx ends first, Lock returns an error wrapping ctx.Err() and holds no
 // member.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (m *MultiLock) Lock(ctx context.Context) error {
 	_, err := m.acquire(ctx, 0, true)
 	return err
@@ -99,6 +114,10 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 // From NewRedLock, every step is bounded by a share of wait (see the
 // package documentation), so an unresponsive server does not keep TryLock
 // past wait.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait < 0 {
 		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.g.kind, wait)
@@ -107,18 +126,36 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, erro
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	if m.err != nil {
-		return false, m.err
+	if err := m.check(); err != nil {
+		return false, err
 	}
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("%s: %w", m.g.kind, errs.CtxError(ctx))
 	}
-	return m.take.acquire(ctx, wait, forever)
+	if _, ok := redisync.OwnerToken(ctx); ok {
+		return m.take.acquire(ctx, wait, forever)
+	}
+	// One owner for every member, new for this hold: a member named twice
+	// is re-entered, and contenders without an owner (each with one of
+	// their own) exclude each other in Redis.
+	ctx = redisync.WithOwner(ctx)
+	ok, err := m.take.acquire(ctx, wait, forever)
+	if ok {
+		token, _ := redisync.OwnerToken(ctx)
+		m.mu.Lock()
+		m.own = token
+		m.mu.Unlock()
+	}
+	return ok, err
 }
 
 // Unlock releases the MultiLock. It runs even when ctx is already
 // cancelled, as the members' Unlock does, so a deferred Unlock after a
-// cancelled request still releases.
+// cancelled request still releases. It acts for the owner ctx carries;
+// without one, for the owner of the hold taken without one through this
+// MultiLock, from whichever goroutine (when there is none, it returns an
+// error wrapping redisync.ErrNotHeld and sends nothing). A member listed
+// twice is released twice, as it was taken twice.
 //
 // From New: every member is released (at once, not one after another), and
 // Unlock returns nil when all were; otherwise the members' errors joined,
@@ -135,11 +172,36 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 // was not held), joined with the errors of members that could not be
 // released (their server is unreachable); such a member, whose renewal has
 // stopped, is freed by Redis when its lease ends.
+//
+// An error may mean a member's release took effect
+// ([redisync.ErrNotReplicated]; a network error, after which its lease
+// frees it): never repeat it. See “Errors and retries” in [redisync].
 func (m *MultiLock) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
+	}
+	if _, ok := redisync.OwnerToken(ctx); !ok {
+		// The hold taken without an owner in ctx, whoever took it.
+		m.mu.Lock()
+		token := m.own
+		m.own = 0
+		m.mu.Unlock()
+		if token == 0 {
+			return fmt.Errorf("%s: not locked without an owner in ctx: %w", m.g.kind, redisync.ErrNotHeld)
+		}
+		ctx = redisync.WithOwnerToken(ctx, token)
 	}
 	return m.take.unlock(ctx)
+}
+
+// check returns the error every call reports before doing anything: the
+// invalid construction's, or for a zero value (declared, not made by New
+// or NewRedLock), an error wrapping redisync.ErrInvalidArgument.
+func (m *MultiLock) check() error {
+	if m.take == nil {
+		return fmt.Errorf("%w: zero MultiLock (make one with multilock.New or NewRedLock)", redisync.ErrInvalidArgument)
+	}
+	return m.err
 }
 
 var _ redisync.Locker = (*MultiLock)(nil)

@@ -356,9 +356,9 @@ func (g *group) releaseTolerant(ctx context.Context, idx []int) {
 	_ = g.release(ctx, idx)
 }
 
-// ownerKey names the owner a RedLock acquisition acts for: the token ctx
-// carries, or 0 for the members' own handle owners. Given the RedLock's
-// fixed members, it determines the owner of every member.
+// ownerKey names the owner a RedLock acquisition or release acts for: the
+// token ctx carries, which MultiLock.acquire and Unlock always put there
+// (the caller's, or the MultiLock's own for a hold taken without one).
 func ownerKey(ctx context.Context) uint64 {
 	t, _ := redisync.OwnerToken(ctx)
 	return t

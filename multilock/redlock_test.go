@@ -209,8 +209,9 @@ func TestRedLockTooManyServersDown(t *testing.T) {
 
 // Unlock releases the members its acquisition took and ignores the others;
 // without a record of the acquisition (another MultiLock value, another
-// process) it releases every member, ignoring those not held. Fewer than a
-// majority still held means the RedLock was lost: ErrNotHeld.
+// process, acting for the same context owner) it releases every member,
+// ignoring those not held. Fewer than a majority still held means the
+// RedLock was lost: ErrNotHeld.
 func TestRedLockUnlock(t *testing.T) {
 	ctx := testCtx(t)
 	m := startMasters(t, 3)
@@ -221,11 +222,16 @@ func TestRedLockUnlock(t *testing.T) {
 	require.NoError(t, rl.Unlock(ctx))
 	require.Equal(t, []bool{false, true, false}, m.locked(t))
 
-	require.NoError(t, rl.Lock(ctx))
-	again := multilock.NewRedLock(members...) // same handles, so the same owners
-	require.NoError(t, again.Unlock(ctx))
+	owner := redisync.WithOwner(ctx)
+	require.NoError(t, rl.Lock(owner))
+	// Another MultiLock value holds nothing without an owner in ctx (each
+	// holds its members for an owner of its own); for the same context
+	// owner, it releases every member.
+	again := multilock.NewRedLock(members...)
+	require.ErrorIs(t, again.Unlock(ctx), redisync.ErrNotHeld)
+	require.NoError(t, again.Unlock(owner))
 	require.Equal(t, []bool{false, true, false}, m.locked(t))
-	err := rl.Unlock(ctx) // its record: members 0 and 2, released already
+	err := rl.Unlock(owner) // its record: members 0 and 2, released already
 	require.ErrorIs(t, err, redisync.ErrNotHeld)
 	require.NoError(t, other.Unlock(ctx))
 

@@ -37,7 +37,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, forever bool, wait time.
 			obs.End(ok, err)
 		}
 	}()
-	a := &acquisition{l: l, n: n}
+	a := &acquisition{l: l, n: n, cut: !forever && wait > 0}
 	a.bound, a.ctxBound = waitBound(ctx, start, forever, wait)
 	w := join(lineKey{l.h.C, l.h.Name}, a.bound, !forever && wait == 0)
 	if w == nil {
@@ -74,6 +74,8 @@ type acquisition struct {
 	n        int64
 	bound    time.Time // when the wait ends (waitBound); zero: never
 	ctxBound bool      // bound is ctx's deadline
+	// cut: TryAcquire with a wait, whose requests end at bound (see try).
+	cut bool
 }
 
 // head asks Redis for the permits as the head of the line (w) until they
@@ -132,13 +134,25 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 	_, _ = rand.Read(random[:])
 	reqKey, deadline := l.requestKey(), l.h.C.Requests().Deadline(ctx)
 	k := l.stateKeys()
+	rctx := ctx
+	if a.cut && !a.ctxBound {
+		// The wait bounds the request too: a slow or unreachable Redis
+		// does not keep TryAcquire past it (within go-redis's reach: a
+		// stalled read is cut only with ContextTimeoutEnabled).
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(ctx, a.bound)
+		defer cancel()
+	}
 	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
-		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
+		ClientID: l.h.C.ID()}.Run(rctx, l.h.C.Direct())
 	if err != nil {
 		if errs.MayHaveRun(err) {
 			l.undo(n, reqKey, deadline, string(random[:]))
+		}
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return false, 0, nil // the wait ran out during the request: undone, not granted
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}

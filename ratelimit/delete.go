@@ -28,6 +28,9 @@ const scanCount = 1000
 // a key that matches a budget's name but not its type is not the
 // limiter's and stays. An error after the configuration was deleted can
 // leave Java clients' budgets behind: calling Delete again removes them.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if err := l.h.Check(); err != nil {
 		return false, err

@@ -125,7 +125,10 @@ func ExampleGCRA_Reserve() {
 }
 
 // An HTTP middleware: one GCRA budget per client address, its Result in
-// the RateLimit-* and Retry-After headers.
+// the RateLimit-* and Retry-After headers. The limiter's call is bounded
+// by its own timeout, so that a Redis outage costs each request at most
+// that (give the go-redis client ContextTimeoutEnabled, so that a stalled
+// read is cut too), not go-redis's dial timeouts and retries.
 func ExampleGCRA_AllowN_http() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
@@ -137,16 +140,22 @@ func ExampleGCRA_AllowN_http() {
 	limit := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ip, _, _ := net.SplitHostPort(r.RemoteAddr)
-			res, err := ratelimit.NewGCRA(client, "example:ip:"+ip, per).AllowN(r.Context(), 1)
+			ctx, cancel := context.WithTimeout(r.Context(), 500*time.Millisecond)
+			res, err := ratelimit.NewGCRA(client, "example:ip:"+ip, per).AllowN(ctx, 1)
+			cancel()
 			if err != nil {
 				http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
 				return
 			}
 			h := w.Header()
+			// The burst: what RateLimit-Remaining counts down from (events
+			// allowed at once), whatever the sustained rate.
 			h.Set("RateLimit-Limit", strconv.FormatInt(per.Burst, 10))
 			h.Set("RateLimit-Remaining", strconv.FormatInt(res.Remaining, 10))
 			h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(res.ResetAfter.Seconds()))))
 			if res.Allowed == 0 {
+				// Whole seconds (HTTP has no finer Retry-After), rounded
+				// up: a retry sooner would be refused again.
 				h.Set("Retry-After", strconv.Itoa(int(math.Ceil(res.RetryAfter.Seconds()))))
 				http.Error(w, "too many requests", http.StatusTooManyRequests)
 				return

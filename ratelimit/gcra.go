@@ -90,6 +90,9 @@ func NewGCRA(c *redisync.Client, name string, limit Limit) *GCRA {
 func (g *GCRA) Name() string { return g.h.Name }
 
 // Allow reports whether one event may happen now, and takes it if so.
+//
+// After a network error it may have taken its events: calling again is
+// safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) Allow(ctx context.Context) (bool, error) {
 	r, err := g.AllowN(ctx, 1)
 	return r.Allowed == 1, err
@@ -101,6 +104,9 @@ func (g *GCRA) Allow(ctx context.Context) (bool, error) {
 // record (it costs what redis_rate's does): a call that go-redis re-sends
 // after a lost reply may take its events twice, so the limiter then allows
 // fewer events, never more.
+//
+// After a network error it may have taken its events: calling again is
+// safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) AllowN(ctx context.Context, n int64) (Result, error) {
 	if err := g.checkN(n); err != nil {
 		return Result{}, err
@@ -156,6 +162,9 @@ func (r *Reservation) Delay() time.Duration {
 // come already, nor when later reservations were made after it, for the
 // part they took. It is idempotent, and runs even when ctx is already
 // cancelled (on a detached context with a bounded timeout).
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (r *Reservation) Cancel(ctx context.Context) error {
 	if !r.ok {
 		return nil
@@ -184,6 +193,9 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 // Reserve takes the next n events (n ≥ 1) now, whenever they may happen:
 // the Reservation says when (Delay). Cancel gives them back if the events
 // will not happen. n above Burst reserves nothing (OK is false).
+//
+// After a network error it may have taken its events: calling again is
+// safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 	if err := g.checkN(n); err != nil {
 		return nil, err
@@ -214,6 +226,9 @@ func (g *GCRA) Wait(ctx context.Context) error { return g.WaitN(ctx, 1) }
 // error wrapping context.DeadlineExceeded; if ctx ends while it sleeps, it
 // cancels its reservation (Reservation.Cancel) and returns an error
 // wrapping ctx's error. n above Burst is ErrExceedsRate.
+//
+// After a network error it may have taken its events: calling again is
+// safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) WaitN(ctx context.Context, n int64) (err error) {
 	if err := g.checkN(n); err != nil {
 		return err
@@ -262,6 +277,9 @@ func (g *GCRA) WaitN(ctx context.Context, n int64) (err error) {
 // Reset brings the limiter back to a full burst (deletes its key). A key
 // of another type is left as it is, and the error wraps
 // redisync.ErrWrongType.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (g *GCRA) Reset(ctx context.Context) error {
 	if err := g.h.Check(); err != nil {
 		return err

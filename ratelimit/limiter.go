@@ -94,6 +94,9 @@ func (l *Limiter) Name() string { return l.h.Name }
 // was set already and nothing changed. rate must be between 1 and 2^32−1;
 // interval at least a millisecond (it is stored in whole milliseconds,
 // rounded up).
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Limiter) TrySetRate(ctx context.Context, t RateType, rate int64, interval time.Duration, opts ...RateOption) (bool, error) {
 	return l.setRate(ctx, "try", t, rate, interval, opts)
 }
@@ -102,6 +105,9 @@ func (l *Limiter) TrySetRate(ctx context.Context, t RateType, rate int64, interv
 // starts full (Overall's, and the PerClient budgets of every client that
 // used this limiter through redisync). A Java client's Redisson setRate
 // resets only its own budget.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Limiter) SetRate(ctx context.Context, t RateType, rate int64, interval time.Duration, opts ...RateOption) error {
 	_, err := l.setRate(ctx, "set", t, rate, interval, opts)
 	return err
@@ -111,6 +117,9 @@ func (l *Limiter) SetRate(ctx context.Context, t RateType, rate int64, interval 
 // keeps the permits in use (Redisson 4.4's keepState): grants younger than
 // the new interval still count, and each budget is the new rate minus them
 // (never below 0). It reports false, changing nothing, when no rate is set.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *Limiter) UpdateRate(ctx context.Context, t RateType, rate int64, interval time.Duration, opts ...RateOption) (bool, error) {
 	return l.setRate(ctx, "update", t, rate, interval, opts)
 }
@@ -200,7 +209,15 @@ func parseConfig(m map[string]string, fail func(string, error) error) (Config, e
 // A negative wait is an invalid argument.
 //
 // An acquisition whose reply was lost (ctx ended, the connection broke) is
-// undone: it grants nothing, however often go-redis re-sent it.
+// undone: it grants nothing, however often go-redis re-sent it. With a wait
+// above 0, the wait bounds the requests too: one still on its way when the
+// wait ends is cut (a stalled read only on a go-redis client with
+// ContextTimeoutEnabled) and undone, and TryAcquire reports false, so a
+// slow or unreachable Redis does not keep it past its wait by more than
+// the undo's start.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” and “Wait bounds” in [redisync].
 func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
 	if err := l.checkN(n); err != nil {
 		return false, err
@@ -215,6 +232,9 @@ func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) (
 // cannot be had before ctx's deadline, by Redis's answer, it returns at
 // once an error wrapping context.DeadlineExceeded instead of sleeping
 // until then. Other errors are as TryAcquire's.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (l *Limiter) Acquire(ctx context.Context, n int64) error {
 	if err := l.checkN(n); err != nil {
 		return err
@@ -273,6 +293,9 @@ func (l *Limiter) undo(n int64, acquireKey string, deadline int64, random string
 // ErrNotInitialized means no rate is set. A caller of the same Client
 // waiting for permits asks Redis again at once; callers in other processes
 // notice when their delay ends (there is no pub/sub, as in Redisson).
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (l *Limiter) Release(ctx context.Context, n int64) error {
 	if err := l.checkN(n); err != nil {
 		return err

@@ -175,7 +175,13 @@ func fairLeave(ctx context.Context, e *core.Lock, owner string) {
 // (ErrNotHeld). A lock key or a queue of another type than the fair
 // lock's layout (and the timeouts key, when the queue has waiters) gives
 // an error wrapping redisync.ErrWrongType, and nothing is deleted.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if l.e == nil {
+		return l.handle.ForceUnlock(ctx) // a zero value: the check's error
+	}
 	if err := l.e.Check(); err != nil {
 		return false, err
 	}

@@ -54,6 +54,21 @@ type handle struct {
 	opts options
 }
 
+// zeroHandle stands for a zero-value Lock, FairLock or SpinLock (declared,
+// not made by New, NewFair or NewSpin): a handle without a client, on which
+// every operation returns an error wrapping redisync.ErrInvalidArgument
+// (the check of the client, [core.Client.Check]) and sends nothing.
+var zeroHandle = New(nil, "").handle
+
+// state returns h, or zeroHandle for a zero value. Every method starts
+// from it.
+func (h *handle) state() *handle {
+	if h.e == nil {
+		return &zeroHandle
+	}
+	return h
+}
+
 func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 	h := handle{e: core.NewLock((*core.Client)(c), kind, name)}
 	h.opts = newOptions(kind, opts)
@@ -172,7 +187,7 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 }
 
 // Name returns the lock's name, which is also its Redis key.
-func (h *handle) Name() string { return h.e.Name }
+func (h *handle) Name() string { return h.state().e.Name }
 
 // Lock acquires the lock, waiting as long as ctx allows. Without a context
 // owner it first waits for the holds taken through this handle without one
@@ -186,7 +201,11 @@ func (h *handle) Name() string { return h.e.Name }
 // watchdog, or for the fixed lease of WithLease. When ctx ends first, Lock
 // returns an error wrapping ctx.Err() and holds nothing: an acquisition
 // whose reply was lost is undone.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (h *handle) Lock(ctx context.Context) error {
+	h = h.state()
 	_, err := h.e.Acquire(ctx, h.side, true, 0)
 	return err
 }
@@ -196,7 +215,12 @@ func (h *handle) Lock(ctx context.Context) error {
 // another owner, or through this handle without a context owner), and an
 // error only for a failure (a bad argument, Redis unreachable, ctx ended:
 // then wrapping ctx.Err()). A negative wait is an invalid argument.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
+	h = h.state()
 	return h.e.Acquire(ctx, h.side, false, wait)
 }
 
@@ -219,7 +243,14 @@ func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) 
 // was lost is settled before the owner's next Lock or Unlock on the lock
 // (marked cancelled in Redis unless it ran), so that a copy of it
 // delivered late cannot release the hold the owner takes next.
-func (h *handle) Unlock(ctx context.Context) error { return h.e.Release(ctx, h.side) }
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which the lease frees the hold): never repeat it.
+// See “Errors and retries” in [redisync].
+func (h *handle) Unlock(ctx context.Context) error {
+	h = h.state()
+	return h.e.Release(ctx, h.side)
+}
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
 // reports whether the lock existed. Holders in this process see their hold
@@ -227,7 +258,11 @@ func (h *handle) Unlock(ctx context.Context) error { return h.e.Release(ctx, h.s
 // renews, or when they unlock (ErrNotHeld). A key of another type than a
 // hash is no lock: ForceUnlock returns an error wrapping
 // redisync.ErrWrongType and deletes nothing.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
+	h = h.state()
 	if err := h.e.Check(); err != nil {
 		return false, err
 	}
@@ -248,6 +283,7 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 // IsLocked reports whether any owner holds the lock. A key of another
 // type than a hash gives an error wrapping redisync.ErrWrongType.
 func (h *handle) IsLocked(ctx context.Context) (bool, error) {
+	h = h.state()
 	if err := h.e.Check(); err != nil {
 		return false, err
 	}
@@ -270,6 +306,7 @@ func (h *handle) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns the caller's owner's hold count in Redis: how many
 // Unlocks free the lock. It is 0 when the owner does not hold it.
 func (h *handle) HoldCount(ctx context.Context) (int64, error) {
+	h = h.state()
 	owner, err := h.e.Owner(ctx, h.side)
 	if err != nil {
 		return 0, err
@@ -289,6 +326,7 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 // of another type than a hash gives an error wrapping
 // redisync.ErrWrongType.
 func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
+	h = h.state()
 	if err := h.e.Check(); err != nil {
 		return 0, err
 	}
@@ -319,7 +357,7 @@ func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 // acquisition. When the handle is shared by several owners, the latest
 // acquisition may be another owner's: use Hold(ctx).FencingToken() for
 // one owner's token.
-func (h *handle) FencingToken() int64 { return h.e.FencingToken() }
+func (h *handle) FencingToken() int64 { return h.state().e.FencingToken() }
 
 // Hold returns the current hold of the caller's owner: with a context
 // owner, that owner's hold, however many times and through whichever
@@ -330,6 +368,7 @@ func (h *handle) FencingToken() int64 { return h.e.FencingToken() }
 // FencingToken are the hold's, unchanged by other owners' acquisitions and
 // releases through the same handle.
 func (h *handle) Hold(ctx context.Context) *redisync.Hold {
+	h = h.state()
 	return (*redisync.Hold)(h.e.Hold(ctx, h.side))
 }
 
@@ -341,13 +380,13 @@ func (h *handle) Hold(ctx context.Context) *redisync.Hold {
 // mutex. It follows the handle, not an owner: when several owners share
 // the handle, the latest acquisition may be another owner's, so each
 // should watch its own Hold(ctx).Done() instead.
-func (h *handle) Done() <-chan struct{} { return h.e.Done() }
+func (h *handle) Done() <-chan struct{} { return h.state().e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final Unlock, or before any acquisition, an error
 // wrapping redisync.ErrNotHeld; after a loss, one wrapping
 // redisync.ErrLockLost. Like Done, it follows the handle; Hold(ctx).Err()
 // follows one owner's hold.
-func (h *handle) Err() error { return h.e.Err() }
+func (h *handle) Err() error { return h.state().e.Err() }
 
 var _ redisync.Locker = (*Lock)(nil)

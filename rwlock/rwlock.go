@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -85,173 +81,23 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 	return &RWLock{e: e, read: readSide(e), write: writeSide(e)}
 }
 
+// zeroRW stands for a zero-value RWLock (declared, not made by New): a
+// handle without a client, on which every operation returns an error
+// wrapping redisync.ErrInvalidArgument (the check of the client,
+// [core.Client.Check]) and sends nothing.
+var zeroRW = New(nil, "")
+
+// state returns rw, or zeroRW for a zero value. Every method starts from
+// it.
+func (rw *RWLock) state() *RWLock {
+	if rw.e == nil {
+		return zeroRW
+	}
+	return rw
+}
+
 // Name returns the lock's name, which is also the key of its hash.
-func (rw *RWLock) Name() string { return rw.e.Name }
-
-// sideScripts is what both sides' scripts share: the lock's channel, its
-// timeout keys, the message a release publishes, and the recorded release
-// script call (rwlock_write_release for the write side, else
-// rwlock_read_release: the same KEYS and ARGV).
-type sideScripts struct {
-	e          *core.Lock
-	channel    string
-	head, tail string // keys.RWTimeoutParts
-	msg        string
-	write      bool
-}
-
-func newSideScripts(e *core.Lock, write bool, msg string) sideScripts {
-	head, tail := keys.RWTimeoutParts(e.Name)
-	return sideScripts{e: e, channel: keys.RWChannel(e.Name), head: head, tail: tail, msg: msg, write: write}
-}
-
-// release runs the recorded release script of the side.
-func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
-	e := s.e
-	undo, undoKey := op.Undoes()
-	if s.write {
-		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
-			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
-		}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-	}
-	return lua.RWReadReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
-		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
-	}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-}
-
-// Waiting waits on the lock's channel with its wake policy (wake).
-func (s *sideScripts) Waiting(*core.Op) core.Waiting {
-	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: wake}}
-}
-
-// readSide is the read side's configuration of the engine (readScripts).
-func readSide(e *core.Lock) *core.Side {
-	return &core.Side{Kind: "rwlock", What: "read ", Shared: true,
-		Scripts: &readScripts{newSideScripts(e, false, msgRead)}}
-}
-
-// readScripts are the read side's scripts: a read hold is the owner's
-// reader field plus one timeout key per hold.
-type readScripts struct{ sideScripts }
-
-// Field is the owner itself: its reader field.
-func (s *readScripts) Field(owner string) string { return owner }
-
-// RunAcquire runs rwlock_read_acquire.
-func (s *readScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
-	e := s.e
-	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-	return outcome(rep.Code, rep.Value, err, op.Owner)
-}
-
-// RunRelease runs rwlock_read_release.
-func (s *readScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
-	return s.release(ctx, op)
-}
-
-// Renewal renews the reader field and the owner's timeout keys
-// (lua.RenewRead).
-func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
-	return hold.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
-}
-
-// writeSide is the write side's configuration of the engine
-// (writeScripts); callers without a context owner take fresh holds, line up
-// in the client's local line of the lock's writers, and are handed the
-// write side by the writer before them.
-func writeSide(e *core.Lock) *core.Side {
-	scripts := &writeScripts{newSideScripts(e, true, msgWrite)}
-	return &core.Side{Kind: "rwlock", What: "write ", Fresh: true,
-		Line:    core.LockLine("rwlock", e.Name), // writers of a client line up locally
-		Scripts: scripts, Handoff: scripts}
-}
-
-// writeScripts are the write side's scripts: the owner's write field,
-// renewed as a lock's owner field. Context owners take and release it with
-// the recorded scripts (rwlock_write_acquire and rwlock_write_release:
-// reentrancy, downgrade, ErrUpgrade); fresh holds with
-// rwlock_write_acquire_fresh and rwlock_write_release_fresh, and hand it on
-// with rwlock_write_handoff.
-type writeScripts struct{ sideScripts }
-
-// Field is the owner's write field ("<owner>:write").
-func (s *writeScripts) Field(owner string) string { return keys.RWWriteField(owner) }
-
-// RunAcquire runs rwlock_write_acquire_fresh for a fresh hold, else
-// rwlock_write_acquire.
-func (s *writeScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
-	e := s.e
-	if op.Fresh {
-		rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-			FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-		return outcome(rep.Code, rep.Value, err, op.Owner)
-	}
-	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
-		ReadCount: e.C.Holds().Count(hold.Key{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-	return outcome(rep.Code, rep.Value, err, op.Owner)
-}
-
-// RunRelease runs rwlock_write_release_fresh for a fresh hold, else
-// rwlock_write_release.
-func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
-	if !op.Fresh {
-		return s.release(ctx, op)
-	}
-	// The hold's request key is its acquisition's (undoKey in an undo).
-	// Its mark outlives the acquisition's deadline and this request's.
-	undo, undoKey := op.Undoes()
-	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
-		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
-		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
-	}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
-}
-
-// RunHandoff runs rwlock_write_handoff: from's fresh hold ends and to's
-// begins.
-func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
-	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
-		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
-		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Direct())
-	if err != nil {
-		return core.HandoffOutcome{}, err
-	}
-	return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.RWWriteHandoffHandedOver}, nil
-}
-
-// Renewal is writeRenewal.
-func (s *writeScripts) Renewal(*core.Op) *hold.RenewSpec { return writeRenewal }
-
-// writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
-// the hash and the write field, which are the hold's key; one lazy spec for
-// every hold.
-var writeRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
-	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
-}}
-
-// outcome reads an acquisition script's reply (rwlock_read_acquire,
-// rwlock_write_acquire, rwlock_write_acquire_fresh: they share their
-// codes): its code and its second element.
-func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
-	switch {
-	case err != nil:
-		return core.Outcome{}, err
-	case code == lua.RWWriteAcquireAcquired:
-		return core.Outcome{Acquired: true}, nil
-	case code == lua.RWWriteAcquireUpgrade:
-		return core.Outcome{Err: fmt.Errorf("owner %s: %w", owner, redisync.ErrUpgrade)}, nil
-	case code == lua.RWWriteAcquireLost:
-		return core.Outcome{Lost: true}, nil
-	}
-	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
-}
+func (rw *RWLock) Name() string { return rw.state().e.Name }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
 // once when the lock is free or read-locked, and when the caller's context
@@ -266,7 +112,11 @@ func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 // watchdog, or for the fixed lease of WithLease. When ctx ends first, RLock
 // returns an error wrapping ctx.Err() and holds nothing: an acquisition
 // whose reply was lost is undone.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (rw *RWLock) RLock(ctx context.Context) error {
+	rw = rw.state()
 	_, err := rw.e.Acquire(ctx, rw.read, true, 0)
 	return err
 }
@@ -276,7 +126,12 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 // owner, and an error only for a failure (a bad argument, Redis
 // unreachable, ctx ended: then wrapping ctx.Err()). A negative wait is an
 // invalid argument.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error) {
+	rw = rw.state()
 	return rw.e.Acquire(ctx, rw.read, false, wait)
 }
 
@@ -292,7 +147,11 @@ func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error
 // Lock returns an error wrapping redisync.ErrUpgrade at once and changes
 // nothing (Redisson waits for itself forever there). When ctx ends first,
 // Lock returns an error wrapping ctx.Err() and holds nothing.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (rw *RWLock) Lock(ctx context.Context) error {
+	rw = rw.state()
 	_, err := rw.e.Acquire(ctx, rw.write, true, 0)
 	return err
 }
@@ -301,7 +160,12 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 // It returns (false, nil) when other owners kept the lock, an error
 // wrapping redisync.ErrUpgrade at once when the caller's context owner
 // holds only read holds, and other errors for failures as TryRLock does.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. The wait does not cut a request on its way to
+// Redis: see “Wait bounds” in [redisync].
 func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
+	rw = rw.state()
 	return rw.e.Acquire(ctx, rw.write, false, wait)
 }
 
@@ -326,7 +190,14 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 // or release replaces what Redis keeps with what this client counts; until
 // then, or until its lease ends, writers — the owner's own, and this
 // handle's fresh ones — wait for it as for any read hold.
-func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, rw.read) }
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which the lease frees the hold): never repeat it.
+// See “Errors and retries” in [redisync].
+func (rw *RWLock) RUnlock(ctx context.Context) error {
+	rw = rw.state()
+	return rw.e.Release(ctx, rw.read)
+}
 
 // Unlock releases one write hold (without a context owner, the one taken
 // through this handle without one). The last one wakes every waiter: the
@@ -338,14 +209,25 @@ func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.e.Release(ctx, 
 //
 // It returns an error wrapping redisync.ErrNotHeld, and changes nothing,
 // when the owner does not hold the write side.
-func (rw *RWLock) Unlock(ctx context.Context) error { return rw.e.Release(ctx, rw.write) }
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which the lease frees the hold): never repeat it.
+// See “Errors and retries” in [redisync].
+func (rw *RWLock) Unlock(ctx context.Context) error {
+	rw = rw.state()
+	return rw.e.Release(ctx, rw.write)
+}
 
 // ForceUnlock deletes the lock whoever holds it, in either mode, together
 // with the timeout keys of its read holds, and wakes every waiter. It
 // reports whether the lock existed. Holders in this process see their holds
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
 // renews, or when they unlock (ErrNotHeld).
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
+	rw = rw.state()
 	if err := rw.e.Check(); err != nil {
 		return false, err
 	}
@@ -366,6 +248,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // mode returns the lock's mode field: "read", "write", or "" when free.
 func (rw *RWLock) mode(ctx context.Context) (string, error) {
+	rw = rw.state()
 	if err := rw.e.Check(); err != nil {
 		return "", err
 	}
@@ -398,6 +281,7 @@ func (rw *RWLock) IsWriteLocked(ctx context.Context) (bool, error) {
 // context owner, the handle's own owner's): how many RUnlocks release its
 // read side. It is 0 when the owner holds no live read hold.
 func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
+	rw = rw.state()
 	owner, err := rw.e.Owner(ctx, rw.read)
 	if err != nil {
 		return 0, err
@@ -415,6 +299,7 @@ func (rw *RWLock) ReadHoldCount(ctx context.Context) (int64, error) {
 // of the latest write hold taken through this handle (1 while it lasts).
 // It is 0 when the owner does not hold it.
 func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
+	rw = rw.state()
 	owner, err := rw.e.Owner(ctx, rw.write)
 	if err != nil {
 		return 0, err
@@ -438,14 +323,14 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 // several owners share the handle, the latest acquisition may be another
 // owner's, whose release closes it; each owner should then watch its own
 // ReadHold(ctx).Done() or WriteHold(ctx).Done().
-func (rw *RWLock) Done() <-chan struct{} { return rw.e.Done() }
+func (rw *RWLock) Done() <-chan struct{} { return rw.state().e.Done() }
 
 // Err returns nil while the hold of the latest acquisition through this
 // handle lasts; after its final release, or before any acquisition, an
 // error wrapping redisync.ErrNotHeld; after a loss, one wrapping
 // redisync.ErrLockLost. Like Done, it follows the handle; ReadHold(ctx).Err()
 // and WriteHold(ctx).Err() follow one owner's hold.
-func (rw *RWLock) Err() error { return rw.e.Err() }
+func (rw *RWLock) Err() error { return rw.state().e.Err() }
 
 // ReadHold returns the current read hold of the caller's owner: with a
 // context owner, that owner's read hold (all its read holds on the lock, as
@@ -457,6 +342,7 @@ func (rw *RWLock) Err() error { return rw.e.Err() }
 // owner's read hold ends, never by another owner's RUnlock through the same
 // handle.
 func (rw *RWLock) ReadHold(ctx context.Context) *redisync.Hold {
+	rw = rw.state()
 	return (*redisync.Hold)(rw.e.Hold(ctx, rw.read))
 }
 
@@ -466,6 +352,7 @@ func (rw *RWLock) ReadHold(ctx context.Context) *redisync.Hold {
 // returns nil when that owner does not hold the write side in this Client.
 // It sends nothing to Redis.
 func (rw *RWLock) WriteHold(ctx context.Context) *redisync.Hold {
+	rw = rw.state()
 	return (*redisync.Hold)(rw.e.Hold(ctx, rw.write))
 }
 

@@ -71,6 +71,32 @@ func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try w
 	return ok, nil
 }
 
+// waitEnd is when the requests of an acquisition that waits at most wait
+// (unless forever) are cut: zero, never, for Acquire and for a single
+// attempt (TryAcquire(ctx, 0) is one request, bounded by ctx and go-redis).
+func waitEnd(forever bool, wait time.Duration) time.Time {
+	if forever || wait <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(wait)
+}
+
+// cutAt returns the context of one acquisition request: ctx, ending at end
+// too when end is set, so that a slow or unreachable Redis does not keep a
+// TryAcquire past its wait (a stalled read is cut only on a go-redis
+// client with ContextTimeoutEnabled).
+func cutAt(ctx context.Context, end time.Time) (context.Context, context.CancelFunc) {
+	if end.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, end)
+}
+
+// wasCut reports whether a request run on rctx (from cutAt on ctx) failed
+// because the wait ended, not ctx: its acquisition is undone, and the
+// attempt reports "not acquired".
+func wasCut(rctx, ctx context.Context) bool { return rctx.Err() != nil && ctx.Err() == nil }
+
 func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.Requests().ID()) }
 
 // trySet runs semaphore_try_set.lua; expirable says whether expired permits

@@ -56,6 +56,9 @@ func (s *ExpirableSemaphore) Name() string { return s.h.Name }
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it
 // set them; false means the semaphore already existed, and nothing changed.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	return s.trySet(ctx, n, true)
 }
@@ -64,6 +67,9 @@ func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, 
 // n (≥ 0): the available count becomes n minus the permits currently
 // acquired, which is negative when more than n are acquired (releases then
 // bring it back). It wakes waiters when permits are available.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	if err := s.h.Check(); err != nil {
 		return err
@@ -87,6 +93,9 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 // when it was not set, and wakes waiters when permits are available. A
 // negative n removes permits; the count may become negative. A call re-sent
 // by go-redis after a lost reply is applied once.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) AddPermits(ctx context.Context, n int64) error {
 	return s.add(ctx, n, true)
 }
@@ -99,6 +108,9 @@ func (s *ExpirableSemaphore) AddPermits(ctx context.Context, n int64) error {
 // until someone calls TrySetPermits, SetPermits or AddPermits. Under a
 // misspelled name it waits forever (until ctx ends): where the name may be
 // wrong, use TryAcquire with a wait, or check AvailablePermits first.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
 	ids, err := s.AcquireN(ctx, 1, lease)
 	if err != nil {
@@ -120,6 +132,9 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (
 //
 // On failure it returns an error and holds nothing: when ctx ends first,
 // one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
 	if err := s.checkIDs(n); err != nil {
 		return nil, err
@@ -136,6 +151,12 @@ func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.D
 // until someone calls TrySetPermits, SetPermits or AddPermits, so
 // TryAcquire on it, or on a misspelled name, waits the whole wait and
 // returns ("", false, nil).
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. A wait above 0 bounds the requests too: one
+// still on its way when it ends is cut (a stalled read only on a go-redis
+// client with ContextTimeoutEnabled) and undone, and the call reports
+// false; see “Wait bounds” in [redisync].
 func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
 	ids, ok, err := s.TryAcquireN(ctx, 1, wait, lease)
 	if !ok || err != nil {
@@ -152,6 +173,12 @@ func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Du
 // time, and an error only for a failure (a bad argument, Redis unreachable,
 // ctx ended: then wrapping ctx.Err()), after which it holds nothing. A
 // negative wait is an invalid argument.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. A wait above 0 bounds the requests too: one
+// still on its way when it ends is cut (a stalled read only on a go-redis
+// client with ContextTimeoutEnabled) and undone, and the call reports
+// false; see “Wait bounds” in [redisync].
 func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lease time.Duration) ([]string, bool, error) {
 	if err := s.checkIDs(n); err != nil {
 		return nil, false, err
@@ -167,8 +194,9 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 
 func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool, wait, lease time.Duration) ([]string, bool, error) {
 	var ids []string
+	end := waitEnd(forever, wait)
 	ok, err := s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		got, retry, err := s.try(ctx, n, lease)
+		got, retry, err := s.try(ctx, n, lease, end)
 		if got != nil {
 			ids = got
 		}
@@ -182,8 +210,8 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool,
 
 // try makes one acquisition attempt with fresh ids. When not enough permits
 // are available, the retry hint is the time until the nearest acquired
-// permit expires (0: none will).
-func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration) ([]string, time.Duration, error) {
+// permit expires (0: none will). The request is cut at end (cutAt).
+func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration, end time.Time) ([]string, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err // nothing sent, nothing to undo
 	}
@@ -201,15 +229,20 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	}
 	reqKey := s.requestKey()
 	sync := s.h.C.Replicas().NewSync()
+	rctx, cancel := cutAt(ctx, end)
+	defer cancel()
 	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
-		Permits: raw}.Run(ctx, s.h.C.Replicas().Runner(sync))
+		Permits: raw}.Run(rctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
 	if err != nil {
 		if errs.MayHaveRun(err) {
 			s.undo(ctx, reqKey, raw, lease)
+		}
+		if wasCut(rctx, ctx) {
+			return nil, 0, nil
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}
@@ -272,6 +305,10 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 // of the permits still taken), so a permit without a lease does not stay
 // taken for good: do not release them again. A release that could not be
 // completed is logged and counted (Stats.ReleasesFailed).
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which it goes on in the background): never repeat
+// it. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	if err := s.h.Check(); err != nil {
 		return err
@@ -315,7 +352,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	if rep.Code == lua.SemaphorePermitReleaseReleased {
 		if err := sync.SyncErr(); err != nil {
-			return s.fail("release", err) // released on the primary
+			return s.fail("release", fmt.Errorf("released on the primary, so it took effect and must not be retried: %w", err))
 		}
 		return nil
 	}
@@ -326,69 +363,14 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	return s.fail("release", fmt.Errorf("unexpected reply %+v", rep))
 }
 
-// lostRelease is a release whose reply was lost, going on in the
-// background (request.Requests.CompleteRelease): first the request sent (it may
-// still be on its way), then new ones until Redis answers. Releasing a
-// permit by its id twice gives nothing back twice (the second finds it
-// gone), so a new request may be made whenever the last one got no answer;
-// a permit with a lease comes back by itself when it ends, one without only
-// by this.
-type lostRelease struct {
-	s       *ExpirableSemaphore
-	release lua.SemaphorePermitReleaseArgs
-	sent    bool // the first request, the caller's, was made
-}
-
-// complete starts the completion.
-func (l *lostRelease) complete() {
-	l.s.h.C.Requests().CompleteRelease(time.Time{}, true, "its permits may stay taken until their lease ends, or for good without one",
-		l.next, "semaphore", l.s.h.Name, "permits", len(l.release.Permits))
-}
-
-// next makes the next request: the caller's first, then a new one.
-func (l *lostRelease) next(ctx context.Context) (func() error, time.Time) {
-	if l.sent {
-		l.renew(ctx, &l.release)
-	}
-	l.sent = true
-	r := l.release
-	return func() error {
-		return l.releaseKnown(ctx, r)
-	}, l.s.h.C.Requests().RecordEnd(r.Deadline)
-}
-
-// renew gives the release r a request key and a deadline of its own.
-func (l *lostRelease) renew(ctx context.Context, r *lua.SemaphorePermitReleaseArgs) {
-	r.Request = l.s.requestKey()
-	r.UndoRequest = r.Request
-	r.Deadline = l.s.h.C.Requests().Deadline(ctx)
-}
-
-// releaseKnown runs release and, while it names a permit that is unknown
-// (released by an earlier copy, or expired), runs it again without that
-// one: a completion gives back every permit still taken, where Release
-// itself is all or nothing.
-func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePermitReleaseArgs) error {
-	for {
-		rep, err := release.Run(ctx, l.s.h.C.Direct())
-		if err != nil || rep.Code != lua.SemaphorePermitReleaseUnknown ||
-			rep.Value < 1 || rep.Value > int64(len(release.Permits)) {
-			return err
-		}
-		i := rep.Value - 1
-		release.Permits = append(release.Permits[:i:i], release.Permits[i+1:]...)
-		if len(release.Permits) == 0 {
-			return nil
-		}
-		l.renew(ctx, &release)
-	}
-}
-
 // UpdateLease gives the acquired permit id a new lease, counted from now;
 // lease 0 means it never expires. It returns false, and changes nothing,
 // when the permit is unknown or already expired. An id that is not 32 hex
 // characters, or a lease as AcquireN refuses (negative, below 1ms, above
 // 2^43 ms), is an invalid argument.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
 	if err := s.h.Check(); err != nil {
 		return false, err
@@ -489,6 +471,9 @@ func (s *ExpirableSemaphore) Permits(ctx context.Context) (int64, error) {
 // redisync.ErrNotHeld. A key of another type than the layout (the count a
 // string holding a number, the acquired permits a zset) gives an error
 // wrapping redisync.ErrWrongType, and nothing is deleted.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
 	return s.del(ctx, s.h.Name, keys.SemaphoreTimeouts(s.h.Name))
 }

@@ -42,6 +42,9 @@ func (s *Semaphore) Name() string { return s.h.Name }
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it
 // set them; false means the semaphore already existed, and nothing changed.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	return s.trySet(ctx, n, false)
 }
@@ -51,6 +54,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // negative n removes permits; the count may become negative, and then
 // Acquire waits until releases bring it back above what it asks for. A
 // call re-sent by go-redis after a lost reply is applied once.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	return s.add(ctx, n, false)
 }
@@ -68,6 +74,9 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 //
 // On failure it returns an error and holds nothing: when ctx ends first,
 // one wrapping ctx.Err(); an acquisition whose reply was lost is undone.
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync].
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
@@ -87,6 +96,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // A semaphore that was never set has 0 available permits until someone
 // calls TrySetPermits, AddPermits or Release, so TryAcquire on it, or on a
 // misspelled name, waits the whole wait and returns (false, nil).
+//
+// After any error nothing is held, and calling again is safe. See “Errors
+// and retries” in [redisync]. A wait above 0 bounds the requests too: one
+// still on its way when it ends is cut (a stalled read only on a go-redis
+// client with ContextTimeoutEnabled) and undone, and the call reports
+// false; see “Wait bounds” in [redisync].
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
 	if err := s.checkN(n); err != nil {
 		return false, err
@@ -98,8 +113,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (bool, error) {
+	end := waitEnd(forever, wait)
 	return s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		return s.try(ctx, n)
+		return s.try(ctx, n, end)
 	})
 }
 
@@ -110,15 +126,18 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait tim
 // lua/prelude_ledger.lua), which keeps their outcome in Redis for as long
 // as the client may ask: an acquisition whose reply was lost can be undone,
 // and a release completed, after an outage of any length up to an hour.
-func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, error) {
+// The request is cut at end (cutAt).
+func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, err // nothing sent, nothing to undo
 	}
 	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
 	sync := s.h.C.Replicas().NewSync()
+	rctx, cancel := cutAt(ctx, end)
+	defer cancel()
 	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: n,
-		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(ctx, s.h.C.Replicas().Runner(sync))
+		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(rctx, s.h.C.Replicas().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -127,6 +146,9 @@ func (s *Semaphore) try(ctx context.Context, n int64) (bool, time.Duration, erro
 			s.undo(ctx, n, seq) // ends seq in the ledger when done
 		} else {
 			led.End(s.h.Name, seq)
+		}
+		if wasCut(rctx, ctx) {
+			return false, 0, nil
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
@@ -180,6 +202,10 @@ func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 // release them again. Only an outage longer than an hour, or the Client's
 // Close meanwhile, can leave them lost, which is logged and counted
 // (Stats.ReleasesFailed).
+//
+// An error may mean the release took effect ([redisync.ErrNotReplicated]; a
+// network error, after which it goes on in the background): never repeat
+// it. See “Errors and retries” in [redisync].
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.checkN(n); err != nil {
 		return err
@@ -204,8 +230,8 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	} else {
 		led.End(s.h.Name, seq)
 	}
-	if err == nil {
-		err = sync.SyncErr() // released on the primary
+	if err == nil && sync.SyncErr() != nil {
+		err = fmt.Errorf("released on the primary, so it took effect and must not be retried: %w", sync.SyncErr())
 	}
 	if err != nil {
 		return s.fail("release", err)
@@ -259,6 +285,9 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // well, and returned). A semaphore that was never set stays unset and
 // DrainPermits returns 0. A call re-sent by go-redis after a lost reply
 // returns the first run's count.
+//
+// After a network error it may or may not have taken effect, and calling
+// again may apply it twice. See “Errors and retries” in [redisync].
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := s.h.Check(); err != nil {
 		return 0, err
@@ -275,6 +304,9 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 // has no permits, as if never set; waiters keep waiting. A key of another
 // type (not a string holding a count) gives an error wrapping
 // redisync.ErrWrongType and is not deleted.
+//
+// After a network error it may or may not have taken effect; calling again
+// is safe. See “Errors and retries” in [redisync].
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	return s.del(ctx, s.h.Name)
 }

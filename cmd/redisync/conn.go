@@ -163,6 +163,9 @@ func dial(ctx context.Context, raw string) (*server, error) {
 		desc := redactURL(raw)
 		// go-redis fills in defaults in the options it is given: each
 		// client gets a copy.
+		if found, ok := sentinelsRefuse(pctx, fo); ok {
+			return nil, fmt.Errorf("cannot reach Redis at %s: no sentinel accepts connections; %s", desc, found)
+		}
 		newClient := func() redis.UniversalClient { o := *fo; return redis.NewFailoverClient(&o) }
 		rdb := newClient()
 		if err := rdb.Ping(pctx).Err(); err != nil {

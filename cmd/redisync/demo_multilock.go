@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 )
@@ -59,6 +60,9 @@ func (t transferScene) transfer(ctx context.Context, p *proc) error {
 	}
 	l1, l2 := rlock.New(p.c, d.key(t.acc1)), rlock.New(p.c, d.key(t.acc2))
 	ml := multilock.New(l1, l2)
+	// The transfer is one owner: the MultiLock takes both locks for it,
+	// and checkHeld asks whether that owner holds each.
+	ctx = redisync.WithOwner(ctx)
 	t0 := time.Now()
 	ok, err := ml.TryLock(ctx, 0)
 	if err != nil {
@@ -82,7 +86,8 @@ func (t transferScene) transfer(ctx context.Context, p *proc) error {
 	return ml.Unlock(ctx)
 }
 
-// checkHeld checks that a MultiLock that returned holds each of its locks.
+// checkHeld checks that a MultiLock that returned holds each of its
+// locks for the owner ctx carries.
 func checkHeld(ctx context.Context, ls ...*rlock.Lock) error {
 	for _, l := range ls {
 		held, err := l.IsHeld(ctx)

@@ -144,8 +144,10 @@
 // of QueueEntry, head first: owner, client_id, owner_token,
 // deadline_ms_left and dead. When nothing is stored under NAME (no key, no
 // permit zset, no fair lock queue, no fencing counter, no waiters) inspect
-// fails with exit status 1; with -json it still prints an object, with
-// "exists": false and "type": "none". Inspect only reads: the keys (a fair
+// says so ("nothing stored") and exits with status 0: a free lock, or a
+// semaphore or latch never set, leaves no key, so that is an answer, not a
+// failure; with -json it prints an object with "exists": false and
+// "type": "none". Inspect only reads: the keys (a fair
 // lock's queue and timeouts too) are read in one MULTI/EXEC, the read
 // holds' leases and the waiters just after.
 //

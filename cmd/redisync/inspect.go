@@ -41,7 +41,8 @@ type Report struct {
 	// Type is lock, fair_lock, rwlock, semaphore, expirable_semaphore,
 	// latch, rate_limiter or gcra (only with -type gcra: its key is a
 	// plain string); none when nothing is stored under the name
-	// (then Exists is false and inspect exits with status 1).
+	// (then Exists is false, and inspect exits with status 0: nothing
+	// stored is an answer, not an error).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
 	// a latch and the type was inferred (see Reason); -type forces it.
@@ -193,10 +194,13 @@ On a Redis Cluster the counts of all nodes are added up.
 -json prints the report as a JSON object. Its "type" is one of lock,
 fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter,
 gcra (the -type values) or none. A fair lock's has a "queue" array (owner,
-client_id, owner_token, deadline_ms_left, dead), head first. When nothing is stored under NAME
-(no key, no permit zset, no fair lock queue, no fencing counter, no
-waiters), inspect fails with exit status 1; with -json it still prints an
-object, with "exists": false and "type": "none".
+client_id, owner_token, deadline_ms_left, dead), head first.
+
+When nothing is stored under NAME (no key, no permit zset, no fair lock
+queue, no fencing counter, no waiters), inspect says so ("nothing stored")
+and exits with status 0: a free lock, or a semaphore or latch never set,
+leaves no key in Redis, so that is an answer, not a failure. With -json it
+prints an object with "exists": false and "type": "none".
 
 The server is the -redis URL, else $REDIS_URL. Inspect only reads.
 `
@@ -223,18 +227,19 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	rdb := srv.rdb
 	defer rdb.Close()
 	r, err := inspect(ctx, rdb, name, o.typ.k, false)
-	if o.json && r != nil {
-		// Also when nothing is stored (r.Type none, err errNotFound):
-		// scripts read "exists": false, and the exit status is still 1.
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(r); jerr != nil {
-			return jerr
-		}
-		return err
+	if errors.Is(err, errNotFound) {
+		// Nothing stored is an answer, not a failure: a free lock, an
+		// unused semaphore or latch leaves no key. The report (type none)
+		// says so, and the exit status is 0.
+		err = nil
 	}
 	if err != nil {
 		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
 	}
 	return r.writeText(stdout)
 }

@@ -50,12 +50,21 @@ type RateLimit struct {
 // RateBudget is one budget of a Limiter: the Overall one, or a client's.
 type RateBudget struct {
 	ClientID string `json:"client_id,omitempty"` // empty for Overall
-	// Left is the value key (permits left when last written; -1 when the
-	// key is missing). Live counts the grants younger than the interval,
-	// by the server's clock, and LivePermits their permits.
-	Left        int64 `json:"left"`
-	Live        int64 `json:"grants_in_window"`
-	LivePermits int64 `json:"permits_in_window"`
+	// Left is the permits left now, as the limiter's next script counts
+	// them (rl_settle in lua/prelude_ratelimit.lua): the value key plus
+	// the permits of the grants that have left the window, which that
+	// script gives back; or, when the value key is missing or that sum is
+	// above the rate, the rate minus the permits in the window. Stored is
+	// the value key as last written (-1 when missing), and
+	// ExpiredPermits the permits of grants that left the window but are
+	// not dropped yet (no script has run since). Live counts the grants
+	// in the window (younger than the interval, by the server's clock),
+	// and LivePermits their permits.
+	Left           int64 `json:"left"`
+	Stored         int64 `json:"stored_left"`
+	ExpiredPermits int64 `json:"expired_permits"`
+	Live           int64 `json:"grants_in_window"`
+	LivePermits    int64 `json:"permits_in_window"`
 	// NextFreeMs is when the oldest live grant leaves the window, from now
 	// (0 without live grants).
 	NextFreeMs int64 `json:"next_free_ms"`
@@ -86,7 +95,8 @@ func inspectRateLimit(ctx context.Context, rdb redis.UniversalClient, name strin
 	}
 	cfg, err := readLimiterConfig(ctx, rdb, name)
 	if err != nil {
-		return limiterConfigFailure(name, forced, err)
+		exists := errors.Is(err, errNoLimiterConfig) && rdb.Exists(ctx, name).Val() == 1
+		return limiterConfigFailure(name, forced, exists, err)
 	}
 	rl := &RateLimit{Rate: cfg.rate, IntervalMs: cfg.interval, KeepAliveMs: cfg.keepAlive, RateType: "overall"}
 	ttl := rdb.PTTL(ctx, name).Val().Milliseconds()
@@ -104,14 +114,17 @@ func inspectRateLimit(ctx context.Context, rdb redis.UniversalClient, name strin
 // limiterConfigFailure is inspectRateLimit's answer when
 // readLimiterConfig fails with err: without -type (forced ""), a key that
 // is not a limiter's config is left to inspect's other checks; with it, an
-// error (and a report of type none when the hash lacks the config).
-func limiterConfigFailure(name string, forced kind, err error) (*Report, bool, error) {
+// error, or a report of type none (errNotFound) when there is no key
+// (exists is false).
+func limiterConfigFailure(name string, forced kind, exists bool, err error) (*Report, bool, error) {
 	notLimiter := errors.Is(err, errLimiterNotHash) || errors.Is(err, errNoLimiterConfig)
 	switch {
 	case notLimiter && forced == "":
 		return nil, false, nil
 	case errors.Is(err, errLimiterNotHash):
 		return nil, true, fmt.Errorf("%q is not a hash: not a rate limiter", name)
+	case errors.Is(err, errNoLimiterConfig) && exists:
+		return nil, true, fmt.Errorf("%q is a hash without a rate limiter configuration (fields rate, interval, type): %w", name, errNotPrimitive)
 	case errors.Is(err, errNoLimiterConfig):
 		return &Report{Name: name, Type: kindNone, Reason: "no rate limiter configuration (hash fields rate, interval, type)"},
 			true, fmt.Errorf("%w under %q: no rate limiter configuration", errNotFound, name)
@@ -172,7 +185,7 @@ func readLimiterConfig(ctx context.Context, rdb redis.UniversalClient, name stri
 // set is empty).
 func limiterBudgets(ctx context.Context, rdb redis.UniversalClient, name string, cfg limiterConfig, now time.Time) ([]RateBudget, error) {
 	if cfg.typ != 1 {
-		b, err := readBudget(ctx, rdb, "", keys.RateValue(name), keys.RatePermits(name), cfg.interval, now)
+		b, err := readBudget(ctx, rdb, "", keys.RateValue(name), keys.RatePermits(name), cfg, now)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +197,7 @@ func limiterBudgets(ctx context.Context, rdb redis.UniversalClient, name string,
 	}
 	var bs []RateBudget
 	for _, id := range ids {
-		b, err := readBudget(ctx, rdb, id, keys.RateClientValue(name, id), keys.RateClientPermits(name, id), cfg.interval, now)
+		b, err := readBudget(ctx, rdb, id, keys.RateClientValue(name, id), keys.RateClientPermits(name, id), cfg, now)
 		if err != nil {
 			return nil, err
 		}
@@ -193,28 +206,39 @@ func limiterBudgets(ctx context.Context, rdb redis.UniversalClient, name string,
 	return bs, nil
 }
 
-// readBudget reads one budget of a Limiter: its value key (permits left)
-// and its grants zset, counting the grants of the last interval (ms) by
-// the server's clock now.
-func readBudget(ctx context.Context, rdb redis.UniversalClient, id, value, zset string, interval int64, now time.Time) (RateBudget, error) {
-	b := RateBudget{ClientID: id, Left: -1}
+// readBudget reads one budget of a Limiter: its value key and its grants
+// zset, by the server's clock now, and counts the permits left as the
+// limiter's next script will (see RateBudget.Left), without writing.
+func readBudget(ctx context.Context, rdb redis.UniversalClient, id, value, zset string, cfg limiterConfig, now time.Time) (RateBudget, error) {
+	b := RateBudget{ClientID: id, Stored: -1}
 	v, err := rdb.Get(ctx, value).Int64()
 	if err == nil {
-		b.Left = v
+		b.Stored = v
 	} else if err != redis.Nil {
 		return b, err
 	}
-	from := now.UnixMilli() - interval
-	grants, err := rdb.ZRangeByScoreWithScores(ctx, zset, &redis.ZRangeBy{Min: strconv.FormatInt(from, 10), Max: "+inf"}).Result()
+	grants, err := rdb.ZRangeWithScores(ctx, zset, 0, -1).Result()
 	if err != nil {
 		return b, err
 	}
-	for i, g := range grants {
-		b.LivePermits += grantPermits(g.Member.(string))
-		b.Live++
-		if i == 0 {
-			b.NextFreeMs = max(int64(g.Score)+interval+1-now.UnixMilli(), 0)
+	// A grant made at s is in the window while s >= now - interval
+	// (lua/prelude_ratelimit.lua).
+	from := now.UnixMilli() - cfg.interval
+	for _, g := range grants {
+		n := grantPermits(g.Member.(string))
+		if int64(g.Score) < from {
+			b.ExpiredPermits += n
+			continue
 		}
+		if b.Live == 0 {
+			b.NextFreeMs = max(int64(g.Score)+cfg.interval+1-now.UnixMilli(), 0)
+		}
+		b.LivePermits += n
+		b.Live++
+	}
+	b.Left = b.Stored + b.ExpiredPermits
+	if b.Stored < 0 || b.Left > cfg.rate {
+		b.Left = max(cfg.rate-b.LivePermits, 0)
 	}
 	return b, nil
 }
@@ -280,14 +304,18 @@ func (r *Report) writeRateLimit(line func(label, format string, args ...any)) {
 		if b.ClientID != "" {
 			label = "client " + b.ClientID
 		}
-		left := strconv.FormatInt(b.Left, 10)
-		if b.Left < 0 {
-			left = "unset"
-		}
 		next := ""
 		if b.Live > 0 {
 			next = fmt.Sprintf("; the oldest frees in %s", msText(b.NextFreeMs))
 		}
-		line(label, "%s permits left; %d in the window (%s)%s", left, b.LivePermits, plural(int(b.Live), "grant"), next)
+		if b.ExpiredPermits > 0 {
+			// Counted back by the limiter's next script, not yet in Redis.
+			stored := "unset"
+			if b.Stored >= 0 {
+				stored = strconv.FormatInt(b.Stored, 10)
+			}
+			next += fmt.Sprintf("; %d back from expired grants (stored: %s)", b.ExpiredPermits, stored)
+		}
+		line(label, "%d permits left; %d in the window (%s)%s", b.Left, b.LivePermits, plural(int(b.Live), "grant"), next)
 	}
 }

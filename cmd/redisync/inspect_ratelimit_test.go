@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/ratelimit"
 )
@@ -74,5 +77,55 @@ func TestInspectRateLimiter(t *testing.T) {
 		if res.code != 0 || !strings.Contains(res.stdout, want) {
 			t.Errorf("gcra text lacks %q:\n%s", want, res.stdout)
 		}
+	}
+}
+
+// Regression (issue 34): inspect of a Limiter whose grants had left the
+// window showed the value key as written ("3 permits left; 0 in the
+// window") where the limiter had 5: its next script counts the expired
+// grants back. inspect counts as the script does, and says how many
+// permits came back; the limiter's own AvailablePermits agrees.
+func TestInspectRateLimiterExpiredGrants(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "rl")
+	c := clienttest.Shared(t)
+	l := ratelimit.New(c, name)
+	if err := l.SetRate(ctx, ratelimit.Overall, 5, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = l.Delete(context.Background()) })
+	if ok, err := l.TryAcquire(ctx, 2, 0); err != nil || !ok {
+		t.Fatalf("acquire 2: %v %v", ok, err)
+	}
+	// Age the grant past the window (two hours ago, by the server's
+	// clock) instead of waiting an hour.
+	now, err := rdb(t).Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants, err := rdb(t).ZRange(ctx, keys.RatePermits(name), 0, -1).Result()
+	if err != nil || len(grants) != 1 {
+		t.Fatalf("grants %q: %v", grants, err)
+	}
+	old := float64(now.Add(-2 * time.Hour).UnixMilli())
+	if err := rdb(t).ZAddXX(ctx, keys.RatePermits(name), redis.Z{Score: old, Member: grants[0]}).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := inspectJSON(t, name)
+	if r.RateLimit == nil || len(r.RateLimit.Budgets) != 1 {
+		t.Fatalf("report %+v: want one budget", r)
+	}
+	b := r.RateLimit.Budgets[0]
+	if b.Left != 5 || b.Stored != 3 || b.ExpiredPermits != 2 || b.LivePermits != 0 || b.Live != 0 {
+		t.Errorf("budget %+v: want 5 left (3 stored + 2 from the expired grant), none in the window", b)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
+	if want := "5 permits left; 0 in the window (0 grants); 2 back from expired grants (stored: 3)"; res.code != 0 || !strings.Contains(res.stdout, want) {
+		t.Errorf("text lacks %q:\n%s", want, res.stdout)
+	}
+	if n, err := l.AvailablePermits(ctx); err != nil || n != 5 {
+		t.Errorf("AvailablePermits: %d, %v; want 5, as inspect said", n, err)
 	}
 }

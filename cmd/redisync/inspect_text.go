@@ -18,6 +18,10 @@ func (r *Report) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", label+":", fmt.Sprintf(format, args...))
 	}
 	line("name", "%s", r.Name)
+	if r.Type == kindNone {
+		line("type", "nothing stored (%s)", r.Reason)
+		return tw.Flush()
+	}
 	if r.Guessed {
 		line("type", "%s (guessed: %s)", r.Type.title(), r.Reason)
 	} else {

@@ -104,6 +104,41 @@ func probeSentinels(ctx context.Context, fo *redis.FailoverOptions) string {
 	return strings.Join(found, "; ")
 }
 
+// sentinelsRefuse dials every sentinel of fo at once and reports whether
+// each refused the connection (nothing listens on its port), with what the
+// message should say. go-redis would go on dialing them until the first
+// command's deadline (connectTimeout) before saying so. It returns false
+// as soon as one connects or fails otherwise (a timeout: that one may yet
+// answer, and go-redis gets its chance).
+func sentinelsRefuse(ctx context.Context, fo *redis.FailoverOptions) (string, bool) {
+	type dialed struct {
+		i   int // the sentinel's place in the URL
+		err error
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	ch := make(chan dialed, len(fo.SentinelAddrs))
+	for i, addr := range fo.SentinelAddrs {
+		go func() {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				_ = conn.Close()
+			}
+			ch <- dialed{i, err}
+		}()
+	}
+	found := make([]string, len(fo.SentinelAddrs)) // in the URL's order
+	for range fo.SentinelAddrs {
+		r := <-ch
+		if !errors.Is(r.err, syscall.ECONNREFUSED) {
+			return "", false // cancel ends the other dials; ch is buffered
+		}
+		found[r.i] = fmt.Sprintf("sentinel %s does not accept connections: %s", fo.SentinelAddrs[r.i], dialErrText(r.err))
+	}
+	return strings.Join(found, "; "), true
+}
+
 // dialErrText is a network error without the "dial tcp 1.2.3.4:5->"
 // prefix that the message names already.
 func dialErrText(err error) string {

@@ -133,11 +133,11 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 // anything: an invalid client or option (errs.ErrInvalidArgument), a closed
 // client (errs.ErrClosed), or for a client id given explicitly, one that another
 // live Client uses (errs.ErrDuplicateID; the first operation of such a client
-// registers its id, one round trip, see register.go). A nil *Client is an
-// invalid argument.
+// registers its id, one round trip, see register.go). A nil *Client, or a
+// zero one (not made by NewClient), is an invalid argument.
 func (c *Client) Check() error {
-	if c == nil {
-		return fmt.Errorf("%w: nil client", errs.ErrInvalidArgument)
+	if c == nil || c.bg == nil {
+		return fmt.Errorf("%w: nil or zero client (make one with redisync.New)", errs.ErrInvalidArgument)
 	}
 	if c.opts.Err != nil {
 		return c.opts.Err
@@ -256,6 +256,9 @@ func (c *Client) Sharded(ctx context.Context) (bool, error) {
 // gave up, each given at most closeGrace (5 s) after Close starts. It is
 // idempotent.
 func (c *Client) Close() error {
+	if c == nil || c.bg == nil {
+		return c.Check()
+	}
 	var err error
 	c.closeOnce.Do(func() {
 		c.bg.Close()

@@ -24,7 +24,7 @@ import (
 // client; a nil client gives zeros.
 func (c *Client) Stats() Stats {
 	var s Stats
-	if c == nil {
+	if c == nil || c.bg == nil { // nil or zero (not made by NewClient)
 		return s
 	}
 	for i := range s.Waits {

@@ -1,0 +1,182 @@
+package rwlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/hold"
+	"github.com/redisync/redisync/internal/core/wait"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
+)
+
+// The two sides of the read-write lock as configurations of the lock
+// engine (internal/core): their scripts, owner fields, renewals and
+// waiting.
+
+// sideScripts is what both sides' scripts share: the lock's channel, its
+// timeout keys, the message a release publishes, and the recorded release
+// script call (rwlock_write_release for the write side, else
+// rwlock_read_release: the same KEYS and ARGV).
+type sideScripts struct {
+	e          *core.Lock
+	channel    string
+	head, tail string // keys.RWTimeoutParts
+	msg        string
+	write      bool
+}
+
+func newSideScripts(e *core.Lock, write bool, msg string) sideScripts {
+	head, tail := keys.RWTimeoutParts(e.Name)
+	return sideScripts{e: e, channel: keys.RWChannel(e.Name), head: head, tail: tail, msg: msg, write: write}
+}
+
+// release runs the recorded release script of the side.
+func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
+	e := s.e
+	undo, undoKey := op.Undoes()
+	if s.write {
+		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
+			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
+			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
+		}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	}
+	return lua.RWReadReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
+		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
+		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
+	}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+}
+
+// Waiting waits on the lock's channel with its wake policy (wake).
+func (s *sideScripts) Waiting(*core.Op) core.Waiting {
+	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: wake}}
+}
+
+// readSide is the read side's configuration of the engine (readScripts).
+func readSide(e *core.Lock) *core.Side {
+	return &core.Side{Kind: "rwlock", What: "read ", Shared: true,
+		Scripts: &readScripts{newSideScripts(e, false, msgRead)}}
+}
+
+// readScripts are the read side's scripts: a read hold is the owner's
+// reader field plus one timeout key per hold.
+type readScripts struct{ sideScripts }
+
+// Field is the owner itself: its reader field.
+func (s *readScripts) Field(owner string) string { return owner }
+
+// RunAcquire runs rwlock_read_acquire.
+func (s *readScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e := s.e
+	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return outcome(rep.Code, rep.Value, err, op.Owner)
+}
+
+// RunRelease runs rwlock_read_release.
+func (s *readScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+	return s.release(ctx, op)
+}
+
+// Renewal renews the reader field and the owner's timeout keys
+// (lua.RenewRead).
+func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
+	return hold.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
+}
+
+// writeSide is the write side's configuration of the engine
+// (writeScripts); callers without a context owner take fresh holds, line up
+// in the client's local line of the lock's writers, and are handed the
+// write side by the writer before them.
+func writeSide(e *core.Lock) *core.Side {
+	scripts := &writeScripts{newSideScripts(e, true, msgWrite)}
+	return &core.Side{Kind: "rwlock", What: "write ", Fresh: true,
+		Line:    core.LockLine("rwlock", e.Name), // writers of a client line up locally
+		Scripts: scripts, Handoff: scripts}
+}
+
+// writeScripts are the write side's scripts: the owner's write field,
+// renewed as a lock's owner field. Context owners take and release it with
+// the recorded scripts (rwlock_write_acquire and rwlock_write_release:
+// reentrancy, downgrade, ErrUpgrade); fresh holds with
+// rwlock_write_acquire_fresh and rwlock_write_release_fresh, and hand it on
+// with rwlock_write_handoff.
+type writeScripts struct{ sideScripts }
+
+// Field is the owner's write field ("<owner>:write").
+func (s *writeScripts) Field(owner string) string { return keys.RWWriteField(owner) }
+
+// RunAcquire runs rwlock_write_acquire_fresh for a fresh hold, else
+// rwlock_write_acquire.
+func (s *writeScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+	e := s.e
+	if op.Fresh {
+		rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+			FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		return outcome(rep.Code, rep.Value, err, op.Owner)
+	}
+	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
+		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
+		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
+		ReadCount: e.C.Holds().Count(hold.Key{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return outcome(rep.Code, rep.Value, err, op.Owner)
+}
+
+// RunRelease runs rwlock_write_release_fresh for a fresh hold, else
+// rwlock_write_release.
+func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+	if !op.Fresh {
+		return s.release(ctx, op)
+	}
+	// The hold's request key is its acquisition's (undoKey in an undo).
+	// Its mark outlives the acquisition's deadline and this request's.
+	undo, undoKey := op.Undoes()
+	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
+		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
+	}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
+}
+
+// RunHandoff runs rwlock_write_handoff: from's fresh hold ends and to's
+// begins.
+func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
+		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
+		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
+		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Direct())
+	if err != nil {
+		return core.HandoffOutcome{}, err
+	}
+	return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.RWWriteHandoffHandedOver}, nil
+}
+
+// Renewal is writeRenewal.
+func (s *writeScripts) Renewal(*core.Op) *hold.RenewSpec { return writeRenewal }
+
+// writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
+// the hash and the write field, which are the hold's key; one lazy spec for
+// every hold.
+var writeRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
+	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
+}}
+
+// outcome reads an acquisition script's reply (rwlock_read_acquire,
+// rwlock_write_acquire, rwlock_write_acquire_fresh: they share their
+// codes): its code and its second element.
+func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
+	switch {
+	case err != nil:
+		return core.Outcome{}, err
+	case code == lua.RWWriteAcquireAcquired:
+		return core.Outcome{Acquired: true}, nil
+	case code == lua.RWWriteAcquireUpgrade:
+		return core.Outcome{Err: fmt.Errorf("owner %s: %w", owner, redisync.ErrUpgrade)}, nil
+	case code == lua.RWWriteAcquireLost:
+		return core.Outcome{Lost: true}, nil
+	}
+	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
+}

@@ -1,0 +1,66 @@
+package semaphore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/lua"
+)
+
+// lostRelease is a release whose reply was lost, going on in the
+// background (request.Requests.CompleteRelease): first the request sent (it may
+// still be on its way), then new ones until Redis answers. Releasing a
+// permit by its id twice gives nothing back twice (the second finds it
+// gone), so a new request may be made whenever the last one got no answer;
+// a permit with a lease comes back by itself when it ends, one without only
+// by this.
+type lostRelease struct {
+	s       *ExpirableSemaphore
+	release lua.SemaphorePermitReleaseArgs
+	sent    bool // the first request, the caller's, was made
+}
+
+// complete starts the completion.
+func (l *lostRelease) complete() {
+	l.s.h.C.Requests().CompleteRelease(time.Time{}, true, "its permits may stay taken until their lease ends, or for good without one",
+		l.next, "semaphore", l.s.h.Name, "permits", len(l.release.Permits))
+}
+
+// next makes the next request: the caller's first, then a new one.
+func (l *lostRelease) next(ctx context.Context) (func() error, time.Time) {
+	if l.sent {
+		l.renew(ctx, &l.release)
+	}
+	l.sent = true
+	r := l.release
+	return func() error {
+		return l.releaseKnown(ctx, r)
+	}, l.s.h.C.Requests().RecordEnd(r.Deadline)
+}
+
+// renew gives the release r a request key and a deadline of its own.
+func (l *lostRelease) renew(ctx context.Context, r *lua.SemaphorePermitReleaseArgs) {
+	r.Request = l.s.requestKey()
+	r.UndoRequest = r.Request
+	r.Deadline = l.s.h.C.Requests().Deadline(ctx)
+}
+
+// releaseKnown runs release and, while it names a permit that is unknown
+// (released by an earlier copy, or expired), runs it again without that
+// one: a completion gives back every permit still taken, where Release
+// itself is all or nothing.
+func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePermitReleaseArgs) error {
+	for {
+		rep, err := release.Run(ctx, l.s.h.C.Direct())
+		if err != nil || rep.Code != lua.SemaphorePermitReleaseUnknown ||
+			rep.Value < 1 || rep.Value > int64(len(release.Permits)) {
+			return err
+		}
+		i := rep.Value - 1
+		release.Permits = append(release.Permits[:i:i], release.Permits[i+1:]...)
+		if len(release.Permits) == 0 {
+			return nil
+		}
+		l.renew(ctx, &release)
+	}
+}
