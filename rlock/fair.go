@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/core/errs"
@@ -130,7 +128,7 @@ func (s *fairScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error
 // wait ends without the lock.
 func (s *fairScripts) Waiting(op *core.Op) core.Waiting {
 	return core.Waiting{
-		Strategy: &wait.PubSub{
+		Strategy: &core.PubSub{
 			Channel: keys.FairChannel(s.e.Name, op.Owner),
 			// Only this owner's waiters listen here, and a message means
 			// it is the owner's turn: each of them may go on (the first

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -84,7 +80,7 @@ type lockScripts struct {
 
 func newLockScripts(e *core.Lock, msg string) *lockScripts {
 	s := &lockScripts{e: e, channel: keys.LockChannel(e.Name), counter: keys.FenceCounter(e.Name), msg: msg}
-	s.waiting = core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
+	s.waiting = core.Waiting{Strategy: &core.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
 	return s
 }
 
@@ -146,13 +142,13 @@ func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.H
 // Renewal is lockRenewal (lua.RenewLock): the hash and the owner's field,
 // which are the hold's key. One lazy spec serves every hold: nothing is
 // allocated for it per acquisition.
-func (s *lockScripts) Renewal(*core.Op) *hold.RenewSpec { return lockRenewal }
+func (s *lockScripts) Renewal(*core.Op) *core.RenewSpec { return lockRenewal }
 
 // Waiting waits on the lock's channel; a release wakes one waiter.
 func (s *lockScripts) Waiting(*core.Op) core.Waiting { return s.waiting }
 
 // lockRenewal is how the watchdog renews a hold of the lock.
-var lockRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
+var lockRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 
@@ -168,7 +164,7 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	case code == lua.LockAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
 // Name returns the lock's name, which is also its Redis key.

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -123,7 +119,7 @@ func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
 
 // Waiting waits on the lock's channel with its wake policy (wake).
 func (s *sideScripts) Waiting(*core.Op) core.Waiting {
-	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: wake}}
+	return core.Waiting{Strategy: &core.PubSub{Channel: s.channel, Wake: wake}}
 }
 
 // readSide is the read side's configuration of the engine (readScripts).
@@ -155,8 +151,8 @@ func (s *readScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error
 
 // Renewal renews the reader field and the owner's timeout keys
 // (lua.RenewRead).
-func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
-	return hold.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
+func (s *readScripts) Renewal(op *core.Op) *core.RenewSpec {
+	return core.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
 }
 
@@ -194,7 +190,7 @@ func (s *writeScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcom
 	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
 		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
 		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
-		ReadCount: e.C.Holds().Count(hold.Key{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		ReadCount: e.C.Holds().Count(core.HoldKey{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
 	return outcome(rep.Code, rep.Value, err, op.Owner)
 }
 
@@ -227,12 +223,12 @@ func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.
 }
 
 // Renewal is writeRenewal.
-func (s *writeScripts) Renewal(*core.Op) *hold.RenewSpec { return writeRenewal }
+func (s *writeScripts) Renewal(*core.Op) *core.RenewSpec { return writeRenewal }
 
 // writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
 // the hash and the write field, which are the hold's key; one lazy spec for
 // every hold.
-var writeRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
+var writeRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 
@@ -250,7 +246,7 @@ func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 	case code == lua.RWWriteAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/bg"
-	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/internal/core/request"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/wait"
 )
 
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
@@ -83,11 +81,11 @@ func (l sideCall) acquire(ctx context.Context, token uint64, forever bool, withi
 
 // bound is what is left of a wait of at most within (unless forever) that
 // began at start.
-func bound(forever bool, within time.Duration, start time.Time) wait.Bound {
+func bound(forever bool, within time.Duration, start time.Time) Bound {
 	if forever {
-		return wait.Bound{Forever: true}
+		return Bound{Forever: true}
 	}
-	return wait.Bound{Wait: max(within-time.Since(start), 0)}
+	return Bound{Wait: max(within-time.Since(start), 0)}
 }
 
 // acquireInLine is acquire for a side whose waiters line up in the client
@@ -138,27 +136,27 @@ func (l sideCall) acquireInLine(ctx context.Context, base Op, forever bool, with
 }
 
 // lineWait is what a caller who may be handed the lock waits with, in one
-// allocation: its acceptor, its wait.Lined and its attempt.
+// allocation: its acceptor, its Lined and its attempt.
 type lineWait struct {
 	acceptor acceptor
-	lined    wait.Lined
+	lined    Lined
 	attempt  lockAttempt
 }
 
 // waitInRedis runs the attempts for the owner of *bp in the side's
 // Waiting, within b. With a turn in a local line, a PubSub wait becomes a
-// wait.Lined one: the channel stays subscribed from one head of the line
+// Lined one: the channel stays subscribed from one head of the line
 // to the next (no UNSUBSCRIBE and SUBSCRIBE between them, and no release
 // unseen), and the acceptor of lw, when lw is set, may be handed the lock.
-func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, lw *lineWait, b wait.Bound) (bool, error) {
+func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, lw *lineWait, b Bound) (bool, error) {
 	s := l.s
 	w := s.Scripts.Waiting(bp)
 	st := w.Strategy
 	if lw == nil {
 		lw = &lineWait{} // no acceptor: only the wait and the attempt are used
 	}
-	if p, ok := st.(*wait.PubSub); ok && turn != nil {
-		lw.lined = wait.Lined{PubSub: *p, Turn: turn}
+	if p, ok := st.(*PubSub); ok && turn != nil {
+		lw.lined = Lined{PubSub: *p, Turn: turn}
 		if lw.acceptor.turn != nil {
 			lw.lined.Handoff = &lw.acceptor // not a nil *acceptor in the interface
 		}
@@ -170,7 +168,7 @@ func (l sideCall) waitInRedis(ctx context.Context, bp *Op, turn *Turn, lw *lineW
 
 // lockAttempt is one acquisition attempt of side s through l for the
 // owner of base (for a fresh hold, a new owner per attempt): the engine's
-// wait.Attempt.
+// Attempt.
 type lockAttempt struct {
 	sideCall sideCall
 	base     *Op
@@ -181,11 +179,11 @@ func (t *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	return t.sideCall.try(ctx, t.sideCall.Lock.attempt(ctx, t.sideCall.s, *t.base))
 }
 
-// wait runs the wait (wait.Waits.Until); when it ends without success, g
+// wait runs the wait (Waits.Until); when it ends without success, g
 // (when set) cleans what the attempts left, on a detached context. Close
 // waits for that clean-up, so that a process exiting after Close leaves
 // no fair-lock queue entry behind.
-func (l sideCall) wait(ctx context.Context, st wait.Strategy, b wait.Bound, a wait.Attempt, g GiveUpper) (ok bool, err error) {
+func (l sideCall) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g GiveUpper) (ok bool, err error) {
 	c := l.Lock.C
 	if g == nil {
 		return c.waits.Until(ctx, st, b, a)
@@ -212,8 +210,8 @@ func (l sideCall) holdsAny(base Op) bool {
 	if base.Owner == "" {
 		return false
 	}
-	return l.Lock.C.holds.Count(hold.Key{Key: base.Name, Field: base.Field}) > 0 ||
-		(base.Field != base.Owner && l.Lock.C.holds.Count(hold.Key{Key: base.Name, Field: base.Owner}) > 0)
+	return l.Lock.C.holds.Count(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
+		(base.Field != base.Owner && l.Lock.C.holds.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
 }
 
 // try makes one acquisition attempt for the owner of base, holding the
@@ -221,7 +219,7 @@ func (l sideCall) holdsAny(base Op) bool {
 // the undo (interrupted).
 func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error) {
 	s := l.s
-	hk := hold.Key{Key: base.Name, Field: base.Field}
+	hk := HoldKey{Key: base.Name, Field: base.Field}
 	ol, err := l.Lock.C.owners.lock(ctx, hk)
 	if err != nil {
 		return false, 0, err
@@ -265,7 +263,7 @@ func (l sideCall) try(ctx context.Context, base Op) (bool, time.Duration, error)
 // (count + 1), which keeps its fencing token: the script records it
 // instead of taking a new one. op is filled in place: its Sync points into
 // it.
-func (l sideCall) acquisition(op *Op, base Op, hk hold.Key) {
+func (l sideCall) acquisition(op *Op, base Op, hk HoldKey) {
 	*op = base
 	op.Count = 1
 	if h := l.Lock.C.holds.Live(hk); h != nil {
@@ -287,7 +285,7 @@ func (l sideCall) acquisition(op *Op, base Op, hk hold.Key) {
 // allows); this one waits for it at most request.UndoWait (a replica that did not
 // acknowledge: until it is done). It reports whether the undo took the
 // owner's lock over (then the undo unlocks it).
-func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool {
+func (l sideCall) interrupted(op Op, hk HoldKey, ol *ownerLock, err error) bool {
 	if !errs.MayHaveRun(err) {
 		return false // the script's own answer: nothing ran
 	}
@@ -305,9 +303,9 @@ func (l sideCall) interrupted(op Op, hk hold.Key, ol *ownerLock, err error) bool
 // Redis through a local line with handoffs begins a chain.
 // op is a pointer: the op of the acquisition, already on the heap (the
 // scripts take it by pointer), is not copied to it once more.
-func (l sideCall) hold(op *Op, hk hold.Key, sent time.Time, fence int64) {
+func (l sideCall) hold(op *Op, hk HoldKey, sent time.Time, fence int64) {
 	s := l.s
-	var renew *hold.RenewSpec
+	var renew *RenewSpec
 	if l.Lock.Fixed == 0 {
 		renew = s.Scripts.Renewal(op)
 	}
@@ -321,7 +319,7 @@ func (l sideCall) hold(op *Op, hk hold.Key, sent time.Time, fence int64) {
 
 // took makes h, just acquired (or re-entered) by op, the handle's latest
 // hold; the handle's fencing token becomes the hold's.
-func (l *Lock) took(h *hold.Hold, op Op) {
+func (l *Lock) took(h *Hold, op Op) {
 	l.mu.Lock()
 	l.latest = h
 	if l.Fencing {

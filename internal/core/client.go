@@ -9,19 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-	"github.com/redisync/redisync/internal/core/replica"
-	"github.com/redisync/redisync/lua"
-
-	"github.com/redisync/redisync/internal/core/bg"
-	"github.com/redisync/redisync/internal/core/request"
-
-	"github.com/redisync/redisync/internal/core/errs"
-
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/internal/core/wait"
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/request"
+	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -52,7 +46,7 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *pubsub.Mux
-	waits   *wait.Waits       // the waiting algorithm (package wait)
+	waits   *Waits            // the waiting algorithm (package wait)
 	reqs    *request.Requests // exactly-once requests (package request)
 	cluster bool
 	pub     publishMode
@@ -68,7 +62,7 @@ type Client struct {
 	// random, 13 decimal digits.
 	freshBase uint64
 
-	holds  *hold.Holds // live holds and their watchdog (package hold)
+	holds  *Holds // live holds and their watchdog (package hold)
 	owners ownerLocks
 	lines  Lines
 	ctr    counters // Stats and OnClose (observe.go)
@@ -118,9 +112,9 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}
-	c.waits = wait.New(c, c.mux, c.closing, o.Recheck, o.Logger)
-	c.holds = hold.New(hold.Config{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
-		Closing: c.closing, Log: o.Logger, Observer: (*holdObserver)(c),
+	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
+	c.holds = newHolds(holdsConfig{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
+		Closing: c.closing, Log: o.Logger, Client: c,
 		LeaseMillis: Millis(o.WatchdogTimeout),
 		// A lagging replica must not delay the next tick: a renewal's
 		// WAIT is at most a sixth of the watchdog timeout (half the
@@ -166,8 +160,8 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
 
 // Waits returns the client's waiting machinery: every wait of a primitive
-// of the client runs there (wait.Waits.Until).
-func (c *Client) Waits() *wait.Waits { return c.waits }
+// of the client runs there (Waits.Until).
+func (c *Client) Waits() *Waits { return c.waits }
 
 // Requests returns the client's exactly-once requests: ids, deadlines,
 // re-sends, settles and undos (package request).
@@ -189,7 +183,7 @@ func (c *Client) Lines() *Lines { return &c.lines }
 
 // Holds returns the client's live holds and their watchdog (package
 // hold).
-func (c *Client) Holds() *hold.Holds { return c.holds }
+func (c *Client) Holds() *Holds { return c.holds }
 
 // Background returns the client's background work, which Close waits
 // for, and its detached contexts (package bg).
@@ -271,21 +265,16 @@ func (c *Client) Close() error {
 	return err
 }
 
-// holdObserver is the client as its holds' observer (hold.Observer): it
-// counts and reports what the holds do, and keeps the local lines.
-type holdObserver Client
-
-// Ending takes h out of its local line (lines.left).
-func (o *holdObserver) Ending(h *hold.Hold, lost bool) {
-	o.lines.left(h.TakeLine(), lost)
+// holdEnding takes h, which is ending (lost: not by a release that took
+// effect), out of its local line (Lines.left), whose head may have to be
+// woken. It is told first when a hold ends.
+func (c *Client) holdEnding(h *Hold, lost bool) {
+	c.lines.left(h.TakeLine(), lost)
 }
 
-// NotReplicated counts renewals not acknowledged by the replicas.
-func (o *holdObserver) NotReplicated(n int) { o.ctr.renewUnacked.Add(uint64(n)) }
-
-// Ended counts and reports the end of hold h with err.
-func (o *holdObserver) Ended(h *hold.Hold, err error) {
-	c := (*Client)(o)
+// holdEnded counts and reports the end of hold h with err, before its Done
+// closes.
+func (c *Client) holdEnded(h *Hold, err error) {
 	lost := errors.Is(err, errs.ErrLockLost)
 	if lost {
 		c.ctr.lost.Add(1)
@@ -304,12 +293,35 @@ func (o *holdObserver) Ended(h *hold.Hold, err error) {
 	})
 }
 
-// Renewed counts and reports one watchdog round.
-func (o *holdObserver) Renewed(t RenewalTick) {
-	c := (*Client)(o)
+// renewed counts and reports one watchdog round.
+func (c *Client) renewed(t RenewalTick) {
 	c.ctr.renewed.Add(uint64(t.Renewed))
 	c.ctr.renewFailed.Add(uint64(t.Failed))
 	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
 		h.RenewalTick(t)
 	}
+}
+
+// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
+// sharded pub/sub.
+type ShardedMode int
+
+// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
+const (
+	ShardedAuto ShardedMode = iota
+	ShardedOn
+	ShardedOff
+)
+
+// The publish commands scripts take as an argument (Redisson passes its
+// scripts the command the same way).
+const (
+	Publish  = "publish"
+	SPublish = "spublish"
+)
+
+// publishMode caches the decision between classic and sharded pub/sub.
+type publishMode struct {
+	mu  sync.Mutex
+	cmd string // "" until decided
 }

@@ -49,8 +49,8 @@
 //     lock (line.go, Lines.Join and Turn.Await: only its head asks Redis),
 //     ready to be handed the lock by a releaser of this client
 //     (handoff.go, acceptor); at the head, sideCall.waitInRedis runs
-//     the side's Waiting (wait.PubSub on the lock's channel, made
-//     wait.Lined) with the attempt lockAttempt.
+//     the side's Waiting (PubSub on the lock's channel, made
+//     Lined) with the attempt lockAttempt.
 //  4. wait/wait.go and wait/pubsub.go, Waits.Until and Lined.wait: the
 //     first attempt, lockAttempt.Try → sideCall.try (acquire.go): the
 //     owner's lock (owner.go), the op of a new fresh owner (Lock.attempt:
@@ -58,7 +58,7 @@
 //     Scripts.RunAcquire (rlock/lock.go), which runs lock_acquire_fresh
 //     through replica.Replicas.Runner (replica/replica.go).
 //  5. The script answers "held by another" with the holder's PTTL (the
-//     retry hint, wait.RetryAfterPTTL). Lined.wait subscribes to the
+//     retry hint, RetryAfterPTTL). Lined.wait subscribes to the
 //     lock's channel through the client's multiplexer (package pubsub),
 //     tries once more (a release may have come before the subscription),
 //     and sleeps until a message, the retry hint (capped by the re-check
@@ -98,15 +98,15 @@
 //     releaser of this client may hand it the lock instead of publishing.
 //   - chain: the handoffs that followed one hold taken from Redis; a chain
 //     ends after a bound so that other processes get their turn
-//     (hold.Chain, handoff.go).
+//     (Chain, handoff.go).
 //   - deadline: the time by the Redis server's clock after which a copy of
 //     a request is refused (request.Requests.Deadline).
 //   - fresh hold: the hold of a caller without a context owner: a new
 //     owner for one hold, whose field in the hash is its record (lock.go).
 //   - gate: a handle's local lock, which makes callers without a context
-//     owner exclude each other as sync.Mutex's do (gate.Gate).
+//     owner exclude each other as sync.Mutex's do (Gate).
 //   - hold: one owner's hold of a lock or side, from hold count 0 → 1 to
-//     its release or loss (hold.Hold); redisync.Hold shows it to users.
+//     its release or loss (Hold); redisync.Hold shows it to users.
 //   - ledger: a client's numbered requests on a counted semaphore, whose
 //     outcomes Redis keeps while the client may still ask, so that an undo
 //     or a re-sent release works after any outage (request.Ledger,

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/stretchr/testify/assert"
@@ -33,9 +30,9 @@ func (f *fakeScripts) RunAcquire(context.Context, *Op) (Outcome, error) {
 	return Outcome{Acquired: true}, nil
 }
 func (f *fakeScripts) RunRelease(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
-func (f *fakeScripts) Renewal(*Op) *hold.RenewSpec                         { return nil }
+func (f *fakeScripts) Renewal(*Op) *RenewSpec                              { return nil }
 func (f *fakeScripts) Waiting(op *Op) Waiting {
-	return Waiting{Strategy: &wait.PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
+	return Waiting{Strategy: &PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
 }
 
 // Callers of a handle without a context owner exclude each other at its

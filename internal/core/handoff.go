@@ -3,8 +3,6 @@ package core
 import (
 	"context"
 	"time"
-
-	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // In-process handoff.
@@ -38,19 +36,19 @@ import (
 // callers that arrived after it began.
 const HandoffWindow = time.Millisecond
 
-// A hold's place in a chain (hold.Chain) is when the chain began (a hold
+// A hold's place in a chain (Chain) is when the chain began (a hold
 // taken from Redis) and the last arrival (Turn.seq) it serves in any case.
 
 // chainAllows reports whether the chain ch may hand the lock on to the
 // caller that arrived as seq.
-func chainAllows(ch hold.Chain, seq uint64) bool {
+func chainAllows(ch Chain, seq uint64) bool {
 	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
 }
 
 // newChain returns the chain a hold taken from Redis now begins: it serves
 // every caller of the client already waiting.
-func (ls *Lines) newChain() hold.Chain {
-	return hold.Chain{Start: time.Now(), Last: ls.seq.Load()}
+func (ls *Lines) newChain() Chain {
+	return Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
 // Accepts makes the turn accept handoffs of op (without its ReqKey) while
@@ -133,7 +131,7 @@ func (t *Turn) Retract() *Offer {
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
 // for the caller) and the releaser must Finish it. nil otherwise.
-func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer {
+func (ls *Lines) Claim(key string, chain Chain, owners *ownerLocks) *Offer {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
@@ -148,7 +146,7 @@ func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer 
 	if o.fill != nil {
 		o.Op, o.fill = o.fill.firstOp(), nil
 	}
-	ol, ok := owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
+	ol, ok := owners.tryLock(HoldKey{Key: o.Op.Name, Field: o.Op.Field})
 	if !ok {
 		return nil
 	}
@@ -159,7 +157,7 @@ func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer 
 // Held counts one more live hold taken by a caller of the line key, so
 // that the line's head waits for its release instead of asking Redis
 // (HeldHere), until the hold ends (left). A hold records it with
-// hold.Hold.Through.
+// Hold.Through.
 func (ls *Lines) Held(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -223,7 +221,7 @@ func (ls *Lines) HeldHere(key string) bool {
 }
 
 // acceptor lets a caller waiting in a lock's local line be handed the lock
-// (wait.Lined.Handoff).
+// (Lined.Handoff).
 type acceptor struct {
 	call sideCall
 	base Op // the caller's own attempts' base (sideCall.acquire)
@@ -299,7 +297,7 @@ func (a *acceptor) Withdraw() bool {
 // the owner's lock Claim took.
 func (a *acceptor) took(o *Offer) bool {
 	call, l, s, op := a.call, a.call.Lock, a.call.s, o.Op
-	hk := hold.Key{Key: op.Name, Field: op.Field}
+	hk := HoldKey{Key: op.Name, Field: op.Field}
 	unlock := func() {
 		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
 			l.C.owners.unlock(hk, o.ol)
@@ -316,7 +314,7 @@ func (a *acceptor) took(o *Offer) bool {
 		unlock()
 		return false
 	}
-	var renew *hold.RenewSpec
+	var renew *RenewSpec
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&op)
 	}

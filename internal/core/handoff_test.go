@@ -6,20 +6,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // A chain serves the callers waiting when it began, and others only while
 // it is younger than HandoffWindow.
 func TestChainAllows(t *testing.T) {
-	young := hold.Chain{Start: time.Now(), Last: 5}
+	young := Chain{Start: time.Now(), Last: 5}
 	assert.True(t, chainAllows(young, 3))
 	assert.True(t, chainAllows(young, 9), "a young chain serves late arrivals")
-	old := hold.Chain{Start: time.Now().Add(-time.Second), Last: 5}
+	old := Chain{Start: time.Now().Add(-time.Second), Last: 5}
 	assert.True(t, chainAllows(old, 5), "an old chain still serves those waiting when it began")
 	assert.False(t, chainAllows(old, 6))
-	assert.False(t, chainAllows(hold.Chain{}, 1), "no chain: no handoff")
+	assert.False(t, chainAllows(Chain{}, 1), "no chain: no handoff")
 }
 
 // Claim takes only the head's offer, never while the head asks Redis,
@@ -31,7 +29,7 @@ func TestClaimRules(t *testing.T) {
 	head := c.lines.Join("r", false)
 	next := c.lines.Join("r", false)
 	next.Accepts(Op{Name: "r", Field: "next"})
-	assert.Nil(t, c.lines.Claim("r", hold.Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
+	assert.Nil(t, c.lines.Claim("r", Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
 	head.Accepts(Op{Name: "r", Field: "head"})
 
 	require.True(t, head.BeginAsk())
@@ -48,7 +46,7 @@ func TestClaimRules(t *testing.T) {
 	require.NotNil(t, got)
 	assert.True(t, got.res.Acquired)
 	assert.EqualValues(t, 7, got.res.Fence)
-	c.owners.unlock(hold.Key{Key: "r", Field: "head"}, got.ol)
+	c.owners.unlock(HoldKey{Key: "r", Field: "head"}, got.ol)
 	assert.Nil(t, head.Retract(), "withdrawn twice")
 	head.Leave()
 	next.Leave()

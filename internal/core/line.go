@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -84,7 +83,7 @@ type Handed struct {
 	Acquired bool
 	Fence    int64
 	Sent     time.Time
-	Chain    hold.Chain // the chain the hold goes on with
+	Chain    Chain // the chain the hold goes on with
 	// Unknown: the handoff's reply was lost; the acquisition may or may
 	// not have happened, and the caller must undo it (Lock.undo).
 	Unknown bool

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/gate"
-	"github.com/redisync/redisync/internal/core/hold"
+	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/request"
 	"github.com/redisync/redisync/internal/keys"
 )
 
@@ -106,7 +106,7 @@ type Lock struct {
 	Fixed   time.Duration // fixed lease; 0: renewed by the watchdog
 	Fencing bool          // every acquisition takes a fencing token
 
-	gate gate.Gate
+	gate Gate
 	// Built once (names): the handle's request keys without the sequence
 	// number (requestKey), and the name of the handle's own owner.
 	once      sync.Once
@@ -119,9 +119,9 @@ type Lock struct {
 	ownerAt     int
 
 	mu     sync.Mutex
-	latest *hold.Hold // the hold of the latest acquisition through this handle
-	fence  int64      // its fencing token
-	fresh  Op         // the op of the latest fresh hold taken through this handle
+	latest *Hold // the hold of the latest acquisition through this handle
+	fence  int64 // its fencing token
+	fresh  Op    // the op of the latest fresh hold taken through this handle
 }
 
 // sideCall is one acquisition or release through the handle of one of its
@@ -262,7 +262,7 @@ func (l *Lock) fail(s *Side, err error) error {
 // it has none: a context owner's hold (whatever handle took it), or without
 // one the hold taken through this handle (on a Fresh side, its latest
 // fresh hold; else the handle's own owner's). It sends nothing.
-func (l *Lock) Hold(ctx context.Context, s *Side) *hold.Hold {
+func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
 	token, own, err := l.owner(ctx)
 	if err != nil {
 		return nil
@@ -275,7 +275,7 @@ func (l *Lock) Hold(ctx context.Context, s *Side) *hold.Hold {
 	} else {
 		field = s.Scripts.Field(l.ownerName(token))
 	}
-	return l.C.holds.Live(hold.Key{Key: l.Name, Field: field})
+	return l.C.holds.Live(HoldKey{Key: l.Name, Field: field})
 }
 
 // ForceEnded ends every hold of this client on the lock (any owner), after
@@ -307,4 +307,182 @@ func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.latest.Err()
+}
+
+// Side configures the engine for one kind of hold: what it is (Kind,
+// What, Shared, Fresh, Line) and what it runs in Redis (Scripts, Handoff),
+// interfaces that rlock and rwlock implement with named types.
+type Side struct {
+	// Kind names the primitive in errors ("rlock", "rwlock", ...), What
+	// the side ("read ", "write " or "").
+	Kind, What string
+	// Shared: holds of this side through one handle may coexist (an
+	// rwlock's read side).
+	Shared bool
+	// Fresh: a caller without a context owner takes fresh holds (Op.Fresh),
+	// which Acquire and Release take and release with their own scripts.
+	// Only for a side that is not Shared (a fresh hold's count is 1): the
+	// lock's, and the rwlock's write side. A fresh hold's request key is
+	// keys.Request(name, Field(owner)), which ends with the field.
+	Fresh bool
+	// Line, when not empty, is the key of the client's local line
+	// (Lines.Join) in which this side's waiters for the lock line up (see
+	// Acquire); LockLine builds it. Empty: waiters do not line up.
+	Line string
+	// Scripts runs the side's scripts and says how its waiters wait.
+	Scripts Scripts
+	// Handoff, when set (with Line and Fresh), hands a fresh hold on to
+	// the next caller in the line in one step (handoff.go); nil: a
+	// release always frees the lock in Redis.
+	Handoff Handoffer
+}
+
+// Scripts is what one side of a lock runs in Redis, through the typed
+// bindings of package lua. rlock (lockScripts, spinScripts, fairScripts)
+// and rwlock (readScripts, writeScripts) implement it.
+type Scripts interface {
+	// Field returns an owner's field in the hash.
+	Field(owner string) string
+	// RunAcquire runs one acquisition attempt's script.
+	RunAcquire(ctx context.Context, op *Op) (Outcome, error)
+	// RunRelease runs a release's script, which sets the owner's count to op.Count (0: the hold ends), or
+	// undoes an acquisition (op.UndoKey). It returns the owner's remaining
+	// count, -1 when the owner did not hold it (nothing changed), -2 when
+	// an undone acquisition had not taken place.
+	RunRelease(ctx context.Context, op *Op) (int64, error)
+	// Renewal returns how the watchdog renews the hold op took (nil: this
+	// side is never renewed).
+	Renewal(op *Op) *RenewSpec
+	// Waiting returns how a waiter for op waits.
+	Waiting(op *Op) Waiting
+}
+
+// Waiting is how a side's waiter for one op waits (Scripts.Waiting): the
+// strategy (PubSub on the lock's channel, or Spin), and what
+// giving up must clean (nil: nothing). The engine runs the wait within
+// the caller's bound, with the caller's attempts, and makes a PubSub wait
+// of a side with a local line Lined.
+type Waiting struct {
+	Strategy Strategy
+	GiveUp   GiveUpper
+}
+
+// GiveUpper cleans what a wait's attempts left behind (a fair lock's queue
+// entry) when the wait ends without success.
+type GiveUpper interface {
+	// GiveUp runs on a detached context; Close waits for it.
+	GiveUp(ctx context.Context)
+}
+
+// Handoffer hands a lock from one fresh hold to the next caller's.
+type Handoffer interface {
+	// RunHandoff releases the fresh hold from and takes a fresh hold for to,
+	// the next caller in the line, in one script (handoff.go). from.Count
+	// is 0; to.Count, Lease, Fencing and ReqKey are the acquisition's.
+	RunHandoff(ctx context.Context, from, to *Op) (HandoffOutcome, error)
+}
+
+// LockLine returns the key of the local line of a lock's waiters (a
+// Side's Line): one line per kind and name, so that the waiters of
+// different kinds on one name ("rlock" and "rwlock" writers) never line up
+// together. Its leading NUL keeps it apart from the semaphores' lines,
+// which are keyed by the bare name.
+func LockLine(kind, name string) string { return "\x00" + kind + "\x00" + name }
+
+// sideOf names the side in an error about one owner: "read side, " or
+// "write side, " for a read-write lock, "" for a lock, which has one.
+func (s *Side) sideOf() string {
+	if s.What == "" {
+		return ""
+	}
+	return s.What + "side, "
+}
+
+// Op is one lock script call for one owner.
+type Op struct {
+	Name  string // the lock's name: its hash key
+	Owner string // "<client id>:<token>"
+	Field string // the owner's field in the hash (Scripts.Field of Owner)
+	// Count is the owner's hold count once the call has taken effect, as
+	// this client counts it: the scripts set it rather than add to what
+	// Redis has. 0 in a release frees the owner's hold.
+	Count int64
+	Lease time.Duration
+	// Fencing: the lock is fenced; an acquisition that starts a hold
+	// (Count 1) takes a fencing token (INCR of the counter).
+	Fencing bool
+	// Fence, in a re-entry (Count > 1), is the hold's fencing token (0 for
+	// a hold without one), which the script records and returns instead of
+	// taking a new one.
+	Fence  int64
+	ReqKey string // where the script records its result
+	// UndoKey, in a release, turns it into the undo of the acquisition
+	// recorded under UndoKey: the release happens only if that acquisition
+	// took place, and marks it cancelled otherwise.
+	UndoKey string
+	// Publish is the command a release publishes with (PublishCommand:
+	// "publish", or "spublish" for sharded pub/sub on a Cluster).
+	Publish string
+	// Fresh marks a fresh hold (see "Fresh holds" above): its owner was
+	// made for one acquisition attempt and holds the lock once, never
+	// again. Its acquisition, release and undo share one request key,
+	// keys.Request(Name, Field), and ReqKey is that key in all three.
+	Fresh bool
+	// Sync, when set, makes the script call wait for replicas (Eval): the
+	// engine sets it on acquisitions and releases (NewSync), never on
+	// undos, renewals and in-process handoffs.
+	Sync *replica.Sync
+	// sync is where Sync points in the engine's acquisitions and releases
+	// (newSyncIn): the Op is on the heap already, so the Sync costs no
+	// allocation of its own.
+	sync replica.Sync
+	// Deadline is a fresh hold's acquisition's request deadline
+	// (FreshDeadline, epoch ms by the server's clock), in the acquisition
+	// and in the hold's release and undo, whose marks must outlive it.
+	Deadline int64
+}
+
+// LeaseMillis is the lease in the whole milliseconds the scripts take.
+func (op *Op) LeaseMillis() int64 { return Millis(op.Lease) }
+
+// Undoes returns, for a release, whether it undoes an acquisition
+// (UndoKey set) and the request key of the acquisition it undoes or
+// releases: UndoKey in an undo, else ReqKey (the scripts' UndoRequest).
+func (op *Op) Undoes() (undo bool, key string) {
+	if op.UndoKey != "" {
+		return true, op.UndoKey
+	}
+	return false, op.ReqKey
+}
+
+// FieldAt returns where a fresh hold's field starts in its request key
+// req, which ends with it (1-based, as Lua's string.sub counts): the fresh
+// scripts read the field from there instead of being sent it again.
+func FieldAt(req, field string) int { return len(req) - len(field) + 1 }
+
+// ForcedMarkTTL is how long, in milliseconds, a force unlock's marks on the
+// request keys of fresh holds live: past the deadline of any copy of their
+// acquisitions, sent before the force unlock by any client.
+var ForcedMarkTTL = (request.MaxTTL + time.Second).Milliseconds()
+
+// Outcome is the result of one acquisition script call.
+type Outcome struct {
+	Acquired bool
+	Fence    int64         // the fencing token taken (Op.Fencing)
+	Retry    time.Duration // not acquired: re-check at the latest then (≤ 0: unknown)
+	// Lost: the owner's hold that a reentrant acquisition meant to extend
+	// was gone from Redis; the engine ends it and tries afresh.
+	Lost bool
+	// Err refuses the acquisition for good (errs.ErrUpgrade); nothing changed.
+	Err error
+}
+
+// HandoffOutcome is the result of one Handoffer.RunHandoff call.
+type HandoffOutcome struct {
+	// Remaining is the releasing owner's count: 0 when the lock was handed
+	// over or, the acquisition having been cancelled, released; -1 when
+	// that owner did not hold the lock (nothing changed).
+	Remaining int64
+	Acquired  bool  // the next owner holds the lock
+	Fence     int64 // its fencing token
 }

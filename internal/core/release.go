@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // Release releases one hold of side s by the owner acting in ctx. It runs
@@ -42,7 +41,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 // holding the owner's lock.
 func (l sideCall) release(ctx context.Context, base Op) error {
 	s := l.s
-	hk := hold.Key{Key: base.Name, Field: base.Field}
+	hk := HoldKey{Key: base.Name, Field: base.Field}
 	ctx, cancel := l.Lock.C.bg.Detached(ctx)
 	defer cancel()
 	ol, err := l.Lock.C.owners.lock(ctx, hk)
@@ -108,7 +107,7 @@ func (r *releaser) send() (int64, error) {
 
 // unlockSettled gives back the owner's lock ol on hk after r's release:
 // at once, or once a release whose reply was lost is settled.
-func (l sideCall) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
+func (l sideCall) unlockSettled(hk HoldKey, ol *ownerLock, r *releaser) {
 	// The closure for Settle is made only when it is needed.
 	if r.unsettled == "" || !l.Lock.C.reqs.Settle(r.unsettled, func() { l.Lock.C.owners.unlock(hk, ol) }) {
 		l.Lock.C.owners.unlock(hk, ol)
@@ -119,14 +118,14 @@ func (l sideCall) unlockSettled(hk hold.Key, ol *ownerLock, r *releaser) {
 // caller in the lock's local line that the release may hand the lock to
 // (handoff.go), claimed, and the chain the hold is part of; nil when the
 // release frees the lock in Redis instead.
-func (l sideCall) claimNext(hk hold.Key, op Op) (*Offer, hold.Chain) {
+func (l sideCall) claimNext(hk HoldKey, op Op) (*Offer, Chain) {
 	s := l.s
 	if !op.Fresh || op.Count != 0 || s.Handoff == nil || s.Line == "" {
-		return nil, hold.Chain{}
+		return nil, Chain{}
 	}
 	h := l.Lock.C.holds.Live(hk)
 	if h == nil {
-		return nil, hold.Chain{}
+		return nil, Chain{}
 	}
 	chain := h.Chain()
 	return l.Lock.C.lines.Claim(s.Line, chain, &l.Lock.C.owners), chain
@@ -136,7 +135,7 @@ func (l sideCall) claimNext(hk hold.Key, op Op) (*Offer, hold.Chain) {
 // caller whose offer o the release claimed, in one script; the caller's
 // wait ends with the outcome (acceptor.End). It answers the releaser as
 // Release does.
-func (l sideCall) handOff(ctx context.Context, hk hold.Key, op Op, o *Offer, chain hold.Chain) error {
+func (l sideCall) handOff(ctx context.Context, hk HoldKey, op Op, o *Offer, chain Chain) error {
 	s := l.s
 	to := o.Op
 	var out HandoffOutcome

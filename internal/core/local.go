@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // Owner tokens. An owner is "<client id>:<token>". Tokens are random 63-bit
@@ -84,7 +84,7 @@ func ownerName(id string, token uint64) string {
 // finishes before the owner's next operation).
 type ownerLocks struct {
 	mu sync.Mutex
-	m  map[hold.Key]*ownerLock
+	m  map[HoldKey]*ownerLock
 }
 
 type ownerLock struct {
@@ -99,7 +99,7 @@ var ownerLockPool = sync.Pool{New: func() any { return &ownerLock{sem: make(chan
 // lock locks k, waiting as long as ctx allows, and returns the lock to
 // unlock with o.unlock; when ctx ends first it returns an error wrapping
 // ctx.Err() and holds nothing.
-func (o *ownerLocks) lock(ctx context.Context, k hold.Key) (*ownerLock, error) {
+func (o *ownerLocks) lock(ctx context.Context, k HoldKey) (*ownerLock, error) {
 	ol := o.ref(k)
 	select {
 	case ol.sem <- struct{}{}:
@@ -115,7 +115,7 @@ func (o *ownerLocks) lock(ctx context.Context, k hold.Key) (*ownerLock, error) {
 }
 
 // tryLock locks k if it is not locked, without waiting.
-func (o *ownerLocks) tryLock(k hold.Key) (*ownerLock, bool) {
+func (o *ownerLocks) tryLock(k HoldKey) (*ownerLock, bool) {
 	ol := o.ref(k)
 	select {
 	case ol.sem <- struct{}{}:
@@ -128,11 +128,11 @@ func (o *ownerLocks) tryLock(k hold.Key) (*ownerLock, bool) {
 
 // ref returns k's lock, made if needed, with one more reference (drop
 // gives it up).
-func (o *ownerLocks) ref(k hold.Key) *ownerLock {
+func (o *ownerLocks) ref(k HoldKey) *ownerLock {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
-		o.m = make(map[hold.Key]*ownerLock)
+		o.m = make(map[HoldKey]*ownerLock)
 	}
 	ol := o.m[k]
 	if ol == nil {
@@ -144,13 +144,13 @@ func (o *ownerLocks) ref(k hold.Key) *ownerLock {
 }
 
 // unlock unlocks k, locked as ol by lock.
-func (o *ownerLocks) unlock(k hold.Key, ol *ownerLock) {
+func (o *ownerLocks) unlock(k HoldKey, ol *ownerLock) {
 	<-ol.sem
 	o.drop(k, ol)
 }
 
 // drop gives up one reference to k's lock ol, forgetting it with the last.
-func (o *ownerLocks) drop(k hold.Key, ol *ownerLock) {
+func (o *ownerLocks) drop(k HoldKey, ol *ownerLock) {
 	o.mu.Lock()
 	ol.refs--
 	last := ol.refs == 0
@@ -161,4 +161,143 @@ func (o *ownerLocks) drop(k hold.Key, ol *ownerLock) {
 	if last {
 		ownerLockPool.Put(ol) // unlocked: its last holder unlocked it first
 	}
+}
+
+// Gate is a lock handle's local read-write gate for callers without a
+// context owner. Such callers all act for the handle's own owner, which
+// Redis would let re-enter; the gate makes them exclude each other as
+// sync.RWMutex's callers do: one exclusive holder (a lock, a write side) or
+// any number of shared ones (read sides). Callers wait in arrival order,
+// locally, without touching Redis; a waiting exclusive caller keeps later
+// shared ones out, so writers are not starved. The zero value is an open
+// gate.
+type Gate struct {
+	mu      sync.Mutex
+	readers int  // shared holders
+	writer  bool // an exclusive holder
+	q       []*gateWaiter
+}
+
+type gateWaiter struct {
+	shared bool
+	ready  chan struct{} // closed when admitted
+}
+
+// admits reports whether a caller may pass now. g.mu must be held.
+func (g *Gate) admits(shared bool) bool {
+	if shared {
+		return !g.writer
+	}
+	return !g.writer && g.readers == 0
+}
+
+func (g *Gate) take(shared bool) {
+	if shared {
+		g.readers++
+	} else {
+		g.writer = true
+	}
+}
+
+// Enter passes the gate: at once when it admits the caller and nobody
+// waits; otherwise after the callers before it, waiting as long as ctx,
+// closing and (unless forever) wait allow. wait 0 and no admission gives
+// (false, nil) at once. It returns (false, nil) when the wait ran out and
+// an error wrapping ctx.Err() (or errs.ErrClosed) when ctx ended or the client
+// closed; then it holds nothing and has left the queue.
+func (g *Gate) Enter(ctx context.Context, shared, forever bool, wait time.Duration, closing <-chan struct{}) (bool, error) {
+	g.mu.Lock()
+	if len(g.q) == 0 && g.admits(shared) {
+		g.take(shared)
+		g.mu.Unlock()
+		return true, nil
+	}
+	if !forever && wait <= 0 {
+		g.mu.Unlock()
+		return false, nil
+	}
+	w := &gateWaiter{shared: shared, ready: make(chan struct{})}
+	g.q = append(g.q, w)
+	g.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if !forever {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var err error
+	select {
+	case <-w.ready:
+		return true, nil
+	case <-timeout:
+	case <-ctx.Done():
+		err = errs.CtxError(ctx)
+	case <-closing:
+		err = errs.ErrClosed
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-w.ready: // admitted meanwhile: give the place back
+		g.leaveLocked(shared)
+	default:
+		for i, o := range g.q {
+			if o == w {
+				g.q = append(g.q[:i], g.q[i+1:]...)
+				break
+			}
+		}
+		g.admitLocked() // a waiting writer that gave up may unblock readers
+	}
+	return false, err
+}
+
+// Holds reports whether the gate has a holder of the given kind.
+func (g *Gate) Holds(shared bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if shared {
+		return g.readers > 0
+	}
+	return g.writer
+}
+
+// Leave gives one place back and admits the callers it unblocks. It
+// reports false, changing nothing, when there was no such holder.
+func (g *Gate) Leave(shared bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.leaveLocked(shared)
+}
+
+func (g *Gate) leaveLocked(shared bool) bool {
+	switch {
+	case shared && g.readers > 0:
+		g.readers--
+	case !shared && g.writer:
+		g.writer = false
+	default:
+		return false
+	}
+	g.admitLocked()
+	return true
+}
+
+// admitLocked admits waiters from the head of the queue while the gate
+// admits them. g.mu must be held.
+func (g *Gate) admitLocked() {
+	for len(g.q) > 0 && g.admits(g.q[0].shared) {
+		w := g.q[0]
+		g.q = g.q[1:]
+		g.take(w.shared)
+		close(w.ready)
+	}
+}
+
+// Queued returns the number of callers waiting to pass, for tests.
+func (g *Gate) Queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.q)
 }

@@ -1,4 +1,4 @@
-package hold
+package core
 
 import (
 	"context"
@@ -113,7 +113,7 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 	began := time.Now()
 	defer func() {
 		tick.Duration = time.Since(began)
-		w.hs.obs.Renewed(tick)
+		w.hs.c.renewed(tick)
 	}()
 	w.mu.Lock()
 	holds := make([]*Hold, 0, len(w.holds))
@@ -242,7 +242,7 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 		}
 	}
 	if r.Renewed > 0 && !w.acknowledged(acks) {
-		w.hs.obs.NotReplicated(r.Renewed)
+		w.hs.c.ctr.renewUnacked.Add(uint64(r.Renewed)) // Stats.RenewalsNotReplicated
 		w.hs.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; a failover now could lose these holds",
 			"holds", r.Renewed)
 	}

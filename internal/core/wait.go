@@ -1,13 +1,129 @@
-package wait
+package core
 
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/pubsub"
 )
+
+// Attempt is one try at what a waiter waits for.
+type Attempt interface {
+	// Try reports success, and when not successful how long until the
+	// condition may change by itself (a holder's remaining lease, the
+	// next permit expiry); retry ≤ 0 means unknown.
+	Try(ctx context.Context) (ok bool, retry time.Duration, err error)
+}
+
+// Bound is how long a wait lasts: until ctx ends (Forever), or at most
+// Wait; Wait 0 makes a single attempt without subscribing.
+type Bound struct {
+	Forever bool
+	Wait    time.Duration
+}
+
+// deadline returns when the wait ends (zero: never), counted from now.
+func (b Bound) deadline() time.Time {
+	if b.Forever {
+		return time.Time{}
+	}
+	return time.Now().Add(b.Wait)
+}
+
+// single reports whether the wait is a single attempt.
+func (b Bound) single() bool { return !b.Forever && b.Wait <= 0 }
+
+// Strategy is how a waiter spends the pauses between its attempts: PubSub,
+// Lined or Spin.
+type Strategy interface {
+	// wait runs attempts of a, pausing between them, within b.
+	wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, error)
+}
+
+// Waits is one client's waiting machinery: what every wait of the client
+// needs from it. It does no I/O of its own but the subscriptions.
+type Waits struct {
+	client  *Client
+	mux     *pubsub.Mux
+	closing <-chan struct{}
+	recheck time.Duration
+	log     *slog.Logger
+}
+
+// newWaits returns the waits of a client: client checks before every attempt,
+// mux subscribes, closing is closed when the client closes (waits end with
+// ErrClosed), recheck caps a waiter's sleep (a message may be lost), log
+// takes debug records.
+func newWaits(client *Client, mux *pubsub.Mux, closing <-chan struct{}, recheck time.Duration, log *slog.Logger) *Waits {
+	return &Waits{client: client, mux: mux, closing: closing, recheck: recheck, log: log}
+}
+
+// Until runs attempts of a until one succeeds, one fails, or b runs out,
+// spending the pauses as s says. It returns (true, nil) on success,
+// (false, nil) when the wait ran out (with the last transient error
+// instead, if attempts were failing then), and an error wrapping ctx.Err()
+// when ctx ended first (ErrClosed when the client closed). It leaves no
+// subscription behind (a Lined wait hands it to its line) and starts no
+// goroutine.
+func (w *Waits) Until(ctx context.Context, s Strategy, b Bound, a Attempt) (bool, error) {
+	return s.wait(ctx, w, b, a)
+}
+
+// try runs one attempt, turning errors caused by ctx into ctx errors.
+func (w *Waits) try(ctx context.Context, a Attempt) (bool, time.Duration, error) {
+	if err := w.client.Check(); err != nil {
+		return false, 0, err
+	}
+	ok, retry, err := a.Try(ctx)
+	if err != nil && ctx.Err() != nil {
+		return false, 0, errs.CtxError(ctx)
+	}
+	return ok, retry, err
+}
+
+// pause returns how long a waiter sleeps before its next try: the attempt's
+// retry hint, capped by the re-check interval and the end of the wait
+// (deadline; zero: none); more is false when the wait has run out.
+func (w *Waits) pause(deadline time.Time, retry time.Duration) (d time.Duration, more bool) {
+	d = w.recheck
+	if retry > 0 && retry < d {
+		d = retry
+	}
+	if !deadline.IsZero() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, false
+		}
+		d = min(d, left)
+	}
+	return d, true
+}
+
+// RetryAfterPTTL turns a holder's PTTL (milliseconds, from a script) into an
+// Attempt's retry hint: a millisecond past it, because PTTL is rounded down
+// and reads 0 during the last millisecond, when a retry at once would find
+// the lock still held. A negative PTTL (no expiry, or no reading) gives no
+// hint, so the client's re-check interval applies.
+func RetryAfterPTTL(pttl int64) time.Duration {
+	if pttl < 0 {
+		return 0
+	}
+	return time.Duration(pttl+1) * time.Millisecond
+}
+
+// AttemptFunc is a function used as an Attempt (a semaphore's or a latch's
+// try), as http.HandlerFunc is a handler.
+type AttemptFunc func(ctx context.Context) (ok bool, retry time.Duration, err error)
+
+// Try calls f.
+func (f AttemptFunc) Try(ctx context.Context) (bool, time.Duration, error) { return f(ctx) }
 
 // PubSub waits on a channel where releases are published:
 //
@@ -39,17 +155,6 @@ func (p *PubSub) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, 
 	return l.run(ctx, sub, true, false)
 }
 
-// Turn is a caller's place in a client's local line (core's line.Turn): it
-// hands the line's subscription from one head to the next.
-type Turn interface {
-	// TakeSub returns the subscription handed to the turn by the caller
-	// ahead of it (nil if none); the caller owns it from then on.
-	TakeSub() *pubsub.Waiter
-	// Hand gives the turn the subscription to pass on when it leaves the
-	// line (nil: none).
-	Hand(w *pubsub.Waiter)
-}
-
 // Lined is PubSub for the head of a client's local line (Turn). The
 // channel stays subscribed from one head of the line to the next: the wait
 // uses the subscription the head before it handed on (no UNSUBSCRIBE and
@@ -59,8 +164,8 @@ type Turn interface {
 // caller what it waits for during the pauses between attempts.
 type Lined struct {
 	PubSub
-	Turn    Turn
-	Handoff Acceptor // nil: the caller cannot be handed the lock
+	Turn    *Turn
+	Handoff *acceptor // nil: the caller cannot be handed the lock
 }
 
 func (ln *Lined) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (ok bool, err error) {
@@ -84,35 +189,13 @@ func (ln *Lined) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (ok boo
 	return l.run(ctx, sub, true, false)
 }
 
-// Acceptor is a waiter's side of in-process handoffs (core's acceptor).
-type Acceptor interface {
-	// BeginTry reports whether the waiter may ask Redis now, and marks it
-	// as doing so (EndTry ends the mark): false once a releaser has
-	// claimed the waiter (Take), and, unless force, while a caller of
-	// this client holds what it waits for (whose release hands it on or
-	// publishes).
-	BeginTry(force bool) bool
-	EndTry()
-	// Handed is closed when a releaser has finished a handoff to the
-	// waiter (nil when none can come).
-	Handed() <-chan struct{}
-	// Take takes the outcome of a handoff a releaser claimed, waiting for
-	// it, and reports whether the waiter now holds what it waits for
-	// (false too when none was claimed).
-	Take() bool
-	// Withdraw ends the waiter's readiness when its wait ends, taking the
-	// outcome of a handoff claimed at that moment: it reports whether the
-	// waiter holds what it waited for after all.
-	Withdraw() bool
-}
-
 // loop is one pub/sub wait under way: its attempt, its acceptor (nil:
 // none), its channel and deadline (zero: none), and its transient
 // failures.
 type loop struct {
 	w        *Waits
 	a        Attempt
-	acc      Acceptor
+	acc      *acceptor
 	channel  string
 	deadline time.Time
 	failed   transientErrors
@@ -245,4 +328,77 @@ func (l *loop) subscribeFailed(ctx context.Context, err error) (bool, error) {
 		return ok, err
 	}
 	return false, err
+}
+
+// Spin waits without pub/sub: no subscription, a pause between attempts
+// that starts at Min and doubles up to Max; each pause is drawn at random
+// from its upper half.
+type Spin struct {
+	Min, Max time.Duration
+}
+
+func (s *Spin) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, error) {
+	deadline := b.deadline()
+	pause := s.Min
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		ok, _, err := w.try(ctx, a)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := pause/2 + rand.N(pause/2+1)
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			d = min(d, left)
+		}
+		pause = min(pause*2, s.Max)
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return false, errs.CtxError(ctx)
+		case <-w.closing:
+			return false, errs.ErrClosed
+		}
+	}
+}
+
+// transientErrors keeps track of a wait's attempts that failed on the way
+// to Redis (transient): the last such error, and the pause before the next
+// attempt, which grows from 20 ms to 1 s while they go on failing.
+type transientErrors struct {
+	last  error
+	pause time.Duration
+}
+
+// absorb reports whether err is transient; if so it records it and grows
+// the pause. Any other error, or a success, is not absorbed (and a
+// success clears nothing: the wait ends).
+func (f *transientErrors) absorb(err error) bool {
+	if !transient(err) {
+		return false
+	}
+	f.last = err
+	f.pause = min(max(2*f.pause, 20*time.Millisecond), time.Second)
+	return true
+}
+
+// transient reports whether err, from an attempt, is a failure on the way
+// to Redis that a later attempt may not meet: a network error (a
+// connection refused, reset or timed out, the pool exhausted) or an error
+// reply by which Redis says it did not run the request (errs.NotRun: a
+// node loading, a cluster failing over). Not ctx's errors, nor Close, nor
+// an attempt's own answers (ErrUpgrade, a script's error).
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, errs.ErrClosed) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, redis.ErrPoolTimeout) || (errs.IsReply(err) && errs.NotRun(err))
 }
