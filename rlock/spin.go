@@ -36,6 +36,6 @@ type spinScripts struct {
 }
 
 // Waiting spins with the handle's backoff (WithBackoff).
-func (s *spinScripts) Waiting(*core.Op) core.Waiting { return core.Waiting{Strategy: s.spin} }
+func (s *spinScripts) Waiting(*core.Request) core.Waiting { return core.Waiting{Spin: s.spin} }
 
 var _ redisync.Locker = (*SpinLock)(nil)

@@ -123,30 +123,6 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	return c
 }
 
-// Check returns the error every operation must return before sending
-// anything: an invalid client or option (errs.ErrInvalidArgument), a closed
-// client (errs.ErrClosed), or for a client id given explicitly, one that another
-// live Client uses (errs.ErrDuplicateID; the first operation of such a client
-// registers its id, one round trip, see register.go). A nil *Client is an
-// invalid argument.
-func (c *Client) Check() error {
-	if c == nil {
-		return fmt.Errorf("%w: nil client", errs.ErrInvalidArgument)
-	}
-	if c.opts.Err != nil {
-		return c.opts.Err
-	}
-	select {
-	case <-c.closing:
-		return errs.ErrClosed
-	default:
-	}
-	if c.reg != nil && !c.reg.ok.Load() {
-		return c.reg.check()
-	}
-	return nil
-}
-
 // ID returns the client id.
 func (c *Client) ID() string { return c.id }
 
@@ -188,17 +164,6 @@ func (c *Client) Holds() *Holds { return c.holds }
 // Background returns the client's background work, which Close waits
 // for, and its detached contexts (package bg).
 func (c *Client) Background() *bg.Group { return c.bg }
-
-// FreshToken returns the token of a fresh hold's owner (see Lock): a
-// sequence number of the process plus a random number drawn for the client
-// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
-// acquisition attempt, so the cheap sequence serves; the random base keeps
-// a process restarted with the same client id (WithID) from giving its
-// first holds the owners whose holds and marks its predecessor left in
-// Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
-// reach it), apart from every NewToken, and short (13 digits) in the keys
-// that carry them.
-func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
 
 // PublishCommand returns the command the client's scripts publish with:
 // "spublish" on a Cluster in sharded mode, "publish" otherwise. On a

@@ -25,14 +25,16 @@ func fakeSide(acquired *atomic.Int64) *Side {
 type fakeScripts struct{ acquired *atomic.Int64 }
 
 func (f *fakeScripts) Field(owner string) string { return owner }
-func (f *fakeScripts) RunAcquire(context.Context, *Op) (Outcome, error) {
+func (f *fakeScripts) RunAcquire(context.Context, *Request) (Outcome, error) {
 	f.acquired.Add(1)
 	return Outcome{Acquired: true}, nil
 }
-func (f *fakeScripts) RunRelease(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
-func (f *fakeScripts) Renewal(*Op) *RenewSpec                              { return nil }
-func (f *fakeScripts) Waiting(op *Op) Waiting {
-	return Waiting{Strategy: &PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
+func (f *fakeScripts) RunRelease(_ context.Context, req *Request) (int64, error) {
+	return req.Count, nil
+}
+func (f *fakeScripts) Renewal(*Request) *RenewSpec { return nil }
+func (f *fakeScripts) Waiting(req *Request) Waiting {
+	return Waiting{PubSub: &PubSub{Channel: req.Name, Wake: pubsub.WakeOne}}
 }
 
 // Callers of a handle without a context owner exclude each other at its

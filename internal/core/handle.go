@@ -126,3 +126,27 @@ func Millis(d time.Duration) int64 {
 	}
 	return ms
 }
+
+// Check returns the error every operation must return before sending
+// anything: an invalid client or option (errs.ErrInvalidArgument), a closed
+// client (errs.ErrClosed), or for a client id given explicitly, one that another
+// live Client uses (errs.ErrDuplicateID; the first operation of such a client
+// registers its id, one round trip, see register.go). A nil *Client is an
+// invalid argument.
+func (c *Client) Check() error {
+	if c == nil {
+		return fmt.Errorf("%w: nil client", errs.ErrInvalidArgument)
+	}
+	if c.opts.Err != nil {
+		return c.opts.Err
+	}
+	select {
+	case <-c.closing:
+		return errs.ErrClosed
+	default:
+	}
+	if c.reg != nil && !c.reg.ok.Load() {
+		return c.reg.check()
+	}
+	return nil
+}

@@ -10,53 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/core/replica"
-	"github.com/redisync/redisync/lua"
 )
 
 // Key names a hold: the Redis hash and the owner's field in it.
 type HoldKey struct {
 	Key   string // the hash (the primitive's name)
 	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
-}
-
-// RenewSpec says how the watchdog renews one hold. Script is a batch script
-// in the common renewal encoding (lua.RenewalBatch); Keys and Args are the
-// hold's part of it, from its typed binding (NewRenewSpec).
-//
-// Holds sharing Script and the cluster slot of Keys[0] are renewed in one
-// call, at most MaxBatch at a time.
-//
-// A spec with Of set instead serves every hold of a side: the watchdog
-// makes a hold's Script, Keys and Args from its Key when it first
-// renews it (Hold.renewal), so an acquisition allocates nothing for a
-// renewal that may never come.
-type RenewSpec struct {
-	Script *redis.Script
-	Keys   []string
-	Args   []any
-	// Of returns the renewal binding of the hold named k (lazy specs).
-	Of func(k HoldKey) lua.Renewal
-}
-
-// NewRenewSpec returns how the watchdog renews a hold, from the hold's
-// typed renewal binding (lua.RenewLockHold, lua.RenewReadHold).
-func NewRenewSpec(r lua.Renewal) *RenewSpec {
-	script, keys, args := r.Renewal()
-	return &RenewSpec{Script: script, Keys: keys, Args: args}
-}
-
-// renewal returns how the watchdog renews h: h.renew, or for a lazy spec
-// the one made from h's key the first time.
-func (h *Hold) renewal() *RenewSpec {
-	if h.renew.Of == nil {
-		return h.renew
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.renewOf == nil {
-		h.renewOf = NewRenewSpec(h.renew.Of(h.key))
-	}
-	return h.renewOf
 }
 
 // Hold is one owner's hold on one primitive in this client: from the
@@ -411,18 +370,11 @@ func (hs *Holds) End(key HoldKey, err error) {
 	}
 }
 
-// Lower runs release, which sends a release of key that sets the owner's
-// count to count and reports the owner's remaining count (negative: Redis
-// did not have the hold). When count is 0 the hold's renewal stops before
-// the release is sent, whatever its outcome.
-//
-// This client's count is the authority: it becomes count whatever the
-// outcome. After a failed release (no reply) the hold ends when count is 0,
-// and Redis keeps the stale count only until its lease runs out, never
-// renewed and never adopted by a later acquisition; when count is above 0
-// the hold goes on with count, and the next renewal sets it in Redis. When
-// Redis says it did not have the hold, the hold was lost.
-func (hs *Holds) Lower(key HoldKey, count int64, release func() (int64, error)) (int64, error) {
+// beginRelease returns key's live hold (nil if none) before a release
+// that sets the owner's count to count is sent; when count is 0 the
+// hold's renewal stops first, whatever the release's outcome. The caller
+// sends the release, then tells the hold ([Hold.released]).
+func (hs *Holds) beginRelease(key HoldKey, count int64) *Hold {
 	h := hs.Live(key)
 	if h != nil && count == 0 {
 		h.mu.Lock()
@@ -433,10 +385,22 @@ func (hs *Holds) Lower(key HoldKey, count int64, release func() (int64, error)) 
 			hs.wd.remove(h)
 		}
 	}
-	sent := time.Now()
-	remaining, err := release()
+	return h
+}
+
+// released applies the outcome of a release of h, sent at sent, that set
+// the owner's count to count: the owner's remaining count (negative: Redis
+// did not have the hold), or err. A nil h (no live hold) ignores it.
+//
+// This client's count is the authority: it becomes count whatever the
+// outcome. After a failed release (no reply) the hold ends when count is 0,
+// and Redis keeps the stale count only until its lease runs out, never
+// renewed and never adopted by a later acquisition; when count is above 0
+// the hold goes on with count, and the next renewal sets it in Redis. When
+// Redis says it did not have the hold, the hold was lost.
+func (h *Hold) released(count, remaining int64, err error, sent time.Time) {
 	if h == nil {
-		return remaining, err
+		return
 	}
 	switch {
 	case err != nil && count == 0:
@@ -450,7 +414,6 @@ func (hs *Holds) Lower(key HoldKey, count int64, release func() (int64, error)) 
 	default:
 		h.setCount(remaining, sent)
 	}
-	return remaining, err
 }
 
 // EndAll ends every live hold of this client on the Redis key (any owner)
@@ -479,3 +442,31 @@ func (hs *Holds) Len() int {
 
 // Wait waits for the watchdog's goroutine to stop once the client closes.
 func (hs *Holds) Wait() { hs.wd.wait() }
+
+// add registers h with the watchdog, whose goroutine ([watchdog.run])
+// starts if it is not running: it renews h every third of the lease.
+func (w *watchdog) add(h *Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.holds == nil {
+		w.holds = make(map[*Hold]struct{})
+	}
+	w.holds[h] = struct{}{}
+	if !w.running {
+		select {
+		case <-w.hs.closing:
+			return
+		default:
+		}
+		w.running = true
+		w.wg.Add(1)
+		go w.run()
+	}
+}
+
+// remove stops renewing h.
+func (w *watchdog) remove(h *Hold) {
+	w.mu.Lock()
+	delete(w.holds, h)
+	w.mu.Unlock()
+}

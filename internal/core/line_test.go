@@ -165,15 +165,15 @@ func TestLineHandsSubscriptionOn(t *testing.T) {
 	second := c.lines.Join("r", false)
 	w, err := c.Mux().Subscribe(ctx, "line-handoff", nil)
 	require.NoError(t, err)
-	first.Hand(w)
+	first.passOn(w)
 	first.Leave()
 	ok, err := second.Await(ctx, false, time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Same(t, w, second.TakeSub(), "the next caller gets the subscription")
+	assert.Same(t, w, second.passedOn(), "the next caller gets the subscription")
 	assert.Equal(t, 1, c.Mux().Stats().Waiters)
 
-	second.Hand(w)
+	second.passOn(w)
 	second.Leave() // nobody follows
 	assert.Equal(t, 0, c.Mux().Stats().Waiters, "closed when nobody follows")
 }

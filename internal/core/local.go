@@ -301,3 +301,14 @@ func (g *Gate) Queued() int {
 	defer g.mu.Unlock()
 	return len(g.q)
 }
+
+// FreshToken returns the token of a fresh hold's owner (see Lock): a
+// sequence number of the process plus a random number drawn for the client
+// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
+// acquisition attempt, so the cheap sequence serves; the random base keeps
+// a process restarted with the same client id (WithID) from giving its
+// first holds the owners whose holds and marks its predecessor left in
+// Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
+// reach it), apart from every NewToken, and short (13 digits) in the keys
+// that carry them.
+func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }

@@ -164,7 +164,7 @@ func (s *Side) label(observed bool) string {
 	if !observed {
 		return ""
 	}
-	return primitiveLabel(s.Kind, s.What)
+	return primitiveLabel(s.Kind, s.Part)
 }
 
 // WaitResult is how an observed wait ended.

@@ -171,15 +171,15 @@ type Lined struct {
 func (ln *Lined) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (ok bool, err error) {
 	if acc := ln.Handoff; acc != nil {
 		defer func() {
-			if acc.Withdraw() && !ok {
+			if acc.withdraw() && !ok {
 				ok, err = true, nil // handed the lock as the wait ended
 			}
 		}()
 	}
 	var sub *pubsub.Waiter
-	defer func() { ln.Turn.Hand(sub) }()
+	defer func() { ln.Turn.passOn(sub) }()
 	l := &loop{w: w, a: a, acc: ln.Handoff, channel: ln.Channel, deadline: b.deadline()}
-	if sub = ln.Turn.TakeSub(); sub != nil {
+	if sub = ln.Turn.passedOn(); sub != nil {
 		return l.run(ctx, sub, false, b.single())
 	}
 	var done bool
@@ -278,17 +278,17 @@ func (l *loop) tryOrTake(ctx context.Context, force bool) (bool, time.Duration, 
 	if a == nil {
 		return l.w.try(ctx, l.a)
 	}
-	if !a.BeginTry(force) {
-		if a.Take() {
+	if !a.beginTry(force) {
+		if a.takeHandoff() {
 			return true, 0, nil
 		}
 		// Not handed (a release that was no handoff woke the waiter),
 		// or nothing came: one more look, which may allow a try now.
-		if !a.BeginTry(force) {
+		if !a.beginTry(force) {
 			return false, 0, nil
 		}
 	}
-	defer a.EndTry()
+	defer a.endTry()
 	return l.w.try(ctx, l.a)
 }
 
@@ -298,14 +298,14 @@ func (l *loop) tryOrTake(ctx context.Context, force bool) (bool, time.Duration, 
 func (l *loop) sleep(ctx context.Context, sub *pubsub.Waiter, timer *time.Timer) (ok, msg bool, err error) {
 	var handed <-chan struct{}
 	if l.acc != nil {
-		handed = l.acc.Handed()
+		handed = l.acc.handoffDone()
 	}
 	select {
 	case <-sub.C():
 		return false, true, nil
 	case <-timer.C:
 	case <-handed:
-		return l.acc.Take(), false, nil
+		return l.acc.takeHandoff(), false, nil
 	case <-ctx.Done():
 		return false, false, errs.CtxError(ctx)
 	case <-l.w.closing:

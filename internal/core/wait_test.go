@@ -85,7 +85,7 @@ func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
 	if s.Spin != nil {
 		st = s.Spin
 	}
-	l := sideCall{Lock: &Lock{Handle: Handle{C: c}}}
+	l := &Lock{Handle: Handle{C: c}}
 	return l.wait(ctx, st, Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
 }
 

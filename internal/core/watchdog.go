@@ -40,31 +40,6 @@ type watchdog struct {
 	trips                  uint64 // pipelines sent
 }
 
-func (w *watchdog) add(h *Hold) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.holds == nil {
-		w.holds = make(map[*Hold]struct{})
-	}
-	w.holds[h] = struct{}{}
-	if !w.running {
-		select {
-		case <-w.hs.closing:
-			return
-		default:
-		}
-		w.running = true
-		w.wg.Add(1)
-		go w.run()
-	}
-}
-
-func (w *watchdog) remove(h *Hold) {
-	w.mu.Lock()
-	delete(w.holds, h)
-	w.mu.Unlock()
-}
-
 // wait waits for the renewal goroutine to stop after closing was closed.
 func (w *watchdog) wait() { w.wg.Wait() }
 
@@ -348,4 +323,44 @@ func (hs *Holds) Stats() WatchdogStats {
 	hs.wd.mu.Lock()
 	defer hs.wd.mu.Unlock()
 	return WatchdogStats{Holds: len(hs.wd.holds), Ticks: hs.wd.ticks, Calls: hs.wd.calls, RoundTrips: hs.wd.trips}
+}
+
+// RenewSpec says how the watchdog renews one hold. Script is a batch script
+// in the common renewal encoding (lua.RenewalBatch); Keys and Args are the
+// hold's part of it, from its typed binding (NewRenewSpec).
+//
+// Holds sharing Script and the cluster slot of Keys[0] are renewed in one
+// call, at most MaxBatch at a time.
+//
+// A spec with Of set instead serves every hold of a side: the watchdog
+// makes a hold's Script, Keys and Args from its Key when it first
+// renews it (Hold.renewal), so an acquisition allocates nothing for a
+// renewal that may never come.
+type RenewSpec struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+	// Of returns the renewal binding of the hold named k (lazy specs).
+	Of func(k HoldKey) lua.Renewal
+}
+
+// NewRenewSpec returns how the watchdog renews a hold, from the hold's
+// typed renewal binding (lua.RenewLockHold, lua.RenewReadHold).
+func NewRenewSpec(r lua.Renewal) *RenewSpec {
+	script, keys, args := r.Renewal()
+	return &RenewSpec{Script: script, Keys: keys, Args: args}
+}
+
+// renewal returns how the watchdog renews h: h.renew, or for a lazy spec
+// the one made from h's key the first time.
+func (h *Hold) renewal() *RenewSpec {
+	if h.renew.Of == nil {
+		return h.renew
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.renewOf == nil {
+		h.renewOf = NewRenewSpec(h.renew.Of(h.key))
+	}
+	return h.renewOf
 }

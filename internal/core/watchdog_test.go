@@ -274,12 +274,10 @@ func TestWatchdogApply(t *testing.T) {
 	// finds the field gone: released, not lost.
 	released := acquire("released")
 	rb := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{released})
-	_, err = c.Lower(released.key, 0, func() (int64, error) {
-		_, _, err := c.wd.apply(rb, cmdWith(0), time.Now())
-		require.NoError(t, err)
-		return 0, nil
-	})
+	h := c.beginRelease(released.key, 0)
+	_, _, err = c.wd.apply(rb, cmdWith(0), time.Now())
 	require.NoError(t, err)
+	h.released(0, 0, nil, time.Now())
 	require.ErrorIs(t, released.Err(), errs.ErrNotHeld)
 	require.NotErrorIs(t, released.Err(), errs.ErrLockLost)
 	require.NoError(t, renewed.Err())
