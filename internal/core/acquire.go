@@ -81,7 +81,7 @@ func bound(forever bool, within time.Duration, start time.Time) Bound {
 }
 
 // acquireInLine is acquire for a side whose waiters line up in the client
-// (Side.Line): the caller waits for its turn at the head of the line, then
+// ([Side.Line]): the caller waits for its turn at the head of the line, then
 // in Redis on the subscription the line passes on, ready (without a
 // context owner) to be handed the lock by a releaser of this client.
 func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Request, forever bool, within time.Duration, start time.Time) (bool, error) {
@@ -358,7 +358,7 @@ func (l *Lock) undo(s *Side, acq Request, unlock func()) (bool, <-chan struct{})
 				"kind", s.Kind, "name", l.Name, "owner", req.Owner, "err", err)
 		}
 		// An owner's undo is a release: one whose reply was lost is
-		// settled before the owner's next request (request.Requests.Settle).
+		// settled before the owner's next request ([request.Requests.Settle]).
 		if !errs.MayHaveRun(err) || req.Fresh || req.Publish == "" || !l.C.reqs.Settle(req.ReqKey, unlock) {
 			unlock()
 		}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -32,10 +31,10 @@ type Options struct {
 	Logger          *slog.Logger  // nil discards
 	Recheck         time.Duration // cap on a waiter's fallback re-check interval
 	Err             error         // first invalid option, reported by every operation
-	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
+	Sharded         ShardedMode   // sharded pub/sub on a Cluster ([Client.PublishCommand])
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
 	// ReplicaSync: replica acknowledgement (package replica); nil: the
-	// default, replica.DefaultSettings.
+	// default, [replica.DefaultSettings].
 	ReplicaSync *replica.Settings
 }
 
@@ -46,13 +45,13 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *pubsub.Mux
-	waits   *Waits            // the waiting algorithm (package wait)
+	waits   *Waits            // the waiting algorithm (wait.go)
 	reqs    *request.Requests // exactly-once requests (package request)
 	cluster bool
 	pub     publishMode
 
 	// bg is the background work (undos, clock readings) that Close
-	// waits for after closing (bg.Closing), which cancels it.
+	// waits for after closing ([bg.Closing]), which cancels it.
 	bg        *bg.Group
 	closing   <-chan struct{}
 	closeOnce sync.Once
@@ -62,7 +61,7 @@ type Client struct {
 	// random, 13 decimal digits.
 	freshBase uint64
 
-	holds  *Holds // live holds and their watchdog (package hold)
+	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
 	lines  Lines
 	ctr    counters // Stats and OnClose (observe.go)
@@ -136,7 +135,7 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
 
 // Waits returns the client's waiting machinery: every wait of a primitive
-// of the client runs there (Waits.Until).
+// of the client runs there ([Waits.Until]).
 func (c *Client) Waits() *Waits { return c.waits }
 
 // Requests returns the client's exactly-once requests: ids, deadlines,
@@ -157,8 +156,8 @@ func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
 // for one lock or semaphore line up (line.go).
 func (c *Client) Lines() *Lines { return &c.lines }
 
-// Holds returns the client's live holds and their watchdog (package
-// hold).
+// Holds returns the client's live holds and their watchdog (hold.go,
+// watchdog.go).
 func (c *Client) Holds() *Holds { return c.holds }
 
 // Background returns the client's background work, which Close waits
@@ -208,8 +207,8 @@ func (c *Client) Sharded(ctx context.Context) (bool, error) {
 }
 
 // Close stops renewals and the pub/sub multiplexer and ends every live hold
-// with errs.ErrLockLost (the holds are not released in Redis: they expire after
-// their lease). Waits under way end with errs.ErrClosed. Before it returns, the
+// with [errs.ErrLockLost] (the holds are not released in Redis: they expire after
+// their lease). Waits under way end with [errs.ErrClosed]. Before it returns, the
 // clean-up work under way finishes: undos of interrupted acquisitions,
 // settles of lost releases, and the fair-lock queue entries of waiters that
 // gave up, each given at most closeGrace (5 s) after Close starts. It is
@@ -228,65 +227,4 @@ func (c *Client) Close() error {
 		c.ctr.runOnClose()
 	})
 	return err
-}
-
-// holdEnding takes h, which is ending (lost: not by a release that took
-// effect), out of its local line (Lines.left), whose head may have to be
-// woken. It is told first when a hold ends.
-func (c *Client) holdEnding(h *Hold, lost bool) {
-	c.lines.left(h.TakeLine(), lost)
-}
-
-// holdEnded counts and reports the end of hold h with err, before its Done
-// closes.
-func (c *Client) holdEnded(h *Hold, err error) {
-	lost := errors.Is(err, errs.ErrLockLost)
-	if lost {
-		c.ctr.lost.Add(1)
-	}
-	hk := c.opts.Hooks
-	if hk == nil || hk.HoldEnd == nil {
-		return
-	}
-	hk.HoldEnd(HoldEnd{
-		Primitive: h.Label(),
-		Name:      h.Key().Key,
-		Owner:     h.Key().Field,
-		Duration:  time.Since(h.Start()),
-		Lost:      lost,
-		Err:       err,
-	})
-}
-
-// renewed counts and reports one watchdog round.
-func (c *Client) renewed(t RenewalTick) {
-	c.ctr.renewed.Add(uint64(t.Renewed))
-	c.ctr.renewFailed.Add(uint64(t.Failed))
-	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
-		h.RenewalTick(t)
-	}
-}
-
-// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
-// sharded pub/sub.
-type ShardedMode int
-
-// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
-const (
-	ShardedAuto ShardedMode = iota
-	ShardedOn
-	ShardedOff
-)
-
-// The publish commands scripts take as an argument (Redisson passes its
-// scripts the command the same way).
-const (
-	Publish  = "publish"
-	SPublish = "spublish"
-)
-
-// publishMode caches the decision between classic and sharded pub/sub.
-type publishMode struct {
-	mu  sync.Mutex
-	cmd string // "" until decided
 }

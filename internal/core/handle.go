@@ -31,8 +31,8 @@ func NewHandle(c *Client, kind, name string) Handle {
 }
 
 // Check returns the error to report before sending anything: the client's
-// (errs.ErrInvalidArgument for a nil client or a bad option, errs.ErrClosed after
-// Close), errs.ErrInvalidArgument for an empty name, or the handle's invalid
+// ([errs.ErrInvalidArgument] for a nil client or a bad option, [errs.ErrClosed] after
+// Close), [errs.ErrInvalidArgument] for an empty name, or the handle's invalid
 // option (OptErr).
 func (h *Handle) Check() error {
 	if err := h.C.Check(); err != nil {
@@ -52,7 +52,7 @@ func (h *Handle) CheckWait(wait time.Duration) error {
 	return nil
 }
 
-// Invalid returns an error wrapping errs.ErrInvalidArgument that names the
+// Invalid returns an error wrapping [errs.ErrInvalidArgument] that names the
 // primitive.
 func (h *Handle) Invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s %q: %s", errs.ErrInvalidArgument, h.Kind, h.Name, fmt.Sprintf(format, args...))
@@ -69,7 +69,7 @@ func (h *Handle) Lease(fixed time.Duration) time.Duration {
 
 // CheckPermitLease checks an expirable permit's lease: 0 means the permit
 // never expires; otherwise the lease rule of CheckLease. It returns an error
-// wrapping errs.ErrInvalidArgument that names the primitive, or nil.
+// wrapping [errs.ErrInvalidArgument] that names the primitive, or nil.
 func (h *Handle) CheckPermitLease(d time.Duration) error {
 	if d == 0 {
 		return nil
@@ -91,7 +91,7 @@ const (
 )
 
 // LeaseError returns nil for a lease within [MinLease, MaxLease], else the
-// reason it is not, for an error wrapping errs.ErrInvalidArgument.
+// reason it is not, for an error wrapping [errs.ErrInvalidArgument].
 func LeaseError(d time.Duration) string {
 	switch {
 	case d < MinLease:
@@ -105,7 +105,7 @@ func LeaseError(d time.Duration) string {
 // CheckLease is the one rule for a fixed lease given as an option (the
 // locks' WithLease): at least MinLease and at most MaxLease. Leases are sent
 // to Redis in whole milliseconds, rounded up (Millis). It returns an error
-// wrapping errs.ErrInvalidArgument that names kind, or nil.
+// wrapping [errs.ErrInvalidArgument] that names kind, or nil.
 func CheckLease(kind string, d time.Duration) error {
 	if msg := LeaseError(d); msg != "" {
 		return fmt.Errorf("%w: %s %s", errs.ErrInvalidArgument, kind, msg)
@@ -128,9 +128,9 @@ func Millis(d time.Duration) int64 {
 }
 
 // Check returns the error every operation must return before sending
-// anything: an invalid client or option (errs.ErrInvalidArgument), a closed
-// client (errs.ErrClosed), or for a client id given explicitly, one that another
-// live Client uses (errs.ErrDuplicateID; the first operation of such a client
+// anything: an invalid client or option ([errs.ErrInvalidArgument]), a closed
+// client ([errs.ErrClosed]), or for a client id given explicitly, one that another
+// live Client uses ([errs.ErrDuplicateID]; the first operation of such a client
 // registers its id, one round trip, see register.go). A nil *Client is an
 // invalid argument.
 func (c *Client) Check() error {

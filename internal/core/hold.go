@@ -28,7 +28,7 @@ type Hold struct {
 	hs    *Holds
 	key   HoldKey
 	renew *RenewSpec // nil: fixed lease, no watchdog
-	// renewOf is renew made for this hold when renew is lazy (RenewSpec.Of),
+	// renewOf is renew made for this hold when renew is lazy ([RenewSpec.Of]),
 	// the first time the watchdog renews it (renewal), under mu.
 	renewOf *RenewSpec
 	lease   time.Duration // the lease Redis was given
@@ -45,7 +45,7 @@ type Hold struct {
 	err      error       // why the hold ended; nil while it lasts
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
-	chain    Chain       // its chain of in-process handoffs (core's handoff.go)
+	chain    Chain       // its chain of in-process handoffs (handoff.go)
 	line     string      // the local line whose caller took it (Through)
 	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
 	// ctx is the hold's context (Context), made when first asked for;
@@ -71,8 +71,8 @@ func (h *Hold) Done() <-chan struct{} {
 	return h.done
 }
 
-// Err is nil while the hold lasts, then says why it ended: errs.ErrNotHeld after
-// the final release, errs.ErrLockLost (wrapped) after a loss.
+// Err is nil while the hold lasts, then says why it ended: [errs.ErrNotHeld] after
+// the final release, [errs.ErrLockLost] (wrapped) after a loss.
 func (h *Hold) Err() error {
 	if h == nil {
 		return errs.ErrNotHeld
@@ -91,7 +91,7 @@ func (h *Hold) FencingToken() int64 {
 	return h.fence
 }
 
-// endedContext is the Context of a nil hold: done, with errs.ErrNotHeld as its
+// endedContext is the Context of a nil hold: done, with [errs.ErrNotHeld] as its
 // cause.
 var endedContext = func() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -219,8 +219,9 @@ func (h *Hold) Label() string { return h.primitive }
 func (h *Hold) Start() time.Time { return h.start }
 
 // Through records that the hold was taken by a caller of the local line
-// key (core's HeldHere), and counts it in lc while holding the hold's
-// lock, so that the count cannot miss the hold's end (TakeLine). It does
+// key ([Lines.HeldHere]), and counts it in ls ([Lines.Held]) while holding
+// the hold's lock, so that the count cannot miss the hold's end
+// ([Hold.TakeLine]). It does
 // nothing for a hold that ended or is recorded already.
 func (h *Hold) Through(key string, ls *Lines) {
 	h.mu.Lock()
@@ -242,9 +243,9 @@ func (h *Hold) TakeLine() string {
 	return key
 }
 
-// Chain is where a hold stands in a chain of in-process handoffs (core's
-// handoff.go): when the chain began (a hold taken from Redis) and the last
-// arrival in the local line (core's Turn) it serves in any case.
+// Chain is where a hold stands in a chain of in-process handoffs
+// (handoff.go): when the chain began (a hold taken from Redis) and the last
+// arrival in the local line ([Turn]) it serves in any case.
 type Chain struct {
 	Start time.Time
 	Last  uint64
@@ -272,7 +273,7 @@ type holdsConfig struct {
 	Closing  <-chan struct{}   // closed when the client closes: renewals stop
 	Log      *slog.Logger
 	Client   *Client // observes the holds
-	// LeaseMillis is Lease in whole milliseconds, rounded up (core.Millis);
+	// LeaseMillis is Lease in whole milliseconds, rounded up ([Millis]);
 	// AckMillis bounds a renewal's WAIT for replicas, at least 1.
 	LeaseMillis, AckMillis int64
 }

@@ -202,7 +202,7 @@ var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} 
 // Await waits until the turn is at the head of its line. forever waits
 // until ctx ends; otherwise at most wait. It returns (true, nil) at the
 // head, (false, nil) when the wait ran out, and an error wrapping ctx.Err()
-// (or errs.ErrClosed) when ctx ended or the Client closed first. It does not
+// (or [errs.ErrClosed]) when ctx ended or the Client closed first. It does not
 // leave the line.
 func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (bool, error) {
 	select {

@@ -203,7 +203,7 @@ func (g *Gate) take(shared bool) {
 // waits; otherwise after the callers before it, waiting as long as ctx,
 // closing and (unless forever) wait allow. wait 0 and no admission gives
 // (false, nil) at once. It returns (false, nil) when the wait ran out and
-// an error wrapping ctx.Err() (or errs.ErrClosed) when ctx ended or the client
+// an error wrapping ctx.Err() (or [errs.ErrClosed]) when ctx ended or the client
 // closed; then it holds nothing and has left the queue.
 func (g *Gate) Enter(ctx context.Context, shared, forever bool, wait time.Duration, closing <-chan struct{}) (bool, error) {
 	g.mu.Lock()

@@ -29,7 +29,7 @@ import (
 // gate makes the goroutines calling through it exclude each other as
 // sync.Mutex's (sync.RWMutex's for an rwlock) callers do, waiting locally
 // in arrival order; such a handle is never reentrant. On a side that takes
-// fresh holds (Side.Fresh: the lock, the spin lock and the rwlock's write
+// fresh holds ([Side.Fresh]: the lock, the spin lock and the rwlock's write
 // side), such a caller does not use the handle's token in Redis either: see
 // Fresh holds.
 //
@@ -46,9 +46,9 @@ import (
 // Exactly once. A copy of a request may reach Redis at any later time: a
 // go-redis re-send after a lost reply, or a request held up in the network
 // and delivered after the client gave up on it. Each state-changing script
-// records its result under a request key (keys.Request) and returns the
+// records its result under a request key ([keys.Request]) and returns the
 // record when a copy of the same request runs again; and each request
-// carries a deadline by the Redis server's clock (request.Requests.Deadline: the time
+// carries a deadline by the Redis server's clock ([request.Requests.Deadline]: the time
 // go-redis may take to re-send, converted with a measured offset), checked
 // in the script with TIME: a copy that finds no record after the deadline
 // is refused and changes nothing. The record lives until just past the
@@ -66,11 +66,11 @@ import (
 // count is always 1. Each of its acquisition attempts takes an owner of its
 // own: a new token (FreshToken), the owner "<client id>:<token>" in
 // Redisson's layout as any other (attempt), whose field is the side's
-// (Scripts.Field: the owner itself for a lock, "<owner>:write" for an
+// ([Scripts.Field]: the owner itself for a lock, "<owner>:write" for an
 // rwlock's write side); the handle remembers the owner of the hold it took
 // (Lock.fresh) and releases that one. As that owner's field in the hash
 // serves one hold and no other, the field is the acquisition's record while
-// the hold lasts, and the hold's request key, keys.Request(name, field),
+// the hold lasts, and the hold's request key, [keys.Request](name, field),
 // shared by its acquisition, release and undo, carries the marks that
 // outlive it (the rwlock's write side: lua/rwlock_write_*_fresh.lua, the
 // same steps with the field "mode"):
@@ -92,7 +92,7 @@ import (
 //
 // For the field to outlive every copy of the acquisition that could still
 // be accepted, the acquisition's deadline comes at least two seconds
-// before its lease ends (request.Requests.FreshDeadline); a lease too short for that makes
+// before its lease ends ([request.Requests.FreshDeadline]); a lease too short for that makes
 // the script record the acquisition as the record-based path does. So a
 // fresh hold costs 9 commands in Redis per lock and unlock (8 for the spin
 // lock, which publishes nothing; 11 for an rwlock's write side, which also
@@ -180,7 +180,7 @@ func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Reques
 	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.FreshToken(), 10))
 	owner := req[l.ownerAt:]
 	if field := s.Scripts.Field(owner); field != owner {
-		req = l.freshPrefix[:l.ownerAt] + field // keys.Request(Name, field)
+		req = l.freshPrefix[:l.ownerAt] + field // [keys.Request](Name, field)
 	}
 	base.ReqKey = req
 	base.Owner = owner
@@ -475,7 +475,7 @@ var ForcedMarkTTL = (request.MaxTTL + time.Second).Milliseconds()
 // Outcome is the result of one acquisition script call.
 type Outcome struct {
 	Acquired bool
-	Fence    int64         // the fencing token taken (Request.Fencing)
+	Fence    int64         // the fencing token taken ([Request.Fencing])
 	Retry    time.Duration // not acquired: re-check at the latest then (≤ 0: unknown)
 	// Lost: the owner's hold that a reentrant acquisition meant to extend
 	// was gone from Redis; the engine ends it and tries afresh.

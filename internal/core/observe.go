@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Observation: the counters behind redisync.Client.Stats and the hooks
@@ -14,7 +16,7 @@ import (
 //
 // Each concept is recorded in one place: a wait (every acquisition of a
 // lock, a semaphore's permits, a latch wait) from BeginWait to WaitObs.End,
-// which the engine (Lock.Acquire) and the semaphore's and latch's waits
+// which the engine ([Lock.Acquire]) and the semaphore's and latch's waits
 // call; a hold's end in Hold.end; a renewal round in watchdog.renewAll.
 // Pub/sub reconnects and channels are read from the multiplexer's Stats.
 //
@@ -71,12 +73,12 @@ type WaitObs struct {
 	start time.Time
 }
 
-// BeginWait starts observing a wait of the primitive kind (Handle.Kind; what
-// is an engine side's What, "" otherwise) called name. It returns the
+// BeginWait starts observing a wait of the primitive kind ([Handle].Kind; part
+// is an engine side's [Side].Part, "" otherwise) called name. It returns the
 // context the wait must run in (the WaitStart hook's: it may carry a span)
 // and the observation, which the caller ends with End whatever happens.
 // Calls rejected before a wait starts (invalid arguments) are not observed.
-func (c *Client) BeginWait(ctx context.Context, kind, what, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
+func (c *Client) BeginWait(ctx context.Context, kind, part, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
 	c.ctr.waiting.Add(1)
 	// Forever and Wait decide busy versus timed out, so they are kept
 	// without hooks too; the label and the clock only serve hooks.
@@ -86,7 +88,7 @@ func (c *Client) BeginWait(ctx context.Context, kind, what, name string, forever
 		return ctx, o
 	}
 	o.start = time.Now()
-	o.info.Primitive, o.info.Name = primitiveLabel(kind, what), name
+	o.info.Primitive, o.info.Name = primitiveLabel(kind, part), name
 	if h.WaitStart != nil {
 		if nctx := h.WaitStart(ctx, o.info); nctx != nil {
 			o.ctx = nctx
@@ -202,8 +204,8 @@ type HoldEnd struct {
 	Name      string // the primitive's name (its hash key)
 	Owner     string // the owner's field in the hash
 	Duration  time.Duration
-	Lost      bool  // ended with errs.ErrLockLost
-	Err       error // why it ended: errs.ErrNotHeld (released) or an errs.ErrLockLost
+	Lost      bool  // ended with [errs.ErrLockLost]
+	Err       error // why it ended: [errs.ErrNotHeld] (released) or an [errs.ErrLockLost]
 }
 
 // Hooks receive events; nil fields are skipped. They run on the goroutine
@@ -224,12 +226,12 @@ type counters struct {
 	lost        atomic.Uint64
 	renewed     atomic.Uint64
 	renewFailed atomic.Uint64
-	undoFailed  atomic.Uint64 // undos that never got an answer (undo.go)
+	undoFailed  atomic.Uint64 // undos that never got an answer ([Lock.undo], [request.Requests.Undo])
 	// releaseFailed: releases whose reply was lost that could not be
-	// completed (release.go)
+	// completed ([request.Requests.CompleteRelease])
 	releaseFailed atomic.Uint64
 	// renewUnacked: renewals the primary's replicas did not acknowledge
-	// in time (watchdog.go, ackWait)
+	// in time ([watchdog.ackWait])
 	renewUnacked atomic.Uint64
 
 	closeMu sync.Mutex
@@ -260,4 +262,65 @@ func (ctr *counters) runOnClose() {
 	for _, f := range fs {
 		f()
 	}
+}
+
+// holdEnding takes h, which is ending (lost: not by a release that took
+// effect), out of its local line (Lines.left), whose head may have to be
+// woken. It is told first when a hold ends.
+func (c *Client) holdEnding(h *Hold, lost bool) {
+	c.lines.left(h.TakeLine(), lost)
+}
+
+// holdEnded counts and reports the end of hold h with err, before its Done
+// closes.
+func (c *Client) holdEnded(h *Hold, err error) {
+	lost := errors.Is(err, errs.ErrLockLost)
+	if lost {
+		c.ctr.lost.Add(1)
+	}
+	hk := c.opts.Hooks
+	if hk == nil || hk.HoldEnd == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{
+		Primitive: h.Label(),
+		Name:      h.Key().Key,
+		Owner:     h.Key().Field,
+		Duration:  time.Since(h.Start()),
+		Lost:      lost,
+		Err:       err,
+	})
+}
+
+// renewed counts and reports one watchdog round.
+func (c *Client) renewed(t RenewalTick) {
+	c.ctr.renewed.Add(uint64(t.Renewed))
+	c.ctr.renewFailed.Add(uint64(t.Failed))
+	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
+		h.RenewalTick(t)
+	}
+}
+
+// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
+// sharded pub/sub.
+type ShardedMode int
+
+// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
+const (
+	ShardedAuto ShardedMode = iota
+	ShardedOn
+	ShardedOff
+)
+
+// The publish commands scripts take as an argument (Redisson passes its
+// scripts the command the same way).
+const (
+	Publish  = "publish"
+	SPublish = "spublish"
+)
+
+// publishMode caches the decision between classic and sharded pub/sub.
+type publishMode struct {
+	mu  sync.Mutex
+	cmd string // "" until decided
 }

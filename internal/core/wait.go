@@ -271,7 +271,7 @@ func (l *loop) absorb(ctx context.Context, err error) bool {
 }
 
 // tryOrTake runs one attempt; with an acceptor, only when it allows one
-// (BeginTry(force)), and otherwise takes the outcome of a handoff claimed
+// ([acceptor.beginTry]), and otherwise takes the outcome of a handoff claimed
 // meanwhile, if any.
 func (l *loop) tryOrTake(ctx context.Context, force bool) (bool, time.Duration, error) {
 	a := l.acc
@@ -390,7 +390,7 @@ func (f *transientErrors) absorb(err error) bool {
 // transient reports whether err, from an attempt, is a failure on the way
 // to Redis that a later attempt may not meet: a network error (a
 // connection refused, reset or timed out, the pool exhausted) or an error
-// reply by which Redis says it did not run the request (errs.NotRun: a
+// reply by which Redis says it did not run the request ([errs.NotRun]: a
 // node loading, a cluster failing over). Not ctx's errors, nor Close, nor
 // an attempt's own answers (ErrUpgrade, a script's error).
 func transient(err error) bool {

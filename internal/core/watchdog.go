@@ -82,7 +82,7 @@ type batchKey struct {
 // renewAll renews every registered hold once and reports whether any batch
 // failed with an error (those holds are retried soon, and lost once no
 // renewal has succeeded for a whole lease). It counts and reports the round
-// (Client.renewalTick).
+// ([Client.renewed]).
 func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 	var tick RenewalTick
 	began := time.Now()
@@ -326,7 +326,7 @@ func (hs *Holds) Stats() WatchdogStats {
 }
 
 // RenewSpec says how the watchdog renews one hold. Script is a batch script
-// in the common renewal encoding (lua.RenewalBatch); Keys and Args are the
+// in the common renewal encoding ([lua.RenewalBatch]); Keys and Args are the
 // hold's part of it, from its typed binding (NewRenewSpec).
 //
 // Holds sharing Script and the cluster slot of Keys[0] are renewed in one
@@ -345,7 +345,7 @@ type RenewSpec struct {
 }
 
 // NewRenewSpec returns how the watchdog renews a hold, from the hold's
-// typed renewal binding (lua.RenewLockHold, lua.RenewReadHold).
+// typed renewal binding ([lua.RenewLockHold], [lua.RenewReadHold]).
 func NewRenewSpec(r lua.Renewal) *RenewSpec {
 	script, keys, args := r.Renewal()
 	return &RenewSpec{Script: script, Keys: keys, Args: args}
