@@ -299,10 +299,10 @@ func (l *Lock) recordHold(s *Side, req *Request, hk HoldKey, sent time.Time, fen
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(req)
 	}
-	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
+	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
-		h.SetChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
-		h.Through(s.Line, &l.C.lines)
+		h.setChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
+		h.through(s.Line, &l.C.lines)
 	}
 	l.took(h, *req)
 }

@@ -223,7 +223,7 @@ func (c *Client) Close() error {
 		if c.mux != nil {
 			err = c.mux.Close()
 		}
-		c.holds.EndAll("", fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
+		c.holds.endAll("", fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
 		c.ctr.runOnClose()
 	})
 	return err

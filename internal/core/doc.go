@@ -41,7 +41,7 @@
 //     request's runner and calls lockScripts.RunAcquire (rlock/lock.go):
 //     lua/lock_acquire_fresh.lua through its typed binding.
 //  4. local.go: [Gate.Enter] (one caller through a handle at a time),
-//     [Client.FreshToken], ownerLocks (one operation per owner).
+//     [Client.freshToken], ownerLocks (one operation per owner).
 //  5. line.go: [Lines.Join], [Turn.Await], [Turn.Leave]; the subscription
 //     a head passes on to the next (Turn.passOn, Turn.passedOn).
 //  6. handoff.go: the caller's acceptor: a releaser of this client may
@@ -51,7 +51,7 @@
 //     holder's PTTL, capped by the re-check interval), a handoff, ctx or
 //     Close, and try again.
 //  8. hold.go: on success Lock.recordHold (acquire.go) records the hold
-//     with [Holds.AcquiredAs], which registers it with the watchdog
+//     with [Holds.acquiredAs], which registers it with the watchdog
 //     (watchdog.go: a renewal every third of the lease, one pipeline for
 //     every hold of the client), and begins a chain of handoffs.
 //

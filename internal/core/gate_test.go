@@ -52,7 +52,7 @@ func TestGateInLock(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "a second caller through the handle")
 	assert.EqualValues(t, 1, acquired.Load(), "acquisitions sent: the second caller must wait at the gate")
-	assert.Zero(t, l.gate.Queued())
+	assert.Zero(t, l.gate.queued())
 	require.NoError(t, l.Release(context.Background(), s))
 	assert.False(t, l.gate.Holds(s.Shared))
 	require.ErrorIs(t, l.Release(context.Background(), s), errs.ErrNotHeld, "a release through the handle with nothing taken")

@@ -15,7 +15,7 @@ import (
 // caller's acquisition are one script ([Handoffer].RunHandoff): the lock
 // goes from one owner to the next in one round trip, with no PUBLISH and no
 // waiter woken to try again. While the lock is held through the line
-// ([Lines.HeldHere]), its head does not ask Redis at all: the release hands
+// ([Lines.heldHere]), its head does not ask Redis at all: the release hands
 // the lock off to it, or publishes (a message makes the head ask Redis even
 // before this client has counted the hold ended), or the hold is lost and
 // the head is woken in-process ([Lines.left]). Other processes see the
@@ -38,7 +38,7 @@ import (
 // The waiter's side: its turn's offer ([Offer]: the acquisition to make for
 // it) and its acceptor, which the lined wait asks before each try
 // (beginTry) and takes a handoff with (takeHandoff, withdraw). The
-// releaser's side: [Lines.Claim] and [Lock.handoff].
+// releaser's side: [Lines.claim] and [Lock.handoff].
 
 // HandoffWindow is how long a chain of in-process handoffs may also serve
 // callers that arrived after it began.
@@ -58,7 +58,7 @@ func (ls *Lines) newChain() Chain {
 
 // Offer is a caller's readiness, while it waits in a local line, to be
 // handed the lock: the acquisition to make for it, and where the outcome
-// goes. A releaser claims it ([Lines.Claim]) only while the caller is at
+// goes. A releaser claims it ([Lines.claim]) only while the caller is at
 // the head of the line and not asking Redis itself.
 type Offer struct {
 	// Req is the acquisition for the caller: a fresh hold's owner, field,
@@ -215,10 +215,10 @@ func (a *acceptor) firstRequest() Request {
 // beginTry reports whether the waiter may ask Redis now, and marks it as
 // doing so (endTry ends the mark): false once a releaser has claimed the
 // waiter ([Turn.beginTry]), and, unless force, while a caller of this
-// client holds the lock ([Lines.HeldHere]: its release hands it off or
+// client holds the lock ([Lines.heldHere]: its release hands it off or
 // publishes).
 func (a *acceptor) beginTry(force bool) bool {
-	return (force || !a.lock.C.lines.HeldHere(a.side.Line)) && a.turn.beginTry()
+	return (force || !a.lock.C.lines.heldHere(a.side.Line)) && a.turn.beginTry()
 }
 
 // endTry ends a beginTry.
@@ -277,21 +277,21 @@ func (a *acceptor) took(o *Offer) bool {
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(&req)
 	}
-	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, req.Count, r.Fence, req.Lease, renew)
-	h.SetChain(r.Chain)
-	h.Through(s.Line, &l.C.lines)
+	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, req.Count, r.Fence, req.Lease, renew)
+	h.setChain(r.Chain)
+	h.through(s.Line, &l.C.lines)
 	unlock()
 	l.took(h, req)
 	a.handed = true
 	return true
 }
 
-// Claim is for the releaser of the last hold of a lock whose local line is
+// claim is for the releaser of the last hold of a lock whose local line is
 // key: it returns the offer of the caller at the head of the line when it
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
 // for the caller) and the releaser must finish it. nil otherwise.
-func (ls *Lines) Claim(key string, chain Chain, owners *ownerLocks) *Offer {
+func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
@@ -314,9 +314,9 @@ func (ls *Lines) Claim(key string, chain Chain, owners *ownerLocks) *Offer {
 	return o
 }
 
-// Wake wakes the head of the line key if it waits for a handoff: to
+// wake wakes the head of the line key if it waits for a handoff: to
 // ask Redis again after a release that may not have published.
-func (ls *Lines) Wake(key string) {
+func (ls *Lines) wake(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.wakeHead(key)
@@ -338,7 +338,7 @@ func (ls *Lines) wakeHead(key string) {
 
 // claimNext returns, for the release req of hold hk on side s, the offer
 // of the next caller in the lock's local line that the release may hand
-// the lock off to, claimed ([Lines.Claim]), and the chain the hold is part
+// the lock off to, claimed ([Lines.claim]), and the chain the hold is part
 // of; nil when the release frees the lock in Redis instead.
 func (l *Lock) claimNext(s *Side, hk HoldKey, req Request) (*Offer, Chain) {
 	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
@@ -349,7 +349,7 @@ func (l *Lock) claimNext(s *Side, hk HoldKey, req Request) (*Offer, Chain) {
 		return nil, Chain{}
 	}
 	chain := h.Chain()
-	return l.C.lines.Claim(s.Line, chain, &l.C.owners), chain
+	return l.C.lines.claim(s.Line, chain, &l.C.owners), chain
 }
 
 // handoff releases the owner's last hold (req) and acquires the lock for

@@ -20,26 +20,26 @@ func TestChainAllows(t *testing.T) {
 	assert.False(t, chainAllows(Chain{}, 1), "no chain: no handoff")
 }
 
-// Claim takes only the head's offer, never while the head asks Redis,
+// claim takes only the head's offer, never while the head asks Redis,
 // and only once; Withdraw returns a claimed offer with its outcome.
 func TestClaimRules(t *testing.T) {
 	c := lineClient(t)
 	chain := c.lines.newChain()
-	assert.Nil(t, c.lines.Claim("r", chain, &c.owners), "no line")
+	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "no line")
 	head := c.lines.Join("r", false)
 	next := c.lines.Join("r", false)
 	next.accept(Request{Name: "r", Field: "next"})
-	assert.Nil(t, c.lines.Claim("r", Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
+	assert.Nil(t, c.lines.claim("r", Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
 	head.accept(Request{Name: "r", Field: "head"})
 
 	require.True(t, head.beginTry())
-	assert.Nil(t, c.lines.Claim("r", chain, &c.owners), "claimed while the head asks Redis")
+	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed while the head asks Redis")
 	head.endTry()
 
-	o := c.lines.Claim("r", chain, &c.owners)
+	o := c.lines.claim("r", chain, &c.owners)
 	require.NotNil(t, o)
 	assert.Equal(t, "head", o.Req.Field)
-	assert.Nil(t, c.lines.Claim("r", chain, &c.owners), "claimed twice")
+	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed twice")
 	assert.False(t, head.beginTry(), "a claimed head asks Redis")
 	o.finish(Handoff{Acquired: true, Fence: 7})
 	got := head.withdraw()

@@ -137,8 +137,8 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 	})
 }
 
-// SetChain records the chain of handoffs the hold is part of.
-func (h *Hold) SetChain(ch Chain) {
+// setChain records the chain of handoffs the hold is part of.
+func (h *Hold) setChain(ch Chain) {
 	h.mu.Lock()
 	h.chain = ch
 	h.mu.Unlock()
@@ -211,19 +211,19 @@ func (h *Hold) end(err error) {
 // Key returns what the hold is a hold of.
 func (h *Hold) Key() HoldKey { return h.key }
 
-// Label returns the primitive and side the hold is of, as observers see
+// label returns the primitive and side the hold is of, as observers see
 // it ("" when nobody observes: AcquiredAs).
-func (h *Hold) Label() string { return h.primitive }
+func (h *Hold) label() string { return h.primitive }
 
 // Start returns when the acquisition that started the hold was sent.
 func (h *Hold) Start() time.Time { return h.start }
 
-// Through records that the hold was taken by a caller of the local line
-// key ([Lines.HeldHere]), and counts it in ls ([Lines.Held]) while holding
+// through records that the hold was taken by a caller of the local line
+// key ([Lines.heldHere]), and counts it in ls ([Lines.Held]) while holding
 // the hold's lock, so that the count cannot miss the hold's end
-// ([Hold.TakeLine]). It does
+// ([Hold.takeLine]). It does
 // nothing for a hold that ended or is recorded already.
-func (h *Hold) Through(key string, ls *Lines) {
+func (h *Hold) through(key string, ls *Lines) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil || h.line != "" {
@@ -233,9 +233,9 @@ func (h *Hold) Through(key string, ls *Lines) {
 	ls.Held(key)
 }
 
-// TakeLine returns the local line the hold was taken through (Through),
+// takeLine returns the local line the hold was taken through (Through),
 // "" if none, and forgets it: for Client.holdEnding.
-func (h *Hold) TakeLine() string {
+func (h *Hold) takeLine() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	key := h.line
@@ -297,10 +297,10 @@ type RenewalTick struct {
 // Acquired is AcquiredAs, unlabelled and without a fencing token, with
 // the current time as the send time.
 func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return hs.AcquiredAs("", time.Now(), key, count, 0, lease, renew)
+	return hs.acquiredAs("", time.Now(), key, count, 0, lease, renew)
 }
 
-// AcquiredAs records a successful acquisition of key by this client, after
+// acquiredAs records a successful acquisition of key by this client, after
 // which the owner's hold count is count, as this client counts it (the
 // script set it in Redis). sent is when the acquiring command was sent:
 // Redis started the lease after that, so a local deadline counted from sent
@@ -314,7 +314,7 @@ func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 // nobody observes). fence is the fencing token the acquisition took; it
 // becomes the hold's when the acquisition starts the hold, and is ignored
 // for a re-entry (the hold keeps its token).
-func (hs *Holds) AcquiredAs(label string, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
+func (hs *Holds) acquiredAs(label string, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
 	hs.mu.Lock()
 	h := hs.m[key]
 	if h == nil {
@@ -417,10 +417,10 @@ func (h *Hold) released(count, remaining int64, err error, sent time.Time) {
 	}
 }
 
-// EndAll ends every live hold of this client on the Redis key (any owner)
+// endAll ends every live hold of this client on the Redis key (any owner)
 // with err: for ForceUnlock and Delete, which remove the key whoever holds
 // it. An empty key ends every live hold (Close).
-func (hs *Holds) EndAll(key string, err error) {
+func (hs *Holds) endAll(key string, err error) {
 	hs.mu.Lock()
 	var ended []*Hold
 	for k, h := range hs.m {

@@ -143,8 +143,8 @@ func (t *Turn) Leave() {
 
 // Held counts one more live hold taken by a caller of the line key, so
 // that the line's head waits for its release instead of asking Redis
-// ([Lines.HeldHere]), until the hold ends ([Lines.left]). A hold records it
-// with [Hold.Through].
+// ([Lines.heldHere]), until the hold ends ([Lines.left]). A hold records it
+// with [Hold.through].
 func (ls *Lines) Held(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -176,10 +176,10 @@ func (ls *Lines) left(key string, lost bool) {
 	}
 }
 
-// HeldHere reports whether a caller of the line key holds the lock in this
+// heldHere reports whether a caller of the line key holds the lock in this
 // client: its release will hand the lock off or publish, so the line's head
 // need not ask Redis meanwhile.
-func (ls *Lines) HeldHere(key string) bool {
+func (ls *Lines) heldHere(key string) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.held[key] > 0

@@ -295,14 +295,14 @@ func (g *Gate) admitLocked() {
 	}
 }
 
-// Queued returns the number of callers waiting to pass, for tests.
-func (g *Gate) Queued() int {
+// queued returns the number of callers waiting to pass, for tests.
+func (g *Gate) queued() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.q)
 }
 
-// FreshToken returns the token of a fresh hold's owner (see Lock): a
+// freshToken returns the token of a fresh hold's owner (see Lock): a
 // sequence number of the process plus a random number drawn for the client
 // (freshBase, between 2^40 and 2^41). A fresh owner is made for every
 // acquisition attempt, so the cheap sequence serves; the random base keeps
@@ -311,4 +311,4 @@ func (g *Gate) Queued() int {
 // Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
 // reach it), apart from every NewToken, and short (13 digits) in the keys
 // that carry them.
-func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
+func (c *Client) freshToken() uint64 { return c.freshBase + freshSeq.Add(1) }

@@ -168,7 +168,7 @@ func (l *Lock) setRequestKey(req *Request) {
 
 // withFreshOwner returns the request of one acquisition of side s from
 // base: base itself, or for a fresh hold a new owner
-// ([Client.FreshToken]), its owner "<client id>:<token>", its field
+// ([Client.freshToken]), its owner "<client id>:<token>", its field
 // ([Scripts].Field), its request key [keys.Request](Name, field) and the
 // request's deadline ([request.Requests.FreshDeadline]).
 func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Request {
@@ -177,7 +177,7 @@ func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Reques
 	}
 	l.once.Do(l.names)
 	var buf [256]byte // one allocation, the string, for names up to 200 bytes or so
-	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.FreshToken(), 10))
+	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.freshToken(), 10))
 	owner := req[l.ownerAt:]
 	if field := s.Scripts.Field(owner); field != owner {
 		req = l.freshPrefix[:l.ownerAt] + field // [keys.Request](Name, field)
@@ -271,7 +271,7 @@ func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
 // ForceEnded ends every hold of this client on the lock (any owner), after
 // a ForceUnlock deleted it.
 func (l *Lock) ForceEnded() {
-	l.C.holds.EndAll(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
+	l.C.holds.endAll(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
 }
 
 // FencingToken returns the fencing token of the hold of the latest

@@ -268,7 +268,7 @@ func (ctr *counters) runOnClose() {
 // effect), out of its local line (Lines.left), whose head may have to be
 // woken. It is told first when a hold ends.
 func (c *Client) holdEnding(h *Hold, lost bool) {
-	c.lines.left(h.TakeLine(), lost)
+	c.lines.left(h.takeLine(), lost)
 }
 
 // holdEnded counts and reports the end of hold h with err, before its Done
@@ -283,7 +283,7 @@ func (c *Client) holdEnded(h *Hold, err error) {
 		return
 	}
 	hk.HoldEnd(HoldEnd{
-		Primitive: h.Label(),
+		Primitive: h.label(),
 		Name:      h.Key().Key,
 		Owner:     h.Key().Field,
 		Duration:  time.Since(h.Start()),

@@ -74,7 +74,7 @@ func (l *Lock) release(ctx context.Context, s *Side, base Request) error {
 	remaining, err := r.send()
 	h.released(r.req.Count, remaining, err, sent)
 	if err != nil && r.req.Count == 0 && s.Line != "" {
-		l.C.lines.Wake(s.Line) // the release may not have published
+		l.C.lines.wake(s.Line) // the release may not have published
 	}
 	switch {
 	case err != nil:

@@ -242,7 +242,7 @@ func TestWatchdogApply(t *testing.T) {
 	c := testHolds(t, redistest.Shared(t).Client(t), time.Hour)
 	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
 	acquire := func(key string) *Hold {
-		return c.AcquiredAs("", time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
+		return c.acquiredAs("", time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
 	}
 	renewed, lost := acquire("renewed"), acquire("lost")
 	b := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{renewed, lost})
@@ -293,7 +293,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	c := testHolds(t, rdb, time.Hour) // rounds run by the test
 	const lease = 300 * time.Millisecond
 	acquire := func(key string, sent time.Time) *Hold {
-		return c.AcquiredAs("", sent, HoldKey{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
+		return c.acquiredAs("", sent, HoldKey{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
 	}
 	acquired := time.Now()
 	fresh := acquire("fresh", acquired)
@@ -314,7 +314,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	assert.Zero(t, c.Stats().Holds)
 }
 
-// Through a network partition shorter than a lease the watchdog's own
+// through a network partition shorter than a lease the watchdog's own
 // rounds retry and keep the hold; a longer one loses it after a lease.
 func TestWatchdogPartition(t *testing.T) {
 	srv := redistest.Shared(t)
@@ -373,7 +373,7 @@ func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Ho
 		g.Close()
 		hs.Wait()
 		g.Wait()
-		hs.EndAll("", errs.ErrClosed)
+		hs.endAll("", errs.ErrClosed)
 	})
 	return hs
 }
