@@ -36,7 +36,7 @@ import (
 // than one chain of its own client per chain of every other process.
 //
 // The waiter's side: its turn's offer ([Offer]: the acquisition to make for
-// it) and its acceptor, which the lined wait asks before each try
+// it) and its [acceptor], which the lined wait asks before each try
 // (beginTry) and takes a handoff with (takeHandoff, withdraw). The
 // releaser's side: [Lines.claim] and [Lock.handoff].
 
@@ -72,7 +72,7 @@ type Offer struct {
 	done chan struct{} // closed once res is set
 	res  Handoff
 	// claimed: a releaser took the offer, holding the owner's lock ol for
-	// the caller, which must take the outcome ([Turn.takeHandoff]).
+	// the caller, which must take the outcome ([acceptor.takeHandoff]).
 	claimed bool
 	ol      *ownerLock
 }
@@ -94,82 +94,6 @@ type Handoff struct {
 func (o *Offer) finish(h Handoff) {
 	o.res = h
 	close(o.done)
-}
-
-// accept makes the turn accept handoffs of req (without its ReqKey) while
-// it waits in the line, until withdraw.
-func (t *Turn) accept(req Request) {
-	t.setOffer(&Offer{Req: req, done: make(chan struct{})})
-}
-
-// setOffer makes the turn accept handoffs with o, a new offer.
-func (t *Turn) setOffer(o *Offer) {
-	t.ls.mu.Lock()
-	t.offer = o
-	t.ls.mu.Unlock()
-}
-
-// beginTry marks the turn as asking Redis, so that no releaser claims its
-// offer meanwhile; it reports false, and marks nothing, when a releaser has
-// claimed it already (takeHandoff then gives the outcome). endTry ends the
-// mark.
-func (t *Turn) beginTry() bool {
-	t.ls.mu.Lock()
-	defer t.ls.mu.Unlock()
-	if t.offer != nil && t.offer.claimed {
-		return false
-	}
-	t.trying = true
-	return true
-}
-
-// endTry ends a beginTry.
-func (t *Turn) endTry() {
-	t.ls.mu.Lock()
-	t.trying = false
-	t.ls.mu.Unlock()
-}
-
-// handoffDone returns a channel closed when a releaser has finished a
-// handoff to the turn (nil without an offer).
-func (t *Turn) handoffDone() <-chan struct{} {
-	t.ls.mu.Lock()
-	defer t.ls.mu.Unlock()
-	if t.offer == nil {
-		return nil
-	}
-	return t.offer.done
-}
-
-// takeHandoff returns the offer when a releaser claimed it, after waiting
-// for the outcome (the releaser's script is bounded by its timeout); the
-// turn no longer accepts handoffs then (accept again to go on). nil when
-// unclaimed.
-func (t *Turn) takeHandoff() *Offer {
-	t.ls.mu.Lock()
-	o := t.offer
-	if o == nil || !o.claimed {
-		t.ls.mu.Unlock()
-		return nil
-	}
-	t.offer = nil
-	t.ls.mu.Unlock()
-	<-o.done
-	return o
-}
-
-// withdraw ends the turn's offer; it returns the offer, with its outcome,
-// when a releaser claimed it first (as takeHandoff).
-func (t *Turn) withdraw() *Offer {
-	t.ls.mu.Lock()
-	o := t.offer
-	t.offer = nil
-	t.ls.mu.Unlock()
-	if o == nil || !o.claimed {
-		return nil
-	}
-	<-o.done
-	return o
 }
 
 // acceptor lets a caller waiting in a lock's local line be handed the lock
@@ -197,7 +121,7 @@ type acceptor struct {
 func (a *acceptor) init(l *Lock, s *Side, turn *Turn, base *Request) {
 	*a = acceptor{lock: l, side: s, base: base, turn: turn}
 	a.first = Offer{fill: a, done: make(chan struct{})}
-	turn.setOffer(&a.first)
+	a.setOffer(&a.first)
 }
 
 // firstRequest makes the request of the caller's first offer: a new fresh
@@ -212,34 +136,65 @@ func (a *acceptor) firstRequest() Request {
 	return req
 }
 
-// beginTry reports whether the waiter may ask Redis now, and marks it as
-// doing so (endTry ends the mark): false once a releaser has claimed the
-// waiter ([Turn.beginTry]), and, unless force, while a caller of this
-// client holds the lock ([Lines.heldHere]: its release hands it off or
-// publishes).
+// setOffer makes the caller's turn accept handoffs with o, a new offer,
+// until a releaser claims it ([Lines.claim]) or the caller withdraws.
+func (a *acceptor) setOffer(o *Offer) {
+	a.turn.ls.mu.Lock()
+	a.turn.offer = o
+	a.turn.ls.mu.Unlock()
+}
+
+// beginTry reports whether the caller may ask Redis now, and marks its
+// turn as doing so, so that no releaser claims its offer meanwhile (endTry
+// ends the mark): false once a releaser has claimed the offer
+// (takeHandoff then gives the outcome), and, unless force, while a caller
+// of this client holds the lock ([Lines.heldHere]: its release hands it
+// off or publishes).
 func (a *acceptor) beginTry(force bool) bool {
-	return (force || !a.lock.C.lines.heldHere(a.side.Line)) && a.turn.beginTry()
+	if !force && a.lock.C.lines.heldHere(a.side.Line) {
+		return false
+	}
+	t := a.turn
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
+	if t.offer != nil && t.offer.claimed {
+		return false
+	}
+	t.trying = true
+	return true
 }
 
 // endTry ends a beginTry.
-func (a *acceptor) endTry() { a.turn.endTry() }
+func (a *acceptor) endTry() {
+	a.turn.ls.mu.Lock()
+	a.turn.trying = false
+	a.turn.ls.mu.Unlock()
+}
 
-// handoffDone is closed when a releaser has finished a handoff to the
-// caller.
-func (a *acceptor) handoffDone() <-chan struct{} { return a.turn.handoffDone() }
+// handoffDone returns a channel closed when a releaser has finished a
+// handoff to the caller (nil without an offer).
+func (a *acceptor) handoffDone() <-chan struct{} {
+	a.turn.ls.mu.Lock()
+	defer a.turn.ls.mu.Unlock()
+	if a.turn.offer == nil {
+		return nil
+	}
+	return a.turn.offer.done
+}
 
 // takeHandoff takes the outcome of a handoff a releaser claimed, waiting
-// for it, and reports whether the caller now holds the lock ([acceptor.took]);
-// otherwise the turn accepts the next one. false too when none was claimed.
+// for it, and reports whether the caller now holds the lock
+// ([acceptor.took]); otherwise the turn accepts the next one. false too
+// when none was claimed.
 func (a *acceptor) takeHandoff() bool {
-	o := a.turn.takeHandoff()
+	o := a.takeOffer(false)
 	if o == nil {
 		return false
 	}
 	if a.took(o) {
 		return true
 	}
-	a.turn.accept(a.first.Req) // ready for the next release
+	a.setOffer(&Offer{Req: a.first.Req, done: make(chan struct{})}) // ready for the next release
 	return false
 }
 
@@ -247,8 +202,30 @@ func (a *acceptor) takeHandoff() bool {
 // outcome of a handoff claimed at that moment: it reports whether the
 // caller holds the lock after all.
 func (a *acceptor) withdraw() bool {
-	o := a.turn.withdraw()
+	o := a.takeOffer(true)
 	return o != nil && a.took(o)
+}
+
+// takeOffer returns the turn's offer when a releaser claimed it, after
+// waiting for the outcome (the releaser's script is bounded by its
+// timeout), and nil otherwise. The turn accepts no handoff after it
+// returned one, nor after a withdrawal (end), which ends an unclaimed
+// offer too.
+func (a *acceptor) takeOffer(end bool) *Offer {
+	t := a.turn
+	t.ls.mu.Lock()
+	o := t.offer
+	if o == nil || (!o.claimed && !end) {
+		t.ls.mu.Unlock()
+		return nil
+	}
+	t.offer = nil
+	t.ls.mu.Unlock()
+	if !o.claimed {
+		return nil
+	}
+	<-o.done
+	return o
 }
 
 // took takes the outcome of the handoff o: the hold when the caller got the

@@ -12,7 +12,7 @@ import (
 	"github.com/redisync/redisync/internal/core/replica"
 )
 
-// Key names a hold: the Redis hash and the owner's field in it.
+// HoldKey names a hold: the Redis hash and the owner's field in it.
 type HoldKey struct {
 	Key   string // the hash (the primitive's name)
 	Field string // the owner's field: "<client id>:<token>" or "<...>:write"

@@ -47,11 +47,12 @@ type Turn struct {
 	// sub is a subscription passed on along the line (passOn, passedOn),
 	// so that the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
-	// seq is the caller's arrival in the client (lines.seq), which
-	// decides whether a handoff chain may serve it (ChainRule).
+	// seq is the caller's arrival in the client (Lines.seq), which
+	// decides whether a handoff chain may serve it ([chainAllows]).
 	seq uint64
-	// offer is set while the turn accepts a handoff (setOffer, Claim);
-	// trying while it asks Redis itself (beginTry), when none is made.
+	// offer is set while the turn accepts a handoff ([acceptor.setOffer],
+	// [Lines.claim]); trying while it asks Redis itself
+	// ([acceptor.beginTry]), when none is made.
 	offer  *Offer
 	trying bool
 }
