@@ -20,7 +20,7 @@ import (
 // sides of rwlock's RWLock — is a Lock (a handle's state) driven through a
 // Side (a kind of hold: its scripts, its owner field, how its waiters
 // wait). The engine does the rest once: owners and the local gate, the
-// attempt / undo / hold bookkeeping, waiting, release, renewal, Done and
+// request / undo / hold bookkeeping, waiting, release, renewal, Done and
 // Err.
 //
 // Owners. A context carrying an owner (WithOwner) makes every handle act for
@@ -64,11 +64,12 @@ import (
 // Fresh holds. A caller without a context owner on a Fresh side holds the
 // lock at most once at a time through its handle (the gate), so its hold
 // count is always 1. Each of its acquisition attempts takes an owner of its
-// own: a new token (FreshToken), the owner "<client id>:<token>" in
-// Redisson's layout as any other (attempt), whose field is the side's
+// own: a new token ([Client.freshToken]), the owner "<client id>:<token>"
+// in Redisson's layout as any other ([Lock.withFreshOwner]), whose field is
+// the side's
 // ([Scripts.Field]: the owner itself for a lock, "<owner>:write" for an
 // rwlock's write side); the handle remembers the owner of the hold it took
-// (Lock.fresh) and releases that one. As that owner's field in the hash
+// (the field fresh of [Lock]) and releases that one. As that owner's field in the hash
 // serves one hold and no other, the field is the acquisition's record while
 // the hold lasts, and the hold's request key, [keys.Request](name, field),
 // shared by its acquisition, release and undo, carries the marks that
