@@ -3,7 +3,7 @@ package redisync
 import (
 	"context"
 
-	"github.com/redisync/redisync/internal/core/hold"
+	"github.com/redisync/redisync/internal/core"
 )
 
 // Hold is one owner's continuous hold of a lock, or of one side of a
@@ -23,9 +23,9 @@ import (
 //
 // Hold is defined on the library's internal hold state; a nil *Hold is a
 // hold that has ended (Done closed, Err ErrNotHeld, FencingToken 0).
-type Hold hold.Hold
+type Hold core.Hold
 
-func (h *Hold) inner() *hold.Hold { return (*hold.Hold)(h) }
+func (h *Hold) inner() *core.Hold { return (*core.Hold)(h) }
 
 // FencingToken returns the fencing token of the acquisition that took the
 // hold (a lock built with rlock.WithFencing): re-entries keep it, so every

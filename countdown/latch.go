@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	waits "github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -267,7 +265,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	defer func() { obs.End(ok, err) }()
 	// The zero message opens the latch for every waiter; a set or delete
 	// message may too (a deleted latch is open), so all re-check.
-	open := waits.AttemptFunc(l.open)
+	open := core.AttemptFunc(l.open)
 	if !forever && wait > 0 {
 		// The wait bounds the reads too: one still on its way when the
 		// wait ends is cut (a stalled read only with ContextTimeoutEnabled).
@@ -282,8 +280,8 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 			return ok, retry, err
 		}
 	}
-	ok, err = l.h.C.Waits().Until(ctx, &waits.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
-		waits.Bound{Forever: forever, Wait: wait}, open)
+	ok, err = l.h.C.Waits().Until(ctx, &core.PubSub{Channel: l.channel, Wake: pubsub.WakeAll},
+		core.Bound{Forever: forever, Wait: wait}, open)
 	if err != nil {
 		return false, fmt.Errorf("countdown %q: %w", l.h.Name, errs.ReplyError(err))
 	}

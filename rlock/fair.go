@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/core/errs"
@@ -99,16 +97,16 @@ type fairScripts struct {
 }
 
 // RunAcquire runs fair_acquire, which queues the owner when it must wait.
-func (s *fairScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+func (s *fairScripts) RunAcquire(ctx context.Context, req *core.Request) (core.Outcome, error) {
 	e, fk := s.e, s.fk
 	pub, err := e.C.PublishCommand(ctx)
 	if err != nil {
 		return core.Outcome{}, err
 	}
-	rep, err := lua.FairAcquireArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts,
-		ChannelPrefix: fk.channelPrefix, Request: op.ReqKey, Counter: keys.FenceCounter(op.Name),
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Fenced: op.Fencing,
-		Count: op.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: op.Fence}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	rep, err := lua.FairAcquireArgs{Lock: req.Name, Queue: fk.queue, Timeouts: fk.timeouts,
+		ChannelPrefix: fk.channelPrefix, Request: req.ReqKey, Counter: keys.FenceCounter(req.Name),
+		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline, Fenced: req.Fencing,
+		Count: req.Count, WaiterTimeoutMillis: s.timeoutMillis, Publish: pub, Fence: req.Fence}.Run(ctx, req.Runner)
 	out, err := lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	if err == nil && !out.Acquired && !out.Lost && (out.Retry <= 0 || out.Retry > s.recheck) {
 		out.Retry = s.recheck
@@ -118,26 +116,26 @@ func (s *fairScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome
 
 // RunRelease runs fair_release, which wakes the owner at the head of the
 // queue.
-func (s *fairScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
+func (s *fairScripts) RunRelease(ctx context.Context, req *core.Request) (int64, error) {
 	fk := s.fk
-	undo, undoKey := op.Undoes()
-	return lua.FairReleaseArgs{Lock: op.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
-		Request: op.ReqKey, UndoRequest: undoKey, LeaseMillis: op.LeaseMillis(), Field: op.Field,
-		Deadline: s.e.C.Requests().Deadline(ctx), Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
+	undo, undoKey := req.Undoes()
+	return lua.FairReleaseArgs{Lock: req.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
+		Request: req.ReqKey, UndoRequest: undoKey, LeaseMillis: req.LeaseMillis(), Field: req.Field,
+		Deadline: req.Deadline, Undo: undo, Count: req.Count, Publish: req.Publish}.Run(ctx, req.Runner)
 }
 
 // Waiting waits on the owner's own channel and leaves the queue when the
 // wait ends without the lock.
-func (s *fairScripts) Waiting(op *core.Op) core.Waiting {
+func (s *fairScripts) Waiting(req *core.Request) core.Waiting {
 	return core.Waiting{
-		Strategy: &wait.PubSub{
-			Channel: keys.FairChannel(s.e.Name, op.Owner),
+		PubSub: &core.PubSub{
+			Channel: keys.FairChannel(s.e.Name, req.Owner),
 			// Only this owner's waiters listen here, and a message means
 			// it is the owner's turn: each of them may go on (the first
 			// in takes the lock, the others re-enter it).
 			Wake: pubsub.WakeAll,
 		},
-		GiveUp: &fairLeaver{e: s.e, owner: op.Owner},
+		GiveUp: &fairLeaver{e: s.e, owner: req.Owner},
 	}
 }
 

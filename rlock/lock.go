@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -99,7 +95,7 @@ type lockScripts struct {
 
 func newLockScripts(e *core.Lock, msg string) *lockScripts {
 	s := &lockScripts{e: e, channel: keys.LockChannel(e.Name), counter: keys.FenceCounter(e.Name), msg: msg}
-	s.waiting = core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
+	s.waiting = core.Waiting{PubSub: &core.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
 	return s
 }
 
@@ -107,51 +103,49 @@ func newLockScripts(e *core.Lock, msg string) *lockScripts {
 func (s *lockScripts) Field(owner string) string { return owner }
 
 // RunAcquire runs lock_acquire_fresh for a fresh hold, else lock_acquire.
-func (s *lockScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
-	e := s.e
-	if op.Fresh {
-		a := lua.LockAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey,
-			LeaseMillis: op.LeaseMillis(), FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)),
-			Deadline: op.Deadline, Fenced: op.Fencing}
-		if op.Fencing {
+func (s *lockScripts) RunAcquire(ctx context.Context, req *core.Request) (core.Outcome, error) {
+	if req.Fresh {
+		a := lua.LockAcquireFreshArgs{Lock: req.Name, Request: req.ReqKey,
+			LeaseMillis: req.LeaseMillis(), FieldAt: int64(core.FieldAt(req.ReqKey, req.Field)),
+			Deadline: req.Deadline, Fenced: req.Fencing}
+		if req.Fencing {
 			a.Counter = s.counter // otherwise left out: spare its bytes
 		}
-		rep, err := a.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		rep, err := a.Run(ctx, req.Runner)
 		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	}
-	rep, err := lua.LockAcquireArgs{Lock: op.Name, Request: op.ReqKey, Counter: s.counter,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx),
-		Fenced: op.Fencing, Count: op.Count, Fence: op.Fence}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	rep, err := lua.LockAcquireArgs{Lock: req.Name, Request: req.ReqKey, Counter: s.counter,
+		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline,
+		Fenced: req.Fencing, Count: req.Count, Fence: req.Fence}.Run(ctx, req.Runner)
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 }
 
 // RunRelease runs lock_release_fresh for a fresh hold, else lock_release.
-func (s *lockScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
-	e := s.e
-	undo, undoKey := op.Undoes()
-	if op.Fresh {
+func (s *lockScripts) RunRelease(ctx context.Context, req *core.Request) (int64, error) {
+	undo, undoKey := req.Undoes()
+	if req.Fresh {
 		// The hold's request key is its acquisition's (undoKey in an
 		// undo). Its mark outlives the acquisition's deadline and this
 		// request's.
-		return lua.LockReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
-			FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: s.msg, Publish: op.Publish,
-			MarkUntil: e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		return lua.LockReleaseFreshArgs{Lock: req.Name, Request: undoKey, Channel: s.channel,
+			FieldAt: int64(core.FieldAt(undoKey, req.Field)), Message: s.msg, Publish: req.Publish,
+			MarkUntil: req.MarkUntil, Undo: undo}.Run(ctx, req.Runner)
 	}
-	return lua.LockReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
-		Undo: undo, Count: op.Count, Publish: op.Publish}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return lua.LockReleaseArgs{Lock: req.Name, Channel: s.channel, Request: req.ReqKey, UndoRequest: undoKey,
+		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline, Message: s.msg,
+		Undo: undo, Count: req.Count, Publish: req.Publish}.Run(ctx, req.Runner)
 }
 
 // RunHandoff runs lock_handoff: from's fresh hold ends and to's begins.
-func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Request) (core.HandoffOutcome, error) {
 	a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(),
+		MarkUntil: from.MarkUntil, NextLeaseMillis: to.LeaseMillis(),
 		Message: s.msg, Fenced: to.Fencing, Publish: from.Publish}
 	if to.Fencing {
 		a.Counter = s.counter
 	}
-	rep, err := a.Run(ctx, s.e.C.Direct())
+	rep, err := a.Run(ctx, from.Runner)
 	if err != nil {
 		return core.HandoffOutcome{}, err
 	}
@@ -161,13 +155,13 @@ func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.H
 // Renewal is lockRenewal (lua.RenewLock): the hash and the owner's field,
 // which are the hold's key. One lazy spec serves every hold: nothing is
 // allocated for it per acquisition.
-func (s *lockScripts) Renewal(*core.Op) *hold.RenewSpec { return lockRenewal }
+func (s *lockScripts) Renewal(*core.Request) *core.RenewSpec { return lockRenewal }
 
 // Waiting waits on the lock's channel; a release wakes one waiter.
-func (s *lockScripts) Waiting(*core.Op) core.Waiting { return s.waiting }
+func (s *lockScripts) Waiting(*core.Request) core.Waiting { return s.waiting }
 
 // lockRenewal is how the watchdog renews a hold of the lock.
-var lockRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
+var lockRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 
@@ -183,7 +177,7 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	case code == lua.LockAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
 // Name returns the lock's name, which is also its Redis key.

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -820,7 +818,7 @@ func TestWatchdogBatches(t *testing.T) {
 		locks = append(locks, l)
 	}
 	direct := s.Client(t)
-	wd := func() hold.WatchdogStats { return (*core.Client)(c).Holds().Stats() }
+	wd := func() core.WatchdogStats { return (*core.Client)(c).Holds().Stats() }
 	// The first tick on a fresh server also loads the script (NOSCRIPT, then
 	// EVAL): measure the ticks after it.
 	require.Eventually(t, func() bool { return wd().Ticks >= 1 }, 5*time.Second, 10*time.Millisecond)

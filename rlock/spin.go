@@ -3,7 +3,6 @@ package rlock
 import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/core/wait"
 )
 
 // SpinLock is Redisson's RSpinLock: the lock's layout and owner rules
@@ -24,7 +23,7 @@ func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 	// No local line, so no handoff: every waiter spins in Redis.
 	h.side = &core.Side{Kind: "spin lock", Fresh: true, Scripts: &spinScripts{
 		lockScripts: *newLockScripts(h.e, ""),
-		spin:        &wait.Spin{Min: h.opts.backoffMin, Max: h.opts.backoffMax},
+		spin:        &core.Spin{Min: h.opts.backoffMin, Max: h.opts.backoffMax},
 	}}
 	return &SpinLock{h}
 }
@@ -33,10 +32,10 @@ func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 // wait: no subscription, a growing pause between attempts.
 type spinScripts struct {
 	lockScripts
-	spin *wait.Spin
+	spin *core.Spin
 }
 
 // Waiting spins with the handle's backoff (WithBackoff).
-func (s *spinScripts) Waiting(*core.Op) core.Waiting { return core.Waiting{Strategy: s.spin} }
+func (s *spinScripts) Waiting(*core.Request) core.Waiting { return core.Waiting{Spin: s.spin} }
 
 var _ redisync.Locker = (*SpinLock)(nil)

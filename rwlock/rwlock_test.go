@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -504,7 +502,7 @@ func TestRenewalsBatched(t *testing.T) {
 	}
 	before := (*core.Client)(c).Holds().Stats()
 	require.Equal(t, 15, before.Holds, "holds the watchdog renews")
-	var after hold.WatchdogStats
+	var after core.WatchdogStats
 	require.Eventually(t, func() bool {
 		after = (*core.Client)(c).Holds().Stats()
 		return after.Ticks >= before.Ticks+3

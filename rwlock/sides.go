@@ -6,8 +6,6 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/core/hold"
-	"github.com/redisync/redisync/internal/core/wait"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -34,29 +32,28 @@ func newSideScripts(e *core.Lock, write bool, msg string) sideScripts {
 }
 
 // release runs the recorded release script of the side.
-func (s *sideScripts) release(ctx context.Context, op *core.Op) (int64, error) {
-	e := s.e
-	undo, undoKey := op.Undoes()
+func (s *sideScripts) release(ctx context.Context, req *core.Request) (int64, error) {
+	undo, undoKey := req.Undoes()
 	if s.write {
-		return lua.RWWriteReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-			LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
-			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
-		}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+		return lua.RWWriteReleaseArgs{Lock: req.Name, Channel: s.channel, Request: req.ReqKey, UndoRequest: undoKey,
+			LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline, Message: s.msg,
+			Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: req.Count, Publish: req.Publish,
+		}.Run(ctx, req.Runner)
 	}
-	return lua.RWReadReleaseArgs{Lock: op.Name, Channel: s.channel, Request: op.ReqKey, UndoRequest: undoKey,
-		LeaseMillis: op.LeaseMillis(), Field: op.Field, Deadline: e.C.Requests().Deadline(ctx), Message: s.msg,
-		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: op.Count, Publish: op.Publish,
-	}.Run(ctx, e.C.Replicas().Runner(op.Sync))
+	return lua.RWReadReleaseArgs{Lock: req.Name, Channel: s.channel, Request: req.ReqKey, UndoRequest: undoKey,
+		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline, Message: s.msg,
+		Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail, Count: req.Count, Publish: req.Publish,
+	}.Run(ctx, req.Runner)
 }
 
 // Waiting waits on the lock's channel with its wake policy (wake).
-func (s *sideScripts) Waiting(*core.Op) core.Waiting {
-	return core.Waiting{Strategy: &wait.PubSub{Channel: s.channel, Wake: wake}}
+func (s *sideScripts) Waiting(*core.Request) core.Waiting {
+	return core.Waiting{PubSub: &core.PubSub{Channel: s.channel, Wake: wake}}
 }
 
 // readSide is the read side's configuration of the engine (readScripts).
 func readSide(e *core.Lock) *core.Side {
-	return &core.Side{Kind: "rwlock", What: "read ", Shared: true,
+	return &core.Side{Kind: "rwlock", Part: "read", Shared: true,
 		Scripts: &readScripts{newSideScripts(e, false, msgRead)}}
 }
 
@@ -68,24 +65,23 @@ type readScripts struct{ sideScripts }
 func (s *readScripts) Field(owner string) string { return owner }
 
 // RunAcquire runs rwlock_read_acquire.
-func (s *readScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
-	e := s.e
-	rep, err := lua.RWReadAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: keys.RWWriteField(op.Owner),
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-	return outcome(rep.Code, rep.Value, err, op.Owner)
+func (s *readScripts) RunAcquire(ctx context.Context, req *core.Request) (core.Outcome, error) {
+	rep, err := lua.RWReadAcquireArgs{Lock: req.Name, Request: req.ReqKey, LeaseMillis: req.LeaseMillis(),
+		Field: req.Owner, Deadline: req.Deadline, WriteField: keys.RWWriteField(req.Owner),
+		TimeoutPrefix: keys.RWTimeoutPrefix(req.Name, req.Owner), Count: req.Count}.Run(ctx, req.Runner)
+	return outcome(rep.Code, rep.Value, err, req.Owner)
 }
 
 // RunRelease runs rwlock_read_release.
-func (s *readScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
-	return s.release(ctx, op)
+func (s *readScripts) RunRelease(ctx context.Context, req *core.Request) (int64, error) {
+	return s.release(ctx, req)
 }
 
 // Renewal renews the reader field and the owner's timeout keys
 // (lua.RenewRead).
-func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
-	return hold.NewRenewSpec(lua.RenewReadHold{Lock: op.Name, Field: op.Owner,
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner)})
+func (s *readScripts) Renewal(req *core.Request) *core.RenewSpec {
+	return core.NewRenewSpec(lua.RenewReadHold{Lock: req.Name, Field: req.Owner,
+		TimeoutPrefix: keys.RWTimeoutPrefix(req.Name, req.Owner)})
 }
 
 // writeSide is the write side's configuration of the engine
@@ -94,7 +90,7 @@ func (s *readScripts) Renewal(op *core.Op) *hold.RenewSpec {
 // write side by the writer before them.
 func writeSide(e *core.Lock) *core.Side {
 	scripts := &writeScripts{newSideScripts(e, true, msgWrite)}
-	return &core.Side{Kind: "rwlock", What: "write ", Fresh: true,
+	return &core.Side{Kind: "rwlock", Part: "write", Fresh: true,
 		Line:    core.LockLine("rwlock", e.Name), // writers of a client line up locally
 		Scripts: scripts, Handoff: scripts}
 }
@@ -112,42 +108,42 @@ func (s *writeScripts) Field(owner string) string { return keys.RWWriteField(own
 
 // RunAcquire runs rwlock_write_acquire_fresh for a fresh hold, else
 // rwlock_write_acquire.
-func (s *writeScripts) RunAcquire(ctx context.Context, op *core.Op) (core.Outcome, error) {
+func (s *writeScripts) RunAcquire(ctx context.Context, req *core.Request) (core.Outcome, error) {
 	e := s.e
-	if op.Fresh {
-		rep, err := lua.RWWriteAcquireFreshArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-			FieldAt: int64(core.FieldAt(op.ReqKey, op.Field)), Deadline: op.Deadline}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-		return outcome(rep.Code, rep.Value, err, op.Owner)
+	if req.Fresh {
+		rep, err := lua.RWWriteAcquireFreshArgs{Lock: req.Name, Request: req.ReqKey, LeaseMillis: req.LeaseMillis(),
+			FieldAt: int64(core.FieldAt(req.ReqKey, req.Field)), Deadline: req.Deadline}.Run(ctx, req.Runner)
+		return outcome(rep.Code, rep.Value, err, req.Owner)
 	}
-	rep, err := lua.RWWriteAcquireArgs{Lock: op.Name, Request: op.ReqKey, LeaseMillis: op.LeaseMillis(),
-		Field: op.Owner, Deadline: e.C.Requests().Deadline(ctx), WriteField: op.Field,
-		TimeoutPrefix: keys.RWTimeoutPrefix(op.Name, op.Owner), Count: op.Count,
-		ReadCount: e.C.Holds().Count(hold.Key{Key: op.Name, Field: op.Owner})}.Run(ctx, e.C.Replicas().Runner(op.Sync))
-	return outcome(rep.Code, rep.Value, err, op.Owner)
+	rep, err := lua.RWWriteAcquireArgs{Lock: req.Name, Request: req.ReqKey, LeaseMillis: req.LeaseMillis(),
+		Field: req.Owner, Deadline: req.Deadline, WriteField: req.Field,
+		TimeoutPrefix: keys.RWTimeoutPrefix(req.Name, req.Owner), Count: req.Count,
+		ReadCount: e.C.Holds().Count(core.HoldKey{Key: req.Name, Field: req.Owner})}.Run(ctx, req.Runner)
+	return outcome(rep.Code, rep.Value, err, req.Owner)
 }
 
 // RunRelease runs rwlock_write_release_fresh for a fresh hold, else
 // rwlock_write_release.
-func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, error) {
-	if !op.Fresh {
-		return s.release(ctx, op)
+func (s *writeScripts) RunRelease(ctx context.Context, req *core.Request) (int64, error) {
+	if !req.Fresh {
+		return s.release(ctx, req)
 	}
 	// The hold's request key is its acquisition's (undoKey in an undo).
 	// Its mark outlives the acquisition's deadline and this request's.
-	undo, undoKey := op.Undoes()
-	return lua.RWWriteReleaseFreshArgs{Lock: op.Name, Request: undoKey, Channel: s.channel,
-		FieldAt: int64(core.FieldAt(undoKey, op.Field)), Message: msgWrite, Publish: op.Publish,
-		MarkUntil: s.e.C.Requests().MarkUntil(ctx, op.Deadline), Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
-	}.Run(ctx, s.e.C.Replicas().Runner(op.Sync))
+	undo, undoKey := req.Undoes()
+	return lua.RWWriteReleaseFreshArgs{Lock: req.Name, Request: undoKey, Channel: s.channel,
+		FieldAt: int64(core.FieldAt(undoKey, req.Field)), Message: msgWrite, Publish: req.Publish,
+		MarkUntil: req.MarkUntil, Undo: undo, TimeoutHead: s.head, TimeoutTail: s.tail,
+	}.Run(ctx, req.Runner)
 }
 
 // RunHandoff runs rwlock_write_handoff: from's fresh hold ends and to's
 // begins.
-func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Request) (core.HandoffOutcome, error) {
 	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
-		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
-		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Direct())
+		MarkUntil: from.MarkUntil, NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
+		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, from.Runner)
 	if err != nil {
 		return core.HandoffOutcome{}, err
 	}
@@ -155,12 +151,12 @@ func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.
 }
 
 // Renewal is writeRenewal.
-func (s *writeScripts) Renewal(*core.Op) *hold.RenewSpec { return writeRenewal }
+func (s *writeScripts) Renewal(*core.Request) *core.RenewSpec { return writeRenewal }
 
 // writeRenewal renews a hold of the write side as a lock's (lua.RenewLock):
 // the hash and the write field, which are the hold's key; one lazy spec for
 // every hold.
-var writeRenewal = &hold.RenewSpec{Of: func(k hold.Key) lua.Renewal {
+var writeRenewal = &core.RenewSpec{Of: func(k core.HoldKey) lua.Renewal {
 	return lua.RenewLockHold{Lock: k.Key, Field: k.Field}
 }}
 
@@ -178,5 +174,5 @@ func outcome(code, value int64, err error, owner string) (core.Outcome, error) {
 	case code == lua.RWWriteAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: wait.RetryAfterPTTL(value)}, nil
+	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
@@ -61,7 +59,7 @@ func (b *base) checkIDs(n int64) error {
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go). The whole call, turn included, is one
 // observed wait (core.Client.BeginWait).
-func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try wait.AttemptFunc) (ok bool, err error) {
+func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.AttemptFunc) (ok bool, err error) {
 	ctx, obs := b.h.C.BeginWait(ctx, b.h.Kind, "", b.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
 	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	waits "github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
 )
@@ -39,7 +37,7 @@ func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 
 // waitInLine runs an acquisition for a caller of c on the semaphore called
 // name: it waits for the caller's turn in the local line, then runs the
-// shared waiting algorithm (wait.Waits.Until) on the semaphore's channel
+// shared waiting algorithm ([core.Waits.Until]) on the semaphore's channel
 // with try as the attempt. forever waits until ctx ends; otherwise the whole
 // call, turn included, takes at most wait, and wait 0 makes a single attempt
 // only if no other caller of c is waiting (it does not overtake them).
@@ -47,7 +45,7 @@ func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 // It returns (true, nil) when try succeeded, (false, nil) when the wait ran
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
-func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try waits.Attempt) (bool, error) {
+func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
 	start := time.Now()
 	t := c.Lines().Join(name, !forever && wait == 0)
 	if t == nil {
@@ -57,9 +55,9 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 	if ok, err := t.Await(ctx, forever, wait); !ok || err != nil {
 		return false, err
 	}
-	b := waits.Bound{Forever: forever}
+	b := core.Bound{Forever: forever}
 	if !forever {
 		b.Wait = max(wait-time.Since(start), 0)
 	}
-	return c.Waits().Until(ctx, &waits.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, try)
+	return c.Waits().Until(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, try)
 }

@@ -2,26 +2,19 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-	"github.com/redisync/redisync/internal/core/replica"
-	"github.com/redisync/redisync/lua"
-
-	"github.com/redisync/redisync/internal/core/bg"
-	"github.com/redisync/redisync/internal/core/request"
-
-	"github.com/redisync/redisync/internal/core/errs"
-
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/internal/core/wait"
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/request"
+	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -38,10 +31,10 @@ type Options struct {
 	Logger          *slog.Logger  // nil discards
 	Recheck         time.Duration // cap on a waiter's fallback re-check interval
 	Err             error         // first invalid option, reported by every operation
-	Sharded         ShardedMode   // sharded pub/sub on a Cluster (publish.go)
+	Sharded         ShardedMode   // sharded pub/sub on a Cluster ([Client.PublishCommand])
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
 	// ReplicaSync: replica acknowledgement (package replica); nil: the
-	// default, replica.DefaultSettings.
+	// default, [replica.DefaultSettings].
 	ReplicaSync *replica.Settings
 }
 
@@ -52,13 +45,13 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *pubsub.Mux
-	waits   *wait.Waits       // the waiting algorithm (package wait)
+	waits   *Waits            // the waiting algorithm (wait.go)
 	reqs    *request.Requests // exactly-once requests (package request)
 	cluster bool
 	pub     publishMode
 
 	// bg is the background work (undos, clock readings) that Close
-	// waits for after closing (bg.Closing), which cancels it.
+	// waits for after closing ([bg.Closing]), which cancels it.
 	bg        *bg.Group
 	closing   <-chan struct{}
 	closeOnce sync.Once
@@ -68,7 +61,7 @@ type Client struct {
 	// random, 13 decimal digits.
 	freshBase uint64
 
-	holds  *hold.Holds // live holds and their watchdog (package hold)
+	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
 	lines  Lines
 	ctr    counters // Stats and OnClose (observe.go)
@@ -118,39 +111,15 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}
-	c.waits = wait.New(c, c.mux, c.closing, o.Recheck, o.Logger)
-	c.holds = hold.New(hold.Config{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
-		Closing: c.closing, Log: o.Logger, Observer: (*holdObserver)(c),
+	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
+	c.holds = newHolds(holdsConfig{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
+		Closing: c.closing, Log: o.Logger, Client: c,
 		LeaseMillis: Millis(o.WatchdogTimeout),
 		// A lagging replica must not delay the next tick: a renewal's
 		// WAIT is at most a sixth of the watchdog timeout (half the
 		// time between ticks).
 		AckMillis: max(min(Millis(o.ReplicaSync.Timeout), Millis(o.WatchdogTimeout/6)), 1)})
 	return c
-}
-
-// Check returns the error every operation must return before sending
-// anything: an invalid client or option (errs.ErrInvalidArgument), a closed
-// client (errs.ErrClosed), or for a client id given explicitly, one that another
-// live Client uses (errs.ErrDuplicateID; the first operation of such a client
-// registers its id, one round trip, see register.go). A nil *Client, or a
-// zero one (not made by NewClient), is an invalid argument.
-func (c *Client) Check() error {
-	if c == nil || c.bg == nil {
-		return fmt.Errorf("%w: nil or zero client (make one with redisync.New)", errs.ErrInvalidArgument)
-	}
-	if c.opts.Err != nil {
-		return c.opts.Err
-	}
-	select {
-	case <-c.closing:
-		return errs.ErrClosed
-	default:
-	}
-	if c.reg != nil && !c.reg.ok.Load() {
-		return c.reg.check()
-	}
-	return nil
 }
 
 // ID returns the client id.
@@ -166,8 +135,8 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
 
 // Waits returns the client's waiting machinery: every wait of a primitive
-// of the client runs there (wait.Waits.Until).
-func (c *Client) Waits() *wait.Waits { return c.waits }
+// of the client runs there ([Waits.Until]).
+func (c *Client) Waits() *Waits { return c.waits }
 
 // Requests returns the client's exactly-once requests: ids, deadlines,
 // re-sends, settles and undos (package request).
@@ -187,24 +156,13 @@ func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
 // for one lock or semaphore line up (line.go).
 func (c *Client) Lines() *Lines { return &c.lines }
 
-// Holds returns the client's live holds and their watchdog (package
-// hold).
-func (c *Client) Holds() *hold.Holds { return c.holds }
+// Holds returns the client's live holds and their watchdog (hold.go,
+// watchdog.go).
+func (c *Client) Holds() *Holds { return c.holds }
 
 // Background returns the client's background work, which Close waits
 // for, and its detached contexts (package bg).
 func (c *Client) Background() *bg.Group { return c.bg }
-
-// FreshToken returns the token of a fresh hold's owner (see Lock): a
-// sequence number of the process plus a random number drawn for the client
-// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
-// acquisition attempt, so the cheap sequence serves; the random base keeps
-// a process restarted with the same client id (WithID) from giving its
-// first holds the owners whose holds and marks its predecessor left in
-// Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
-// reach it), apart from every NewToken, and short (13 digits) in the keys
-// that carry them.
-func (c *Client) FreshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
 
 // PublishCommand returns the command the client's scripts publish with:
 // "spublish" on a Cluster in sharded mode, "publish" otherwise. On a
@@ -249,8 +207,8 @@ func (c *Client) Sharded(ctx context.Context) (bool, error) {
 }
 
 // Close stops renewals and the pub/sub multiplexer and ends every live hold
-// with errs.ErrLockLost (the holds are not released in Redis: they expire after
-// their lease). Waits under way end with errs.ErrClosed. Before it returns, the
+// with [errs.ErrLockLost] (the holds are not released in Redis: they expire after
+// their lease). Waits under way end with [errs.ErrClosed]. Before it returns, the
 // clean-up work under way finishes: undos of interrupted acquisitions,
 // settles of lost releases, and the fair-lock queue entries of waiters that
 // gave up, each given at most closeGrace (5 s) after Close starts. It is
@@ -268,51 +226,8 @@ func (c *Client) Close() error {
 		if c.mux != nil {
 			err = c.mux.Close()
 		}
-		c.holds.EndAll("", fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
+		c.holds.endAll("", fmt.Errorf("%w: client closed, renewal stopped (%w)", errs.ErrLockLost, errs.ErrClosed))
 		c.ctr.runOnClose()
 	})
 	return err
-}
-
-// holdObserver is the client as its holds' observer (hold.Observer): it
-// counts and reports what the holds do, and keeps the local lines.
-type holdObserver Client
-
-// Ending takes h out of its local line (lines.left).
-func (o *holdObserver) Ending(h *hold.Hold, lost bool) {
-	o.lines.left(h.TakeLine(), lost)
-}
-
-// NotReplicated counts renewals not acknowledged by the replicas.
-func (o *holdObserver) NotReplicated(n int) { o.ctr.renewUnacked.Add(uint64(n)) }
-
-// Ended counts and reports the end of hold h with err.
-func (o *holdObserver) Ended(h *hold.Hold, err error) {
-	c := (*Client)(o)
-	lost := errors.Is(err, errs.ErrLockLost)
-	if lost {
-		c.ctr.lost.Add(1)
-	}
-	hk := c.opts.Hooks
-	if hk == nil || hk.HoldEnd == nil {
-		return
-	}
-	hk.HoldEnd(HoldEnd{
-		Primitive: h.Label(),
-		Name:      h.Key().Key,
-		Owner:     h.Key().Field,
-		Duration:  time.Since(h.Start()),
-		Lost:      lost,
-		Err:       err,
-	})
-}
-
-// Renewed counts and reports one watchdog round.
-func (o *holdObserver) Renewed(t RenewalTick) {
-	c := (*Client)(o)
-	c.ctr.renewed.Add(uint64(t.Renewed))
-	c.ctr.renewFailed.Add(uint64(t.Failed))
-	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
-		h.RenewalTick(t)
-	}
 }

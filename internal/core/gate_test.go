@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/stretchr/testify/assert"
@@ -28,14 +25,16 @@ func fakeSide(acquired *atomic.Int64) *Side {
 type fakeScripts struct{ acquired *atomic.Int64 }
 
 func (f *fakeScripts) Field(owner string) string { return owner }
-func (f *fakeScripts) RunAcquire(context.Context, *Op) (Outcome, error) {
+func (f *fakeScripts) RunAcquire(context.Context, *Request) (Outcome, error) {
 	f.acquired.Add(1)
 	return Outcome{Acquired: true}, nil
 }
-func (f *fakeScripts) RunRelease(_ context.Context, op *Op) (int64, error) { return op.Count, nil }
-func (f *fakeScripts) Renewal(*Op) *hold.RenewSpec                         { return nil }
-func (f *fakeScripts) Waiting(op *Op) Waiting {
-	return Waiting{Strategy: &wait.PubSub{Channel: op.Name, Wake: pubsub.WakeOne}}
+func (f *fakeScripts) RunRelease(_ context.Context, req *Request) (int64, error) {
+	return req.Count, nil
+}
+func (f *fakeScripts) Renewal(*Request) *RenewSpec { return nil }
+func (f *fakeScripts) Waiting(req *Request) Waiting {
+	return Waiting{PubSub: &PubSub{Channel: req.Name, Wake: pubsub.WakeOne}}
 }
 
 // Callers of a handle without a context owner exclude each other at its
@@ -53,7 +52,7 @@ func TestGateInLock(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "a second caller through the handle")
 	assert.EqualValues(t, 1, acquired.Load(), "acquisitions sent: the second caller must wait at the gate")
-	assert.Zero(t, l.gate.Queued())
+	assert.Zero(t, l.gate.queued())
 	require.NoError(t, l.Release(context.Background(), s))
 	assert.False(t, l.gate.Holds(s.Shared))
 	require.ErrorIs(t, l.Release(context.Background(), s), errs.ErrNotHeld, "a release through the handle with nothing taken")

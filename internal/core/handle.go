@@ -31,8 +31,8 @@ func NewHandle(c *Client, kind, name string) Handle {
 }
 
 // Check returns the error to report before sending anything: the client's
-// (errs.ErrInvalidArgument for a nil client or a bad option, errs.ErrClosed after
-// Close), errs.ErrInvalidArgument for an empty name, or the handle's invalid
+// ([errs.ErrInvalidArgument] for a nil client or a bad option, [errs.ErrClosed] after
+// Close), [errs.ErrInvalidArgument] for an empty name, or the handle's invalid
 // option (OptErr).
 func (h *Handle) Check() error {
 	if err := h.C.Check(); err != nil {
@@ -52,7 +52,7 @@ func (h *Handle) CheckWait(wait time.Duration) error {
 	return nil
 }
 
-// Invalid returns an error wrapping errs.ErrInvalidArgument that names the
+// Invalid returns an error wrapping [errs.ErrInvalidArgument] that names the
 // primitive.
 func (h *Handle) Invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s %q: %s", errs.ErrInvalidArgument, h.Kind, h.Name, fmt.Sprintf(format, args...))
@@ -69,13 +69,84 @@ func (h *Handle) Lease(fixed time.Duration) time.Duration {
 
 // CheckPermitLease checks an expirable permit's lease: 0 means the permit
 // never expires; otherwise the lease rule of CheckLease. It returns an error
-// wrapping errs.ErrInvalidArgument that names the primitive, or nil.
+// wrapping [errs.ErrInvalidArgument] that names the primitive, or nil.
 func (h *Handle) CheckPermitLease(d time.Duration) error {
 	if d == 0 {
 		return nil
 	}
 	if msg := LeaseError(d); msg != "" {
 		return h.Invalid("permit %s (0: never expires)", msg)
+	}
+	return nil
+}
+
+// The bounds of every lease (the locks' WithLease, the watchdog timeout, an
+// expirable permit's lease): at least a millisecond, Redis's unit, and at
+// most 2^43 ms (about 278 years), so that a lease added to the server's
+// clock in epoch milliseconds stays exact in a Lua number (a double, exact
+// to 2^53) and within time.Duration.
+const (
+	MinLease = time.Millisecond
+	MaxLease = (1 << 43) * time.Millisecond
+)
+
+// LeaseError returns nil for a lease within [MinLease, MaxLease], else the
+// reason it is not, for an error wrapping [errs.ErrInvalidArgument].
+func LeaseError(d time.Duration) string {
+	switch {
+	case d < MinLease:
+		return fmt.Sprintf("lease %v, must be at least 1ms", d)
+	case d > MaxLease:
+		return fmt.Sprintf("lease %v, must be at most 2^43 ms (about 278 years)", d)
+	}
+	return ""
+}
+
+// CheckLease is the one rule for a fixed lease given as an option (the
+// locks' WithLease): at least MinLease and at most MaxLease. Leases are sent
+// to Redis in whole milliseconds, rounded up (Millis). It returns an error
+// wrapping [errs.ErrInvalidArgument] that names kind, or nil.
+func CheckLease(kind string, d time.Duration) error {
+	if msg := LeaseError(d); msg != "" {
+		return fmt.Errorf("%w: %s %s", errs.ErrInvalidArgument, kind, msg)
+	}
+	return nil
+}
+
+// Millis converts a duration to the whole milliseconds Redis counts leases
+// in, rounding up: every positive duration is at least 1. Durations ≤ 0 give
+// 0.
+func Millis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// Check returns the error every operation must return before sending
+// anything: an invalid client or option ([errs.ErrInvalidArgument]), a closed
+// client ([errs.ErrClosed]), or for a client id given explicitly, one that another
+// live Client uses ([errs.ErrDuplicateID]; the first operation of such a client
+// registers its id, one round trip, see register.go). A nil *Client, or a
+// zero one (not made by NewClient), is an invalid argument.
+func (c *Client) Check() error {
+	if c == nil || c.bg == nil {
+		return fmt.Errorf("%w: nil or zero client (make one with redisync.New)", errs.ErrInvalidArgument)
+	}
+	if c.opts.Err != nil {
+		return c.opts.Err
+	}
+	select {
+	case <-c.closing:
+		return errs.ErrClosed
+	default:
+	}
+	if c.reg != nil && !c.reg.ok.Load() {
+		return c.reg.check()
 	}
 	return nil
 }

@@ -2,74 +2,159 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/hold"
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // In-process handoff.
 //
 // When a hold ends and the next caller in the client's local line for the
 // lock waits (and is not asking Redis at that moment), the release and that
-// caller's acquisition are one script (Handoffer.RunHandoff): the lock goes from one
-// owner to the next in one round trip, with no PUBLISH and no waiter woken
-// to try again. While the lock is held through the line (HeldHere), its
-// head does not ask Redis at all: the release hands the lock to it, or
-// publishes (a message makes the head ask Redis even before this client
-// has counted the hold ended), or the hold is lost and the head is woken
-// in-process (Lines.left). Other processes see the lock held all
-// along; their waiters re-check when its lease would end, and are woken by
-// the release that ends the chain of handoffs. A caller that took the lock
-// from Redis drops the line's subscription (sideCall.acquireInLine), so that the next
-// head subscribes anew, at the end of the channel's subscribers: Redis
-// delivers in subscription order, and the other processes' waiters hear
-// the next release first.
+// caller's acquisition are one script ([Handoffer].RunHandoff): the lock
+// goes from one owner to the next in one round trip, with no PUBLISH and no
+// waiter woken to try again. While the lock is held through the line
+// ([Lines.heldHere]), its head does not ask Redis at all: the release hands
+// the lock off to it, or publishes (a message makes the head ask Redis even
+// before this client has counted the hold ended), or the hold is lost and
+// the head is woken in-process ([Lines.left]). Other processes see the
+// lock held all along; their waiters re-check when its lease would end,
+// and are woken by the release that ends the chain of handoffs. A caller
+// that took the lock from Redis drops the line's subscription
+// ([Lock.acquireInLine]), so that the next head subscribes anew, at the
+// end of the channel's subscribers: Redis delivers in subscription order,
+// and the other processes' waiters hear the next release first.
 //
 // So that they get their turn, a chain is bounded as Go's sync.Mutex bounds
 // its fast path: a hold taken from Redis starts a chain, and a release hands
-// the lock on only to a caller that was already waiting when the chain
+// the lock off only to a caller that was already waiting when the chain
 // began, or while the chain is younger than HandoffWindow. Past both, the
 // release frees the lock in Redis and publishes, and the next local caller
 // competes with everyone else. Every caller waiting in this client when a
 // chain begins is served by it, so no caller of this client waits for more
 // than one chain of its own client per chain of every other process.
+//
+// The waiter's side: its turn's offer ([Offer]: the acquisition to make for
+// it) and its [acceptor], which the lined wait asks before each try
+// (beginTry) and takes a handoff with (takeHandoff, withdraw). The
+// releaser's side: [Lines.claim] and [Lock.handoff].
 
 // HandoffWindow is how long a chain of in-process handoffs may also serve
 // callers that arrived after it began.
 const HandoffWindow = time.Millisecond
 
-// A hold's place in a chain (hold.Chain) is when the chain began (a hold
-// taken from Redis) and the last arrival (Turn.seq) it serves in any case.
-
-// chainAllows reports whether the chain ch may hand the lock on to the
+// chainAllows reports whether the chain ch may hand the lock off to the
 // caller that arrived as seq.
-func chainAllows(ch hold.Chain, seq uint64) bool {
+func chainAllows(ch Chain, seq uint64) bool {
 	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
 }
 
 // newChain returns the chain a hold taken from Redis now begins: it serves
 // every caller of the client already waiting.
-func (ls *Lines) newChain() hold.Chain {
-	return hold.Chain{Start: time.Now(), Last: ls.seq.Load()}
+func (ls *Lines) newChain() Chain {
+	return Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
-// Accepts makes the turn accept handoffs of op (without its ReqKey) while
-// it waits in the line, until Retract.
-func (t *Turn) Accepts(op Op) {
-	t.offers(&Offer{Op: op, done: make(chan struct{})})
+// Offer is a caller's readiness, while it waits in a local line, to be
+// handed the lock: the acquisition to make for it, and where the outcome
+// goes. A releaser claims it ([Lines.claim]) only while the caller is at
+// the head of the line and not asking Redis itself.
+type Offer struct {
+	// Req is the acquisition for the caller: a fresh hold's owner, field,
+	// request key and deadline ([Lock.withFreshOwner]), count, lease,
+	// fencing.
+	Req Request
+	// fill, when set, makes Req when a releaser claims the offer: a
+	// caller's first offer, whose fresh owner would otherwise be made (a
+	// request key, one allocation) at every uncontended acquisition.
+	fill *acceptor
+	done chan struct{} // closed once res is set
+	res  Handoff
+	// claimed: a releaser took the offer, holding the owner's lock ol for
+	// the caller, which must take the outcome ([acceptor.takeHandoff]).
+	claimed bool
+	ol      *ownerLock
 }
 
-// offers makes the turn accept handoffs with o, a new offer, as Accepts.
-func (t *Turn) offers(o *Offer) {
-	t.ls.mu.Lock()
-	t.offer = o
-	t.ls.mu.Unlock()
+// Handoff is the outcome of a handoff, for the caller it was made for.
+type Handoff struct {
+	// Acquired: the caller holds the lock (count Req.Count, fencing token
+	// Fence), from Sent on: the lease began after Sent.
+	Acquired bool
+	Fence    int64
+	Sent     time.Time
+	Chain    Chain // the chain the hold goes on with
+	// Unknown: the handoff's reply was lost; the acquisition may or may
+	// not have happened, and the caller must undo it ([Lock.undo]).
+	Unknown bool
 }
 
-// BeginAsk marks the turn as asking Redis, so that no releaser claims its
-// offer meanwhile; it reports false, and marks nothing, when a releaser has
-// claimed it already (Handover then gives the outcome). EndAsk ends the mark.
-func (t *Turn) BeginAsk() bool {
+// finish sets a claimed offer's outcome and wakes its caller.
+func (o *Offer) finish(h Handoff) {
+	o.res = h
+	close(o.done)
+}
+
+// acceptor lets a caller waiting in a lock's local line be handed the lock
+// ([Lined].Handoff).
+type acceptor struct {
+	lock *Lock
+	side *Side
+	base *Request // the caller's own attempts' base ([Lock.acquireInLine])
+	// first is the turn's first offer, allocated with the acceptor
+	// (accept makes the next ones); its Req is the acquisition a releaser
+	// makes for the caller, which nobody changes.
+	first Offer
+	turn  *Turn
+	// handed: the caller got the lock by a handoff.
+	handed bool
+}
+
+// init makes a the acceptor by which the caller's turn accepts handoffs of
+// a fresh hold (base is a fresh hold's request without an owner yet:
+// [Lock.withFreshOwner] gives it one).
+//
+// The first offer's request is made by the releaser that claims it
+// (firstRequest, under the lines' lock), not here: most acquisitions are
+// never handed the lock.
+func (a *acceptor) init(l *Lock, s *Side, turn *Turn, base *Request) {
+	*a = acceptor{lock: l, side: s, base: base, turn: turn}
+	a.first = Offer{fill: a, done: make(chan struct{})}
+	a.setOffer(&a.first)
+}
+
+// firstRequest makes the request of the caller's first offer: a new fresh
+// owner ([Lock.withFreshOwner]), count 1, the lock's lease and fencing.
+// Its context is only the request deadline's, which uses no value of it.
+func (a *acceptor) firstRequest() Request {
+	l := a.lock
+	req := l.withFreshOwner(context.Background(), a.side, *a.base)
+	req.Count = 1
+	req.Lease = l.lease()
+	req.Fencing = l.Fencing
+	return req
+}
+
+// setOffer makes the caller's turn accept handoffs with o, a new offer,
+// until a releaser claims it ([Lines.claim]) or the caller withdraws.
+func (a *acceptor) setOffer(o *Offer) {
+	a.turn.ls.mu.Lock()
+	a.turn.offer = o
+	a.turn.ls.mu.Unlock()
+}
+
+// beginTry reports whether the caller may ask Redis now, and marks its
+// turn as doing so, so that no releaser claims its offer meanwhile (endTry
+// ends the mark): false once a releaser has claimed the offer
+// (takeHandoff then gives the outcome), and, unless force, while a caller
+// of this client holds the lock ([Lines.heldHere]: its release hands it
+// off or publishes).
+func (a *acceptor) beginTry(force bool) bool {
+	if !force && a.lock.C.lines.heldHere(a.side.Line) {
+		return false
+	}
+	t := a.turn
 	t.ls.mu.Lock()
 	defer t.ls.mu.Unlock()
 	if t.offer != nil && t.offer.claimed {
@@ -79,61 +164,111 @@ func (t *Turn) BeginAsk() bool {
 	return true
 }
 
-// EndAsk ends a BeginAsk.
-func (t *Turn) EndAsk() {
-	t.ls.mu.Lock()
-	t.trying = false
-	t.ls.mu.Unlock()
+// endTry ends a beginTry.
+func (a *acceptor) endTry() {
+	a.turn.ls.mu.Lock()
+	a.turn.trying = false
+	a.turn.ls.mu.Unlock()
 }
 
-// HandedOver returns a channel closed when a releaser has finished a handoff
-// to the turn (nil without an offer).
-func (t *Turn) HandedOver() <-chan struct{} {
-	t.ls.mu.Lock()
-	defer t.ls.mu.Unlock()
-	if t.offer == nil {
+// handoffDone returns a channel closed when a releaser has finished a
+// handoff to the caller (nil without an offer).
+func (a *acceptor) handoffDone() <-chan struct{} {
+	a.turn.ls.mu.Lock()
+	defer a.turn.ls.mu.Unlock()
+	if a.turn.offer == nil {
 		return nil
 	}
-	return t.offer.done
+	return a.turn.offer.done
 }
 
-// Handover returns the offer when a releaser claimed it, after waiting for the
-// outcome (the releaser's script is bounded by its timeout); the turn no
-// longer accepts handoffs then (Accepts again to go on). nil when
-// unclaimed.
-func (t *Turn) Handover() *Offer {
+// takeHandoff takes the outcome of a handoff a releaser claimed, waiting
+// for it, and reports whether the caller now holds the lock
+// ([acceptor.took]); otherwise the turn accepts the next one. false too
+// when none was claimed.
+func (a *acceptor) takeHandoff() bool {
+	o := a.takeOffer(false)
+	if o == nil {
+		return false
+	}
+	if a.took(o) {
+		return true
+	}
+	a.setOffer(&Offer{Req: a.first.Req, done: make(chan struct{})}) // ready for the next release
+	return false
+}
+
+// withdraw ends the caller's readiness when its wait ends, taking the
+// outcome of a handoff claimed at that moment: it reports whether the
+// caller holds the lock after all.
+func (a *acceptor) withdraw() bool {
+	o := a.takeOffer(true)
+	return o != nil && a.took(o)
+}
+
+// takeOffer returns the turn's offer when a releaser claimed it, after
+// waiting for the outcome (the releaser's script is bounded by its
+// timeout), and nil otherwise. The turn accepts no handoff after it
+// returned one, nor after a withdrawal (end), which ends an unclaimed
+// offer too.
+func (a *acceptor) takeOffer(end bool) *Offer {
+	t := a.turn
 	t.ls.mu.Lock()
 	o := t.offer
-	if o == nil || !o.claimed {
+	if o == nil || (!o.claimed && !end) {
 		t.ls.mu.Unlock()
 		return nil
 	}
 	t.offer = nil
 	t.ls.mu.Unlock()
-	<-o.done
-	return o
-}
-
-// Retract ends the turn's offer; it returns the offer, with its outcome,
-// when a releaser claimed it first (as Handover).
-func (t *Turn) Retract() *Offer {
-	t.ls.mu.Lock()
-	o := t.offer
-	t.offer = nil
-	t.ls.mu.Unlock()
-	if o == nil || !o.claimed {
+	if !o.claimed {
 		return nil
 	}
 	<-o.done
 	return o
 }
 
-// Claim is for the releaser of the last hold of a lock whose local line is
+// took takes the outcome of the handoff o: the hold when the caller got the
+// lock; an undo in the background when the reply was lost. It gives back
+// the owner's lock Claim took.
+func (a *acceptor) took(o *Offer) bool {
+	l, s, req := a.lock, a.side, o.Req
+	hk := HoldKey{Key: req.Name, Field: req.Field}
+	unlock := func() {
+		if o.ol != nil { // nil: a wake-up, not a handoff (Lines.wakeHead)
+			l.C.owners.unlock(hk, o.ol)
+		}
+	}
+	r := o.res
+	switch {
+	case r.Unknown:
+		if ok, _ := l.undo(s, req, unlock); !ok {
+			unlock()
+		}
+		return false
+	case !r.Acquired:
+		unlock()
+		return false
+	}
+	var renew *RenewSpec
+	if l.Fixed == 0 {
+		renew = s.Scripts.Renewal(&req)
+	}
+	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, req.Count, r.Fence, req.Lease, renew)
+	h.setChain(r.Chain)
+	h.through(s.Line, &l.C.lines)
+	unlock()
+	l.took(h, req)
+	a.handed = true
+	return true
+}
+
+// claim is for the releaser of the last hold of a lock whose local line is
 // key: it returns the offer of the caller at the head of the line when it
 // accepts a handoff, is not asking Redis, the chain allows it and its
 // owner's lock is free; the offer is then claimed (the owner's lock taken
-// for the caller) and the releaser must Finish it. nil otherwise.
-func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer {
+// for the caller) and the releaser must finish it. nil otherwise.
+func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
@@ -146,9 +281,9 @@ func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer 
 		return nil
 	}
 	if o.fill != nil {
-		o.Op, o.fill = o.fill.firstOp(), nil
+		o.Req, o.fill = o.fill.firstRequest(), nil
 	}
-	ol, ok := owners.tryLock(hold.Key{Key: o.Op.Name, Field: o.Op.Field})
+	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
 	if !ok {
 		return nil
 	}
@@ -156,44 +291,9 @@ func (ls *Lines) Claim(key string, chain hold.Chain, owners *ownerLocks) *Offer 
 	return o
 }
 
-// Held counts one more live hold taken by a caller of the line key, so
-// that the line's head waits for its release instead of asking Redis
-// (HeldHere), until the hold ends (left). A hold records it with
-// hold.Hold.Through.
-func (ls *Lines) Held(key string) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.held == nil {
-		ls.held = make(map[string]int)
-	}
-	ls.held[key]++
-}
-
-// left forgets a hold taken through the line key (Held), when it ends.
-// When the hold was lost, or its release failed, rather than released
-// (nothing is published, nothing handed on), it wakes the head of the
-// line, which waits without asking Redis while the lock is held here.
-// After a release it does not: the head hears the release's message in
-// its turn among the channel's subscribers (last, if this client took the
-// lock from Redis), as the other processes' waiters do.
-func (ls *Lines) left(key string, lost bool) {
-	if key == "" {
-		return
-	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.held[key]--; ls.held[key] > 0 {
-		return
-	}
-	delete(ls.held, key)
-	if lost {
-		ls.wakeHead(key)
-	}
-}
-
-// Wake wakes the head of the line key if it waits for a handoff: to
+// wake wakes the head of the line key if it waits for a handoff: to
 // ask Redis again after a release that may not have published.
-func (ls *Lines) Wake(key string) {
+func (ls *Lines) wake(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.wakeHead(key)
@@ -204,127 +304,59 @@ func (ls *Lines) Wake(key string) {
 func (ls *Lines) wakeHead(key string) {
 	if l := ls.m[key]; l != nil && len(l.q) > 0 {
 		if o := l.q[0].offer; o != nil && !o.claimed {
-			if o.fill != nil { // its op is the caller's next offers' (acceptor.Take)
-				o.Op, o.fill = o.fill.firstOp(), nil
+			if o.fill != nil { // its request is the caller's next offers' (acceptor.takeHandoff)
+				o.Req, o.fill = o.fill.firstRequest(), nil
 			}
 			o.claimed = true
-			o.Finish(Handed{})
+			o.finish(Handoff{})
 		}
 	}
 }
 
-// HeldHere reports whether a caller of the line key holds the lock in this
-// client: its release will hand the lock on or publish, so the line's head
-// need not ask Redis meanwhile.
-func (ls *Lines) HeldHere(key string) bool {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.held[key] > 0
-}
-
-// acceptor lets a caller waiting in a lock's local line be handed the lock
-// (wait.Lined.Handoff).
-type acceptor struct {
-	call sideCall
-	base Op // the caller's own attempts' base (sideCall.acquire)
-	// first is the turn's first offer, allocated with the acceptor
-	// (Turn.Accepts makes the next ones); its Op is the acquisition a
-	// releaser makes for the caller, which nobody changes.
-	first Offer
-	turn  *Turn
-	// handed: the caller got the lock by a handoff.
-	handed bool
-}
-
-// initAcceptor makes a the acceptor by which the caller's turn accepts
-// handoffs of a fresh hold (base is a fresh hold's op without an owner
-// yet: attempt gives it one).
-//
-// The first offer's op is made by the releaser that claims it (firstOp,
-// under the lines' lock), not here: most acquisitions are never handed
-// the lock.
-func (l sideCall) initAcceptor(a *acceptor, base Op, turn *Turn) {
-	*a = acceptor{call: l, base: base, turn: turn}
-	a.first = Offer{fill: a, done: make(chan struct{})}
-	turn.offers(&a.first)
-}
-
-// firstOp makes the op of the caller's first offer: a new fresh owner
-// (Lock.attempt), count 1, the lock's lease and fencing. Its context is
-// only the request deadline's, which uses no value of it.
-func (a *acceptor) firstOp() Op {
-	l := a.call
-	op := l.Lock.attempt(context.Background(), l.s, a.base)
-	op.Count = 1
-	op.Lease = l.Lock.lease()
-	op.Fencing = l.Lock.Fencing
-	return op
-}
-
-// BeginTry lets the caller ask Redis unless a caller of this client holds
-// the lock (and force is false) or a releaser claimed it (Turn.BeginAsk).
-func (a *acceptor) BeginTry(force bool) bool {
-	return (force || !a.call.Lock.C.lines.HeldHere(a.call.s.Line)) && a.turn.BeginAsk()
-}
-
-// EndTry ends a BeginTry.
-func (a *acceptor) EndTry() { a.turn.EndAsk() }
-
-// Handed is closed when a releaser has finished a handoff to the caller.
-func (a *acceptor) Handed() <-chan struct{} { return a.turn.HandedOver() }
-
-// Take takes the outcome of a handoff a releaser claimed (took), and
-// otherwise accepts the next one.
-func (a *acceptor) Take() bool {
-	o := a.turn.Handover()
-	if o == nil {
-		return false
+// claimNext returns, for the release req of hold hk on side s, the offer
+// of the next caller in the lock's local line that the release may hand
+// the lock off to, claimed ([Lines.claim]), and the chain the hold is part
+// of; nil when the release frees the lock in Redis instead.
+func (l *Lock) claimNext(s *Side, hk HoldKey, req Request) (*Offer, Chain) {
+	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
+		return nil, Chain{}
 	}
-	if a.took(o) {
-		return true
+	h := l.C.holds.Live(hk)
+	if h == nil {
+		return nil, Chain{}
 	}
-	a.turn.Accepts(a.first.Op) // ready for the next release
-	return false
+	chain := h.Chain()
+	return l.C.lines.claim(s.Line, chain, &l.C.owners), chain
 }
 
-// Withdraw ends the caller's readiness, taking the outcome of a handoff
-// claimed meanwhile.
-func (a *acceptor) Withdraw() bool {
-	o := a.turn.Retract()
-	return o != nil && a.took(o)
-}
-
-// took takes the outcome of the handoff o: the hold when the caller got the
-// lock; an undo in the background when the reply was lost. It gives back
-// the owner's lock Claim took.
-func (a *acceptor) took(o *Offer) bool {
-	call, l, s, op := a.call, a.call.Lock, a.call.s, o.Op
-	hk := hold.Key{Key: op.Name, Field: op.Field}
-	unlock := func() {
-		if o.ol != nil { // nil: a wake-up, not a handoff (heldEnded)
-			l.C.owners.unlock(hk, o.ol)
-		}
-	}
-	r := o.res
+// handoff releases the owner's last hold (req) and acquires the lock for
+// the caller whose offer o the release claimed, in one script; the
+// caller's wait ends with the outcome ([Offer].finish). It answers the
+// releaser as Release does.
+func (l *Lock) handoff(ctx context.Context, s *Side, hk HoldKey, req Request, o *Offer, chain Chain) error {
+	to := o.Req
+	var out HandoffOutcome
+	h := l.C.holds.beginRelease(hk, 0)
+	sent := time.Now()
+	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
+	req.Runner = l.C.Direct()
+	out, err := s.Handoff.RunHandoff(ctx, &req, &to)
+	h.released(0, out.Remaining, err, sent)
+	result := Handoff{Sent: sent, Chain: chain}
 	switch {
-	case r.Unknown:
-		if ok, _ := call.undo(op, unlock); !ok {
-			unlock()
-		}
-		return false
-	case !r.Acquired:
-		unlock()
-		return false
+	case err != nil:
+		// An error reply of the script ran nothing; without a reply, or
+		// after a re-send, the acquisition may have taken place.
+		result.Unknown = errs.MayHaveRun(err)
+	case out.Acquired:
+		result.Acquired, result.Fence = true, out.Fence
 	}
-	var renew *hold.RenewSpec
-	if l.Fixed == 0 {
-		renew = s.Scripts.Renewal(&op)
+	o.finish(result)
+	switch {
+	case err != nil:
+		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+	case out.Remaining < 0:
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
 	}
-	h := l.C.holds.AcquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, op.Count, r.Fence, op.Lease, renew)
-	h.SetChain(r.Chain)
-	h.Through(s.Line, &l.C.lines)
-	unlock()
-	l.took(h, op)
-	a.handed = true
-	return true
+	return nil
 }

@@ -6,50 +6,50 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/redisync/redisync/internal/core/hold"
 )
 
 // A chain serves the callers waiting when it began, and others only while
 // it is younger than HandoffWindow.
 func TestChainAllows(t *testing.T) {
-	young := hold.Chain{Start: time.Now(), Last: 5}
+	young := Chain{Start: time.Now(), Last: 5}
 	assert.True(t, chainAllows(young, 3))
 	assert.True(t, chainAllows(young, 9), "a young chain serves late arrivals")
-	old := hold.Chain{Start: time.Now().Add(-time.Second), Last: 5}
+	old := Chain{Start: time.Now().Add(-time.Second), Last: 5}
 	assert.True(t, chainAllows(old, 5), "an old chain still serves those waiting when it began")
 	assert.False(t, chainAllows(old, 6))
-	assert.False(t, chainAllows(hold.Chain{}, 1), "no chain: no handoff")
+	assert.False(t, chainAllows(Chain{}, 1), "no chain: no handoff")
 }
 
-// Claim takes only the head's offer, never while the head asks Redis,
+// claim takes only the head's offer, never while the head asks Redis,
 // and only once; Withdraw returns a claimed offer with its outcome.
 func TestClaimRules(t *testing.T) {
 	c := lineClient(t)
 	chain := c.lines.newChain()
-	assert.Nil(t, c.lines.Claim("r", chain, &c.owners), "no line")
+	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "no line")
 	head := c.lines.Join("r", false)
 	next := c.lines.Join("r", false)
-	next.Accepts(Op{Name: "r", Field: "next"})
-	assert.Nil(t, c.lines.Claim("r", hold.Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
-	head.Accepts(Op{Name: "r", Field: "head"})
+	na := &acceptor{turn: next}
+	na.setOffer(&Offer{Req: Request{Name: "r", Field: "next"}, done: make(chan struct{})})
+	assert.Nil(t, c.lines.claim("r", Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
+	ha := &acceptor{turn: head}
+	ha.setOffer(&Offer{Req: Request{Name: "r", Field: "head"}, done: make(chan struct{})})
 
-	require.True(t, head.BeginAsk())
-	assert.Nil(t, c.lines.Claim("r", chain, &c.owners), "claimed while the head asks Redis")
-	head.EndAsk()
+	require.True(t, ha.beginTry(true))
+	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed while the head asks Redis")
+	ha.endTry()
 
-	o := c.lines.Claim("r", chain, &c.owners)
+	o := c.lines.claim("r", chain, &c.owners)
 	require.NotNil(t, o)
-	assert.Equal(t, "head", o.Op.Field)
-	assert.Nil(t, c.lines.Claim("r", chain, &c.owners), "claimed twice")
-	assert.False(t, head.BeginAsk(), "a claimed head asks Redis")
-	o.Finish(Handed{Acquired: true, Fence: 7})
-	got := head.Retract()
+	assert.Equal(t, "head", o.Req.Field)
+	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed twice")
+	assert.False(t, ha.beginTry(true), "a claimed head asks Redis")
+	o.finish(Handoff{Acquired: true, Fence: 7})
+	got := ha.takeOffer(true)
 	require.NotNil(t, got)
 	assert.True(t, got.res.Acquired)
 	assert.EqualValues(t, 7, got.res.Fence)
-	c.owners.unlock(hold.Key{Key: "r", Field: "head"}, got.ol)
-	assert.Nil(t, head.Retract(), "withdrawn twice")
+	c.owners.unlock(HoldKey{Key: "r", Field: "head"}, got.ol)
+	assert.Nil(t, ha.takeOffer(true), "withdrawn twice")
 	head.Leave()
 	next.Leave()
 }

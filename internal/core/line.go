@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/hold"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -45,60 +44,23 @@ type Turn struct {
 	ls    *Lines
 	key   string
 	ready chan struct{} // closed when the turn reaches the head of the line
-	// sub is a subscription handed along the line (Hand, TakeSub), so that
-	// the channel stays subscribed from one head to the next.
+	// sub is a subscription passed on along the line (passOn, passedOn),
+	// so that the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
-	// seq is the caller's arrival in the client (lines.seq), which
-	// decides whether a handoff chain may serve it (ChainRule).
+	// seq is the caller's arrival in the client (Lines.seq), which
+	// decides whether a handoff chain may serve it ([chainAllows]).
 	seq uint64
-	// offer is set while the turn accepts a handoff (Accepts, Claim);
-	// trying while it asks Redis itself (BeginAsk), when none is made.
+	// offer is set while the turn accepts a handoff ([acceptor.setOffer],
+	// [Lines.claim]); trying while it asks Redis itself
+	// ([acceptor.beginTry]), when none is made.
 	offer  *Offer
 	trying bool
 }
 
-// Offer is a caller's readiness, while it waits in a local line, to be
-// handed the lock: the acquisition to make for it, and where the outcome
-// goes. A releaser claims it (Claim) only while the caller is at the head
-// of the line and not asking Redis itself.
-type Offer struct {
-	// Op is the acquisition for the caller: a fresh hold's owner, field,
-	// request key and deadline (Lock.attempt), count, lease, fencing.
-	Op Op
-	// fill, when set, makes Op when a releaser claims the offer (Claim):
-	// a caller's first offer, whose fresh owner would otherwise be made
-	// (a request key, one allocation) at every uncontended acquisition.
-	fill *acceptor
-	done chan struct{} // closed once res is set
-	res  Handed
-	// claimed: a releaser took the offer, holding the owner's lock ol for
-	// the caller, which must take the outcome (Turn.Handover).
-	claimed bool
-	ol      *ownerLock
-}
-
-// Handed is the outcome of a handoff, for the caller it was made for.
-type Handed struct {
-	// Acquired: the caller holds the lock (count Op.Count, fencing token
-	// Fence), from Sent on: the lease began after Sent.
-	Acquired bool
-	Fence    int64
-	Sent     time.Time
-	Chain    hold.Chain // the chain the hold goes on with
-	// Unknown: the handoff's reply was lost; the acquisition may or may
-	// not have happened, and the caller must undo it (Lock.undo).
-	Unknown bool
-}
-
-// Finish sets a claimed offer's outcome and wakes its caller.
-func (o *Offer) Finish(h Handed) {
-	o.res = h
-	close(o.done)
-}
-
-// Hand gives the turn a subscription to pass on (nil: none): Leave hands
-// it to the next caller in the line, or closes it when nobody follows.
-func (t *Turn) Hand(w *pubsub.Waiter) {
+// passOn gives the turn a subscription to pass on (nil: none): Leave
+// passes it to the next caller in the line, or closes it when nobody
+// follows.
+func (t *Turn) passOn(w *pubsub.Waiter) {
 	t.ls.mu.Lock()
 	old := t.sub
 	t.sub = w
@@ -108,9 +70,9 @@ func (t *Turn) Hand(w *pubsub.Waiter) {
 	}
 }
 
-// TakeSub returns the subscription handed to the turn by the caller ahead of
-// it (nil if none); the caller owns it from then on.
-func (t *Turn) TakeSub() *pubsub.Waiter {
+// passedOn returns the subscription passed on to the turn by the caller
+// ahead of it (nil if none); the caller owns it from then on.
+func (t *Turn) passedOn() *pubsub.Waiter {
 	t.ls.mu.Lock()
 	defer t.ls.mu.Unlock()
 	w := t.sub
@@ -142,8 +104,8 @@ func (ls *Lines) Join(key string, onlyIfEmpty bool) *Turn {
 }
 
 // Leave takes the turn out of its line; when it was the head, the next
-// caller becomes the head, and gets the subscription the turn was handed
-// (Hand), which is closed otherwise. The line is deleted when it is empty. Leave is
+// caller becomes the head, and gets the subscription the turn was given to
+// pass on (passOn), which is closed otherwise. The line is deleted when it is empty. Leave is
 // idempotent.
 func (t *Turn) Leave() {
 	ls := t.ls
@@ -180,6 +142,57 @@ func (t *Turn) Leave() {
 	}
 }
 
+// Held counts one more live hold taken by a caller of the line key, so
+// that the line's head waits for its release instead of asking Redis
+// ([Lines.heldHere]), until the hold ends ([Lines.left]). A hold records it
+// with [Hold.through].
+func (ls *Lines) Held(key string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.held == nil {
+		ls.held = make(map[string]int)
+	}
+	ls.held[key]++
+}
+
+// left forgets a hold taken through the line key (Held), when it ends.
+// When the hold was lost, or its release failed, rather than released
+// (nothing is published, nothing handed on), it wakes the head of the
+// line, which waits without asking Redis while the lock is held here.
+// After a release it does not: the head hears the release's message in
+// its turn among the channel's subscribers (last, if this client took the
+// lock from Redis), as the other processes' waiters do.
+func (ls *Lines) left(key string, lost bool) {
+	if key == "" {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.held[key]--; ls.held[key] > 0 {
+		return
+	}
+	delete(ls.held, key)
+	if lost {
+		ls.wakeHead(key)
+	}
+}
+
+// heldHere reports whether a caller of the line key holds the lock in this
+// client: its release will hand the lock off or publish, so the line's head
+// need not ask Redis meanwhile.
+func (ls *Lines) heldHere(key string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.held[key] > 0
+}
+
+// LockLine returns the key of the local line of a lock's waiters (a
+// Side's Line): one line per kind and name, so that the waiters of
+// different kinds on one name ("rlock" and "rwlock" writers) never line up
+// together. Its leading NUL keeps it apart from the semaphores' lines,
+// which are keyed by the bare name.
+func LockLine(kind, name string) string { return "\x00" + kind + "\x00" + name }
+
 // readyNow is the ready channel of a turn at the head of its line at once.
 var readyNow = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -190,7 +203,7 @@ var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} 
 // Await waits until the turn is at the head of its line. forever waits
 // until ctx ends; otherwise at most wait. It returns (true, nil) at the
 // head, (false, nil) when the wait ran out, and an error wrapping ctx.Err()
-// (or errs.ErrClosed) when ctx ended or the Client closed first. It does not
+// (or [errs.ErrClosed]) when ctx ended or the Client closed first. It does not
 // leave the line.
 func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (bool, error) {
 	select {

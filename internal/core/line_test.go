@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/hold"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -114,12 +113,12 @@ func TestLineAwaitEnds(t *testing.T) {
 func TestOwnerLocks(t *testing.T) {
 	var o ownerLocks
 	ctx := context.Background()
-	lock := func(k hold.Key) func() {
+	lock := func(k HoldKey) func() {
 		ol, err := o.lock(ctx, k)
 		require.NoError(t, err)
 		return func() { o.unlock(k, ol) }
 	}
-	k := hold.Key{Key: "lock", Field: "id:1"}
+	k := HoldKey{Key: "lock", Field: "id:1"}
 	unlock := lock(k)
 
 	got := make(chan struct{})
@@ -139,8 +138,8 @@ func TestOwnerLocks(t *testing.T) {
 		}
 	}, 50*time.Millisecond, time.Millisecond, "the same owner and lock went through")
 	// Another owner, or another lock, is not held up.
-	lock(hold.Key{Key: "lock", Field: "id:2"})()
-	lock(hold.Key{Key: "other", Field: "id:1"})()
+	lock(HoldKey{Key: "lock", Field: "id:2"})()
+	lock(HoldKey{Key: "other", Field: "id:1"})()
 	// A wait for a held owner lock ends with its ctx, holding nothing.
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
@@ -166,15 +165,15 @@ func TestLineHandsSubscriptionOn(t *testing.T) {
 	second := c.lines.Join("r", false)
 	w, err := c.Mux().Subscribe(ctx, "line-handoff", nil)
 	require.NoError(t, err)
-	first.Hand(w)
+	first.passOn(w)
 	first.Leave()
 	ok, err := second.Await(ctx, false, time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Same(t, w, second.TakeSub(), "the next caller gets the subscription")
+	assert.Same(t, w, second.passedOn(), "the next caller gets the subscription")
 	assert.Equal(t, 1, c.Mux().Stats().Waiters)
 
-	second.Hand(w)
+	second.passOn(w)
 	second.Leave() // nobody follows
 	assert.Equal(t, 0, c.Mux().Stats().Waiters, "closed when nobody follows")
 }

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/gate"
-	"github.com/redisync/redisync/internal/core/hold"
+	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/request"
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/lua"
 )
 
 // The lock engine.
@@ -19,7 +20,7 @@ import (
 // sides of rwlock's RWLock — is a Lock (a handle's state) driven through a
 // Side (a kind of hold: its scripts, its owner field, how its waiters
 // wait). The engine does the rest once: owners and the local gate, the
-// attempt / undo / hold bookkeeping, waiting, release, renewal, Done and
+// request / undo / hold bookkeeping, waiting, release, renewal, Done and
 // Err.
 //
 // Owners. A context carrying an owner (WithOwner) makes every handle act for
@@ -28,7 +29,7 @@ import (
 // gate makes the goroutines calling through it exclude each other as
 // sync.Mutex's (sync.RWMutex's for an rwlock) callers do, waiting locally
 // in arrival order; such a handle is never reentrant. On a side that takes
-// fresh holds (Side.Fresh: the lock, the spin lock and the rwlock's write
+// fresh holds ([Side.Fresh]: the lock, the spin lock and the rwlock's write
 // side), such a caller does not use the handle's token in Redis either: see
 // Fresh holds.
 //
@@ -45,9 +46,9 @@ import (
 // Exactly once. A copy of a request may reach Redis at any later time: a
 // go-redis re-send after a lost reply, or a request held up in the network
 // and delivered after the client gave up on it. Each state-changing script
-// records its result under a request key (keys.Request) and returns the
+// records its result under a request key ([keys.Request]) and returns the
 // record when a copy of the same request runs again; and each request
-// carries a deadline by the Redis server's clock (request.Requests.Deadline: the time
+// carries a deadline by the Redis server's clock ([request.Requests.Deadline]: the time
 // go-redis may take to re-send, converted with a measured offset), checked
 // in the script with TIME: a copy that finds no record after the deadline
 // is refused and changes nothing. The record lives until just past the
@@ -63,13 +64,14 @@ import (
 // Fresh holds. A caller without a context owner on a Fresh side holds the
 // lock at most once at a time through its handle (the gate), so its hold
 // count is always 1. Each of its acquisition attempts takes an owner of its
-// own: a new token (FreshToken), the owner "<client id>:<token>" in
-// Redisson's layout as any other (attempt), whose field is the side's
-// (Scripts.Field: the owner itself for a lock, "<owner>:write" for an
+// own: a new token ([Client.freshToken]), the owner "<client id>:<token>"
+// in Redisson's layout as any other ([Lock.withFreshOwner]), whose field is
+// the side's
+// ([Scripts.Field]: the owner itself for a lock, "<owner>:write" for an
 // rwlock's write side); the handle remembers the owner of the hold it took
-// (Lock.fresh) and releases that one. As that owner's field in the hash
+// (the field fresh of [Lock]) and releases that one. As that owner's field in the hash
 // serves one hold and no other, the field is the acquisition's record while
-// the hold lasts, and the hold's request key, keys.Request(name, field),
+// the hold lasts, and the hold's request key, [keys.Request](name, field),
 // shared by its acquisition, release and undo, carries the marks that
 // outlive it (the rwlock's write side: lua/rwlock_write_*_fresh.lua, the
 // same steps with the field "mode"):
@@ -91,7 +93,7 @@ import (
 //
 // For the field to outlive every copy of the acquisition that could still
 // be accepted, the acquisition's deadline comes at least two seconds
-// before its lease ends (request.Requests.FreshDeadline); a lease too short for that makes
+// before its lease ends ([request.Requests.FreshDeadline]); a lease too short for that makes
 // the script record the acquisition as the record-based path does. So a
 // fresh hold costs 9 commands in Redis per lock and unlock (8 for the spin
 // lock, which publishes nothing; 11 for an rwlock's write side, which also
@@ -106,30 +108,22 @@ type Lock struct {
 	Fixed   time.Duration // fixed lease; 0: renewed by the watchdog
 	Fencing bool          // every acquisition takes a fencing token
 
-	gate gate.Gate
+	gate Gate
 	// Built once (names): the handle's request keys without the sequence
 	// number (requestKey), and the name of the handle's own owner.
 	once      sync.Once
 	reqPrefix string
 	ownName   string
 	// freshPrefix is a fresh hold's request key without the owner token:
-	// keys.RequestPrefix(Name) + "<client id>:"; the owner starts at
+	// [keys.RequestPrefix](Name) + "<client id>:"; the owner starts at
 	// ownerAt.
 	freshPrefix string
 	ownerAt     int
 
 	mu     sync.Mutex
-	latest *hold.Hold // the hold of the latest acquisition through this handle
-	fence  int64      // its fencing token
-	fresh  Op         // the op of the latest fresh hold taken through this handle
-}
-
-// sideCall is one acquisition or release through the handle of one of its
-// sides: the engine's steps past the checks (acquire.go, release.go),
-// which need both.
-type sideCall struct {
-	Lock *Lock
-	s    *Side
+	latest *Hold   // the hold of the latest acquisition through this handle
+	fence  int64   // its fencing token
+	fresh  Request // the request of the latest fresh hold taken through this handle
 }
 
 // NewLock returns a handle's engine state. It does no I/O.
@@ -147,9 +141,9 @@ func (l *Lock) names() {
 	l.freshPrefix, l.ownerAt = p+l.C.id+":", len(p)
 }
 
-// ownerName returns the owner of token, ownerName(l.C.id, token), kept for the
+// owner returns the owner of token, [ownerName](id, token), kept for the
 // handle's own token.
-func (l *Lock) ownerName(token uint64) string {
+func (l *Lock) owner(token uint64) string {
 	if token != l.Token {
 		return ownerName(l.C.id, token)
 	}
@@ -157,42 +151,37 @@ func (l *Lock) ownerName(token uint64) string {
 	return l.ownName
 }
 
-// requestKey returns a fresh request key on the lock, the same as
-// keys.Request(l.Name, l.C.Requests().ID()) but built from a prefix kept in the
-// handle.
+// requestKey returns a new request key on the lock, the same as
+// [keys.Request](l.Name, id) but built from a prefix kept in the handle.
 func (l *Lock) requestKey() string {
 	l.once.Do(l.names)
 	return l.reqPrefix + strconv.FormatUint(l.C.reqs.Next(), 36)
 }
 
-// setRequestKey gives op a fresh request key, unless op is a fresh hold's,
-// whose acquisition, release and undo share the key attempt gave it.
-func (l *Lock) setRequestKey(op *Op) {
-	if !op.Fresh {
-		op.ReqKey = l.requestKey()
+// setRequestKey gives req a new request key, unless req is a fresh hold's,
+// whose acquisition, release and undo share the key
+// [Lock.withFreshOwner] gave it.
+func (l *Lock) setRequestKey(req *Request) {
+	if !req.Fresh {
+		req.ReqKey = l.requestKey()
 	}
 }
 
-// freshOwner stands for the owner token of a caller without a context
-// owner on a Fresh side (Acquire, Release): each acquisition attempt takes
-// an owner of its own (attempt), and the release is the latest fresh
-// hold's (freshHold). Real tokens are positive.
-const freshOwner uint64 = 0
-
-// attempt returns the op of one acquisition attempt of side s from base:
-// base itself, or for a fresh hold a new owner token (FreshToken), its
-// owner "<client id>:<token>", its field (s.Field), its request key
-// keys.Request(Name, field) and the request's deadline (FreshDeadline).
-func (l *Lock) attempt(ctx context.Context, s *Side, base Op) Op {
+// withFreshOwner returns the request of one acquisition of side s from
+// base: base itself, or for a fresh hold a new owner
+// ([Client.freshToken]), its owner "<client id>:<token>", its field
+// ([Scripts].Field), its request key [keys.Request](Name, field) and the
+// request's deadline ([request.Requests.FreshDeadline]).
+func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Request {
 	if !base.Fresh {
 		return base
 	}
 	l.once.Do(l.names)
 	var buf [256]byte // one allocation, the string, for names up to 200 bytes or so
-	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.FreshToken(), 10))
+	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.freshToken(), 10))
 	owner := req[l.ownerAt:]
 	if field := s.Scripts.Field(owner); field != owner {
-		req = l.freshPrefix[:l.ownerAt] + field // keys.Request(Name, field)
+		req = l.freshPrefix[:l.ownerAt] + field // [keys.Request](Name, field)
 	}
 	base.ReqKey = req
 	base.Owner = owner
@@ -201,17 +190,17 @@ func (l *Lock) attempt(ctx context.Context, s *Side, base Op) Op {
 	return base
 }
 
-// freshHold returns the op of the latest fresh hold taken through the
+// freshHold returns the request of the latest fresh hold taken through the
 // handle (its owner is empty before any).
-func (l *Lock) freshHold() Op {
+func (l *Lock) freshHold() Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fresh
 }
 
-// owner checks the handle and returns the owner token acting in ctx and
+// token checks the handle and returns the owner token acting in ctx and
 // whether ctx carries it (else it is the handle's own).
-func (l *Lock) owner(ctx context.Context) (uint64, bool, error) {
+func (l *Lock) token(ctx context.Context) (uint64, bool, error) {
 	if err := l.Check(); err != nil {
 		return 0, false, err
 	}
@@ -225,21 +214,23 @@ func (l *Lock) owner(ctx context.Context) (uint64, bool, error) {
 	return t, true, nil
 }
 
-// op returns the parts of an Op that name the owner of token; for
-// freshOwner, a fresh hold's op without an owner yet (attempt).
-func (l *Lock) op(s *Side, token uint64) Op {
-	if token == freshOwner {
-		return Op{Name: l.Name, Fresh: true}
+// baseRequest returns what the requests of the owner of token on side s
+// share: the lock's name, the owner and its field. Without a context
+// owner (own false) on a Fresh side it is a fresh hold's, with no owner
+// yet: each acquisition takes one of its own ([Lock.withFreshOwner]).
+func (l *Lock) baseRequest(s *Side, token uint64, own bool) Request {
+	if !own && s.Fresh {
+		return Request{Name: l.Name, Fresh: true}
 	}
-	owner := l.ownerName(token)
-	return Op{Name: l.Name, Owner: owner, Field: s.Scripts.Field(owner)}
+	owner := l.owner(token)
+	return Request{Name: l.Name, Owner: owner, Field: s.Scripts.Field(owner)}
 }
 
 // Owner returns the owner ("<client id>:<token>") acting in ctx on side
 // s: without a context owner, on a Fresh side, the owner of the latest
 // fresh hold taken through the handle, if any, else the handle's own.
 func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
-	t, own, err := l.owner(ctx)
+	t, own, err := l.token(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -248,12 +239,12 @@ func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
 			return f.Owner, nil
 		}
 	}
-	return l.ownerName(t), nil
+	return l.owner(t), nil
 }
 
 // fail wraps err, the failure of an operation on side s, with the kind and
-// name of the lock, mapping a wrong-type reply to errs.ErrWrongType
-// (errs.ReplyError).
+// name of the lock, mapping a wrong-type reply to [errs.ErrWrongType]
+// ([errs.ReplyError]).
 func (l *Lock) fail(s *Side, err error) error {
 	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, errs.ReplyError(err))
 }
@@ -262,8 +253,8 @@ func (l *Lock) fail(s *Side, err error) error {
 // it has none: a context owner's hold (whatever handle took it), or without
 // one the hold taken through this handle (on a Fresh side, its latest
 // fresh hold; else the handle's own owner's). It sends nothing.
-func (l *Lock) Hold(ctx context.Context, s *Side) *hold.Hold {
-	token, own, err := l.owner(ctx)
+func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
+	token, own, err := l.token(ctx)
 	if err != nil {
 		return nil
 	}
@@ -273,15 +264,15 @@ func (l *Lock) Hold(ctx context.Context, s *Side) *hold.Hold {
 			return nil
 		}
 	} else {
-		field = s.Scripts.Field(l.ownerName(token))
+		field = s.Scripts.Field(l.owner(token))
 	}
-	return l.C.holds.Live(hold.Key{Key: l.Name, Field: field})
+	return l.C.holds.Live(HoldKey{Key: l.Name, Field: field})
 }
 
 // ForceEnded ends every hold of this client on the lock (any owner), after
 // a ForceUnlock deleted it.
 func (l *Lock) ForceEnded() {
-	l.C.holds.EndAll(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
+	l.C.holds.endAll(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
 }
 
 // FencingToken returns the fencing token of the hold of the latest
@@ -302,9 +293,205 @@ func (l *Lock) Done() <-chan struct{} {
 }
 
 // Err is nil while the hold of the latest acquisition through this handle
-// lasts, then says why it ended; errs.ErrNotHeld before any.
+// lasts, then says why it ended; [errs.ErrNotHeld] before any.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.latest.Err()
+}
+
+// Side configures the engine for one kind of hold: what it is (Kind,
+// Part, Shared, Fresh, Line) and what it runs in Redis (Scripts, Handoff),
+// interfaces that rlock and rwlock implement with named types.
+type Side struct {
+	// Kind names the primitive in errors ("rlock", "rwlock", ...), Part
+	// the side of a read-write lock ("read", "write"; "" for a lock).
+	Kind, Part string
+	// Shared: holds of this side through one handle may coexist (an
+	// rwlock's read side).
+	Shared bool
+	// Fresh: a caller without a context owner takes fresh holds
+	// ([Request].Fresh). Only for a side that is not Shared (a fresh
+	// hold's count is 1): the lock's, and the rwlock's write side. A
+	// fresh hold's request key is [keys.Request](name, Field(owner)),
+	// which ends with the field.
+	Fresh bool
+	// Line, when not empty, is the key of the client's local line
+	// ([Lines.Join]) in which this side's waiters for the lock line up
+	// (see [Lock.Acquire]); [LockLine] builds it. Empty: no line.
+	Line string
+	// Scripts runs the side's scripts and says how its waiters wait.
+	Scripts Scripts
+	// Handoff, when set (with Line and Fresh), hands a fresh hold on to
+	// the next caller in the line in one script (handoff.go); nil: a
+	// release always frees the lock in Redis.
+	Handoff Handoffer
+}
+
+// Scripts is what one side of a lock runs in Redis, through the typed
+// bindings of package lua. rlock (lockScripts, spinScripts, fairScripts)
+// and rwlock (readScripts, writeScripts) implement it. The engine fills
+// every request it passes: its deadline or mark and its runner
+// ([Request].Deadline, MarkUntil, Runner).
+type Scripts interface {
+	// Field returns an owner's field in the hash.
+	Field(owner string) string
+	// RunAcquire runs the script of one acquisition.
+	RunAcquire(ctx context.Context, req *Request) (Outcome, error)
+	// RunRelease runs a release's script, which sets the owner's count to
+	// req.Count (0: the hold ends), or undoes an acquisition
+	// (req.UndoKey). It returns the owner's remaining count, -1 when the
+	// owner did not hold it (nothing changed), -2 when an undone
+	// acquisition had not taken place.
+	RunRelease(ctx context.Context, req *Request) (int64, error)
+	// Renewal returns how the watchdog renews the hold req took (nil:
+	// this side is never renewed).
+	Renewal(req *Request) *RenewSpec
+	// Waiting returns how a waiter for req waits.
+	Waiting(req *Request) Waiting
+}
+
+// Waiting is how a side's waiter for one request waits
+// ([Scripts].Waiting): on a channel (PubSub) or spinning (Spin), and what
+// giving up must clean (GiveUp; nil: nothing). The engine chooses the
+// strategy: a PubSub wait of a caller in a local line is [Lined].
+type Waiting struct {
+	PubSub *PubSub // the channel where releases are published
+	Spin   *Spin   // set instead of PubSub: no subscription
+	GiveUp GiveUpper
+}
+
+// GiveUpper cleans what a wait's attempts left behind (a fair lock's queue
+// entry) when the wait ends without success.
+type GiveUpper interface {
+	// GiveUp runs on a detached context; Close waits for it.
+	GiveUp(ctx context.Context)
+}
+
+// Handoffer hands a lock from one fresh hold to the next caller's.
+type Handoffer interface {
+	// RunHandoff releases the fresh hold from and takes a fresh hold for to,
+	// the next caller in the line, in one script (handoff.go). from.Count
+	// is 0; to.Count, Lease, Fencing and ReqKey are the acquisition's.
+	RunHandoff(ctx context.Context, from, to *Request) (HandoffOutcome, error)
+}
+
+// step names a step of the side in an error: "read acquire" on an
+// rwlock's read side, "acquire" on a lock.
+func (s *Side) step(verb string) string {
+	if s.Part == "" {
+		return verb
+	}
+	return s.Part + " " + verb
+}
+
+// sideOf names the side in an error about one owner: "read side, " or
+// "write side, " for a read-write lock, "" for a lock, which has one.
+func (s *Side) sideOf() string {
+	if s.Part == "" {
+		return ""
+	}
+	return s.Part + " side, "
+}
+
+// Request is one script call of a lock for one owner: an acquisition, a
+// release, an undo or a handoff.
+type Request struct {
+	Name  string // the lock's name: its hash key
+	Owner string // "<client id>:<token>"
+	Field string // the owner's field in the hash ([Scripts].Field of Owner)
+	// Count is the owner's hold count once the call has taken effect, as
+	// this client counts it: the scripts set it rather than add to what
+	// Redis has. 0 in a release frees the owner's hold.
+	Count int64
+	Lease time.Duration
+	// Fencing: the lock is fenced; an acquisition that starts a hold
+	// (Count 1) takes a fencing token (INCR of the counter).
+	Fencing bool
+	// Fence, in a re-entry (Count > 1), is the hold's fencing token (0 for
+	// a hold without one), which the script records and returns instead of
+	// taking a new one.
+	Fence  int64
+	ReqKey string // where the script records its result
+	// UndoKey, in a release, turns it into the undo of the acquisition
+	// recorded under UndoKey: the release happens only if that acquisition
+	// took place, and marks it cancelled otherwise.
+	UndoKey string
+	// Publish is the command a release publishes with
+	// ([Client.PublishCommand]: "publish", or "spublish" for sharded
+	// pub/sub on a Cluster).
+	Publish string
+	// Fresh marks a fresh hold (see "Fresh holds" above): its owner was
+	// made for one acquisition and holds the lock once, never again. Its
+	// acquisition, release and undo share one request key,
+	// [keys.Request](Name, Field), and ReqKey is that key in all three.
+	Fresh bool
+	// Sync, when set, makes the script call wait for replicas: the engine
+	// sets it on acquisitions and releases ([replica.Replicas.NewSyncIn]),
+	// never on undos, renewals and in-process handoffs.
+	Sync *replica.Sync
+	// sync is where Sync points in the engine's acquisitions and releases:
+	// the Request is on the heap already, so the Sync costs no allocation
+	// of its own.
+	sync replica.Sync
+	// Deadline is the request's deadline by the server's clock (epoch ms):
+	// a fresh hold's acquisition's ([request.Requests.FreshDeadline]),
+	// kept in the hold's release and undo, whose marks must outlive it;
+	// any other request's, [request.Requests.Deadline] when it is sent.
+	// The engine sets it.
+	Deadline int64
+	// MarkUntil, in a fresh hold's release, undo or handoff, is until when
+	// its mark lives ([request.Requests.MarkUntil] of Deadline). The
+	// engine sets it.
+	MarkUntil int64
+	// Runner sends the script: the replica runner of Sync
+	// ([replica.Replicas.Runner]), or the client's plain one for a
+	// handoff ([Client.Direct]). The engine sets it.
+	Runner lua.Runner
+}
+
+// LeaseMillis is the lease in the whole milliseconds the scripts take.
+func (req *Request) LeaseMillis() int64 { return Millis(req.Lease) }
+
+// Undoes returns, for a release, whether it undoes an acquisition
+// (UndoKey set) and the request key of the acquisition it undoes or
+// releases: UndoKey in an undo, else ReqKey (the scripts' UndoRequest).
+func (req *Request) Undoes() (undo bool, key string) {
+	if req.UndoKey != "" {
+		return true, req.UndoKey
+	}
+	return false, req.ReqKey
+}
+
+// FieldAt returns where a fresh hold's field starts in its request key
+// key, which ends with it (1-based, as Lua's string.sub counts): the fresh
+// scripts read the field from there instead of being sent it again.
+func FieldAt(key, field string) int { return len(key) - len(field) + 1 }
+
+// ForcedMarkTTL is how long, in milliseconds, a force unlock's marks on the
+// request keys of fresh holds live: past the deadline of any copy of their
+// acquisitions, sent before the force unlock by any client.
+var ForcedMarkTTL = (request.MaxTTL + time.Second).Milliseconds()
+
+// Outcome is the result of one acquisition script call.
+type Outcome struct {
+	Acquired bool
+	Fence    int64         // the fencing token taken ([Request.Fencing])
+	Retry    time.Duration // not acquired: re-check at the latest then (≤ 0: unknown)
+	// Lost: the owner's hold that a reentrant acquisition meant to extend
+	// was gone from Redis; the engine ends it and tries afresh.
+	Lost bool
+	// Err refuses the acquisition for good ([errs.ErrUpgrade]); nothing
+	// changed.
+	Err error
+}
+
+// HandoffOutcome is the result of one [Handoffer].RunHandoff call.
+type HandoffOutcome struct {
+	// Remaining is the releasing owner's count: 0 when the lock was handed
+	// over or, the acquisition having been cancelled, released; -1 when
+	// that owner did not hold the lock (nothing changed).
+	Remaining int64
+	Acquired  bool  // the next owner holds the lock
+	Fence     int64 // its fencing token
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Observation: the counters behind redisync.Client.Stats and the hooks
@@ -13,7 +16,7 @@ import (
 //
 // Each concept is recorded in one place: a wait (every acquisition of a
 // lock, a semaphore's permits, a latch wait) from BeginWait to WaitObs.End,
-// which the engine (Lock.Acquire) and the semaphore's and latch's waits
+// which the engine ([Lock.Acquire]) and the semaphore's and latch's waits
 // call; a hold's end in Hold.end; a renewal round in watchdog.renewAll.
 // Pub/sub reconnects and channels are read from the multiplexer's Stats.
 //
@@ -70,12 +73,12 @@ type WaitObs struct {
 	start time.Time
 }
 
-// BeginWait starts observing a wait of the primitive kind (Handle.Kind; what
-// is an engine side's What, "" otherwise) called name. It returns the
+// BeginWait starts observing a wait of the primitive kind ([Handle].Kind; part
+// is an engine side's [Side].Part, "" otherwise) called name. It returns the
 // context the wait must run in (the WaitStart hook's: it may carry a span)
 // and the observation, which the caller ends with End whatever happens.
 // Calls rejected before a wait starts (invalid arguments) are not observed.
-func (c *Client) BeginWait(ctx context.Context, kind, what, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
+func (c *Client) BeginWait(ctx context.Context, kind, part, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
 	c.ctr.waiting.Add(1)
 	// Forever and Wait decide busy versus timed out, so they are kept
 	// without hooks too; the label and the clock only serve hooks.
@@ -85,7 +88,7 @@ func (c *Client) BeginWait(ctx context.Context, kind, what, name string, forever
 		return ctx, o
 	}
 	o.start = time.Now()
-	o.info.Primitive, o.info.Name = primitiveLabel(kind, what), name
+	o.info.Primitive, o.info.Name = primitiveLabel(kind, part), name
 	if h.WaitStart != nil {
 		if nctx := h.WaitStart(ctx, o.info); nctx != nil {
 			o.ctx = nctx
@@ -163,5 +166,161 @@ func (s *Side) label(observed bool) string {
 	if !observed {
 		return ""
 	}
-	return primitiveLabel(s.Kind, s.What)
+	return primitiveLabel(s.Kind, s.Part)
+}
+
+// WaitResult is how an observed wait ended.
+type WaitResult uint8
+
+// The results of a wait, in the order of redisync.WaitResult.
+const (
+	WaitAcquired  WaitResult = iota // acquired (a latch: found open)
+	WaitBusy                        // a single attempt (wait 0) did not succeed
+	WaitTimedOut                    // the wait ran out
+	WaitCancelled                   // ctx ended first
+	WaitError                       // any other error (Redis unreachable, client closed, ...)
+	numWaitResults
+)
+
+// WaitInfo describes an observed wait when it starts.
+type WaitInfo struct {
+	Primitive string        // "rlock", "rwlock.read", "semaphore", ... (primitiveLabel)
+	Name      string        // the primitive's name
+	Forever   bool          // wait until ctx ends
+	Wait      time.Duration // the longest wait when not Forever (0: one attempt)
+}
+
+// WaitEnd describes an observed wait when it ends.
+type WaitEnd struct {
+	WaitInfo
+	Result   WaitResult
+	Duration time.Duration
+	Err      error // nil unless Result is WaitCancelled or WaitError
+}
+
+// HoldEnd describes the end of a hold (Hold.end).
+type HoldEnd struct {
+	Primitive string
+	Name      string // the primitive's name (its hash key)
+	Owner     string // the owner's field in the hash
+	Duration  time.Duration
+	Lost      bool  // ended with [errs.ErrLockLost]
+	Err       error // why it ended: [errs.ErrNotHeld] (released) or an [errs.ErrLockLost]
+}
+
+// Hooks receive events; nil fields are skipped. They run on the goroutine
+// that caused the event (a caller's, the watchdog's, a timer's) and must
+// be fast and safe for concurrent use.
+type Hooks struct {
+	WaitStart   func(ctx context.Context, w WaitInfo) context.Context
+	WaitEnd     func(ctx context.Context, w WaitEnd)
+	HoldEnd     func(h HoldEnd)
+	RenewalTick func(t RenewalTick)
+}
+
+// counters are a Client's cumulative counters and its number of waits in
+// progress.
+type counters struct {
+	waits       [numWaitResults]atomic.Uint64
+	waiting     atomic.Int64
+	lost        atomic.Uint64
+	renewed     atomic.Uint64
+	renewFailed atomic.Uint64
+	undoFailed  atomic.Uint64 // undos that never got an answer ([Lock.undo], [request.Requests.Undo])
+	// releaseFailed: releases whose reply was lost that could not be
+	// completed ([request.Requests.CompleteRelease])
+	releaseFailed atomic.Uint64
+	// renewUnacked: renewals the primary's replicas did not acknowledge
+	// in time ([watchdog.ackWait])
+	renewUnacked atomic.Uint64
+
+	closeMu sync.Mutex
+	onClose []func()
+}
+
+// Stats is a snapshot of a Client's counters.
+type Stats struct {
+	Waits                 [numWaitResults]uint64 // by WaitResult
+	HoldsLost             uint64
+	Renewals              uint64
+	RenewalFailures       uint64
+	UndosFailed           uint64 // undos of interrupted acquisitions that never reached Redis
+	ReleasesFailed        uint64 // releases whose reply was lost that could not be completed
+	RenewalsNotReplicated uint64 // renewals not acknowledged by the primary's replicas in time
+	PubSubReconnects      uint64
+	Holds                 int // live holds
+	Waiting               int // waits in progress
+	PubSubChannels        int // channels subscribed for waiters
+}
+
+// runOnClose runs the OnClose functions; Close calls it once.
+func (ctr *counters) runOnClose() {
+	ctr.closeMu.Lock()
+	fs := ctr.onClose
+	ctr.onClose = nil
+	ctr.closeMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// holdEnding takes h, which is ending (lost: not by a release that took
+// effect), out of its local line (Lines.left), whose head may have to be
+// woken. It is told first when a hold ends.
+func (c *Client) holdEnding(h *Hold, lost bool) {
+	c.lines.left(h.takeLine(), lost)
+}
+
+// holdEnded counts and reports the end of hold h with err, before its Done
+// closes.
+func (c *Client) holdEnded(h *Hold, err error) {
+	lost := errors.Is(err, errs.ErrLockLost)
+	if lost {
+		c.ctr.lost.Add(1)
+	}
+	hk := c.opts.Hooks
+	if hk == nil || hk.HoldEnd == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{
+		Primitive: h.label(),
+		Name:      h.Key().Key,
+		Owner:     h.Key().Field,
+		Duration:  time.Since(h.Start()),
+		Lost:      lost,
+		Err:       err,
+	})
+}
+
+// renewed counts and reports one watchdog round.
+func (c *Client) renewed(t RenewalTick) {
+	c.ctr.renewed.Add(uint64(t.Renewed))
+	c.ctr.renewFailed.Add(uint64(t.Failed))
+	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
+		h.RenewalTick(t)
+	}
+}
+
+// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
+// sharded pub/sub.
+type ShardedMode int
+
+// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
+const (
+	ShardedAuto ShardedMode = iota
+	ShardedOn
+	ShardedOff
+)
+
+// The publish commands scripts take as an argument (Redisson passes its
+// scripts the command the same way).
+const (
+	Publish  = "publish"
+	SPublish = "spublish"
+)
+
+// publishMode caches the decision between classic and sharded pub/sub.
+type publishMode struct {
+	mu  sync.Mutex
+	cmd string // "" until decided
 }

@@ -15,7 +15,7 @@ func TestBeginWaitWithoutHooksAllocatesNothing(t *testing.T) {
 	c := NewClient(nil, Options{})
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
-		_, obs := c.BeginWait(ctx, "rwlock", "read ", "name", false, time.Second)
+		_, obs := c.BeginWait(ctx, "rwlock", "read", "name", false, time.Second)
 		obs.End(true, nil)
 	})
 	if allocs != 0 {

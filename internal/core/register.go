@@ -23,14 +23,14 @@ import (
 // name, and two live processes given the same one would act for the same
 // owners wherever their tokens met. So a Client with an explicit id
 // registers it in Redis before its first operation: the key
-// keys.ClientRegistration(id) holds a random value of this instance, set
+// [keys.ClientRegistration](id) holds a random value of this instance, set
 // only if the key is absent or already ours (lua/client_register.lua), with
 // the watchdog timeout as its TTL. A background loop renews it every third
 // of that while the Client lives; Close deletes it if it is still ours
 // (lua/client_unregister.lua), so the id is free at once, and a process
 // that dies frees it within the watchdog timeout. A Client that finds the
 // id registered by another instance fails its operations with
-// errs.ErrDuplicateID (each one asks again, so it goes on once the other is
+// [errs.ErrDuplicateID] (each one asks again, so it goes on once the other is
 // gone). Once registered, an operation costs one atomic load more: the
 // registration is sent once, not per operation.
 
@@ -72,7 +72,7 @@ func newRegistration(id string, direct lua.Direct, ttl time.Duration, g *bg.Grou
 // check returns nil when the client's id needs no registration (r is nil) or
 // is registered; otherwise it registers it (one round trip, bounded by
 // registerTimeout and by Close) and returns an error wrapping
-// errs.ErrDuplicateID when another live Client holds the id, or the error that
+// [errs.ErrDuplicateID] when another live Client holds the id, or the error that
 // kept it from registering.
 func (r *registration) check() error {
 	if r == nil || r.ok.Load() {
@@ -136,7 +136,7 @@ func (r *registration) startRenewals() bool {
 
 // renew renews the registration once. When another instance
 // holds the id (ours ran out during an outage, and it registered), the
-// client's operations fail with errs.ErrDuplicateID from then on, until the id
+// client's operations fail with [errs.ErrDuplicateID] from then on, until the id
 // is free again.
 func (r *registration) renew() error {
 	if !r.ok.Load() {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/wait"
-
 	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -74,21 +72,21 @@ func (g *giveUps) GiveUp(ctx context.Context) {
 type WaitSpec struct {
 	Channel string
 	Wake    pubsub.Policy
-	Spin    *wait.Spin
+	Spin    *Spin
 	GiveUp  GiveUpper
 	Forever bool
 	Wait    time.Duration
-	Try     wait.AttemptFunc
+	Try     AttemptFunc
 }
 
 // runWait runs s as the engine runs a side's wait (Lock.wait).
 func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
-	var st wait.Strategy = &wait.PubSub{Channel: s.Channel, Wake: s.Wake}
+	var st Strategy = &PubSub{Channel: s.Channel, Wake: s.Wake}
 	if s.Spin != nil {
 		st = s.Spin
 	}
-	l := sideCall{Lock: &Lock{Handle: Handle{C: c}}}
-	return l.wait(ctx, st, wait.Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
+	l := &Lock{Handle: Handle{C: c}}
+	return l.wait(ctx, st, Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
 }
 
 // waitSpec returns a WaitSpec for f on a fresh channel, counting GiveUp
@@ -354,7 +352,7 @@ func TestWaitClosed(t *testing.T) {
 // A spin wait repeats attempts with a growing pause and never subscribes.
 func TestWaitSpin(t *testing.T) {
 	c := sharedClient(t, Options{Recheck: time.Minute})
-	spin := &wait.Spin{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
+	spin := &Spin{Min: 4 * time.Millisecond, Max: 16 * time.Millisecond}
 
 	t.Run("success", func(t *testing.T) {
 		f, g, spec := newWait(t, func(n int64) (bool, time.Duration, error) { return n == 5, time.Hour, nil })

@@ -37,7 +37,7 @@ func (r *Requests) Deadline(context.Context) int64 {
 }
 
 // FreshDeadline returns the deadline, in epoch milliseconds by the Redis
-// server's clock, of a fresh hold's acquisition (Op.Fresh) sent now with
+// server's clock, of a fresh hold's acquisition (core.Request.Fresh) sent now with
 // the given lease. It is Deadline's, made earlier when needed so
 // that it comes at least freshSlack before the lease would end: when the
 // acquisition takes place, the hold then outlives its deadline by more
@@ -107,7 +107,7 @@ func (r *Requests) sampleClock(ctx context.Context) {
 // MarkUntil returns when the mark a fresh hold's release (or undo, or
 // handoff) leaves on its request key expires, in epoch milliseconds by the
 // server's clock: a second past the later of the acquisition's deadline
-// (core.Op.Deadline) and the deadline of a request sent now, as request records
+// (core.Request.Deadline) and the deadline of a request sent now, as request records
 // outlive theirs (lua/prelude_request.lua).
 func (r *Requests) MarkUntil(ctx context.Context, deadline int64) int64 {
 	return max(deadline, r.Deadline(ctx)) + 1000

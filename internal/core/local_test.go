@@ -1,4 +1,4 @@
-package gate
+package core
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type gateEntry struct {
 // started one after the other queue in that order.
 func enterInBackground(ctx context.Context, t *testing.T, g *Gate, name string, kind bool, closing <-chan struct{}) *gateEntry {
 	t.Helper()
-	before := g.Queued()
+	before := g.queued()
 	e := &gateEntry{name: name, done: make(chan error, 1)}
 	go func() {
 		ok, err := g.Enter(ctx, kind, true, 0, closing)
@@ -37,7 +37,7 @@ func enterInBackground(ctx context.Context, t *testing.T, g *Gate, name string, 
 		}
 		e.done <- err
 	}()
-	require.Eventually(t, func() bool { return g.Queued() == before+1 }, 5*time.Second, time.Millisecond, "%s queued", name)
+	require.Eventually(t, func() bool { return g.queued() == before+1 }, 5*time.Second, time.Millisecond, "%s queued", name)
 	return e
 }
 
@@ -82,7 +82,7 @@ func TestGateSharedAndExclusive(t *testing.T) {
 	require.False(t, enterNow(t, &g, shared), "a reader while a writer is inside")
 	assert.True(t, g.Holds(exclusive))
 	require.True(t, g.Leave(exclusive))
-	assert.Zero(t, g.Queued(), "a refused attempt without a wait queued")
+	assert.Zero(t, g.queued(), "a refused attempt without a wait queued")
 }
 
 // Waiting callers pass in arrival order.
@@ -102,7 +102,7 @@ func TestGateFIFO(t *testing.T) {
 	require.True(t, g.Leave(exclusive))
 	c.admitted(t)
 	require.True(t, g.Leave(exclusive))
-	assert.Zero(t, g.Queued())
+	assert.Zero(t, g.queued())
 }
 
 // A waiting writer keeps later readers out, even while readers are inside;
@@ -135,7 +135,7 @@ func TestGateWriterBlocksLaterReaders(t *testing.T) {
 	require.True(t, g.Leave(exclusive))
 	r3.admitted(t)
 	require.True(t, g.Leave(shared))
-	assert.Zero(t, g.Queued())
+	assert.Zero(t, g.queued())
 }
 
 // A waiter that gives up (ctx, Close, its wait running out) leaves the
@@ -159,7 +159,7 @@ func TestGateWaiterGivesUp(t *testing.T) {
 		assert.False(t, g.Holds(exclusive), "the cancelled writer holds the gate")
 		require.True(t, g.Leave(shared))
 		require.True(t, g.Leave(shared))
-		assert.Zero(t, g.Queued())
+		assert.Zero(t, g.queued())
 	})
 	t.Run("closing", func(t *testing.T) {
 		var g Gate
@@ -173,7 +173,7 @@ func TestGateWaiterGivesUp(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			require.FailNow(t, "the waiter did not return on closing")
 		}
-		assert.Zero(t, g.Queued())
+		assert.Zero(t, g.queued())
 		require.True(t, g.Leave(exclusive))
 		assert.False(t, g.Holds(exclusive))
 	})
@@ -185,7 +185,7 @@ func TestGateWaiterGivesUp(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, ok)
 		assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
-		assert.Zero(t, g.Queued())
+		assert.Zero(t, g.queued())
 		require.True(t, g.Leave(exclusive))
 		require.True(t, enterNow(t, &g, exclusive), "the gate after a wait ran out")
 	})

@@ -1,4 +1,4 @@
-package hold
+package core
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
 func (w *watchdogSetup) hold(t *testing.T, key string, script *redis.Script) *Hold {
 	t.Helper()
 	require.NoError(t, w.cmd.Set(context.Background(), key, "1", time.Minute).Err())
-	return w.c.Acquired(Key{Key: key, Field: "owner"}, 1, w.c.wd.lease, &RenewSpec{Script: script, Keys: []string{key}})
+	return w.c.Acquired(HoldKey{Key: key, Field: "owner"}, 1, w.c.wd.lease, &RenewSpec{Script: script, Keys: []string{key}})
 }
 
 // ticks waits until the watchdog has completed n more rounds.
@@ -242,7 +242,7 @@ func TestWatchdogApply(t *testing.T) {
 	c := testHolds(t, redistest.Shared(t).Client(t), time.Hour)
 	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
 	acquire := func(key string) *Hold {
-		return c.AcquiredAs("", time.Now().Add(-time.Minute), Key{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
+		return c.acquiredAs("", time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
 	}
 	renewed, lost := acquire("renewed"), acquire("lost")
 	b := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{renewed, lost})
@@ -274,12 +274,10 @@ func TestWatchdogApply(t *testing.T) {
 	// finds the field gone: released, not lost.
 	released := acquire("released")
 	rb := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{released})
-	_, err = c.Lower(released.key, 0, func() (int64, error) {
-		_, _, err := c.wd.apply(rb, cmdWith(0), time.Now())
-		require.NoError(t, err)
-		return 0, nil
-	})
+	h := c.beginRelease(released.key, 0)
+	_, _, err = c.wd.apply(rb, cmdWith(0), time.Now())
 	require.NoError(t, err)
+	h.released(0, 0, nil, time.Now())
 	require.ErrorIs(t, released.Err(), errs.ErrNotHeld)
 	require.NotErrorIs(t, released.Err(), errs.ErrLockLost)
 	require.NoError(t, renewed.Err())
@@ -295,7 +293,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	c := testHolds(t, rdb, time.Hour) // rounds run by the test
 	const lease = 300 * time.Millisecond
 	acquire := func(key string, sent time.Time) *Hold {
-		return c.AcquiredAs("", sent, Key{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
+		return c.acquiredAs("", sent, HoldKey{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
 	}
 	acquired := time.Now()
 	fresh := acquire("fresh", acquired)
@@ -316,7 +314,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	assert.Zero(t, c.Stats().Holds)
 }
 
-// Through a network partition shorter than a lease the watchdog's own
+// through a network partition shorter than a lease the watchdog's own
 // rounds retry and keep the hold; a longer one loses it after a lease.
 func TestWatchdogPartition(t *testing.T) {
 	srv := redistest.Shared(t)
@@ -360,10 +358,6 @@ func TestWatchdogPartition(t *testing.T) {
 	})
 }
 
-// TestMain stops the shared server after the tests and checks for leaked
-// goroutines (a watchdog left running).
-func TestMain(m *testing.M) { redistest.Main(m) }
-
 // testHolds returns holds over rdb whose watchdog renews with lease, as a
 // client's with the default replica acknowledgement; the watchdog stops
 // when the test ends.
@@ -372,22 +366,14 @@ func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Ho
 	g := bg.New()
 	log := slog.New(slog.DiscardHandler)
 	rs := replica.DefaultSettings
-	hs := New(Config{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, rs.Timeout.Milliseconds(), g, log),
-		Closing: g.Closing(), Log: log, Observer: nopObserver{},
+	hs := newHolds(holdsConfig{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, rs.Timeout.Milliseconds(), g, log),
+		Closing: g.Closing(), Log: log, Client: new(Client), // observes, counts nothing anyone reads
 		LeaseMillis: lease.Milliseconds(), AckMillis: max(min(rs.Timeout, lease/6).Milliseconds(), 1)})
 	t.Cleanup(func() {
 		g.Close()
 		hs.Wait()
 		g.Wait()
-		hs.EndAll("", errs.ErrClosed)
+		hs.endAll("", errs.ErrClosed)
 	})
 	return hs
 }
-
-// nopObserver observes nothing.
-type nopObserver struct{}
-
-func (nopObserver) Ending(*Hold, bool)  {}
-func (nopObserver) Ended(*Hold, error)  {}
-func (nopObserver) Renewed(RenewalTick) {}
-func (nopObserver) NotReplicated(int)   {}

@@ -1,4 +1,4 @@
-package wait
+package core
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"net"
 	"syscall"
 	"testing"
-
-	"github.com/redisync/redisync/internal/core/errs"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -41,4 +41,10 @@ func TestTransient(t *testing.T) {
 	} {
 		assert.Equal(t, want, transient(err), "%v", err)
 	}
+}
+
+func TestRetryAfterPTTL(t *testing.T) {
+	assert.Positive(t, RetryAfterPTTL(0), "PTTL 0 must give a hint: the waiter would fall back to the re-check cap")
+	assert.Equal(t, 1501*time.Millisecond, RetryAfterPTTL(1500), "PTTL 1500")
+	assert.Zero(t, RetryAfterPTTL(-1), "no expiry gives no hint")
 }

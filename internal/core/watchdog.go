@@ -1,4 +1,4 @@
-package hold
+package core
 
 import (
 	"context"
@@ -38,31 +38,6 @@ type watchdog struct {
 	ticks                  uint64 // completed renewal rounds, for tests
 	calls                  uint64 // renewal script calls sent, for tests and benchmarks
 	trips                  uint64 // pipelines sent
-}
-
-func (w *watchdog) add(h *Hold) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.holds == nil {
-		w.holds = make(map[*Hold]struct{})
-	}
-	w.holds[h] = struct{}{}
-	if !w.running {
-		select {
-		case <-w.hs.closing:
-			return
-		default:
-		}
-		w.running = true
-		w.wg.Add(1)
-		go w.run()
-	}
-}
-
-func (w *watchdog) remove(h *Hold) {
-	w.mu.Lock()
-	delete(w.holds, h)
-	w.mu.Unlock()
 }
 
 // wait waits for the renewal goroutine to stop after closing was closed.
@@ -107,13 +82,13 @@ type batchKey struct {
 // renewAll renews every registered hold once and reports whether any batch
 // failed with an error (those holds are retried soon, and lost once no
 // renewal has succeeded for a whole lease). It counts and reports the round
-// (Client.renewalTick).
+// ([Client.renewed]).
 func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 	var tick RenewalTick
 	began := time.Now()
 	defer func() {
 		tick.Duration = time.Since(began)
-		w.hs.obs.Renewed(tick)
+		w.hs.c.renewed(tick)
 	}()
 	w.mu.Lock()
 	holds := make([]*Hold, 0, len(w.holds))
@@ -242,7 +217,7 @@ func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (
 		}
 	}
 	if r.Renewed > 0 && !w.acknowledged(acks) {
-		w.hs.obs.NotReplicated(r.Renewed)
+		w.hs.c.ctr.renewUnacked.Add(uint64(r.Renewed)) // Stats.RenewalsNotReplicated
 		w.hs.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; a failover now could lose these holds",
 			"holds", r.Renewed)
 	}
@@ -348,4 +323,44 @@ func (hs *Holds) Stats() WatchdogStats {
 	hs.wd.mu.Lock()
 	defer hs.wd.mu.Unlock()
 	return WatchdogStats{Holds: len(hs.wd.holds), Ticks: hs.wd.ticks, Calls: hs.wd.calls, RoundTrips: hs.wd.trips}
+}
+
+// RenewSpec says how the watchdog renews one hold. Script is a batch script
+// in the common renewal encoding ([lua.RenewalBatch]); Keys and Args are the
+// hold's part of it, from its typed binding (NewRenewSpec).
+//
+// Holds sharing Script and the cluster slot of Keys[0] are renewed in one
+// call, at most MaxBatch at a time.
+//
+// A spec with Of set instead serves every hold of a side: the watchdog
+// makes a hold's Script, Keys and Args from its Key when it first
+// renews it (Hold.renewal), so an acquisition allocates nothing for a
+// renewal that may never come.
+type RenewSpec struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+	// Of returns the renewal binding of the hold named k (lazy specs).
+	Of func(k HoldKey) lua.Renewal
+}
+
+// NewRenewSpec returns how the watchdog renews a hold, from the hold's
+// typed renewal binding ([lua.RenewLockHold], [lua.RenewReadHold]).
+func NewRenewSpec(r lua.Renewal) *RenewSpec {
+	script, keys, args := r.Renewal()
+	return &RenewSpec{Script: script, Keys: keys, Args: args}
+}
+
+// renewal returns how the watchdog renews h: h.renew, or for a lazy spec
+// the one made from h's key the first time.
+func (h *Hold) renewal() *RenewSpec {
+	if h.renew.Of == nil {
+		return h.renew
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.renewOf == nil {
+		h.renewOf = NewRenewSpec(h.renew.Of(h.key))
+	}
+	return h.renewOf
 }
