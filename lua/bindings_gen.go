@@ -9,6 +9,58 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// digests holds each script's SHA-1 digest, computed when the bindings
+// were generated, and the FNV-1a hash of the composed source it is the
+// digest of (see load).
+var digests = map[string]digest{
+	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
+	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
+	"fair_acquire.lua":                  {sha1: "c5dd03dfea44a34d0baf43c779553917872dc191", fnv: 0x92e702f87e8ca26f},
+	"fair_force_unlock.lua":             {sha1: "8a273656c1eae8ef0df8d90b92dfb4b608ce4429", fnv: 0x34e840746c18b39a},
+	"fair_leave.lua":                    {sha1: "6c23e285ad46a5bf0fe4c36deff7173d415baa29", fnv: 0x793b40fbce015061},
+	"fair_release.lua":                  {sha1: "73a8df0f308b502bc893ff63d6bee08ad72fd832", fnv: 0xf841b125045ab8f2},
+	"gcra_cancel.lua":                   {sha1: "90574327e1201fc7cdda5157d032ec3bc8fe0d3a", fnv: 0xefc45bfbd0a43fb6},
+	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
+	"gcra_take.lua":                     {sha1: "79179eac37b7b2a774d8af755dc4443485090bb3", fnv: 0x89c0128b0546f619},
+	"latch_count_down.lua":              {sha1: "77321783884f1954bde17eb5200a8a09af418796", fnv: 0x02691182b21ff3d1},
+	"latch_delete.lua":                  {sha1: "3ae6d3f6412f16b44b20a45ef921ac8ff9cfd1d0", fnv: 0xc73730c3ba5a4d89},
+	"latch_try_set_count.lua":           {sha1: "536bd2960f1ca985a627df1b202e011687160e35", fnv: 0x1fae56caf3107222},
+	"lock_acquire.lua":                  {sha1: "c7ab0daaad49fc660efe5c485f6c62f31a88d7e4", fnv: 0xdcdf0dbc6c0b148c},
+	"lock_acquire_fresh.lua":            {sha1: "23a316e8532128298d0af3d65fab4b6eedb00ad8", fnv: 0x74acbef503d0f756},
+	"lock_force_unlock.lua":             {sha1: "705b012ce5bdf3d0669250bc392de8fd32f718af", fnv: 0x05ba29c03e8e12e9},
+	"lock_handoff.lua":                  {sha1: "839cf834ec86cd383747c5a2d1d24778496a54a8", fnv: 0x87c1875364e1cde2},
+	"lock_release.lua":                  {sha1: "1b7486199b9bf98806350eb3be4a7e033a026464", fnv: 0x29e7db4ccad073a4},
+	"lock_release_fresh.lua":            {sha1: "fb9fe4680ee96356e9746f1b06aa796b34fd5825", fnv: 0xc1fffeb817d42af8},
+	"ratelimit_acquire.lua":             {sha1: "e71894963e61a2fc54a2e121778df4ee143c6829", fnv: 0x2160bb9c997ec78a},
+	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
+	"ratelimit_delete.lua":              {sha1: "3caefcb75517c1d361f71e71ecb2ecb2a7811c64", fnv: 0xf1756d66e696ec41},
+	"ratelimit_release.lua":             {sha1: "a3da69f7bf9fecface7fcbee0865ca089b0de1b1", fnv: 0x51d6bea335c927cc},
+	"ratelimit_set_rate.lua":            {sha1: "97e733e126c92fee7938ca713f7c236e59a5228a", fnv: 0x7b32dbea4e9a6302},
+	"renew_lock.lua":                    {sha1: "5c6e7c2af457fb63e11393ad3d729d2d6ae547fe", fnv: 0x33b40caa7a1028ab},
+	"renew_read.lua":                    {sha1: "3d4a618d9df94e930db2bda4ff0f1995ba3f360d", fnv: 0x1421cfe3ad0acaf3},
+	"rwlock_force_unlock.lua":           {sha1: "12e0b84bc8f4c8f6ca90a6763455b996c1d338e0", fnv: 0x8bcddef4473b64fe},
+	"rwlock_read_acquire.lua":           {sha1: "a6d71f64bad327a2e8819d36947d1d20719a55d8", fnv: 0x98f8e935a796d192},
+	"rwlock_read_count.lua":             {sha1: "54745d493882ec4bf7d7f6b3084b7f41d722eae0", fnv: 0xed32c4214b66bc92},
+	"rwlock_read_release.lua":           {sha1: "eb1afaf1adb4d6b3521a31fef87246b963511547", fnv: 0xa211f13f5a541b3e},
+	"rwlock_write_acquire.lua":          {sha1: "e5c1f91d82bc928be712067f4f01214481934741", fnv: 0x1e15fe2109fd4b24},
+	"rwlock_write_acquire_fresh.lua":    {sha1: "a7e4b710ff6ba8bf20ff3f176bfc8be27baee68e", fnv: 0xed903b28842f8ac7},
+	"rwlock_write_handoff.lua":          {sha1: "5f07ab7a90dd2523ed1bc3dab75b77db2292c1f4", fnv: 0x40044a763b9f4c65},
+	"rwlock_write_release.lua":          {sha1: "f3c8bdff024a2472a066629d98bda6b834830cd8", fnv: 0xa5ffca00d7d2b262},
+	"rwlock_write_release_fresh.lua":    {sha1: "39a418db67c7a8a791ec17f59d4791c1f8ad76d0", fnv: 0x4a2f8ce082c2e88f},
+	"semaphore_acquire.lua":             {sha1: "f92151c0bc0a3ef73e2d32e91cfb02347fad05cc", fnv: 0x8a2ebf17ae1fe882},
+	"semaphore_add.lua":                 {sha1: "4d799beb07930f854653eef564ee5513be2fcfa4", fnv: 0x5f551efd2f96da02},
+	"semaphore_delete.lua":              {sha1: "b5b4272d8ea911997f1494ee2852ab938e55331c", fnv: 0x4ad43b2ee0847c92},
+	"semaphore_drain.lua":               {sha1: "a088ea1572ae321777a345b3eccc356d14461dbe", fnv: 0xd33e116413a49f34},
+	"semaphore_permit_acquire.lua":      {sha1: "055fe93c797e3d4131833188a87cf0d384b67741", fnv: 0x307ef50ed47b3262},
+	"semaphore_permit_lease_time.lua":   {sha1: "8e9b4a89d649a2c23d76cd67bfa1469da1ab9b68", fnv: 0xbee4df20beaee488},
+	"semaphore_permit_release.lua":      {sha1: "7589cdcaacb6716a9f59d63ca8459e77b0825b47", fnv: 0x394e89f67de04a62},
+	"semaphore_permit_set.lua":          {sha1: "e924a00fe9d647029ce37f6ea85da32f7435b07a", fnv: 0xebaeddae3799ff34},
+	"semaphore_permit_state.lua":        {sha1: "21650355414d5e08a91b21c18fc3b281e60ff92a", fnv: 0xf0d041795fa912df},
+	"semaphore_permit_update_lease.lua": {sha1: "11d8384ff9040db012cc45e492e581b431013bef", fnv: 0x9a3a6e6c1c9c2f83},
+	"semaphore_release.lua":             {sha1: "cb8bc2e094e71013e29bbff917a99b470d233375", fnv: 0x978062ac70eee13e},
+	"semaphore_try_set.lua":             {sha1: "8768669b619cbb06226fe57425caa1b8d85e6a8a", fnv: 0x318f8299e6a119ae},
+}
+
 // ClientRegisterArgs are the KEYS and ARGV of client_register.lua (script ClientRegister).
 type ClientRegisterArgs struct {
 	// Registration is KEYS[1]: registration key (keys.ClientRegistration of the id).
