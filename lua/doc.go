@@ -54,6 +54,21 @@
 // replies, and INCR's "ERR value is not an integer", to
 // redisync.ErrWrongType (internal/core/errs.ReplyError).
 //
+// # Permissions
+//
+// A script that publishes (a release, a force-unlock, a count-down, an
+// acquisition that gives expired permits back or wakes the fair queue's
+// next waiter) first asks Redis whether the ACL user may send that PUBLISH
+// or SPUBLISH to its channel (redis.acl_check_cmd, Redis 7.0+) and, if not,
+// answers "NOPERM ...: nothing was changed" before any write: a release
+// either takes effect and tells its waiters or changes nothing and says
+// why, never deletes a lock and then fails (a script is not rolled back).
+// The client maps the reply to redisync.ErrNoPermission
+// (internal/core/errs.Refused). Servers without acl_check_cmd (Redis 6,
+// miniredis) skip the check. Keys are checked by Redis before a script
+// runs (they are all in KEYS), and the commands a script calls are listed
+// in SECURITY.md's rule.
+//
 // A re-entry of a lock (lock_acquire.lua, fair_acquire.lua; hold count
 // above 1) never increments the fencing counter: it records and returns the
 // token of the hold it re-enters, which the client sends, so the record
