@@ -58,6 +58,7 @@ var digests = map[string]digest{
 	"semaphore_permit_state.lua":        {sha1: "ef1d092944efbe0532ce22ecd97fda8f96a9298b", fnv: 0xac1fe54763fdebd4},
 	"semaphore_permit_update_lease.lua": {sha1: "ea379c54d1b0a5c35b14cd4e8af1d570a40d9045", fnv: 0x3ec47254550d5892},
 	"semaphore_release.lua":             {sha1: "611821ac6e51ca73a1bc8774d59e914a755dad9b", fnv: 0x357382fde28e2867},
+	"semaphore_release_if_exists.lua":   {sha1: "706e54d02c698a92d7540047fab65862f1b69e33", fnv: 0x0599c5291065f8d4},
 	"semaphore_try_set.lua":             {sha1: "7a0952fbb2bfbdd3c0191aa4122caa76b4e95a8c", fnv: 0xa4376d8fe88b30c8},
 }
 
@@ -3691,6 +3692,99 @@ type SemaphoreReleaseReply struct {
 func (a SemaphoreReleaseArgs) Run(ctx context.Context, r Runner) (SemaphoreReleaseReply, error) {
 	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep SemaphoreReleaseReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 2 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Code = res[0]
+	rep.Available = res[1]
+	return rep, nil
+}
+
+// SemaphoreReleaseIfExistsArgs are the KEYS and ARGV of semaphore_release_if_exists.lua (script SemaphoreReleaseIfExists).
+type SemaphoreReleaseIfExistsArgs struct {
+	// Semaphore is KEYS[1]: semaphore: available permits.
+	Semaphore string
+	// Channel is KEYS[2]: channel (redisson_sc:{name}).
+	Channel string
+	// Ledger is KEYS[3]: the client's ledger on this semaphore (prelude_ledger).
+	Ledger string
+	// N is ARGV[1]: n, the number of permits (> 0).
+	N int64
+	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
+	Deadline int64
+	// Publish is ARGV[3]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
+	Publish string
+	// Seq is ARGV[4]: this request's number in the ledger.
+	Seq int64
+	// Low is ARGV[5]: the client's low-water mark in the ledger (≤ seq).
+	Low int64
+}
+
+// Keys returns semaphore_release_if_exists.lua's KEYS, in order.
+func (a SemaphoreReleaseIfExistsArgs) Keys() []string {
+	keys := make([]string, 0, 3)
+	keys = append(keys, a.Semaphore)
+	keys = append(keys, a.Channel)
+	keys = append(keys, a.Ledger)
+	return keys
+}
+
+// Args returns semaphore_release_if_exists.lua's ARGV, in order.
+func (a SemaphoreReleaseIfExistsArgs) Args() []any {
+	args := make([]any, 0, 5)
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Publish))
+	args = append(args, a.Seq)
+	args = append(args, a.Low)
+	return args
+}
+
+// command returns semaphore_release_if_exists.lua's call as one EVALSHA command (Command).
+func (a SemaphoreReleaseIfExistsArgs) command() Command {
+	c := &struct {
+		a    SemaphoreReleaseIfExistsArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(SemaphoreReleaseIfExists)
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Ledger)
+	args[2] = len(args) - 3
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Seq)
+	args = append(args, &p.Low)
+	return Command{Script: SemaphoreReleaseIfExists, Args: args}
+}
+
+// Reply codes of semaphore_release_if_exists.lua.
+const (
+	// SemaphoreReleaseIfExistsReleased is the reply code 1: Available is the permits after the release.
+	SemaphoreReleaseIfExistsReleased = 1
+	// SemaphoreReleaseIfExistsAbsent is the reply code 0: the semaphore does not exist: nothing changed.
+	SemaphoreReleaseIfExistsAbsent = 0
+	// SemaphoreReleaseIfExistsStale is the reply code 2: a copy its client no longer waits for: nothing changed.
+	SemaphoreReleaseIfExistsStale = 2
+)
+
+// SemaphoreReleaseIfExistsReply is semaphore_release_if_exists.lua's reply.
+type SemaphoreReleaseIfExistsReply struct {
+	// Code is element 1 of the reply.
+	Code int64
+	// Available is element 2 of the reply.
+	Available int64
+}
+
+// Run runs semaphore_release_if_exists.lua with a on r and decodes its reply.
+func (a SemaphoreReleaseIfExistsArgs) Run(ctx context.Context, r Runner) (SemaphoreReleaseIfExistsReply, error) {
+	res, err := run(ctx, r, a.command()).Int64Slice()
+	var rep SemaphoreReleaseIfExistsReply
 	if err != nil {
 		return rep, err
 	}
