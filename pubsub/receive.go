@@ -214,8 +214,8 @@ func (m *Mux) refuse(c *conn, err error) {
 	for len(c.pending) > 0 {
 		ch := c.pending[0]
 		c.pending = c.pending[1:]
-		if ch.conn != c || ch.acked {
-			continue // moved or acknowledged since
+		if ch.conn != c || ch.acked || m.chans[ch.name] != ch {
+			continue // moved, acknowledged or forgotten since
 		}
 		if ch.readied {
 			return
@@ -223,9 +223,7 @@ func (m *Mux) refuse(c *conn, err error) {
 		ch.err = errs.Refused(err)
 		ch.conn, ch.readied = nil, true
 		close(ch.ready)
-		if m.chans[ch.name] == ch {
-			delete(m.chans, ch.name)
-		}
+		delete(m.chans, ch.name)
 		ctx, cancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
 		if c.sharded {
 			_ = c.ps.SUnsubscribe(ctx, ch.name)
