@@ -40,4 +40,27 @@ var (
 	// again once the other Client is closed (at once) or its process dies
 	// (within its watchdog timeout).
 	ErrDuplicateID = errs.ErrDuplicateID
+	// ErrNoPermission reports a command, key or channel that the Redis
+	// user (ACL) of the go-redis client may not use: Redis answered
+	// NOPERM, or "ERR The user executing the script can't ..." from inside
+	// a script. The error keeps Redis's text, which says what was refused;
+	// SECURITY.md gives the ACL rule a redisync user needs. A script
+	// refused for its keys did not run, and one refused its PUBLISH
+	// changed nothing (the scripts publish before they write); a wait
+	// whose subscription is refused fails with it at once. A user lacking
+	// a command the scripts call only after writing (one the rule lists)
+	// can fail a script part-way.
+	ErrNoPermission = errs.ErrNoPermission
+	// ErrNoAuth reports a connection that has not authenticated (Redis
+	// answered NOAUTH): the go-redis client lacks the password, or the
+	// server's was set after it connected. Nothing was changed. The error
+	// keeps Redis's text.
+	ErrNoAuth = errs.ErrNoAuth
+	// ErrOutOfMemory reports a write refused because Redis is above its
+	// maxmemory and may evict nothing (Redis answered OOM, also from
+	// inside a script). The error keeps Redis's text. Redis refuses only
+	// the commands that may use memory (SET, HSET, INCR, ...), not
+	// deletions, so a script refused at a later write may have deleted
+	// before: give Redis memory before relying on what the call left.
+	ErrOutOfMemory = errs.ErrOutOfMemory
 )

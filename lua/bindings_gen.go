@@ -9,6 +9,59 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// digests holds each script's SHA-1 digest, computed when the bindings
+// were generated, and the FNV-1a hash of the composed source it is the
+// digest of (see load).
+var digests = map[string]digest{
+	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
+	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
+	"fair_acquire.lua":                  {sha1: "fb7aef41932834619fdc0bba25200162eb6a8606", fnv: 0x4c6fa07c7240660f},
+	"fair_force_unlock.lua":             {sha1: "acaa97088458f33912a1134a8445daedf50c9832", fnv: 0x280abbaf2802c934},
+	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
+	"fair_release.lua":                  {sha1: "74a2d5067da8514172643c003ae3daf18f99cacf", fnv: 0x2ac11ceaa63a804d},
+	"gcra_cancel.lua":                   {sha1: "90574327e1201fc7cdda5157d032ec3bc8fe0d3a", fnv: 0xefc45bfbd0a43fb6},
+	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
+	"gcra_take.lua":                     {sha1: "79179eac37b7b2a774d8af755dc4443485090bb3", fnv: 0x89c0128b0546f619},
+	"latch_count_down.lua":              {sha1: "219b71dfaf09c6c54cb502efd52bda9021995cef", fnv: 0x7f1d5f17ba77793a},
+	"latch_delete.lua":                  {sha1: "cd0bbf210cf323ab775f3230115f0fddb723615e", fnv: 0x86e2f63357d04a90},
+	"latch_try_set_count.lua":           {sha1: "c50642353813e51aad8e24d8b992f4b72039b48a", fnv: 0x17cad15ec87808d1},
+	"lock_acquire.lua":                  {sha1: "c7ab0daaad49fc660efe5c485f6c62f31a88d7e4", fnv: 0xdcdf0dbc6c0b148c},
+	"lock_acquire_fresh.lua":            {sha1: "23a316e8532128298d0af3d65fab4b6eedb00ad8", fnv: 0x74acbef503d0f756},
+	"lock_force_unlock.lua":             {sha1: "17b92fdd6e4c41b36722f79170c86878bce401ed", fnv: 0xc9c8d9e199a4a756},
+	"lock_handoff.lua":                  {sha1: "9a1db51336b6bded7519fb30e6ab3a9335c396cd", fnv: 0xf33ecd6134158b2a},
+	"lock_release.lua":                  {sha1: "ae722828c772376cb545ba9ca1c51ac35dd9f0fb", fnv: 0x6e9c551d137b92c6},
+	"lock_release_fresh.lua":            {sha1: "1f40a06bcecf5829b6e53bdd0e5b3922b80357b0", fnv: 0xdbd71a8d4894c629},
+	"ratelimit_acquire.lua":             {sha1: "e71894963e61a2fc54a2e121778df4ee143c6829", fnv: 0x2160bb9c997ec78a},
+	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
+	"ratelimit_delete.lua":              {sha1: "3caefcb75517c1d361f71e71ecb2ecb2a7811c64", fnv: 0xf1756d66e696ec41},
+	"ratelimit_release.lua":             {sha1: "a3da69f7bf9fecface7fcbee0865ca089b0de1b1", fnv: 0x51d6bea335c927cc},
+	"ratelimit_set_rate.lua":            {sha1: "97e733e126c92fee7938ca713f7c236e59a5228a", fnv: 0x7b32dbea4e9a6302},
+	"renew_lock.lua":                    {sha1: "5c6e7c2af457fb63e11393ad3d729d2d6ae547fe", fnv: 0x33b40caa7a1028ab},
+	"renew_read.lua":                    {sha1: "3d4a618d9df94e930db2bda4ff0f1995ba3f360d", fnv: 0x1421cfe3ad0acaf3},
+	"rwlock_force_unlock.lua":           {sha1: "3f244cc519119f31c559f3107f31428858714175", fnv: 0x0a3bff3b46204a3d},
+	"rwlock_read_acquire.lua":           {sha1: "a6d71f64bad327a2e8819d36947d1d20719a55d8", fnv: 0x98f8e935a796d192},
+	"rwlock_read_count.lua":             {sha1: "54745d493882ec4bf7d7f6b3084b7f41d722eae0", fnv: 0xed32c4214b66bc92},
+	"rwlock_read_release.lua":           {sha1: "92459bf119e41d744d4a3c45603b70876809fe32", fnv: 0xe85eb39a35060b28},
+	"rwlock_write_acquire.lua":          {sha1: "e5c1f91d82bc928be712067f4f01214481934741", fnv: 0x1e15fe2109fd4b24},
+	"rwlock_write_acquire_fresh.lua":    {sha1: "a7e4b710ff6ba8bf20ff3f176bfc8be27baee68e", fnv: 0xed903b28842f8ac7},
+	"rwlock_write_handoff.lua":          {sha1: "311c0ed9451c2289e5b27e288185b3e87db8035e", fnv: 0xd1e762a8547a3d7e},
+	"rwlock_write_release.lua":          {sha1: "832f92152a161a84caf7238532501ecb55316222", fnv: 0x3185dbb510b7666a},
+	"rwlock_write_release_fresh.lua":    {sha1: "4e0d804e4dcb8a03f2c40cdf2f7e6fe4f5e4ee46", fnv: 0x407451c1f7a15972},
+	"semaphore_acquire.lua":             {sha1: "f92151c0bc0a3ef73e2d32e91cfb02347fad05cc", fnv: 0x8a2ebf17ae1fe882},
+	"semaphore_add.lua":                 {sha1: "4b94afdb6cf01a9795ef71f67f49f913d03302c1", fnv: 0xf83d1fb713526546},
+	"semaphore_delete.lua":              {sha1: "b5b4272d8ea911997f1494ee2852ab938e55331c", fnv: 0x4ad43b2ee0847c92},
+	"semaphore_drain.lua":               {sha1: "a088ea1572ae321777a345b3eccc356d14461dbe", fnv: 0xd33e116413a49f34},
+	"semaphore_permit_acquire.lua":      {sha1: "4c7814ddb3637c82cfa11d268de4be8bb2ecbc59", fnv: 0xc2d1e785fb7fb04d},
+	"semaphore_permit_lease_time.lua":   {sha1: "e3ea909decd2006fb0255aff80839d70c51c1f65", fnv: 0xbec1ac0dd2084c18},
+	"semaphore_permit_release.lua":      {sha1: "914b1d6b226335b0eccab862203ec3756039e4be", fnv: 0x75e1b091f407b79d},
+	"semaphore_permit_set.lua":          {sha1: "7e7af1dce175960fb1c4242865e3321146bcb3d6", fnv: 0x6ccf1fbd286bb49c},
+	"semaphore_permit_state.lua":        {sha1: "ef1d092944efbe0532ce22ecd97fda8f96a9298b", fnv: 0xac1fe54763fdebd4},
+	"semaphore_permit_update_lease.lua": {sha1: "ea379c54d1b0a5c35b14cd4e8af1d570a40d9045", fnv: 0x3ec47254550d5892},
+	"semaphore_release.lua":             {sha1: "611821ac6e51ca73a1bc8774d59e914a755dad9b", fnv: 0x357382fde28e2867},
+	"semaphore_release_if_exists.lua":   {sha1: "706e54d02c698a92d7540047fab65862f1b69e33", fnv: 0x0599c5291065f8d4},
+	"semaphore_try_set.lua":             {sha1: "7a0952fbb2bfbdd3c0191aa4122caa76b4e95a8c", fnv: 0xa4376d8fe88b30c8},
+}
+
 // ClientRegisterArgs are the KEYS and ARGV of client_register.lua (script ClientRegister).
 type ClientRegisterArgs struct {
 	// Registration is KEYS[1]: registration key (keys.ClientRegistration of the id).
@@ -3639,6 +3692,99 @@ type SemaphoreReleaseReply struct {
 func (a SemaphoreReleaseArgs) Run(ctx context.Context, r Runner) (SemaphoreReleaseReply, error) {
 	res, err := run(ctx, r, a.command()).Int64Slice()
 	var rep SemaphoreReleaseReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 2 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Code = res[0]
+	rep.Available = res[1]
+	return rep, nil
+}
+
+// SemaphoreReleaseIfExistsArgs are the KEYS and ARGV of semaphore_release_if_exists.lua (script SemaphoreReleaseIfExists).
+type SemaphoreReleaseIfExistsArgs struct {
+	// Semaphore is KEYS[1]: semaphore: available permits.
+	Semaphore string
+	// Channel is KEYS[2]: channel (redisson_sc:{name}).
+	Channel string
+	// Ledger is KEYS[3]: the client's ledger on this semaphore (prelude_ledger).
+	Ledger string
+	// N is ARGV[1]: n, the number of permits (> 0).
+	N int64
+	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
+	Deadline int64
+	// Publish is ARGV[3]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
+	Publish string
+	// Seq is ARGV[4]: this request's number in the ledger.
+	Seq int64
+	// Low is ARGV[5]: the client's low-water mark in the ledger (≤ seq).
+	Low int64
+}
+
+// Keys returns semaphore_release_if_exists.lua's KEYS, in order.
+func (a SemaphoreReleaseIfExistsArgs) Keys() []string {
+	keys := make([]string, 0, 3)
+	keys = append(keys, a.Semaphore)
+	keys = append(keys, a.Channel)
+	keys = append(keys, a.Ledger)
+	return keys
+}
+
+// Args returns semaphore_release_if_exists.lua's ARGV, in order.
+func (a SemaphoreReleaseIfExistsArgs) Args() []any {
+	args := make([]any, 0, 5)
+	args = append(args, a.N)
+	args = append(args, a.Deadline)
+	args = append(args, str(a.Publish))
+	args = append(args, a.Seq)
+	args = append(args, a.Low)
+	return args
+}
+
+// command returns semaphore_release_if_exists.lua's call as one EVALSHA command (Command).
+func (a SemaphoreReleaseIfExistsArgs) command() Command {
+	c := &struct {
+		a    SemaphoreReleaseIfExistsArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(SemaphoreReleaseIfExists)
+	args = append(args, &p.Semaphore)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Ledger)
+	args[2] = len(args) - 3
+	args = append(args, &p.N)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Seq)
+	args = append(args, &p.Low)
+	return Command{Script: SemaphoreReleaseIfExists, Args: args}
+}
+
+// Reply codes of semaphore_release_if_exists.lua.
+const (
+	// SemaphoreReleaseIfExistsReleased is the reply code 1: Available is the permits after the release.
+	SemaphoreReleaseIfExistsReleased = 1
+	// SemaphoreReleaseIfExistsAbsent is the reply code 0: the semaphore does not exist: nothing changed.
+	SemaphoreReleaseIfExistsAbsent = 0
+	// SemaphoreReleaseIfExistsStale is the reply code 2: a copy its client no longer waits for: nothing changed.
+	SemaphoreReleaseIfExistsStale = 2
+)
+
+// SemaphoreReleaseIfExistsReply is semaphore_release_if_exists.lua's reply.
+type SemaphoreReleaseIfExistsReply struct {
+	// Code is element 1 of the reply.
+	Code int64
+	// Available is element 2 of the reply.
+	Available int64
+}
+
+// Run runs semaphore_release_if_exists.lua with a on r and decodes its reply.
+func (a SemaphoreReleaseIfExistsArgs) Run(ctx context.Context, r Runner) (SemaphoreReleaseIfExistsReply, error) {
+	res, err := run(ctx, r, a.command()).Int64Slice()
+	var rep SemaphoreReleaseIfExistsReply
 	if err != nil {
 		return rep, err
 	}

@@ -3,9 +3,20 @@
 // *redis.Script.
 //
 // Each file starts with a header naming what it does, its KEYS, its ARGV and
-// what it returns. Scripts are run with (*redis.Script).Run, which sends
-// EVALSHA and falls back to EVAL when the server answers NOSCRIPT, so they
-// keep working after SCRIPT FLUSH, a restart or a failover.
+// what it returns. Scripts are sent as (*redis.Script).Run sends them:
+// EVALSHA, then EVAL when the server answers NOSCRIPT, so they keep working
+// after SCRIPT FLUSH, a restart or a failover.
+//
+// The library computes no SHA-1 at run time, so it runs in FIPS 140-3 mode
+// (GODEBUG=fips140=only, where crypto/sha1 panics): each script's digest,
+// the SHA-1 of its composed source that EVALSHA names it by, is computed
+// when the bindings are generated and recorded in bindings_gen.go with a
+// FNV-1a hash of that source. At load, a digest whose hash is not the
+// source's (a script changed without regenerating, which
+// TestBindingsUpToDate reports) is replaced by one no server has, so such a
+// script runs with EVAL and never as the old source a server may still
+// have cached. TestScriptsCompile checks every recorded digest against the
+// one SCRIPT LOAD answers.
 //
 // The scripts keep Redisson 3.x's data layout (see the root package's
 // documentation), so Java services using Redisson contend for the same
@@ -43,6 +54,21 @@
 // replies, and INCR's "ERR value is not an integer", to
 // redisync.ErrWrongType (internal/core/errs.ReplyError).
 //
+// # Permissions
+//
+// A script that publishes (a release, a force-unlock, a count-down, an
+// acquisition that gives expired permits back or wakes the fair queue's
+// next waiter) first asks Redis whether the ACL user may send that PUBLISH
+// or SPUBLISH to its channel (redis.acl_check_cmd, Redis 7.0+) and, if not,
+// answers "NOPERM ...: nothing was changed" before any write: a release
+// either takes effect and tells its waiters or changes nothing and says
+// why, never deletes a lock and then fails (a script is not rolled back).
+// The client maps the reply to redisync.ErrNoPermission
+// (internal/core/errs.Refused). Servers without acl_check_cmd (Redis 6,
+// miniredis) skip the check. Keys are checked by Redis before a script
+// runs (they are all in KEYS), and the commands a script calls are listed
+// in SECURITY.md's rule.
+//
 // A re-entry of a lock (lock_acquire.lua, fair_acquire.lua; hold count
 // above 1) never increments the fencing counter: it records and returns the
 // token of the hold it re-enters, which the client sends, so the record
@@ -55,7 +81,7 @@
 // Lua around them is cheap except for a few things, which they avoid on
 // their common paths. A prelude's local function makes a closure on every
 // run, so a script is composed with only the definitions it uses
-// (compose.go), and the uncontended lock's fresh acquisitions write out
+// (internal/compose), and the uncontended lock's fresh acquisitions write out
 // the one check they need. A string-to-number conversion is a strtod,
 // and Lua 5.1's tonumber does two (it tests, then converts): a string that
 // is always a number (an int64 ARGV entry, TIME's fields) is converted by

@@ -57,6 +57,12 @@
 -- Code     Lost = -2: a re-entry found the owner's hold gone
 -- Code     Cancelled = -3: Value when this request was cancelled first
 -- Code     NoHint = -1: Value when the queued owner gets no retry hint
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[7], KEYS[4] .. ':', '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[4] .. ':' .. ': nothing was changed')
+end
 local replay = fenced_replay(KEYS[5], ARGV[3])
 if replay then
   return replay

@@ -28,6 +28,12 @@
 --
 -- Reply    existed
 -- Code     Existed = 1: the lock existed
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[1] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[1], KEYS[4] .. ':', '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[1] .. ' to ' .. KEYS[4] .. ':' .. ': nothing was changed')
+end
 refuse_late(ARGV[2])
 local existed = lock_exists(KEYS[1])
 -- the dead waiters go first: fair_prune reads the queue (and the head's

@@ -18,6 +18,12 @@
 --
 -- Reply    left
 -- Code     Left = 1: the owner was in the queue
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[2] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[2], KEYS[4] .. ':', '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[2] .. ' to ' .. KEYS[4] .. ':' .. ': nothing was changed')
+end
 refuse_late(ARGV[3])
 local head = redis.call('lindex', KEYS[2], '0')
 local removed = redis.call('lrem', KEYS[2], 0, ARGV[1])

@@ -23,6 +23,12 @@
 --
 -- Reply    existed
 -- Code     Existed = 1: the latch existed
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and (KEYS[3] or ARGV[4]) and not redis.acl_check_cmd(ARGV[3], (KEYS[3] or ARGV[4]), '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. (KEYS[3] or ARGV[4]) .. ': nothing was changed')
+end
 local replay = count_replay(KEYS[2], ARGV[1])
 if replay then
   return replay

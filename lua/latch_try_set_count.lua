@@ -26,6 +26,12 @@
 -- Reply    set
 -- Code     Set = 1: the count was set
 -- Code     AlreadySet = 0: the latch was already set
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[4] or '') ~= '' and (KEYS[3] or ARGV[5]) and not redis.acl_check_cmd(ARGV[4], (KEYS[3] or ARGV[5]), '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[4] .. ' to ' .. (KEYS[3] or ARGV[5]) .. ': nothing was changed')
+end
 local replay = count_replay(KEYS[2], ARGV[2])
 if replay then
   return replay

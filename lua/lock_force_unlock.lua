@@ -22,6 +22,12 @@
 --
 -- Reply    existed
 -- Code     Existed = 1: the lock existed
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[2] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[2], KEYS[2], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[2] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
 refuse_late(ARGV[3])
 if not lock_exists(KEYS[1]) then
   return 0

@@ -44,6 +44,12 @@
 -- Reply    {remaining, acquired, fence}
 -- Code     NotHeld = -1: Remaining when the releasing owner does not hold the lock
 -- Code     HandedOver = 1: Acquired when the next owner took the lock
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[7], KEYS[4], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[4] .. ': nothing was changed')
+end
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, ARGV[2] + 0)
 if ARGV[6] == '1' then

@@ -26,6 +26,12 @@
 -- Reply    remaining
 -- Code     NotHeld = -1: the owner does not hold the lock
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[7], KEYS[2], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
 local done, count = release_hold(KEYS[3], KEYS[4], ARGV[5], ARGV[3], KEYS[1], ARGV[2], ARGV[6], ARGV[1])
 if done then
   return done

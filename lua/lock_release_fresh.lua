@@ -37,6 +37,12 @@
 -- Reply    remaining
 -- Code     NotHeld = -1: the owner does not hold the lock
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 local freed = redis.call('hdel', KEYS[1], string.sub(KEYS[2], ARGV[1] + 0)) == 1
 if freed and ARGV[2] ~= '' then
   redis.call(ARGV[3], KEYS[3], ARGV[2])

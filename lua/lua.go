@@ -3,11 +3,15 @@ package lua
 //go:generate go run ./internal/bindgen/cmd/bindgen
 
 import (
+	"context"
 	"embed"
+	"hash/fnv"
 	"io/fs"
 	"sort"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua/internal/compose"
 )
 
 //go:embed *.lua
@@ -56,6 +60,13 @@ var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelper
 // load wraps an embedded file once as a *redis.Script, after the
 // definitions of the given preludes that it uses (see compose). A missing
 // file is a programming error caught by every test run.
+//
+// The script's SHA-1 digest is the one the generator recorded (digests):
+// the library computes no SHA-1 at run time, which FIPS 140-3 mode
+// (GODEBUG=fips140=only) forbids. A digest recorded for another source (a
+// script changed without `go generate ./lua`, which TestBindingsUpToDate
+// reports) is not used: the script gets one no server has, so that every
+// call falls back to EVAL of the source it really has.
 func load(name string, with ...string) *redis.Script {
 	read := func(f string) string {
 		b, err := files.ReadFile(f)
@@ -68,13 +79,58 @@ func load(name string, with ...string) *redis.Script {
 	for _, f := range with {
 		parts[f] = read(f)
 	}
-	src := compose(parts, with, read(name))
-	s := redis.NewScript(src)
+	src := compose.Compose(parts, with, read(name))
+	s := withDigest(src, digestOf(name, src))
 	registry[name] = s
 	composed[name] = src
 	composedWith[name] = with
 	boxedScripts[s] = boxedScript{sha: s.Hash(), src: src}
 	return s
+}
+
+// digest is a script's SHA-1 digest, hex, and the FNV-1a hash of the
+// composed source it was computed from (bindings_gen.go).
+type digest struct {
+	sha1 string
+	fnv  uint64
+}
+
+// staleDigest names a script whose recorded digest is missing or not its
+// source's: no server has a script by it, so its calls run with EVAL.
+const staleDigest = "0000000000000000000000000000000000000000"
+
+// digestOf returns the recorded digest of the named script if it is
+// src's, else staleDigest.
+func digestOf(name, src string) string {
+	d, ok := digests[name]
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(src))
+	if !ok || h.Sum64() != d.fnv {
+		return staleDigest
+	}
+	return d.sha1
+}
+
+// withDigest returns the *redis.Script of src named by the given digest.
+// go-redis computes a script's digest with SHA-1 in NewScript; a script
+// from NewScriptServerSHA computes none and takes the digest its Load
+// gets from SCRIPT LOAD, which presetDigest answers without a server.
+func withDigest(src, sha string) *redis.Script {
+	s := redis.NewScriptServerSHA(src)
+	_ = s.Load(context.Background(), presetDigest{sha: sha})
+	return s
+}
+
+// presetDigest is a redis.Scripter whose only method called, ScriptLoad,
+// answers a digest known beforehand (see withDigest).
+type presetDigest struct {
+	redis.Scripter // nil: no other method is called
+	sha            string
+}
+
+// ScriptLoad answers the preset digest.
+func (p presetDigest) ScriptLoad(context.Context, string) *redis.StringCmd {
+	return redis.NewStringResult(p.sha, nil)
 }
 
 // Preludes returns the file names of the preludes scripts are composed

@@ -172,15 +172,28 @@ func source(script *redis.Script) any {
 	return boxedScripts[script].src
 }
 
-// Direct runs scripts on a go-redis client with (*redis.Script).Run:
+// Direct runs scripts on a go-redis client as (*redis.Script).Run does:
 // EVALSHA, then EVAL when the server answers NOSCRIPT.
 type Direct struct {
 	Client redis.Scripter
 }
 
-// Run implements Runner.
+// Run implements Runner. A script of this package is sent with its
+// recorded digest (see load): go-redis's Run of a script without a digest
+// computed in Go would send EVALSHA twice before its EVAL.
 func (d Direct) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return script.Run(ctx, d.Client, keys, args...)
+	b, ok := boxedScripts[script]
+	if !ok {
+		return script.Run(ctx, d.Client, keys, args...)
+	}
+	if p, ok := d.Client.(Processor); ok {
+		return NewCommand(script, keys, args).Run(ctx, p)
+	}
+	cmd := d.Client.EvalSha(ctx, b.sha.(string), keys, args...)
+	if NoScript(cmd.Err()) {
+		cmd = d.Client.Eval(ctx, b.src.(string), keys, args...)
+	}
+	return cmd
 }
 
 // RunCommand implements CommandRunner: the same commands as Run, built

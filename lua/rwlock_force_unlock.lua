@@ -25,6 +25,12 @@
 --
 -- Reply    existed
 -- Code     Existed = 1: the lock existed
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[4] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[4], KEYS[2], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[4] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
 refuse_late(ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
   return 0

@@ -35,6 +35,12 @@
 -- Reply    remaining
 -- Code     NotHeld = -1: the owner holds no live read hold
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[9] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[9], KEYS[2], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[9] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
 local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
 if replay then
   return replay

@@ -47,6 +47,12 @@
 -- Reply    {remaining, acquired}
 -- Code     NotHeld = -1: Remaining when the releasing owner does not hold the write side
 -- Code     HandedOver = 1: Acquired when the next owner took the write side
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[6] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[6], KEYS[4], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[6] .. ' to ' .. KEYS[4] .. ': nothing was changed')
+end
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, ARGV[2] + 0)
 if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then

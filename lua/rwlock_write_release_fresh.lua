@@ -44,6 +44,12 @@
 -- Reply    remaining
 -- Code     NotHeld = -1: the owner does not hold the write side
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 local hash, req = KEYS[1], KEYS[2]
 local freed = redis.call('hdel', hash, string.sub(req, ARGV[1] + 0)) == 1
 if freed then

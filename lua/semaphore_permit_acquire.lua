@@ -32,6 +32,12 @@
 -- Code     Taken = 1: the permits were taken
 -- Code     Short = 0: fewer are available
 -- Code     Cancelled = -1: this request was cancelled first
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 local rec = recorded(KEYS[4])
 if rec then
   if rec == 'cancelled' then

@@ -18,6 +18,12 @@
 -- Reply    millis
 -- Code     NoExpiry = -1: the permit never expires
 -- Code     Unknown = -2: the permit is unknown or expired
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[2] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[2], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[2] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[2], KEYS[3], available)
 local score = redis.call('zscore', KEYS[2], ARGV[1])

@@ -32,6 +32,12 @@
 -- Code     Released = 1: Value is the available permits
 -- Code     Unknown = 0: Value is the 1-based index of the unknown or expired id
 -- Code     NotTaken = -2: in undo mode, the acquisition never took place
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 local rec = recorded(KEYS[4])
 if rec then
   return {1, tonumber(rec)}

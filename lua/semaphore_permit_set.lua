@@ -19,6 +19,12 @@
 --         when KEYS[1] is not a string holding a number: nothing changed.
 --
 -- Reply    available
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[2] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[2], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[2] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 refuse_late(ARGV[3])
 reclaim(KEYS[1], KEYS[2])
 local available = ARGV[1] - redis.call('zcard', KEYS[2])

@@ -13,6 +13,12 @@
 --         when KEYS[1] is not a string holding a number: nothing changed.
 --
 -- Reply    {available, acquired}
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[1] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[1], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[1] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 local _, expired, available, current = reclaim(KEYS[1], KEYS[2])
 if expired > 0 then
   announce(ARGV[1], KEYS[3], available)

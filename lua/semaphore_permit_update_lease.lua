@@ -22,6 +22,12 @@
 -- Reply    set
 -- Code     Set = 1: the lease was set
 -- Code     Unknown = 0: the permit is unknown or expired
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
 refuse_late(ARGV[4])
 local now, _, available = reclaim(KEYS[1], KEYS[2])
 announce(ARGV[3], KEYS[3], available)

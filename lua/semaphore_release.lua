@@ -30,6 +30,12 @@
 -- Code     Released = 1: Available is the permits after the release
 -- Code     NotTaken = 0: in undo mode, the acquisition never took place
 -- Code     Stale = 2: a copy its client no longer waits for: nothing changed
+
+-- Refuse a PUBLISH the ACL user may not send before anything is written
+-- (Redis 7.0+; see package lua, "Permissions").
+if redis.acl_check_cmd and (ARGV[4] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[4], KEYS[2], '0') then
+  return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[4] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
 number_at(KEYS[1]) -- a key of another type fails here, before any write
 local rec = ledger_replay(KEYS[3], ARGV[5], ARGV[6], ARGV[2])
 if rec == 'stale' then

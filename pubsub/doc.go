@@ -10,6 +10,12 @@
 // that re-checks its condition after Subscribe cannot miss a release that
 // happens after the re-check.
 //
+// A subscription Redis refuses (NOPERM: an ACL user without SUBSCRIBE or
+// SSUBSCRIBE, or without the channel) fails its Subscribe as soon as the
+// refusal arrives, with an error that wraps Redis's reply and
+// redisync.ErrNoPermission: Redis answers a connection's commands in order,
+// so the refusal is the oldest unacknowledged subscription's.
+//
 // Messages are hints, never the source of truth. Each message wakes one, some
 // or all of the channel's waiters, as the channel's Policy says (a lock
 // release wakes one, a write release or a latch reaching zero wakes all, a

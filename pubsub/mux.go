@@ -96,6 +96,11 @@ type conn struct {
 	sharded bool
 	ps      *redis.PubSub // replaced in place for the classic connection
 	retired bool          // closed; its channels were moved off it
+	// pending lists the channels whose (S)SUBSCRIBE was written on the
+	// connection and not yet acknowledged, in the order written: Redis
+	// answers in that order, so an error reply refusing a subscription
+	// (NOPERM) is the first one's (see refuse).
+	pending []*channel
 }
 
 // channel is one subscribed channel and its local waiters in arrival order.
@@ -117,6 +122,10 @@ type channel struct {
 	// UNSUBSCRIBE is sent when it does, so that an acknowledgement of an old
 	// SUBSCRIBE is never taken for the confirmation of a newer one.
 	orphaned bool
+	// err is Redis's refusal of the subscription (NOPERM: the ACL user may
+	// not subscribe to it), set before ready is closed: the waiters'
+	// Subscribe returns it.
+	err error
 }
 
 // Waiter is one caller's registration on a channel. It receives on C when a
@@ -163,7 +172,10 @@ func New(rdb redis.UniversalClient, opts Options) *Mux {
 //
 // On failure (ctx done, Mux closed, the confirmation not arriving within the
 // confirm timeout, a connection error) it returns an error and leaves no
-// registration behind; when ctx is done the error wraps ctx.Err().
+// registration behind; when ctx is done the error wraps ctx.Err(). A
+// subscription Redis refuses (an ACL user without SUBSCRIBE or SSUBSCRIBE,
+// or without the channel: NOPERM) fails as soon as the refusal arrives,
+// with an error wrapping Redis's reply and redisync.ErrNoPermission.
 func (m *Mux) Subscribe(ctx context.Context, name string, wake Policy) (*Waiter, error) {
 	if wake == nil {
 		wake = WakeOne
@@ -209,6 +221,10 @@ func (m *Mux) Subscribe(ctx context.Context, name string, wake Policy) (*Waiter,
 	defer timer.Stop()
 	select {
 	case <-ready:
+		if ch.err != nil { // set before ready was closed
+			w.Close()
+			return nil, fmt.Errorf("redisync/pubsub: subscribe %q: %w", name, ch.err)
+		}
 		return w, nil
 	case <-ctx.Done():
 		w.Close()
@@ -244,6 +260,7 @@ func (m *Mux) subscribeLocked(ctx context.Context, ch *channel, node *conn) erro
 		err = c.ps.Subscribe(ctx, ch.name)
 	}
 	if err == nil {
+		c.pending = append(c.pending, ch)
 		return nil
 	}
 	ch.conn = nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // The receive loop: one goroutine per connection reads its messages and
@@ -75,6 +77,11 @@ func (r *receiver) failed(ps *redis.PubSub, err error) bool {
 	var ne net.Error
 	var re redis.Error
 	switch {
+	case errs.Refused(err) != nil:
+		// Redis refused a command on the connection, which stays up: a
+		// subscription the ACL user may not make (NOPERM).
+		m.refuse(c, err)
+		return true
 	case errors.As(err, &ne) && ne.Timeout():
 		r.silent(ps, err)
 		return true
@@ -160,6 +167,7 @@ func (r *receiver) dispatch(msg any) {
 func (m *Mux) confirm(c *conn, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	c.acknowledged(name)
 	ch := m.chans[name]
 	if ch == nil || ch.conn != c {
 		return // the acknowledgement of a channel already left or moved
@@ -176,6 +184,54 @@ func (m *Mux) confirm(c *conn, name string) {
 	}
 	if ch.orphaned && len(ch.waiters) == 0 {
 		m.unsubscribeLocked(ch)
+	}
+}
+
+// acknowledged drops the channel name from c's pending subscriptions (the
+// first one of that name: Redis acknowledges in the order written). m.mu
+// must be held.
+func (c *conn) acknowledged(name string) {
+	for i, ch := range c.pending {
+		if ch.name == name {
+			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// refuse handles an error reply on c by which Redis refused a command
+// (errs.Refused: NOPERM, NOAUTH): the first subscription written on c and
+// not yet acknowledged is the one refused. A channel no waiter has seen
+// confirmed yet fails: its waiters' Subscribe returns err at once, and it
+// is forgotten (here and by go-redis, which would subscribe it again
+// after a reconnect). A refusal of a re-subscription (the user's rights
+// changed since) leaves its waiters to their re-checks; so does a refusal
+// of anything else (a PING).
+func (m *Mux) refuse(c *conn, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.log.Warn("redisync: pubsub command refused by Redis", "addr", c.addr, "err", err)
+	for len(c.pending) > 0 {
+		ch := c.pending[0]
+		c.pending = c.pending[1:]
+		if ch.conn != c || ch.acked || m.chans[ch.name] != ch {
+			continue // moved, acknowledged or forgotten since
+		}
+		if ch.readied {
+			return
+		}
+		ch.err = errs.Refused(err)
+		ch.conn, ch.readied = nil, true
+		close(ch.ready)
+		delete(m.chans, ch.name)
+		ctx, cancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
+		if c.sharded {
+			_ = c.ps.SUnsubscribe(ctx, ch.name)
+		} else {
+			_ = c.ps.Unsubscribe(ctx, ch.name)
+		}
+		cancel()
+		return
 	}
 }
 

@@ -10,7 +10,9 @@
 //
 // Semaphore counts permits and nothing else: any caller may Release, and
 // permits held by a process that dies are lost until AddPermits puts them
-// back. ExpirableSemaphore gives every acquired permit an id and a lease:
+// back. Release creates a semaphore that does not exist (with the permits
+// released); ReleaseIfExists (Redisson 4.0's releaseIfExists) gives permits
+// back only to one that exists, so a release after Delete changes nothing. ExpirableSemaphore gives every acquired permit an id and a lease:
 // a permit not released within its lease returns by itself, so a crashed
 // holder cannot shrink the semaphore for good. Use ExpirableSemaphore to
 // limit work across processes, with a lease longer than the work takes
@@ -63,8 +65,9 @@
 //
 // go-redis re-sends a command whose reply was lost on a broken connection.
 // Every script that changes the counts records its result, so a re-sent
-// acquisition does not take permits twice and a re-sent release,
-// AddPermits, TrySetPermits or DrainPermits does not apply twice. Release,
+// acquisition does not take permits twice and a re-sent release
+// (ReleaseIfExists too), AddPermits, TrySetPermits or DrainPermits does
+// not apply twice. Release,
 // of both kinds, runs on a context detached from the caller's
 // cancellation, with a bounded timeout, so a deferred release runs after a
 // cancelled request; a release whose reply is lost for good returns an

@@ -171,3 +171,40 @@ func ExampleExpirableSemaphore_workerPool() {
 	// Output:
 	// 12 jobs done, at most 2 API calls at a time
 }
+
+// ReleaseIfExists gives permits back only to a semaphore that still
+// exists: a late release after the semaphore was deleted on purpose does
+// not bring it back.
+func ExampleSemaphore_ReleaseIfExists() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	client := redisync.New(rdb)
+	defer client.Close()
+
+	jobs := semaphore.New(client, "example:jobs")
+	defer jobs.Delete(ctx)
+	if _, err := jobs.TrySetPermits(ctx, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := jobs.Acquire(ctx, 1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	released, err := jobs.ReleaseIfExists(ctx, 1)
+	fmt.Println("released:", released, err)
+
+	// The batch is over: the semaphore is deleted, and a straggler's
+	// release changes nothing.
+	if _, err := jobs.Delete(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	released, err = jobs.ReleaseIfExists(ctx, 1)
+	n, _ := jobs.AvailablePermits(ctx)
+	fmt.Println("released:", released, err, "permits:", n)
+	// Output:
+	// released: true <nil>
+	// released: false <nil> permits: 0
+}

@@ -239,6 +239,77 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	return nil
 }
 
+// ReleaseIfExists gives n permits (n > 0) back only when the semaphore
+// exists (Redisson 4.0's releaseIfExists), as Release does: the same key
+// and channel, waiters woken the same way, a copy re-sent by go-redis
+// after a lost reply applied once. It reports whether the permits were
+// released. When the semaphore does not exist (never set, deleted, or
+// expired) it returns false and changes and creates nothing, where Release
+// would create it with n permits: a late release, after the semaphore was
+// deleted on purpose, then does not bring it back.
+//
+// It runs even when ctx is already cancelled, as Release. When its reply
+// is lost for good it returns an error and goes on in the background until
+// Redis answers, as Release: do not release again; whether the semaphore
+// existed when the request ran is then not known to the caller.
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
+	if err := s.checkN(n); err != nil {
+		return false, err
+	}
+	ctx, cancel := s.h.C.Background().Detached(ctx)
+	defer cancel()
+	pub, err := s.h.C.PublishCommand(ctx)
+	if err != nil {
+		return false, s.fail("release if exists", err)
+	}
+	led := s.h.C.Requests().Ledger()
+	seq, low := led.Begin(s.h.Name)
+	sync := s.h.C.Replicas().NewSync()
+	release := lua.SemaphoreReleaseIfExistsArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
+		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
+	var r lua.SemaphoreReleaseIfExistsReply
+	err = s.h.C.Requests().Resend(ctx, func() (err error) {
+		r, err = release.Run(ctx, s.h.C.Replicas().Runner(sync))
+		return err
+	})
+	if errs.MayHaveRun(err) {
+		s.completeIfExists(release) // ends seq in the ledger when done
+	} else {
+		led.End(s.h.Name, seq)
+	}
+	if err == nil && r.Code == lua.SemaphoreReleaseIfExistsReleased {
+		err = sync.SyncErr() // released on the primary
+	}
+	if err != nil {
+		return false, s.fail("release if exists", err)
+	}
+	switch r.Code {
+	case lua.SemaphoreReleaseIfExistsReleased:
+		return true, nil
+	case lua.SemaphoreReleaseIfExistsAbsent:
+		return false, nil
+	}
+	return false, s.fail("release if exists", fmt.Errorf("unexpected reply %d", r.Code))
+}
+
+// completeIfExists is complete for ReleaseIfExists.
+func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
+	first := true
+	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, release.Seq) }
+	s.h.C.Requests().CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
+		func(ctx context.Context) (func() error, time.Time) {
+			if !first {
+				release.Deadline = s.h.C.Requests().Deadline(ctx)
+			}
+			first = false
+			r := release
+			return func() error {
+				_, err := r.Run(ctx, s.h.C.Direct())
+				return err
+			}, time.Time{}
+		}, "semaphore", s.h.Name, "permits", release.N)
+}
+
 // complete goes on in the background with a release whose reply was lost
 // (request.Requests.CompleteRelease): the same request, re-sent until Redis
 // answers, with a new deadline each time Redis refuses it as late (the

@@ -21,7 +21,56 @@ var (
 	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
 	ErrWrongType       = errors.New("redisync: key holds data of another type")
 	ErrDuplicateID     = errors.New("redisync: client id in use by another live client")
+	ErrNoPermission    = errors.New("redisync: refused by the Redis user's ACL")
+	ErrNoAuth          = errors.New("redisync: not authenticated to Redis")
+	ErrOutOfMemory     = errors.New("redisync: Redis is out of memory (maxmemory)")
 )
+
+// refusals map the error replies by which Redis refuses a command for
+// what the connection may do to the sentinels they stand for: NOPERM (a
+// command, key or channel the ACL user lacks; inside a script, Redis 7.0
+// says "ERR The user executing the script can't ..." instead), NOAUTH and
+// OOM (a write above maxmemory, also from a script's redis.call).
+var refusals = []struct {
+	prefix   string
+	sentinel error
+}{
+	{"NOPERM", ErrNoPermission},
+	{"ERR The user executing the script can't", ErrNoPermission},
+	{"NOAUTH", ErrNoAuth},
+	{"OOM", ErrOutOfMemory},
+}
+
+// refusedError is a refusal's sentinel with Redis's reply: errors.Is finds
+// the sentinel, errors.As the redis.Error, and the text is Redis's.
+type refusedError struct {
+	sentinel error
+	reply    error
+}
+
+func (e *refusedError) Error() string   { return e.sentinel.Error() + ": " + e.reply.Error() }
+func (e *refusedError) Unwrap() []error { return []error{e.sentinel, e.reply} }
+
+// Refused returns err wrapped with the sentinel of the refusal it is
+// (ErrNoPermission, ErrNoAuth or ErrOutOfMemory), keeping Redis's text, and
+// nil when err is no such reply (or already wrapped).
+func Refused(err error) error {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return nil
+	}
+	var done *refusedError
+	if errors.As(err, &done) {
+		return nil
+	}
+	msg := re.Error()
+	for _, r := range refusals {
+		if strings.HasPrefix(msg, r.prefix) {
+			return &refusedError{sentinel: r.sentinel, reply: err}
+		}
+	}
+	return nil
+}
 
 // wrongTypeReplies start the error replies that mean a key holds another
 // type than the script expects: Redis's own (a command on a key of another
@@ -46,7 +95,8 @@ func (e *wrongTypeError) Unwrap() error { return ErrWrongType }
 // ReplyError maps an error reply of a script or command to the redisync
 // error it stands for: a wrong-type reply (WRONGTYPE, REDISYNC_WRONGTYPE)
 // becomes an error wrapping ErrWrongType, without the script's sha and line;
-// any other error is returned as it is. Primitives pass every error of an
+// a refusal (NOPERM, NOAUTH, OOM) one wrapping its sentinel and the reply
+// (Refused); any other error is returned as it is. Primitives pass every error of an
 // operation through it where they wrap it with their kind and name (the
 // lock engine in Lock.fail), after the engine has decided on undo and
 // settle from the raw error (IsReply).
@@ -64,6 +114,9 @@ func ReplyError(err error) error {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return err
+	}
+	if r := Refused(err); r != nil {
+		return r
 	}
 	msg := re.Error()
 	for _, p := range wrongTypeReplies {

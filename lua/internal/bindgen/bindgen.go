@@ -5,13 +5,18 @@ package bindgen
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"go/format"
+	"hash/fnv"
 	"io/fs"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/redisync/redisync/lua/internal/compose"
 )
 
 // OutputName is the file Generate's output is written to, in package lua.
@@ -26,7 +31,9 @@ type script struct {
 	reply    []replyField // nil: an integer reply
 	intReply string       // name of an integer reply
 	codes    []code
-	hold     []param // a batch renewal script's per-hold KEYS and ARGV ("-- Hold")
+	hold     []param  // a batch renewal script's per-hold KEYS and ARGV ("-- Hold")
+	preludes []string // the prelude files it is composed with, in order
+	composed string   // its composed source (what the server runs)
 }
 
 // param is one KEYS or ARGV entry.
@@ -56,7 +63,8 @@ type code struct {
 }
 
 var (
-	loadRe  = regexp.MustCompile(`(?m)^\s*(?:var\s+)?([A-Z]\w*)\s*=\s*load\("([a-z_]+\.lua)"`)
+	loadRe  = regexp.MustCompile(`(?m)^\s*(?:var\s+)?([A-Z]\w*)\s*=\s*load\("([a-z_]+\.lua)"((?:\s*,\s*\w+)*)\s*\)`)
+	constRe = regexp.MustCompile(`(?m)^\s*(?:const\s+)?(\w+)\s*=\s*"(prelude_\w+\.lua)"`)
 	paramRe = regexp.MustCompile(`^-- (KEYS|ARGV)\[(\d+)(\.\.)?\]\s+([a-z]\w*)(\?)?(?:\s+(string|int64|bool|any))?:\s+(.*)$`)
 	replyRe = regexp.MustCompile(`^-- Reply\s+(.*)$`)
 	codeRe  = regexp.MustCompile(`^-- Code\s+([A-Z]\w*)\s*=\s*(-?\d+)(?::\s+(.*))?$`)
@@ -66,14 +74,18 @@ var (
 )
 
 // Generate reads the Go files of package lua in fsys for the scripts they
-// load (Name = load("file.lua", ...)) and returns the gofmt'ed bindings of
-// those scripts, from their headers.
+// load (Name = load("file.lua", prelude, ...), each prelude a constant
+// naming a prelude file) and returns the gofmt'ed bindings of those
+// scripts, from their headers, with the SHA-1 digest of each composed
+// script: package lua computes none at run time (FIPS 140-3 mode forbids
+// SHA-1 there).
 func Generate(fsys fs.FS) ([]byte, error) {
 	goFiles, err := fs.Glob(fsys, "*.go")
 	if err != nil {
 		return nil, err
 	}
-	var scripts []*script
+	consts := map[string]string{}
+	var loads [][]string
 	for _, f := range goFiles {
 		if strings.HasSuffix(f, "_test.go") || f == OutputName {
 			continue
@@ -82,17 +94,18 @@ func Generate(fsys fs.FS) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range loadRe.FindAllStringSubmatch(string(src), -1) {
-			lua, err := fs.ReadFile(fsys, m[2])
-			if err != nil {
-				return nil, err
-			}
-			s, err := parse(m[2], m[1], string(lua))
-			if err != nil {
-				return nil, err
-			}
-			scripts = append(scripts, s)
+		for _, m := range constRe.FindAllStringSubmatch(string(src), -1) {
+			consts[m[1]] = m[2]
 		}
+		loads = append(loads, loadRe.FindAllStringSubmatch(string(src), -1)...)
+	}
+	var scripts []*script
+	for _, m := range loads {
+		s, err := load(fsys, consts, m)
+		if err != nil {
+			return nil, err
+		}
+		scripts = append(scripts, s)
 	}
 	sort.Slice(scripts, func(i, j int) bool { return scripts[i].file < scripts[j].file })
 	var b bytes.Buffer
@@ -105,6 +118,7 @@ func Generate(fsys fs.FS) ([]byte, error) {
 		}
 	}
 	b.WriteString(")\n")
+	writeDigests(&b, scripts)
 	for _, s := range scripts {
 		s.write(&b)
 	}
@@ -113,6 +127,53 @@ func Generate(fsys fs.FS) ([]byte, error) {
 		return nil, fmt.Errorf("bindgen: %w\n%s", err, b.Bytes())
 	}
 	return out, nil
+}
+
+// load reads the script of a load call (m: loadRe's match) and composes
+// it with its preludes (consts: the prelude constants' files).
+func load(fsys fs.FS, consts map[string]string, m []string) (*script, error) {
+	lua, err := fs.ReadFile(fsys, m[2])
+	if err != nil {
+		return nil, err
+	}
+	s, err := parse(m[2], m[1], string(lua))
+	if err != nil {
+		return nil, err
+	}
+	parts := map[string]string{}
+	for _, c := range strings.Split(m[3], ",") {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		f, ok := consts[c]
+		if !ok {
+			return nil, fmt.Errorf("%s: prelude %s is no constant naming a prelude file", m[2], c)
+		}
+		p, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		parts[f] = string(p)
+		s.preludes = append(s.preludes, f)
+	}
+	s.composed = compose.Compose(parts, s.preludes, string(lua))
+	return s, nil
+}
+
+// writeDigests writes the digests table: each script's SHA-1 digest (the
+// one EVALSHA names it by) and the FNV-1a hash of its composed source, by
+// which package lua checks at load that the digest is its source's.
+func writeDigests(b *bytes.Buffer, scripts []*script) {
+	b.WriteString("\n// digests holds each script's SHA-1 digest, computed when the bindings\n")
+	b.WriteString("// were generated, and the FNV-1a hash of the composed source it is the\n")
+	b.WriteString("// digest of (see load).\nvar digests = map[string]digest{\n")
+	for _, s := range scripts {
+		sum := sha1.Sum([]byte(s.composed))
+		h := fnv.New64a()
+		h.Write([]byte(s.composed))
+		fmt.Fprintf(b, "\t%q: {sha1: %q, fnv: %#016x},\n", s.file, hex.EncodeToString(sum[:]), h.Sum64())
+	}
+	b.WriteString("}\n")
 }
 
 // parse reads a script's header.

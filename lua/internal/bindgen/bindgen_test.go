@@ -1,6 +1,8 @@
 package bindgen
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -47,6 +49,36 @@ func TestGenerate(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// The generator records the SHA-1 digest of each script composed with its
+// preludes (constants naming prelude files), the one EVALSHA names it by.
+func TestGenerateDigests(t *testing.T) {
+	out, err := Generate(fstest.MapFS{
+		"demo.go":          {Data: []byte("package lua\n\nconst helpers = \"prelude_demo.lua\"\n\nvar Demo = load(\"demo.lua\", helpers)\n")},
+		"demo.lua":         {Data: []byte("-- demo: a demo.\n-- Reply    n\nreturn f()\n")},
+		"prelude_demo.lua": {Data: []byte("-- prelude_demo: helpers.\n\nlocal function f()\n  return 1\nend\n\nlocal function g()\n  return 2\nend\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the prelude's f (g is unused), then the script
+	want := `"demo.lua": {sha1: "` + sha1Hex("local function f()\n  return 1\nend\n-- demo: a demo.\n-- Reply    n\nreturn f()\n") + `"`
+	if !strings.Contains(string(out), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	_, err = Generate(fstest.MapFS{
+		"demo.go":  {Data: []byte("package lua\n\nvar Demo = load(\"demo.lua\", helpers)\n")},
+		"demo.lua": {Data: []byte("-- demo: a demo.\n-- Reply    n\nreturn 1\n")},
+	})
+	if err == nil {
+		t.Error("a prelude that is no constant: generated, want an error")
+	}
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func TestGenerateRefuses(t *testing.T) {

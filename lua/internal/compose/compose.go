@@ -1,4 +1,7 @@
-package lua
+// Package compose composes a script of package lua with the preludes it
+// uses: both package lua (when it loads a script) and its bindings'
+// generator (which records each composed script's digest) compose alike.
+package compose
 
 import (
 	"regexp"
@@ -25,30 +28,32 @@ import (
 var (
 	// definitionLine is a line that starts a prelude's definition.
 	definitionLine = regexp.MustCompile(`^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)\b(?:[^,]|$)`)
-	// word is a Lua name.
-	word = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	// Word is a Lua name.
+	Word = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
 
-// definition is one top-level local of a prelude, with its comment.
-type definition struct {
-	name string
-	text string
+// Definition is one top-level local of a prelude, with its comment.
+type Definition struct {
+	// Name is the local's name.
+	Name string
+	// Text is its definition, with the comment lines above it.
+	Text string
 }
 
-// definitions splits a prelude's text into its definitions, in order; its
+// Definitions splits a prelude's text into its definitions, in order; its
 // header and the blank lines between definitions are left out. A prelude
 // that does not have that form (a statement in the first column that is
 // neither a definition of one name nor the "end" of one) is a programming
 // error caught by every test run.
-func definitions(file, prelude string) []definition {
+func Definitions(file, prelude string) []Definition {
 	lines := strings.SplitAfter(prelude, "\n")
-	var defs []definition
+	var defs []Definition
 	start := -1   // first line of the definition being read
 	comment := -1 // first line of the comment block above the current line
 	header := true
 	end := func(to int) {
 		if start >= 0 {
-			defs[len(defs)-1].text = strings.TrimRight(strings.Join(lines[start:to], ""), "\n") + "\n"
+			defs[len(defs)-1].Text = strings.TrimRight(strings.Join(lines[start:to], ""), "\n") + "\n"
 		}
 	}
 	for i, line := range lines {
@@ -76,38 +81,38 @@ func definitions(file, prelude string) []definition {
 			from = comment
 		}
 		end(from)
-		defs = append(defs, definition{name: m[1]})
+		defs = append(defs, Definition{Name: m[1]})
 		start, comment = from, -1
 	}
 	end(len(lines))
 	return defs
 }
 
-// compose returns the definitions of the preludes (in order) that own
+// Compose returns the definitions of the preludes (in order) that own
 // uses, then own.
-func compose(preludes map[string]string, order []string, own string) string {
-	var defs []definition
+func Compose(preludes map[string]string, order []string, own string) string {
+	var defs []Definition
 	for _, f := range order {
-		defs = append(defs, definitions(f, preludes[f])...)
+		defs = append(defs, Definitions(f, preludes[f])...)
 	}
 	used := map[string]bool{}
 	note := func(text string) {
-		for _, w := range word.FindAllString(text, -1) {
+		for _, w := range Word.FindAllString(text, -1) {
 			used[w] = true
 		}
 	}
 	note(own)
 	keep := make([]bool, len(defs))
 	for i := len(defs) - 1; i >= 0; i-- {
-		if used[defs[i].name] {
+		if used[defs[i].Name] {
 			keep[i] = true
-			note(defs[i].text)
+			note(defs[i].Text)
 		}
 	}
 	var b strings.Builder
 	for i, d := range defs {
 		if keep[i] {
-			b.WriteString(d.text)
+			b.WriteString(d.Text)
 		}
 	}
 	b.WriteString(own)
