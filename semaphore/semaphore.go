@@ -251,7 +251,8 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 // It runs even when ctx is already cancelled, as Release. When its reply
 // is lost for good it returns an error and goes on in the background until
 // Redis answers, as Release: do not release again; whether the semaphore
-// existed when the request ran is then not known to the caller.
+// existed when the request ran is then not known to the caller. See
+// “Errors and retries” in [redisync].
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
 	if err := s.checkN(n); err != nil {
 		return false, err

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -111,9 +112,24 @@ type demoStats struct {
 	multiFree   bool          // the free account was usable while the transfer waited
 }
 
+// fipsOnly reports whether the process runs in FIPS 140-only mode
+// (GODEBUG=fips140=only), where SHA-1 panics. redisync itself computes no
+// SHA-1; the embedded miniredis does, for every script it is sent.
+func fipsOnly() bool {
+	for _, kv := range strings.Split(os.Getenv("GODEBUG"), ",") {
+		if strings.TrimSpace(kv) == "fips140=only" {
+			return true
+		}
+	}
+	return false
+}
+
 // startEmbedded starts miniredis in this process. ClockTTL makes its keys
 // expire with the wall clock, as in Redis, so leases really run out.
 func (d *demo) startEmbedded() error {
+	if fipsOnly() {
+		return errors.New("the embedded Redis (miniredis) computes SHA-1 script digests, which FIPS 140-only mode (GODEBUG=fips140=only) forbids: give a real server with -redis or REDIS_URL")
+	}
 	m := miniredis.NewMiniRedis()
 	if err := m.Start(); err != nil {
 		return fmt.Errorf("start the embedded Redis: %w", err)
