@@ -315,7 +315,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	if rep.Code == lua.SemaphorePermitReleaseReleased {
 		if err := sync.SyncErr(); err != nil {
-			return s.fail("release", err) // released on the primary
+			return s.fail("release", fmt.Errorf("released on the primary (it took effect: do not release again): %w", err))
 		}
 		return nil
 	}

@@ -204,8 +204,8 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	} else {
 		led.End(s.h.Name, seq)
 	}
-	if err == nil {
-		err = sync.SyncErr() // released on the primary
+	if err == nil && sync.SyncErr() != nil {
+		err = fmt.Errorf("released on the primary (it took effect: do not release again): %w", sync.Err)
 	}
 	if err != nil {
 		return s.fail("release", err)

@@ -82,7 +82,7 @@ func (l sideCall) release(ctx context.Context, base Op) error {
 	case remaining < 0:
 		return l.Lock.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	case r.op.Sync.SyncErr() != nil:
-		return l.Lock.fail(s, fmt.Errorf("%sreleased on the primary: %w", s.What, r.op.Sync.Err))
+		return l.Lock.fail(s, fmt.Errorf("%sreleased on the primary (it took effect: do not release again): %w", s.What, r.op.Sync.Err))
 	}
 	return nil
 }
