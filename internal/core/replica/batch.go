@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +25,11 @@ type call struct {
 	// ackErr is set, for a call with sync, when the write was not
 	// acknowledged by enough replicas in time (wraps ErrNotReplicated).
 	ackErr error
+	// done carries the batch's end to the caller (pipelined); state says
+	// who is done with the call (waiting, delivered, abandoned).
+	done  chan struct{}
+	state atomic.Int32
+	one   [1]*call // the batch of a call sent alone
 }
 
 // ack is what one batch asks of the replicas: how many acknowledgements,
@@ -166,23 +173,53 @@ func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd,
 }
 
 // wake returns a stop function; when wait, until stopped, it sends PING to
-// node a little after WAIT's timeout of ms: a server wakes up only every
-// 1000/hz ms (100 ms by default) when idle, and would answer WAIT that
-// much late; any command makes it notice the timeout at once.
-func (r *Replicas) wake(node *redis.Client, wait bool, ms int64) func() bool {
+// node a little after WAIT's timeout of ms, and again every wakeAgain: a
+// server wakes up only every 1000/hz ms (100 ms by default) when idle, and
+// would answer WAIT that much late; any command makes it notice the
+// timeout at once (again: a PING that arrived before WAIT did not).
+func (r *Replicas) wake(node *redis.Client, wait bool, ms int64) func() {
 	if !wait {
 		return noStop
 	}
-	t := time.AfterFunc(time.Duration(ms)*time.Millisecond+wakeLate, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = node.Ping(ctx).Err()
-	})
-	return t.Stop
+	w := &waker{node: node}
+	w.mu.Lock() // ping reads w.t
+	w.t = time.AfterFunc(time.Duration(ms)*time.Millisecond+wakeLate, w.ping)
+	w.mu.Unlock()
+	return w.stop
 }
 
-// wakeLate is how long after WAIT's timeout wake sends its PING: enough
-// for the server's clock to have passed the timeout.
-const wakeLate = 2 * time.Millisecond
+// waker pings a node until stopped (wake).
+type waker struct {
+	node    *redis.Client
+	t       *time.Timer
+	mu      sync.Mutex
+	stopped bool
+}
 
-func noStop() bool { return false }
+func (w *waker) ping() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = w.node.Ping(ctx).Err()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.t.Reset(wakeAgain)
+	}
+}
+
+func (w *waker) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.t.Stop()
+}
+
+// wakeLate is how long after WAIT's timeout wake sends its first PING:
+// enough for the server's clock to have passed the timeout; wakeAgain,
+// how often it sends another while WAIT's reply has not come.
+const (
+	wakeLate  = 2 * time.Millisecond
+	wakeAgain = 10 * time.Millisecond
+)
+
+func noStop() {}

@@ -25,7 +25,7 @@ const replicaReadTimeout = 5 * time.Second
 const unknown = -1
 
 // primary is what a client knows of one primary: how many replicas it has
-// online (unknown until read). Its key is
+// online (unknown until read), and its script queue. Its key is
 // the node's address on a Cluster, "" for a client of one primary (a
 // plain or a Sentinel client: whichever server the client reaches now).
 type primary struct {
@@ -33,6 +33,7 @@ type primary struct {
 	n       int       // online replicas; unknown
 	next    time.Time // when to read a count of 0 again
 	reading bool      // a background read is under way
+	queue   queue     // its script queue (pipeline.go)
 }
 
 // primaries keeps the primaries of a client by key.

@@ -95,24 +95,31 @@ func (r *Replicas) Eval(ctx context.Context, sync *Sync, script *redis.Script, k
 }
 
 // EvalCommand runs a script's command (EVALSHA, EVAL when the server lacks
-// the script). With sync not nil, and replicas connected to the primary
-// that runs it, it sends WAIT in the same pipeline and sets sync.Err,
-// wrapping errs.ErrNotReplicated, when fewer replicas than wanted acknowledged
-// within the timeout. The command returned is the script's.
-func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
-	if sync == nil {
-		return call.Run(ctx, r.rdb)
-	}
+// the script) through the script queue of the primary that runs it, in a
+// batch with the other calls of the client meanwhile (see the package
+// doc). With sync not nil, and replicas online on that primary, the batch
+// ends with WAIT, and sync.Err is set, wrapping errs.ErrNotReplicated,
+// when fewer replicas than wanted acknowledged within the timeout. The
+// command returned is the script's; when ctx ends first, one with ctx's
+// error (the call goes on in its batch, as a call whose reply was lost).
+func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
 	for pause := 20 * time.Millisecond; ; pause *= 2 {
-		cmd := r.evalSynced(ctx, sync, call)
+		reply := r.eval(ctx, sync, cmd)
 		// A Cluster's slot that moved (a failover, a migration): the
 		// script did not run on the node this client took for its
-		// master. go-redis's cluster client follows the redirection
-		// itself; sent to one node, the pipeline must be sent again once
-		// the client knows the slot's new master.
+		// master. Only this call is sent again: without sync through
+		// go-redis's cluster client, which follows the redirection
+		// itself; with sync to the slot's master once the client knows
+		// it (WAIT must go to the node that runs the script).
 		cc, cluster := r.rdb.(*redis.ClusterClient)
-		if !cluster || !redirected(cmd.Err()) || pause > time.Second {
-			return cmd
+		if !cluster || !redirected(reply.Err()) {
+			return reply
+		}
+		if sync == nil {
+			return cmd.Run(ctx, r.rdb)
+		}
+		if pause > time.Second {
+			return reply
 		}
 		cc.ReloadState(ctx)
 		t := time.NewTimer(pause)
@@ -120,7 +127,7 @@ func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, call lua.Command
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return cmd
+			return reply
 		}
 	}
 }
@@ -184,9 +191,8 @@ func redirected(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// evalSynced is one try of EvalCommand with sync: a batch of one call,
-// sent at once.
-func (r *Replicas) evalSynced(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
+// eval is one try of EvalCommand: the call through its primary's queue.
+func (r *Replicas) eval(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
 	node, addr, err := r.primaryFor(ctx, cmd.FirstKey())
 	if err != nil {
 		reply := redis.NewCmd(ctx)
@@ -196,10 +202,11 @@ func (r *Replicas) evalSynced(ctx context.Context, sync *Sync, cmd lua.Command) 
 	if node == nil {
 		return cmd.Run(ctx, r.rdb)
 	}
-	c := &call{cmd: cmd, reply: cmd.EvalSha(ctx), sync: true, start: time.Now()}
-	r.send(ctx, r.primaries.get(addr), node, []*call{c})
-	sync.Err = c.ackErr
-	return c.reply
+	reply, ackErr := r.pipelined(ctx, r.primaries.get(addr), node, newCall(ctx, cmd, sync != nil))
+	if sync != nil {
+		sync.Err = ackErr
+	}
+	return reply
 }
 
 // primaryFor returns the client of the primary that runs a script on keys,

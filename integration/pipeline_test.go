@@ -1,0 +1,209 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// dropBatch is a go-redis hook that, once armed, makes the proxy lose the
+// reply of the next pipeline carrying at least two scripts (a batch of
+// the Client's script pipeline): the server runs the batch, the client
+// sees its connection closed, and go-redis sends the batch again.
+type dropBatch struct {
+	proxy *redistest.Proxy
+	armed atomic.Bool
+	hit   atomic.Int64 // scripts in the batch whose reply was lost
+}
+
+func (*dropBatch) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*dropBatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (d *dropBatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		scripts := 0
+		for _, cmd := range cmds {
+			if n := strings.ToLower(cmd.Name()); n == "evalsha" || n == "eval" {
+				scripts++
+			}
+		}
+		if scripts >= 2 && d.armed.CompareAndSwap(true, false) {
+			d.hit.Store(int64(scripts))
+			d.proxy.DropNextReply()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// together runs f(i) in n goroutines started at once, and returns their
+// errors.
+func together(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			errs[i] = f(i)
+		}()
+	}
+	start.Done()
+	done.Wait()
+	return errs
+}
+
+// The reply of a batch of the script pipeline is lost (the proxy closes
+// the connection once the server ran it): go-redis sends the same batch
+// again, and every caller's outcome is applied once, as each script's
+// request record makes a second run of it a no-op (issue 32).
+func TestPipelineLostBatchReplyAppliedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	drop := &dropBatch{proxy: proxy}
+	rdb.AddHook(drop)
+	c := clienttest.New(t, rdb)
+	s := semaphore.New(c, "sem")
+	require.NoError(t, s.Release(ctx, 1)) // scripts loaded, the replica count known
+	require.NoError(t, s.Acquire(ctx, 1))
+	proxy.SetLatency(2 * time.Millisecond) // calls meet in batches
+
+	const n = 32
+	for round := 0; drop.hit.Load() == 0; round++ {
+		require.Less(t, round, 20, "no batch of two scripts or more in 20 rounds")
+		drop.armed.Store(true)
+		for i, err := range together(n, func(int) error { return s.Release(ctx, 1) }) {
+			require.NoError(t, err, "release %d", i)
+		}
+		drop.armed.Store(false)
+	}
+	require.Equal(t, 1, proxy.Dropped(), "replies lost")
+	n0, err := srv.Client(t).Get(ctx, "sem").Int()
+	require.NoError(t, err)
+	require.Zero(t, n0%n, "permits after the releases: each applied once (%d scripts in the batch whose reply was lost)", drop.hit.Load())
+
+	drop.hit.Store(0)
+	locks := make([]*rlock.Lock, n)
+	for i := range locks {
+		locks[i] = rlock.New(c, fmt.Sprintf("lock-%d", i))
+	}
+	for round := 0; drop.hit.Load() == 0; round++ {
+		require.Less(t, round, 20, "no batch of two scripts or more in 20 rounds")
+		require.NoError(t, s.Release(ctx, n)) // as many as are acquired below
+		drop.armed.Store(true)
+		errs := together(n, func(i int) error {
+			if err := s.Acquire(ctx, 1); err != nil {
+				return err
+			}
+			if err := locks[i].Lock(ctx); err != nil {
+				return err
+			}
+			return locks[i].Unlock(ctx)
+		})
+		drop.armed.Store(false)
+		for i, err := range errs {
+			require.NoError(t, err, "caller %d", i)
+		}
+	}
+	require.Equal(t, 2, proxy.Dropped(), "replies lost")
+	got, err := srv.Client(t).Get(ctx, "sem").Int()
+	require.NoError(t, err)
+	assert.Equal(t, n0, got, "permits after the acquisitions: each applied once (%d scripts in the batch whose reply was lost)", drop.hit.Load())
+	for i := range locks {
+		held, err := locks[i].IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, held, "lock %d after its unlock", i)
+	}
+}
+
+// A caller whose context ends while its call waits in the queue behind a
+// batch in flight returns at once, before that batch's reply; its
+// acquisition is undone after (issue 32).
+func TestPipelineCancelledCallReturnsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(1, 3*time.Second))
+	s := semaphore.New(c, "sem")
+	require.NoError(t, s.Release(ctx, 2)) // the replica count known
+	replicas[0].Pause(t)
+	defer replicas[0].Resume(t)
+
+	slow := make(chan error, 1)
+	go func() { slow <- s.Acquire(ctx, 1) }() // a batch blocked in WAIT for 3 s
+	redistest.Eventually(t, 5*time.Second, "the first acquisition's WAIT blocked", func() error {
+		if info := fmt.Sprint(primary.Do(t, "INFO", "clients")); !strings.Contains(info, "blocked_clients:1") {
+			return errors.New("no blocked client")
+		}
+		return nil
+	})
+	l := rlock.New(c, "lock")
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, l.Lock(short), context.DeadlineExceeded)
+	select {
+	case err := <-slow:
+		t.Fatalf("the batch in flight ended before the cancelled call returned: %v", err)
+	default:
+	}
+	require.ErrorIs(t, <-slow, redisync.ErrNotReplicated)
+	replicas[0].Resume(t)
+	redistest.Eventually(t, 10*time.Second, "the cancelled acquisition undone", func() error {
+		if held, err := l.IsLocked(ctx); err != nil || held {
+			return fmt.Errorf("locked %v, %v", held, err)
+		}
+		return nil
+	})
+}
+
+// Concurrent calls of one Client go together in batches, and with a
+// replica one WAIT ends each batch: fewer WAITs than acquisitions and
+// releases, each acknowledged (issue 32).
+func TestPipelineGroupCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t))
+	s := semaphore.New(c, "sem")
+	require.NoError(t, s.Release(ctx, 1)) // the replica count known
+	before := waitCalls(t, primary)
+	const n = 64
+	for i, err := range together(n, func(i int) error {
+		l := rlock.New(c, fmt.Sprintf("lock-%d", i))
+		if err := l.Lock(ctx); err != nil {
+			return err
+		}
+		return l.Unlock(ctx)
+	}) {
+		require.NoError(t, err, "caller %d", i)
+	}
+	waits := waitCalls(t, primary) - before
+	st := (*core.Client)(c).Replicas().Stats()
+	t.Logf("%d WAITs for %d acquisitions and releases; %d calls in %d batches", waits, 2*n, st.Calls, st.Batches)
+	assert.Positive(t, waits)
+	assert.Less(t, waits, 2*n, "WAITs: one a batch")
+	assert.Greater(t, st.Calls, st.Batches, "calls per batch")
+	require.NoError(t, s.Acquire(ctx, 1))
+	assert.Equal(t, "0", fmt.Sprint(replicas[0].Do(t, "GET", "sem")), "what the primary acknowledged, the replica has")
+}
