@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,9 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -206,4 +209,81 @@ func TestPipelineGroupCommit(t *testing.T) {
 	assert.Greater(t, st.Calls, st.Batches, "calls per batch")
 	require.NoError(t, s.Acquire(ctx, 1))
 	assert.Equal(t, "0", fmt.Sprint(replicas[0].Do(t, "GET", "sem")), "what the primary acknowledged, the replica has")
+}
+
+// handoffWaits is a go-redis hook that counts the pipelines that carry
+// lock_handoff.lua and end with WAIT: handoffs that wait for the replicas.
+type handoffWaits struct{ n atomic.Int64 }
+
+func (*handoffWaits) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*handoffWaits) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *handoffWaits) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		handoff, wait := false, false
+		for _, cmd := range cmds {
+			args := cmd.Args()
+			switch strings.ToLower(cmd.Name()) {
+			case "evalsha":
+				handoff = handoff || fmt.Sprint(args[1]) == lua.LockHandoff.Hash()
+			case "eval":
+				handoff = handoff || fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprint(args[1])))) == lua.LockHandoff.Hash()
+			case "wait":
+				wait = true
+			}
+		}
+		if handoff && wait {
+			h.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// With a replica, an in-process handoff and a latch's count-down wait for
+// it as acquisitions and releases do; a count-down not acknowledged says
+// that it took effect (issue 32).
+func TestHandoffAndCountDownAcknowledged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	rdb := primary.Client(t)
+	waits := &handoffWaits{}
+	rdb.AddHook(waits)
+	c := clienttest.New(t, rdb)
+	// As rlock's TestUnlockHandsOverInProcess: a and b wait behind
+	// another client, so that b waits already when a's hold begins a chain
+	// of handoffs.
+	a, b := rlock.New(c, "lock"), rlock.New(c, "lock")
+	lineLen := func() int { return (*core.Client)(c).Lines().Len(core.LockLine("rlock", "lock")) }
+	other := rlock.New(clienttest.New(t, primary.Client(t)), "lock")
+	require.NoError(t, other.Lock(ctx))
+	gotA := make(chan error, 1)
+	go func() { gotA <- a.Lock(ctx) }()
+	require.Eventually(t, func() bool { return lineLen() == 1 }, 5*time.Second, time.Millisecond)
+	gotB := make(chan error, 1)
+	go func() { gotB <- b.Lock(ctx) }()
+	require.Eventually(t, func() bool { return lineLen() == 2 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, other.Unlock(ctx))
+	require.NoError(t, <-gotA)
+	require.Eventually(t, func() bool {
+		return (*core.Client)(c).Lines().HeadAccepts(core.LockLine("rlock", "lock"))
+	}, 5*time.Second, time.Millisecond, "b ready for a handoff")
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, <-gotB)
+	require.NoError(t, b.Unlock(ctx))
+	assert.Positive(t, waits.n.Load(), "handoff pipelines that waited for the replica (EVALSHA, then EVAL: the script was not loaded)")
+
+	latch := countdown.New(c, "latch")
+	ok, err := latch.TrySetCount(ctx, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	before := waitCalls(t, primary)
+	require.NoError(t, latch.CountDown(ctx))
+	assert.Positive(t, waitCalls(t, primary)-before, "WAITs of a count-down")
+	replicas[0].Pause(t)
+	defer replicas[0].Resume(t)
+	err = latch.CountDown(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated)
+	assert.Contains(t, err.Error(), "took effect: do not count down again")
+	assert.Equal(t, "1", fmt.Sprint(primary.Do(t, "GET", "latch")), "the count on the primary")
 }

@@ -136,9 +136,16 @@ func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.H
 	if to.Fencing {
 		a.Counter = s.counter
 	}
-	rep, err := a.Run(ctx, s.e.C.Direct())
+	sync := s.e.C.Replicas().NewSync() // a handoff waits for the replicas too
+	rep, err := a.Run(ctx, s.e.C.Replicas().Runner(sync))
 	if err != nil {
 		return core.HandoffOutcome{}, err
+	}
+	if err := sync.SyncErr(); err != nil {
+		// Handed over on the primary: the waiter holds it. Like a
+		// renewal's, only said (see the README's replica section).
+		s.e.C.Logger().Warn("redisync: a handoff was not acknowledged by the replicas in time; a failover now could lose the handed hold",
+			"lock", from.Name, "err", err)
 	}
 	return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.LockHandoffHandedOver, Fence: rep.Fence}, nil
 }

@@ -216,12 +216,19 @@ func (s *writeScripts) RunRelease(ctx context.Context, op *core.Op) (int64, erro
 // RunHandoff runs rwlock_write_handoff: from's fresh hold ends and to's
 // begins.
 func (s *writeScripts) RunHandoff(ctx context.Context, from, to *core.Op) (core.HandoffOutcome, error) {
+	sync := s.e.C.Replicas().NewSync() // a handoff waits for the replicas too
 	rep, err := lua.RWWriteHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
 		MarkUntil: s.e.C.Requests().MarkUntil(ctx, from.Deadline), NextLeaseMillis: to.LeaseMillis(), Message: msgWrite,
-		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Direct())
+		Publish: from.Publish, TimeoutHead: s.head, TimeoutTail: s.tail}.Run(ctx, s.e.C.Replicas().Runner(sync))
 	if err != nil {
 		return core.HandoffOutcome{}, err
+	}
+	if err := sync.SyncErr(); err != nil {
+		// Handed over on the primary: the waiter holds it. Like a
+		// renewal's, only said (see the README's replica section).
+		s.e.C.Logger().Warn("redisync: a handoff was not acknowledged by the replicas in time; a failover now could lose the handed hold",
+			"lock", from.Name, "err", err)
 	}
 	return core.HandoffOutcome{Remaining: rep.Remaining, Acquired: rep.Acquired == lua.RWWriteHandoffHandedOver}, nil
 }
