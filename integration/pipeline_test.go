@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rlock"
@@ -286,4 +288,110 @@ func TestHandoffAndCountDownAcknowledged(t *testing.T) {
 	require.ErrorIs(t, err, redisync.ErrNotReplicated)
 	assert.Contains(t, err.Error(), "took effect: do not count down again")
 	assert.Equal(t, "1", fmt.Sprint(primary.Do(t, "GET", "latch")), "the count on the primary")
+}
+
+// movedCalls is a go-redis hook that counts the pipelines in which some
+// script calls were redirected (MOVED, ASK) and others ran.
+type movedCalls struct{ mixed, moved atomic.Int64 }
+
+func (*movedCalls) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*movedCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (m *movedCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		moved, ran := 0, 0
+		for _, cmd := range cmds {
+			if n := strings.ToLower(cmd.Name()); n != "evalsha" && n != "eval" {
+				continue
+			}
+			switch e := cmd.Err(); {
+			case e != nil && (redis.HasErrorPrefix(e, "MOVED") || redis.HasErrorPrefix(e, "ASK")):
+				moved++
+			case e == nil:
+				ran++
+			}
+		}
+		m.moved.Add(int64(moved))
+		if moved > 0 && ran > 0 {
+			m.mixed.Add(1)
+		}
+		return err
+	}
+}
+
+// On a Cluster, the calls of a batch to one master whose slot moves away
+// meanwhile are redirected, each alone, while the others of the batch
+// stand: every lock and unlock succeeds across a slot migration (issue
+// 32).
+func TestPipelineClusterMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	hook := &movedCalls{}
+	// The script pipeline sends its batches on the nodes' clients, whose
+	// hooks are their own.
+	rdb.OnNewNode(func(node *redis.Client) { node.AddHook(hook) })
+	c := clienttest.New(t, rdb)
+	// Two hash tags served by one master, in two slots: one moves.
+	var moving, staying string
+	for i := 0; moving == "" || staying == ""; i++ {
+		tag := fmt.Sprintf("t%d", i)
+		if moving == "" {
+			moving = tag
+			continue
+		}
+		if cl.MasterOf(t, keys.Slot("{"+tag+"}")) == cl.MasterOf(t, keys.Slot("{"+moving+"}")) &&
+			keys.Slot("{"+tag+"}") != keys.Slot("{"+moving+"}") {
+			staying = tag
+		}
+	}
+	const n = 16
+	stop := make(chan struct{})
+	errc := make(chan error, 2*n)
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		tag := moving
+		if i%2 == 1 {
+			tag = staying
+		}
+		l := rlock.New(c, fmt.Sprintf("{%s}:%d", tag, i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := l.Lock(ctx); err != nil {
+					errc <- err
+					return
+				}
+				if err := l.Unlock(ctx); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	slot := keys.Slot("{" + moving + "}")
+	from := cl.MasterOf(t, slot)
+	to := cl.Servers[(slices.Index(cl.Servers, from)+1)%len(cl.Servers)]
+	cl.MigrateSlot(t, slot, to)
+	redistest.Eventually(t, 10*time.Second, "a redirected call", func() error {
+		if hook.moved.Load() == 0 {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Errorf("lock or unlock across the migration: %v", err)
+	}
+	t.Logf("%d calls redirected, %d batches with calls redirected and calls run", hook.moved.Load(), hook.mixed.Load())
 }
