@@ -39,6 +39,18 @@ func (c config) wantsReplicated() bool {
 	return false
 }
 
+// lockRows runs lock scenario sc: a *-replica one on the replicated
+// server (redisync only), any other with lockScenario.
+func (b *bench) lockRows(ctx context.Context, sc string) ([]Result, error) {
+	if _, ok := replicaScenarios[sc]; !ok {
+		return b.lockScenario(ctx, sc)
+	}
+	if !b.cfg.library("redisync") {
+		return nil, nil
+	}
+	return b.replicaScenario(ctx, sc, b.replicaAddr)
+}
+
 // replicaScenario runs *-replica scenario sc on the replicated server at
 // addr: the rows of its base scenario for redisync, named sc.
 func (b *bench) replicaScenario(ctx context.Context, sc, addr string) ([]Result, error) {

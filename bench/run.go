@@ -107,19 +107,9 @@ func (t *tally) recordScripts(sc string, cs []ScriptCost) {
 // left out.
 func (b *bench) runScenario(ctx context.Context, sc string, t *tally) error {
 	switch sc {
-	case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks:
-		rs, err := b.lockScenario(ctx, sc)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			t.record(r)
-		}
-	case scUncontendedReplica, scHandoffReplica, scManyLocksReplica: // replicated.go
-		if !b.cfg.library("redisync") {
-			return nil
-		}
-		rs, err := b.replicaScenario(ctx, sc, b.replicaAddr)
+	case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks,
+		scUncontendedReplica, scHandoffReplica, scManyLocksReplica:
+		rs, err := b.lockRows(ctx, sc)
 		if err != nil {
 			return err
 		}
