@@ -172,9 +172,9 @@ const ReplicasAll = replica.All
 // acknowledged is logged. When the primary has no replica online nothing
 // is waited for and nothing extra is sent; the number of replicas follows
 // the primary the scripts ran on: it is read (ROLE) in the first batch of
-// scripts sent to a primary, which therefore waits for none, and again
-// after every WAIT, and for a primary without replica in the background
-// every second. A replica count larger than the replicas online waits for
+// scripts sent to a primary, which therefore waits for none, then after a
+// WAIT once a second or after an error that may mean a failover, and for
+// a primary without replica in the background every second. A replica count larger than the replicas online waits for
 // the timeout and fails the acquisition. Latch settings and deletions
 // (as in Redisson) and reads do not wait; renewals do not either, but the
 // watchdog counts those not acknowledged (Stats.RenewalsNotReplicated).

@@ -71,7 +71,7 @@ func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
 // replicas when a call asks for it: see the package doc. Each call gets
 // its own reply (and ackErr); an error of one does not fail the others.
 func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
-	n := r.count(p, node)
+	n, reread := r.count(p, node)
 	a, wait := r.ackFor(calls, n)
 	var acked *redis.IntCmd
 	var role *redis.SliceCmd
@@ -98,9 +98,12 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 		}
 		if wait {
 			acked = redis.NewIntCmd(ctx, "wait", a.want, a.ms)
-			role = newRole(ctx)
 			_ = pipe.Process(ctx, acked)
-			_ = pipe.Process(ctx, role)
+			role = nil
+			if reread {
+				role = newRole(ctx)
+				_ = pipe.Process(ctx, role)
+			}
 		}
 		stop := r.wake(node, wait, a.ms)
 		_, _ = pipe.Exec(ctx)
@@ -115,6 +118,7 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 			a, wait = r.ackFor(pending, n) // what is left of their bound
 		}
 	}
+	p.suspectAfter(calls)
 }
 
 // learn records the count a batch read (ROLE) on a primary whose count was
@@ -144,7 +148,8 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 }
 
 // settle sets each call's ackErr from a batch's WAIT (acked) and the ROLE
-// read after it (role, nil when none), and records the count role read.
+// read after it (role, nil when none was due), and records the count role
+// read.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
 // now (one left, or the client's count was of another primary).

@@ -33,7 +33,10 @@ type primary struct {
 	n       int       // online replicas; unknown
 	next    time.Time // when to read a count of 0 again
 	reading bool      // a background read is under way
-	queue   queue     // its script queue (pipeline.go)
+	// suspect: a batch's error said that the client may reach another
+	// primary now (suspectAfter): the next batch that waits reads again.
+	suspect bool
+	queue   queue // its script queue (pipeline.go)
 }
 
 // primaries keeps the primaries of a client by key.
@@ -62,16 +65,35 @@ func (ps *primaries) get(key string) *primary {
 	return p
 }
 
-// count returns the last count read (unknown if none), and starts a
-// background read of a count of 0 that is due (a replica attached since).
-func (r *Replicas) count(p *primary, node *redis.Client) int {
+// count returns the last count read (unknown if none), and whether a batch
+// that waits for replicas should read it again after its WAIT (reread:
+// every replicaProbe, or when suspect); it starts a background read of a
+// count of 0 that is due (a replica attached since).
+func (r *Replicas) count(p *primary, node *redis.Client) (n int, reread bool) {
 	p.mu.Lock()
-	n := p.n
-	if n == 0 && !p.reading && time.Now().After(p.next) {
+	n = p.n
+	due := time.Now().After(p.next)
+	if n == 0 && !p.reading && due {
 		p.reading = r.bg.Background(replicaReadTimeout, func(ctx context.Context) { r.readReplicas(ctx, p, node) })
 	}
+	reread = n > 0 && (due || p.suspect)
 	p.mu.Unlock()
-	return n
+	return n, reread
+}
+
+// suspectAfter marks p suspect when a call's reply says that the client
+// may reach another primary now (a network error, READONLY, LOADING, a
+// redirection): a failover, after which the count may be another
+// primary's.
+func (p *primary) suspectAfter(calls []*call) {
+	for _, c := range calls {
+		if err := c.reply.Err(); err != nil && (!errs.IsReply(err) || errs.NotRun(err) || redirected(err)) {
+			p.mu.Lock()
+			p.suspect = true
+			p.mu.Unlock()
+			return
+		}
+	}
 }
 
 // set records a count read from the node that ran a batch.
@@ -79,6 +101,7 @@ func (p *primary) set(n int) {
 	p.mu.Lock()
 	p.n = n
 	p.next = time.Now().Add(replicaProbe)
+	p.suspect = false
 	p.mu.Unlock()
 }
 
@@ -88,7 +111,7 @@ func (p *primary) set(n int) {
 // background. The error is always nil (kept for the watchdog's callers).
 func (r *Replicas) Count(_ context.Context, node *redis.Client, addr string) (int, error) {
 	p := r.primaries.get(addr)
-	n := r.count(p, node)
+	n, _ := r.count(p, node)
 	if n != unknown {
 		return n, nil
 	}

@@ -52,12 +52,16 @@
 // ran on, and is never read in a round trip of its own: the first batch
 // on a primary reads it (ROLE, first in the batch's pipeline) and waits
 // for nothing, as WAIT must follow the writes on their connection and
-// whether to send it is known only from the reply; every batch that waits
-// reads it again after its WAIT, so that a primary with fewer replicas
-// online than counted (a failover to a primary without replica, a replica
-// gone) acknowledges a call all the same when the client waits for every
-// replica (All) and all those online have it. A primary with none is read
-// again in the background every replicaProbe. A failed read fails nothing.
+// whether to send it is known only from the reply. A batch that waits
+// reads it again after its WAIT (ROLE, last in its pipeline) when a read
+// is due (every replicaProbe) or a previous batch's error said that the
+// client may reach another primary now (a network error, READONLY,
+// LOADING, a redirection), so that a primary with fewer replicas online
+// than counted (a failover to a primary without replica, a replica gone)
+// acknowledges a call all the same when the client waits for every
+// replica (All) and all those online have it; such a batch waited for
+// the timeout first. A primary with none is read again in the background
+// every replicaProbe. A failed read fails nothing.
 //
 // One bound: a call's acknowledgement is bounded by the timeout from the
 // call's start, WAITs of a re-sent call (NOSCRIPT) included, and the
