@@ -157,21 +157,26 @@ const ReplicasAll = replica.All
 // process then takes them on the promoted replica.
 //
 // After every acquisition and release of a lock, fair lock, spin lock,
-// read-write lock, semaphore and expirable semaphore, the Client waits
+// read-write lock, semaphore and expirable semaphore, every in-process
+// handoff (a release of this Client handing the lock to a waiter of the
+// same Client, in one script) and every latch count-down, the Client waits
 // until replicas replicas of the primary that ran it have the write (WAIT,
 // in the same round trip as the script and on the same connection; on a
-// Cluster, to the master of the lock's slot), at most timeout. ReplicasAll
-// waits for every replica connected to that primary. An acquisition not
-// acknowledged in time is undone and returns an error wrapping
-// ErrNotReplicated; a release not acknowledged has taken effect on the
-// primary and returns an error wrapping ErrNotReplicated. When the primary
-// has no replica connected nothing is waited for and nothing extra is
-// sent (the number of replicas of each primary is read with INFO once,
-// then again in the background every second). A replica count larger
-// than the replicas connected waits for the timeout and fails the
-// acquisition. Latches (as in Redisson), reads and in-process handoffs
-// (a release of this Client handing the lock to a waiter of the same
-// Client, in one script) do not wait; renewals do not either, but the
+// Cluster, to the master of the lock's slot), at most timeout from the
+// call. A Client's concurrent calls to one primary go in one pipeline,
+// which one WAIT ends. ReplicasAll waits for every replica online on that
+// primary. An acquisition not acknowledged in time is undone and returns
+// an error wrapping ErrNotReplicated; a release or a count-down not
+// acknowledged has taken effect on the primary and returns an error
+// wrapping ErrNotReplicated that says so (do not retry it); a handoff not
+// acknowledged is logged. When the primary has no replica online nothing
+// is waited for and nothing extra is sent; the number of replicas follows
+// the primary the scripts ran on: it is read (ROLE) in the first batch of
+// scripts sent to a primary, which therefore waits for none, then after a
+// WAIT once a second or after an error that may mean a failover, and for
+// a primary without replica in the background every second. A replica count larger than the replicas online waits for
+// the timeout and fails the acquisition. Latch settings and deletions
+// (as in Redisson) and reads do not wait; renewals do not either, but the
 // watchdog counts those not acknowledged (Stats.RenewalsNotReplicated).
 //
 // WAIT makes a write survive a failover to a replica that acknowledged it;

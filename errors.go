@@ -26,8 +26,9 @@ var (
 	// ErrNotReplicated reports a write that fewer replicas than wanted
 	// acknowledged within the timeout (WithReplicaSync). An acquisition
 	// that returns it was undone before it returned: nothing is held. A
-	// release that returns it took effect on the primary, but a failover
-	// before a replica has it may bring the hold or the permits back.
+	// release that returns it took effect on the primary (its error text
+	// says so) and must not be retried: a failover before a replica has it
+	// may bring the hold or the permits back, nothing else.
 	ErrNotReplicated = errs.ErrNotReplicated
 	// ErrWrongType reports that a primitive's key in Redis holds data of
 	// another type or layout than the primitive's (an application's hash

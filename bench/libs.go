@@ -118,7 +118,7 @@ func lockLibraries(sc string) []library {
 			wait:         "pub/sub (default), WithReplicaSync(0, 0)",
 			waitingAfter: 2,
 			open: func(c conn, _ *atomic.Int64) (session, error) {
-				return &redisyncSession{c: redisync.New(c.rdb, redisync.WithReplicaSync(0, 0)), kind: newPlain}, nil
+				return &redisyncSession{c: newRedisync(c.rdb, redisync.WithReplicaSync(0, 0)), kind: newPlain}, nil
 			},
 		}
 		if sc == scHandoff {
@@ -137,7 +137,7 @@ func lockLibraries(sc string) []library {
 			wait:         "",
 			waitingAfter: 1,
 			open:         func(c conn, _ *atomic.Int64) (session, error) { return openRedislock(c.rdb, nil, nil), nil },
-		}, rueidis, redissonFloorLib()}
+		}, autoPipelinedRedislock(), rueidis, redissonFloorLib()}
 	case scHandoff:
 		return append(append([]library{plain, spin, redsyncLib}, redislockWaiting()...), rueidis, floorLib())
 	}
@@ -176,7 +176,7 @@ type redisyncSession struct {
 // openRedisync returns the open function of a redisync lock kind.
 func openRedisync(kind func(c *redisync.Client, key string) mutex) func(conn, *atomic.Int64) (session, error) {
 	return func(c conn, _ *atomic.Int64) (session, error) {
-		return &redisyncSession{c: redisync.New(c.rdb), kind: kind}, nil
+		return &redisyncSession{c: newRedisync(c.rdb), kind: kind}, nil
 	}
 }
 
@@ -205,7 +205,7 @@ func (b *bench) openRedisyncClients(n int) *redisyncClients {
 		rdb, cnt := newClient(b.addr)
 		r.rdbs = append(r.rdbs, rdb)
 		r.counters = append(r.counters, cnt)
-		r.clients = append(r.clients, redisync.New(rdb))
+		r.clients = append(r.clients, newRedisync(rdb))
 	}
 	return r
 }

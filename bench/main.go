@@ -71,6 +71,19 @@
 //     locking and unlocking for -duration: lock+unlock pairs/s, p50/p99 of
 //     a pair, and the Redis CPU time per pair, for every library (redislock
 //     once, as in uncontended: nobody waits).
+//   - uncontended-replica, handoff-replica, many-locks-replica: the
+//     uncontended, handoff and many-locks rows of redisync again, on a
+//     second server the tool starts with one replica attached: "redisync"
+//     with replica acknowledgement on (its default: one WAIT ends each
+//     batch of a Client's script pipeline), "redisync-nosync" with it off
+//     (WithReplicaSync(0, 0)). Not run with -redis.
+//   - redislock-autopipeline (uncontended and many-locks): redislock over
+//     go-redis's AutoPipeline(), which users could set up themselves; no
+//     target takes it as a peer (SET NX is a simpler protocol than
+//     Redisson's).
+//   - mean batch (redisync's rows, results.json's mean_batch): the mean
+//     number of script calls per batch of its Clients' script pipelines
+//     while the row ran.
 //   - scripts (redisync and redisson-floor): not rows but a table of its
 //     own (results.json's "scripts"): what each main script costs Redis
 //     per call. INFO commandstats counts every script under EVALSHA,
@@ -132,7 +145,9 @@
 // (the plain lock's, "redisync", unless said) against a reference from
 // the same run, or an absolute bound: uncontended ops/s ≥ 0.95× the
 // redisson-floor's and Redis CPU per uncontended lock+unlock ≤ 1.15× the
-// redisson-floor's; many-locks ops/s ≥ 0.85× the best peer's; handoff
+// redisson-floor's; many-locks ops/s ≥ 1.5× the best peer's and Redis CPU
+// per pair ≤ the best peer's; many-locks-replica ops/s ≥ 1.2× the best
+// peer's many-locks (without replica); handoff
 // p50 ≤ 1.15× the pubsub-floor's; in each contended-* scenario ops/s ≥
 // 1.0× the best peer's and at most 3 round trips per acquisition; the fair
 // lock's (redisync-fair) contended-0ms ops/s ≥ 0.6× the plain lock's; the
@@ -210,6 +225,17 @@ type redisTarget struct {
 	desc string // how the report names it
 	srv  *server
 	rep  *server
+	// the primary and replica of the *-replica scenarios (replicated.go)
+	rsrv, rrep *server
+}
+
+// replicatedAddr returns the address of the primary with a replica of the
+// *-replica scenarios, "" when none was started.
+func (t *redisTarget) replicatedAddr() string {
+	if t.rsrv == nil {
+		return ""
+	}
+	return t.rsrv.addr
 }
 
 // useRedis returns the -redis server, warning when it is not on
@@ -242,11 +268,27 @@ func useRedis(ctx context.Context, cfg config, stderr io.Writer) (*redisTarget, 
 		t.desc += ", with one replica (" + t.rep.addr + ")"
 		fmt.Fprintf(stderr, "bench: replica on %s\n", t.rep.addr)
 	}
+	if cfg.wantsReplicated() {
+		if t.rsrv, err = startServer(bin); err != nil {
+			t.stop()
+			return nil, err
+		}
+		if t.rrep, err = startReplica(ctx, bin, t.rsrv.addr); err != nil {
+			t.stop()
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "bench: primary %s with replica %s for the *-replica scenarios\n", t.rsrv.addr, t.rrep.addr)
+	}
 	return t, nil
 }
 
 // stop stops the servers the tool started, the replica first.
 func (t *redisTarget) stop() {
+	for _, s := range []*server{t.rrep, t.rsrv} {
+		if s != nil {
+			s.stop()
+		}
+	}
 	if t.rep != nil {
 		t.rep.stop()
 	}
@@ -309,7 +351,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 // (-out) and the Markdown tables, and returns the exit status: 130 when
 // interrupted.
 func runAndReport(ctx context.Context, cfg config, t *redisTarget, stdout, stderr io.Writer) int {
-	results, scripts, e, err := run(ctx, cfg, t.addr, stderr)
+	results, scripts, e, err := run(ctx, cfg, t.addr, t.replicatedAddr(), stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "bench: interrupted; no results written")

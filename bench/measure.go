@@ -186,6 +186,9 @@ type usage struct {
 	byCommand map[string]int64 // commands by name
 	usecBy    map[string]int64 // execution microseconds by command name (a script's include its commands')
 	elapsed   time.Duration    // between the two snapshots
+	// batches and batchCalls: redisync's script pipeline batches and the
+	// calls they carried (pipelineTotals)
+	batches, batchCalls int64
 }
 
 // span measures one scenario: what Redis executed and what the given
@@ -194,6 +197,7 @@ type span struct {
 	meter    *redis.Client
 	counters []*counter
 	before   snapshot
+	pipeline [2]int64 // pipelineTotals at the start
 }
 
 func beginSpan(ctx context.Context, meter *redis.Client, counters []*counter) (*span, error) {
@@ -206,6 +210,7 @@ func beginSpan(ctx context.Context, meter *redis.Client, counters []*counter) (*
 		snap.requests = append(snap.requests, c.started.Load())
 	}
 	s.before = snap
+	s.pipeline[0], s.pipeline[1] = pipelineTotals()
 	return s, nil
 }
 
@@ -218,11 +223,14 @@ func (s *span) end(ctx context.Context) (usage, error) {
 	if err != nil {
 		return usage{}, err
 	}
+	batches, calls := pipelineTotals()
 	u := usage{
-		requests:  reqs,
-		byCommand: map[string]int64{},
-		usecBy:    map[string]int64{},
-		elapsed:   after.taken.Sub(s.before.taken),
+		batches:    batches - s.pipeline[0],
+		batchCalls: calls - s.pipeline[1],
+		requests:   reqs,
+		byCommand:  map[string]int64{},
+		usecBy:     map[string]int64{},
+		elapsed:    after.taken.Sub(s.before.taken),
 		// The first INFO's reply and the second INFO's request fall
 		// inside the span; neither is the libraries' traffic.
 		bytesIn:  after.netIn - s.before.netIn - after.infoIn,
@@ -320,6 +328,8 @@ func (u *usage) add(v usage) {
 	u.cpu += v.cpu
 	u.keys += v.keys
 	u.elapsed += v.elapsed
+	u.batches += v.batches
+	u.batchCalls += v.batchCalls
 	if u.byCommand == nil {
 		u.byCommand = map[string]int64{}
 	}

@@ -23,15 +23,22 @@ const (
 	scContended0Many = "contended-0ms-64"
 	scContended1Many = "contended-1ms-64"
 	// ManyLocksGoroutines goroutines, each on a lock of its own.
-	scManyLocks     = "many-locks"
-	scSemaphore     = "semaphore"
-	scLatchFanout   = "latch-fanout"
-	scWatchdog1000  = "watchdog-1000"
-	scWatchdog10000 = "watchdog-10000"
+	scManyLocks = "many-locks"
+	// The uncontended, handoff and many-locks scenarios of redisync on a
+	// second server with one replica attached, replica acknowledgement on
+	// (its default): replicated.go.
+	scUncontendedReplica = "uncontended-replica"
+	scHandoffReplica     = "handoff-replica"
+	scManyLocksReplica   = "many-locks-replica"
+	scSemaphore          = "semaphore"
+	scLatchFanout        = "latch-fanout"
+	scWatchdog1000       = "watchdog-1000"
+	scWatchdog10000      = "watchdog-10000"
 )
 
 // allScenarios lists every scenario in the order they run.
-var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks, scScripts, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
+var allScenarios = []string{scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks,
+	scUncontendedReplica, scHandoffReplica, scManyLocksReplica, scScripts, scSemaphore, scLatchFanout, scScaleWaiters, scWatchdog1000, scWatchdog10000}
 
 // Result is one row of results.json: one library in one scenario. Fields
 // that do not apply to a scenario are null.
@@ -82,6 +89,11 @@ type Result struct {
 	// process are idle then, but what they allocate is counted too.
 	AllocsPerOp     *float64 `json:"allocs_per_op"`
 	AllocBytesPerOp *float64 `json:"alloc_bytes_per_op"`
+	// MeanBatch is the mean number of script calls per batch of redisync's
+	// script pipelines (a Client's calls to one primary that went
+	// together in one round trip) while the row ran; null for the other
+	// libraries.
+	MeanBatch *float64 `json:"mean_batch,omitempty"`
 	// Op says what one operation is, Latency what the quantiles measure.
 	Op      string `json:"op"`
 	Latency string `json:"latency"`
@@ -143,6 +155,9 @@ func (r *Result) perOp(u usage, ops int64) {
 	r.BytesOutPerOp = f(float64(u.bytesOut) / n)
 	r.ServerCPUusPerOp = f(float64(u.cpu) / float64(time.Microsecond) / n)
 	r.KeysAddedPerOp = f(float64(u.keys) / n)
+	if u.batches > 0 {
+		r.MeanBatch = f(float64(u.batchCalls) / float64(u.batches))
+	}
 	r.Commands = map[string]float64{}
 	r.ExecUs = map[string]float64{}
 	for name, c := range u.byCommand {
@@ -218,6 +233,9 @@ func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, t
 		}
 		if r.GaveUp > 0 {
 			notes = append(notes, fmt.Sprintf("%d lock calls gave up and were called again", r.GaveUp))
+		}
+		if r.MeanBatch != nil {
+			notes = append(notes, "mean batch "+num(r.MeanBatch, 1)+" calls")
 		}
 		if r.Note != "" {
 			notes = append(notes, r.Note)

@@ -20,6 +20,11 @@ type bench struct {
 	meter  *redis.Client // takes the INFO snapshots; sends nothing else
 	log    io.Writer
 	prefix string // of every key the run creates
+	// replicated: this bench runs the *-replica scenarios on the
+	// replicated server (replicated.go); replicaAddr is that server's
+	// address in the main bench ("" when it has none).
+	replicated  bool
+	replicaAddr string
 }
 
 // key returns a key of this run.
@@ -27,16 +32,18 @@ func (b *bench) key(parts ...string) string {
 	return b.prefix + strings.Join(parts, ":")
 }
 
-// run runs the selected scenarios against the Redis at addr, reporting
-// progress to log. It returns the rows, the scripts scenario's figures
-// and the environment.
-func run(ctx context.Context, cfg config, addr string, log io.Writer) ([]Result, []ScriptCost, env, error) {
+// run runs the selected scenarios against the Redis at addr (the
+// *-replica ones against the primary with a replica at replicaAddr, ""
+// for none), reporting progress to log. It returns the rows, the scripts
+// scenario's figures and the environment.
+func run(ctx context.Context, cfg config, addr, replicaAddr string, log io.Writer) ([]Result, []ScriptCost, env, error) {
 	b := &bench{
-		cfg:    cfg,
-		addr:   addr,
-		meter:  redis.NewClient(clientOptions(addr)),
-		log:    log,
-		prefix: fmt.Sprintf("redisync-bench:%x:", time.Now().UnixNano()),
+		cfg:         cfg,
+		addr:        addr,
+		meter:       redis.NewClient(clientOptions(addr)),
+		log:         log,
+		prefix:      fmt.Sprintf("redisync-bench:%x:", time.Now().UnixNano()),
+		replicaAddr: replicaAddr,
 	}
 	defer b.meter.Close()
 	e := env{CPUs: runtime.NumCPU(), CPU: cpuModel(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
@@ -100,8 +107,9 @@ func (t *tally) recordScripts(sc string, cs []ScriptCost) {
 // left out.
 func (b *bench) runScenario(ctx context.Context, sc string, t *tally) error {
 	switch sc {
-	case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks:
-		rs, err := b.lockScenario(ctx, sc)
+	case scUncontended, scHandoff, scContended0, scContended1, scContended0Many, scContended1Many, scManyLocks,
+		scUncontendedReplica, scHandoffReplica, scManyLocksReplica:
+		rs, err := b.lockRows(ctx, sc)
 		if err != nil {
 			return err
 		}
@@ -168,7 +176,7 @@ func (b *bench) lockScenario(ctx context.Context, sc string) ([]Result, error) {
 			r.close()
 		}
 	}()
-	for _, lib := range lockLibraries(sc) {
+	for _, lib := range b.libraries(sc) {
 		if !b.cfg.library(lib.name) {
 			continue
 		}
@@ -217,6 +225,9 @@ func summary(r Result) string {
 	}
 	if r.RoundTripsPerOp != nil {
 		parts = append(parts, num(r.RoundTripsPerOp, 2)+" round trips/op", num(r.CommandsPerOp, 1)+" commands/op")
+	}
+	if r.MeanBatch != nil {
+		parts = append(parts, "mean batch "+num(r.MeanBatch, 1))
 	}
 	return strings.Join(parts, ", ")
 }

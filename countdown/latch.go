@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/core/replica"
 
 	"github.com/redis/go-redis/v9"
 
@@ -111,6 +112,13 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	if !l.chanInKeys {
 		channel, channelArg = "", l.channel
 	}
+	// A count-down waits for the replicas, as a release does
+	// (WithReplicaSync): one lost in a failover would leave a latch that
+	// never opens.
+	var sync *replica.Sync
+	if op == countDown {
+		sync = l.h.C.Replicas().NewSync()
+	}
 	var res int64
 	err = l.h.C.Requests().Resend(ctx, func() (err error) {
 		switch op {
@@ -119,7 +127,7 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
 		case countDown:
 			res, err = lua.LatchCountDownArgs{Latch: l.h.Name, Request: request, Channel: channel,
-				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
 		default:
 			res, err = lua.LatchDeleteArgs{Latch: l.h.Name, Request: request, Channel: channel,
 				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
@@ -133,6 +141,9 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 			l.h.C.Logger().Warn("redisync: latch changed but its SPUBLISH failed; waiters find out on their next re-check",
 				"latch", l.h.Name, "channel", l.channel, "err", err)
 		}
+	}
+	if err == nil && sync.SyncErr() != nil {
+		err = fmt.Errorf("counted down on the primary (it took effect: do not count down again): %w", sync.Err)
 	}
 	return res, err
 }

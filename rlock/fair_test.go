@@ -330,8 +330,18 @@ func (h *scriptRuns) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook counts the scripts of a pipeline (the Client's
+// script pipeline sends its batches so).
 func (h *scriptRuns) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if n := cmd.Name(); (n == "evalsha" || n == "eval") && cmd.Err() == nil {
+				h.n.Add(1)
+			}
+		}
+		return err
+	}
 }
 
 // countingClient is slowClient with a scriptRuns hook.

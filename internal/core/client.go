@@ -147,10 +147,10 @@ func (c *Client) Requests() *request.Requests { return c.reqs }
 // replica).
 func (c *Client) Replicas() *replica.Replicas { return c.replicas }
 
-// Direct returns the runner of script bindings that runs them on the
-// client's connection with (*redis.Script).Run, for the scripts that never
-// wait for replicas.
-func (c *Client) Direct() lua.Direct { return lua.Direct{Client: c.rdb} }
+// Direct returns the runner of script bindings for the scripts that do
+// not wait for replicas: through the client's script pipeline
+// (replica.Replicas.Runner(nil)).
+func (c *Client) Direct() lua.Runner { return c.replicas.Runner(nil) }
 
 // Lines returns the client's local lines, in which its callers waiting
 // for one lock or semaphore line up (line.go).

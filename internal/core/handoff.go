@@ -339,8 +339,17 @@ func (l *Lock) handoff(ctx context.Context, s *Side, hk HoldKey, req Request, o 
 	h := l.C.holds.beginRelease(hk, 0)
 	sent := time.Now()
 	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
-	req.Runner = l.C.Direct()
+	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
+	req.Runner = l.C.replicas.Runner(req.Sync)
 	out, err := s.Handoff.RunHandoff(ctx, &req, &to)
+	if err == nil {
+		if serr := req.Sync.SyncErr(); serr != nil {
+			// Handed off on the primary: the waiter holds it. As a
+			// renewal's, only said (see the README's replica section).
+			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; a failover now could lose the handed hold",
+				"lock", req.Name, "err", serr)
+		}
+	}
 	h.released(0, out.Remaining, err, sent)
 	result := Handoff{Sent: sent, Chain: chain}
 	switch {

@@ -427,8 +427,8 @@ type Request struct {
 	// [keys.Request](Name, Field), and ReqKey is that key in all three.
 	Fresh bool
 	// Sync, when set, makes the script call wait for replicas: the engine
-	// sets it on acquisitions and releases ([replica.Replicas.NewSyncIn]),
-	// never on undos, renewals and in-process handoffs.
+	// sets it on acquisitions, releases and in-process handoffs
+	// ([replica.Replicas.NewSyncIn]), never on undos and renewals.
 	Sync *replica.Sync
 	// sync is where Sync points in the engine's acquisitions and releases:
 	// the Request is on the heap already, so the Sync costs no allocation

@@ -1,28 +1,96 @@
-// Package replica waits for a write's replica acknowledgement (Redisson's
-// checkLockSyncedSlaves).
+// Package replica is a Client's one door to Redis for state-changing
+// scripts: its script pipeline, one queue per primary, and the replicas'
+// acknowledgement of what the pipeline wrote (Redisson's
+// checkLockSyncedSlaves), one WAIT for a whole batch.
+//
+// # Tour
+//
+// A typed script binding runs through a Runner (Replicas.Runner): a Sync
+// for a call that waits for the replicas (acquisitions, releases,
+// handoffs, count-downs), the plain runner otherwise (undos, settles, the
+// other scripts). Both end in EvalCommand (replica.go), which finds the
+// primary that runs the script (primaryFor: the client itself, or on a
+// Cluster the master of KEYS[1]'s slot) and puts the call in that
+// primary's queue (pipelined, pipeline.go):
+//
+//   - a call that finds nothing in flight to its primary is sent at once,
+//     by its own caller, alone: no hand-over, no latency added when idle;
+//   - calls that arrive while a batch is in flight wait in the queue and
+//     go together in the next one (at most maxBatch calls and about
+//     maxBatchBytes), sent by a goroutine that drains the queue and then
+//     ends; maxInFlight (1) batches are in flight per primary at once;
+//   - a caller whose context ends while its call waits returns at once
+//     with the context's error; its call goes on in its batch for the
+//     others, and the caller's engine undoes it as after any lost reply.
+//
+// send (batch.go) sends one batch as one go-redis pipeline (Pipeline(),
+// not AutoPipeline(), which sends WAIT on another connection, where it
+// acknowledges nothing): the calls' EVALSHAs, then, when a call of the
+// batch waits for the replicas and the primary has some, WAIT <replicas>
+// <timeout> and ROLE. Each call keeps its own reply: an error of one
+// (NOSCRIPT, READONLY, LOADING, a redirection) fails no other. The calls
+// answered NOSCRIPT are sent again, only they, with their script's source
+// (EVAL loads it). On a Cluster a call redirected (MOVED, ASK, TRYAGAIN,
+// CLUSTERDOWN, a master gone) is sent again alone by its caller
+// (EvalCommand): without acknowledgement through go-redis's cluster
+// client, which follows the redirection; with it to the slot's master
+// once the client knows it. On Sentinel the client reaches the current
+// primary.
+//
+// # Acknowledgement (group commit)
 //
 // Redis replicates asynchronously: a write the primary acknowledged can be
-// lost when the primary dies before a replica has it, and the promoted
-// replica then knows nothing of it. So the acquisitions and releases of
-// locks and semaphores wait, in the same round trip as their script and on
-// the same connection, until the primary's replicas have the write: the
-// script and WAIT <replicas> <timeout> go in one pipeline to the primary
-// that runs the script (on a Cluster, the master of the keys' slot: WAIT
-// has no key). When the primary has no replica connected nothing is
-// waited for and nothing extra is sent; the number of replicas of each
-// primary is read with INFO replication the first time and kept, read
-// again in the background every replicaProbe.
+// lost when the primary dies before a replica has it. WAIT ends a batch on
+// the connection that carried its writes and acknowledges every write of
+// the batch at once; a call not acknowledged in time gets
+// errs.ErrNotReplicated in its Sync, apart from its script's result (the
+// script did take effect on the primary): an acquisition is then undone by
+// its engine, a release or a count-down returns the error saying it took
+// effect, a handoff is logged.
 //
-// Eval reports a write not acknowledged in time in Sync.Err, apart from
-// the script's own result: the script did take effect on the primary. An
-// acquisition then undoes what it took (its callers do), a release returns
-// the error after its bookkeeping.
+// The number of replicas of each primary follows the primary the scripts
+// ran on, and is never read in a round trip of its own: the first batch
+// on a primary reads it (ROLE, first in the batch's pipeline) and waits
+// for nothing, as WAIT must follow the writes on their connection and
+// whether to send it is known only from the reply. A batch that waits
+// reads it again after its WAIT (ROLE, last in its pipeline) when a read
+// is due (every replicaProbe) or a previous batch's error said that the
+// client may reach another primary now (a network error, READONLY,
+// LOADING, a redirection), so that a primary with fewer replicas online
+// than counted (a failover to a primary without replica, a replica gone)
+// acknowledges a call all the same when the client waits for every
+// replica (All) and all those online have it; such a batch waited for
+// the timeout first. A primary with none is read again in the background
+// every replicaProbe. A failed read fails nothing.
+//
+// One bound: a call's acknowledgement is bounded by the timeout from the
+// call's start, WAITs of a re-sent call (NOSCRIPT) included, and the
+// server is pinged at the timeout (an idle server notices WAIT's timeout
+// only when it wakes up, every 1000/hz ms).
+//
+// # Exactly once, in batches
+//
+// Every state-changing script carries its request's id and deadline
+// (package request, lua/prelude_request.lua): a copy of a request that ran
+// returns the recorded result and changes nothing, a copy that arrives
+// after its deadline or after its undo does nothing. A batch is only a
+// way to send requests, so the argument holds call by call: a batch whose
+// reply is lost (the connection broke after the server ran part or all of
+// it) is sent again by go-redis with the same commands, the same requests
+// (its retries), and each script that ran already replays its record; when
+// the retries are spent every call of the batch gets the network error,
+// and each caller's engine undoes or completes its own request as after a
+// lost reply of a call sent alone. A call re-sent alone (NOSCRIPT, a
+// redirection) is the same request too. A call whose caller has gone is
+// still sent, at most as late as a request held up in the network, which
+// its undo already covers.
 //
 // Glossary:
-//   - sync: one call's replica acknowledgement (Sync), asked for by the
-//     engine on acquisitions and releases, never on undos and renewals;
-//   - runner: what a typed script binding runs through (Runner): with a
-//     Sync, the script and WAIT in one pipeline; without, the plain call.
+//   - call: one script call in a queue or a batch (call);
+//   - batch: the calls sent together in one pipeline to one primary;
+//   - sync: one call's replica acknowledgement (Sync);
+//   - count: the number of replicas online on a primary (ROLE lists only
+//     those), unknown until read.
 //
 // It imports bg, errs and lua; package core gives each client one
 // Replicas.

@@ -3,16 +3,11 @@ package replica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/redisync/redisync/internal/core/bg"
-	"github.com/redisync/redisync/internal/core/errs"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,10 +30,6 @@ var DefaultSettings = Settings{Replicas: All, Timeout: time.Second}
 // on reports whether acknowledgement is wanted.
 func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
 
-// replicaProbe is how often the number of replicas of a primary is read
-// again.
-const replicaProbe = time.Second
-
 // Replicas is one client's replica acknowledgement: what it waits for
 // (Settings), and the number of replicas of each primary.
 type Replicas struct {
@@ -47,7 +38,7 @@ type Replicas struct {
 	timeoutMillis int64 // sync.Timeout in whole milliseconds, rounded up
 	bg            *bg.Group
 	log           *slog.Logger
-	counts        replicaCounts
+	primaries     primaries
 }
 
 // New returns the replica acknowledgement of a client over rdb, waiting as
@@ -104,24 +95,31 @@ func (r *Replicas) Eval(ctx context.Context, sync *Sync, script *redis.Script, k
 }
 
 // EvalCommand runs a script's command (EVALSHA, EVAL when the server lacks
-// the script). With sync not nil, and replicas connected to the primary
-// that runs it, it sends WAIT in the same pipeline and sets sync.Err,
-// wrapping errs.ErrNotReplicated, when fewer replicas than wanted acknowledged
-// within the timeout. The command returned is the script's.
-func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
-	if sync == nil {
-		return call.Run(ctx, r.rdb)
-	}
+// the script) through the script queue of the primary that runs it, in a
+// batch with the other calls of the client meanwhile (see the package
+// doc). With sync not nil, and replicas online on that primary, the batch
+// ends with WAIT, and sync.Err is set, wrapping errs.ErrNotReplicated,
+// when fewer replicas than wanted acknowledged within the timeout. The
+// command returned is the script's; when ctx ends first, one with ctx's
+// error (the call goes on in its batch, as a call whose reply was lost).
+func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
 	for pause := 20 * time.Millisecond; ; pause *= 2 {
-		cmd := r.evalSynced(ctx, sync, call)
+		reply := r.eval(ctx, sync, cmd)
 		// A Cluster's slot that moved (a failover, a migration): the
 		// script did not run on the node this client took for its
-		// master. go-redis's cluster client follows the redirection
-		// itself; sent to one node, the pipeline must be sent again once
-		// the client knows the slot's new master.
+		// master. Only this call is sent again: without sync through
+		// go-redis's cluster client, which follows the redirection
+		// itself; with sync to the slot's master once the client knows
+		// it (WAIT must go to the node that runs the script).
 		cc, cluster := r.rdb.(*redis.ClusterClient)
-		if !cluster || !redirected(cmd.Err()) || pause > time.Second {
-			return cmd
+		if !cluster || !redirected(reply.Err()) {
+			return reply
+		}
+		if sync == nil {
+			return cmd.Run(ctx, r.rdb)
+		}
+		if pause > time.Second {
+			return reply
 		}
 		cc.ReloadState(ctx)
 		t := time.NewTimer(pause)
@@ -129,7 +127,7 @@ func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, call lua.Command
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return cmd
+			return reply
 		}
 	}
 }
@@ -193,59 +191,22 @@ func redirected(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// evalSynced is one try of EvalCommand with sync.
-func (r *Replicas) evalSynced(ctx context.Context, sync *Sync, call lua.Command) *redis.Cmd {
-	node, addr, err := r.primaryFor(ctx, call.FirstKey())
+// eval is one try of EvalCommand: the call through its primary's queue.
+func (r *Replicas) eval(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
+	node, addr, err := r.primaryFor(ctx, cmd.FirstKey())
 	if err != nil {
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(err)
-		return cmd
+		reply := redis.NewCmd(ctx)
+		reply.SetErr(err)
+		return reply
 	}
-	connected := 0
-	if node != nil {
-		connected, err = r.Count(ctx, node, addr)
-		if err != nil {
-			cmd := redis.NewCmd(ctx)
-			cmd.SetErr(err)
-			return cmd
-		}
+	if node == nil {
+		return cmd.Run(ctx, r.rdb)
 	}
-	if connected == 0 {
-		return call.Run(ctx, r.rdb)
+	reply, ackErr := r.pipelined(ctx, r.primaries.get(addr), node, newCall(ctx, cmd, sync != nil))
+	if sync != nil {
+		sync.Err = ackErr
 	}
-	want := r.sync.Replicas
-	if want == All {
-		want = connected
-	}
-	cmd, acked := r.evalWait(ctx, node, call, want)
-	if cmd.Err() != nil {
-		return cmd
-	}
-	if acked.Err() != nil {
-		sync.Err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, acked.Err())
-	} else if n := acked.Val(); n < int64(want) {
-		sync.Err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, n, want, r.sync.Timeout)
-	}
-	return cmd
-}
-
-// evalWait runs the script's command and WAIT want in one pipeline on
-// node, loading the script when the server does not have it.
-func (r *Replicas) evalWait(ctx context.Context, node *redis.Client, call lua.Command, want int) (*redis.Cmd, *redis.IntCmd) {
-	ms := r.timeoutMillis
-	run := func(cmd *redis.Cmd) (*redis.Cmd, *redis.IntCmd) {
-		pipe := node.Pipeline()
-		_ = pipe.Process(ctx, cmd)
-		acked := redis.NewIntCmd(ctx, "wait", want, ms)
-		_ = pipe.Process(ctx, acked)
-		_, _ = pipe.Exec(ctx)
-		return cmd, acked
-	}
-	cmd, acked := run(call.EvalSha(ctx))
-	if lua.NoScript(cmd.Err()) {
-		cmd, acked = run(call.Eval(ctx))
-	}
-	return cmd, acked
+	return reply
 }
 
 // primaryFor returns the client of the primary that runs a script on keys,
@@ -265,94 +226,7 @@ func (r *Replicas) primaryFor(ctx context.Context, key string) (*redis.Client, s
 	return nil, "", nil
 }
 
-// replicaCounts keeps the number of replicas connected to each primary.
-type replicaCounts struct {
-	mu sync.Mutex
-	m  map[string]*replicaCount
-}
-
-type replicaCount struct {
-	n       int
-	next    time.Time // when to read it again
-	reading bool
-}
-
-// Count returns the number of replicas connected to the primary node
-// (named addr): read synchronously the first time, then again in the
-// background every replicaProbe.
-func (r *Replicas) Count(ctx context.Context, node *redis.Client, addr string) (int, error) {
-	rc := &r.counts
-	rc.mu.Lock()
-	e := rc.m[addr]
-	if e != nil {
-		n := e.n
-		if !e.reading && time.Now().After(e.next) {
-			e.reading = r.bg.Background(replicaReadTimeout, func(ctx context.Context) { r.readReplicas(ctx, node, addr) })
-		}
-		rc.mu.Unlock()
-		return n, nil
-	}
-	rc.mu.Unlock()
-	n, err := connectedReplicas(ctx, node)
-	if err != nil && !errs.IsReply(err) {
-		return 0, fmt.Errorf("reading the primary's replicas: %w", err)
-	}
-	// A server that refuses INFO replication (a Redis-compatible server
-	// without replication) has no replica to wait for.
-	rc.mu.Lock()
-	if rc.m == nil {
-		rc.m = make(map[string]*replicaCount)
-	}
-	if rc.m[addr] == nil {
-		rc.m[addr] = &replicaCount{n: n, next: time.Now().Add(replicaProbe)}
-	}
-	rc.mu.Unlock()
-	return n, nil
-}
-
-// readReplicas reads the number of replicas of node again.
-func (r *Replicas) readReplicas(ctx context.Context, node *redis.Client, addr string) {
-	n, err := connectedReplicas(ctx, node)
-	rc := &r.counts
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	e := rc.m[addr]
-	e.reading = false
-	e.next = time.Now().Add(replicaProbe)
-	if err != nil && !errs.IsReply(err) {
-		r.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "primary", addr, "err", err)
-		return
-	}
-	e.n = n
-}
-
-// connectedReplicas counts the replicas of INFO replication that are
-// online: those still loading their first copy of the data set (a full
-// synchronisation) cannot acknowledge anything yet, and are not counted
-// until they can.
-func connectedReplicas(ctx context.Context, node *redis.Client) (int, error) {
-	info, err := node.Info(ctx, "replication").Result()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if rest, ok := strings.CutPrefix(line, "slave"); ok && strings.Contains(rest, ":") &&
-			strings.Contains(rest, "state=online") {
-			if _, err := strconv.Atoi(rest[:strings.IndexByte(rest, ':')]); err == nil {
-				n++
-			}
-		}
-	}
-	return n, nil
-}
-
 var (
 	_ lua.CommandRunner = (*Sync)(nil)
 	_ lua.CommandRunner = (*plainRunner)(nil)
 )
-
-// replicaReadTimeout bounds one reading of a primary's replica count
-// (readReplicas), in the background.
-const replicaReadTimeout = 5 * time.Second

@@ -1,0 +1,230 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/lua"
+)
+
+// call is one script call on its way to a primary: what the caller asked
+// for, and what the batch that carried it found.
+type call struct {
+	cmd   lua.Command
+	reply *redis.Cmd // EVALSHA, EVAL after NOSCRIPT; the caller's
+	// sync: the caller waits for the replicas (a Sync); start is when the
+	// call was made, from which its acknowledgement is bounded.
+	sync  bool
+	start time.Time
+	// ackErr is set, for a call with sync, when the write was not
+	// acknowledged by enough replicas in time (wraps ErrNotReplicated).
+	ackErr error
+	// done carries the batch's end to the caller (pipelined); state says
+	// who is done with the call (waiting, delivered, abandoned).
+	done  chan struct{}
+	state atomic.Int32
+	one   [1]*call // the batch of a call sent alone
+}
+
+// ack is what one batch asks of the replicas: how many acknowledgements,
+// for at most how long (ms, at least 1: WAIT 0 would wait forever).
+type ack struct {
+	want int
+	ms   int64
+}
+
+// ackFor returns what a batch of calls waits for on a primary with n
+// replicas online (unknown: read in the batch), and false when it waits
+// for nothing: no call with sync, or no replica. A call's acknowledgement
+// is bounded from its start (one bound: WithReplicaSync's timeout), so a
+// re-sent call, or one that waited in the queue, waits for what is left.
+func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
+	var oldest time.Time
+	for _, c := range calls {
+		if c.sync && (oldest.IsZero() || c.start.Before(oldest)) {
+			oldest = c.start
+		}
+	}
+	if oldest.IsZero() || n == 0 {
+		return ack{}, false
+	}
+	want := r.sync.Replicas
+	if want == All {
+		want = n
+	}
+	left := r.sync.Timeout - time.Since(oldest)
+	ms := left.Milliseconds()
+	if left%time.Millisecond != 0 {
+		ms++
+	}
+	return ack{want: want, ms: max(ms, 1)}, true
+}
+
+// send runs calls, each a state-changing script with its keys on node's
+// slot, on the primary node (p's) in one pipeline, and waits for the
+// replicas when a call asks for it: see the package doc. Each call gets
+// its own reply (and ackErr); an error of one does not fail the others.
+func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
+	n, reread := r.count(p, node)
+	a, wait := r.ackFor(calls, n)
+	var acked *redis.IntCmd
+	var role *redis.SliceCmd
+	if n == unknown {
+		// Not known yet: read with the batch (ROLE first), which waits
+		// for nothing. WAIT must follow the writes on their connection,
+		// and whether to send it is known only from the reply.
+		wait = false
+		role = newRole(ctx)
+	}
+	pending := calls
+	for try := 0; len(pending) > 0; try++ {
+		if !wait && role == nil && len(pending) == 1 {
+			_ = node.Process(ctx, pending[0].reply) // no pipeline to build
+			pending = r.noScript(ctx, pending, try)
+			continue
+		}
+		pipe := node.Pipeline()
+		if n == unknown && try == 0 {
+			_ = pipe.Process(ctx, role)
+		}
+		for _, c := range pending {
+			_ = pipe.Process(ctx, c.reply)
+		}
+		if wait {
+			acked = redis.NewIntCmd(ctx, "wait", a.want, a.ms)
+			_ = pipe.Process(ctx, acked)
+			role = nil
+			if reread {
+				role = newRole(ctx)
+				_ = pipe.Process(ctx, role)
+			}
+		}
+		stop := r.wake(node, wait, a.ms)
+		_, _ = pipe.Exec(ctx)
+		stop()
+		if wait {
+			r.settle(p, pending, a, acked, role)
+		} else if n == unknown && try == 0 {
+			r.learn(p, role)
+		}
+		pending = r.noScript(ctx, pending, try)
+		if wait {
+			a, wait = r.ackFor(pending, n) // what is left of their bound
+		}
+	}
+	p.suspectAfter(calls)
+}
+
+// learn records the count a batch read (ROLE) on a primary whose count was
+// unknown. A failed read changes nothing (the next batch reads again); a
+// server that refuses ROLE has its count read with INFO replication in
+// the background, as one with no replica.
+func (r *Replicas) learn(p *primary, role *redis.SliceCmd) {
+	if n, ok := roleReplicas(role); ok {
+		p.set(n)
+	} else if errs.IsReply(role.Err()) {
+		p.set(0)
+	}
+}
+
+// noScript returns the calls of a batch that the server refused for
+// lacking their script, made ready to be sent again with the script's
+// source (EVAL loads it); none after the second try.
+func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call {
+	var again []*call
+	for _, c := range calls {
+		if lua.NoScript(c.reply.Err()) && try == 0 {
+			c.reply = c.cmd.Eval(ctx)
+			again = append(again, c)
+		}
+	}
+	return again
+}
+
+// settle sets each call's ackErr from a batch's WAIT (acked) and the ROLE
+// read after it (role, nil when none was due), and records the count role
+// read.
+// Fewer acknowledgements than wanted acknowledge a call all the same when
+// the client waits for every replica and the primary has no more online
+// now (one left, or the client's count was of another primary).
+func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.SliceCmd) {
+	var err error
+	got, werr := acked.Result()
+	now, ok := 0, false
+	if role != nil {
+		if now, ok = roleReplicas(role); ok {
+			p.set(now)
+		}
+	}
+	switch {
+	case werr != nil:
+		err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
+	case got >= int64(a.want):
+	case ok && r.sync.Replicas == All && got >= int64(now):
+	default:
+		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, r.sync.Timeout)
+	}
+	for _, c := range calls {
+		if c.sync && c.reply.Err() == nil {
+			c.ackErr = err
+		}
+	}
+}
+
+// wake returns a stop function; when wait, until stopped, it sends PING to
+// node a little after WAIT's timeout of ms, and again every wakeAgain: a
+// server wakes up only every 1000/hz ms (100 ms by default) when idle, and
+// would answer WAIT that much late; any command makes it notice the
+// timeout at once (again: a PING that arrived before WAIT did not).
+func (r *Replicas) wake(node *redis.Client, wait bool, ms int64) func() {
+	if !wait {
+		return noStop
+	}
+	w := &waker{node: node}
+	w.mu.Lock() // ping reads w.t
+	w.t = time.AfterFunc(time.Duration(ms)*time.Millisecond+wakeLate, w.ping)
+	w.mu.Unlock()
+	return w.stop
+}
+
+// waker pings a node until stopped (wake).
+type waker struct {
+	node    *redis.Client
+	t       *time.Timer
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (w *waker) ping() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = w.node.Ping(ctx).Err()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.t.Reset(wakeAgain)
+	}
+}
+
+func (w *waker) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.t.Stop()
+}
+
+// wakeLate is how long after WAIT's timeout wake sends its first PING:
+// enough for the server's clock to have passed the timeout; wakeAgain,
+// how often it sends another while WAIT's reply has not come.
+const (
+	wakeLate  = 2 * time.Millisecond
+	wakeAgain = 10 * time.Millisecond
+)
+
+func noStop() {}

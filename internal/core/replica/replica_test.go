@@ -1,0 +1,142 @@
+package replica
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// trips records the command names of each round trip of a client.
+type trips struct {
+	mu    sync.Mutex
+	names [][]string
+}
+
+func (tr *trips) add(cmds ...redis.Cmder) {
+	var names []string
+	for _, cmd := range cmds {
+		names = append(names, strings.ToLower(cmd.Name()))
+	}
+	tr.mu.Lock()
+	tr.names = append(tr.names, names)
+	tr.mu.Unlock()
+}
+
+func (*trips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (tr *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		tr.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (tr *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		tr.add(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+func newReplicas(t *testing.T, rdb redis.UniversalClient) *Replicas {
+	g := bg.New()
+	t.Cleanup(func() { g.Close(); g.Wait() })
+	return New(rdb, DefaultSettings, 1000, g, slog.New(slog.DiscardHandler))
+}
+
+// A batch in which one script is loaded and another is not: only the call
+// answered NOSCRIPT is sent again (with its source), alone, and each call
+// gets its own reply.
+func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	r := newReplicas(t, rdb)
+	loaded := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
+	require.NoError(t, loaded.Run(ctx, rdb).Err()) // EVAL: loaded now
+	var tr trips
+	rdb.AddHook(&tr)
+	other := lua.NewCommand(lua.SemaphorePermitState, []string{"sem", "{sem}:timeout", "redisson_sc:{sem}"}, []any{"publish"})
+	calls := []*call{newCall(ctx, loaded, true), newCall(ctx, other, true)}
+	r.send(ctx, r.primaries.get(""), rdb, calls)
+	for i, c := range calls {
+		require.NoError(t, c.reply.Err(), "call %d", i)
+		assert.NoError(t, c.ackErr, "call %d: no replica to wait for", i)
+	}
+	assert.Equal(t, [][]string{{"role", "evalsha", "evalsha"}, {"eval"}}, tr.names,
+		"round trips: the count read with the batch, then the call that lacked its script alone")
+}
+
+// The bounds of a batch: at most maxBatch calls, and a call that would
+// take it past maxBatchBytes waits for the next one (a call larger than
+// that goes alone).
+func TestTakeBounds(t *testing.T) {
+	ctx := context.Background()
+	small := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
+	big := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{strings.Repeat("x", maxBatchBytes), "p"})
+	var q queue
+	for range maxBatch + 1 {
+		q.pending = append(q.pending, newCall(ctx, small, false))
+	}
+	assert.Len(t, q.take(nil), maxBatch)
+	assert.Len(t, q.pending, 1)
+	q.pending = append(q.pending, newCall(ctx, big, false), newCall(ctx, small, false))
+	assert.Len(t, q.take(nil), 1, "the small call, then the big one apart")
+	assert.Len(t, q.take(nil), 1, "the big call alone")
+	assert.Len(t, q.take(nil), 1)
+	assert.Empty(t, q.pending)
+}
+
+// A caller whose context ends while its call waits behind a batch in
+// flight returns at once with the context's error; the batch and its own
+// call go on, and the calls are given back to the pool (no goroutine
+// left: redistest.Main checks).
+func TestCancelledCallReturnsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	r := newReplicas(t, rdb)
+	p := r.primaries.get("")
+	block := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
+	require.NoError(t, block.Run(ctx, rdb).Err())
+	srv.Pause(t) // the first call's batch stays in flight
+	first := make(chan *redis.Cmd, 1)
+	go func() {
+		reply, _ := r.pipelined(ctx, p, rdb, newCall(ctx, block, false))
+		first <- reply
+	}()
+	require.Eventually(t, func() bool {
+		p.queue.mu.Lock()
+		defer p.queue.mu.Unlock()
+		return p.queue.inFlight == 1
+	}, 5*time.Second, time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	reply, _ := r.pipelined(short, p, rdb, newCall(short, block, false))
+	require.ErrorIs(t, reply.Err(), context.DeadlineExceeded)
+	select {
+	case <-first:
+		t.Fatal("the batch in flight ended first")
+	default:
+	}
+	srv.Resume(t)
+	require.NoError(t, (<-first).Err())
+	require.Eventually(t, func() bool {
+		p.queue.mu.Lock()
+		defer p.queue.mu.Unlock()
+		return p.queue.inFlight == 0 && len(p.queue.pending) == 0
+	}, 5*time.Second, time.Millisecond, "the queue drained")
+}
