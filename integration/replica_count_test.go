@@ -106,11 +106,13 @@ func isRead(cmd redis.Cmder) bool {
 	return name == "info" || name == "role"
 }
 
-// Regression (issue 33, item 4): the first acquisition on a primary read
-// INFO replication first, in a round trip of its own, and a network error
-// on that read failed the acquisition (which the engine then treated as a
-// script that may have run). The count is read in the acquisition's own
-// pipeline now, and a failed read fails nothing.
+// Regression: the first acquisition on a primary read INFO replication
+// first, in a round trip of its own, and a network error on that read
+// failed the acquisition (which the engine then treated as a script that
+// may have run). A failed read fails nothing now. The count is read alone
+// once for the client's life (ROLE, before its first batch that waits for
+// replicas: a batch can only wait for a count it knows when it is sent),
+// never again.
 func TestReplicaCountReadFailsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -120,9 +122,11 @@ func TestReplicaCountReadFailsNothing(t *testing.T) {
 	rdb.AddHook(&sent)
 	c := clienttest.New(t, rdb)
 	l := rlock.New(c, "lock")
-	require.NoError(t, l.Lock(ctx))
-	require.NoError(t, l.Unlock(ctx))
-	assert.Empty(t, sent.readsAlone(), "round trips that only read the replica count")
+	for range 5 {
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	}
+	assert.LessOrEqual(t, len(sent.readsAlone()), 1, "round trips that only read the replica count: %v", sent.readsAlone())
 
 	failing := single.Client(t)
 	failing.AddHook(failReads{})
@@ -206,5 +210,5 @@ func TestReplicaSyncOneBound(t *testing.T) {
 	// A release not acknowledged says that it took effect (issue 33).
 	err := s.Release(ctx, 1)
 	require.ErrorIs(t, err, redisync.ErrNotReplicated)
-	assert.Contains(t, err.Error(), "took effect: do not release again")
+	assert.Contains(t, err.Error(), "took effect and must not be retried")
 }

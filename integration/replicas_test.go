@@ -161,9 +161,6 @@ func TestReplicaSyncMoreThanConnected(t *testing.T) {
 	primary, _ := replicated(t, 1)
 	c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(2, 100*time.Millisecond))
 	l := rlock.New(c, "lock")
-	// The first call on a primary reads its replicas with its script, and
-	// waits for none (internal/core/replica).
-	require.NoError(t, semaphore.New(c, "sem").Release(ctx, 1))
 	start := time.Now()
 	require.ErrorIs(t, l.Lock(ctx), redisync.ErrNotReplicated)
 	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "waited for the timeout")
@@ -173,6 +170,22 @@ func TestReplicaSyncMoreThanConnected(t *testing.T) {
 	before := waitCalls(t, primary)
 	require.NoError(t, rlock.New(off, "lock").Lock(ctx))
 	assert.Equal(t, before, waitCalls(t, primary), "WAITs with acknowledgement off")
+}
+
+// The first acquisition of a client on a primary with a replica is
+// acknowledged like every other: its count is read before its batch, so
+// that the batch ends with WAIT (a first batch that waited for no replica
+// could be lost by a failover right after it returned).
+func TestReplicaSyncFirstAcquisitionAcknowledged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, _ := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t))
+	before := waitCalls(t, primary)
+	l := rlock.New(c, "lock")
+	require.NoError(t, l.Lock(ctx))
+	assert.Greater(t, waitCalls(t, primary), before, "the client's first acquisition sent no WAIT")
+	require.NoError(t, l.Unlock(ctx))
 }
 
 // Bad replica sync settings are invalid arguments, reported before

@@ -64,8 +64,9 @@
 // ([lua.LockAcquireFreshArgs]).
 //
 // What Lock sends to Redis, in order, on a single node without replicas:
-// INFO replication, once per primary for the client's life (the replica
-// runner counts the replicas; with none it waits for nothing); EVALSHA
+// ROLE, once per primary for the client's life, before its first batch
+// that waits for replicas (the replica runner counts them; with none it
+// waits for nothing); EVALSHA
 // lock_acquire_fresh (EVAL when the server lacks the script); on the
 // client's one pub/sub connection SUBSCRIBE redisson_lock__channel:{name}
 // (SSUBSCRIBE on a sharded Cluster), waited for until confirmed; EVALSHA
@@ -74,8 +75,11 @@
 // "acquired". The first request of a client also reads the server's clock
 // (TIME) in the background, for the deadlines. The subscription stays for
 // the next caller in the line, and goes (UNSUBSCRIBE) when the line
-// empties or the caller took the lock from Redis. When the primary has
-// replicas, each EVALSHA goes with WAIT in one pipeline.
+// empties or the caller took the lock from Redis. Each EVALSHA goes
+// through the client's script pipeline for the primary
+// ([replica.Replicas.Runner]): sent at once when nothing is in flight,
+// else with the other calls that arrived meanwhile, in one batch; when
+// the primary has replicas, one WAIT ends the batch.
 //
 // When a reply is lost (ctx ended, the connection broke), the acquisition
 // may still take place: Lock.interrupted sends the side's release in

@@ -79,6 +79,12 @@ func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			}
 			pipe = append(pipe, call)
 		}
+		if len(pipe) == 0 {
+			// Not the watchdog's: a new connection's handshake (CLIENT
+			// SETINFO), dialed when the background count read holds the
+			// other one.
+			return next(ctx, cmds)
+		}
 		p.mu.Lock()
 		p.calls = append(p.calls, pipe)
 		p.mu.Unlock()

@@ -72,13 +72,15 @@ func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
 // its own reply (and ackErr); an error of one does not fail the others.
 func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
 	n, reread := r.count(p, node)
+	if n == unknown && anySync(calls) {
+		n = r.readFirst(ctx, p, node)
+	}
 	a, wait := r.ackFor(calls, n)
 	var acked *redis.IntCmd
 	var role *redis.SliceCmd
 	if n == unknown {
-		// Not known yet: read with the batch (ROLE first), which waits
-		// for nothing. WAIT must follow the writes on their connection,
-		// and whether to send it is known only from the reply.
+		// Not known yet (no call waits, or the first read failed): read
+		// with the batch (ROLE first), which waits for nothing.
 		wait = false
 		role = newRole(ctx)
 	}
@@ -119,6 +121,39 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 		}
 	}
 	p.suspectAfter(calls)
+}
+
+// anySync reports whether a call of calls waits for the replicas.
+func anySync(calls []*call) bool {
+	for _, c := range calls {
+		if c.sync {
+			return true
+		}
+	}
+	return false
+}
+
+// readFirst reads the count of a primary not read yet before the first
+// batch that waits for its replicas (ROLE, one round trip once per primary
+// for the client's life, bounded by WithReplicaSync's timeout), and returns
+// it; unknown when the read failed, which fails nothing: that batch then
+// reads it in its own pipeline and waits for no replica. The batch cannot
+// read it in its own pipeline and still wait: WAIT must follow the writes
+// on their connection, and its count is known only from the reply; a
+// write not acknowledged because its count was not known yet would be a
+// write a failover may lose although the caller was told it was safe.
+func (r *Replicas) readFirst(ctx context.Context, p *primary, node *redis.Client) int {
+	rctx, cancel := context.WithTimeout(ctx, r.sync.Timeout)
+	defer cancel()
+	role := newRole(rctx)
+	_ = node.Process(rctx, role)
+	r.learn(p, role)
+	if role.Err() != nil && !errs.IsReply(role.Err()) {
+		r.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", role.Err())
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
 }
 
 // learn records the count a batch read (ROLE) on a primary whose count was

@@ -49,10 +49,15 @@
 // effect, a handoff is logged.
 //
 // The number of replicas of each primary follows the primary the scripts
-// ran on, and is never read in a round trip of its own: the first batch
-// on a primary reads it (ROLE, first in the batch's pipeline) and waits
-// for nothing, as WAIT must follow the writes on their connection and
-// whether to send it is known only from the reply. A batch that waits
+// ran on. It is read in a round trip of its own once per primary for the
+// client's life, before the first batch that waits for replicas (ROLE,
+// bounded by the timeout, readFirst): WAIT must follow the writes on their
+// connection, and a first batch that read the count in its own pipeline
+// could not wait, leaving writes a failover may lose although their
+// callers were told they were safe. A failed read fails nothing: that
+// batch reads the count in its own pipeline (ROLE first) and waits for no
+// replica. A batch that does not wait reads a count not known yet in its
+// own pipeline, never alone. A batch that waits
 // reads it again after its WAIT (ROLE, last in its pipeline) when a read
 // is due (every replicaProbe) or a previous batch's error said that the
 // client may reach another primary now (a network error, READONLY,
