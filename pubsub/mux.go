@@ -412,7 +412,8 @@ type Stats struct {
 	// Reconnects counts connections replaced after an unanswered ping, in
 	// sharded mode after a lost connection or an error reply, and classic
 	// connections back after a failure (go-redis dials them again and
-	// re-subscribes their channels).
+	// re-subscribes their channels) or moved to a new primary after a
+	// Sentinel failover.
 	Reconnects int
 	// Conns is the number of pub/sub connections open: at most one in
 	// classic mode, at most one per cluster node in sharded mode.
