@@ -43,7 +43,11 @@ type follower struct {
 	mu      sync.Mutex
 	primary string // remote address of the latest command connection dialled
 	classic string // remote address of the classic pub/sub connection's latest dial
-	dialled chan struct{}
+	// dials counts the dials recorded; primaryAt and classicAt are its
+	// value at the latest of each kind, so that only a primary dialled
+	// after the classic connection moves it.
+	dials, primaryAt, classicAt uint64
+	dialled                     chan struct{}
 }
 
 // followKey is the context key marking the classic connection's dials; its
@@ -76,9 +80,11 @@ func (f *follower) DialHook(next redis.DialHook) redis.DialHook {
 		f.mu.Lock()
 		switch {
 		case mark == f:
-			f.classic = remote
+			f.dials++
+			f.classic, f.classicAt = remote, f.dials
 		case !marked && remote != f.primary:
-			f.primary = remote
+			f.dials++
+			f.primary, f.primaryAt = remote, f.dials
 			select {
 			case f.dialled <- struct{}{}: // the primary may have moved: check now
 			default:
@@ -97,12 +103,16 @@ func (f *follower) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-// astray reports whether the classic connection was last dialled to
-// another address than the primary's: both are known and they differ.
+// astray reports whether go-redis dialled a command connection to another
+// address than the classic connection's since the classic connection was
+// dialled: the primary moved. A classic connection dialled to another
+// address after the command connections' latest dial (go-redis found the
+// new primary for it first) stays: the next command connection dialled
+// tells.
 func (f *follower) astray() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.primary != "" && f.classic != "" && f.primary != f.classic
+	return f.primary != "" && f.classic != "" && f.primary != f.classic && f.primaryAt > f.classicAt
 }
 
 // forget clears the classic connection's address before it is replaced,
