@@ -26,6 +26,26 @@
 // messages can still be lost, every waiter in redisync also re-checks on a
 // bounded fallback timer.
 //
+// # Following the primary through Sentinel
+//
+// On a go-redis failover client (redis.NewFailoverClient) the classic
+// connection follows the primary. After a planned failover (SENTINEL
+// FAILOVER) the former primary stays a primary for about ten seconds after
+// +switch-master, until Sentinel reconfigures it, and keeps the connection;
+// go-redis sends the releases, and so their messages, to the new primary,
+// and moves its command connections there but not a pub/sub connection.
+// The Mux adds a go-redis dial hook to such a client (one per Mux, kept for
+// the client's life; it only records the remote address of each dial) to
+// learn where its classic connection and go-redis's command connections
+// went, pings through the command connections every 500 ms while a classic
+// channel is subscribed (go-redis dials the new primary after a switch),
+// and when the two addresses differ replaces the classic connection by one
+// go-redis dials to the primary: the re-subscriptions' acknowledgements
+// wake every waiter to re-check. A release published right after the switch
+// reaches its waiters within about half a second, instead of when Sentinel
+// reconfigures the former primary or at the waiters' re-check. Other
+// clients get no hook and no ping.
+//
 // # Sharded pub/sub on a Redis Cluster
 //
 // With Options.Sharded reporting true and a *redis.ClusterClient, channels

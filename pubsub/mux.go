@@ -88,6 +88,10 @@ type Mux struct {
 	routing bool          // the route loop (router) runs (sharded mode)
 	kick    chan struct{} // wakes the route loop; buffered 1
 	reconns int           // reconnects, for Stats (see Stats.Reconnects)
+	// follow records where go-redis dials, on a failover client
+	// (Sentinel), so that the classic connection follows the primary (see
+	// followLoop); nil on other clients.
+	follow *follower
 }
 
 // conn is one pub/sub connection and its receive loop.
@@ -158,6 +162,7 @@ func New(rdb redis.UniversalClient, opts Options) *Mux {
 		chans:   make(map[string]*channel),
 		stop:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
+		follow:  followerOf(rdb),
 	}
 }
 
@@ -257,7 +262,7 @@ func (m *Mux) subscribeLocked(ctx context.Context, ch *channel, node *conn) erro
 	if c.sharded {
 		err = c.ps.SSubscribe(ctx, ch.name)
 	} else {
-		err = c.ps.Subscribe(ctx, ch.name)
+		err = c.ps.Subscribe(m.dialCtx(ctx), ch.name)
 	}
 	if err == nil {
 		c.pending = append(c.pending, ch)
@@ -271,7 +276,7 @@ func (m *Mux) subscribeLocked(ctx context.Context, ch *channel, node *conn) erro
 	} else {
 		// go-redis tracks the channel even when the write failed; forget it
 		// so that a reconnect does not subscribe it for nobody.
-		_ = c.ps.Unsubscribe(context.WithoutCancel(ctx), ch.name)
+		_ = c.ps.Unsubscribe(m.dialCtx(context.WithoutCancel(ctx)), ch.name)
 	}
 	return err
 }
@@ -286,6 +291,10 @@ func (m *Mux) classicLocked() *conn {
 	c := &conn{ps: m.rdb.Subscribe(context.Background())}
 	m.conns[""] = c
 	m.receive(c)
+	if m.follow != nil {
+		m.loops.Add(1)
+		go m.followLoop()
+	}
 	return c
 }
 
@@ -343,7 +352,7 @@ func (m *Mux) unsubscribeLocked(ch *channel) {
 	if c.sharded {
 		err = c.ps.SUnsubscribe(ctx, ch.name)
 	} else {
-		err = c.ps.Unsubscribe(ctx, ch.name)
+		err = c.ps.Unsubscribe(m.dialCtx(ctx), ch.name)
 	}
 	if err != nil {
 		m.log.Warn("redisync: pubsub unsubscribe failed", "channel", ch.name, "err", err)
@@ -403,7 +412,8 @@ type Stats struct {
 	// Reconnects counts connections replaced after an unanswered ping, in
 	// sharded mode after a lost connection or an error reply, and classic
 	// connections back after a failure (go-redis dials them again and
-	// re-subscribes their channels).
+	// re-subscribes their channels) or moved to a new primary after a
+	// Sentinel failover.
 	Reconnects int
 	// Conns is the number of pub/sub connections open: at most one in
 	// classic mode, at most one per cluster node in sharded mode.

@@ -42,6 +42,10 @@ func (m *Mux) receive(c *conn) {
 func (r *receiver) run() {
 	m, c := r.m, r.c
 	defer m.loops.Done()
+	rctx := context.Background()
+	if !c.sharded {
+		rctx = m.dialCtx(rctx) // a reconnect dials the classic connection
+	}
 	for {
 		m.mu.Lock()
 		ps, done := c.ps, m.closed || c.retired
@@ -49,7 +53,7 @@ func (r *receiver) run() {
 		if done {
 			return
 		}
-		msg, err := ps.ReceiveTimeout(context.Background(), m.opts.PingInterval)
+		msg, err := ps.ReceiveTimeout(rctx, m.opts.PingInterval)
 		if err != nil {
 			if !r.failed(ps, err) {
 				return
@@ -119,7 +123,11 @@ func (r *receiver) silent(ps *redis.PubSub, err error) {
 		return
 	}
 	r.pinged = true
-	if err := ps.Ping(context.Background()); err != nil {
+	ctx := context.Background()
+	if !r.c.sharded {
+		ctx = r.m.dialCtx(ctx)
+	}
+	if err := ps.Ping(ctx); err != nil {
 		r.m.log.Debug("redisync: pubsub ping failed", "err", err)
 	}
 }
@@ -228,7 +236,7 @@ func (m *Mux) refuse(c *conn, err error) {
 		if c.sharded {
 			_ = c.ps.SUnsubscribe(ctx, ch.name)
 		} else {
-			_ = c.ps.Unsubscribe(ctx, ch.name)
+			_ = c.ps.Unsubscribe(m.dialCtx(ctx), ch.name)
 		}
 		cancel()
 		return
@@ -260,7 +268,7 @@ func (m *Mux) replace(c *conn, old *redis.PubSub, reason error) {
 	}
 	if len(names) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
-		if err := c.ps.Subscribe(ctx, names...); err != nil {
+		if err := c.ps.Subscribe(m.dialCtx(ctx), names...); err != nil {
 			// go-redis keeps the channels and re-subscribes them when the
 			// receive loop reconnects.
 			m.log.Warn("redisync: pubsub re-subscribe failed", "err", err)
