@@ -67,7 +67,7 @@ func (l *Lock) acquire(ctx context.Context, s *Side, base Request, forever bool,
 	}
 	// The attempts' base on the heap, where the attempt and the side's
 	// Waiting find it, so that base itself stays on the stack.
-	w := &lineWait{base: base}
+	w := &lineWait{base: base, end: waitEnd(forever, within, start)}
 	return l.waitInRedis(ctx, s, w, nil, bound(forever, within, start))
 }
 
@@ -80,6 +80,17 @@ func bound(forever bool, within time.Duration, start time.Time) Bound {
 	return Bound{Wait: max(within-time.Since(start), 0)}
 }
 
+// waitEnd is when the requests of a wait of at most within (unless
+// forever) that began at start are cut: zero, never, for a wait until ctx
+// ends and for a single attempt (wait 0: one request, bounded by ctx and
+// go-redis).
+func waitEnd(forever bool, within time.Duration, start time.Time) time.Time {
+	if forever || within <= 0 {
+		return time.Time{}
+	}
+	return start.Add(within)
+}
+
 // acquireInLine is acquire for a side whose waiters line up in the client
 // ([Side.Line]): the caller waits for its turn at the head of the line, then
 // in Redis on the subscription the line passes on, ready (without a
@@ -90,7 +101,7 @@ func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Request, forever
 		return false, nil // others wait: a single attempt does not overtake them
 	}
 	defer t.Leave()
-	w := &lineWait{base: base}
+	w := &lineWait{base: base, end: waitEnd(forever, within, start)}
 	if s.Handoff != nil && base.Fresh {
 		// A caller without a context owner holds nothing while it
 		// waits (the gate), so a handoff gives it a fresh hold.
@@ -116,10 +127,12 @@ func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Request, forever
 }
 
 // lineWait is what one caller waits with, in one allocation: the base of
-// its attempts' requests, its attempt, its lined wait and, when it may be
-// handed the lock (acc set), its acceptor.
+// its attempts' requests, the end of its wait (zero: none), its attempt,
+// its lined wait and, when it may be handed the lock (acc set), its
+// acceptor.
 type lineWait struct {
 	base     Request
+	end      time.Time
 	attempt  lockAttempt
 	lined    Lined
 	acceptor acceptor
@@ -144,29 +157,49 @@ func (l *Lock) waitInRedis(ctx context.Context, s *Side, w *lineWait, turn *Turn
 	default:
 		st = ws.PubSub
 	}
-	w.attempt = lockAttempt{lock: l, side: s, base: &w.base}
-	return l.wait(ctx, st, b, &w.attempt, ws.GiveUp)
+	w.attempt = lockAttempt{lock: l, side: s, base: &w.base, end: w.end}
+	return l.wait(ctx, st, b, &w.attempt, ws.GiveUp, &w.attempt.cut)
 }
 
 // lockAttempt is one acquisition attempt on side of lock for the owner of
-// base (for a fresh hold, a new owner per attempt): the engine's
-// [Attempt].
+// base (for a fresh hold, a new owner per attempt), cut at end (zero:
+// never), the end of the wait: the engine's [Attempt].
 type lockAttempt struct {
-	lock *Lock
-	side *Side
-	base *Request
+	lock  *Lock
+	side  *Side
+	base  *Request
+	end   time.Time
+	tried bool
+	cut   bool // an attempt ended without the lock when the wait had ended
 }
 
-// Try makes the attempt ([Lock.try]).
+// Try makes the attempt ([Lock.try]), cut at the end of the wait. None is
+// made once the wait has ended, but the first: a wait that ended before
+// its first attempt (in the local line, or on a slow machine) makes one,
+// uncut, as a single attempt does.
 func (a *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
-	return a.lock.try(ctx, a.side, a.lock.withFreshOwner(ctx, a.side, *a.base))
+	end := a.end
+	if !end.IsZero() && !time.Now().Before(end) {
+		if a.tried {
+			return false, 0, nil
+		}
+		end = time.Time{}
+	}
+	a.tried = true
+	ok, retry, err := a.lock.try(ctx, end, a.side, a.lock.withFreshOwner(ctx, a.side, *a.base))
+	if !ok && err == nil && !end.IsZero() && !time.Now().Before(end) {
+		a.cut = true
+	}
+	return ok, retry, err
 }
 
 // wait runs the wait ([Waits.Until]); when it ends without success, g
-// (when set) cleans what the attempts left, on a detached context. Close
-// waits for that clean-up, so that a process exiting after Close leaves
-// no fair-lock queue entry behind.
-func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g GiveUpper) (ok bool, err error) {
+// (when set) cleans what the attempts left, on a detached context; in the
+// background when *cut (when cut is set) says that an attempt was cut at
+// the end of the wait (Redis is slow: the call does not wait for it).
+// Close waits for that clean-up, so that a process exiting after Close
+// leaves no fair-lock queue entry behind.
+func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g GiveUpper, cut *bool) (ok bool, err error) {
 	c := l.C
 	if g == nil {
 		return c.waits.Until(ctx, st, b, a)
@@ -176,7 +209,9 @@ func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g Give
 	}
 	defer c.bg.Untrack()
 	defer func() {
-		if !ok {
+		if !ok && cut != nil && *cut {
+			c.bg.Finish(bg.ReleaseTimeout, g.GiveUp)
+		} else if !ok {
 			gctx, cancel := c.bg.Detached(ctx)
 			defer cancel()
 			g.GiveUp(gctx)
@@ -199,11 +234,23 @@ func (l *Lock) holdsAny(base Request) bool {
 
 // try makes one acquisition attempt on side s for the owner of base,
 // holding the owner's lock ([ownerLocks]) throughout, and after a lost
-// reply through the undo ([Lock.interrupted]).
-func (l *Lock) try(ctx context.Context, s *Side, base Request) (bool, time.Duration, error) {
+// reply through the undo ([Lock.interrupted]). The owner's lock and the
+// acquisition are cut at end (zero: never), the end of the wait: when
+// that, not ctx, cut them, the attempt reports "not acquired", and an
+// acquisition on its way is undone in the background.
+func (l *Lock) try(ctx context.Context, end time.Time, s *Side, base Request) (bool, time.Duration, error) {
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	ol, err := l.C.owners.lock(ctx, hk)
+	rctx := ctx
+	if !end.IsZero() {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+	}
+	ol, err := l.C.owners.lock(rctx, hk)
 	if err != nil {
+		if wasCut(rctx, ctx) {
+			return false, 0, nil
+		}
 		return false, 0, err
 	}
 	undoing := false
@@ -216,7 +263,7 @@ func (l *Lock) try(ctx context.Context, s *Side, base Request) (bool, time.Durat
 	for {
 		l.acquireRequest(req, base, hk)
 		sent := time.Now() // Redis starts the lease after this
-		out, err := l.runAcquire(ctx, s, req)
+		out, err := l.runAcquire(rctx, s, req)
 		if err == nil && out.Acquired && req.Sync.SyncErr() != nil {
 			// Taken on the primary, not acknowledged by its replicas: a
 			// failover could lose it. It is undone before the error
@@ -225,7 +272,11 @@ func (l *Lock) try(ctx context.Context, s *Side, base Request) (bool, time.Durat
 		}
 		switch {
 		case err != nil:
-			undoing = l.interrupted(s, *req, hk, ol, err)
+			cut := wasCut(rctx, ctx)
+			undoing = l.interrupted(s, *req, hk, ol, err, !cut)
+			if cut {
+				return false, 0, nil // the wait ended
+			}
 			return false, 0, fmt.Errorf("%s: %w", s.step("acquire"), err)
 		case out.Err != nil:
 			return false, 0, out.Err
@@ -273,20 +324,29 @@ func (l *Lock) runAcquire(ctx context.Context, s *Side, req *Request) (Outcome, 
 // not acknowledged by the replicas, it may have taken place, so it is
 // undone ([Lock.undo]) in the background, still holding the owner's lock
 // ol: the owner's next operation waits for it (as long as its ctx
-// allows); this one waits for it at most [request.UndoWait] (a replica
-// that did not acknowledge: until it is done). It reports whether the undo
-// took the owner's lock over (then the undo unlocks it).
-func (l *Lock) interrupted(s *Side, req Request, hk HoldKey, ol *ownerLock, err error) bool {
+// allows). With await, this one waits for it at most [request.UndoWait]
+// (a replica that did not acknowledge: until it is done); without (the
+// end of the wait cut the acquisition), not at all. It reports whether
+// the undo took the owner's lock over (then the undo unlocks it).
+func (l *Lock) interrupted(s *Side, req Request, hk HoldKey, ol *ownerLock, err error, await bool) bool {
 	if !errs.MayHaveRun(err) {
 		return false // the script's own answer: nothing ran
 	}
-	d := request.UndoWait
-	if errors.Is(err, errs.ErrNotReplicated) {
-		d = bg.ReleaseTimeout
-	}
 	undoing, done := l.undo(s, req, func() { l.C.owners.unlock(hk, ol) })
-	request.AwaitUndo(done, d)
+	if await {
+		d := request.UndoWait
+		if errors.Is(err, errs.ErrNotReplicated) {
+			d = bg.ReleaseTimeout
+		}
+		request.AwaitUndo(done, d)
+	}
 	return undoing
+}
+
+// wasCut reports whether a request run on rctx (ctx, cut at the end of a
+// wait) failed because the wait ended, not ctx.
+func wasCut(rctx, ctx context.Context) bool {
+	return rctx != ctx && rctx.Err() != nil && ctx.Err() == nil
 }
 
 // recordHold records the hold req took on side s (sent when the script
