@@ -219,10 +219,15 @@
 // {name} below is the name in braces, or the name itself when it already
 // contains "{"; every key of one primitive shares its cluster slot. On a
 // Redis Cluster, a name whose braces form no hash tag ("a}b", "a{}b",
-// "a{b") breaks that rule: the keys built with {name} land in another slot,
-// and the calls whose scripts declare them fail with a CROSSSLOT error
-// (changing nothing). A latch and a GCRA limiter work with such names;
-// for the others use plain names or a proper {tag}.
+// "a{b") breaks that rule: the keys built with {name} land in another
+// slot, where a script could fail part-way (the read-write lock's builds
+// its timeout keys in Lua). So on a Cluster client every primitive whose
+// scripts use such keys (the locks, read-write locks, semaphores and the
+// rate limiter) refuses such a name before sending anything, with an
+// error wrapping ErrInvalidArgument that says why. A latch and a GCRA
+// limiter work with such names (their scripts use only the name and
+// redisync's request records, which keep the name's slot); for the others
+// use plain names or a proper {tag}.
 //
 //	lock            hash name: field "<client id>:<token>" = hold count; PEXPIRE = lease
 //	                channel redisson_lock__channel:{name} (release publishes "0")
