@@ -102,7 +102,7 @@ type acquisition struct {
 	base     Request
 	end      time.Time
 	tried    bool // an attempt was made
-	cut      bool // an attempt ended without the lock when the wait had ended
+	cut      bool // the end of the wait cut an attempt
 	lined    Lined
 	acceptor acceptor
 	acc      *acceptor // &acceptor when the caller accepts handoffs; nil otherwise
@@ -178,11 +178,7 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 		end = time.Time{}
 	}
 	a.tried = true
-	ok, retry, err := a.attempt(ctx, end, a.lock.withFreshOwner(ctx, a.side, a.base))
-	if !ok && err == nil && !end.IsZero() && !time.Now().Before(end) {
-		a.cut = true
-	}
-	return ok, retry, err
+	return a.attempt(ctx, end, a.lock.withFreshOwner(ctx, a.side, a.base))
 }
 
 // wait runs the wait ([Waits.Until]); when it ends without success, g
@@ -229,7 +225,7 @@ func (l *Lock) holdsAny(base Request) bool {
 // through the undo ([acquisition.interrupted]). The owner's lock and the
 // acquisition are cut at end (zero: never), the end of the wait: when
 // that, not ctx, cut them, the attempt reports "not acquired", and an
-// acquisition on its way is undone in the background.
+// acquisition on its way is undone in the background (a.cut).
 func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) (bool, time.Duration, error) {
 	c := a.lock.C
 	hk := HoldKey{Key: base.Name, Field: base.Field}
@@ -241,7 +237,7 @@ func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) 
 	}
 	ol, err := c.owners.lock(rctx, hk)
 	if err != nil {
-		if wasCut(rctx, ctx) {
+		if a.cut = wasCut(rctx, ctx); a.cut {
 			return false, 0, nil
 		}
 		return false, 0, err
@@ -265,9 +261,9 @@ func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) 
 		}
 		switch {
 		case err != nil:
-			cut := wasCut(rctx, ctx)
-			undoing = a.interrupted(*req, hk, ol, err, !cut)
-			if cut {
+			a.cut = wasCut(rctx, ctx)
+			undoing = a.interrupted(*req, hk, ol, err, !a.cut)
+			if a.cut {
 				return false, 0, nil // the wait ended
 			}
 			return false, 0, fmt.Errorf("%s: %w", a.side.step("acquire"), err)
