@@ -74,31 +74,36 @@
 //
 // # Wait bounds
 //
-// The wait of a TryX(ctx, wait) call (rlock's and rwlock's TryLock and
-// TryRLock, the semaphores' TryAcquire, countdown's TryWait,
-// ratelimit.Limiter.TryAcquire, multilock's TryLock) bounds the time spent
-// waiting for the primitive between requests to Redis, not the requests: a
-// request on its way when the wait runs out (or the single request of
-// TryX(ctx, 0)) is not cut. It lasts until Redis answers, or until go-redis
-// gives up on it (its ReadTimeout, 3 s by default; against a server that
-// is down, its DialTimeout, 5 s, per dial, and its MaxRetries re-sends
-// with back-off), or until ctx's deadline cuts it, which cuts a stalled
-// socket read only when the go-redis client has
-// redis.Options.ContextTimeoutEnabled. Measured: under CLIENT PAUSE 3000,
-// TryLock(ctx, 500ms) returned after 3.04 s; against a dead Redis, Lock
-// with a background context failed after 7.7 s, and GCRA AllowN after
-// 1.7 s. A call that must end by a time limit needs a ctx with that
-// deadline and ContextTimeoutEnabled; a request cut that way is an error
-// like any other (see Errors and retries: an acquisition is undone).
-// Some calls cut their own requests: the semaphores' TryAcquire and
-// TryAcquireN, ratelimit.Limiter.TryAcquire and countdown's TryWait with a
-// wait above 0 end every request by the end of the wait (a cut acquisition
-// is undone, and the call reports false), and multilock's RedLock cuts its
-// members' requests at its own step bounds (see package multilock); they
-// too need ContextTimeoutEnabled to cut a stalled read, and a first
-// subscription to the primitive's channel on a server that stopped
-// answering waits for the Client's pub/sub connection. The locks' TryLock
-// and TryRLock do not cut their requests yet.
+// The wait of a TryX(ctx, wait) call with a wait above 0 bounds the whole
+// call, the requests to Redis included: rlock's TryLock (Lock, FairLock,
+// SpinLock), rwlock's TryRLock and TryLock, the semaphores' TryAcquire and
+// TryAcquireN, ratelimit.Limiter.TryAcquire and countdown's TryWait end
+// every request by the end of the wait. A request cut that way while ctx
+// lasts is no error: its acquisition, which Redis may still run, is undone
+// in the background (the caller does not wait for the undo; the owner's
+// next operation does), and the call reports false. Cutting a stalled
+// socket read needs the go-redis client's
+// redis.Options.ContextTimeoutEnabled; without it a request on its way
+// lasts until Redis answers or go-redis gives up on it (its ReadTimeout,
+// 3 s by default; against a server that is down, its DialTimeout, 5 s, per
+// dial, and its MaxRetries re-sends with back-off). Measured before the
+// locks cut their requests: under CLIENT PAUSE 3000, TryLock(ctx, 500ms)
+// returned true after 3.04 s; it now returns false at the end of its wait.
+//
+// What the wait does not bound: the single request of TryX(ctx, 0) (and a
+// first attempt that the local line of waiters held up until the wait had
+// ended), bounded by ctx and go-redis as above; a first subscription to
+// the primitive's channel on a server that stopped answering, which waits
+// for the Client's pub/sub connection; and calls without a wait (Lock,
+// Acquire, Wait, releases). Against a dead Redis, Lock with a background
+// context failed after 7.7 s, and GCRA AllowN after 1.7 s. A call that
+// must end by a time limit needs a ctx with that deadline and
+// ContextTimeoutEnabled; a request cut by ctx is an error like any other
+// (see Errors and retries: an acquisition is undone). multilock's
+// MultiLock makes its passes over the members with single attempts and
+// waits for a busy member with that member's TryLock (cut as above);
+// RedLock cuts its members' requests at its own step bounds (see package
+// multilock).
 //
 // # Retries
 //
@@ -214,10 +219,15 @@
 // {name} below is the name in braces, or the name itself when it already
 // contains "{"; every key of one primitive shares its cluster slot. On a
 // Redis Cluster, a name whose braces form no hash tag ("a}b", "a{}b",
-// "a{b") breaks that rule: the keys built with {name} land in another slot,
-// and the calls whose scripts declare them fail with a CROSSSLOT error
-// (changing nothing). A latch and a GCRA limiter work with such names;
-// for the others use plain names or a proper {tag}.
+// "a{b") breaks that rule: the keys built with {name} land in another
+// slot, where a script could fail part-way (the read-write lock's builds
+// its timeout keys in Lua). So on a Cluster client every primitive whose
+// scripts use such keys (the locks, read-write locks, semaphores and the
+// rate limiter) refuses such a name before sending anything, with an
+// error wrapping ErrInvalidArgument that says why. A latch and a GCRA
+// limiter work with such names (their scripts use only the name and
+// redisync's request records, which keep the name's slot); for the others
+// use plain names or a proper {tag}.
 //
 //	lock            hash name: field "<client id>:<token>" = hold count; PEXPIRE = lease
 //	                channel redisson_lock__channel:{name} (release publishes "0")

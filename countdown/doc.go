@@ -76,8 +76,9 @@
 // the counter and redisync's request records share the name's slot, and
 // the channel travels as an argument as above. Other primitives cannot
 // use such names on a Cluster (the keys Redisson derives from them land in
-// another slot, and their calls fail with CROSSSLOT; see the redisync
-// package documentation); prefer plain names or a proper {tag}.
+// another slot: they refuse such names with an error wrapping
+// redisync.ErrInvalidArgument; see the redisync package documentation);
+// prefer plain names or a proper {tag}.
 //
 // # Redis versions
 //

@@ -47,11 +47,13 @@ type Latch struct {
 // the first operation.
 func New(c *redisync.Client, name string) *Latch {
 	ch := keys.LatchChannel(name)
-	return &Latch{
+	l := &Latch{
 		h:          core.NewHandle((*core.Client)(c), "countdown", name),
 		channel:    ch,
 		chanInKeys: keys.Slot(ch) == keys.Slot(name),
 	}
+	l.h.OwnSlot = true // the counter and its request records: any name works on a Cluster
+	return l
 }
 
 // Name returns the latch's name, which is also its Redis key.

@@ -116,8 +116,10 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 // past wait.
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. From New, the passes over the members are
+// single attempts (TryLock(ctx, 0)), which the wait does not cut; waiting
+// for a busy member is that member's TryLock, which it cuts: see “Wait
+// bounds” in [redisync].
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait < 0 {
 		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.g.kind, wait)

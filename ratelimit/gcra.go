@@ -73,6 +73,7 @@ type GCRA struct {
 // name must use the same limit.
 func NewGCRA(c *redisync.Client, name string, limit Limit) *GCRA {
 	g := &GCRA{h: core.NewHandle((*core.Client)(c), "gcra", name), limit: limit}
+	g.h.OwnSlot = true // one key and its request records: any name works on a Cluster
 	switch {
 	case limit.Rate <= 0:
 		g.h.OptErr = g.h.Invalid("rate %d, must be at least 1", limit.Rate)

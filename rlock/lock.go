@@ -211,8 +211,10 @@ func (h *handle) Lock(ctx context.Context) error {
 // then wrapping ctx.Err()). A negative wait is an invalid argument.
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. A wait above 0 bounds the call: a request on
+// its way to Redis when the wait ends is cut (on a go-redis client with
+// ContextTimeoutEnabled), its acquisition undone, and TryLock reports
+// false; see “Wait bounds” in [redisync].
 func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	h = h.state()
 	return h.e.Acquire(ctx, h.side, false, wait)

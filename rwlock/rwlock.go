@@ -128,8 +128,10 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 // invalid argument.
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. A wait above 0 bounds the call: a request on
+// its way to Redis when the wait ends is cut (on a go-redis client with
+// ContextTimeoutEnabled), its acquisition undone, and TryRLock reports
+// false; see “Wait bounds” in [redisync].
 func (rw *RWLock) TryRLock(ctx context.Context, wait time.Duration) (bool, error) {
 	rw = rw.state()
 	return rw.e.Acquire(ctx, rw.read, false, wait)
@@ -162,8 +164,10 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 // holds only read holds, and other errors for failures as TryRLock does.
 //
 // After any error nothing is held, and calling again is safe. See “Errors
-// and retries” in [redisync]. The wait does not cut a request on its way to
-// Redis: see “Wait bounds” in [redisync].
+// and retries” in [redisync]. A wait above 0 bounds the call: a request on
+// its way to Redis when the wait ends is cut (on a go-redis client with
+// ContextTimeoutEnabled), its acquisition undone, and TryLock reports
+// false; see “Wait bounds” in [redisync].
 func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
 	rw = rw.state()
 	return rw.e.Acquire(ctx, rw.write, false, wait)

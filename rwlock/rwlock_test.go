@@ -3,6 +3,7 @@ package rwlock_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -851,7 +852,7 @@ func TestCancelledWait(t *testing.T) {
 func TestRetrySafety(t *testing.T) {
 	srv := redistest.Shared(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
-	c := newProxied(t, proxy, 3)
+	c, _ := newProxied(t, proxy, 3)
 	ctx, me := ownerCtx(t, c)
 	rdb := srv.Client(t)
 	name := redistest.Key(t, "rw")
@@ -899,13 +900,18 @@ func TestRetrySafety(t *testing.T) {
 func TestUndoInterruptedAcquire(t *testing.T) {
 	srv := redistest.Shared(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
-	c := newProxied(t, proxy, -1) // no retries: the lost reply is an error
+	c, clock := newProxied(t, proxy, -1) // no retries: the lost reply is an error
 	ctx := testCtx(t)
 	rdb := srv.Client(t)
-	// Warm up: the client's first request starts reading the server's clock.
+	// Warm up: the client's first request starts reading the server's
+	// clock (TIME) in the background. Wait for that read to end: a reply
+	// to it still on its way when the proxy is armed would be the one
+	// dropped, instead of the acquisition's (the flake this test had).
 	warm := rwlock.New(c, redistest.Key(t, "warm"))
 	require.NoError(t, warm.Lock(ctx))
 	require.NoError(t, warm.Unlock(ctx))
+	require.Eventually(t, func() bool { return clock.Load() > 0 }, 10*time.Second, redistest.Tick,
+		"the client's background read of the server's clock did not end")
 
 	for _, write := range []bool{false, true} {
 		name := redistest.Key(t, "rw")
@@ -926,13 +932,37 @@ func TestUndoInterruptedAcquire(t *testing.T) {
 	}
 }
 
-func newProxied(t *testing.T, p *redistest.Proxy, retries int) *redisync.Client {
+// newProxied returns a client through p with the given go-redis retries,
+// and the count of its TIME commands that have ended (the background read
+// of the server's clock).
+func newProxied(t *testing.T, p *redistest.Proxy, retries int) (*redisync.Client, *clockReads) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: retries})
 	t.Cleanup(func() { _ = rdb.Close() })
+	clock := &clockReads{}
+	rdb.AddHook(clock)
 	c := redisync.New(rdb)
 	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, clock
+}
+
+// clockReads is a go-redis hook counting the TIME commands that ended.
+type clockReads struct{ atomic.Int64 }
+
+func (r *clockReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *clockReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "time" {
+			r.Add(1)
+		}
+		return err
+	}
+}
+
+func (r *clockReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func TestForceUnlock(t *testing.T) {

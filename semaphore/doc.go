@@ -99,9 +99,9 @@
 // redisync_request:{name}:ledger:<client> (a hash of its requests in
 // flight, expiring two hours after its last request). On a
 // Cluster, a name holding braces that do not form a hash tag ("a}b",
-// "a{}b", "a{b") is not supported: Redisson's layout then puts the channel
-// and the zset in other slots than the count, and calls fail with a
-// CROSSSLOT error.
+// "a{}b", "a{b") is refused (an error wrapping
+// redisync.ErrInvalidArgument, before anything is sent): Redisson's layout
+// then puts the channel and the zset in other slots than the count.
 //
 // # Redis versions
 //

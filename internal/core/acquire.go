@@ -58,17 +58,17 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 	return ok, nil
 }
 
-// acquire is Acquire past the gate: the local line (acquireInLine), then
-// the wait in Redis. The whole call, from start, takes at most within
-// unless forever.
+// acquire is Acquire past the gate: the caller's [acquisition], in the
+// local line (acquisition.inLine), then in Redis. The whole call, from
+// start, takes at most within unless forever.
 func (l *Lock) acquire(ctx context.Context, s *Side, base Request, forever bool, within time.Duration, start time.Time) (bool, error) {
-	if s.Line != "" && !l.holdsAny(base) {
-		return l.acquireInLine(ctx, s, base, forever, within, start)
-	}
-	// The attempts' base on the heap, where the attempt and the side's
+	// The attempts' base on the heap, where the attempts and the side's
 	// Waiting find it, so that base itself stays on the stack.
-	w := &lineWait{base: base}
-	return l.waitInRedis(ctx, s, w, nil, bound(forever, within, start))
+	a := &acquisition{lock: l, side: s, base: base, end: waitEnd(forever, within, start)}
+	if s.Line != "" && !l.holdsAny(base) {
+		return a.inLine(ctx, forever, within, start)
+	}
+	return a.inRedis(ctx, nil, bound(forever, within, start))
 }
 
 // bound is what is left of a wait of at most within (unless forever) that
@@ -80,31 +80,59 @@ func bound(forever bool, within time.Duration, start time.Time) Bound {
 	return Bound{Wait: max(within-time.Since(start), 0)}
 }
 
-// acquireInLine is acquire for a side whose waiters line up in the client
+// waitEnd is when the requests of a wait of at most within (unless
+// forever) that began at start are cut: zero, never, for a wait until ctx
+// ends and for a single attempt (wait 0: one request, bounded by ctx and
+// go-redis).
+func waitEnd(forever bool, within time.Duration, start time.Time) time.Time {
+	if forever || within <= 0 {
+		return time.Time{}
+	}
+	return start.Add(within)
+}
+
+// acquisition is one caller's acquisition of side on lock, past the gate,
+// in one allocation: the base of its attempts' requests, the end of its
+// wait (zero: none), its lined wait and, when it may be handed the lock
+// (acc set), its acceptor. Its methods are the call's steps; it is the
+// wait's [Attempt] (Try).
+type acquisition struct {
+	lock     *Lock
+	side     *Side
+	base     Request
+	end      time.Time
+	tried    bool // an attempt was made
+	cut      bool // the end of the wait cut an attempt
+	lined    Lined
+	acceptor acceptor
+	acc      *acceptor // &acceptor when the caller accepts handoffs; nil otherwise
+}
+
+// inLine is the acquisition for a side whose waiters line up in the client
 // ([Side.Line]): the caller waits for its turn at the head of the line, then
 // in Redis on the subscription the line passes on, ready (without a
 // context owner) to be handed the lock by a releaser of this client.
-func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Request, forever bool, within time.Duration, start time.Time) (bool, error) {
+func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Duration, start time.Time) (bool, error) {
+	l, s := a.lock, a.side
 	t := l.C.lines.Join(s.Line, !forever && within == 0)
 	if t == nil {
 		return false, nil // others wait: a single attempt does not overtake them
 	}
 	defer t.Leave()
-	w := &lineWait{base: base}
-	if s.Handoff != nil && base.Fresh {
+	if s.Handoff != nil && a.base.Fresh {
 		// A caller without a context owner holds nothing while it
 		// waits (the gate), so a handoff gives it a fresh hold.
-		w.acc = &w.acceptor
-		w.acc.init(l, s, t, &w.base)
+		a.acc = &a.acceptor
+		a.acc.init(l, s, t, &a.base)
 	}
 	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
-		if w.acc != nil && w.acc.withdraw() {
+		if a.acc != nil && a.acc.withdraw() {
 			return true, nil // handed the lock as the wait ended
 		}
 		return false, err
 	}
-	ok, err := l.waitInRedis(ctx, s, w, t, bound(forever, within, start))
-	if ok && (w.acc == nil || !w.acc.handed) {
+	ok, err := a.inRedis(ctx, t, bound(forever, within, start))
+	if ok && (a.acc == nil || !a.acc.handed) {
 		// Taken from Redis, maybe before other processes' waiters woken by
 		// the same release: this client's subscription moves to the end
 		// of the channel's subscribers (Redis delivers in subscription
@@ -115,58 +143,51 @@ func (l *Lock) acquireInLine(ctx context.Context, s *Side, base Request, forever
 	return ok, err
 }
 
-// lineWait is what one caller waits with, in one allocation: the base of
-// its attempts' requests, its attempt, its lined wait and, when it may be
-// handed the lock (acc set), its acceptor.
-type lineWait struct {
-	base     Request
-	attempt  lockAttempt
-	lined    Lined
-	acceptor acceptor
-	acc      *acceptor // &acceptor when the caller accepts handoffs; nil otherwise
-}
-
-// waitInRedis runs the attempts for the owner of w.base in the side's
+// inRedis runs the attempts for the owner of a.base in the side's
 // Waiting, within b. The engine chooses the strategy: a side's Spin, or
 // its PubSub, which for a caller with a turn in a local line is [Lined]:
 // the channel stays subscribed from one head of the line to the next (no
 // UNSUBSCRIBE and SUBSCRIBE between them, and no release unseen), and the
-// caller's acceptor (w.acc), if any, may be handed the lock.
-func (l *Lock) waitInRedis(ctx context.Context, s *Side, w *lineWait, turn *Turn, b Bound) (bool, error) {
-	ws := s.Scripts.Waiting(&w.base)
+// caller's acceptor (a.acc), if any, may be handed the lock.
+func (a *acquisition) inRedis(ctx context.Context, turn *Turn, b Bound) (bool, error) {
+	ws := a.side.Scripts.Waiting(&a.base)
 	var st Strategy
 	switch {
 	case ws.Spin != nil:
 		st = ws.Spin
 	case turn != nil:
-		w.lined = Lined{PubSub: *ws.PubSub, Turn: turn, Handoff: w.acc}
-		st = &w.lined
+		a.lined = Lined{PubSub: *ws.PubSub, Turn: turn, Handoff: a.acc}
+		st = &a.lined
 	default:
 		st = ws.PubSub
 	}
-	w.attempt = lockAttempt{lock: l, side: s, base: &w.base}
-	return l.wait(ctx, st, b, &w.attempt, ws.GiveUp)
+	return a.lock.wait(ctx, st, b, a, ws.GiveUp, &a.cut)
 }
 
-// lockAttempt is one acquisition attempt on side of lock for the owner of
-// base (for a fresh hold, a new owner per attempt): the engine's
-// [Attempt].
-type lockAttempt struct {
-	lock *Lock
-	side *Side
-	base *Request
-}
-
-// Try makes the attempt ([Lock.try]).
-func (a *lockAttempt) Try(ctx context.Context) (bool, time.Duration, error) {
-	return a.lock.try(ctx, a.side, a.lock.withFreshOwner(ctx, a.side, *a.base))
+// Try makes one attempt ([acquisition.attempt]) for the owner of a.base
+// (for a fresh hold, a new owner per attempt), cut at the end of the
+// wait. None is made once the wait has ended, but the first: a wait that
+// ended before its first attempt (in the local line, or on a slow
+// machine) makes one, uncut, as a single attempt does.
+func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
+	end := a.end
+	if !end.IsZero() && !time.Now().Before(end) {
+		if a.tried {
+			return false, 0, nil
+		}
+		end = time.Time{}
+	}
+	a.tried = true
+	return a.attempt(ctx, end, a.lock.withFreshOwner(ctx, a.side, a.base))
 }
 
 // wait runs the wait ([Waits.Until]); when it ends without success, g
-// (when set) cleans what the attempts left, on a detached context. Close
-// waits for that clean-up, so that a process exiting after Close leaves
-// no fair-lock queue entry behind.
-func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g GiveUpper) (ok bool, err error) {
+// (when set) cleans what the attempts left, on a detached context; in the
+// background when *cut (when cut is set) says that an attempt was cut at
+// the end of the wait (Redis is slow: the call does not wait for it).
+// Close waits for that clean-up, so that a process exiting after Close
+// leaves no fair-lock queue entry behind.
+func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g GiveUpper, cut *bool) (ok bool, err error) {
 	c := l.C
 	if g == nil {
 		return c.waits.Until(ctx, st, b, a)
@@ -176,7 +197,9 @@ func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g Give
 	}
 	defer c.bg.Untrack()
 	defer func() {
-		if !ok {
+		if !ok && cut != nil && *cut {
+			c.bg.Finish(bg.ReleaseTimeout, g.GiveUp)
+		} else if !ok {
 			gctx, cancel := c.bg.Detached(ctx)
 			defer cancel()
 			g.GiveUp(gctx)
@@ -197,26 +220,39 @@ func (l *Lock) holdsAny(base Request) bool {
 		(base.Field != base.Owner && l.C.holds.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
 }
 
-// try makes one acquisition attempt on side s for the owner of base,
-// holding the owner's lock ([ownerLocks]) throughout, and after a lost
-// reply through the undo ([Lock.interrupted]).
-func (l *Lock) try(ctx context.Context, s *Side, base Request) (bool, time.Duration, error) {
+// attempt makes one acquisition attempt for the owner of base, holding
+// the owner's lock ([ownerLocks]) throughout, and after a lost reply
+// through the undo ([acquisition.interrupted]). The owner's lock and the
+// acquisition are cut at end (zero: never), the end of the wait: when
+// that, not ctx, cut them, the attempt reports "not acquired", and an
+// acquisition on its way is undone in the background (a.cut).
+func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) (bool, time.Duration, error) {
+	c := a.lock.C
 	hk := HoldKey{Key: base.Name, Field: base.Field}
-	ol, err := l.C.owners.lock(ctx, hk)
+	rctx := ctx
+	if !end.IsZero() {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+	}
+	ol, err := c.owners.lock(rctx, hk)
 	if err != nil {
+		if a.cut = wasCut(rctx, ctx); a.cut {
+			return false, 0, nil
+		}
 		return false, 0, err
 	}
 	undoing := false
 	defer func() {
 		if !undoing {
-			l.C.owners.unlock(hk, ol)
+			c.owners.unlock(hk, ol)
 		}
 	}()
 	req := new(Request) // the scripts take it by pointer: one on the heap, filled in place
 	for {
-		l.acquireRequest(req, base, hk)
+		a.request(req, base, hk)
 		sent := time.Now() // Redis starts the lease after this
-		out, err := l.runAcquire(ctx, s, req)
+		out, err := a.run(rctx, req)
 		if err == nil && out.Acquired && req.Sync.SyncErr() != nil {
 			// Taken on the primary, not acknowledged by its replicas: a
 			// failover could lose it. It is undone before the error
@@ -225,26 +261,31 @@ func (l *Lock) try(ctx context.Context, s *Side, base Request) (bool, time.Durat
 		}
 		switch {
 		case err != nil:
-			undoing = l.interrupted(s, *req, hk, ol, err)
-			return false, 0, fmt.Errorf("%s: %w", s.step("acquire"), err)
+			a.cut = wasCut(rctx, ctx)
+			undoing = a.interrupted(*req, hk, ol, err, !a.cut)
+			if a.cut {
+				return false, 0, nil // the wait ended
+			}
+			return false, 0, fmt.Errorf("%s: %w", a.side.step("acquire"), err)
 		case out.Err != nil:
 			return false, 0, out.Err
 		case out.Lost && req.Count > 1:
-			l.C.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
+			c.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
 			return false, out.Retry, nil
 		}
-		l.recordHold(s, req, hk, sent, out.Fence)
+		a.record(req, hk, sent, out.Fence)
 		return true, 0, nil
 	}
 }
 
-// acquireRequest makes *req the acquisition by the owner of base, whose
-// hold is hk: a new hold (count 1), or a re-entry of its live hold (count
-// + 1), which keeps its fencing token: the script records it instead of
-// taking a new one. req is filled in place: its Sync points into it.
-func (l *Lock) acquireRequest(req *Request, base Request, hk HoldKey) {
+// request makes *req the acquisition by the owner of base, whose hold is
+// hk: a new hold (count 1), or a re-entry of its live hold (count + 1),
+// which keeps its fencing token: the script records it instead of taking
+// a new one. req is filled in place: its Sync points into it.
+func (a *acquisition) request(req *Request, base Request, hk HoldKey) {
+	l := a.lock
 	*req = base
 	req.Count = 1
 	if h := l.C.holds.Live(hk); h != nil {
@@ -258,14 +299,15 @@ func (l *Lock) acquireRequest(req *Request, base Request, hk HoldKey) {
 	req.Sync = l.C.replicas.NewSyncIn(&req.sync)
 }
 
-// runAcquire sends the acquisition req, with its deadline (a fresh hold's
-// has its own already) and its runner.
-func (l *Lock) runAcquire(ctx context.Context, s *Side, req *Request) (Outcome, error) {
+// run sends the acquisition req, with its deadline (a fresh hold's has
+// its own already) and its runner.
+func (a *acquisition) run(ctx context.Context, req *Request) (Outcome, error) {
+	c := a.lock.C
 	if !req.Fresh {
-		req.Deadline = l.C.reqs.Deadline(ctx)
+		req.Deadline = c.reqs.Deadline(ctx)
 	}
-	req.Runner = l.C.replicas.Runner(req.Sync)
-	return s.Scripts.RunAcquire(ctx, req)
+	req.Runner = c.replicas.Runner(req.Sync)
+	return a.side.Scripts.RunAcquire(ctx, req)
 }
 
 // interrupted answers an acquisition req that failed with err: without a
@@ -273,28 +315,39 @@ func (l *Lock) runAcquire(ctx context.Context, s *Side, req *Request) (Outcome, 
 // not acknowledged by the replicas, it may have taken place, so it is
 // undone ([Lock.undo]) in the background, still holding the owner's lock
 // ol: the owner's next operation waits for it (as long as its ctx
-// allows); this one waits for it at most [request.UndoWait] (a replica
-// that did not acknowledge: until it is done). It reports whether the undo
-// took the owner's lock over (then the undo unlocks it).
-func (l *Lock) interrupted(s *Side, req Request, hk HoldKey, ol *ownerLock, err error) bool {
+// allows). With await, this one waits for it at most [request.UndoWait]
+// (a replica that did not acknowledge: until it is done); without (the
+// end of the wait cut the acquisition), not at all. It reports whether
+// the undo took the owner's lock over (then the undo unlocks it).
+func (a *acquisition) interrupted(req Request, hk HoldKey, ol *ownerLock, err error, await bool) bool {
 	if !errs.MayHaveRun(err) {
 		return false // the script's own answer: nothing ran
 	}
-	d := request.UndoWait
-	if errors.Is(err, errs.ErrNotReplicated) {
-		d = bg.ReleaseTimeout
+	c := a.lock.C
+	undoing, done := a.lock.undo(a.side, req, func() { c.owners.unlock(hk, ol) })
+	if await {
+		d := request.UndoWait
+		if errors.Is(err, errs.ErrNotReplicated) {
+			d = bg.ReleaseTimeout
+		}
+		request.AwaitUndo(done, d)
 	}
-	undoing, done := l.undo(s, req, func() { l.C.owners.unlock(hk, ol) })
-	request.AwaitUndo(done, d)
 	return undoing
 }
 
-// recordHold records the hold req took on side s (sent when the script
-// was sent, with fencing token fence) and makes it the handle's latest; a
-// hold taken from Redis through a local line with handoffs begins a
-// chain. req is a pointer: the acquisition, already on the heap (the
-// scripts take it by pointer), is not copied once more.
-func (l *Lock) recordHold(s *Side, req *Request, hk HoldKey, sent time.Time, fence int64) {
+// wasCut reports whether a request run on rctx (ctx, cut at the end of a
+// wait) failed because the wait ended, not ctx.
+func wasCut(rctx, ctx context.Context) bool {
+	return rctx != ctx && rctx.Err() != nil && ctx.Err() == nil
+}
+
+// record records the hold req took (sent when the script was sent, with
+// fencing token fence) and makes it the handle's latest; a hold taken
+// from Redis through a local line with handoffs begins a chain. req is a
+// pointer: the acquisition, already on the heap (the scripts take it by
+// pointer), is not copied once more.
+func (a *acquisition) record(req *Request, hk HoldKey, sent time.Time, fence int64) {
+	l, s := a.lock, a.side
 	var renew *RenewSpec
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(req)

@@ -31,15 +31,17 @@
 //     engine put in the [Request].
 //  2. lock.go: Lock.token (no owner in ctx: the handle's own) and
 //     Lock.baseRequest, a fresh hold's request with no owner yet.
-//  3. acquire.go: [Lock.Acquire] passes the handle's gate, then
-//     Lock.acquireInLine joins the client's local line and waits for its
-//     turn; at the head, Lock.waitInRedis runs the side's Waiting (the
-//     lock's channel) as a [Lined] wait, with lockAttempt as the attempt.
-//     Each attempt is Lock.try: a new fresh owner
-//     (Lock.withFreshOwner), the owner's lock, the acquisition
-//     (Lock.acquireRequest) and Lock.runAcquire, which sets the
+//  3. acquire.go: [Lock.Acquire] passes the handle's gate; the call's
+//     steps are then the methods of its acquisition (one allocation):
+//     acquisition.inLine joins the client's local line and waits for its
+//     turn; at the head, acquisition.inRedis runs the side's Waiting (the
+//     lock's channel) as a [Lined] wait, with the acquisition as the
+//     attempt. Each attempt (acquisition.Try, acquisition.attempt) takes
+//     a new fresh owner (Lock.withFreshOwner), the owner's lock, the
+//     request (acquisition.request) and acquisition.run, which sets the
 //     request's runner and calls lockScripts.RunAcquire (rlock/lock.go):
-//     lua/lock_acquire_fresh.lua through its typed binding.
+//     lua/lock_acquire_fresh.lua through its typed binding. With a wait,
+//     each attempt is cut at the end of the wait.
 //  4. local.go: [Gate.Enter] (one caller through a handle at a time),
 //     [Client.freshToken], ownerLocks (one operation per owner).
 //  5. line.go: [Lines.Join], [Turn.Await], [Turn.Leave]; the subscription
@@ -50,7 +52,7 @@
 //     then sleep until a message, the retry hint ([RetryAfterPTTL] of the
 //     holder's PTTL, capped by the re-check interval), a handoff, ctx or
 //     Close, and try again.
-//  8. hold.go: on success Lock.recordHold (acquire.go) records the hold
+//  8. hold.go: on success acquisition.record (acquire.go) records the hold
 //     with [Holds.acquiredAs], which registers it with the watchdog
 //     (watchdog.go: a renewal every third of the lease, one pipeline for
 //     every hold of the client), and begins a chain of handoffs.
@@ -82,15 +84,16 @@
 // the primary has replicas, one WAIT ends the batch.
 //
 // When a reply is lost (ctx ended, the connection broke), the acquisition
-// may still take place: Lock.interrupted sends the side's release in
-// undo mode in the background (Lock.undo), re-sent until Redis answers
+// may still take place: acquisition.interrupted sends the side's release
+// in undo mode in the background (Lock.undo), re-sent until Redis answers
 // for as long as the acquisition's record lives; it marks the acquisition
 // cancelled if it has not run, so a late copy does nothing
 // (lua/lock_release_fresh.lua), and gives back the hold if it has. The
 // caller waits for it at most a second ([request.UndoWait]), holding the
-// owner's lock meanwhile. An acquisition its replicas did not acknowledge
-// ([errs.ErrNotReplicated]) is undone the same way before the error
-// returns.
+// owner's lock meanwhile; a caller whose attempt the end of its wait cut
+// does not wait for it (the owner's next operation does). An acquisition
+// its replicas did not acknowledge ([errs.ErrNotReplicated]) is undone the
+// same way before the error returns.
 //
 // # Glossary
 //

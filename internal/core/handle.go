@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/keys"
 )
 
 // Handle is what every primitive's handle starts from: its client, its
@@ -21,6 +22,13 @@ type Handle struct {
 	// constructor, reported by Check (options are applied without I/O and
 	// cannot fail at construction).
 	OptErr error
+
+	// OwnSlot says that every key the primitive's scripts use shares its
+	// name's cluster slot whatever braces the name holds, so Check accepts
+	// names with stray braces on a Cluster too: the GCRA limiter (its key
+	// and its request records) and the latch (its counter and its request
+	// records; it publishes itself on a channel in another slot).
+	OwnSlot bool
 }
 
 // NewHandle returns the state of a handle on the primitive of the given kind
@@ -32,7 +40,10 @@ func NewHandle(c *Client, kind, name string) Handle {
 
 // Check returns the error to report before sending anything: the client's
 // ([errs.ErrInvalidArgument] for a nil client or a bad option, [errs.ErrClosed] after
-// Close), [errs.ErrInvalidArgument] for an empty name, or the handle's invalid
+// Close), [errs.ErrInvalidArgument] for an empty name, or on a Cluster for a
+// name whose braces form no hash tag ([keys.StrayBraces]: the keys and
+// channels Redisson derives from it would land in another slot, and a
+// script could fail part-way), unless OwnSlot, or the handle's invalid
 // option (OptErr).
 func (h *Handle) Check() error {
 	if err := h.C.Check(); err != nil {
@@ -40,6 +51,10 @@ func (h *Handle) Check() error {
 	}
 	if h.Name == "" {
 		return fmt.Errorf("%w: %s: empty name", errs.ErrInvalidArgument, h.Kind)
+	}
+	if h.C.cluster && !h.OwnSlot && keys.StrayBraces(h.Name) {
+		return h.Invalid("on a Cluster, braces in a name must form a hash tag (\"{tag}\" with something inside), " +
+			"else the keys derived from it land in another slot")
 	}
 	return h.OptErr
 }

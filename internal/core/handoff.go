@@ -22,7 +22,7 @@ import (
 // lock held all along; their waiters re-check when its lease would end,
 // and are woken by the release that ends the chain of handoffs. A caller
 // that took the lock from Redis drops the line's subscription
-// ([Lock.acquireInLine]), so that the next head subscribes anew, at the
+// ([acquisition.inLine]), so that the next head subscribes anew, at the
 // end of the channel's subscribers: Redis delivers in subscription order,
 // and the other processes' waiters hear the next release first.
 //
@@ -38,7 +38,7 @@ import (
 // The waiter's side: its turn's offer ([Offer]: the acquisition to make for
 // it) and its [acceptor], which the lined wait asks before each try
 // (beginTry) and takes a handoff with (takeHandoff, withdraw). The
-// releaser's side: [Lines.claim] and [Lock.handoff].
+// releaser's side: [Lines.claim] and [releaser.handoff].
 
 // HandoffWindow is how long a chain of in-process handoffs may also serve
 // callers that arrived after it began.
@@ -101,7 +101,7 @@ func (o *Offer) finish(h Handoff) {
 type acceptor struct {
 	lock *Lock
 	side *Side
-	base *Request // the caller's own attempts' base ([Lock.acquireInLine])
+	base *Request // the caller's own attempts' base ([acquisition.inLine])
 	// first is the turn's first offer, allocated with the acceptor
 	// (accept makes the next ones); its Req is the acquisition a releaser
 	// makes for the caller, which nobody changes.
@@ -313,11 +313,12 @@ func (ls *Lines) wakeHead(key string) {
 	}
 }
 
-// claimNext returns, for the release req of hold hk on side s, the offer
-// of the next caller in the lock's local line that the release may hand
-// the lock off to, claimed ([Lines.claim]), and the chain the hold is part
-// of; nil when the release frees the lock in Redis instead.
-func (l *Lock) claimNext(s *Side, hk HoldKey, req Request) (*Offer, Chain) {
+// claimNext returns, for the release r.req of hold hk, the offer of the
+// next caller in the lock's local line that the release may hand the lock
+// off to, claimed ([Lines.claim]), and the chain the hold is part of; nil
+// when the release frees the lock in Redis instead.
+func (r *releaser) claimNext(hk HoldKey) (*Offer, Chain) {
+	l, s, req := r.lock, r.side, &r.req
 	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
 		return nil, Chain{}
 	}
@@ -329,11 +330,12 @@ func (l *Lock) claimNext(s *Side, hk HoldKey, req Request) (*Offer, Chain) {
 	return l.C.lines.claim(s.Line, chain, &l.C.owners), chain
 }
 
-// handoff releases the owner's last hold (req) and acquires the lock for
-// the caller whose offer o the release claimed, in one script; the
+// handoff releases the owner's last hold (r.req) and acquires the lock
+// for the caller whose offer o the release claimed, in one script; the
 // caller's wait ends with the outcome ([Offer].finish). It answers the
 // releaser as Release does.
-func (l *Lock) handoff(ctx context.Context, s *Side, hk HoldKey, req Request, o *Offer, chain Chain) error {
+func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
+	l, s, ctx, req := r.lock, r.side, r.ctx, r.req
 	to := o.Req
 	var out HandoffOutcome
 	h := l.C.holds.beginRelease(hk, 0)

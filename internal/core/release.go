@@ -33,21 +33,36 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 			}
 		}
 	}
-	return l.release(ctx, s, base)
+	r := &releaser{lock: l, side: s, req: base}
+	return r.release(ctx)
 }
 
-// release is Release for the owner of base, on a detached context,
+// releaser is one release of side by the owner of req: its steps, the
+// release (req) it sends, on its detached context, and the request key of
+// a context owner's release whose reply was lost (unsettled), which is
+// settled before the owner's lock is given back
+// ([request.Requests.Settle]).
+type releaser struct {
+	lock      *Lock
+	ctx       context.Context
+	side      *Side
+	req       Request
+	unsettled string
+}
+
+// release is Release for the owner of r.req, on a detached context,
 // holding the owner's lock.
-func (l *Lock) release(ctx context.Context, s *Side, base Request) error {
+func (r *releaser) release(ctx context.Context) error {
+	l, s, base := r.lock, r.side, r.req
 	hk := HoldKey{Key: base.Name, Field: base.Field}
 	ctx, cancel := l.C.bg.Detached(ctx)
 	defer cancel()
+	r.ctx = ctx
 	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
 		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
 	}
-	r := &releaser{lock: l, ctx: ctx, side: s, req: base}
-	defer l.unlockSettled(hk, ol, r)
+	defer r.unlockSettled(hk, ol)
 	r.req.Lease = l.lease()
 	l.setRequestKey(&r.req)
 	if r.req.Publish, err = l.C.PublishCommand(ctx); err != nil {
@@ -65,8 +80,8 @@ func (l *Lock) release(ctx context.Context, s *Side, base Request) error {
 		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	r.req.Count = cur - 1
-	if o, chain := l.claimNext(s, hk, r.req); o != nil {
-		return l.handoff(ctx, s, hk, r.req, o, chain)
+	if o, chain := r.claimNext(hk); o != nil {
+		return r.handoff(hk, o, chain)
 	}
 	r.req.Sync = l.C.replicas.NewSyncIn(&r.req.sync)
 	h := l.C.holds.beginRelease(hk, r.req.Count)
@@ -85,18 +100,6 @@ func (l *Lock) release(ctx context.Context, s *Side, base Request) error {
 		return l.fail(s, fmt.Errorf("%s on the primary, so it took effect and must not be retried: %w", s.step("released"), r.req.Sync.Err))
 	}
 	return nil
-}
-
-// releaser sends one release (req) of side, and keeps the request key of
-// a context owner's release whose reply was lost (unsettled), which is
-// settled before the owner's lock is given back
-// ([request.Requests.Settle]).
-type releaser struct {
-	lock      *Lock
-	ctx       context.Context
-	side      *Side
-	req       Request
-	unsettled string
 }
 
 // send runs the side's release script once ([Lock.runRelease]).
@@ -122,9 +125,10 @@ func (l *Lock) runRelease(ctx context.Context, s *Side, req *Request) (int64, er
 
 // unlockSettled gives back the owner's lock ol on hk after r's release:
 // at once, or once a release whose reply was lost is settled.
-func (l *Lock) unlockSettled(hk HoldKey, ol *ownerLock, r *releaser) {
+func (r *releaser) unlockSettled(hk HoldKey, ol *ownerLock) {
+	c := r.lock.C
 	// The closure for Settle is made only when it is needed.
-	if r.unsettled == "" || !l.C.reqs.Settle(r.unsettled, func() { l.C.owners.unlock(hk, ol) }) {
-		l.C.owners.unlock(hk, ol)
+	if r.unsettled == "" || !c.reqs.Settle(r.unsettled, func() { c.owners.unlock(hk, ol) }) {
+		c.owners.unlock(hk, ol)
 	}
 }

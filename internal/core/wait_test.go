@@ -86,7 +86,7 @@ func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
 		st = s.Spin
 	}
 	l := &Lock{Handle: Handle{C: c}}
-	return l.wait(ctx, st, Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp)
+	return l.wait(ctx, st, Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp, nil)
 }
 
 // waitSpec returns a WaitSpec for f on a fresh channel, counting GiveUp

@@ -105,6 +105,15 @@ func sameSlot(name string) string {
 	return "{" + slotTags[Slot(name)] + "}"
 }
 
+// StrayBraces reports whether name holds braces that form no hash tag
+// ("a}b", "a{}b", "a{b"): the keys and channels derived from it (Tag,
+// Prefix, Suffix, LatchChannel) then hash to another cluster slot than
+// name, where a name without braces, or with a hash tag, shares it with
+// them (Request keeps name's slot in any case).
+func StrayBraces(name string) bool {
+	return strings.ContainsAny(name, "{}") && !hasHashTag(name)
+}
+
 // hasHashTag reports whether Redis Cluster hashes key by a tag: a "{"
 // followed later by a "}" with something between them.
 func hasHashTag(key string) bool {

@@ -43,3 +43,15 @@ func TestRequestSharesSlot(t *testing.T) {
 		assert.Equal(t, Slot(name), Slot(Request(name, "c:1")), "Request(%q)", name)
 	}
 }
+
+// StrayBraces is true exactly when a derived key leaves the name's slot.
+func TestStrayBraces(t *testing.T) {
+	for _, name := range []string{"orders:42", "a{b}c", "{x}", "a}b{c}", "x{y}z{w}"} {
+		assert.False(t, StrayBraces(name), name)
+		assert.Equal(t, Slot(name), Slot(FenceCounter(name)), "FenceCounter(%q)", name)
+		assert.Equal(t, Slot(name), Slot(SemaphoreTimeouts(name)), "SemaphoreTimeouts(%q)", name)
+	}
+	for _, name := range []string{"a}b", "a{}b", "a{b", "}{", "{", "}"} {
+		assert.True(t, StrayBraces(name), name)
+	}
+}

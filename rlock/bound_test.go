@@ -1,0 +1,82 @@
+package rlock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+)
+
+// tryLocker is what the three locks share for this test.
+type tryLocker interface {
+	TryLock(ctx context.Context, wait time.Duration) (bool, error)
+	Unlock(ctx context.Context) error
+	IsLocked(ctx context.Context) (bool, error)
+}
+
+// Regression (issue 34): a wait was no time limit when Redis was slow:
+// under CLIENT PAUSE, TryLock(ctx, wait) waited for its acquisition on
+// its way as long as Redis took, and returned true once the pause ended.
+// The engine now cuts the attempt at the end of the wait (on a go-redis
+// client with ContextTimeoutEnabled): TryLock returns false while Redis is
+// still paused, and the acquisition, which Redis may run once unpaused, is
+// undone. The lock, the fair lock and the spin lock.
+func TestTryLockWaitBoundsRequests(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t) // its own server: the pause stops every client
+	c := clienttest.New(t, s.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true }))
+	locks := map[string]tryLocker{
+		"Lock":     rlock.New(c, redistest.Key(t, "lock")),
+		"FairLock": rlock.NewFair(c, redistest.Key(t, "fair")),
+		"SpinLock": rlock.NewSpin(c, redistest.Key(t, "spin")),
+	}
+	for _, l := range locks { // load the scripts
+		ok, err := l.TryLock(ctx, 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, l.Unlock(ctx))
+	}
+
+	admin := s.Client(t)
+	// WRITE: scripts wait, CLIENT UNPAUSE and reads do not. 20 s: longer
+	// than the guard below, so the calls must return while paused.
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err())
+	type result struct {
+		kind string
+		ok   bool
+		err  error
+	}
+	done := make(chan result, len(locks))
+	for kind, l := range locks {
+		go func() {
+			ok, err := l.TryLock(ctx, 200*time.Millisecond)
+			done <- result{kind, ok, err}
+		}()
+	}
+	for range locks {
+		select {
+		case r := <-done:
+			require.NoError(t, r.err, r.kind)
+			require.False(t, r.ok, r.kind)
+		case <-time.After(10 * time.Second):
+			t.Fatal("TryLock(ctx, 200ms) still running after 10 s: its request was not cut at the end of the wait")
+		}
+	}
+	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+	for kind, l := range locks {
+		redistest.Eventually(t, 10*time.Second, kind+": the cut acquisition undone", func() error {
+			held, err := l.IsLocked(ctx)
+			if err == nil && held {
+				return fmt.Errorf("%s still locked", kind)
+			}
+			return err
+		})
+	}
+}
