@@ -71,10 +71,7 @@ func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
 // replicas when a call asks for it: see the package doc. Each call gets
 // its own reply (and ackErr); an error of one does not fail the others.
 func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
-	n, reread := r.count(p, node)
-	if n == unknown && anySync(calls) {
-		n = r.readFirst(ctx, p, node)
-	}
+	n, reread := r.countFor(ctx, p, node, calls)
 	a, wait := r.ackFor(calls, n)
 	var acked *redis.IntCmd
 	var role *redis.SliceCmd
@@ -121,6 +118,17 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 		}
 	}
 	p.suspectAfter(calls)
+}
+
+// countFor returns the count a batch of calls waits for on p, read first
+// (readFirst) when it is not known yet and a call waits for replicas, and
+// whether the batch should read it again after its WAIT (count).
+func (r *Replicas) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, reread bool) {
+	n, reread = r.count(p, node)
+	if n == unknown && anySync(calls) {
+		n = r.readFirst(ctx, p, node)
+	}
+	return n, reread
 }
 
 // anySync reports whether a call of calls waits for the replicas.
