@@ -76,8 +76,8 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 		require.NoError(t, c.reply.Err(), "call %d", i)
 		assert.NoError(t, c.ackErr, "call %d: no replica to wait for", i)
 	}
-	assert.Equal(t, [][]string{{"role", "evalsha", "evalsha"}, {"eval"}}, tr.names,
-		"round trips: the count read with the batch, then the call that lacked its script alone")
+	assert.Equal(t, [][]string{{"role"}, {"evalsha", "evalsha"}, {"eval"}}, tr.names,
+		"round trips: the count read once, before the first batch that waits for replicas (readFirst), the batch, then the call that lacked its script alone")
 }
 
 // The bounds of a batch: at most maxBatch calls, and a call that would
