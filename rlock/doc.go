@@ -51,8 +51,8 @@
 // Lock and TryLock wait on the lock's pub/sub channel through the Client's
 // shared connection: a release wakes the longest-waiting local waiter, which
 // then tries to take the lock (one script). End to end, from Unlock in one
-// process to Lock returning in another, that took 0.58 ms (p50) on a
-// 2-vCPU VM, about 22 PING round trips and 1.34× the least bare pub/sub
+// process to Lock returning in another, that took 0.88 ms (p50) on a
+// 2-vCPU VM, about 24 PING round trips and 1.40× the least bare pub/sub
 // takes there (the handoff rows of the repository's bench/results.json,
 // shown in the README's benchmarks). A waiter also re-checks when the holder's
 // lease would end and at least every redisync.WithRecheckInterval, since
