@@ -295,20 +295,10 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 
 // completeIfExists is complete for ReleaseIfExists.
 func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
-	first := true
-	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, release.Seq) }
-	s.h.C.Requests().CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
-		func(ctx context.Context) (func() error, time.Time) {
-			if !first {
-				release.Deadline = s.h.C.Requests().Deadline(ctx)
-			}
-			first = false
-			r := release
-			return func() error {
-				_, err := r.Run(ctx, s.h.C.Direct())
-				return err
-			}, time.Time{}
-		}, "semaphore", s.h.Name, "permits", release.N)
+	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
+		_, err := release.Run(ctx, s.h.C.Direct())
+		return err
+	})
 }
 
 // complete goes on in the background with a release whose reply was lost
@@ -317,20 +307,26 @@ func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
 // ledger, not the deadline, says whether it ran). Then it ends in the
 // ledger.
 func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs) {
+	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
+		_, err := release.Run(ctx, s.h.C.Direct())
+		return err
+	})
+}
+
+// completeLost is complete for a release of n permits numbered seq in the
+// ledger, whose request run sends with the deadline in *deadline: the
+// first send keeps the request's own, every later one gets a new one.
+func (s *Semaphore) completeLost(seq, n int64, deadline *int64, run func(context.Context) error) {
 	first := true
-	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, release.Seq) }
+	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, seq) }
 	s.h.C.Requests().CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
 		func(ctx context.Context) (func() error, time.Time) {
 			if !first {
-				release.Deadline = s.h.C.Requests().Deadline(ctx)
+				*deadline = s.h.C.Requests().Deadline(ctx)
 			}
 			first = false
-			r := release
-			return func() error {
-				_, err := r.Run(ctx, s.h.C.Direct())
-				return err
-			}, time.Time{}
-		}, "semaphore", s.h.Name, "permits", release.N)
+			return func() error { return run(ctx) }, time.Time{}
+		}, "semaphore", s.h.Name, "permits", n)
 }
 
 // AvailablePermits returns the number of permits available now: negative
