@@ -364,8 +364,11 @@ func latchOps(ops []Op, b Bounds) []porcupine.Operation {
 
 // LatchModel is the model of a count-down latch: TrySetCount sets a latch
 // that is open (count 0, not set); CountDown never goes below zero; a wait
-// returns true only when the count is zero (never early) and false only when
-// it is not; Count reads the count.
+// returns true only when the count is zero (never early); Count reads the
+// count. A wait's false constrains nothing: TryWait is bounded by its wait,
+// requests included, so it returns false when Redis did not answer within
+// it (stopped, partitioned), whatever the count. That an open latch wakes
+// its waiters is checked by the liveness round, whose waits are not cut.
 var LatchModel = porcupine.NondeterministicModel{
 	Partition: partitionByObject,
 	Init:      func() []any { return []any{int64(0)} },
@@ -396,7 +399,7 @@ var LatchModel = porcupine.NondeterministicModel{
 			}
 			return []any{next}
 		case LatchWait:
-			if (op.Outcome == OK) == (c == 0) {
+			if op.Outcome != OK || c == 0 {
 				return []any{c}
 			}
 		case LatchCount:

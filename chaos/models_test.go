@@ -115,4 +115,8 @@ func TestLatchModel(t *testing.T) {
 	check(t, m, latchOps([]Op{set, op(1, LatchDown, 0, 2, 3, Unknown), op(3, LatchCount, 2, 3.5, 3.6, OK), op(3, LatchCount, 1, 4, 4.1, OK)}, testBounds), porcupine.Ok)
 	check(t, m, latchOps([]Op{set, op(1, LatchDown, 0, 2, 3, Unknown), op(3, LatchCount, 2, 3.5, 3.6, OK), op(3, LatchCount, 0, 4, 4.1, OK)}, testBounds), porcupine.Illegal)
 	check(t, m, latchOps([]Op{set, op(1, LatchDown, 0, 2, 3, OK), op(3, LatchCount, 2, 3.5, 3.6, OK)}, testBounds), porcupine.Illegal)
+	// A wait's false constrains nothing (TryWait bounded by its wait: Redis
+	// may not have answered within it, as under SIGSTOP); its true does.
+	check(t, m, latchOps([]Op{op(2, LatchWait, 0, 1, 2, Refused)}, testBounds), porcupine.Ok)
+	check(t, m, latchOps([]Op{set, op(2, LatchWait, 0, 1.5, 2, OK)}, testBounds), porcupine.Illegal)
 }
