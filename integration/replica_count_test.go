@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,29 +48,10 @@ func (failReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	}
 }
 
-// trips is a go-redis hook that keeps the command names of each round
-// trip (one command, or a pipeline).
-type trips struct {
-	mu    sync.Mutex
-	names [][]string
-}
-
-func (tr *trips) add(cmds ...redis.Cmder) {
-	var names []string
-	for _, cmd := range cmds {
-		names = append(names, strings.ToLower(cmd.Name()))
-	}
-	tr.mu.Lock()
-	tr.names = append(tr.names, names)
-	tr.mu.Unlock()
-}
-
 // readsAlone returns the round trips that only read replicas.
-func (tr *trips) readsAlone() [][]string {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
+func readsAlone(sent *redistest.Trips) [][]string {
 	var alone [][]string
-	for _, names := range tr.names {
+	for _, names := range sent.Names() {
 		reads := 0
 		for _, n := range names {
 			if n == "info" || n == "role" {
@@ -83,22 +63,6 @@ func (tr *trips) readsAlone() [][]string {
 		}
 	}
 	return alone
-}
-
-func (*trips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (tr *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		tr.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (tr *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		tr.add(cmds...)
-		return next(ctx, cmds)
-	}
 }
 
 func isRead(cmd redis.Cmder) bool {
@@ -118,7 +82,7 @@ func TestReplicaCountReadFailsNothing(t *testing.T) {
 	ctx := context.Background()
 	single := redistest.Start(t)
 	rdb := single.Client(t)
-	var sent trips
+	var sent redistest.Trips
 	rdb.AddHook(&sent)
 	c := clienttest.New(t, rdb)
 	l := rlock.New(c, "lock")
@@ -126,7 +90,7 @@ func TestReplicaCountReadFailsNothing(t *testing.T) {
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Unlock(ctx))
 	}
-	assert.LessOrEqual(t, len(sent.readsAlone()), 1, "round trips that only read the replica count: %v", sent.readsAlone())
+	assert.LessOrEqual(t, len(readsAlone(&sent)), 1, "round trips that only read the replica count: %v", readsAlone(&sent))
 
 	failing := single.Client(t)
 	failing.AddHook(failReads{})

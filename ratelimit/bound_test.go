@@ -30,28 +30,9 @@ func TestTryAcquireWaitBoundsRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	admin := s.Client(t)
-	// WRITE: scripts wait, CLIENT UNPAUSE and reads do not. 20 s: longer
-	// than the guard below, so the call must return while paused.
-	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err())
-	type result struct {
-		ok  bool
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ok, err := l.TryAcquire(ctx, 1, 300*time.Millisecond)
-		done <- result{ok, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("TryAcquire(ctx, 1, 300ms) still running after 10 s: its request was not cut at the end of the wait")
-	}
-	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
-	require.NoError(t, r.err)
-	require.False(t, r.ok)
+	s.TryWhileWritesPaused(t, map[string]func() (bool, error){
+		"TryAcquire": func() (bool, error) { return l.TryAcquire(ctx, 1, 300*time.Millisecond) },
+	})
 	redistest.Eventually(t, 10*time.Second, "the cut acquisition undone", func() error {
 		n, err := l.AvailablePermits(ctx)
 		if err == nil && n != 4 {

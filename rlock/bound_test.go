@@ -44,32 +44,11 @@ func TestTryLockWaitBoundsRequests(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 	}
 
-	admin := s.Client(t)
-	// WRITE: scripts wait, CLIENT UNPAUSE and reads do not. 20 s: longer
-	// than the guard below, so the calls must return while paused.
-	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err())
-	type result struct {
-		kind string
-		ok   bool
-		err  error
-	}
-	done := make(chan result, len(locks))
+	calls := map[string]func() (bool, error){}
 	for kind, l := range locks {
-		go func() {
-			ok, err := l.TryLock(ctx, 200*time.Millisecond)
-			done <- result{kind, ok, err}
-		}()
+		calls[kind] = func() (bool, error) { return l.TryLock(ctx, 200*time.Millisecond) }
 	}
-	for range locks {
-		select {
-		case r := <-done:
-			require.NoError(t, r.err, r.kind)
-			require.False(t, r.ok, r.kind)
-		case <-time.After(10 * time.Second):
-			t.Fatal("TryLock(ctx, 200ms) still running after 10 s: its request was not cut at the end of the wait")
-		}
-	}
-	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+	s.TryWhileWritesPaused(t, calls)
 	for kind, l := range locks {
 		redistest.Eventually(t, 10*time.Second, kind+": the cut acquisition undone", func() error {
 			held, err := l.IsLocked(ctx)

@@ -37,34 +37,10 @@ func TestTryLockWaitBoundsRequests(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, write.Unlock(ctx))
 
-	admin := s.Client(t)
-	// WRITE: scripts wait, CLIENT UNPAUSE and reads do not. 20 s: longer
-	// than the guard below, so the calls must return while paused.
-	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err())
-	type result struct {
-		side string
-		ok   bool
-		err  error
-	}
-	done := make(chan result, 2)
-	go func() {
-		ok, err := read.TryRLock(ctx, 200*time.Millisecond)
-		done <- result{"TryRLock", ok, err}
-	}()
-	go func() {
-		ok, err := write.TryLock(ctx, 200*time.Millisecond)
-		done <- result{"TryLock", ok, err}
-	}()
-	for range 2 {
-		select {
-		case r := <-done:
-			require.NoError(t, r.err, r.side)
-			require.False(t, r.ok, r.side)
-		case <-time.After(10 * time.Second):
-			t.Fatal("TryRLock/TryLock(ctx, 200ms) still running after 10 s: its request was not cut at the end of the wait")
-		}
-	}
-	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+	s.TryWhileWritesPaused(t, map[string]func() (bool, error){
+		"TryRLock": func() (bool, error) { return read.TryRLock(ctx, 200*time.Millisecond) },
+		"TryLock":  func() (bool, error) { return write.TryLock(ctx, 200*time.Millisecond) },
+	})
 	for _, rw := range []*rwlock.RWLock{read, write} {
 		redistest.Eventually(t, 10*time.Second, rw.Name()+": the cut acquisition undone", func() error {
 			r, err := rw.IsReadLocked(ctx)

@@ -36,33 +36,13 @@ func TestTryAcquireWaitBoundsRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	admin := s.Client(t)
-	// WRITE: scripts wait, CLIENT UNPAUSE and reads do not. 20 s: longer
-	// than the guard below, so the calls must return while paused.
-	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err())
-	type result struct {
-		ok  bool
-		err error
-	}
-	done := make(chan result, 2)
-	go func() {
-		ok, err := counted.TryAcquire(ctx, 1, 300*time.Millisecond)
-		done <- result{ok, err}
-	}()
-	go func() {
-		_, ok, err := expirable.TryAcquire(ctx, 300*time.Millisecond, time.Hour)
-		done <- result{ok, err}
-	}()
-	for range 2 {
-		select {
-		case r := <-done:
-			require.NoError(t, r.err)
-			require.False(t, r.ok)
-		case <-time.After(10 * time.Second):
-			t.Fatal("TryAcquire(…, 300ms) still running after 10 s: its request was not cut at the end of the wait")
-		}
-	}
-	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+	s.TryWhileWritesPaused(t, map[string]func() (bool, error){
+		"Semaphore.TryAcquire": func() (bool, error) { return counted.TryAcquire(ctx, 1, 300*time.Millisecond) },
+		"ExpirableSemaphore.TryAcquire": func() (bool, error) {
+			_, ok, err := expirable.TryAcquire(ctx, 300*time.Millisecond, time.Hour)
+			return ok, err
+		},
+	})
 	redistest.Eventually(t, 10*time.Second, "the cut acquisitions undone", func() error {
 		n, err := counted.AvailablePermits(ctx)
 		if err != nil {

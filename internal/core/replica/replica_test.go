@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,38 +17,6 @@ import (
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
-
-// trips records the command names of each round trip of a client.
-type trips struct {
-	mu    sync.Mutex
-	names [][]string
-}
-
-func (tr *trips) add(cmds ...redis.Cmder) {
-	var names []string
-	for _, cmd := range cmds {
-		names = append(names, strings.ToLower(cmd.Name()))
-	}
-	tr.mu.Lock()
-	tr.names = append(tr.names, names)
-	tr.mu.Unlock()
-}
-
-func (*trips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (tr *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		tr.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (tr *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		tr.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
 
 func newReplicas(t *testing.T, rdb redis.UniversalClient) *Replicas {
 	g := bg.New()
@@ -67,7 +34,7 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 	r := newReplicas(t, rdb)
 	loaded := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
 	require.NoError(t, loaded.Run(ctx, rdb).Err()) // EVAL: loaded now
-	var tr trips
+	var tr redistest.Trips
 	rdb.AddHook(&tr)
 	other := lua.NewCommand(lua.SemaphorePermitState, []string{"sem", "{sem}:timeout", "redisson_sc:{sem}"}, []any{"publish"})
 	calls := []*call{newCall(ctx, loaded, true), newCall(ctx, other, true)}
@@ -76,7 +43,7 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 		require.NoError(t, c.reply.Err(), "call %d", i)
 		assert.NoError(t, c.ackErr, "call %d: no replica to wait for", i)
 	}
-	assert.Equal(t, [][]string{{"role"}, {"evalsha", "evalsha"}, {"eval"}}, tr.names,
+	assert.Equal(t, [][]string{{"role"}, {"evalsha", "evalsha"}, {"eval"}}, tr.Names(),
 		"round trips: the count read once, before the first batch that waits for replicas (readFirst), the batch, then the call that lacked its script alone")
 }
 
