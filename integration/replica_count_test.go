@@ -49,9 +49,9 @@ func (failReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 }
 
 // readsAlone returns the round trips that only read replicas.
-func readsAlone(sent *redistest.Trips) [][]string {
+func readsAlone(sent *redistest.Recorder) [][]string {
 	var alone [][]string
-	for _, names := range sent.Names() {
+	for _, names := range sent.Trips() {
 		reads := 0
 		for _, n := range names {
 			if n == "info" || n == "role" {
@@ -82,7 +82,7 @@ func TestReplicaCountReadFailsNothing(t *testing.T) {
 	ctx := context.Background()
 	single := redistest.Start(t)
 	rdb := single.Client(t)
-	var sent redistest.Trips
+	var sent redistest.Recorder
 	rdb.AddHook(&sent)
 	c := clienttest.New(t, rdb)
 	l := rlock.New(c, "lock")

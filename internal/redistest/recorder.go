@@ -13,17 +13,30 @@ import (
 // Recorder is a go-redis hook that keeps the arguments of the script calls
 // (EVALSHA, EVAL) a client sends, so that a test can deliver an identical
 // copy of one later: what a request held up in the network looks like when
-// it finally reaches Redis.
+// it finally reaches Redis. It also keeps the command names of each round
+// trip (Trips). Add it to a client with AddHook; the zero value is ready
+// to use.
 type Recorder struct {
 	mu    sync.Mutex
 	calls [][]any
+	trips [][]string
 }
 
-// Reset forgets the calls recorded so far.
+// Reset forgets the calls and round trips recorded so far.
 func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = nil
+	r.trips = nil
+}
+
+// Trips returns the command names, in lower case, of each round trip
+// recorded so far, oldest first: a command sent alone, or a pipeline's
+// commands.
+func (r *Recorder) Trips() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]string(nil), r.trips...)
 }
 
 // Last returns the arguments of the latest script call, or nil.
@@ -36,13 +49,19 @@ func (r *Recorder) Last() []any {
 	return r.calls[len(r.calls)-1]
 }
 
-func (r *Recorder) add(cmd redis.Cmder) {
-	switch strings.ToLower(cmd.Name()) {
-	case "evalsha", "eval":
-		r.mu.Lock()
-		r.calls = append(r.calls, lua.ArgValues(cmd.Args()))
-		r.mu.Unlock()
+// add records one round trip: cmds sent together.
+func (r *Recorder) add(cmds ...redis.Cmder) {
+	names := make([]string, 0, len(cmds))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, cmd := range cmds {
+		name := strings.ToLower(cmd.Name())
+		names = append(names, name)
+		if name == "evalsha" || name == "eval" {
+			r.calls = append(r.calls, lua.ArgValues(cmd.Args()))
+		}
 	}
+	r.trips = append(r.trips, names)
 }
 
 // DialHook implements redis.Hook.
@@ -59,9 +78,7 @@ func (r *Recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook implements redis.Hook.
 func (r *Recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			r.add(cmd)
-		}
+		r.add(cmds...)
 		return next(ctx, cmds)
 	}
 }

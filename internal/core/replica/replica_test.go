@@ -34,7 +34,7 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 	r := newReplicas(t, rdb)
 	loaded := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
 	require.NoError(t, loaded.Run(ctx, rdb).Err()) // EVAL: loaded now
-	var tr redistest.Trips
+	var tr redistest.Recorder
 	rdb.AddHook(&tr)
 	other := lua.NewCommand(lua.SemaphorePermitState, []string{"sem", "{sem}:timeout", "redisson_sc:{sem}"}, []any{"publish"})
 	calls := []*call{newCall(ctx, loaded, true), newCall(ctx, other, true)}
@@ -43,7 +43,7 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 		require.NoError(t, c.reply.Err(), "call %d", i)
 		assert.NoError(t, c.ackErr, "call %d: no replica to wait for", i)
 	}
-	assert.Equal(t, [][]string{{"role"}, {"evalsha", "evalsha"}, {"eval"}}, tr.Names(),
+	assert.Equal(t, [][]string{{"role"}, {"evalsha", "evalsha"}, {"eval"}}, tr.Trips(),
 		"round trips: the count read once, before the first batch that waits for replicas (readFirst), the batch, then the call that lacked its script alone")
 }
 
