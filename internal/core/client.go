@@ -102,7 +102,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.closing = c.bg.Closing()
 	c.lines.closing = c.closing
 	c.reqs = request.New(rdb, o.Logger, c.bg, &c.ctr.undoFailed, &c.ctr.releaseFailed)
-	c.replicas = replica.New(rdb, *o.ReplicaSync, Millis(o.ReplicaSync.Timeout), c.bg, o.Logger)
+	c.replicas = replica.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
 		c.reg = newRegistration(o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)

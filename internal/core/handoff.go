@@ -335,7 +335,7 @@ func (r *releaser) claimNext(hk HoldKey) (*Offer, Chain) {
 // caller's wait ends with the outcome ([Offer].finish). It answers the
 // releaser as Release does.
 func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
-	l, s, ctx, req := r.lock, r.side, r.ctx, r.req
+	l, s, ctx, req := r.lock, r.side, r.ctx, &r.req
 	to := o.Req
 	var out HandoffOutcome
 	h := l.C.holds.beginRelease(hk, 0)
@@ -343,7 +343,7 @@ func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
 	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
 	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
 	req.Runner = l.C.replicas.Runner(req.Sync)
-	out, err := s.Handoff.RunHandoff(ctx, &req, &to)
+	out, err := s.Handoff.RunHandoff(ctx, req, &to)
 	if err == nil {
 		if serr := req.Sync.SyncErr(); serr != nil {
 			// Handed off on the primary: the waiter holds it. As a

@@ -372,7 +372,7 @@ func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Ho
 	g := bg.New()
 	log := slog.New(slog.DiscardHandler)
 	rs := replica.DefaultSettings
-	hs := newHolds(holdsConfig{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, rs.Timeout.Milliseconds(), g, log),
+	hs := newHolds(holdsConfig{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, g, log),
 		Closing: g.Closing(), Log: log, Client: new(Client), // observes, counts nothing anyone reads
 		LeaseMillis: lease.Milliseconds(), AckMillis: max(min(rs.Timeout, lease/6).Milliseconds(), 1)})
 	t.Cleanup(func() {

@@ -87,7 +87,7 @@ func (r *Replicas) count(p *primary, node *redis.Client) (n int, reread bool) {
 // primary's.
 func (p *primary) suspectAfter(calls []*call) {
 	for _, c := range calls {
-		if err := c.reply.Err(); err != nil && (!errs.IsReply(err) || errs.NotRun(err) || redirected(err)) {
+		if err := c.reply.Err(); err != nil && (!errs.IsReply(err) || errs.NotRun(err)) {
 			p.mu.Lock()
 			p.suspect = true
 			p.mu.Unlock()

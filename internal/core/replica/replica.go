@@ -33,19 +33,18 @@ func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
 // Replicas is one client's replica acknowledgement: what it waits for
 // (Settings), and the number of replicas of each primary.
 type Replicas struct {
-	rdb           redis.UniversalClient
-	sync          Settings
-	timeoutMillis int64 // sync.Timeout in whole milliseconds, rounded up
-	bg            *bg.Group
-	log           *slog.Logger
-	primaries     primaries
+	rdb       redis.UniversalClient
+	sync      Settings
+	bg        *bg.Group
+	log       *slog.Logger
+	primaries primaries
 }
 
 // New returns the replica acknowledgement of a client over rdb, waiting as
-// rs says (timeoutMillis is rs.Timeout in whole milliseconds, rounded
-// up), reading replica counts again in g, logging to log. It does no I/O.
-func New(rdb redis.UniversalClient, rs Settings, timeoutMillis int64, g *bg.Group, log *slog.Logger) *Replicas {
-	return &Replicas{rdb: rdb, sync: rs, timeoutMillis: timeoutMillis, bg: g, log: log}
+// rs says, reading replica counts again in g, logging to log. It does no
+// I/O.
+func New(rdb redis.UniversalClient, rs Settings, g *bg.Group, log *slog.Logger) *Replicas {
+	return &Replicas{rdb: rdb, sync: rs, bg: g, log: log}
 }
 
 // On reports whether the client waits for replicas at all.

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func newReplicas(t *testing.T, rdb redis.UniversalClient) *Replicas {
 	g := bg.New()
 	t.Cleanup(func() { g.Close(); g.Wait() })
-	return New(rdb, DefaultSettings, 1000, g, slog.New(slog.DiscardHandler))
+	return New(rdb, DefaultSettings, g, slog.New(slog.DiscardHandler))
 }
 
 // A batch in which one script is loaded and another is not: only the call
