@@ -24,7 +24,7 @@ import (
 
 // failoverRounds returns the number of failovers per setting in
 // TestFailoverLosesNothingAcknowledged: REDISYNC_FAILOVERS, 6 by default
-// (the README's figures come from REDISYNC_FAILOVERS=20).
+// (the figures of docs/guarantees.md come from REDISYNC_FAILOVERS=20).
 func failoverRounds(t *testing.T) int {
 	v := os.Getenv("REDISYNC_FAILOVERS")
 	if v == "" {

@@ -547,7 +547,7 @@ func subConns(t *testing.T, node *redistest.Server) int {
 	return n
 }
 
-// The figures of the README's "Redis Cluster" section, classic against
+// The figures of docs/cluster-sentinel.md, classic against
 // sharded pub/sub, on 3 masters with a replica each: cluster-bus messages
 // per release, pub/sub connections of one client with 10,000 waiters on
 // 1,000 locks, and the handoff latency of a lock between two clients over

@@ -54,7 +54,7 @@
 // process to Lock returning in another, that took 0.88 ms (p50) on a
 // 2-vCPU VM, about 24 PING round trips and 1.40× the least bare pub/sub
 // takes there (the handoff rows of the repository's bench/results.json,
-// shown in the README's benchmarks). A waiter also re-checks when the holder's
+// shown in docs/benchmarks.md). A waiter also re-checks when the holder's
 // lease would end and at least every redisync.WithRecheckInterval, since
 // messages can be lost. Once waiting, a
 // re-check that fails on the way to Redis (a connection lost or refused, a
