@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 
 	"github.com/redis/go-redis/v9"
 
@@ -86,7 +86,7 @@ type options struct {
 	recheck         time.Duration
 	sharded         ShardedMode
 	observers       []Observer // observe.go
-	replicaSync     *replica.Settings
+	replicaSync     *pipeline.Settings
 	err             error
 }
 
@@ -147,7 +147,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // ReplicasAll is the replica count of WithReplicaSync that waits for
 // every replica connected to the primary at the time.
-const ReplicasAll = replica.All
+const ReplicasAll = pipeline.All
 
 // WithReplicaSync sets how acquisitions and releases wait for replicas to
 // have their write, as Redisson's checkLockSyncedSlaves and
@@ -201,7 +201,7 @@ func WithReplicaSync(replicas int, timeout time.Duration) Option {
 			o.invalid("replica sync timeout %v, must be ≥ 1ms", timeout)
 			return
 		}
-		o.replicaSync = &replica.Settings{Replicas: replicas, Timeout: timeout}
+		o.replicaSync = &pipeline.Settings{Replicas: replicas, Timeout: timeout}
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 )
 
 // HoldKey names a hold: the Redis hash and the owner's field in it.
@@ -267,10 +267,10 @@ type Holds struct {
 // holdsConfig is what a client's holds need from it.
 type holdsConfig struct {
 	Redis    redis.UniversalClient
-	Cluster  bool              // Redis is a Cluster client: renewals batch per slot
-	Lease    time.Duration     // the lease of watchdog-renewed holds (WatchdogTimeout)
-	Replicas *replica.Replicas // renewals wait for replicas as acquisitions do
-	Closing  <-chan struct{}   // closed when the client closes: renewals stop
+	Cluster  bool               // Redis is a Cluster client: renewals batch per slot
+	Lease    time.Duration      // the lease of watchdog-renewed holds (WatchdogTimeout)
+	Replicas *pipeline.Replicas // renewals wait for replicas as acquisitions do
+	Closing  <-chan struct{}    // closed when the client closes: renewals stop
 	Log      *slog.Logger
 	Client   *Client // observes the holds
 	// LeaseMillis is Lease in whole milliseconds, rounded up ([Millis]);

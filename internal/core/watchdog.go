@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -28,7 +28,7 @@ type watchdog struct {
 	rdb      redis.UniversalClient
 	cluster  bool
 	lease    time.Duration
-	replicas *replica.Replicas
+	replicas *pipeline.Replicas
 	// leaseMillis and ackMillis: Config's.
 	leaseMillis, ackMillis int64
 	mu                     sync.Mutex
@@ -244,7 +244,7 @@ func (w *watchdog) ackWait(ctx context.Context) func(redis.Pipeliner) *redis.Int
 		return none
 	}
 	want := rs.Replicas
-	if want == replica.All {
+	if want == pipeline.All {
 		want = n
 	}
 	// At most a sixth of the watchdog timeout (Config.AckMillis): a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -371,8 +371,8 @@ func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Ho
 	t.Helper()
 	g := bg.New()
 	log := slog.New(slog.DiscardHandler)
-	rs := replica.DefaultSettings
-	hs := newHolds(holdsConfig{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, g, log),
+	rs := pipeline.DefaultSettings
+	hs := newHolds(holdsConfig{Redis: rdb, Lease: lease, Replicas: pipeline.New(rdb, rs, g, log),
 		Closing: g.Closing(), Log: log, Client: new(Client), // observes, counts nothing anyone reads
 		LeaseMillis: lease.Milliseconds(), AckMillis: max(min(rs.Timeout, lease/6).Milliseconds(), 1)})
 	t.Cleanup(func() {
