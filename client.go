@@ -176,8 +176,12 @@ const ReplicasAll = pipeline.All
 // WAIT once a second or after an error that may mean a failover, and for
 // a primary without replica in the background every second. A replica count larger than the replicas online waits for
 // the timeout and fails the acquisition. Latch settings and deletions
-// (as in Redisson) and reads do not wait; renewals do not either, but the
-// watchdog counts those not acknowledged (Stats.RenewalsNotReplicated).
+// (as in Redisson) and reads do not wait. A watchdog renewal waits in
+// the background, and extends a hold only when acknowledged: a hold's
+// lease runs from its last acknowledged write (acquisition or renewal),
+// and when it runs out the hold ends as lost (Done closes, the cause
+// wraps ErrNotReplicated, Stats.HoldsLostUnreplicated) before a promoted
+// replica could let another owner in (docs/leases.md).
 //
 // WAIT makes a write survive a failover to a replica that acknowledged it;
 // it does not make Redis strongly consistent (that replica can fail too),

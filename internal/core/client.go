@@ -112,13 +112,8 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}
 	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
-	c.holds = newHolds(holdsConfig{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
-		Closing: c.closing, Log: o.Logger, Client: c,
-		LeaseMillis: Millis(o.WatchdogTimeout),
-		// A lagging replica must not delay the next tick: a renewal's
-		// WAIT is at most a sixth of the watchdog timeout (half the
-		// time between ticks).
-		AckMillis: max(min(Millis(o.ReplicaSync.Timeout), Millis(o.WatchdogTimeout/6)), 1)})
+	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
+		Closing: c.closing, Log: o.Logger, Client: c})
 	return c
 }
 
