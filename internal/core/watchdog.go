@@ -149,6 +149,8 @@ func (w *watchdog) step(now time.Time) (time.Time, bool) {
 		for _, h := range ended {
 			if h.endLease(now) {
 				tick.Lost++
+			} else if h.Err() == nil {
+				next = now // renewed meanwhile: schedule it again
 			}
 		}
 		w.hs.c.renewed(tick)
@@ -224,7 +226,10 @@ func (w *watchdog) renew(holds []*Hold) {
 	timeout := time.Duration(0)
 	for _, h := range holds {
 		spec := h.renewal()
-		k := batchKey{script: spec.Script, lease: h.lease}
+		h.mu.Lock()
+		lease := h.lease
+		h.mu.Unlock()
+		k := batchKey{script: spec.Script, lease: lease}
 		if w.cluster {
 			k.slot = keys.Slot(spec.Keys[0])
 		}
@@ -232,8 +237,8 @@ func (w *watchdog) renew(holds []*Hold) {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], h)
-		if timeout == 0 || h.lease/3 < timeout {
-			timeout = h.lease / 3
+		if timeout == 0 || lease/3 < timeout {
+			timeout = lease / 3
 		}
 	}
 	var batches []renewBatch
@@ -250,9 +255,9 @@ func (w *watchdog) renew(holds []*Hold) {
 	w.mu.Unlock()
 
 	// A round's calls are bounded by a third of the shortest lease (the
-	// next renewal is due then) or by the acknowledgement's own bound,
-	// whichever is longer, and end when the client closes.
-	ctx, cancel := context.WithTimeout(w.ctx, max(timeout, w.pipe.Settings().Timeout))
+	// next renewal is due then) plus the acknowledgement's own bound (a
+	// reply comes after its WAIT), and end when the client closes.
+	ctx, cancel := context.WithTimeout(w.ctx, timeout+w.pipe.Settings().Timeout)
 	defer cancel()
 	ticks := make([]RenewalTick, len(batches))
 	var wg sync.WaitGroup
