@@ -46,7 +46,9 @@
 // errs.ErrNotReplicated in its Sync, apart from its script's result (the
 // script did take effect on the primary): an acquisition is then undone by
 // its engine, a release or a count-down returns the error saying it took
-// effect, a handoff is logged.
+// effect, a handoff gives the waiter only the releaser's acknowledged
+// lease, a renewal extends nothing (package core: a hold ends when its
+// acknowledged lease runs out).
 //
 // The number of replicas of each primary follows the primary the scripts
 // ran on. It is read in a round trip of its own once per primary for the
