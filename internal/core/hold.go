@@ -36,7 +36,7 @@ type Hold struct {
 	done    chan struct{} // Done, made when first asked for (under mu)
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
-	// only when the client has hooks: AcquiredAs).
+	// only when the client has hooks: [Holds.acquiredAs]).
 	start     time.Time
 	primitive string
 
@@ -46,7 +46,7 @@ type Hold struct {
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
 	chain    Chain       // its chain of in-process handoffs (handoff.go)
-	line     string      // the local line whose caller took it (Through)
+	line     string      // the local line whose caller took it ([Hold.through])
 	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
 	// ctx is the hold's context (Context), made when first asked for;
 	// cancel ends it with the hold's error.
@@ -212,7 +212,7 @@ func (h *Hold) end(err error) {
 func (h *Hold) Key() HoldKey { return h.key }
 
 // label returns the primitive and side the hold is of, as observers see
-// it ("" when nobody observes: AcquiredAs).
+// it ("" when nobody observes: [Holds.acquiredAs]).
 func (h *Hold) label() string { return h.primitive }
 
 // Start returns when the acquisition that started the hold was sent.
@@ -233,7 +233,7 @@ func (h *Hold) through(key string, ls *Lines) {
 	ls.Held(key)
 }
 
-// takeLine returns the local line the hold was taken through (Through),
+// takeLine returns the local line the hold was taken through ([Hold.through]),
 // "" if none, and forgets it: for Client.holdEnding.
 func (h *Hold) takeLine() string {
 	h.mu.Lock()
@@ -294,7 +294,7 @@ type RenewalTick struct {
 	Duration time.Duration
 }
 
-// Acquired is AcquiredAs, unlabelled and without a fencing token, with
+// Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
 // the current time as the send time.
 func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
 	return hs.acquiredAs("", time.Now(), key, count, 0, lease, renew)

@@ -27,7 +27,7 @@ type Lines struct {
 	closing <-chan struct{}
 	m       map[string]*line
 	// held counts, per line, the live holds of this client taken by
-	// callers of the line (HeldHere).
+	// callers of the line ([Lines.heldHere]).
 	held map[string]int
 	// seq counts arrivals in the lines (Turn.seq).
 	seq atomic.Uint64
@@ -230,8 +230,8 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 }
 
 // HeadAccepts reports whether the caller at the head of the line key
-// would accept a handoff now (Claim's conditions but the chain's and the
-// owner's lock), for tests that need a release to be a handoff.
+// would accept a handoff now ([Lines.claim]'s conditions but the chain's
+// and the owner's lock), for tests that need a release to be a handoff.
 func (ls *Lines) HeadAccepts(key string) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()

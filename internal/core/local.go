@@ -41,7 +41,7 @@ func mix63(x uint64) uint64 {
 }
 
 // minToken is the least token NewToken returns: below it lie the fresh
-// holds' owners (FreshToken), which must never be a context owner's or a
+// holds' owners ([Client.freshToken]), which must never be a context owner's or a
 // handle's. A random 63-bit number falls below it once in 2^21 draws, and is
 // then drawn again.
 const minToken = 1 << 42
@@ -57,7 +57,7 @@ func NewToken() uint64 {
 	}
 }
 
-// freshSeq numbers the fresh holds' owners of the process (FreshToken).
+// freshSeq numbers the fresh holds' owners of the process ([Client.freshToken]).
 var freshSeq atomic.Uint64
 
 type ownerKey struct{}

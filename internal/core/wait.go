@@ -253,7 +253,7 @@ func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) 
 			return ok, err
 		}
 		// A message says a release took place: try, even while this
-		// client still counts the released hold as its own (HeldHere);
+		// client still counts the released hold as its own ([Lines.heldHere]);
 		// so does a pause after a transient failure (set above), which
 		// the timer ended.
 		force = force || msg
