@@ -59,16 +59,17 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 }
 
 // acquire is Acquire past the gate: the caller's [acquisition], in the
-// local line (acquisition.inLine), then in Redis. The whole call, from
-// start, takes at most within unless forever.
+// local line (acquisition.inLine), then in Redis (acquisition.wait). The
+// whole call, from start, takes at most within unless forever.
 func (l *Lock) acquire(ctx context.Context, s *Side, base Request, forever bool, within time.Duration, start time.Time) (bool, error) {
 	// The attempts' base on the heap, where the attempts and the side's
 	// Waiting find it, so that base itself stays on the stack.
-	a := &acquisition{lock: l, side: s, base: base, end: waitEnd(forever, within, start)}
+	a := &acquisition{lock: l, side: s, base: base, end: cutAt(forever, within, start)}
 	if s.Line != "" && !l.holdsAny(base) {
 		return a.inLine(ctx, forever, within, start)
 	}
-	return a.inRedis(ctx, nil, bound(forever, within, start))
+	v, err := a.wait(ctx, nil, bound(forever, within, start))
+	return v == acquired, err
 }
 
 // bound is what is left of a wait of at most within (unless forever) that
@@ -80,11 +81,11 @@ func bound(forever bool, within time.Duration, start time.Time) Bound {
 	return Bound{Wait: max(within-time.Since(start), 0)}
 }
 
-// waitEnd is when the requests of a wait of at most within (unless
+// cutAt is when the requests of a wait of at most within (unless
 // forever) that began at start are cut: zero, never, for a wait until ctx
 // ends and for a single attempt (wait 0: one request, bounded by ctx and
 // go-redis).
-func waitEnd(forever bool, within time.Duration, start time.Time) time.Time {
+func cutAt(forever bool, within time.Duration, start time.Time) time.Time {
 	if forever || within <= 0 {
 		return time.Time{}
 	}
@@ -93,19 +94,16 @@ func waitEnd(forever bool, within time.Duration, start time.Time) time.Time {
 
 // acquisition is one caller's acquisition of side on lock, past the gate,
 // in one allocation: the base of its attempts' requests, the end of its
-// wait (zero: none), its lined wait and, when it may be handed the lock
-// (acc set), its acceptor. Its methods are the call's steps; it is the
-// wait's [Attempt] (Try).
+// wait (zero: none), whether it made an attempt yet, and, when it accepts
+// handoffs, its acceptor. Its methods are the call's steps: inLine, wait
+// (wait.go), attempt, record.
 type acquisition struct {
-	lock     *Lock
-	side     *Side
-	base     Request
-	end      time.Time
-	tried    bool // an attempt was made
-	cut      bool // the end of the wait cut an attempt
-	lined    Lined
-	acceptor acceptor
-	acc      *acceptor // &acceptor when the caller accepts handoffs; nil otherwise
+	lock      *Lock
+	side      *Side
+	base      Request
+	end       time.Time
+	attempted bool
+	acceptor  acceptor // its turn is set when the caller accepts handoffs
 }
 
 // inLine is the acquisition for a side whose waiters line up in the client
@@ -122,17 +120,16 @@ func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Dura
 	if s.Handoff != nil && a.base.Fresh {
 		// A caller without a context owner holds nothing while it
 		// waits (the gate), so a handoff gives it a fresh hold.
-		a.acc = &a.acceptor
-		a.acc.init(l, s, t, &a.base)
+		a.acceptor.init(l, s, t, &a.base)
 	}
 	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
-		if a.acc != nil && a.acc.withdraw() {
+		if a.accepting() && a.acceptor.withdraw() {
 			return true, nil // handed the lock as the wait ended
 		}
 		return false, err
 	}
-	ok, err := a.inRedis(ctx, t, bound(forever, within, start))
-	if ok && (a.acc == nil || !a.acc.handed) {
+	v, err := a.wait(ctx, t, bound(forever, within, start))
+	if v == acquired {
 		// Taken from Redis, maybe before other processes' waiters woken by
 		// the same release: this client's subscription moves to the end
 		// of the channel's subscribers (Redis delivers in subscription
@@ -140,72 +137,34 @@ func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Dura
 		// processes take turns.
 		t.passOn(nil)
 	}
-	return ok, err
+	return v == acquired || v == handedOff, err
 }
 
-// inRedis runs the attempts for the owner of a.base in the side's
-// Waiting, within b. The engine chooses the strategy: a side's Spin, or
-// its PubSub, which for a caller with a turn in a local line is [Lined]:
-// the channel stays subscribed from one head of the line to the next (no
-// UNSUBSCRIBE and SUBSCRIBE between them, and no release unseen), and the
-// caller's acceptor (a.acc), if any, may be handed the lock.
-func (a *acquisition) inRedis(ctx context.Context, turn *Turn, b Bound) (bool, error) {
-	ws := a.side.Scripts.Waiting(&a.base)
-	var st Strategy
-	switch {
-	case ws.Spin != nil:
-		st = ws.Spin
-	case turn != nil:
-		a.lined = Lined{PubSub: *ws.PubSub, Turn: turn, Handoff: a.acc}
-		st = &a.lined
-	default:
-		st = ws.PubSub
+// accepting reports whether the caller accepts handoffs.
+func (a *acquisition) accepting() bool { return a.acceptor.turn != nil }
+
+// attempt makes one attempt for the owner of a.base (for a fresh hold, a
+// new owner per attempt), cut at the end of the wait. None is made once
+// the wait has ended, but the first: a wait that ended before its first
+// attempt (in the local line, or on a slow machine) makes one, uncut, as
+// a single attempt does. An error that ctx caused is ctx's.
+func (a *acquisition) attempt(ctx context.Context) (verdict, time.Duration, error) {
+	if err := a.lock.C.Check(); err != nil {
+		return missed, 0, err
 	}
-	return a.lock.wait(ctx, st, b, a, ws.GiveUp, &a.cut)
-}
-
-// Try makes one attempt ([acquisition.attempt]) for the owner of a.base
-// (for a fresh hold, a new owner per attempt), cut at the end of the
-// wait. None is made once the wait has ended, but the first: a wait that
-// ended before its first attempt (in the local line, or on a slow
-// machine) makes one, uncut, as a single attempt does.
-func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	end := a.end
 	if !end.IsZero() && !time.Now().Before(end) {
-		if a.tried {
-			return false, 0, nil
+		if a.attempted {
+			return missed, 0, nil
 		}
 		end = time.Time{}
 	}
-	a.tried = true
-	return a.attempt(ctx, end, a.lock.withFreshOwner(ctx, a.side, a.base))
-}
-
-// wait runs the wait ([Waits.Until]); when it ends without success, g
-// (when set) cleans what the attempts left, on a detached context; in the
-// background when *cut (when cut is set) says that an attempt was cut at
-// the end of the wait (Redis is slow: the call does not wait for it).
-// Close waits for that clean-up, so that a process exiting after Close
-// leaves no fair-lock queue entry behind.
-func (l *Lock) wait(ctx context.Context, st Strategy, b Bound, a Attempt, g GiveUpper, cut *bool) (ok bool, err error) {
-	c := l.C
-	if g == nil {
-		return c.waits.Until(ctx, st, b, a)
+	a.attempted = true
+	v, retry, err := a.asOwner(ctx, end, a.lock.withFreshOwner(ctx, a.side, a.base))
+	if err != nil && ctx.Err() != nil {
+		return missed, 0, errs.CtxError(ctx)
 	}
-	if !c.bg.Track() {
-		return false, errs.ErrClosed
-	}
-	defer c.bg.Untrack()
-	defer func() {
-		if !ok && cut != nil && *cut {
-			c.bg.Finish(bg.ReleaseTimeout, g.GiveUp)
-		} else if !ok {
-			gctx, cancel := c.bg.Detached(ctx)
-			defer cancel()
-			g.GiveUp(gctx)
-		}
-	}()
-	return c.waits.Until(ctx, st, b, a)
+	return v, retry, err
 }
 
 // holdsAny reports whether the owner of base holds the lock in this
@@ -220,13 +179,13 @@ func (l *Lock) holdsAny(base Request) bool {
 		(base.Field != base.Owner && l.C.holds.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
 }
 
-// attempt makes one acquisition attempt for the owner of base, holding
-// the owner's lock ([ownerLocks]) throughout, and after a lost reply
-// through the undo ([acquisition.interrupted]). The owner's lock and the
-// acquisition are cut at end (zero: never), the end of the wait: when
-// that, not ctx, cut them, the attempt reports "not acquired", and an
-// acquisition on its way is undone in the background (a.cut).
-func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) (bool, time.Duration, error) {
+// asOwner is the attempt for the owner of base, holding the owner's lock
+// ([ownerLocks]) throughout, and after a lost reply through the undo
+// ([acquisition.interrupted]). The owner's lock and the acquisition are
+// cut at end (zero: never), the end of the wait: when that, not ctx, cut
+// them, the attempt is cut off, and an acquisition on its way is undone
+// in the background.
+func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) (verdict, time.Duration, error) {
 	c := a.lock.C
 	hk := HoldKey{Key: base.Name, Field: base.Field}
 	rctx := ctx
@@ -237,10 +196,10 @@ func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) 
 	}
 	ol, err := c.owners.lock(rctx, hk)
 	if err != nil {
-		if a.cut = wasCut(rctx, ctx); a.cut {
-			return false, 0, nil
+		if wasCut(rctx, ctx) {
+			return cutOff, 0, nil
 		}
-		return false, 0, err
+		return missed, 0, err
 	}
 	undoing := false
 	defer func() {
@@ -250,7 +209,7 @@ func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) 
 	}()
 	req := new(Request) // the scripts take it by pointer: one on the heap, filled in place
 	for {
-		a.request(req, base, hk)
+		a.prepare(req, base, hk)
 		sent := time.Now() // Redis starts the lease after this
 		out, err := a.run(rctx, req)
 		if err == nil && out.Acquired && req.Sync.SyncErr() != nil {
@@ -261,30 +220,30 @@ func (a *acquisition) attempt(ctx context.Context, end time.Time, base Request) 
 		}
 		switch {
 		case err != nil:
-			a.cut = wasCut(rctx, ctx)
-			undoing = a.interrupted(*req, hk, ol, err, !a.cut)
-			if a.cut {
-				return false, 0, nil // the wait ended
+			cut := wasCut(rctx, ctx)
+			undoing = a.interrupted(*req, hk, ol, err, !cut)
+			if cut {
+				return cutOff, 0, nil // the wait ended
 			}
-			return false, 0, fmt.Errorf("%s: %w", a.side.step("acquire"), err)
+			return missed, 0, fmt.Errorf("%s: %w", a.side.step("acquire"), err)
 		case out.Err != nil:
-			return false, 0, out.Err
+			return missed, 0, out.Err
 		case out.Lost && req.Count > 1:
 			c.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
-			return false, out.Retry, nil
+			return missed, out.Retry, nil
 		}
-		a.record(req, hk, sent, out.Fence)
-		return true, 0, nil
+		a.lock.record(a.side, req, hk, sent, out.Fence, Chain{})
+		return acquired, 0, nil
 	}
 }
 
-// request makes *req the acquisition by the owner of base, whose hold is
+// prepare makes *req the acquisition by the owner of base, whose hold is
 // hk: a new hold (count 1), or a re-entry of its live hold (count + 1),
 // which keeps its fencing token: the script records it instead of taking
 // a new one. req is filled in place: its Sync points into it.
-func (a *acquisition) request(req *Request, base Request, hk HoldKey) {
+func (a *acquisition) prepare(req *Request, base Request, hk HoldKey) {
 	l := a.lock
 	*req = base
 	req.Count = 1
@@ -342,34 +301,31 @@ func wasCut(rctx, ctx context.Context) bool {
 }
 
 // record records the hold req took (sent when the script was sent, with
-// fencing token fence) and makes it the handle's latest; a hold taken
-// from Redis through a local line with handoffs begins a chain. req is a
-// pointer: the acquisition, already on the heap (the scripts take it by
-// pointer), is not copied once more.
-func (a *acquisition) record(req *Request, hk HoldKey, sent time.Time, fence int64) {
-	l, s := a.lock, a.side
+// fencing token fence) and makes it the handle's latest ([Lock.latest]).
+// A hold taken through a local line with handoffs is on a chain: chain,
+// the one a handoff goes on with, or (zero) a new one for a hold taken
+// from Redis. req is a pointer: the acquisition, already on the heap (the
+// scripts take it by pointer), is not copied once more.
+func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence int64, chain Chain) {
 	var renew *RenewSpec
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
-		h.setChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
+		if chain.Start.IsZero() {
+			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain
+		}
+		h.setChain(chain)
 		h.through(s.Line, &l.C.lines)
 	}
-	l.took(h, *req)
-}
-
-// took makes h, just acquired (or re-entered) by req, the handle's latest
-// hold; the handle's fencing token becomes the hold's.
-func (l *Lock) took(h *Hold, req Request) {
 	l.mu.Lock()
 	l.latest = h
 	if l.Fencing {
 		l.fence = h.FencingToken()
 	}
 	if req.Fresh {
-		l.fresh = req
+		l.fresh = *req
 	}
 	l.mu.Unlock()
 }

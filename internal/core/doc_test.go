@@ -20,7 +20,13 @@ import (
 var docPath = regexp.MustCompile(`\b[a-z0-9_]+(?:/[a-z0-9_]+)*\.(?:go|lua)\b`)
 
 // glossaryTerms are the terms the tour needs: the glossary defines each.
-var glossaryTerms = []string{"hold", "fresh hold", "side", "request", "line", "handoff", "chain", "undo"}
+var glossaryTerms = []string{
+	"hold", "owner", "fresh hold", "owner's lock", "gate", "side", "request",
+	"request key", "deadline", "acquisition", "attempt", "wait", "cut",
+	"line", "turn", "head", "subscription passed on", "held here",
+	"handoff", "offer", "acceptor", "releaser", "chain", "undo", "settle",
+	"pipeline",
+}
 
 // TestDocNamesFilesThatExist: every file the package comment (doc.go: the
 // tour and the glossary) names exists, in this package or from the

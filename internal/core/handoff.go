@@ -2,10 +2,7 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // In-process handoff.
@@ -35,10 +32,12 @@ import (
 // chain begins is served by it, so no caller of this client waits for more
 // than one chain of its own client per chain of every other process.
 //
-// The waiter's side: its turn's offer ([Offer]: the acquisition to make for
-// it) and its [acceptor], which the lined wait asks before each try
-// (beginTry) and takes a handoff with (takeHandoff, withdraw). The
-// releaser's side: [Lines.claim] and [releaser.handoff].
+// The waiter's side, here: its turn's offer ([Offer]: the acquisition to
+// make for it) and its [acceptor], which the wait asks before each attempt
+// ([acceptor.beginAsking]) and takes a handoff with ([acceptor.takeOffered],
+// [acceptor.withdraw]). The releaser's side, in release.go:
+// [releaser.claimNext] claims the offer ([Lines.claim], line.go) and
+// [releaser.handoff] runs the script and finishes the offer.
 
 // HandoffWindow is how long a chain of in-process handoffs may also serve
 // callers that arrived after it began.
@@ -48,12 +47,6 @@ const HandoffWindow = time.Millisecond
 // caller that arrived as seq.
 func chainAllows(ch Chain, seq uint64) bool {
 	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
-}
-
-// newChain returns the chain a hold taken from Redis now begins: it serves
-// every caller of the client already waiting.
-func (ls *Lines) newChain() Chain {
-	return Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
 // Offer is a caller's readiness, while it waits in a local line, to be
@@ -67,18 +60,20 @@ type Offer struct {
 	Req Request
 	// fill, when set, makes Req when a releaser claims the offer: a
 	// caller's first offer, whose fresh owner would otherwise be made (a
-	// request key, one allocation) at every uncontended acquisition.
+	// request key, one allocation) at every uncontended acquisition
+	// (rlock's TestLockAllocs counts it).
 	fill *acceptor
 	done chan struct{} // closed once res is set
-	res  Handoff
+	res  offerResult
 	// claimed: a releaser took the offer, holding the owner's lock ol for
-	// the caller, which must take the outcome ([acceptor.takeHandoff]).
+	// the caller, which must take the outcome ([acceptor.takeOffered]).
 	claimed bool
 	ol      *ownerLock
 }
 
-// Handoff is the outcome of a handoff, for the caller it was made for.
-type Handoff struct {
+// offerResult is the outcome of a handoff, for the caller it was made
+// for.
+type offerResult struct {
 	// Acquired: the caller holds the lock (count Req.Count, fencing token
 	// Fence), from Sent on: the lease began after Sent.
 	Acquired bool
@@ -91,13 +86,13 @@ type Handoff struct {
 }
 
 // finish sets a claimed offer's outcome and wakes its caller.
-func (o *Offer) finish(h Handoff) {
+func (o *Offer) finish(h offerResult) {
 	o.res = h
 	close(o.done)
 }
 
 // acceptor lets a caller waiting in a lock's local line be handed the lock
-// ([Lined].Handoff).
+// ([acquisition.acceptor]).
 type acceptor struct {
 	lock *Lock
 	side *Side
@@ -107,8 +102,6 @@ type acceptor struct {
 	// makes for the caller, which nobody changes.
 	first Offer
 	turn  *Turn
-	// handed: the caller got the lock by a handoff.
-	handed bool
 }
 
 // init makes a the acceptor by which the caller's turn accepts handoffs of
@@ -116,7 +109,7 @@ type acceptor struct {
 // [Lock.withFreshOwner] gives it one).
 //
 // The first offer's request is made by the releaser that claims it
-// (firstRequest, under the lines' lock), not here: most acquisitions are
+// ([acceptor.firstRequest], under the lines' lock), not here: most acquisitions are
 // never handed the lock.
 func (a *acceptor) init(l *Lock, s *Side, turn *Turn, base *Request) {
 	*a = acceptor{lock: l, side: s, base: base, turn: turn}
@@ -144,13 +137,13 @@ func (a *acceptor) setOffer(o *Offer) {
 	a.turn.ls.mu.Unlock()
 }
 
-// beginTry reports whether the caller may ask Redis now, and marks its
-// turn as doing so, so that no releaser claims its offer meanwhile (endTry
-// ends the mark): false once a releaser has claimed the offer
-// (takeHandoff then gives the outcome), and, unless force, while a caller
+// beginAsking reports whether the caller may ask Redis now, and marks its
+// turn as doing so, so that no releaser claims its offer meanwhile
+// (endAsking ends the mark): false once a releaser has claimed the offer
+// (takeOffered then gives the outcome), and, unless force, while a caller
 // of this client holds the lock ([Lines.heldHere]: its release hands it
 // off or publishes).
-func (a *acceptor) beginTry(force bool) bool {
+func (a *acceptor) beginAsking(force bool) bool {
 	if !force && a.lock.C.lines.heldHere(a.side.Line) {
 		return false
 	}
@@ -160,20 +153,20 @@ func (a *acceptor) beginTry(force bool) bool {
 	if t.offer != nil && t.offer.claimed {
 		return false
 	}
-	t.trying = true
+	t.asking = true
 	return true
 }
 
-// endTry ends a beginTry.
-func (a *acceptor) endTry() {
+// endAsking ends a beginAsking.
+func (a *acceptor) endAsking() {
 	a.turn.ls.mu.Lock()
-	a.turn.trying = false
+	a.turn.asking = false
 	a.turn.ls.mu.Unlock()
 }
 
-// handoffDone returns a channel closed when a releaser has finished a
-// handoff to the caller (nil without an offer).
-func (a *acceptor) handoffDone() <-chan struct{} {
+// offerDone returns a channel closed when a releaser has finished a
+// handoff to the caller, or woken it (nil without an offer).
+func (a *acceptor) offerDone() <-chan struct{} {
 	a.turn.ls.mu.Lock()
 	defer a.turn.ls.mu.Unlock()
 	if a.turn.offer == nil {
@@ -182,16 +175,16 @@ func (a *acceptor) handoffDone() <-chan struct{} {
 	return a.turn.offer.done
 }
 
-// takeHandoff takes the outcome of a handoff a releaser claimed, waiting
+// takeOffered takes the outcome of a handoff a releaser claimed, waiting
 // for it, and reports whether the caller now holds the lock
-// ([acceptor.took]); otherwise the turn accepts the next one. false too
+// ([acceptor.accept]); otherwise the turn accepts the next one. false too
 // when none was claimed.
-func (a *acceptor) takeHandoff() bool {
+func (a *acceptor) takeOffered() bool {
 	o := a.takeOffer(false)
 	if o == nil {
 		return false
 	}
-	if a.took(o) {
+	if a.accept(o) {
 		return true
 	}
 	a.setOffer(&Offer{Req: a.first.Req, done: make(chan struct{})}) // ready for the next release
@@ -203,7 +196,7 @@ func (a *acceptor) takeHandoff() bool {
 // caller holds the lock after all.
 func (a *acceptor) withdraw() bool {
 	o := a.takeOffer(true)
-	return o != nil && a.took(o)
+	return o != nil && a.accept(o)
 }
 
 // takeOffer returns the turn's offer when a releaser claimed it, after
@@ -228,10 +221,10 @@ func (a *acceptor) takeOffer(end bool) *Offer {
 	return o
 }
 
-// took takes the outcome of the handoff o: the hold when the caller got the
-// lock; an undo in the background when the reply was lost. It gives back
-// the owner's lock Claim took.
-func (a *acceptor) took(o *Offer) bool {
+// accept takes the outcome of the handoff o: the hold when the caller got
+// the lock ([Lock.record]); an undo in the background when the reply was
+// lost. It gives back the owner's lock [Lines.claim] took.
+func (a *acceptor) accept(o *Offer) bool {
 	l, s, req := a.lock, a.side, o.Req
 	hk := HoldKey{Key: req.Name, Field: req.Field}
 	unlock := func() {
@@ -250,124 +243,7 @@ func (a *acceptor) took(o *Offer) bool {
 		unlock()
 		return false
 	}
-	var renew *RenewSpec
-	if l.Fixed == 0 {
-		renew = s.Scripts.Renewal(&req)
-	}
-	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), r.Sent, hk, req.Count, r.Fence, req.Lease, renew)
-	h.setChain(r.Chain)
-	h.through(s.Line, &l.C.lines)
+	l.record(s, &req, hk, r.Sent, r.Fence, r.Chain)
 	unlock()
-	l.took(h, req)
-	a.handed = true
 	return true
-}
-
-// claim is for the releaser of the last hold of a lock whose local line is
-// key: it returns the offer of the caller at the head of the line when it
-// accepts a handoff, is not asking Redis, the chain allows it and its
-// owner's lock is free; the offer is then claimed (the owner's lock taken
-// for the caller) and the releaser must finish it. nil otherwise.
-func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.m[key]
-	if l == nil || len(l.q) == 0 {
-		return nil
-	}
-	t := l.q[0]
-	o := t.offer
-	if o == nil || o.claimed || t.trying || !chainAllows(chain, t.seq) {
-		return nil
-	}
-	if o.fill != nil {
-		o.Req, o.fill = o.fill.firstRequest(), nil
-	}
-	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
-	if !ok {
-		return nil
-	}
-	o.claimed, o.ol = true, ol
-	return o
-}
-
-// wake wakes the head of the line key if it waits for a handoff: to
-// ask Redis again after a release that may not have published.
-func (ls *Lines) wake(key string) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	ls.wakeHead(key)
-}
-
-// wakeHead wakes the head of the line key if it waits for a handoff, with
-// an empty outcome (not handed: it asks Redis). ls.mu must be held.
-func (ls *Lines) wakeHead(key string) {
-	if l := ls.m[key]; l != nil && len(l.q) > 0 {
-		if o := l.q[0].offer; o != nil && !o.claimed {
-			if o.fill != nil { // its request is the caller's next offers' (acceptor.takeHandoff)
-				o.Req, o.fill = o.fill.firstRequest(), nil
-			}
-			o.claimed = true
-			o.finish(Handoff{})
-		}
-	}
-}
-
-// claimNext returns, for the release r.req of hold hk, the offer of the
-// next caller in the lock's local line that the release may hand the lock
-// off to, claimed ([Lines.claim]), and the chain the hold is part of; nil
-// when the release frees the lock in Redis instead.
-func (r *releaser) claimNext(hk HoldKey) (*Offer, Chain) {
-	l, s, req := r.lock, r.side, &r.req
-	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
-		return nil, Chain{}
-	}
-	h := l.C.holds.Live(hk)
-	if h == nil {
-		return nil, Chain{}
-	}
-	chain := h.Chain()
-	return l.C.lines.claim(s.Line, chain, &l.C.owners), chain
-}
-
-// handoff releases the owner's last hold (r.req) and acquires the lock
-// for the caller whose offer o the release claimed, in one script; the
-// caller's wait ends with the outcome ([Offer].finish). It answers the
-// releaser as Release does.
-func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
-	l, s, ctx, req := r.lock, r.side, r.ctx, &r.req
-	to := o.Req
-	var out HandoffOutcome
-	h := l.C.holds.beginRelease(hk, 0)
-	sent := time.Now()
-	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
-	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
-	req.Runner = l.C.replicas.Runner(req.Sync)
-	out, err := s.Handoff.RunHandoff(ctx, req, &to)
-	if err == nil {
-		if serr := req.Sync.SyncErr(); serr != nil {
-			// Handed off on the primary: the waiter holds it. As a
-			// renewal's, only said (see the README's replica section).
-			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; a failover now could lose the handed hold",
-				"lock", req.Name, "err", serr)
-		}
-	}
-	h.released(0, out.Remaining, err, sent)
-	result := Handoff{Sent: sent, Chain: chain}
-	switch {
-	case err != nil:
-		// An error reply of the script ran nothing; without a reply, or
-		// after a re-send, the acquisition may have taken place.
-		result.Unknown = errs.MayHaveRun(err)
-	case out.Acquired:
-		result.Acquired, result.Fence = true, out.Fence
-	}
-	o.finish(result)
-	switch {
-	case err != nil:
-		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
-	case out.Remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
-	}
-	return nil
 }

@@ -181,7 +181,9 @@ func (h *Hold) end(err error) {
 	h.renewing = false
 	cancel := h.cancel
 	h.mu.Unlock()
-	h.hs.c.holdEnding(h, err != errs.ErrNotHeld) // ErrNotHeld: a release that took effect
+	// Out of its local line first, whose head may have to be woken when
+	// the hold was lost (ErrNotHeld: a release that took effect).
+	h.hs.c.lines.left(h.takeLine(), err != errs.ErrNotHeld)
 	if wasRenewing {
 		h.hs.wd.remove(h)
 	}
@@ -234,7 +236,7 @@ func (h *Hold) through(key string, ls *Lines) {
 }
 
 // takeLine returns the local line the hold was taken through ([Hold.through]),
-// "" if none, and forgets it: for Client.holdEnding.
+// "" if none, and forgets it: for [Lines.left] when the hold ends.
 func (h *Hold) takeLine() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -259,8 +261,8 @@ type Holds struct {
 	wd      watchdog
 	closing <-chan struct{}
 	log     *slog.Logger
-	// c counts and reports what the holds do (Client.holdEnding,
-	// Client.holdEnded, Client.renewed) and keeps the local lines.
+	// c counts and reports what the holds do (Client.holdEnded,
+	// Client.renewed) and keeps the local lines (Lines.left).
 	c *Client
 }
 

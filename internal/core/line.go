@@ -51,10 +51,10 @@ type Turn struct {
 	// decides whether a handoff chain may serve it ([chainAllows]).
 	seq uint64
 	// offer is set while the turn accepts a handoff ([acceptor.setOffer],
-	// [Lines.claim]); trying while it asks Redis itself
-	// ([acceptor.beginTry]), when none is made.
+	// [Lines.claim]); asking while it asks Redis itself
+	// ([acceptor.beginAsking]), when none is made.
 	offer  *Offer
-	trying bool
+	asking bool
 }
 
 // passOn gives the turn a subscription to pass on (nil: none): Leave
@@ -186,6 +186,62 @@ func (ls *Lines) heldHere(key string) bool {
 	return ls.held[key] > 0
 }
 
+// newChain returns the chain a hold taken from Redis now begins: it serves
+// every caller of the client already waiting.
+func (ls *Lines) newChain() Chain {
+	return Chain{Start: time.Now(), Last: ls.seq.Load()}
+}
+
+// claim is for the releaser of the last hold of a lock whose local line is
+// key: it returns the offer of the caller at the head of the line when it
+// accepts a handoff, is not asking Redis, the chain allows it and its
+// owner's lock is free; the offer is then claimed (the owner's lock taken
+// for the caller) and the releaser must finish it. nil otherwise.
+func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil || len(l.q) == 0 {
+		return nil
+	}
+	t := l.q[0]
+	o := t.offer
+	if o == nil || o.claimed || t.asking || !chainAllows(chain, t.seq) {
+		return nil
+	}
+	if o.fill != nil {
+		o.Req, o.fill = o.fill.firstRequest(), nil
+	}
+	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
+	if !ok {
+		return nil
+	}
+	o.claimed, o.ol = true, ol
+	return o
+}
+
+// wake wakes the head of the line key if it waits for a handoff: to
+// ask Redis again after a release that may not have published.
+func (ls *Lines) wake(key string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.wakeHead(key)
+}
+
+// wakeHead wakes the head of the line key if it waits for a handoff, with
+// an empty outcome (not handed: it asks Redis). ls.mu must be held.
+func (ls *Lines) wakeHead(key string) {
+	if l := ls.m[key]; l != nil && len(l.q) > 0 {
+		if o := l.q[0].offer; o != nil && !o.claimed {
+			if o.fill != nil { // its request is the caller's next offers' (acceptor.takeOffered)
+				o.Req, o.fill = o.fill.firstRequest(), nil
+			}
+			o.claimed = true
+			o.finish(offerResult{})
+		}
+	}
+}
+
 // LockLine returns the key of the local line of a lock's waiters (a
 // Side's Line): one line per kind and name, so that the waiters of
 // different kinds on one name ("rlock" and "rwlock" writers) never line up
@@ -240,7 +296,7 @@ func (ls *Lines) HeadAccepts(key string) bool {
 		return false
 	}
 	t := l.q[0]
-	return t.offer != nil && !t.offer.claimed && !t.trying
+	return t.offer != nil && !t.offer.claimed && !t.asking
 }
 
 // Len returns the number of callers in the line key, for tests.

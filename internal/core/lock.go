@@ -353,8 +353,8 @@ type Scripts interface {
 
 // Waiting is how a side's waiter for one request waits
 // ([Scripts].Waiting): on a channel (PubSub) or spinning (Spin), and what
-// giving up must clean (GiveUp; nil: nothing). The engine chooses the
-// strategy: a PubSub wait of a caller in a local line is [Lined].
+// giving up must clean (GiveUp; nil: nothing). A caller in a local line
+// waits on the subscription the line passes on ([acquisition.wait]).
 type Waiting struct {
 	PubSub *PubSub // the channel where releases are published
 	Spin   *Spin   // set instead of PubSub: no subscription

@@ -102,6 +102,65 @@ func (r *releaser) release(ctx context.Context) error {
 	return nil
 }
 
+// claimNext returns, for the release r.req of hold hk, the offer of the
+// next caller in the lock's local line that the release may hand the lock
+// off to, claimed ([Lines.claim]), and the chain the hold is part of; nil
+// when the release frees the lock in Redis instead.
+func (r *releaser) claimNext(hk HoldKey) (*Offer, Chain) {
+	l, s, req := r.lock, r.side, &r.req
+	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
+		return nil, Chain{}
+	}
+	h := l.C.holds.Live(hk)
+	if h == nil {
+		return nil, Chain{}
+	}
+	chain := h.Chain()
+	return l.C.lines.claim(s.Line, chain, &l.C.owners), chain
+}
+
+// handoff releases the owner's last hold (r.req) and acquires the lock
+// for the caller whose offer o the release claimed, in one script; the
+// caller's wait ends with the outcome ([Offer].finish). It answers the
+// releaser as Release does.
+func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
+	l, s, ctx, req := r.lock, r.side, r.ctx, &r.req
+	to := o.Req
+	var out HandoffOutcome
+	h := l.C.holds.beginRelease(hk, 0)
+	sent := time.Now()
+	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
+	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
+	req.Runner = l.C.replicas.Runner(req.Sync)
+	out, err := s.Handoff.RunHandoff(ctx, req, &to)
+	if err == nil {
+		if serr := req.Sync.SyncErr(); serr != nil {
+			// Handed off on the primary: the waiter holds it. As a
+			// renewal's, only said (see the README's replica section).
+			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; a failover now could lose the handed hold",
+				"lock", req.Name, "err", serr)
+		}
+	}
+	h.released(0, out.Remaining, err, sent)
+	result := offerResult{Sent: sent, Chain: chain}
+	switch {
+	case err != nil:
+		// An error reply of the script ran nothing; without a reply, or
+		// after a re-send, the acquisition may have taken place.
+		result.Unknown = errs.MayHaveRun(err)
+	case out.Acquired:
+		result.Acquired, result.Fence = true, out.Fence
+	}
+	o.finish(result)
+	switch {
+	case err != nil:
+		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+	case out.Remaining < 0:
+		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
+	}
+	return nil
+}
+
 // send runs the side's release script once ([Lock.runRelease]).
 func (r *releaser) send() (int64, error) {
 	remaining, err := r.lock.runRelease(r.ctx, r.side, &r.req)
