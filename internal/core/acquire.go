@@ -2,13 +2,10 @@ package core
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/request"
 )
 
 // Acquire takes one hold of side s, waiting until ctx ends (forever) or at
@@ -48,7 +45,18 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 			return false, err
 		}
 	}
-	ok, err = l.acquire(ctx, s, l.baseRequest(s, token, own), forever, within, start)
+	// Past the gate: the caller's acquisition (its attempts' base on the
+	// heap, where the attempts and the side's Waiting find it), in the
+	// local line (acquisition.inLine), then in Redis (acquisition.wait).
+	// The whole call, from start, takes at most within unless forever.
+	a := &acquisition{lock: l, side: s, base: l.baseRequest(s, token, own), end: cutAt(forever, within, start)}
+	if s.Line != "" && !a.ownerHolds() {
+		ok, err = a.inLine(ctx, forever, within, start)
+	} else {
+		var v verdict
+		v, err = a.wait(ctx, nil, bound(forever, within, start))
+		ok = v == acquired
+	}
 	if !ok && !own {
 		l.gate.Leave(s.Shared)
 	}
@@ -58,18 +66,59 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 	return ok, nil
 }
 
-// acquire is Acquire past the gate: the caller's [acquisition], in the
-// local line (acquisition.inLine), then in Redis (acquisition.wait). The
-// whole call, from start, takes at most within unless forever.
-func (l *Lock) acquire(ctx context.Context, s *Side, base Request, forever bool, within time.Duration, start time.Time) (bool, error) {
-	// The attempts' base on the heap, where the attempts and the side's
-	// Waiting find it, so that base itself stays on the stack.
-	a := &acquisition{lock: l, side: s, base: base, end: cutAt(forever, within, start)}
-	if s.Line != "" && !l.holdsAny(base) {
-		return a.inLine(ctx, forever, within, start)
+// wait runs the acquisition's attempts, within b, as its side's waiters
+// wait: spinning, or on the lock's channel; with turn (a caller at the
+// head of the client's local line), on the subscription passed on along
+// the line. It returns what the wait came to: acquired, handed off,
+// missed (the wait ran out) or cut off (the end of the wait cut an
+// attempt), or an error. When the wait ends without the lock, the side's
+// GiveUp (a fair lock's queue entry) cleans what the attempts left, on a
+// detached context; in the background when an attempt was cut off (Redis
+// is slow: the call does not wait for it). Close waits for that clean-up,
+// so that a process exiting after Close leaves no queue entry behind.
+func (a *acquisition) wait(ctx context.Context, turn *Turn, b Bound) (v verdict, err error) {
+	ws := a.side.Scripts.Waiting(&a.base)
+	if ws.GiveUp != nil {
+		c := a.lock.C
+		if !c.bg.Track() {
+			return missed, errs.ErrClosed
+		}
+		defer c.bg.Untrack()
+		defer func() {
+			if v != acquired && v != handedOff {
+				giveUp(ctx, c.bg, ws.GiveUp, v == cutOff)
+			}
+		}()
 	}
-	v, err := a.wait(ctx, nil, bound(forever, within, start))
-	return v == acquired, err
+	l := &loop{w: a.lock.C.waits, acq: a, deadline: b.deadline()}
+	if ws.Spin != nil {
+		return l.spin(ctx, ws.Spin)
+	}
+	l.channel = ws.PubSub.Channel
+	if turn == nil {
+		return l.pubsub(ctx, ws.PubSub, nil, b)
+	}
+	if a.accepting() {
+		defer func() {
+			if v != acquired && a.acceptor.withdraw() {
+				v, err = handedOff, nil // handed the lock as the wait ended
+			}
+		}()
+	}
+	return l.pubsub(ctx, ws.PubSub, turn, b)
+}
+
+// giveUp runs g after a wait that ended without success, as background
+// work of the client (work): on a detached context, in the background
+// when an attempt was cut off.
+func giveUp(ctx context.Context, work *bg.Group, g GiveUpper, cut bool) {
+	if cut {
+		work.Finish(bg.ReleaseTimeout, g.GiveUp)
+		return
+	}
+	gctx, cancel := work.Detached(ctx)
+	defer cancel()
+	g.GiveUp(gctx)
 }
 
 // bound is what is left of a wait of at most within (unless forever) that
@@ -90,20 +139,6 @@ func cutAt(forever bool, within time.Duration, start time.Time) time.Time {
 		return time.Time{}
 	}
 	return start.Add(within)
-}
-
-// acquisition is one caller's acquisition of side on lock, past the gate,
-// in one allocation: the base of its attempts' requests, the end of its
-// wait (zero: none), whether it made an attempt yet, and, when it accepts
-// handoffs, its acceptor. Its methods are the call's steps: inLine, wait
-// (wait.go), attempt, record.
-type acquisition struct {
-	lock      *Lock
-	side      *Side
-	base      Request
-	end       time.Time
-	attempted bool
-	acceptor  acceptor // its turn is set when the caller accepts handoffs
 }
 
 // inLine is the acquisition for a side whose waiters line up in the client
@@ -140,240 +175,15 @@ func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Dura
 	return v == acquired || v == handedOff, err
 }
 
-// accepting reports whether the caller accepts handoffs.
-func (a *acquisition) accepting() bool { return a.acceptor.turn != nil }
-
-// attempt makes one attempt for the owner of a.base (for a fresh hold, a
-// new owner per attempt), cut at the end of the wait. None is made once
-// the wait has ended, but the first: a wait that ended before its first
-// attempt (in the local line, or on a slow machine) makes one, uncut, as
-// a single attempt does. An error that ctx caused is ctx's.
-func (a *acquisition) attempt(ctx context.Context) (verdict, time.Duration, error) {
-	if err := a.lock.C.Check(); err != nil {
-		return missed, 0, err
-	}
-	end := a.end
-	if !end.IsZero() && !time.Now().Before(end) {
-		if a.attempted {
-			return missed, 0, nil
-		}
-		end = time.Time{}
-	}
-	a.attempted = true
-	v, retry, err := a.asOwner(ctx, end, a.lock.withFreshOwner(ctx, a.side, a.base))
-	if err != nil && ctx.Err() != nil {
-		return missed, 0, errs.CtxError(ctx)
-	}
-	return v, retry, err
-}
-
-// holdsAny reports whether the owner of base holds the lock in this
+// ownerHolds reports whether the owner of a.base holds the lock in this
 // client: its field's hold, or its own field's (Field differs from Owner
 // on an rwlock's write side, whose owner may hold read holds under its own
 // name). A fresh hold's base has no owner yet, and holds nothing.
-func (l *Lock) holdsAny(base Request) bool {
+func (a *acquisition) ownerHolds() bool {
+	base, hs := &a.base, a.lock.C.holds
 	if base.Owner == "" {
 		return false
 	}
-	return l.C.holds.Count(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
-		(base.Field != base.Owner && l.C.holds.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
-}
-
-// asOwner is the attempt for the owner of base, holding the owner's lock
-// ([ownerLocks]) throughout, and after a lost reply through the undo
-// ([acquisition.interrupted]). The owner's lock and the acquisition are
-// cut at end (zero: never), the end of the wait: when that, not ctx, cut
-// them, the attempt is cut off, and an acquisition on its way is undone
-// in the background.
-func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) (verdict, time.Duration, error) {
-	c := a.lock.C
-	hk := HoldKey{Key: base.Name, Field: base.Field}
-	rctx := ctx
-	if !end.IsZero() {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithDeadline(ctx, end)
-		defer cancel()
-	}
-	ol, err := c.owners.lock(rctx, hk)
-	if err != nil {
-		if wasCut(rctx, ctx) {
-			return cutOff, 0, nil
-		}
-		return missed, 0, err
-	}
-	undoing := false
-	defer func() {
-		if !undoing {
-			c.owners.unlock(hk, ol)
-		}
-	}()
-	req := new(Request) // the scripts take it by pointer: one on the heap, filled in place
-	for {
-		a.prepare(req, base, hk)
-		sent := time.Now() // Redis starts the lease after this
-		out, err := a.run(rctx, req)
-		if err == nil && out.Acquired && req.Sync.SyncErr() != nil {
-			// Taken on the primary, not acknowledged by its replicas: a
-			// failover could lose it. It is undone before the error
-			// returns (for as long as the undo's bound allows).
-			err = req.Sync.Err
-		}
-		switch {
-		case err != nil:
-			cut := wasCut(rctx, ctx)
-			undoing = a.interrupted(*req, hk, ol, err, !cut)
-			if cut {
-				return cutOff, 0, nil // the wait ended
-			}
-			return missed, 0, fmt.Errorf("%s: %w", a.side.step("acquire"), err)
-		case out.Err != nil:
-			return missed, 0, out.Err
-		case out.Lost && req.Count > 1:
-			c.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
-			continue // try afresh, as a new hold
-		case !out.Acquired:
-			return missed, out.Retry, nil
-		}
-		a.lock.record(a.side, req, hk, sent, out.Fence, Chain{})
-		return acquired, 0, nil
-	}
-}
-
-// prepare makes *req the acquisition by the owner of base, whose hold is
-// hk: a new hold (count 1), or a re-entry of its live hold (count + 1),
-// which keeps its fencing token: the script records it instead of taking
-// a new one. req is filled in place: its Sync points into it.
-func (a *acquisition) prepare(req *Request, base Request, hk HoldKey) {
-	l := a.lock
-	*req = base
-	req.Count = 1
-	if h := l.C.holds.Live(hk); h != nil {
-		if n := h.Count(); n > 0 {
-			req.Count, req.Fence = n+1, h.FencingToken()
-		}
-	}
-	req.Lease = l.lease()
-	req.Fencing = l.Fencing
-	l.setRequestKey(req)
-	req.Sync = l.C.replicas.NewSyncIn(&req.sync)
-}
-
-// run sends the acquisition req, with its deadline (a fresh hold's has
-// its own already) and its runner.
-func (a *acquisition) run(ctx context.Context, req *Request) (Outcome, error) {
-	c := a.lock.C
-	if !req.Fresh {
-		req.Deadline = c.reqs.Deadline(ctx)
-	}
-	req.Runner = c.replicas.Runner(req.Sync)
-	return a.side.Scripts.RunAcquire(ctx, req)
-}
-
-// interrupted answers an acquisition req that failed with err: without a
-// reply, after a reply that says only that the last copy did not run, or
-// not acknowledged by the replicas, it may have taken place, so it is
-// undone ([Lock.undo]) in the background, still holding the owner's lock
-// ol: the owner's next operation waits for it (as long as its ctx
-// allows). With await, this one waits for it at most [request.UndoWait]
-// (a replica that did not acknowledge: until it is done); without (the
-// end of the wait cut the acquisition), not at all. It reports whether
-// the undo took the owner's lock over (then the undo unlocks it).
-func (a *acquisition) interrupted(req Request, hk HoldKey, ol *ownerLock, err error, await bool) bool {
-	if !errs.MayHaveRun(err) {
-		return false // the script's own answer: nothing ran
-	}
-	c := a.lock.C
-	undoing, done := a.lock.undo(a.side, req, func() { c.owners.unlock(hk, ol) })
-	if await {
-		d := request.UndoWait
-		if errors.Is(err, errs.ErrNotReplicated) {
-			d = bg.ReleaseTimeout
-		}
-		request.AwaitUndo(done, d)
-	}
-	return undoing
-}
-
-// wasCut reports whether a request run on rctx (ctx, cut at the end of a
-// wait) failed because the wait ended, not ctx.
-func wasCut(rctx, ctx context.Context) bool {
-	return rctx != ctx && rctx.Err() != nil && ctx.Err() == nil
-}
-
-// record records the hold req took (sent when the script was sent, with
-// fencing token fence) and makes it the handle's latest ([Lock.latest]).
-// A hold taken through a local line with handoffs is on a chain: chain,
-// the one a handoff goes on with, or (zero) a new one for a hold taken
-// from Redis. req is a pointer: the acquisition, already on the heap (the
-// scripts take it by pointer), is not copied once more.
-func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence int64, chain Chain) {
-	var renew *RenewSpec
-	if l.Fixed == 0 {
-		renew = s.Scripts.Renewal(req)
-	}
-	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
-	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
-		if chain.Start.IsZero() {
-			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain
-		}
-		h.setChain(chain)
-		h.through(s.Line, &l.C.lines)
-	}
-	l.mu.Lock()
-	l.latest = h
-	if l.Fencing {
-		l.fence = h.FencingToken()
-	}
-	if req.Fresh {
-		l.fresh = *req
-	}
-	l.mu.Unlock()
-}
-
-// undo reverts, in the background, an acquisition acq on side s whose
-// reply was lost (ctx ended, the connection broke): if it took place, the
-// owner's count goes back to what it was; if it has not yet, it is marked
-// cancelled so a late copy does nothing. An owner's undo whose own reply
-// is lost is settled ([request.Requests.Settle]) before unlock. It calls
-// unlock (the owner's lock) when done and reports whether it started,
-// with a channel closed when it is done; when it did not (the client is
-// closed), the caller unlocks, and the acquisition, if it took place,
-// expires with its lease.
-func (l *Lock) undo(s *Side, acq Request, unlock func()) (bool, <-chan struct{}) {
-	// The undo is re-sent until Redis answers it, for as long as the
-	// acquisition's record lives (sent before now, it ends before this).
-	until := time.Now().Add(l.C.reqs.TTL() + request.RecordSlack)
-	done := make(chan struct{})
-	started := l.C.bg.Finish(l.C.reqs.TTL()+bg.CloseGrace, func(ctx context.Context) {
-		defer close(done)
-		req := acq
-		req.Sync = nil
-		req.Count = acq.Count - 1
-		req.UndoKey = acq.ReqKey
-		req.ReqKey = l.requestKey()
-		req.Publish = ""
-		var err error
-		if req.Publish, err = l.C.PublishCommand(ctx); err == nil {
-			err = l.C.reqs.ResendUntil(ctx, until, func() error {
-				_, err := l.runRelease(ctx, s, &req)
-				return err
-			})
-		}
-		if err != nil {
-			if errs.MayHaveRun(err) {
-				l.C.ctr.undoFailed.Add(1)
-			}
-			l.C.log.Warn("redisync: could not undo an interrupted acquisition; it expires with its lease",
-				"kind", s.Kind, "name", l.Name, "owner", req.Owner, "err", err)
-		}
-		// An owner's undo is a release: one whose reply was lost is
-		// settled before the owner's next request ([request.Requests.Settle]).
-		if !errs.MayHaveRun(err) || req.Fresh || req.Publish == "" || !l.C.reqs.Settle(req.ReqKey, unlock) {
-			unlock()
-		}
-	})
-	if !started {
-		return false, nil
-	}
-	return true, done
+	return hs.Count(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
+		(base.Field != base.Owner && hs.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
 }

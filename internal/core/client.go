@@ -57,7 +57,7 @@ type Client struct {
 	closeOnce sync.Once
 
 	replicas *pipeline.Replicas // the script pipeline and replica acknowledgement (package pipeline)
-	// freshBase is added to the tokens of fresh holds' owners ([Client.freshToken]):
+	// freshBase is added to the tokens of fresh holds' owners ([freshToken]):
 	// random, 13 decimal digits.
 	freshBase uint64
 

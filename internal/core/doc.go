@@ -5,22 +5,23 @@
 //
 // # Where things live
 //
-// core is one package, whose parts call each other both ways, in files by
-// job: the Client (client.go), the id's registration (register.go), a
-// handle's checks and the lease rule (handle.go), the lock engine with its
-// Side and its Request (lock.go), what the process decides alone: owner
-// tokens, owner locks and a handle's gate (local.go), acquisition
-// (acquire.go), the lock's wait (wait.go), release and the releaser's
-// handoff (release.go), the waiter's side of a handoff (handoff.go), the
-// client's local lines (line.go), live
-// holds (hold.go) and their watchdog (watchdog.go), and observation
-// (observe.go). The file graph runs downwards but for a few uses
-// (TestLayout counts them). Beside it, packages with a narrow contract and no call
-// back into the engine: request (ids, deadlines by the server's clock,
-// re-sends, settles, undos, the ledger), pipeline (the script
-// pipeline: the runner of state-changing scripts and replica
-// acknowledgement), bg (background work that
-// Close waits for, detached contexts) and errs (the sentinel errors).
+// core is one package, whose parts call each other, in files by job: the
+// Client (client.go), the id's registration (register.go), a handle's
+// checks and the lease rule (handle.go), the lock engine with its Side
+// and its Request (lock.go), what the process decides alone: owner
+// tokens, owner locks and a handle's gate (local.go), the lock's
+// acquisition and its wait (acquire.go), the waiting loop every wait
+// shares (wait.go), one attempt (attempt.go), the release with its
+// handoff and the waiter's side of a handoff (release.go), the client's
+// local lines and their offers (line.go), live holds (hold.go) and their
+// watchdog (watchdog.go), and observation (observe.go). The files stand
+// in that order, each above those it uses but for a few uses running
+// back up (TestLayout counts them). Beside it, packages with a narrow
+// contract and no call back into the engine: request (ids, deadlines by
+// the server's clock, re-sends, settles, undos, the ledger), pipeline
+// (the script pipeline: the runner of state-changing scripts and replica
+// acknowledgement), bg (background work that Close waits for, detached
+// contexts) and errs (the sentinel errors).
 //
 // # A tour: one contended rlock.Lock.Lock, and the Unlock that hands off
 //
@@ -39,24 +40,26 @@
 //     [acquisition] (one allocation), whose methods are its steps:
 //     acquisition.inLine joins the client's local line ([Lines.Join],
 //     [Turn.Await], line.go), readies the caller's acceptor for handoffs,
-//     and at the head runs the wait.
-//  3. wait.go: [acquisition.wait] is the lock's one wait: an attempt
-//     (acquisition.attemptOrTake); subscribe and attempt again; then sleep
-//     (loop.sleep) until a message, the retry hint ([RetryAfterPTTL] of
-//     the holder's PTTL, capped by the re-check interval), a handoff, ctx
-//     or Close, and attempt again. It returns what the wait came to
-//     ([verdict]: acquired, handed off, missed, cut off); the subscription
-//     goes on to the next caller in the line (Turn.passOn).
-//  4. acquire.go: each [acquisition.attempt] takes a new fresh owner
-//     ([Lock.withFreshOwner]) and, holding the owner's lock
+//     and at the head runs [acquisition.wait], the lock's one wait. It
+//     returns what the wait came to ([verdict]: acquired, handed off,
+//     missed, cut off).
+//  3. wait.go: the wait's loop: an attempt (loop.attempt); subscribe and
+//     attempt again; then sleep (loop.sleep) until a message, the retry
+//     hint ([RetryAfterPTTL] of the holder's PTTL, capped by the re-check
+//     interval), a handoff, ctx or Close, and attempt again. The
+//     subscription goes on to the next caller in the line (Turn.passOn).
+//  4. attempt.go: acquisition.attemptOrTake asks the caller's acceptor
+//     whether it may ask Redis, and [acquisition.attempt] takes a new
+//     fresh owner ([Lock.withFreshOwner]) and, holding the owner's lock
 //     (acquisition.asOwner, [ownerLocks]), prepares the request
 //     (acquisition.prepare) and runs it (acquisition.run):
 //     lockScripts.RunAcquire (rlock/lock.go) sends
 //     lua/lock_acquire_fresh.lua through its typed binding. With a wait,
 //     each attempt is cut at the end of the wait. On success
-//     [Lock.record] records the hold with [Holds.acquiredAs] (hold.go),
-//     which registers it with the watchdog (watchdog.go: a renewal every
-//     third of the lease), and begins a chain of handoffs.
+//     [Lock.record] (release.go) records the hold with
+//     [Holds.acquiredAs] (hold.go), which registers it with the watchdog
+//     (watchdog.go: a renewal every third of the lease), and begins a
+//     chain of handoffs.
 //
 // The holder's Unlock, while the caller waits at the head of the line:
 //
@@ -67,9 +70,9 @@
 //     script (lockScripts.RunHandoff: lua/lock_handoff.lua releases the
 //     hold and acquires the lock for the caller's request in one script)
 //     and finishes the offer ([Offer]).
-//  6. handoff.go: the caller's [acceptor] takes the offer's outcome
-//     (acceptor.takeOffered, acceptor.accept) and records the hold with
-//     [Lock.record], on the chain it goes on with.
+//  6. release.go, below the releaser: the caller's [acceptor] takes the
+//     offer's outcome (acceptor.takeOffered, acceptor.accept) and records
+//     the hold with [Lock.record], on the chain it goes on with.
 //
 // Read by contract, not opened: the checks and the lease rule
 // ([Handle.Check], [Handle.Lease] in handle.go), the gate and the owner

@@ -78,9 +78,7 @@ func TestDocReferencesResolve(t *testing.T) {
 			if strings.HasSuffix(f.name, filepath.Join("core", "doc_test.go")) {
 				continue // it shows the forms of the links
 			}
-			for _, ref := range repo.check(p, f) {
-				stale = append(stale, ref)
-			}
+			stale = append(stale, repo.check(p, f)...)
 		}
 	}
 	for _, s := range stale {

@@ -12,12 +12,6 @@ import (
 	"github.com/redisync/redisync/internal/core/pipeline"
 )
 
-// HoldKey names a hold: the Redis hash and the owner's field in it.
-type HoldKey struct {
-	Key   string // the hash (the primitive's name)
-	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
-}
-
 // Hold is one owner's hold on one primitive in this client: from the
 // acquisition that took the hold count from 0 to 1 until the release that
 // takes it back to 0, or until it is lost. Re-entries by the same owner,
@@ -45,7 +39,7 @@ type Hold struct {
 	err      error       // why the hold ended; nil while it lasts
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
-	chain    Chain       // its chain of in-process handoffs (handoff.go)
+	chain    Chain       // its chain of in-process handoffs (release.go)
 	line     string      // the local line whose caller took it ([Hold.through])
 	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
 	// ctx is the hold's context (Context), made when first asked for;
@@ -243,14 +237,6 @@ func (h *Hold) takeLine() string {
 	key := h.line
 	h.line = ""
 	return key
-}
-
-// Chain is where a hold stands in a chain of in-process handoffs
-// (handoff.go): when the chain began (a hold taken from Redis) and the last
-// arrival in the local line ([Turn]) it serves in any case.
-type Chain struct {
-	Start time.Time
-	Last  uint64
 }
 
 // Holds are one client's live holds, one per Key, and the watchdog

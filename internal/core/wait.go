@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -21,16 +20,6 @@ import (
 // means unknown. A lock's waiter makes its acquisition's attempts
 // ([acquisition.attempt]) instead.
 type Attempt func(ctx context.Context) (ok bool, retry time.Duration, err error)
-
-// verdict is what one attempt, or a whole wait, came to.
-type verdict uint8
-
-const (
-	missed    verdict = iota // not acquired (a wait: it ran out)
-	acquired                 // acquired from Redis
-	handedOff                // a releaser of this client handed the lock off to the caller
-	cutOff                   // the end of the wait cut an attempt on its way: not acquired
-)
 
 // Bound is how long a wait lasts: until ctx ends (Forever), or at most
 // Wait; Wait 0 makes a single attempt without subscribing.
@@ -110,13 +99,6 @@ func RetryAfterPTTL(pttl int64) time.Duration {
 	return time.Duration(pttl+1) * time.Millisecond
 }
 
-// PubSub is a wait on a channel where releases are published (see
-// loop.pubsub).
-type PubSub struct {
-	Channel string        // where releases are published
-	Wake    pubsub.Policy // how many local waiters one message wakes
-}
-
 // The lock's wait.
 //
 // An acquisition waits as its side says ([Scripts].Waiting): spinning, or
@@ -124,84 +106,6 @@ type PubSub struct {
 // waits on the subscription the line passes on, and, when it accepts
 // handoffs ([acquisition.acceptor]), may be handed the lock by a releaser
 // of this client between its attempts.
-
-// wait runs the acquisition's attempts, within b, as its side's waiters
-// wait: spinning, or on the lock's channel; with turn (a caller at the
-// head of the client's local line), on the subscription passed on along
-// the line. It returns what the wait came to: acquired, handed off,
-// missed (the wait ran out) or cut off (the end of the wait cut an
-// attempt), or an error. When the wait ends without the lock, the side's
-// GiveUp (a fair lock's queue entry) cleans what the attempts left, on a
-// detached context; in the background when an attempt was cut off (Redis
-// is slow: the call does not wait for it). Close waits for that clean-up,
-// so that a process exiting after Close leaves no queue entry behind.
-func (a *acquisition) wait(ctx context.Context, turn *Turn, b Bound) (v verdict, err error) {
-	ws := a.side.Scripts.Waiting(&a.base)
-	if ws.GiveUp != nil {
-		c := a.lock.C
-		if !c.bg.Track() {
-			return missed, errs.ErrClosed
-		}
-		defer c.bg.Untrack()
-		defer func() {
-			if v != acquired && v != handedOff {
-				c.giveUp(ctx, ws.GiveUp, v == cutOff)
-			}
-		}()
-	}
-	l := &loop{w: a.lock.C.waits, acq: a, deadline: b.deadline()}
-	if ws.Spin != nil {
-		return l.spin(ctx, ws.Spin)
-	}
-	l.channel = ws.PubSub.Channel
-	if turn == nil {
-		return l.pubsub(ctx, ws.PubSub, nil, b)
-	}
-	if a.accepting() {
-		defer func() {
-			if v != acquired && a.acceptor.withdraw() {
-				v, err = handedOff, nil // handed the lock as the wait ended
-			}
-		}()
-	}
-	return l.pubsub(ctx, ws.PubSub, turn, b)
-}
-
-// giveUp runs g after a wait that ended without success: on a detached
-// context, in the background when an attempt was cut off.
-func (c *Client) giveUp(ctx context.Context, g GiveUpper, cut bool) {
-	if cut {
-		c.bg.Finish(bg.ReleaseTimeout, g.GiveUp)
-		return
-	}
-	gctx, cancel := c.bg.Detached(ctx)
-	defer cancel()
-	g.GiveUp(gctx)
-}
-
-// attemptOrTake is one attempt of the acquisition in a wait; when it
-// accepts handoffs, only when its acceptor lets it ask Redis
-// ([acceptor.beginAsking]), and otherwise it takes the outcome of a
-// handoff claimed meanwhile, if any. force asks Redis even while the lock
-// is held here.
-func (a *acquisition) attemptOrTake(ctx context.Context, force bool) (verdict, time.Duration, error) {
-	if !a.accepting() {
-		return a.attempt(ctx)
-	}
-	acc := &a.acceptor
-	if !acc.beginAsking(force) {
-		if acc.takeOffered() {
-			return handedOff, 0, nil
-		}
-		// Not handed (a release that was no handoff woke the waiter),
-		// or nothing came: one more look, which may allow an attempt now.
-		if !acc.beginAsking(force) {
-			return missed, 0, nil
-		}
-	}
-	defer acc.endAsking()
-	return a.attempt(ctx)
-}
 
 // loop is one wait under way: its acquisition (acq), or else the attempt
 // of a semaphore or a latch (try); its channel and deadline (zero: none),
@@ -368,12 +272,6 @@ func (l *loop) subscribeFailed(ctx context.Context, err error) (verdict, error) 
 		return v, err
 	}
 	return missed, err
-}
-
-// Spin is a wait without pub/sub (see loop.spin): no subscription, a
-// pause between attempts that starts at Min and doubles up to Max.
-type Spin struct {
-	Min, Max time.Duration
 }
 
 // spin is a wait without pub/sub (the spin lock's): attempts with a pause

@@ -90,7 +90,7 @@ func runWait(ctx context.Context, c *Client, s WaitSpec) (v bool, err error) {
 		defer c.bg.Untrack()
 		defer func() {
 			if !v {
-				c.giveUp(ctx, s.GiveUp, false)
+				giveUp(ctx, c.bg, s.GiveUp, false)
 			}
 		}()
 	}
