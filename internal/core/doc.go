@@ -99,7 +99,10 @@
 // through the client's script pipeline for the primary
 // ([pipeline.Replicas.Runner]): sent at once when nothing is in flight,
 // else with the other calls that arrived meanwhile, in one batch; when
-// the primary has replicas, one WAIT ends the batch.
+// the primary has replicas, one WAIT ends the batch. The Unlock that
+// hands the lock off to the head of the line sends one EVALSHA
+// lock_handoff: the release and the head's acquisition in one script,
+// with no PUBLISH.
 //
 // When a reply is lost (ctx ended, the connection broke), the acquisition
 // may still take place: acquisition.interrupted sends the side's release
