@@ -278,7 +278,7 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	defer func() { obs.End(ok, err) }()
 	// The zero message opens the latch for every waiter; a set or delete
 	// message may too (a deleted latch is open), so all re-check.
-	open := core.AttemptFunc(l.open)
+	open := core.Attempt(l.open)
 	if !forever && wait > 0 {
 		// The wait bounds the reads too: one still on its way when the
 		// wait ends is cut (a stalled read only with ContextTimeoutEnabled).

@@ -71,7 +71,7 @@ func recordingClient(t *testing.T, s *redistest.Server) (*redisync.Client, *redi
 }
 
 // Regression (issue 13): a copy of a release delivered after its request
-// record expired was applied again: semaphore.Release(1) took the permits
+// record expired was applied again: semaphore.Semaphore.Release(1) took the permits
 // 3 → 4, then → 5 when the stalled copy arrived. Now a copy within the
 // record's lifetime returns the record, and a later one is refused (for
 // the counted semaphore: answered from the client's ledger).

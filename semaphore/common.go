@@ -59,7 +59,7 @@ func (b *base) checkIDs(n int64) error {
 // wait runs an acquisition attempt until it succeeds, in the caller's turn
 // (see waitInLine in queue.go). The whole call, turn included, is one
 // observed wait (core.Client.BeginWait).
-func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.AttemptFunc) (ok bool, err error) {
+func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (ok bool, err error) {
 	ctx, obs := b.h.C.BeginWait(ctx, b.h.Kind, "", b.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
 	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)

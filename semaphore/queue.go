@@ -23,7 +23,7 @@ import (
 // to n callers of this Client through one after the other, each with one
 // round trip, and never wakes the whole line.
 //
-// The line is the Client's (core.Client.JoinLine), keyed by the
+// The line is the Client's (core.Lines.Join), keyed by the
 // semaphore's name: the counted and the expirable semaphore of one name
 // share the Redis count, so they share the line. The line orders the
 // callers of one Client only; callers of different Clients (other

@@ -51,13 +51,13 @@ type Client struct {
 	pub     publishMode
 
 	// bg is the background work (undos, clock readings) that Close
-	// waits for after closing ([bg.Closing]), which cancels it.
+	// waits for after closing ([bg.Group.Closing]), which cancels it.
 	bg        *bg.Group
 	closing   <-chan struct{}
 	closeOnce sync.Once
 
 	replicas *pipeline.Replicas // the script pipeline and replica acknowledgement (package pipeline)
-	// freshBase is added to the tokens of fresh holds' owners (FreshToken):
+	// freshBase is added to the tokens of fresh holds' owners ([freshToken]):
 	// random, 13 decimal digits.
 	freshBase uint64
 
@@ -206,7 +206,7 @@ func (c *Client) Sharded(ctx context.Context) (bool, error) {
 // their lease). Waits under way end with [errs.ErrClosed]. Before it returns, the
 // clean-up work under way finishes: undos of interrupted acquisitions,
 // settles of lost releases, and the fair-lock queue entries of waiters that
-// gave up, each given at most closeGrace (5 s) after Close starts. It is
+// gave up, each given at most [bg.CloseGrace] (5 s) after Close starts. It is
 // idempotent.
 func (c *Client) Close() error {
 	if c == nil || c.bg == nil {

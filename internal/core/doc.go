@@ -5,65 +5,82 @@
 //
 // # Where things live
 //
-// core is one package, whose parts call each other both ways, in files by
-// job: the Client (client.go), the id's registration (register.go), a
-// handle's checks and the lease rule (handle.go), the lock engine with its
-// Side and its Request (lock.go), what the process decides alone: owner
-// tokens, owner locks and a handle's gate (local.go), acquisition
-// (acquire.go), release (release.go), the client's local lines
-// (line.go), the in-process handoff (handoff.go), waiting (wait.go), live
-// holds (hold.go) and their watchdog (watchdog.go), and observation
-// (observe.go). Beside it, packages with a narrow contract and no call
-// back into the engine: request (ids, deadlines by the server's clock,
-// re-sends, settles, undos, the ledger), pipeline (the script
-// pipeline: the runner of state-changing scripts and replica
-// acknowledgement), bg (background work that
-// Close waits for, detached contexts) and errs (the sentinel errors).
+// core is one package, whose parts call each other, in files by job: the
+// Client (client.go), the id's registration (register.go), a handle's
+// checks and the lease rule (handle.go), the lock engine with its Side
+// and its Request (lock.go), what the process decides alone: owner
+// tokens, owner locks and a handle's gate (local.go), the lock's
+// acquisition and its wait (acquire.go), the waiting loop every wait
+// shares (wait.go), one attempt (attempt.go), the release with its
+// handoff and the waiter's side of a handoff (release.go), the client's
+// local lines and their offers (line.go), live holds (hold.go) and their
+// watchdog (watchdog.go), and observation (observe.go). The files stand
+// in that order, each above those it uses but for a few uses running
+// back up (TestLayout counts them). Beside it, packages with a narrow
+// contract and no call back into the engine: request (ids, deadlines by
+// the server's clock, re-sends, settles, undos, the ledger), pipeline
+// (the script pipeline: the runner of state-changing scripts and replica
+// acknowledgement), bg (background work that Close waits for, detached
+// contexts) and errs (the sentinel errors).
 //
-// # A tour: one contended rlock.Lock.Lock
+// # A tour: one contended rlock.Lock.Lock, and the Unlock that hands off
 //
 // A caller without a context owner locks, with the default options, a lock
-// that another process holds. Follow it with "go to definition" from
+// that another caller holds. Follow it with "go to definition" from
 // rlock's handle.Lock; the files of the walk, in order:
 //
 //  1. rlock/lock.go: handle.Lock calls [Lock.Acquire] with the lock's
 //     [Side]: Fresh, lined up locally (Line), its Scripts and Handoff the
 //     named type lockScripts, which runs the lock's scripts with what the
 //     engine put in the [Request].
-//  2. lock.go: Lock.token (no owner in ctx: the handle's own) and
-//     Lock.baseRequest, a fresh hold's request with no owner yet.
-//  3. acquire.go: [Lock.Acquire] passes the handle's gate; the call's
-//     steps are then the methods of its acquisition (one allocation):
-//     acquisition.inLine joins the client's local line and waits for its
-//     turn; at the head, acquisition.inRedis runs the side's Waiting (the
-//     lock's channel) as a [Lined] wait, with the acquisition as the
-//     attempt. Each attempt (acquisition.Try, acquisition.attempt) takes
-//     a new fresh owner (Lock.withFreshOwner), the owner's lock, the
-//     request (acquisition.request) and acquisition.run, which sets the
-//     request's runner and calls lockScripts.RunAcquire (rlock/lock.go):
+//  2. acquire.go: [Lock.Acquire] takes the owner token (Lock.token: no
+//     owner in ctx, the handle's own) and the base of the requests
+//     (Lock.baseRequest: a fresh hold's, with no owner yet), passes the
+//     handle's gate ([Gate.Enter], local.go), and makes the call's
+//     [acquisition] (one allocation), whose methods are its steps:
+//     acquisition.inLine joins the client's local line ([Lines.Join],
+//     [Turn.Await], line.go), readies the caller's acceptor for handoffs,
+//     and at the head runs [acquisition.wait], the lock's one wait. It
+//     returns what the wait came to ([verdict]: acquired, handed off,
+//     missed, cut off).
+//  3. wait.go: the wait's loop: an attempt (loop.attempt); subscribe and
+//     attempt again; then sleep (loop.sleep) until a message, the retry
+//     hint ([RetryAfterPTTL] of the holder's PTTL, capped by the re-check
+//     interval), a handoff, ctx or Close, and attempt again. The
+//     subscription goes on to the next caller in the line (Turn.passOn).
+//  4. attempt.go: acquisition.attemptOrTake asks the caller's acceptor
+//     whether it may ask Redis, and [acquisition.attempt] takes a new
+//     fresh owner ([Lock.withFreshOwner]) and, holding the owner's lock
+//     (acquisition.asOwner, [ownerLocks]), prepares the request
+//     (acquisition.prepare) and runs it (acquisition.run):
+//     lockScripts.RunAcquire (rlock/lock.go) sends
 //     lua/lock_acquire_fresh.lua through its typed binding. With a wait,
-//     each attempt is cut at the end of the wait.
-//  4. local.go: [Gate.Enter] (one caller through a handle at a time),
-//     [Client.freshToken], ownerLocks (one operation per owner).
-//  5. line.go: [Lines.Join], [Turn.Await], [Turn.Leave]; the subscription
-//     a head passes on to the next (Turn.passOn, Turn.passedOn).
-//  6. handoff.go: the caller's acceptor: a releaser of this client may
-//     hand the lock off to it between attempts instead of publishing.
-//  7. wait.go: [Waits.Until] and [Lined]: try; subscribe and try again;
-//     then sleep until a message, the retry hint ([RetryAfterPTTL] of the
-//     holder's PTTL, capped by the re-check interval), a handoff, ctx or
-//     Close, and try again.
-//  8. hold.go: on success acquisition.record (acquire.go) records the hold
-//     with [Holds.acquiredAs], which registers it with the watchdog
+//     each attempt is cut at the end of the wait. On success
+//     [Lock.record] (release.go) records the hold with
+//     [Holds.acquiredAs] (hold.go), which registers it with the watchdog
 //     (watchdog.go: a renewal every third of the hold's own lease, the
 //     holds due together in one round, through the script pipeline; the
 //     hold ends when its acknowledged lease runs out), and begins a chain
 //     of handoffs.
 //
+// The holder's Unlock, while the caller waits at the head of the line:
+//
+//  5. release.go: [Lock.Release] makes a [releaser]: releaser.release
+//     takes the owner's lock, and releaser.claimNext claims the offer of
+//     the caller at the head of the line ([Lines.claim], line.go) when the
+//     chain allows it; releaser.handoff then runs the side's handoff
+//     script (lockScripts.RunHandoff: lua/lock_handoff.lua releases the
+//     hold and acquires the lock for the caller's request in one script)
+//     and finishes the offer ([Offer]).
+//  6. release.go, below the releaser: the caller's [acceptor] takes the
+//     offer's outcome (acceptor.takeOffered, acceptor.accept) and records
+//     the hold with [Lock.record], on the chain it goes on with.
+//
 // Read by contract, not opened: the checks and the lease rule
-// ([Handle.Check], [Handle.Lease] in handle.go), the observed wait
-// ([Client.BeginWait] in observe.go), the request's deadline
-// ([request.Requests.FreshDeadline]), the script pipeline's runner
+// ([Handle.Check], [Handle.Lease] in handle.go), the gate and the owner
+// locks (local.go), the observed wait ([Client.BeginWait] in observe.go),
+// the holds' records (hold.go), the request's deadline
+// ([request.Requests.FreshDeadline]), the script pipeline
 // ([pipeline.Replicas.Runner]), the pub/sub subscription
 // ([pubsub.Mux.Subscribe]) and the generated binding
 // ([lua.LockAcquireFreshArgs]).
@@ -84,7 +101,10 @@
 // through the client's script pipeline for the primary
 // ([pipeline.Replicas.Runner]): sent at once when nothing is in flight,
 // else with the other calls that arrived meanwhile, in one batch; when
-// the primary has replicas, one WAIT ends the batch.
+// the primary has replicas, one WAIT ends the batch. The Unlock that
+// hands the lock off to the head of the line sends one EVALSHA
+// lock_handoff: the release and the head's acquisition in one script,
+// with no PUBLISH.
 //
 // When a reply is lost (ctx ended, the connection broke), the acquisition
 // may still take place: acquisition.interrupted sends the side's release
@@ -100,23 +120,61 @@
 //
 // # Glossary
 //
+// The terms of the walk, one name each:
+//
 //   - hold: one owner's hold of a lock or side, from hold count 0 → 1 to
 //     its release or loss ([Hold]); redisync.Hold shows it to users.
+//   - owner: who holds, "<client id>:<token>": a context owner
+//     (WithOwner), a handle's own, or a fresh hold's.
 //   - fresh hold: the hold of a caller without a context owner on a Fresh
 //     side: a new owner for one hold, whose field in the hash is its record
 //     (see "Fresh holds" in lock.go).
+//   - owner's lock: the client's lock that serializes one owner's
+//     operations on one lock ([ownerLocks]), so the counts it sends are
+//     exact.
+//   - gate: a handle's local exclusion of the callers without a context
+//     owner, as sync.Mutex's ([Gate]).
 //   - side: one kind of hold the engine drives ([Side]): the lock's, the
 //     fair lock's, the spin lock's, an rwlock's read or write side.
 //   - request: one script call for one owner ([Request]): an acquisition,
-//     a release, an undo or a handoff; its deadline, by the Redis
-//     server's clock, is when a late copy of it is refused
-//     ([request.Requests.Deadline]).
+//     a release, an undo or a handoff. Package request keeps what requests
+//     share: their keys, deadlines, re-sends and settles.
+//   - request key: where a script records its result, so that a copy of
+//     the request finds it ([keys.Request]); a fresh hold's acquisition,
+//     release and undo share one.
+//   - deadline: when a late copy of a request is refused, by the Redis
+//     server's clock ([request.Requests.Deadline]).
+//   - acquisition: one caller's Lock or TryLock past the gate
+//     ([acquisition]), and the request that takes a hold.
+//   - attempt: one acquisition request sent to Redis
+//     ([acquisition.attempt]); a semaphore's or latch's is an [Attempt].
+//   - wait: the attempts of one acquisition and the pauses between them
+//     ([acquisition.wait], [Waits.Until]); it ends as a [verdict].
+//   - cut: an attempt on its way when the wait ended is cut: its request
+//     stops, and the acquisition, if it took place, is undone.
 //   - line: a client's callers waiting for one lock or semaphore, in
-//     arrival order; only the head (its [Turn]) asks Redis ([Lines]).
+//     arrival order ([Lines]).
+//   - turn: one caller's place in a line ([Turn]).
+//   - head: the turn at the front of its line, the only one that asks
+//     Redis.
+//   - subscription passed on: the lock's channel, kept subscribed from one
+//     head of the line to the next (Turn.passOn, Turn.passedOn).
+//   - held here: a caller of the line holds the lock in this client
+//     ([Lines.heldHere]); the head waits for its release instead of asking
+//     Redis.
 //   - handoff: a release that hands the lock off to the head of the line
-//     in the same script that acquires it for that caller (handoff.go).
+//     in the same script that acquires it for that caller.
+//   - offer: the head's readiness to be handed the lock: the acquisition
+//     to make for it and where its outcome goes ([Offer]).
+//   - acceptor: the caller's side of a handoff ([acceptor]).
+//   - releaser: one Unlock's steps ([releaser]), a handoff's or not.
 //   - chain: the handoffs that followed one hold taken from Redis,
 //     bounded so that other processes get their turn ([Chain]).
 //   - undo: the release, in undo mode, of an acquisition whose reply was
 //     lost (Lock.undo; [request.Requests.Undo] for the semaphores).
+//   - settle: making a release whose reply was lost final before the
+//     owner's next request ([request.Requests.Settle]).
+//   - pipeline: the client's script pipeline per primary, the one door of
+//     state-changing scripts to Redis, which waits for replicas
+//     ([pipeline.Replicas]).
 package core

@@ -34,16 +34,16 @@ func TestClaimRules(t *testing.T) {
 	ha := &acceptor{turn: head}
 	ha.setOffer(&Offer{Req: Request{Name: "r", Field: "head"}, done: make(chan struct{})})
 
-	require.True(t, ha.beginTry(true))
+	require.True(t, ha.beginAsking(true))
 	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed while the head asks Redis")
-	ha.endTry()
+	ha.endAsking()
 
 	o := c.lines.claim("r", chain, &c.owners)
 	require.NotNil(t, o)
 	assert.Equal(t, "head", o.Req.Field)
 	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed twice")
-	assert.False(t, ha.beginTry(true), "a claimed head asks Redis")
-	o.finish(Handoff{Acquired: true, Fence: 7})
+	assert.False(t, ha.beginAsking(true), "a claimed head asks Redis")
+	o.finish(offerResult{Acquired: true, Fence: 7})
 	got := ha.takeOffer(true)
 	require.NotNil(t, got)
 	assert.True(t, got.res.Acquired)

@@ -11,12 +11,6 @@ import (
 	"github.com/redisync/redisync/internal/core/pipeline"
 )
 
-// HoldKey names a hold: the Redis hash and the owner's field in it.
-type HoldKey struct {
-	Key   string // the hash (the primitive's name)
-	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
-}
-
 // Hold is one owner's hold on one primitive in this client: from the
 // acquisition that took the hold count from 0 to 1 until the release that
 // takes it back to 0, or until it is lost. Re-entries by the same owner,
@@ -35,7 +29,7 @@ type Hold struct {
 	done    chan struct{} // Done, made when first asked for (under mu)
 	// start is when the acquisition that started the hold was sent, for
 	// HoldEnd's Duration; primitive labels the hold for observers (set
-	// only when the client has hooks: AcquiredAs).
+	// only when the client has hooks: [Holds.acquiredAs]).
 	start     time.Time
 	primitive string
 
@@ -44,8 +38,8 @@ type Hold struct {
 	err      error       // why the hold ended; nil while it lasts
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
-	chain    Chain       // its chain of in-process handoffs (handoff.go)
-	line     string      // the local line whose caller took it (Through)
+	chain    Chain       // its chain of in-process handoffs (release.go)
+	line     string      // the local line whose caller took it ([Hold.through])
 	// lastOK is when the last write that extended the lease was sent (the
 	// acquisition, a re-entry, a renewal): with replica acknowledgement
 	// on, only a write the replicas acknowledged in time extends it, so
@@ -191,7 +185,9 @@ func (h *Hold) end(err error) {
 	h.renewing = false
 	cancel := h.cancel
 	h.mu.Unlock()
-	h.hs.c.holdEnding(h, err != errs.ErrNotHeld) // ErrNotHeld: a release that took effect
+	// Out of its local line first, whose head may have to be woken when
+	// the hold was lost (ErrNotHeld: a release that took effect).
+	h.hs.c.lines.left(h.takeLine(), err != errs.ErrNotHeld)
 	if wasRenewing {
 		h.hs.wd.remove(h)
 	}
@@ -237,7 +233,7 @@ func (h *Hold) ackedAt(than time.Time) time.Time {
 func (h *Hold) Key() HoldKey { return h.key }
 
 // label returns the primitive and side the hold is of, as observers see
-// it ("" when nobody observes: AcquiredAs).
+// it ("" when nobody observes: [Holds.acquiredAs]).
 func (h *Hold) label() string { return h.primitive }
 
 // Start returns when the acquisition that started the hold was sent.
@@ -258,22 +254,14 @@ func (h *Hold) through(key string, ls *Lines) {
 	ls.Held(key)
 }
 
-// takeLine returns the local line the hold was taken through (Through),
-// "" if none, and forgets it: for Client.holdEnding.
+// takeLine returns the local line the hold was taken through ([Hold.through]),
+// "" if none, and forgets it: for [Lines.left] when the hold ends.
 func (h *Hold) takeLine() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	key := h.line
 	h.line = ""
 	return key
-}
-
-// Chain is where a hold stands in a chain of in-process handoffs
-// (handoff.go): when the chain began (a hold taken from Redis) and the last
-// arrival in the local line ([Turn]) it serves in any case.
-type Chain struct {
-	Start time.Time
-	Last  uint64
 }
 
 // Holds are one client's live holds, one per Key, and the watchdog
@@ -284,8 +272,8 @@ type Holds struct {
 	wd      watchdog
 	closing <-chan struct{}
 	log     *slog.Logger
-	// c counts and reports what the holds do (Client.holdEnding,
-	// Client.holdEnded, Client.renewed) and keeps the local lines.
+	// c counts and reports what the holds do (Client.holdEnded,
+	// Client.renewed) and keeps the local lines (Lines.left).
 	c *Client
 }
 
@@ -314,7 +302,7 @@ type RenewalTick struct {
 	Duration time.Duration
 }
 
-// Acquired is AcquiredAs, unlabelled and without a fencing token, with
+// Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
 // the current time as the send time.
 func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
 	return hs.acquiredAs("", time.Now(), key, count, 0, lease, renew)

@@ -27,7 +27,7 @@ type Lines struct {
 	closing <-chan struct{}
 	m       map[string]*line
 	// held counts, per line, the live holds of this client taken by
-	// callers of the line (HeldHere).
+	// callers of the line ([Lines.heldHere]).
 	held map[string]int
 	// seq counts arrivals in the lines (Turn.seq).
 	seq atomic.Uint64
@@ -51,10 +51,10 @@ type Turn struct {
 	// decides whether a handoff chain may serve it ([chainAllows]).
 	seq uint64
 	// offer is set while the turn accepts a handoff ([acceptor.setOffer],
-	// [Lines.claim]); trying while it asks Redis itself
-	// ([acceptor.beginTry]), when none is made.
+	// [Lines.claim]); asking while it asks Redis itself
+	// ([acceptor.beginAsking]), when none is made.
 	offer  *Offer
-	trying bool
+	asking bool
 }
 
 // passOn gives the turn a subscription to pass on (nil: none): Leave
@@ -186,6 +186,139 @@ func (ls *Lines) heldHere(key string) bool {
 	return ls.held[key] > 0
 }
 
+// HandoffWindow is how long a chain of in-process handoffs may also serve
+// callers that arrived after it began.
+const HandoffWindow = time.Millisecond
+
+// chainAllows reports whether the chain ch may hand the lock off to the
+// caller that arrived as seq.
+func chainAllows(ch Chain, seq uint64) bool {
+	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
+}
+
+// Offer is a caller's readiness, while it waits in a local line, to be
+// handed the lock: the acquisition to make for it, and where the outcome
+// goes. A releaser claims it ([Lines.claim]) only while the caller is at
+// the head of the line and not asking Redis itself.
+type Offer struct {
+	// Req is the acquisition for the caller: a fresh hold's owner, field,
+	// request key and deadline ([Lock.withFreshOwner]), count, lease,
+	// fencing.
+	Req Request
+	// lock and side, set in a caller's first offer until a releaser
+	// claims it, say that Req is still the base of the caller's
+	// acquisitions (a fresh hold's, with no owner yet): see make.
+	lock *Lock
+	side *Side
+	done chan struct{} // closed once res is set
+	res  offerResult
+	// claimed: a releaser took the offer, holding the owner's lock ol for
+	// the caller, which must take the outcome ([acceptor.takeOffered]).
+	claimed bool
+	ol      *ownerLock
+}
+
+// offerResult is the outcome of a handoff, for the caller it was made
+// for.
+type offerResult struct {
+	// Acquired: the caller holds the lock (count Req.Count, fencing token
+	// Fence), from Sent on: the lease began after Sent.
+	Acquired bool
+	Fence    int64
+	Sent     time.Time
+	Chain    Chain // the chain the hold goes on with
+	// Unknown: the handoff's reply was lost; the acquisition may or may
+	// not have happened, and the caller must undo it ([Lock.undo]).
+	Unknown bool
+}
+
+// make makes the request of a caller's first offer when a releaser claims
+// or wakes it, under the lines' lock: a new fresh owner
+// ([Lock.withFreshOwner]; its context is only the request deadline's,
+// which uses no value of it), count 1, the lock's lease and fencing. It is
+// made then,
+// not when the caller joins the line: the owner costs an allocation (its
+// request key), which an acquisition that is never handed the lock (most
+// are) does not make; rlock's TestLockAllocs counts it. Other offers are
+// made already.
+func (o *Offer) make() {
+	l := o.lock
+	if l == nil {
+		return
+	}
+	o.Req = l.withFreshOwner(context.Background(), o.side, o.Req)
+	o.Req.Count = 1
+	o.Req.Lease = l.lease()
+	o.Req.Fencing = l.Fencing
+	o.lock, o.side = nil, nil
+}
+
+// finish sets a claimed offer's outcome and wakes its caller.
+func (o *Offer) finish(h offerResult) {
+	o.res = h
+	close(o.done)
+}
+
+// newChain returns the chain a hold taken from Redis now begins: it serves
+// every caller of the client already waiting.
+func (ls *Lines) newChain() Chain {
+	return Chain{Start: time.Now(), Last: ls.seq.Load()}
+}
+
+// claim is for the releaser of the last hold of a lock whose local line is
+// key: it returns the offer of the caller at the head of the line when it
+// accepts a handoff, is not asking Redis, the chain allows it and its
+// owner's lock is free; the offer is then claimed (the owner's lock taken
+// for the caller) and the releaser must finish it. nil otherwise.
+func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil || len(l.q) == 0 {
+		return nil
+	}
+	t := l.q[0]
+	o := t.offer
+	if o == nil || o.claimed || t.asking || !chainAllows(chain, t.seq) {
+		return nil
+	}
+	o.make()
+	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
+	if !ok {
+		return nil
+	}
+	o.claimed, o.ol = true, ol
+	return o
+}
+
+// wake wakes the head of the line key if it waits for a handoff: to
+// ask Redis again after a release that may not have published.
+func (ls *Lines) wake(key string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.wakeHead(key)
+}
+
+// wakeHead wakes the head of the line key if it waits for a handoff, with
+// an empty outcome (not handed: it asks Redis). ls.mu must be held.
+func (ls *Lines) wakeHead(key string) {
+	if l := ls.m[key]; l != nil && len(l.q) > 0 {
+		if o := l.q[0].offer; o != nil && !o.claimed {
+			o.make() // its request is the caller's next offers' (acceptor.takeOffered)
+			o.claimed = true
+			o.finish(offerResult{})
+		}
+	}
+}
+
+// Chain is where a hold stands in a chain of in-process handoffs
+// (release.go): when the chain began (a hold taken from Redis) and the last
+// arrival in the local line ([Turn]) it serves in any case.
+type Chain struct {
+	Start time.Time
+	Last  uint64
+}
+
 // LockLine returns the key of the local line of a lock's waiters (a
 // Side's Line): one line per kind and name, so that the waiters of
 // different kinds on one name ("rlock" and "rwlock" writers) never line up
@@ -230,8 +363,8 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 }
 
 // HeadAccepts reports whether the caller at the head of the line key
-// would accept a handoff now (Claim's conditions but the chain's and the
-// owner's lock), for tests that need a release to be a handoff.
+// would accept a handoff now ([Lines.claim]'s conditions but the chain's
+// and the owner's lock), for tests that need a release to be a handoff.
 func (ls *Lines) HeadAccepts(key string) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -240,7 +373,7 @@ func (ls *Lines) HeadAccepts(key string) bool {
 		return false
 	}
 	t := l.q[0]
-	return t.offer != nil && !t.offer.claimed && !t.trying
+	return t.offer != nil && !t.offer.claimed && !t.asking
 }
 
 // Len returns the number of callers in the line key, for tests.

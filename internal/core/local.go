@@ -41,7 +41,7 @@ func mix63(x uint64) uint64 {
 }
 
 // minToken is the least token NewToken returns: below it lie the fresh
-// holds' owners (FreshToken), which must never be a context owner's or a
+// holds' owners ([freshToken]), which must never be a context owner's or a
 // handle's. A random 63-bit number falls below it once in 2^21 draws, and is
 // then drawn again.
 const minToken = 1 << 42
@@ -57,7 +57,7 @@ func NewToken() uint64 {
 	}
 }
 
-// freshSeq numbers the fresh holds' owners of the process (FreshToken).
+// freshSeq numbers the fresh holds' owners of the process ([freshToken]).
 var freshSeq atomic.Uint64
 
 type ownerKey struct{}
@@ -303,12 +303,18 @@ func (g *Gate) queued() int {
 }
 
 // freshToken returns the token of a fresh hold's owner (see Lock): a
-// sequence number of the process plus a random number drawn for the client
-// (freshBase, between 2^40 and 2^41). A fresh owner is made for every
+// sequence number of the process plus base, a random number drawn for the
+// client (its freshBase, between 2^40 and 2^41). A fresh owner is made for every
 // acquisition attempt, so the cheap sequence serves; the random base keeps
 // a process restarted with the same client id (WithID) from giving its
 // first holds the owners whose holds and marks its predecessor left in
 // Redis. Fresh tokens stay below minToken (2^41 holds would be needed to
 // reach it), apart from every NewToken, and short (13 digits) in the keys
 // that carry them.
-func (c *Client) freshToken() uint64 { return c.freshBase + freshSeq.Add(1) }
+func freshToken(base uint64) uint64 { return base + freshSeq.Add(1) }
+
+// HoldKey names a hold: the Redis hash and the owner's field in it.
+type HoldKey struct {
+	Key   string // the hash (the primitive's name)
+	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
+}

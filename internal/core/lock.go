@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync/internal/core/request"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // The lock engine.
@@ -64,7 +65,7 @@ import (
 // Fresh holds. A caller without a context owner on a Fresh side holds the
 // lock at most once at a time through its handle (the gate), so its hold
 // count is always 1. Each of its acquisition attempts takes an owner of its
-// own: a new token ([Client.freshToken]), the owner "<client id>:<token>"
+// own: a new token ([freshToken]), the owner "<client id>:<token>"
 // in Redisson's layout as any other ([Lock.withFreshOwner]), whose field is
 // the side's
 // ([Scripts.Field]: the owner itself for a lock, "<owner>:write" for an
@@ -169,7 +170,7 @@ func (l *Lock) setRequestKey(req *Request) {
 
 // withFreshOwner returns the request of one acquisition of side s from
 // base: base itself, or for a fresh hold a new owner
-// ([Client.freshToken]), its owner "<client id>:<token>", its field
+// ([freshToken]), its owner "<client id>:<token>", its field
 // ([Scripts].Field), its request key [keys.Request](Name, field) and the
 // request's deadline ([request.Requests.FreshDeadline]).
 func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Request {
@@ -178,7 +179,7 @@ func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Reques
 	}
 	l.once.Do(l.names)
 	var buf [256]byte // one allocation, the string, for names up to 200 bytes or so
-	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), l.C.freshToken(), 10))
+	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), freshToken(l.C.freshBase), 10))
 	owner := req[l.ownerAt:]
 	if field := s.Scripts.Field(owner); field != owner {
 		req = l.freshPrefix[:l.ownerAt] + field // [keys.Request](Name, field)
@@ -323,7 +324,7 @@ type Side struct {
 	// Scripts runs the side's scripts and says how its waiters wait.
 	Scripts Scripts
 	// Handoff, when set (with Line and Fresh), hands a fresh hold on to
-	// the next caller in the line in one script (handoff.go); nil: a
+	// the next caller in the line in one script (release.go); nil: a
 	// release always frees the lock in Redis.
 	Handoff Handoffer
 }
@@ -353,12 +354,25 @@ type Scripts interface {
 
 // Waiting is how a side's waiter for one request waits
 // ([Scripts].Waiting): on a channel (PubSub) or spinning (Spin), and what
-// giving up must clean (GiveUp; nil: nothing). The engine chooses the
-// strategy: a PubSub wait of a caller in a local line is [Lined].
+// giving up must clean (GiveUp; nil: nothing). A caller in a local line
+// waits on the subscription the line passes on ([acquisition.wait]).
 type Waiting struct {
 	PubSub *PubSub // the channel where releases are published
 	Spin   *Spin   // set instead of PubSub: no subscription
 	GiveUp GiveUpper
+}
+
+// PubSub is a wait on a channel where releases are published (see
+// loop.pubsub).
+type PubSub struct {
+	Channel string        // where releases are published
+	Wake    pubsub.Policy // how many local waiters one message wakes
+}
+
+// Spin is a wait without pub/sub (see loop.spin): no subscription, a
+// pause between attempts that starts at Min and doubles up to Max.
+type Spin struct {
+	Min, Max time.Duration
 }
 
 // GiveUpper cleans what a wait's attempts left behind (a fair lock's queue
@@ -371,7 +385,7 @@ type GiveUpper interface {
 // Handoffer hands a lock from one fresh hold to the next caller's.
 type Handoffer interface {
 	// RunHandoff releases the fresh hold from and takes a fresh hold for to,
-	// the next caller in the line, in one script (handoff.go). from.Count
+	// the next caller in the line, in one script (release.go). from.Count
 	// is 0; to.Count, Lease, Fencing and ReqKey are the acquisition's.
 	RunHandoff(ctx context.Context, from, to *Request) (HandoffOutcome, error)
 }

@@ -30,11 +30,11 @@ func TestLockRequestKey(t *testing.T) {
 // find the holds and marks) its predecessor left in Redis moments before.
 func TestFreshTokens(t *testing.T) {
 	a, b := NewClient(nil, Options{ID: "fixed"}), NewClient(nil, Options{ID: "fixed"})
-	ta, tb := a.freshToken(), b.freshToken()
+	ta, tb := freshToken(a.freshBase), freshToken(b.freshBase)
 	assert.GreaterOrEqual(t, ta, uint64(1<<40))
 	assert.Less(t, ta, uint64(1<<41+1<<30))
 	assert.NotEqual(t, a.freshBase, b.freshBase)
-	assert.Greater(t, a.freshToken(), ta, "tokens grow")
+	assert.Greater(t, freshToken(a.freshBase), ta, "tokens grow")
 	assert.Len(t, strconv.FormatUint(tb, 10), 13)
 }
 
@@ -63,11 +63,11 @@ func TestOwnerTokensRandom(t *testing.T) {
 		out[y] = true
 	}
 	c := NewClient(nil, Options{ID: "fixed"})
-	assert.Less(t, c.freshToken(), uint64(minToken))
+	assert.Less(t, freshToken(c.freshBase), uint64(minToken))
 }
 
 // Regression (issue 42, item 6): the handle kept a copy of its latest
-// fresh hold's acquisition request (Lock.took), whose Sync still pointed
+// fresh hold's acquisition request (Lock.record), whose Sync still pointed
 // into the acquisition's own Request; a release that found the hold gone
 // (release.go, the stale-hold branch) sent with that Sync: it waited for
 // the replicas with the old acquisition's acknowledgement and wrote its
@@ -75,13 +75,11 @@ func TestOwnerTokensRandom(t *testing.T) {
 // Sync (nor the runner made from it): every send sets its own.
 func TestTookKeepsNoSync(t *testing.T) {
 	c := NewClient(nil, Options{ID: "client-id"})
-	l := NewLock(c, "rlock", "orders")
 	req := &Request{Name: "orders", Owner: "client-id:1", Fresh: true}
 	req.Sync = c.replicas.NewSyncIn(&req.sync)
 	req.Runner = c.replicas.Runner(req.Sync)
 	require.NotNil(t, req.Sync, "replica acknowledgement is on by default")
-	l.took(nil, *req)
-	kept := l.freshHold()
+	kept := freshCopy(req)
 	assert.Equal(t, req.Owner, kept.Owner)
 	assert.Nil(t, kept.Sync, "the handle's copy points into the acquisition's Request")
 	assert.Nil(t, kept.Runner, "the handle's copy runs through the acquisition's Sync")

@@ -269,13 +269,6 @@ func (ctr *counters) runOnClose() {
 	}
 }
 
-// holdEnding takes h, which is ending (lost: not by a release that took
-// effect), out of its local line (Lines.left), whose head may have to be
-// woken. It is told first when a hold ends.
-func (c *Client) holdEnding(h *Hold, lost bool) {
-	c.lines.left(h.takeLine(), lost)
-}
-
 // holdEnded counts and reports the end of hold h with err, before its Done
 // closes.
 func (c *Client) holdEnded(h *Hold, err error) {

@@ -14,13 +14,12 @@ import (
 	"github.com/redisync/redisync/pubsub"
 )
 
-// Attempt is one try at what a waiter waits for.
-type Attempt interface {
-	// Try reports success, and when not successful how long until the
-	// condition may change by itself (a holder's remaining lease, the
-	// next permit expiry); retry ≤ 0 means unknown.
-	Try(ctx context.Context) (ok bool, retry time.Duration, err error)
-}
+// Attempt is one attempt at what a semaphore's or a latch's waiter waits
+// for: it reports success, and when not successful how long until the
+// condition may change by itself (the next permit expiry); retry ≤ 0
+// means unknown. A lock's waiter makes its acquisition's attempts
+// ([acquisition.attempt]) instead.
+type Attempt func(ctx context.Context) (ok bool, retry time.Duration, err error)
 
 // Bound is how long a wait lasts: until ctx ends (Forever), or at most
 // Wait; Wait 0 makes a single attempt without subscribing.
@@ -40,13 +39,6 @@ func (b Bound) deadline() time.Time {
 // single reports whether the wait is a single attempt.
 func (b Bound) single() bool { return !b.Forever && b.Wait <= 0 }
 
-// Strategy is how a waiter spends the pauses between its attempts: PubSub,
-// Lined or Spin.
-type Strategy interface {
-	// wait runs attempts of a, pausing between them, within b.
-	wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, error)
-}
-
 // Waits is one client's waiting machinery: what every wait of the client
 // needs from it. It does no I/O of its own but the subscriptions.
 type Waits struct {
@@ -65,27 +57,16 @@ func newWaits(client *Client, mux *pubsub.Mux, closing <-chan struct{}, recheck 
 	return &Waits{client: client, mux: mux, closing: closing, recheck: recheck, log: log}
 }
 
-// Until runs attempts of a until one succeeds, one fails, or b runs out,
-// spending the pauses as s says. It returns (true, nil) on success,
-// (false, nil) when the wait ran out (with the last transient error
-// instead, if attempts were failing then), and an error wrapping ctx.Err()
-// when ctx ended first (ErrClosed when the client closed). It leaves no
-// subscription behind (a Lined wait hands it to its line) and starts no
-// goroutine.
-func (w *Waits) Until(ctx context.Context, s Strategy, b Bound, a Attempt) (bool, error) {
-	return s.wait(ctx, w, b, a)
-}
-
-// try runs one attempt, turning errors caused by ctx into ctx errors.
-func (w *Waits) try(ctx context.Context, a Attempt) (bool, time.Duration, error) {
-	if err := w.client.Check(); err != nil {
-		return false, 0, err
-	}
-	ok, retry, err := a.Try(ctx)
-	if err != nil && ctx.Err() != nil {
-		return false, 0, errs.CtxError(ctx)
-	}
-	return ok, retry, err
+// Until runs attempts (a semaphore's, a latch's) until one succeeds, one
+// fails, or b runs out, waiting on p's channel between them. It returns
+// (true, nil) on success, (false, nil) when the wait ran out (with the last
+// transient error instead, if attempts were failing then), and an error
+// wrapping ctx.Err() when ctx ended first (ErrClosed when the client
+// closed). It leaves no subscription behind and starts no goroutine.
+func (w *Waits) Until(ctx context.Context, p *PubSub, b Bound, try Attempt) (bool, error) {
+	l := &loop{w: w, try: try, channel: p.Channel, deadline: b.deadline()}
+	v, err := l.pubsub(ctx, p, nil, b)
+	return v == acquired, err
 }
 
 // pause returns how long a waiter sleeps before its next try: the attempt's
@@ -118,96 +99,77 @@ func RetryAfterPTTL(pttl int64) time.Duration {
 	return time.Duration(pttl+1) * time.Millisecond
 }
 
-// AttemptFunc is a function used as an Attempt (a semaphore's or a latch's
-// try), as http.HandlerFunc is a handler.
-type AttemptFunc func(ctx context.Context) (ok bool, retry time.Duration, err error)
-
-// Try calls f.
-func (f AttemptFunc) Try(ctx context.Context) (bool, time.Duration, error) { return f(ctx) }
-
-// PubSub waits on a channel where releases are published:
+// The lock's wait.
 //
-//  1. try; on success or error return at once;
-//  2. subscribe to the channel and wait for Redis to confirm it;
-//  3. try again (a release between 1 and 2 published to nobody);
-//  4. wait for a message, the attempt's retry hint (capped by the client's
-//     re-check interval: messages can be lost), the end of the wait, ctx or
-//     Close; then go to 3.
-//
-// An error in 3 ends the wait, except a transient one (a connection lost
-// or refused, a node failing over: see transient): the attempt is made
-// again after a pause growing from 20 ms to 1 s, for as long as the wait
-// lasts, as a Cluster failover or a reconnect re-checks every waiter. The
-// first attempt's error (1) is returned at once. The subscription is
-// closed before Wait returns.
-type PubSub struct {
-	Channel string        // where releases are published
-	Wake    pubsub.Policy // how many local waiters one message wakes
-}
+// An acquisition waits as its side says ([Scripts].Waiting): spinning, or
+// on the lock's channel. A caller with a turn in the client's local line
+// waits on the subscription the line passes on, and, when it accepts
+// handoffs ([acquisition.acceptor]), may be handed the lock by a releaser
+// of this client between its attempts.
 
-func (p *PubSub) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, error) {
-	l := &loop{w: w, a: a, channel: p.Channel, deadline: b.deadline()}
-	sub, done, ok, err := l.firstTry(ctx, p, b)
-	if done {
-		return ok, err
-	}
-	defer sub.Close()
-	return l.run(ctx, sub, true, false)
-}
-
-// Lined is PubSub for the head of a client's local line (Turn). The
-// channel stays subscribed from one head of the line to the next: the wait
-// uses the subscription the head before it handed on (no UNSUBSCRIBE and
-// SUBSCRIBE between them, and no release unseen), waits on it after every
-// failed try, and hands it to the turn when it ends instead of closing it.
-// With Handoff, a releaser in this client may end the wait by handing the
-// caller what it waits for during the pauses between attempts.
-type Lined struct {
-	PubSub
-	Turn    *Turn
-	Handoff *acceptor // nil: the caller cannot be handed the lock
-}
-
-func (ln *Lined) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (ok bool, err error) {
-	if acc := ln.Handoff; acc != nil {
-		defer func() {
-			if acc.withdraw() && !ok {
-				ok, err = true, nil // handed the lock as the wait ended
-			}
-		}()
-	}
-	var sub *pubsub.Waiter
-	defer func() { ln.Turn.passOn(sub) }()
-	l := &loop{w: w, a: a, acc: ln.Handoff, channel: ln.Channel, deadline: b.deadline()}
-	if sub = ln.Turn.passedOn(); sub != nil {
-		return l.run(ctx, sub, false, b.single())
-	}
-	var done bool
-	if sub, done, ok, err = l.firstTry(ctx, &ln.PubSub, b); done {
-		return ok, err
-	}
-	return l.run(ctx, sub, true, false)
-}
-
-// loop is one pub/sub wait under way: its attempt, its acceptor (nil:
-// none), its channel and deadline (zero: none), and its transient
-// failures.
+// loop is one wait under way: its acquisition (acq), or else the attempt
+// of a semaphore or a latch (try); its channel and deadline (zero: none),
+// and its transient failures.
 type loop struct {
 	w        *Waits
-	a        Attempt
-	acc      *acceptor
+	acq      *acquisition
+	try      Attempt
 	channel  string
 	deadline time.Time
 	failed   transientErrors
 }
 
-// firstTry is a wait's start without a subscription handed to it: a try,
-// then, unless it settled the wait (done), a subscription to the channel,
-// which it returns confirmed.
-func (l *loop) firstTry(ctx context.Context, p *PubSub, b Bound) (sub *pubsub.Waiter, done, ok bool, err error) {
-	ok, _, err = l.tryOrTake(ctx, false)
-	if ok || err != nil || b.single() {
-		return nil, true, ok, err
+// attempt makes the wait's next attempt: the acquisition's, or try (an
+// error that ctx caused is ctx's).
+func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration, error) {
+	if l.acq != nil {
+		return l.acq.attemptOrTake(ctx, force)
+	}
+	if err := l.w.client.Check(); err != nil {
+		return missed, 0, err
+	}
+	ok, retry, err := l.try(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return missed, 0, errs.CtxError(ctx)
+	case ok:
+		return acquired, retry, err
+	}
+	return missed, retry, err
+}
+
+// pubsub waits on the channel p names where releases are published:
+//
+//  1. attempt; on success or error return at once;
+//  2. subscribe to the channel and wait for Redis to confirm it;
+//  3. attempt again (a release between 1 and 2 published to nobody);
+//  4. wait for a message, the attempt's retry hint (capped by the client's
+//     re-check interval: messages can be lost), a handoff, the end of the
+//     wait, ctx or Close; then go to 3.
+//
+// An error in 3 ends the wait, except a transient one (a connection lost
+// or refused, a node failing over: see transient): the attempt is made
+// again after a pause growing from 20 ms to 1 s, for as long as the wait
+// lasts, as a Cluster failover or a reconnect re-checks every waiter. The
+// first attempt's error (1) is returned at once.
+//
+// With turn, the head of a client's local line: the channel stays
+// subscribed from one head of the line to the next. The wait uses the
+// subscription the head before it passed on (no UNSUBSCRIBE and SUBSCRIBE
+// between them, and no release unseen) and starts at 3, and passes it on
+// to the turn when it ends instead of closing it. Without, the
+// subscription is closed before pubsub returns.
+func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verdict, error) {
+	var sub *pubsub.Waiter
+	if turn != nil {
+		defer func() { turn.passOn(sub) }()
+		if sub = turn.passedOn(); sub != nil {
+			return l.run(ctx, sub, false, b.single())
+		}
+	}
+	v, _, err := l.attempt(ctx, false)
+	if v != missed || err != nil || b.single() {
+		return v, err
 	}
 	subCtx := ctx
 	if !l.deadline.IsZero() {
@@ -216,21 +178,23 @@ func (l *loop) firstTry(ctx context.Context, p *PubSub, b Bound) (sub *pubsub.Wa
 		defer cancel()
 	}
 	if sub, err = l.w.mux.Subscribe(subCtx, p.Channel, p.Wake); err != nil {
-		ok, err = l.subscribeFailed(ctx, err)
-		return nil, true, ok, err
+		return l.subscribeFailed(ctx, err)
 	}
-	return sub, false, false, nil
+	if turn == nil {
+		defer sub.Close()
+	}
+	return l.run(ctx, sub, true, false)
 }
 
-// run tries, then sleeps on sub until a message, the retry hint, the end
-// of the wait, ctx or Close, and again. force makes the first try in any
-// case (a release published before the subscription took effect reached
-// nobody); single ends the wait after it.
-func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) (bool, error) {
+// run attempts, then sleeps on sub until a message, the retry hint, a
+// handoff, the end of the wait, ctx or Close, and again. force makes the
+// first attempt in any case (a release published before the subscription
+// took effect reached nobody); single ends the wait after it.
+func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) (verdict, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		ok, retry, err := l.tryOrTake(ctx, force)
+		v, retry, err := l.attempt(ctx, force)
 		force = false
 		if err != nil && l.absorb(ctx, err) {
 			// Once waiting, an attempt that failed on the way to Redis
@@ -240,22 +204,22 @@ func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) 
 		} else if err == nil {
 			l.failed = transientErrors{} // Redis answered
 		}
-		if ok || err != nil || single {
-			return ok, err
+		if v != missed || err != nil || single {
+			return v, err
 		}
 		d, more := l.w.pause(l.deadline, retry)
 		if !more {
-			return false, l.failed.last // the wait ran out: its last failure, if any
+			return missed, l.failed.last // the wait ran out: its last failure, if any
 		}
 		timer.Reset(d) // Go ≥ 1.23 timers: Reset needs no draining
-		ok, msg, err := l.sleep(ctx, sub, timer)
-		if ok || err != nil {
-			return ok, err
+		v, msg, err := l.sleep(ctx, sub, timer)
+		if v != missed || err != nil {
+			return v, err
 		}
-		// A message says a release took place: try, even while this
-		// client still counts the released hold as its own (HeldHere);
-		// so does a pause after a transient failure (set above), which
-		// the timer ended.
+		// A message says a release took place: attempt, even while this
+		// client still counts the released hold as its own
+		// ([Lines.heldHere]); so does a pause after a transient failure
+		// (set above), which the timer ended.
 		force = force || msg
 	}
 }
@@ -270,88 +234,63 @@ func (l *loop) absorb(ctx context.Context, err error) bool {
 	return true
 }
 
-// tryOrTake runs one attempt; with an acceptor, only when it allows one
-// ([acceptor.beginTry]), and otherwise takes the outcome of a handoff claimed
-// meanwhile, if any.
-func (l *loop) tryOrTake(ctx context.Context, force bool) (bool, time.Duration, error) {
-	a := l.acc
-	if a == nil {
-		return l.w.try(ctx, l.a)
-	}
-	if !a.beginTry(force) {
-		if a.takeHandoff() {
-			return true, 0, nil
-		}
-		// Not handed (a release that was no handoff woke the waiter),
-		// or nothing came: one more look, which may allow a try now.
-		if !a.beginTry(force) {
-			return false, 0, nil
-		}
-	}
-	defer a.endTry()
-	return l.w.try(ctx, l.a)
-}
-
 // sleep is one pause: until a message (msg), the timer, ctx or Close.
-// With an acceptor, a releaser of this client may hand the caller what it
-// waits for meanwhile: then it returns ok.
-func (l *loop) sleep(ctx context.Context, sub *pubsub.Waiter, timer *time.Timer) (ok, msg bool, err error) {
-	var handed <-chan struct{}
-	if l.acc != nil {
-		handed = l.acc.handoffDone()
+// When the acquisition accepts handoffs, a releaser of this client may
+// hand it the lock meanwhile: then it returns handedOff.
+func (l *loop) sleep(ctx context.Context, sub *pubsub.Waiter, timer *time.Timer) (v verdict, msg bool, err error) {
+	var offered <-chan struct{}
+	if l.acq != nil && l.acq.accepting() {
+		offered = l.acq.acceptor.offerDone()
 	}
 	select {
 	case <-sub.C():
-		return false, true, nil
+		return missed, true, nil
 	case <-timer.C:
-	case <-handed:
-		return l.acc.takeHandoff(), false, nil
+	case <-offered:
+		if l.acq.acceptor.takeOffered() {
+			return handedOff, false, nil
+		}
 	case <-ctx.Done():
-		return false, false, errs.CtxError(ctx)
+		return missed, false, errs.CtxError(ctx)
 	case <-l.w.closing:
-		return false, false, errs.ErrClosed
+		return missed, false, errs.ErrClosed
 	}
-	return false, false, nil
+	return missed, false, nil
 }
 
 // subscribeFailed is the answer when the subscription failed: ctx or
-// Close ended it, or the wait ran out meanwhile (then one last try), or
-// the error.
-func (l *loop) subscribeFailed(ctx context.Context, err error) (bool, error) {
+// Close ended it, or the wait ran out meanwhile (then one last attempt),
+// or the error.
+func (l *loop) subscribeFailed(ctx context.Context, err error) (verdict, error) {
 	switch {
 	case ctx.Err() != nil:
-		return false, errs.CtxError(ctx)
+		return missed, errs.CtxError(ctx)
 	case errors.Is(err, pubsub.ErrClosed):
-		return false, errs.ErrClosed
+		return missed, errs.ErrClosed
 	case !l.deadline.IsZero() && !time.Now().Before(l.deadline):
-		ok, _, err := l.tryOrTake(ctx, true)
-		return ok, err
+		v, _, err := l.attempt(ctx, true)
+		return v, err
 	}
-	return false, err
+	return missed, err
 }
 
-// Spin waits without pub/sub: no subscription, a pause between attempts
-// that starts at Min and doubles up to Max; each pause is drawn at random
-// from its upper half.
-type Spin struct {
-	Min, Max time.Duration
-}
-
-func (s *Spin) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, error) {
-	deadline := b.deadline()
+// spin is a wait without pub/sub (the spin lock's): attempts with a pause
+// between them that starts at s.Min and doubles up to s.Max, each drawn at
+// random from its upper half.
+func (l *loop) spin(ctx context.Context, s *Spin) (verdict, error) {
 	pause := s.Min
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		ok, _, err := w.try(ctx, a)
-		if ok || err != nil {
-			return ok, err
+		v, _, err := l.attempt(ctx, false)
+		if v != missed || err != nil {
+			return v, err
 		}
 		d := pause/2 + rand.N(pause/2+1)
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
+		if !l.deadline.IsZero() {
+			left := time.Until(l.deadline)
 			if left <= 0 {
-				return false, nil
+				return missed, nil
 			}
 			d = min(d, left)
 		}
@@ -360,9 +299,9 @@ func (s *Spin) wait(ctx context.Context, w *Waits, b Bound, a Attempt) (bool, er
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			return false, errs.CtxError(ctx)
-		case <-w.closing:
-			return false, errs.ErrClosed
+			return missed, errs.CtxError(ctx)
+		case <-l.w.closing:
+			return missed, errs.ErrClosed
 		}
 	}
 }

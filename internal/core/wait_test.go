@@ -76,17 +76,31 @@ type WaitSpec struct {
 	GiveUp  GiveUpper
 	Forever bool
 	Wait    time.Duration
-	Try     AttemptFunc
+	Try     Attempt
 }
 
-// runWait runs s as the engine runs a side's wait (Lock.wait).
-func runWait(ctx context.Context, c *Client, s WaitSpec) (bool, error) {
-	var st Strategy = &PubSub{Channel: s.Channel, Wake: s.Wake}
-	if s.Spin != nil {
-		st = s.Spin
+// runWait runs s as the engine runs a side's wait (acquisition.wait), with
+// a fake attempt instead of the acquisition's.
+func runWait(ctx context.Context, c *Client, s WaitSpec) (v bool, err error) {
+	b := Bound{Forever: s.Forever, Wait: s.Wait}
+	if s.GiveUp != nil {
+		if !c.bg.Track() {
+			return false, errs.ErrClosed
+		}
+		defer c.bg.Untrack()
+		defer func() {
+			if !v {
+				giveUp(ctx, c.bg, s.GiveUp, false)
+			}
+		}()
 	}
-	l := &Lock{Handle: Handle{C: c}}
-	return l.wait(ctx, st, Bound{Forever: s.Forever, Wait: s.Wait}, s.Try, s.GiveUp, nil)
+	l := &loop{w: c.waits, try: s.Try, channel: s.Channel, deadline: b.deadline()}
+	if s.Spin != nil {
+		r, err := l.spin(ctx, s.Spin)
+		return r == acquired, err
+	}
+	r, err := l.pubsub(ctx, &PubSub{Channel: s.Channel, Wake: s.Wake}, nil, b)
+	return r == acquired, err
 }
 
 // waitSpec returns a WaitSpec for f on a fresh channel, counting GiveUp

@@ -80,8 +80,8 @@ func LatchChannel(name string) string {
 // dropped connection) returns the recorded result instead of applying twice.
 // It always shares name's cluster slot, also for names whose braces do not
 // form a hash tag ("a}b", "a{}b", "a{b"), where Tag would not. Request ids
-// are a client's (core.Client.RequestID, which hold no ':'), or a lock's
-// owner field for the mark of a fresh hold ("<client id>:<token>").
+// are a client's (request.Requests.Prefix and a sequence number, which
+// hold no ':'), or a lock's owner field for the mark of a fresh hold ("<client id>:<token>").
 func Request(name, requestID string) string {
 	return RequestPrefix(name) + requestID
 }

@@ -58,7 +58,7 @@ func (r *Requests) CompleteReleaseThen(until time.Time, idempotent bool, then fu
 		func(ctx context.Context) error { return r.completeRelease(ctx, until, idempotent, newSend) })
 }
 
-// inBackground runs work in the background (bg.Finish), for as long as
+// inBackground runs work in the background (bg.Group.Finish), for as long as
 // until allows (zero: completeMax) and through Close for its grace, then
 // calls then (when set). When work fails, or the client closed before it
 // could start, it counts one in failed and logs a warning that it could

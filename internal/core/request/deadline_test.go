@@ -13,8 +13,8 @@ import (
 )
 
 // A fresh hold's acquisition's deadline comes two seconds before its lease
-// ends when that leaves go-redis at least requestTTL's lower bound to
-// re-send, and is Deadline's otherwise.
+// ends when that leaves go-redis at least [MinTTL] to re-send, and is
+// Deadline's otherwise.
 func TestFreshDeadline(t *testing.T) {
 	r := New(nil, slog.New(slog.DiscardHandler), bg.New(), new(atomic.Uint64), new(atomic.Uint64))
 	r.clock.next = time.Now().Add(time.Hour) // no measurement of the offset
