@@ -27,7 +27,7 @@ const MaxBatch = 100
 const maxRetryDelay = time.Second
 
 // LeaseMargin is how much earlier than its lease a watchdog-renewed hold
-// ends on the client's clock: 1% of the lease plus 2 ms (Redlock's clock
+// ends on the client's clock: 1% of the lease plus 2 ms (the Redlock algorithm's clock
 // drift factor), at most half the lease. A hold's lease is measured on the
 // client's monotonic clock from when its last acknowledged write was sent;
 // Redis measures it on the servers' clocks (the primary's PEXPIRE, then
