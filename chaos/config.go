@@ -36,6 +36,10 @@ type Config struct {
 	// violation.
 	PermitAccounting PermitAccounting
 
+	// BeliefMargin is how long two holders' beliefs may overlap before
+	// the belief check reports it (see beliefs.go). The default is 50ms.
+	BeliefMargin time.Duration
+
 	// OutDir is where porcupine's HTML goes when a model check fails.
 	OutDir string
 	// Logf, if set, logs faults and phases as they happen.
@@ -66,6 +70,9 @@ func (c *Config) defaults() {
 	}
 	if c.LateMax == 0 {
 		c.LateMax = 30 * time.Second
+	}
+	if c.BeliefMargin == 0 {
+		c.BeliefMargin = defaultBeliefMargin
 	}
 	if c.Topology == "" {
 		c.Topology = Single

@@ -112,6 +112,12 @@
 //     effect until the faults can no longer deliver it; indeterminate
 //     acquisitions may have taken effect (a ghost hold only makes the real
 //     system stricter than the model, so leaving them out is sound).
+//   - what the clients believe (beliefs.go), whichever server told them:
+//     for each lock, the interval from an acquisition's return to its
+//     release call or to its Done closing must not overlap another
+//     holder's by more than Config.BeliefMargin (a writer's not a
+//     reader's either), and the permits believed held stay within the
+//     total. It sees a split brain, which no read of one server can.
 //   - fencing tokens unique and increasing in real-time order; the fenced
 //     register rejects stale tokens (rejections are counted, not errors).
 //   - at each failover, while the primary is dead and before the replica

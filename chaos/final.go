@@ -173,6 +173,9 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 		}
 	}
 
+	rep.Checks = append(rep.Checks, r.checkBeliefs(r.beliefs.list()))
+	rep.BeliefOverlap = r.beliefOverlap
+
 	// Fencing: tokens unique, positive, and increasing in real-time order.
 	for _, name := range lockNames {
 		hc.fencing(name, ops)

@@ -26,6 +26,9 @@ type Report struct {
 	LiveBound      time.Duration
 	Liveness       []time.Duration // each liveness-round acquisition's wait
 	Samples        int             // sampler reads judged
+	// BeliefOverlap is the longest time two holders of one lock (or a
+	// writer and a reader) both believed they held it (the belief check).
+	BeliefOverlap time.Duration
 
 	Dropped, Held, LateDelivered       int // proxy counters, over all proxies
 	RegisterAccepted, RegisterRejected int // fenced register writes

@@ -54,6 +54,9 @@ type run struct {
 	repeats    map[string]int  // violateOnce key → index in violations
 	seenAgain  []int           // per violation: how often it was found again
 	liveness   []time.Duration // how long each liveness-round acquisition took
+
+	beliefs       beliefs       // what the workers believed they held, when (beliefs.go)
+	beliefOverlap time.Duration // the longest overlap of two holders' beliefs
 }
 
 // Violation is one failed check.

@@ -284,6 +284,17 @@ func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
 	}
 }
 
+// believed records what w believed it held, b, from b.from until the
+// release call rc or the moment lostAt (if not 0) it saw the hold's Done
+// close, whichever was first.
+func (w *worker) believed(b belief, rc, lostAt int64) {
+	b.worker, b.to = w.id, rc
+	if lostAt != 0 && lostAt < rc {
+		b.to, b.lost = lostAt, true
+	}
+	w.run.beliefs.add(b)
+}
+
 // released records a release and, when it found the hold gone or the hold
 // was seen lost, the loss: between the acquisition's call plus the lease
 // (Redis cannot have expired it before) and the release's return.
@@ -344,6 +355,7 @@ func (w *worker) lockOp(i int, live bool) {
 	w.writeRegister(reg, name, op.Token)
 	w.state.begin(name)
 	rc := w.run.h.Now()
+	w.believed(belief{object: name, mode: beliefExclusive, from: ret, token: op.Token, acqCall: call}, rc, lostAt)
 	err = l.Unlock(octx)
 	w.released(name, LockRelease, LockLoss, call, rc, err, lostAt)
 	w.state.end(name, held{})
@@ -405,6 +417,11 @@ func (w *worker) rwOp(read, live bool) {
 	lostAt := w.keep(rw, d)
 	w.state.begin(rwName)
 	rc := w.run.h.Now()
+	mode := beliefExclusive
+	if read {
+		mode = beliefRead
+	}
+	w.believed(belief{object: rwName, mode: mode, from: ret, acqCall: call}, rc, lostAt)
 	if read {
 		err = rw.RUnlock(octx)
 	} else {
@@ -448,6 +465,7 @@ func (w *worker) semOp(live bool) {
 	time.Sleep(d)
 	w.state.begin(semName)
 	rc := w.run.h.Now()
+	w.believed(belief{object: semName, mode: beliefPermits, n: n, from: ret, acqCall: call}, rc, 0)
 	err = w.sem.Release(w.ctx, n)
 	w.run.h.Add(Op{Worker: w.id, Object: semName, Kind: SemRelease, N: n, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(semName, held{})
@@ -497,6 +515,11 @@ func (w *worker) xsemOp(live bool) {
 	time.Sleep(d)
 	w.state.begin(xsemName)
 	rc := w.run.h.Now()
+	end := rc
+	if !noLease {
+		end = min(rc, call+int64(lease))
+	}
+	w.believed(belief{object: xsemName, mode: beliefPermits, n: n, from: ret, acqCall: call}, end, 0)
 	err = w.xsem.Release(w.ctx, ids...)
 	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(xsemName, held{})
