@@ -36,6 +36,10 @@ type Config struct {
 	// violation.
 	PermitAccounting PermitAccounting
 
+	// NoSplitBrain leaves out the netns topology's faults that give two
+	// primaries at once (split-brain, sentinel-oneway).
+	NoSplitBrain bool
+
 	// BeliefMargin is how long two holders' beliefs may overlap before
 	// the belief check reports it (see beliefs.go). The default is 50ms.
 	BeliefMargin time.Duration

@@ -110,6 +110,12 @@ func (r *run) lateRange() (time.Duration, time.Duration) {
 func (r *run) lateBound() time.Duration {
 	_, part := r.partitionRange()
 	longest := max(part, stallMax)
+	if r.net != nil {
+		// A split brain lasts until the sentinels promoted the replica
+		// (at most 3 × down-after plus the failover timeout) and up to
+		// 3s more; TCP delivers what it retransmitted once it heals.
+		longest = max(longest, 3*netDownAfter+netFailoverTO+3*time.Second)
+	}
 	if r.cfg.LateDelivery {
 		_, late := r.lateRange()
 		longest = max(longest, late)
@@ -127,6 +133,11 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	kinds := append([]FaultKind(nil), allKinds...)
 	if r.cfg.LateDelivery {
 		kinds = append(kinds, FaultLate)
+	}
+	if r.net != nil {
+		kinds = slices.DeleteFunc(append([]FaultKind(nil), netKinds...), func(k FaultKind) bool {
+			return r.cfg.NoSplitBrain && slices.Contains(splitBrainKinds, k)
+		})
 	}
 	if r.sent != nil {
 		kinds = append(kinds, replicatedKinds...)
@@ -149,6 +160,16 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 			if first && r.cl != nil {
 				// A migration among the first four faults too.
 				i, j := slices.Index(order, FaultMigrate), 3
+				order[i], order[j] = order[j], order[i]
+			}
+			if first && r.net != nil {
+				// A failover by the sentinels' own detection among the
+				// first three faults.
+				lead := FaultSplitBrain
+				if r.cfg.NoSplitBrain {
+					lead = FaultNetKill
+				}
+				i, j := slices.Index(order, lead), rng.IntN(3)
 				order[i], order[j] = order[j], order[i]
 			}
 			first = false
@@ -182,6 +203,9 @@ type injector struct {
 // end).
 func (in *injector) inject(k FaultKind) Fault {
 	r := in.r
+	if r.net != nil {
+		return in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
+	}
 	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
 	if r.cl != nil && in.injectCluster(k, &f) {
 		f.End = r.h.Now()
