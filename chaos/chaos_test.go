@@ -30,7 +30,7 @@ const (
 	// defaultNetnsSeeds: one seed of the netns topology (root only),
 	// whose failovers come from the sentinels' own failure detection.
 	defaultNetnsSeeds = 1
-	defaultDuration        = 20 * time.Second
+	defaultDuration   = 20 * time.Second
 
 	// defaultLateDelivery is whether the bounded pass injects late
 	// deliveries (stalls longer than the request record TTL, up to

@@ -368,8 +368,8 @@ type netProc struct {
 	adm  func(ctx context.Context, network, addr string) (net.Conn, error)
 	lab  *netLab
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	mu      sync.Mutex
+	cmd     *exec.Cmd
 	done    chan struct{}
 	out     *bytes.Buffer
 	waitErr error // cmd.Wait's, once done is closed
