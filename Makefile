@@ -46,8 +46,9 @@ bench:
 # client in a Linux network namespace of its own: partitions between any
 # two nodes, one-way ones, packet loss and duplication with nftables,
 # failovers by the sentinels' own failure detection, split brains
-# included; root only, skipped otherwise; NO_SPLIT_BRAIN=1 leaves the
-# split brains out), a comma-separated list of them, both (single and
+# included, and clock faults on the servers; root only, skipped
+# otherwise; NO_SPLIT_BRAIN=1 leaves the split brains out, CLOCK_FORWARD=1
+# adds the clock faults no lease survives, counted apart), a comma-separated list of them, both (single and
 # replicated) or all (the default: SEEDS seeds in each of the four). See
 # FAULTS.md. Every fault
 # kind runs, including late delivery
@@ -68,8 +69,9 @@ LATE_DELIVERY ?= 1
 LATE_MAX ?= 30s
 STRICT_PERMITS ?= 2
 NO_SPLIT_BRAIN ?= 0
+CLOCK_FORWARD ?= 0
 CHAOS_RACE ?= -race
 chaos:
-	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
+	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_CLOCK_FORWARD=$(CLOCK_FORWARD) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
 		CHAOS_DURATION=$(DURATION) CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
 		$(GO) test $(CHAOS_RACE) -count=1 -v -run 'TestChaos$$' -timeout 0 .

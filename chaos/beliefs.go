@@ -113,7 +113,7 @@ func (r *run) checkBeliefs(bs []belief) string {
 					continue
 				}
 				overlaps++
-				r.violate(Violation{Check: "mutual exclusion (clients' beliefs)", Detail: fmt.Sprintf(
+				r.violate(Violation{At: b.from, Check: "mutual exclusion (clients' beliefs)", Detail: fmt.Sprintf(
 					"%s: w%d and w%d both believed they held it for %v (margin %v): %s and %s",
 					o, a.worker, b.worker, time.Duration(ov).Round(time.Millisecond), r.cfg.BeliefMargin, a, b),
 					Excerpt: append(r.opsAround(o, b.from-int64(5*time.Second), min(a.to, b.to)),
@@ -159,7 +159,7 @@ func (r *run) checkPermitBeliefs(o string, list []belief, margin int64) (int, in
 			longest = max(longest, d)
 			if d > margin {
 				found++
-				r.violate(Violation{Check: "permits (clients' beliefs)", Detail: fmt.Sprintf(
+				r.violate(Violation{At: overSince, Check: "permits (clients' beliefs)", Detail: fmt.Sprintf(
 					"%s: the workers believed they held more than its %d permits for %v from %.3fs (margin %v)",
 					o, total, time.Duration(d).Round(time.Millisecond), sec(overSince), r.cfg.BeliefMargin),
 					Excerpt: r.opsAround(o, overSince-int64(5*time.Second), e.at)})

@@ -40,6 +40,12 @@ type Config struct {
 	// primaries at once (split-brain, sentinel-oneway).
 	NoSplitBrain bool
 
+	// ClockForward adds the clock faults no lease survives to the netns
+	// topology (a server's wall clock stepped forward past a lease, or
+	// running 50% fast); what the checks find in their windows is
+	// counted apart (Report.Unsurvivable).
+	ClockForward bool
+
 	// BeliefMargin is how long two holders' beliefs may overlap before
 	// the belief check reports it (see beliefs.go). The default is 50ms.
 	BeliefMargin time.Duration

@@ -138,6 +138,12 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 		kinds = slices.DeleteFunc(append([]FaultKind(nil), netKinds...), func(k FaultKind) bool {
 			return r.cfg.NoSplitBrain && slices.Contains(splitBrainKinds, k)
 		})
+		if r.net.clocks != nil {
+			kinds = append(kinds, clockKinds...)
+			if r.cfg.ClockForward {
+				kinds = append(kinds, unsurvivableKinds...)
+			}
+		}
 	}
 	if r.sent != nil {
 		kinds = append(kinds, replicatedKinds...)

@@ -45,7 +45,9 @@ type netTopo struct {
 	sentNodes []*netNode
 	clients   []*netNode
 	adm       *netNode
-	master    string // the primary's address as the sentinels last named it
+	clocks    []*serverClock // per data server; nil when the shim could not be built
+	noClocks  string         // why there are no clock faults
+	master    string         // the primary's address as the sentinels last named it
 }
 
 // startNetns starts the netns topology: the lab, the servers and
@@ -87,17 +89,31 @@ func (r *run) startNetns(t testing.TB) {
 	if err != nil {
 		sentBin = redisBin
 	}
+	shim, err := buildClockShim(lab.dir)
+	if err != nil {
+		n.noClocks = "no clock faults: " + err.Error()
+		r.findings = append(r.findings, n.noClocks)
+	}
 	for i, node := range n.dataNodes {
 		dir := filepath.Join(lab.dir, node.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatalf("chaos: %v", err)
+		}
+		var env []string
+		if shim != "" {
+			c, err := newServerClock(filepath.Join(lab.dir, node.name+".clock"))
+			if err != nil {
+				t.Fatalf("chaos: %v", err)
+			}
+			n.clocks = append(n.clocks, c)
+			env = []string{"LD_PRELOAD=" + shim, "REDISYNC_CLOCK_FILE=" + c.path}
 		}
 		args := append([]string{"--bind", node.ip, "--port", netDataPort, "--protected-mode", "no", "--dir", dir,
 			"--daemonize", "no", "--save", "", "--repl-timeout", fmt.Sprint(netReplTO), "--repl-ping-replica-period", "1"}, serverArgs...)
 		if i > 0 {
 			args = append(args, "--replicaof", n.dataNodes[0].ip, netDataPort)
 		}
-		p := &netProc{name: node.name, ns: node.ns, bin: redisBin, args: args, addr: node.ip + ":" + netDataPort, adm: adm}
+		p := &netProc{name: node.name, ns: node.ns, bin: redisBin, args: args, env: env, addr: node.ip + ":" + netDataPort, adm: adm}
 		if err := lab.start(p); err != nil {
 			t.Fatalf("chaos: netns: %v", err)
 		}
@@ -257,20 +273,28 @@ func (r *run) netSteady(t testing.TB) {
 
 // The netns topology's faults.
 const (
-	FaultNetPartition     FaultKind = "net-partition"   // a client cut from every server and sentinel, both ways, for longer than the lease
-	FaultNetOneWay        FaultKind = "net-oneway"      // a client's frames to the primary dropped, or the primary's to it
-	FaultSplitBrain       FaultKind = "split-brain"     // the primary and some clients cut from the replica, the sentinels and the other clients: the sentinels promote the replica
-	FaultSentinelOneWay   FaultKind = "sentinel-oneway" // the primary's frames to the sentinels dropped (it still hears everyone): they promote the replica while clients still write to it
-	FaultReplCut          FaultKind = "repl-cut"        // the replication link cut both ways, at times longer than repl-timeout
-	FaultReplOneWay       FaultKind = "repl-oneway"     // one direction of the replication link dropped (the stream, or the acknowledgements)
-	FaultGossipCut        FaultKind = "gossip-cut"      // a sentinel cut from the other sentinels
-	FaultNetLoss          FaultKind = "loss"            // a share of the frames between a client and the primary lost, both ways
-	FaultNetDup           FaultKind = "duplicate"       // a share of the frames between a client and the primary sent twice
-	FaultNetKill          FaultKind = "kill-primary"    // SIGKILL of the primary: the sentinels promote the replica after down-after; it comes back (its AOF) as the replica
-	FaultNetPause         FaultKind = "net-sigstop"     // SIGSTOP of the primary, shorter than down-after
-	FaultNetReplicaPause  FaultKind = "replica-sigstop" // SIGSTOP of the replica, past the acknowledgement timeout
-	FaultNetClientAndRepl FaultKind = "client-repl-cut" // a client and the replication link cut at once
+	FaultNetPartition    FaultKind = "net-partition"   // a client cut from every server and sentinel, both ways, for longer than the lease
+	FaultNetOneWay       FaultKind = "net-oneway"      // a client's frames to the primary dropped, or the primary's to it
+	FaultSplitBrain      FaultKind = "split-brain"     // the primary and some clients cut from the replica, the sentinels and the other clients: the sentinels promote the replica
+	FaultSentinelOneWay  FaultKind = "sentinel-oneway" // the primary's frames to the sentinels dropped (it still hears everyone): they promote the replica while clients still write to it
+	FaultReplCut         FaultKind = "repl-cut"        // the replication link cut both ways, at times longer than repl-timeout
+	FaultReplOneWay      FaultKind = "repl-oneway"     // one direction of the replication link dropped (the stream, or the acknowledgements)
+	FaultGossipCut       FaultKind = "gossip-cut"      // a sentinel cut from the other sentinels
+	FaultNetLoss         FaultKind = "loss"            // a share of the frames between a client and the primary lost, both ways
+	FaultNetDup          FaultKind = "duplicate"       // a share of the frames between a client and the primary sent twice
+	FaultNetKill         FaultKind = "kill-primary"    // SIGKILL of the primary: the sentinels promote the replica after down-after; it comes back (its AOF) as the replica
+	FaultNetPause        FaultKind = "net-sigstop"     // SIGSTOP of the primary, shorter than down-after
+	FaultNetReplicaPause FaultKind = "replica-sigstop" // SIGSTOP of the replica, past the acknowledgement timeout
+	FaultClockBack       FaultKind = "clock-back"      // a server's wall clock stepped back 1–5s (it stays behind)
+	FaultClockSlow       FaultKind = "clock-slow"      // a server's wall clock 10–50% slow for 2–5s (it stays behind)
+	FaultClockFast       FaultKind = "clock-fast"      // a server's wall clock 0.5% fast for 3–6s (within the belief margin on a 2s lease)
+	FaultClockForward    FaultKind = "clock-forward"   // a server's wall clock stepped forward past a lease (Config.ClockForward; no lease survives it)
+	FaultClockRace       FaultKind = "clock-fast-50"   // a server's wall clock 50% fast for 2–4s (Config.ClockForward; no lease survives it)
 )
+
+// clockKinds are the netns topology's clock faults that a lease
+// survives.
+var clockKinds = []FaultKind{FaultClockBack, FaultClockSlow, FaultClockFast}
 
 // netKinds are the netns topology's fault kinds.
 var netKinds = []FaultKind{FaultNetPartition, FaultNetOneWay, FaultSplitBrain, FaultSentinelOneWay, FaultReplCut,
@@ -376,6 +400,9 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 		d := hold(500*time.Millisecond, netDownAfter-500*time.Millisecond)
 		fail(primary.signal(syscall.SIGCONT))
 		f.Detail = fmt.Sprintf("%v %s", d.Round(time.Millisecond), primary.addr)
+	case FaultClockBack, FaultClockSlow, FaultClockFast, FaultClockForward, FaultClockRace:
+		f.Client, f.Target = -1, "server"
+		f.Detail = in.clockFault(k)
 	case FaultNetReplicaPause:
 		f.Client, f.Target = -1, "replica"
 		fail(replica.signal(syscall.SIGSTOP))
@@ -454,6 +481,9 @@ func (in *injector) splitBrain(k FaultKind, primary *netProc, pNode, rNode *netN
 func (in *injector) netKill(primary *netProc) string {
 	r, t := in.r, in.t
 	n := r.net
+	// Only once every client counts the replica, as in the other
+	// topologies (see replicaSteady).
+	time.Sleep(replicaSteady)
 	primary.stop()
 	start := time.Now()
 	var promoted time.Duration
@@ -485,4 +515,46 @@ func (in *injector) netKill(primary *netProc) string {
 		return fmt.Sprintf("%s killed; not promoted within %v, restarted", primary.addr, time.Since(start).Round(time.Millisecond))
 	}
 	return fmt.Sprintf("%s killed; the sentinels promoted the replica after %v; restarted as its replica", primary.addr, promoted.Round(time.Millisecond))
+}
+
+// clockFault changes a random data server's wall clock (see clock.go).
+func (in *injector) clockFault(k FaultKind) string {
+	r, t, rng := in.r, in.t, in.rng
+	n := r.net
+	i := rng.IntN(len(n.data))
+	c, p := n.clocks[i], n.data[i]
+	role := "replica"
+	if p.addr == n.master {
+		role = "primary"
+	}
+	fail := func(err error) {
+		if err != nil {
+			t.Fatalf("chaos: clock fault on %s: %v", p.addr, err)
+		}
+	}
+	var what string
+	switch k {
+	case FaultClockBack:
+		d := between(rng, time.Second, 5*time.Second)
+		fail(c.jump(-d))
+		what = fmt.Sprintf("stepped back %v", d.Round(time.Millisecond))
+	case FaultClockForward:
+		d := between(rng, r.cfg.Lease+500*time.Millisecond, r.cfg.Lease+3*time.Second)
+		fail(c.jump(d))
+		what = fmt.Sprintf("stepped forward %v", d.Round(time.Millisecond))
+	default:
+		ppm, lo, hi := int64(5000), 3*time.Second, 6*time.Second // clock-fast: 0.5%
+		switch k {
+		case FaultClockSlow:
+			ppm, lo, hi = -int64(100_000+rng.IntN(400_001)), 2*time.Second, 5*time.Second
+		case FaultClockRace:
+			ppm, lo, hi = 500_000, 2*time.Second, 4*time.Second
+		}
+		fail(c.rate(ppm))
+		d := between(rng, lo, hi)
+		time.Sleep(d)
+		fail(c.rate(0))
+		what = fmt.Sprintf("%+.1f%% for %v", float64(ppm)/1e4, d.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s %s: %s; now %v off the real clock", role, p.addr, what, c.skew().Round(time.Millisecond))
 }

@@ -33,10 +33,16 @@ type Report struct {
 	Dropped, Held, LateDelivered       int // proxy counters, over all proxies
 	RegisterAccepted, RegisterRejected int // fenced register writes
 
-	Checks      []string // the checks run and their results
-	Violations  []Violation
-	Findings    []string // noted without being violations (permits lost to indeterminate calls)
-	HistoryFile string   // the whole history, written when there are violations
+	Checks     []string // the checks run and their results
+	Violations []Violation
+	// Unsurvivable are what the checks found within the window of a fault
+	// that no Redis lock survives (a server clock stepped forward, or
+	// running much too fast: see unsurvivableKinds), counted apart from
+	// the violations: the window each shows is what the fault cost.
+	// Fencing violations are never moved here.
+	Unsurvivable []Violation
+	Findings     []string // noted without being violations (permits lost to indeterminate calls)
+	HistoryFile  string   // the whole history, written when there are violations
 }
 
 // Summary returns the per-seed figures: operations by kind and outcome,
@@ -61,6 +67,9 @@ func (rep *Report) Summary() string {
 	rep.writeLibrary(&b)
 	for _, f := range rep.Findings {
 		fmt.Fprintf(&b, "  finding: %s\n", f)
+	}
+	for _, v := range rep.Unsurvivable {
+		fmt.Fprintf(&b, "  within a fault no lock survives: %s: %s\n", v.Check, v.Detail)
 	}
 	fmt.Fprintf(&b, "  violations: %d", len(rep.Violations))
 	if rep.HistoryFile != "" {

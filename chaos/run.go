@@ -62,6 +62,7 @@ type run struct {
 
 // Violation is one failed check.
 type Violation struct {
+	At      int64 // when, on the history's clock, what it found happened (0: not known)
 	Check   string
 	Detail  string
 	Excerpt []string // the history around it
@@ -135,7 +136,7 @@ func (r *run) live(worker int, object string, live bool, call, ret int64, err er
 	r.liveness = append(r.liveness, d)
 	r.vmu.Unlock()
 	if err != nil || d > r.liveBound {
-		r.violate(Violation{Check: "liveness", Detail: fmt.Sprintf(
+		r.violate(Violation{At: call, Check: "liveness", Detail: fmt.Sprintf(
 			"w%d on %s: blocking acquisition after the faults stopped took %v (bound %v), error: %v",
 			worker, object, d.Round(time.Millisecond), r.liveBound, err)})
 	}

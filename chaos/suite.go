@@ -180,7 +180,7 @@ func (r *run) report(faultPhase time.Duration, undosFailed uint64, samples int) 
 			r.violations[i].Detail += fmt.Sprintf(" (found again in %d later samples)", n)
 		}
 	}
-	rep.Violations = r.violations
+	rep.Violations, rep.Unsurvivable = r.unsurvivable(r.violations)
 	rep.Findings = r.findings
 	if len(rep.Violations) > 0 {
 		rep.HistoryFile = r.writeHistory(ops)
