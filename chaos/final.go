@@ -41,7 +41,8 @@ func (r *run) checkFinalState(t testing.TB) {
 // semaphore and client id registrations that expire, and a fair lock queue
 // of dead waiters (checkFairQueue).
 func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
-	allowed := map[string]bool{semName: true, xsemName: true}
+	allowed := map[string]bool{semName: true, xsemName: true, rateName: true,
+		keys.RateValue(rateName): true, keys.RatePermits(rateName): true}
 	for _, n := range lockNames {
 		allowed[keys.FenceCounter(n)] = true
 	}
@@ -174,6 +175,7 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 	}
 
 	rep.Checks = append(rep.Checks, r.checkBeliefs(r.beliefs.list()))
+	rep.Checks = append(rep.Checks, r.checkRate(ops))
 	rep.BeliefOverlap = r.beliefOverlap
 
 	// Fencing: tokens unique, positive, and increasing in real-time order.

@@ -114,9 +114,10 @@ func netnsUnavailable() string {
 	return ""
 }
 
-// cmdRun runs a command and returns its combined output, with the
-// command line in the error.
-func cmdRun(stdin string, name string, args ...string) (string, error) {
+// ipRun runs ip with args (stdin, if not empty, on its standard input)
+// and returns its combined output, with the command line in the error.
+func ipRun(stdin string, args ...string) (string, error) {
+	const name = "ip"
 	cmd := exec.Command(name, args...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
@@ -132,7 +133,7 @@ func cmdRun(stdin string, name string, args ...string) (string, error) {
 // removeStaleLabs deletes the namespaces of labs whose process is gone
 // (a test binary killed before its cleanup ran).
 func removeStaleLabs() {
-	out, err := cmdRun("", "ip", "netns", "list")
+	out, err := ipRun("", "netns", "list")
 	if err != nil {
 		return
 	}
@@ -149,7 +150,7 @@ func removeStaleLabs() {
 		if syscall.Kill(pid, 0) == nil {
 			continue // its process still runs
 		}
-		_, _ = cmdRun("", "ip", "netns", "del", f[0])
+		_, _ = ipRun("", "netns", "del", f[0])
 	}
 }
 
@@ -168,7 +169,7 @@ func newNetLab() (*netLab, error) {
 		spawn: make(chan spawnReq), spawnDone: make(chan struct{})}
 	go l.spawner()
 	l.hub = l.id + "-hub"
-	if _, err := cmdRun("", "ip", "netns", "add", l.hub); err != nil {
+	if _, err := ipRun("", "netns", "add", l.hub); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -177,12 +178,12 @@ func newNetLab() (*netLab, error) {
 		{"-n", l.hub, "link", "add", "br0", "type", "bridge"},
 		{"-n", l.hub, "link", "set", "br0", "up"},
 	} {
-		if _, err := cmdRun("", "ip", args...); err != nil {
+		if _, err := ipRun("", args...); err != nil {
 			l.close()
 			return nil, err
 		}
 	}
-	if err := l.nft(""); err != nil {
+	if err := l.nft(); err != nil {
 		l.close()
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func (l *netLab) addNode(name string, host int) (*netNode, error) {
 		{"-n", n.ns, "link", "set", "eth0", "up"},
 		{"-n", n.ns, "link", "set", "lo", "up"},
 	} {
-		if _, err := cmdRun("", "ip", args...); err != nil {
+		if _, err := ipRun("", args...); err != nil {
 			return nil, err
 		}
 	}
@@ -212,9 +213,9 @@ func (l *netLab) addNode(name string, host int) (*netNode, error) {
 }
 
 // nft replaces the lab's rules: the bridge table drops what l.rules
-// says, the netdev table duplicates what l.dups says. extra is appended
-// (for tests). The whole set is loaded in one transaction.
-func (l *netLab) nft(extra string) error {
+// says, the netdev table duplicates what l.dups says. The whole set is
+// loaded in one transaction.
+func (l *netLab) nft() error {
 	l.mu.Lock()
 	var b strings.Builder
 	b.WriteString("table bridge chaos {}\ndelete table bridge chaos\n")
@@ -231,9 +232,8 @@ func (l *netLab) nft(extra string) error {
 		}
 		b.WriteString("}\n")
 	}
-	b.WriteString(extra)
 	l.mu.Unlock()
-	_, err := cmdRun(b.String(), "ip", "netns", "exec", l.hub, "nft", "-f", "-")
+	_, err := ipRun(b.String(), "netns", "exec", l.hub, "nft", "-f", "-")
 	return err
 }
 
@@ -263,7 +263,7 @@ func (l *netLab) drop(name string, from, to []*netNode, percent int) error {
 		}
 	}
 	l.mu.Unlock()
-	return l.nft("")
+	return l.nft()
 }
 
 // dup duplicates percent of the frames from node a to node b (each copy
@@ -273,7 +273,7 @@ func (l *netLab) dup(name string, a, b *netNode, percent int) error {
 	l.dups[name] = fmt.Sprintf("type filter hook ingress device %q priority 0; ip daddr %s numgen random mod 100 < %d dup to %q",
 		a.port, b.ip, percent, b.port)
 	l.mu.Unlock()
-	return l.nft("")
+	return l.nft()
 }
 
 // undo removes the rules named name (and name/…).
@@ -286,7 +286,7 @@ func (l *netLab) undo(name string) error {
 	}
 	delete(l.dups, name)
 	l.mu.Unlock()
-	return l.nft("")
+	return l.nft()
 }
 
 // heal removes every rule.
@@ -294,7 +294,7 @@ func (l *netLab) heal() error {
 	l.mu.Lock()
 	l.rules, l.dups = map[string]string{}, map[string]string{}
 	l.mu.Unlock()
-	return l.nft("")
+	return l.nft()
 }
 
 // close kills the lab's processes, deletes its namespaces (and with them
@@ -314,10 +314,10 @@ func (l *netLab) close() {
 		l.spawn = nil
 	}
 	for _, n := range nodes {
-		_, _ = cmdRun("", "ip", "netns", "del", n.ns)
+		_, _ = ipRun("", "netns", "del", n.ns)
 	}
 	if l.hub != "" {
-		_, _ = cmdRun("", "ip", "netns", "del", l.hub)
+		_, _ = ipRun("", "netns", "del", l.hub)
 		l.hub = ""
 	}
 	_ = os.RemoveAll(l.dir)
@@ -477,12 +477,6 @@ func (p *netProc) stop() {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-done
-}
-
-// restart kills p and starts it again with the same command line.
-func (p *netProc) restart() error {
-	p.stop()
-	return p.launch()
 }
 
 type syncWriter struct {

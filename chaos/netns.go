@@ -3,8 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,13 +83,37 @@ func (r *run) startNetns(t testing.TB) {
 		n.clients = append(n.clients, must(lab.addNode(fmt.Sprintf("c%d", i), 30+i)))
 	}
 	adm := nsDialer(n.adm.ns)
+	r.startNetData(t, adm)
+	sentAddrs := r.startNetSentinels(t, adm)
+	r.adminRDB = redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: redistest.SentinelMasterName, SentinelAddrs: sentAddrs, Dialer: adm,
+		Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
+	})
+	t.Cleanup(func() { _ = r.adminRDB.Close() })
+	for _, c := range n.clients {
+		r.rdbs = append(r.rdbs, redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:    redistest.SentinelMasterName,
+			SentinelAddrs: sentAddrs,
+			Dialer:        nsDialer(c.ns),
+			ReadTimeout:   time.Second,
+			WriteTimeout:  time.Second,
+			MaxRetries:    1,
+		}))
+	}
+	r.netSteady(t)
+}
+
+// startNetData starts the primary and the replica, each in its
+// namespace, with the clock shim preloaded when it could be built; adm
+// dials from the admin namespace.
+func (r *run) startNetData(t testing.TB, adm func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	t.Helper()
+	n := r.net
+	lab := n.lab
 	redisBin, err := execPath("redis-server")
 	if err != nil {
 		t.Fatalf("chaos: netns: %v", err)
-	}
-	sentBin, err := execPath("redis-sentinel")
-	if err != nil {
-		sentBin = redisBin
 	}
 	shim, err := buildClockShim(lab.dir)
 	if err != nil {
@@ -120,6 +146,21 @@ func (r *run) startNetns(t testing.TB) {
 		n.data = append(n.data, p)
 	}
 	n.master = n.dataNodes[0].ip + ":" + netDataPort
+}
+
+// startNetSentinels starts the three sentinels, each in its namespace,
+// and returns their addresses.
+func (r *run) startNetSentinels(t testing.TB, adm func(ctx context.Context, network, addr string) (net.Conn, error)) []string {
+	t.Helper()
+	n := r.net
+	lab := n.lab
+	sentBin, err := execPath("redis-sentinel")
+	if err != nil {
+		sentBin, err = execPath("redis-server")
+		if err != nil {
+			t.Fatalf("chaos: netns: %v", err)
+		}
+	}
 	var sentAddrs []string
 	for _, node := range n.sentNodes {
 		dir := filepath.Join(lab.dir, node.name)
@@ -148,23 +189,7 @@ func (r *run) startNetns(t testing.TB) {
 		n.sents = append(n.sents, p)
 		sentAddrs = append(sentAddrs, p.addr)
 	}
-	r.adminRDB = redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: redistest.SentinelMasterName, SentinelAddrs: sentAddrs, Dialer: adm,
-		Protocol: 2, DisableIdentity: true, MaxRetries: -1,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
-	})
-	t.Cleanup(func() { _ = r.adminRDB.Close() })
-	for _, c := range n.clients {
-		r.rdbs = append(r.rdbs, redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:    redistest.SentinelMasterName,
-			SentinelAddrs: sentAddrs,
-			Dialer:        nsDialer(c.ns),
-			ReadTimeout:   time.Second,
-			WriteTimeout:  time.Second,
-			MaxRetries:    1,
-		}))
-	}
-	r.netSteady(t)
+	return sentAddrs
 }
 
 // execPath finds bin on the PATH or where Debian installs it.
@@ -200,16 +225,6 @@ func (n *netTopo) sentinelMaster() string {
 		}
 	}
 	return ""
-}
-
-// dataProc returns the data server at addr.
-func (n *netTopo) dataProc(addr string) *netProc {
-	for _, p := range n.data {
-		if p.addr == addr {
-			return p
-		}
-	}
-	return nil
 }
 
 // serverDo runs one command on the server at addr from the admin
@@ -323,7 +338,7 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 	r, t, rng := in.r, in.t, in.rng
 	n := r.net
 	lab := n.lab
-	primary, replica, pNode, rNode := n.roles()
+	primary, _, pNode, rNode := n.roles()
 	client := n.clients[f.Client]
 	everyServer := append(append([]*netNode{}, n.dataNodes...), n.sentNodes...)
 	fail := func(err error) {
@@ -391,29 +406,50 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 		f.Detail = fmt.Sprintf("%d%% duplicated for %v", pct, hold(2*time.Second, 5*time.Second).Round(time.Millisecond))
 		fail(lab.undo(name + "/ab"))
 		fail(lab.undo(name + "/ba"))
-	case FaultNetKill:
+	default:
 		f.Client = -1
-		f.Detail = in.netKill(primary)
-	case FaultNetPause:
-		f.Client = -1
-		fail(primary.signal(syscall.SIGSTOP))
-		d := hold(500*time.Millisecond, netDownAfter-500*time.Millisecond)
-		fail(primary.signal(syscall.SIGCONT))
-		f.Detail = fmt.Sprintf("%v %s", d.Round(time.Millisecond), primary.addr)
-	case FaultClockBack, FaultClockSlow, FaultClockFast, FaultClockForward, FaultClockRace:
-		f.Client, f.Target = -1, "server"
-		f.Detail = in.clockFault(k)
-	case FaultNetReplicaPause:
-		f.Client, f.Target = -1, "replica"
-		fail(replica.signal(syscall.SIGSTOP))
-		d := hold(replicaStallMin, replicaStallMax)
-		fail(replica.signal(syscall.SIGCONT))
-		f.Detail = fmt.Sprintf("%v %s", d.Round(time.Millisecond), replica.addr)
+		f.Detail = in.netProcFault(k, &f)
 	}
 	fail(lab.heal())
 	r.netSteady(t)
 	f.End = r.h.Now()
 	return f
+}
+
+// netProcFault injects the netns topology's faults on processes and
+// clocks, of kind k, and describes them.
+func (in *injector) netProcFault(k FaultKind, f *Fault) string {
+	r, t, rng := in.r, in.t, in.rng
+	primary, replica, _, _ := r.net.roles()
+	fail := func(err error) {
+		if err != nil {
+			t.Fatalf("chaos: netns fault %s: %v", k, err)
+		}
+	}
+	hold := func(lo, hi time.Duration) time.Duration {
+		d := between(rng, lo, hi)
+		time.Sleep(d)
+		return d
+	}
+	switch k {
+	case FaultNetKill:
+		return in.netKill(primary)
+	case FaultNetPause:
+		fail(primary.signal(syscall.SIGSTOP))
+		d := hold(500*time.Millisecond, netDownAfter-500*time.Millisecond)
+		fail(primary.signal(syscall.SIGCONT))
+		return fmt.Sprintf("%v %s", d.Round(time.Millisecond), primary.addr)
+	case FaultClockBack, FaultClockSlow, FaultClockFast, FaultClockForward, FaultClockRace:
+		f.Target = "server"
+		return in.clockFault(k)
+	case FaultNetReplicaPause:
+		f.Target = "replica"
+		fail(replica.signal(syscall.SIGSTOP))
+		d := hold(replicaStallMin, replicaStallMax)
+		fail(replica.signal(syscall.SIGCONT))
+		return fmt.Sprintf("%v %s", d.Round(time.Millisecond), replica.addr)
+	}
+	return ""
 }
 
 // splitBrain isolates the primary, with one or two clients on its side,
@@ -517,11 +553,20 @@ func (in *injector) netKill(primary *netProc) string {
 	return fmt.Sprintf("%s killed; the sentinels promoted the replica after %v; restarted as its replica", primary.addr, promoted.Round(time.Millisecond))
 }
 
-// clockFault changes a random data server's wall clock (see clock.go).
+// clockFault changes a data server's wall clock (see clock.go): a random
+// one's, the primary's for the faults no lease survives (a replica's
+// clock decides no expiry until it is promoted).
 func (in *injector) clockFault(k FaultKind) string {
 	r, t, rng := in.r, in.t, in.rng
 	n := r.net
 	i := rng.IntN(len(n.data))
+	if slices.Contains(unsurvivableKinds, k) {
+		for j, p := range n.data {
+			if p.addr == n.master {
+				i = j
+			}
+		}
+	}
 	c, p := n.clocks[i], n.data[i]
 	role := "replica"
 	if p.addr == n.master {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -105,6 +106,9 @@ func (r *run) setUp(t testing.TB) {
 	}
 	if _, err := semaphore.NewExpirable(r.clients[0], xsemName).TrySetPermits(ctx, cfg.Permits); err != nil {
 		t.Fatalf("chaos: set up the expirable semaphore: %v", err)
+	}
+	if _, err := ratelimit.New(r.clients[0], rateName).TrySetRate(ctx, ratelimit.Overall, rateLimit, rateInterval); err != nil {
+		t.Fatalf("chaos: set up the rate limiter: %v", err)
 	}
 	r.recordTTL = r.measureRecordTTL(t)
 	r.liveBound = cfg.Recheck + 2*time.Second

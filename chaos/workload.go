@@ -9,27 +9,36 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
 )
 
-// Names of the primitives the workload uses. The last of lockNames is a
-// fair lock (fairName); the others are locks. On a Cluster whose three
+// Names of the primitives the workload uses. lockNames holds two locks, a
+// fair lock (fairName) and a spin lock (spinName). On a Cluster whose three
 // masters serve equal contiguous shares of the slots they are spread over
 // the masters: chaos:lock:2, chaos:semaphore and chaos:latch:2 on the
 // first, chaos:fair, chaos:xsem and chaos:latch:0 on the second,
 // chaos:lock:0 and chaos:rw on the third.
 var (
-	lockNames  = []string{"chaos:lock:0", "chaos:lock:2", fairName}
+	lockNames  = []string{"chaos:lock:0", "chaos:lock:2", fairName, spinName}
 	rwName     = "chaos:rw"
 	semName    = "chaos:semaphore"
 	xsemName   = "chaos:xsem"
 	latchNames = []string{"chaos:latch:0", "chaos:latch:2"}
 )
 
-// fairName is the fair lock, one of lockNames.
-const fairName = "chaos:fair"
+// fairName is the fair lock and spinName the spin lock, among lockNames;
+// rateName is the rate limiter (rateLimit permits per rateInterval, for
+// every client).
+const (
+	fairName     = "chaos:fair"
+	spinName     = "chaos:spin"
+	rateName     = "chaos:rate"
+	rateLimit    = 5
+	rateInterval = time.Second
+)
 
 // fairWaiterTimeout is the fair lock's waiter timeout: a queued waiter
 // whose leave was lost to a fault holds up the queue for at most this
@@ -46,8 +55,11 @@ type chaosLock interface {
 // openLock returns a handle on lock name (a fair lock for fairName), with
 // fencing.
 func openLock(c *redisync.Client, name string) chaosLock {
-	if name == fairName {
+	switch name {
+	case fairName:
 		return rlock.NewFair(c, name, rlock.WithFencing(), rlock.WithWaiterTimeout(fairWaiterTimeout))
+	case spinName:
+		return rlock.NewSpin(c, name, rlock.WithFencing(), rlock.WithBackoff(time.Millisecond, 64*time.Millisecond))
 	}
 	return rlock.New(c, name, rlock.WithFencing())
 }
@@ -150,6 +162,7 @@ type worker struct {
 	sem     *semaphore.Semaphore
 	xsem    *semaphore.ExpirableSemaphore
 	latches []*countdown.Latch
+	rate    *ratelimit.Limiter
 }
 
 func newWorker(r *run, id int, c *redisync.Client) *worker {
@@ -165,6 +178,7 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 		rwFresh: rwlock.New(c, rwName),
 		sem:     semaphore.New(c, semName),
 		xsem:    semaphore.NewExpirable(c, xsemName),
+		rate:    ratelimit.New(c, rateName),
 	}
 	for _, n := range lockNames {
 		w.locks = append(w.locks, openLock(c, n))
@@ -216,6 +230,8 @@ func (w *worker) loop(stop <-chan struct{}) {
 			w.semOp(false)
 		case k < 70:
 			w.xsemOp(false)
+		case k < 78:
+			w.rateOp()
 		default:
 			w.latchOp(w.rng.IntN(len(w.latches)))
 		}
@@ -523,6 +539,22 @@ func (w *worker) xsemOp(live bool) {
 	err = w.xsem.Release(w.ctx, ids...)
 	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(xsemName, held{})
+}
+
+// rateOp takes one permit of the rate limiter (TryAcquire, waiting up to
+// 200ms at times).
+func (w *worker) rateOp() {
+	ctx, cancel := w.opContext(false)
+	defer cancel()
+	wait := time.Duration(0)
+	if w.rng.IntN(2) == 0 {
+		wait = between(w.rng, 0, 200*time.Millisecond)
+	}
+	w.state.begin(rateName)
+	call := w.run.h.Now()
+	ok, err := w.rate.TryAcquire(ctx, 1, wait)
+	w.run.h.Add(Op{Worker: w.id, Object: rateName, Kind: RateAcquire, N: 1, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: w.run.h.Now()})
+	w.state.end(rateName, held{})
 }
 
 // latchOp makes one random call on latch i.
