@@ -61,8 +61,10 @@
 // goroutine an owner of its own, redisync.WithOwner) loops over randomly
 // chosen operations: fenced holds of two rlock locks, an rlock fair lock
 // (waiter timeout 1s) and an rlock spin lock that write a fenced
-// register, admissions of a ratelimit Limiter (5 per second overall,
-// checked by checkRate: never more within any window), rwlock read and
+// register, holds of a multilock MultiLock of two more locks (each member
+// recorded and judged as a lock of its own), admissions of a ratelimit
+// Limiter (5 per second overall, checked by checkRate: never more within
+// any window), rwlock read and
 // write holds, counted and expirable semaphore acquisitions, and latch
 // rounds (TrySetCount, CountDown, TryWait, Count). Half the expirable
 // acquisitions take permits without a lease (Acquire(ctx, 0)), which

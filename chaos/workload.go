@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -39,6 +40,10 @@ const (
 	rateLimit    = 5
 	rateInterval = time.Second
 )
+
+// multiNames are the members of the workers' MultiLock (multilock.New):
+// plain locks taken only through it.
+var multiNames = []string{"chaos:multi:a", "chaos:multi:b"}
 
 // fairWaiterTimeout is the fair lock's waiter timeout: a queued waiter
 // whose leave was lost to a fault holds up the queue for at most this
@@ -163,6 +168,8 @@ type worker struct {
 	xsem    *semaphore.ExpirableSemaphore
 	latches []*countdown.Latch
 	rate    *ratelimit.Limiter
+	multi   *multilock.MultiLock
+	members []*rlock.Lock // multi's
 }
 
 func newWorker(r *run, id int, c *redisync.Client) *worker {
@@ -187,6 +194,13 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 	for _, n := range latchNames {
 		w.latches = append(w.latches, countdown.New(c, n))
 	}
+	var ms []redisync.Locker
+	for _, n := range multiNames {
+		l := rlock.New(c, n)
+		w.members = append(w.members, l)
+		ms = append(ms, l)
+	}
+	w.multi = multilock.New(ms...)
 	return w
 }
 
@@ -232,6 +246,8 @@ func (w *worker) loop(stop <-chan struct{}) {
 			w.xsemOp(false)
 		case k < 78:
 			w.rateOp()
+		case k < 84:
+			w.multiOp()
 		default:
 			w.latchOp(w.rng.IntN(len(w.latches)))
 		}
@@ -539,6 +555,61 @@ func (w *worker) xsemOp(live bool) {
 	err = w.xsem.Release(w.ctx, ids...)
 	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(xsemName, held{})
+}
+
+// multiOp takes the MultiLock of multiNames for the worker's owner, holds
+// it and releases it. Each member is recorded as a lock of its own (an
+// acquisition and a release per member, with the MultiLock's times), so
+// the lock model and the belief check judge every member; the hold is
+// believed until the release call or until a member's Done closes.
+func (w *worker) multiOp() {
+	ctx, cancel := w.opContext(false)
+	defer cancel()
+	for _, n := range multiNames {
+		w.state.begin(n)
+	}
+	call := w.run.h.Now()
+	ok, err := w.multi.TryLock(ctx, w.acquireWait())
+	ret := w.run.h.Now()
+	for _, n := range multiNames {
+		w.run.h.Add(Op{Worker: w.id, Object: n, Kind: LockAcquire, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
+	}
+	if !ok {
+		for _, n := range multiNames {
+			w.state.end(n, held{})
+		}
+		return
+	}
+	for _, n := range multiNames {
+		w.state.end(n, held{n: 1, since: call})
+	}
+	lostAt := w.keepAll(w.holdTime())
+	for _, n := range multiNames {
+		w.state.begin(n)
+	}
+	rc := w.run.h.Now()
+	for _, n := range multiNames {
+		w.believed(belief{object: n, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt)
+	}
+	err = w.multi.Unlock(w.ctx)
+	for _, n := range multiNames {
+		w.released(n, LockRelease, LockLoss, call, rc, err, lostAt)
+		w.state.end(n, held{})
+	}
+}
+
+// keepAll holds the MultiLock's members for d (cut short if one of them
+// ends) and reports when a member was seen lost, or zero.
+func (w *worker) keepAll(d time.Duration) (lostAt int64) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0
+	case <-w.members[0].Done():
+	case <-w.members[1].Done():
+	}
+	return w.run.h.Now()
 }
 
 // rateOp takes one permit of the rate limiter (TryAcquire, waiting up to
