@@ -41,9 +41,16 @@ bench:
 # and replicas restarted empty among the faults), cluster (a Redis Cluster
 # of three masters with a replica each, with masters killed and their
 # replicas promoted, CLUSTER FAILOVERs, slots of held primitives migrated,
-# nodes restarted and stalled replicas among the faults), a
-# comma-separated list of them, both (single and replicated) or all (the
-# default: SEEDS seeds in each of the three). See FAULTS.md. Every fault
+# nodes restarted and stalled replicas among the faults), netns (a
+# primary, a replica and three sentinels, each server, sentinel and
+# client in a Linux network namespace of its own: partitions between any
+# two nodes, one-way ones, packet loss and duplication with nftables,
+# failovers by the sentinels' own failure detection, split brains
+# included, and clock faults on the servers; root only, skipped
+# otherwise; NO_SPLIT_BRAIN=1 leaves the split brains out, CLOCK_FORWARD=1
+# adds the clock faults no lease survives, counted apart), a comma-separated list of them, both (single and
+# replicated) or all (the default: SEEDS seeds in each of the four). See
+# FAULTS.md. Every fault
 # kind runs, including late delivery
 # (stalls longer than the request record TTL, up to LATE_MAX;
 # LATE_DELIVERY=0 leaves it out). Permit accounting is strict
@@ -61,8 +68,10 @@ CHAOS_TOPOLOGY ?= all
 LATE_DELIVERY ?= 1
 LATE_MAX ?= 30s
 STRICT_PERMITS ?= 2
+NO_SPLIT_BRAIN ?= 0
+CLOCK_FORWARD ?= 0
 CHAOS_RACE ?= -race
 chaos:
-	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
+	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_CLOCK_FORWARD=$(CLOCK_FORWARD) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
 		CHAOS_DURATION=$(DURATION) CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
 		$(GO) test $(CHAOS_RACE) -count=1 -v -run 'TestChaos$$' -timeout 0 .

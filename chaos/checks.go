@@ -366,6 +366,7 @@ func (j *judgment) forgetUnseen() {
 // was found, with the faults and the calls on object in the 10s before.
 func (s *sampler) report(key, object string, at int64, v Violation) {
 	v.Detail = fmt.Sprintf("at %.3fs: %s", sec(at), v.Detail)
+	v.At = at
 	from := at - int64(10*time.Second)
 	for _, op := range s.r.h.Ops() {
 		if op.Object == object && op.Return >= from && op.Call <= at && op.Outcome != Refused {

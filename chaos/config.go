@@ -36,6 +36,20 @@ type Config struct {
 	// violation.
 	PermitAccounting PermitAccounting
 
+	// NoSplitBrain leaves out the netns topology's faults that give two
+	// primaries at once (split-brain, sentinel-oneway).
+	NoSplitBrain bool
+
+	// ClockForward adds the clock faults no lease survives to the netns
+	// topology (a server's wall clock stepped forward past a lease, or
+	// running 50% fast); what the checks find in their windows is
+	// counted apart (Report.Unsurvivable).
+	ClockForward bool
+
+	// BeliefMargin is how long two holders' beliefs may overlap before
+	// the belief check reports it (see beliefs.go). The default is 50ms.
+	BeliefMargin time.Duration
+
 	// OutDir is where porcupine's HTML goes when a model check fails.
 	OutDir string
 	// Logf, if set, logs faults and phases as they happen.
@@ -66,6 +80,9 @@ func (c *Config) defaults() {
 	}
 	if c.LateMax == 0 {
 		c.LateMax = 30 * time.Second
+	}
+	if c.BeliefMargin == 0 {
+		c.BeliefMargin = defaultBeliefMargin
 	}
 	if c.Topology == "" {
 		c.Topology = Single

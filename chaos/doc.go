@@ -7,10 +7,11 @@
 // go.mod. It is run by TestChaos (chaos_test.go): "make test" runs a bounded
 // pass (three short seeds on one server and one replicated seed with at
 // least one failover; a Cluster seed with at least one failover and one
-// slot migration), "make chaos SEED=… DURATION=…" a longer one in every
-// topology (CHAOS_TOPOLOGY=single, replicated, cluster, a comma-separated
-// list, both for single and replicated, or all, the default). FAULTS.md
-// at the repository's root describes it for users.
+// slot migration; a netns seed without split brains), "make chaos SEED=…
+// DURATION=…" a longer one in every topology (CHAOS_TOPOLOGY=single,
+// replicated, cluster, netns, a comma-separated list, both for single and
+// replicated, or all, the default). FAULTS.md at the repository's root
+// describes it for users.
 //
 // # Topologies
 //
@@ -39,12 +40,31 @@
 // migrations too; redisync's pub/sub is sharded (ShardedAuto, the
 // default).
 //
+// Netns (netns.go, netlab.go) is a primary, a replica and three
+// sentinels (quorum 2), each in a Linux network namespace of its own, and
+// each client in its own, joined by a bridge in a hub namespace, with
+// addresses of 10.77.0.0/24 that exist only in the lab's namespaces.
+// The clients dial from their namespaces (nsDialer: setns on a locked
+// thread that ends after the dial), so every client still runs in this
+// process, on one monotonic clock. Faults are nftables rules in the hub
+// (partitions between any two nodes, one-way ones, split brains, loss,
+// duplication), signals, and the servers' wall clocks moved by a
+// preloaded shim (clock.go, testdata/clockshim.c); the sentinels fail
+// over by their own detection (down-after-milliseconds 2s). It needs
+// root, ip and nft; without them it is skipped with a message (it fails
+// when CI=true). Everything it creates goes with the lab's namespaces at
+// the end.
+//
 // # Workload
 //
 // Every worker (Config.Clients clients × Config.Workers goroutines, each
 // goroutine an owner of its own, redisync.WithOwner) loops over randomly
-// chosen operations: fenced holds of two rlock locks and of an rlock fair
-// lock (waiter timeout 1s) that write a fenced register, rwlock read and
+// chosen operations: fenced holds of two rlock locks, an rlock fair lock
+// (waiter timeout 1s) and an rlock spin lock that write a fenced
+// register, holds of a multilock MultiLock of two more locks (each member
+// recorded and judged as a lock of its own), admissions of a ratelimit
+// Limiter (5 per second overall, checked by checkRate: never more within
+// any window), rwlock read and
 // write holds, counted and expirable semaphore acquisitions, and latch
 // rounds (TrySetCount, CountDown, TryWait, Count). Half the expirable
 // acquisitions take permits without a lease (Acquire(ctx, 0)), which
@@ -112,6 +132,12 @@
 //     effect until the faults can no longer deliver it; indeterminate
 //     acquisitions may have taken effect (a ghost hold only makes the real
 //     system stricter than the model, so leaving them out is sound).
+//   - what the clients believe (beliefs.go), whichever server told them:
+//     for each lock, the interval from an acquisition's return to its
+//     release call or to its Done closing must not overlap another
+//     holder's by more than Config.BeliefMargin (a writer's not a
+//     reader's either), and the permits believed held stay within the
+//     total. It sees a split brain, which no read of one server can.
 //   - fencing tokens unique and increasing in real-time order; the fenced
 //     register rejects stale tokens (rejections are counted, not errors).
 //   - at each failover, while the primary is dead and before the replica

@@ -110,6 +110,12 @@ func (r *run) lateRange() (time.Duration, time.Duration) {
 func (r *run) lateBound() time.Duration {
 	_, part := r.partitionRange()
 	longest := max(part, stallMax)
+	if r.net != nil {
+		// A split brain lasts until the sentinels promoted the replica
+		// (at most 3 × down-after plus the failover timeout) and up to
+		// 3s more; TCP delivers what it retransmitted once it heals.
+		longest = max(longest, 3*netDownAfter+netFailoverTO+3*time.Second)
+	}
 	if r.cfg.LateDelivery {
 		_, late := r.lateRange()
 		longest = max(longest, late)
@@ -124,33 +130,14 @@ func (r *run) lateBound() time.Duration {
 // first three faults, so that even a short run fails over. It returns
 // when every fault it started has ended.
 func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
-	kinds := append([]FaultKind(nil), allKinds...)
-	if r.cfg.LateDelivery {
-		kinds = append(kinds, FaultLate)
-	}
-	if r.sent != nil {
-		kinds = append(kinds, replicatedKinds...)
-	}
-	if r.cl != nil {
-		kinds = append(kinds, clusterKinds...)
-	}
+	kinds := r.faultKinds()
 	in := &injector{r: r, t: t, rng: rng}
 	var order []FaultKind
 	var asyncEnd time.Time // when the last stall started without waiting ends
 	first := true
 	for time.Now().Before(until) {
 		if len(order) == 0 {
-			order = append(order, kinds...)
-			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			if first && (r.sent != nil || r.cl != nil) {
-				i, j := slices.Index(order, FaultFailover), rng.IntN(3)
-				order[i], order[j] = order[j], order[i]
-			}
-			if first && r.cl != nil {
-				// A migration among the first four faults too.
-				i, j := slices.Index(order, FaultMigrate), 3
-				order[i], order[j] = order[j], order[i]
-			}
+			order = r.cycle(rng, kinds, first)
 			first = false
 		}
 		k := order[0]
@@ -168,6 +155,60 @@ func (r *run) schedule(t testing.TB, rng *rand.Rand, until time.Time) {
 	time.Sleep(time.Until(asyncEnd))
 }
 
+// faultKinds returns the kinds of faults of the run's topology.
+func (r *run) faultKinds() []FaultKind {
+	kinds := append([]FaultKind(nil), allKinds...)
+	if r.cfg.LateDelivery {
+		kinds = append(kinds, FaultLate)
+	}
+	switch {
+	case r.net != nil:
+		kinds = slices.DeleteFunc(append([]FaultKind(nil), netKinds...), func(k FaultKind) bool {
+			return r.cfg.NoSplitBrain && slices.Contains(splitBrainKinds, k)
+		})
+		if r.net.clocks != nil {
+			kinds = append(kinds, clockKinds...)
+			if r.cfg.ClockForward {
+				kinds = append(kinds, unsurvivableKinds...)
+			}
+		}
+	case r.sent != nil:
+		kinds = append(kinds, replicatedKinds...)
+	case r.cl != nil:
+		kinds = append(kinds, clusterKinds...)
+	}
+	return kinds
+}
+
+// cycle returns one cycle of the schedule: kinds in a seeded random
+// order. The first cycle has a failover among its first three faults (in
+// netns a split brain, or a kill without split brains), and on a Cluster
+// a migration fourth.
+func (r *run) cycle(rng *rand.Rand, kinds []FaultKind, first bool) []FaultKind {
+	order := append([]FaultKind(nil), kinds...)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	if !first {
+		return order
+	}
+	lead := FaultFailover
+	if r.net != nil {
+		lead = FaultSplitBrain
+		if r.cfg.NoSplitBrain {
+			lead = FaultNetKill
+		}
+	}
+	if r.sent != nil || r.cl != nil || r.net != nil {
+		i, j := slices.Index(order, lead), rng.IntN(3)
+		order[i], order[j] = order[j], order[i]
+	}
+	if r.cl != nil {
+		// A migration among the first four faults too.
+		i, j := slices.Index(order, FaultMigrate), 3
+		order[i], order[j] = order[j], order[i]
+	}
+	return order
+}
+
 // injector injects the faults of one schedule: it holds the run, the
 // test the servers' Pause, Resume and Restart fail, and the schedule's
 // seeded random source.
@@ -182,6 +223,9 @@ type injector struct {
 // end).
 func (in *injector) inject(k FaultKind) Fault {
 	r := in.r
+	if r.net != nil {
+		return in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
+	}
 	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
 	if r.cl != nil && in.injectCluster(k, &f) {
 		f.End = r.h.Now()

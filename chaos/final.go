@@ -41,7 +41,8 @@ func (r *run) checkFinalState(t testing.TB) {
 // semaphore and client id registrations that expire, and a fair lock queue
 // of dead waiters (checkFairQueue).
 func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
-	allowed := map[string]bool{semName: true, xsemName: true}
+	allowed := map[string]bool{semName: true, xsemName: true, rateName: true,
+		keys.RateValue(rateName): true, keys.RatePermits(rateName): true}
 	for _, n := range lockNames {
 		allowed[keys.FenceCounter(n)] = true
 	}
@@ -56,7 +57,7 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 			// client's last request.
 			r.checkExpires(ctx, k, "ledger", 2*time.Hour)
 		case strings.HasPrefix(k, "redisync_request:"):
-			r.checkExpires(ctx, k, "request record", r.recordTTL+time.Second)
+			r.checkExpires(ctx, k, "request record", r.recordTTL+time.Second+r.clockSlack())
 		case strings.HasPrefix(k, "redisync:client:"):
 			// A client id's registration (WithID), left only when a
 			// client's Close could not delete it: it must expire.
@@ -173,13 +174,17 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 		}
 	}
 
+	rep.Checks = append(rep.Checks, r.checkBeliefs(r.beliefs.list()))
+	rep.Checks = append(rep.Checks, r.checkRate(ops))
+	rep.BeliefOverlap = r.beliefOverlap
+
 	// Fencing: tokens unique, positive, and increasing in real-time order.
 	for _, name := range lockNames {
 		hc.fencing(name, ops)
 	}
 	for _, op := range ops {
 		if op.Err == earlyLoss {
-			r.violate(Violation{Check: "lease", Detail: fmt.Sprintf("w%d's hold of %s ended before its lease could have run out", op.Worker, op.Object),
+			r.violate(Violation{At: op.Call, Check: "lease", Detail: fmt.Sprintf("w%d's hold of %s ended before its lease could have run out", op.Worker, op.Object),
 				Excerpt: around(ops, op, 2*time.Second)})
 		}
 	}
@@ -209,6 +214,7 @@ func (hc historyCheck) linearizable(name string, model porcupine.Model, part []p
 		v.Excerpt = append(v.Excerpt, "faults in the 30s before it:")
 		v.Excerpt = append(v.Excerpt, r.faultsAround(stuck.Call-int64(30*time.Second), stuck.Return)...)
 		v.HTML = r.writeHTML(model, info, object)
+		v.At = stuck.Call
 		r.violate(v)
 	case porcupine.Unknown:
 		r.violate(Violation{Check: "linearizability", Detail: fmt.Sprintf("%s: porcupine could not decide within %v", object, checkTimeout)})
@@ -230,7 +236,7 @@ func (hc historyCheck) fencing(name string, ops []Op) {
 	for _, op := range acq {
 		if prev, dup := seen[op.Token]; dup || op.Token <= 0 {
 			bad++
-			r.violate(Violation{Check: "fencing", Detail: fmt.Sprintf("%s: token %d given twice or not positive", name, op.Token),
+			r.violate(Violation{At: op.Call, Check: "fencing", Detail: fmt.Sprintf("%s: token %d given twice or not positive", name, op.Token),
 				Excerpt: []string{prev.String(), op.String()}})
 		}
 		seen[op.Token] = op
@@ -259,7 +265,7 @@ func (hc historyCheck) tokenOrder(name string, acq []Op) int {
 		}
 		if op.Token <= maxTok {
 			bad++
-			r.violate(Violation{Check: "fencing", Detail: fmt.Sprintf("%s: token %d after token %d was returned", name, op.Token, maxTok),
+			r.violate(Violation{At: op.Call, Check: "fencing", Detail: fmt.Sprintf("%s: token %d after token %d was returned", name, op.Token, maxTok),
 				Excerpt: []string{maxOp.String(), op.String()}})
 		}
 	}

@@ -8,6 +8,7 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/redisync/redisync v0.0.0-00010101000000-000000000000
+	golang.org/x/sys v0.30.0
 )
 
 require (
@@ -17,5 +18,4 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.30.0 // indirect
 )

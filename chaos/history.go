@@ -61,6 +61,7 @@ const (
 	LatchWait     Kind = "wait"    // TryWait
 	LatchCount    Kind = "count"   // Count; N is the count read
 	RegisterWrite Kind = "write"   // a fenced register write with Token
+	RateAcquire   Kind = "rate"    // ratelimit Limiter.TryAcquire of N permits
 )
 
 // Op is one recorded call. Times are nanoseconds since the run started.

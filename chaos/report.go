@@ -26,14 +26,23 @@ type Report struct {
 	LiveBound      time.Duration
 	Liveness       []time.Duration // each liveness-round acquisition's wait
 	Samples        int             // sampler reads judged
+	// BeliefOverlap is the longest time two holders of one lock (or a
+	// writer and a reader) both believed they held it (the belief check).
+	BeliefOverlap time.Duration
 
 	Dropped, Held, LateDelivered       int // proxy counters, over all proxies
 	RegisterAccepted, RegisterRejected int // fenced register writes
 
-	Checks      []string // the checks run and their results
-	Violations  []Violation
-	Findings    []string // noted without being violations (permits lost to indeterminate calls)
-	HistoryFile string   // the whole history, written when there are violations
+	Checks     []string // the checks run and their results
+	Violations []Violation
+	// Unsurvivable are what the checks found within the window of a fault
+	// that no Redis lock survives (a server clock stepped forward, or
+	// running much too fast: see unsurvivableKinds), counted apart from
+	// the violations: the window each shows is what the fault cost.
+	// Fencing violations are never moved here.
+	Unsurvivable []Violation
+	Findings     []string // noted without being violations (permits lost to indeterminate calls)
+	HistoryFile  string   // the whole history, written when there are violations
 }
 
 // Summary returns the per-seed figures: operations by kind and outcome,
@@ -58,6 +67,9 @@ func (rep *Report) Summary() string {
 	rep.writeLibrary(&b)
 	for _, f := range rep.Findings {
 		fmt.Fprintf(&b, "  finding: %s\n", f)
+	}
+	for _, v := range rep.Unsurvivable {
+		fmt.Fprintf(&b, "  within a fault no lock survives: %s: %s\n", v.Check, v.Detail)
 	}
 	fmt.Fprintf(&b, "  violations: %d", len(rep.Violations))
 	if rep.HistoryFile != "" {

@@ -25,6 +25,7 @@ type run struct {
 	srv       *redistest.Server    // Single: the server
 	sent      *redistest.Sentinel  // Replicated: the primary, the replica and the sentinel
 	cl        *redistest.Cluster   // Cluster: three masters and their replicas
+	net       *netTopo             // Netns: the lab, its servers, sentinels and clients
 	servers   []*redistest.Server  // the data servers, in a fixed order
 	proxies   [][]*redistest.Proxy // per client, its proxy in front of each of servers
 	clients   []*redisync.Client
@@ -54,10 +55,14 @@ type run struct {
 	repeats    map[string]int  // violateOnce key → index in violations
 	seenAgain  []int           // per violation: how often it was found again
 	liveness   []time.Duration // how long each liveness-round acquisition took
+
+	beliefs       beliefs       // what the workers believed they held, when (beliefs.go)
+	beliefOverlap time.Duration // the longest overlap of two holders' beliefs
 }
 
 // Violation is one failed check.
 type Violation struct {
+	At      int64 // when, on the history's clock, what it found happened (0: not known)
 	Check   string
 	Detail  string
 	Excerpt []string // the history around it
@@ -131,7 +136,7 @@ func (r *run) live(worker int, object string, live bool, call, ret int64, err er
 	r.liveness = append(r.liveness, d)
 	r.vmu.Unlock()
 	if err != nil || d > r.liveBound {
-		r.violate(Violation{Check: "liveness", Detail: fmt.Sprintf(
+		r.violate(Violation{At: call, Check: "liveness", Detail: fmt.Sprintf(
 			"w%d on %s: blocking acquisition after the faults stopped took %v (bound %v), error: %v",
 			worker, object, d.Round(time.Millisecond), r.liveBound, err)})
 	}

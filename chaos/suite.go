@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -106,6 +107,9 @@ func (r *run) setUp(t testing.TB) {
 	if _, err := semaphore.NewExpirable(r.clients[0], xsemName).TrySetPermits(ctx, cfg.Permits); err != nil {
 		t.Fatalf("chaos: set up the expirable semaphore: %v", err)
 	}
+	if _, err := ratelimit.New(r.clients[0], rateName).TrySetRate(ctx, ratelimit.Overall, rateLimit, rateInterval); err != nil {
+		t.Fatalf("chaos: set up the rate limiter: %v", err)
+	}
 	r.recordTTL = r.measureRecordTTL(t)
 	r.liveBound = cfg.Recheck + 2*time.Second
 
@@ -180,7 +184,7 @@ func (r *run) report(faultPhase time.Duration, undosFailed uint64, samples int) 
 			r.violations[i].Detail += fmt.Sprintf(" (found again in %d later samples)", n)
 		}
 	}
-	rep.Violations = r.violations
+	rep.Violations, rep.Unsurvivable = r.unsurvivable(r.violations)
 	rep.Findings = r.findings
 	if len(rep.Violations) > 0 {
 		rep.HistoryFile = r.writeHistory(ops)

@@ -31,15 +31,22 @@ const (
 	// their replicas promoted, planned failovers, slots of live primitives
 	// moved to another master, stalled replicas.
 	Cluster Topology = "cluster"
+	// Netns is a primary, a replica and three sentinels (quorum 2), each
+	// in a Linux network namespace of its own, and each client in its
+	// own, joined by a bridge: partitions between any two nodes, servers
+	// included, packet loss and duplication (nftables), and failovers by
+	// the sentinels' own failure detection, split brains included (see
+	// netns.go). It needs root, ip and nft.
+	Netns Topology = "netns"
 )
 
 // ParseTopology reads a topology name.
 func ParseTopology(s string) (Topology, error) {
 	switch t := Topology(strings.ToLower(s)); t {
-	case Single, Replicated, Cluster:
+	case Single, Replicated, Cluster, Netns:
 		return t, nil
 	}
-	return "", fmt.Errorf("chaos: unknown topology %q: want single, replicated or cluster", s)
+	return "", fmt.Errorf("chaos: unknown topology %q: want single, replicated, cluster or netns", s)
 }
 
 // serverArgs are every data server's extra arguments: the append-only
@@ -68,6 +75,10 @@ func (r *run) startTopology(t testing.TB) {
 	t.Helper()
 	if r.cfg.Topology == Cluster {
 		r.startCluster(t)
+		return
+	}
+	if r.cfg.Topology == Netns {
+		r.startNetns(t)
 		return
 	}
 	if r.cfg.Topology == Replicated {

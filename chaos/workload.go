@@ -9,27 +9,41 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/multilock"
+	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
 )
 
-// Names of the primitives the workload uses. The last of lockNames is a
-// fair lock (fairName); the others are locks. On a Cluster whose three
+// Names of the primitives the workload uses. lockNames holds two locks, a
+// fair lock (fairName) and a spin lock (spinName). On a Cluster whose three
 // masters serve equal contiguous shares of the slots they are spread over
 // the masters: chaos:lock:2, chaos:semaphore and chaos:latch:2 on the
 // first, chaos:fair, chaos:xsem and chaos:latch:0 on the second,
 // chaos:lock:0 and chaos:rw on the third.
 var (
-	lockNames  = []string{"chaos:lock:0", "chaos:lock:2", fairName}
+	lockNames  = []string{"chaos:lock:0", "chaos:lock:2", fairName, spinName}
 	rwName     = "chaos:rw"
 	semName    = "chaos:semaphore"
 	xsemName   = "chaos:xsem"
 	latchNames = []string{"chaos:latch:0", "chaos:latch:2"}
 )
 
-// fairName is the fair lock, one of lockNames.
-const fairName = "chaos:fair"
+// fairName is the fair lock and spinName the spin lock, among lockNames;
+// rateName is the rate limiter (rateLimit permits per rateInterval, for
+// every client).
+const (
+	fairName     = "chaos:fair"
+	spinName     = "chaos:spin"
+	rateName     = "chaos:rate"
+	rateLimit    = 5
+	rateInterval = time.Second
+)
+
+// multiNames are the members of the workers' MultiLock (multilock.New):
+// plain locks taken only through it.
+var multiNames = []string{"chaos:multi:a", "chaos:multi:b"}
 
 // fairWaiterTimeout is the fair lock's waiter timeout: a queued waiter
 // whose leave was lost to a fault holds up the queue for at most this
@@ -46,8 +60,11 @@ type chaosLock interface {
 // openLock returns a handle on lock name (a fair lock for fairName), with
 // fencing.
 func openLock(c *redisync.Client, name string) chaosLock {
-	if name == fairName {
+	switch name {
+	case fairName:
 		return rlock.NewFair(c, name, rlock.WithFencing(), rlock.WithWaiterTimeout(fairWaiterTimeout))
+	case spinName:
+		return rlock.NewSpin(c, name, rlock.WithFencing(), rlock.WithBackoff(time.Millisecond, 64*time.Millisecond))
 	}
 	return rlock.New(c, name, rlock.WithFencing())
 }
@@ -150,6 +167,9 @@ type worker struct {
 	sem     *semaphore.Semaphore
 	xsem    *semaphore.ExpirableSemaphore
 	latches []*countdown.Latch
+	rate    *ratelimit.Limiter
+	multi   *multilock.MultiLock
+	members []*rlock.Lock // multi's
 }
 
 func newWorker(r *run, id int, c *redisync.Client) *worker {
@@ -165,6 +185,7 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 		rwFresh: rwlock.New(c, rwName),
 		sem:     semaphore.New(c, semName),
 		xsem:    semaphore.NewExpirable(c, xsemName),
+		rate:    ratelimit.New(c, rateName),
 	}
 	for _, n := range lockNames {
 		w.locks = append(w.locks, openLock(c, n))
@@ -173,6 +194,13 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 	for _, n := range latchNames {
 		w.latches = append(w.latches, countdown.New(c, n))
 	}
+	var ms []redisync.Locker
+	for _, n := range multiNames {
+		l := rlock.New(c, n)
+		w.members = append(w.members, l)
+		ms = append(ms, l)
+	}
+	w.multi = multilock.New(ms...)
 	return w
 }
 
@@ -216,6 +244,10 @@ func (w *worker) loop(stop <-chan struct{}) {
 			w.semOp(false)
 		case k < 70:
 			w.xsemOp(false)
+		case k < 78:
+			w.rateOp()
+		case k < 84:
+			w.multiOp()
 		default:
 			w.latchOp(w.rng.IntN(len(w.latches)))
 		}
@@ -284,6 +316,17 @@ func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
 	}
 }
 
+// believed records what w believed it held, b, from b.from until the
+// release call rc or the moment lostAt (if not 0) it saw the hold's Done
+// close, whichever was first.
+func (w *worker) believed(b belief, rc, lostAt int64) {
+	b.worker, b.to = w.id, rc
+	if lostAt != 0 && lostAt < rc {
+		b.to, b.lost = lostAt, true
+	}
+	w.run.beliefs.add(b)
+}
+
 // released records a release and, when it found the hold gone or the hold
 // was seen lost, the loss: between the acquisition's call plus the lease
 // (Redis cannot have expired it before) and the release's return.
@@ -344,6 +387,7 @@ func (w *worker) lockOp(i int, live bool) {
 	w.writeRegister(reg, name, op.Token)
 	w.state.begin(name)
 	rc := w.run.h.Now()
+	w.believed(belief{object: name, mode: beliefExclusive, from: ret, token: op.Token, acqCall: call}, rc, lostAt)
 	err = l.Unlock(octx)
 	w.released(name, LockRelease, LockLoss, call, rc, err, lostAt)
 	w.state.end(name, held{})
@@ -405,6 +449,11 @@ func (w *worker) rwOp(read, live bool) {
 	lostAt := w.keep(rw, d)
 	w.state.begin(rwName)
 	rc := w.run.h.Now()
+	mode := beliefExclusive
+	if read {
+		mode = beliefRead
+	}
+	w.believed(belief{object: rwName, mode: mode, from: ret, acqCall: call}, rc, lostAt)
 	if read {
 		err = rw.RUnlock(octx)
 	} else {
@@ -448,6 +497,7 @@ func (w *worker) semOp(live bool) {
 	time.Sleep(d)
 	w.state.begin(semName)
 	rc := w.run.h.Now()
+	w.believed(belief{object: semName, mode: beliefPermits, n: n, from: ret, acqCall: call}, rc, 0)
 	err = w.sem.Release(w.ctx, n)
 	w.run.h.Add(Op{Worker: w.id, Object: semName, Kind: SemRelease, N: n, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(semName, held{})
@@ -497,9 +547,85 @@ func (w *worker) xsemOp(live bool) {
 	time.Sleep(d)
 	w.state.begin(xsemName)
 	rc := w.run.h.Now()
+	end := rc
+	if !noLease {
+		end = min(rc, call+int64(lease))
+	}
+	w.believed(belief{object: xsemName, mode: beliefPermits, n: n, from: ret, acqCall: call}, end, 0)
 	err = w.xsem.Release(w.ctx, ids...)
 	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(xsemName, held{})
+}
+
+// multiOp takes the MultiLock of multiNames for the worker's owner, holds
+// it and releases it. Each member is recorded as a lock of its own (an
+// acquisition and a release per member, with the MultiLock's times), so
+// the lock model and the belief check judge every member; the hold is
+// believed until the release call or until a member's Done closes.
+func (w *worker) multiOp() {
+	ctx, cancel := w.opContext(false)
+	defer cancel()
+	for _, n := range multiNames {
+		w.state.begin(n)
+	}
+	call := w.run.h.Now()
+	ok, err := w.multi.TryLock(ctx, w.acquireWait())
+	ret := w.run.h.Now()
+	for _, n := range multiNames {
+		w.run.h.Add(Op{Worker: w.id, Object: n, Kind: LockAcquire, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret})
+	}
+	if !ok {
+		for _, n := range multiNames {
+			w.state.end(n, held{})
+		}
+		return
+	}
+	for _, n := range multiNames {
+		w.state.end(n, held{n: 1, since: call})
+	}
+	lostAt := w.keepAll(w.holdTime())
+	for _, n := range multiNames {
+		w.state.begin(n)
+	}
+	rc := w.run.h.Now()
+	for _, n := range multiNames {
+		w.believed(belief{object: n, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt)
+	}
+	err = w.multi.Unlock(w.ctx)
+	for _, n := range multiNames {
+		w.released(n, LockRelease, LockLoss, call, rc, err, lostAt)
+		w.state.end(n, held{})
+	}
+}
+
+// keepAll holds the MultiLock's members for d (cut short if one of them
+// ends) and reports when a member was seen lost, or zero.
+func (w *worker) keepAll(d time.Duration) (lostAt int64) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0
+	case <-w.members[0].Done():
+	case <-w.members[1].Done():
+	}
+	return w.run.h.Now()
+}
+
+// rateOp takes one permit of the rate limiter (TryAcquire, waiting up to
+// 200ms at times).
+func (w *worker) rateOp() {
+	ctx, cancel := w.opContext(false)
+	defer cancel()
+	wait := time.Duration(0)
+	if w.rng.IntN(2) == 0 {
+		wait = between(w.rng, 0, 200*time.Millisecond)
+	}
+	w.state.begin(rateName)
+	call := w.run.h.Now()
+	ok, err := w.rate.TryAcquire(ctx, 1, wait)
+	w.run.h.Add(Op{Worker: w.id, Object: rateName, Kind: RateAcquire, N: 1, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: w.run.h.Now()})
+	w.state.end(rateName, held{})
 }
 
 // latchOp makes one random call on latch i.

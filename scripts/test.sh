@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every check CI runs ("make test", .ci/run):
 #   1. installs redis-server and redis-sentinel with apt-get if missing
-#      (the tests start real Redis servers, clusters and sentinels), and a C
-#      compiler if missing (go test -race needs cgo);
+#      (the tests start real Redis servers, clusters and sentinels), ip and
+#      nft when root (the fault suite's netns topology), and a C compiler
+#      if missing (go test -race needs cgo; the netns topology's clock
+#      shim);
 #   2. checks that every tracked .go file is gofmt-formatted;
 #   3. runs golangci-lint (.golangci.yml), go vet and go test -race in
 #      every Go module of the repository (each directory holding a go.mod).
@@ -105,6 +107,12 @@ if ! have_bin redis-server; then
 fi
 if ! have_bin redis-sentinel; then
 	pkgs+=(redis-sentinel)
+fi
+# The chaos module's netns topology (one seed in the bounded pass) needs
+# ip and nft; as root it runs, and with CI=true it fails without them.
+if [ "$(id -u)" -eq 0 ]; then
+	have_bin ip || pkgs+=(iproute2)
+	have_bin nft || pkgs+=(nftables)
 fi
 cc=$(go env CC)
 if ! have "${cc%% *}"; then

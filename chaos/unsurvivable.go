@@ -1,0 +1,43 @@
+package chaos
+
+import (
+	"slices"
+	"time"
+)
+
+// unsurvivableKinds are the faults no Redis lock survives: a server's
+// wall clock stepped forward ends every lease on it early, and one
+// running much faster than the clients' ends them early by its rate
+// (beyond the belief check's margin). Config.ClockForward adds them to
+// the netns topology's faults.
+var unsurvivableKinds = []FaultKind{FaultClockForward, FaultClockRace}
+
+// unsurvivableAfter is how long after such a fault its effects are
+// counted as its own: a lease granted before it ends early on the server
+// until a lease has passed, and the clients' request deadlines, computed
+// with the server clock's offset the client measured, are off until the
+// client measures it again (every 30s).
+const unsurvivableAfter = 30 * time.Second
+
+// unsurvivable splits vs into the violations and what happened within
+// the window of a fault of unsurvivableKinds (from a rate limiter's
+// interval before its start, since the rate check dates a violation by
+// the start of its window, to unsurvivableAfter plus a lease after its
+// end), fencing violations excepted.
+func (r *run) unsurvivable(vs []Violation) (violations, within []Violation) {
+	for _, v := range vs {
+		in := false
+		for _, f := range r.faults {
+			if slices.Contains(unsurvivableKinds, f.Kind) && v.At != 0 && v.Check != "fencing" &&
+				v.At >= f.Start-int64(rateInterval) && v.At <= f.End+int64(unsurvivableAfter+r.cfg.Lease) {
+				in = true
+			}
+		}
+		if in {
+			within = append(within, v)
+		} else {
+			violations = append(violations, v)
+		}
+	}
+	return violations, within
+}
