@@ -177,12 +177,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 	"time"
 )
 
 func main() {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain(os.Stdin, os.Stdout))
+	}
 	os.Exit(mainErr(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -362,12 +366,23 @@ func runAndReport(ctx context.Context, cfg config, t *redisTarget, stdout, stder
 	}
 	e.Server = t.desc
 	targets := evaluateTargets(results)
+	curves := buildCurves(results)
+	rep := Report{Environment: e, Results: results, Scripts: scripts, Targets: targets, Curves: curves}
 	if cfg.Out != "" {
-		if err := writeJSON(cfg.Out, Report{Environment: e, Results: results, Scripts: scripts, Targets: targets}); err != nil {
+		if err := writeJSON(cfg.Out, rep); err != nil {
 			fmt.Fprintln(stderr, "bench: write results:", err)
 			return 1
 		}
+		if cfg.Charts != "" {
+			dir := filepath.Join(filepath.Dir(cfg.Out), cfg.Charts)
+			files, err := drawCharts(dir, rep)
+			if err != nil {
+				fmt.Fprintln(stderr, "bench: charts:", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "bench: %d charts in %s\n", len(files), dir)
+		}
 	}
-	writeMarkdown(stdout, e, results, scripts, targets, cfg.Out)
+	writeMarkdown(stdout, e, results, scripts, targets, curves, cfg.Out)
 	return 0
 }
