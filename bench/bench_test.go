@@ -603,7 +603,7 @@ func TestQuickCurves(t *testing.T) {
 			rows[r.Scenario+" "+r.Library]++
 		}
 	}
-	for _, sc := range []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany} {
+	for _, sc := range []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany, scClusterMasters} {
 		if rows[sc+" redisync"] != 2 {
 			t.Errorf("%s: %d redisync rows, want 2 (one per size)", sc, rows[sc+" redisync"])
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,17 +28,22 @@ type barChart struct {
 	file, title, unit string
 	value             func(Result) *float64
 	scenarios         []string // in this order; nil: every main scenario with the figure
+	// higher: a higher figure is better; each group is drawn relative
+	// to its best peer's figure (the highest, or with higher false the
+	// lowest), whose bar is 1, so that scenarios of different sizes share
+	// one axis.
+	higher bool
 }
 
 var barCharts = []barChart{
-	{"main-ops-per-sec.svg", "Operations per second (higher is better)", "ops/s",
-		func(r Result) *float64 { return r.OpsPerSec }, nil},
-	{"main-redis-cpu.svg", "Redis CPU per operation (lower is better)", "µs/op",
-		func(r Result) *float64 { return r.ServerCPUusPerOp }, nil},
-	{"main-client-cpu.svg", "Client CPU per operation (lower is better)", "µs/op",
-		func(r Result) *float64 { return r.ClientCPUusPerOp }, nil},
-	{"main-handoff-p50.svg", "Handoff p50 (lower is better)", "ms",
-		func(r Result) *float64 { return r.P50ms }, []string{scHandoff, scHandoffReplica}},
+	{"main-ops-per-sec.svg", "Operations per second, relative to the best peer's (higher is better)", "ops/s ÷ best peer's",
+		func(r Result) *float64 { return r.OpsPerSec }, nil, true},
+	{"main-redis-cpu.svg", "Redis CPU per operation, relative to the best peer's (lower is better)", "µs/op ÷ best peer's",
+		func(r Result) *float64 { return r.ServerCPUusPerOp }, nil, false},
+	{"main-client-cpu.svg", "Client CPU per operation, relative to the best peer's (lower is better)", "µs/op ÷ best peer's",
+		func(r Result) *float64 { return r.ClientCPUusPerOp }, nil, false},
+	{"main-handoff-p50.svg", "Handoff p50, relative to the best peer's (lower is better)", "p50 ÷ best peer's",
+		func(r Result) *float64 { return r.P50ms }, []string{scHandoff}, false},
 }
 
 // mainBarScenarios are the lock scenarios the bar charts show (the others
@@ -86,28 +92,7 @@ func drawCharts(dir string, rep Report) ([]string, error) {
 // drawBars draws one grouped bar chart; it draws nothing and returns
 // false when no row has the figure.
 func drawBars(path string, bc barChart, scenarios []string, results []Result) (bool, error) {
-	var libs, groups []string
-	vals := map[[2]string]float64{}
-	for _, sc := range scenarios {
-		has := false
-		for _, r := range results {
-			if r.Scenario != sc {
-				continue
-			}
-			v := bc.value(r)
-			if v == nil {
-				continue
-			}
-			has = true
-			vals[[2]string{sc, r.Library}] = *v
-			if !slices.Contains(libs, r.Library) {
-				libs = append(libs, r.Library)
-			}
-		}
-		if has {
-			groups = append(groups, sc)
-		}
-	}
+	groups, libs, vals := barValues(bc, scenarios, results)
 	if len(groups) == 0 {
 		return false, nil
 	}
@@ -116,32 +101,85 @@ func drawBars(path string, bc barChart, scenarios []string, results []Result) (b
 	p.Y.Label.Text = bc.unit
 	p.Legend.Top = true
 	width := vg.Points(min(14, 300/float64(len(libs))))
+	ymax := 0.0
 	for i, lib := range libs {
 		v := make(plotter.Values, len(groups))
 		for j, sc := range groups {
 			v[j] = vals[[2]string{sc, lib}]
+			ymax = math.Max(ymax, v[j])
 		}
 		bars, err := plotter.NewBarChart(v, width)
 		if err != nil {
 			return false, err
 		}
 		bars.LineStyle.Width = 0
-		bars.Color = plotutil.Color(i)
+		bars.Color = palette[i%len(palette)]
 		bars.Offset = width * vg.Length(float64(i)-float64(len(libs)-1)/2)
 		p.Add(bars)
 		p.Legend.Add(lib, bars)
 	}
 	p.NominalX(groups...)
 	p.Add(plotter.NewGrid())
-	// Room above the bars for the legend.
-	ymax := 0.0
-	for _, v := range vals {
-		ymax = math.Max(ymax, v)
+	one, err := plotter.NewLine(plotter.XYs{{X: -0.7, Y: 1}, {X: float64(len(groups)) - 0.3, Y: 1}})
+	if err != nil {
+		return false, err
 	}
-	p.Y.Min, p.Y.Max = 0, ymax*(1.1+0.13*float64(len(libs)))
+	one.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(one)
+	// Room above the bars for the legend.
+	p.Y.Min, p.Y.Max = 0, ymax*(1.15+0.06*float64(len(libs)))
 	p.X.Min, p.X.Max = -0.7, float64(len(groups))-0.3
 	w := vg.Points(math.Max(480, float64(len(groups)*len(libs))*width.Points()+160))
 	return true, p.Save(w, 360, path)
+}
+
+// barValues returns the scenarios that have the figure, the libraries
+// that do, and each (scenario, library)'s figure divided by the best
+// peer's in its scenario (a scenario without a peer is left out).
+func barValues(bc barChart, scenarios []string, results []Result) (groups, libs []string, vals map[[2]string]float64) {
+	vals = map[[2]string]float64{}
+	for _, r := range results {
+		if v := bc.value(r); v != nil && slices.Contains(scenarios, r.Scenario) {
+			vals[[2]string{r.Scenario, r.Library}] = *v
+		}
+	}
+	for _, sc := range scenarios {
+		best := bc.bestPeer(sc, vals)
+		if math.IsNaN(best) {
+			continue
+		}
+		groups = append(groups, sc)
+		for k, v := range vals {
+			if k[0] == sc {
+				vals[k] = v / best
+			}
+		}
+	}
+	for _, r := range results {
+		if _, ok := vals[[2]string{r.Scenario, r.Library}]; ok && slices.Contains(groups, r.Scenario) && !slices.Contains(libs, r.Library) {
+			libs = append(libs, r.Library)
+		}
+	}
+	return groups, libs, vals
+}
+
+// bestPeer returns the best peer's figure in scenario sc, NaN for none.
+func (bc barChart) bestPeer(sc string, vals map[[2]string]float64) float64 {
+	best := math.NaN()
+	for k, v := range vals {
+		if k[0] == sc && isPeer(k[1]) && v > 0 && (math.IsNaN(best) || bc.better(v, best)) {
+			best = v
+		}
+	}
+	return best
+}
+
+// better reports whether figure a is better than b.
+func (bc barChart) better(a, b float64) bool {
+	if bc.higher {
+		return a > b
+	}
+	return a < b
 }
 
 // drawCurve draws the curves of one scale scenario's metric on log-log
@@ -174,7 +212,7 @@ func drawCurve(path, scenario, metric string, curves []Curve) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		line.Color, points.Color = plotutil.Color(n), plotutil.Color(n)
+		line.Color, points.Color = palette[n%len(palette)], palette[n%len(palette)]
 		points.Shape = plotutil.Shape(n)
 		p.Add(line, points)
 		label := c.Library
@@ -201,6 +239,7 @@ var sizeLabel = map[string]string{
 	scContendedLocks: "contended locks (L), 2 goroutines each",
 	scClientsOne:     "client processes on one lock",
 	scClientsMany:    "client processes, 4 locks each",
+	scClusterMasters: "Cluster masters",
 }
 
 // logTicks marks 1, 2 and 5 times each power of ten on a log axis, with
@@ -228,4 +267,12 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// palette tells up to ten libraries apart (Tableau 10).
+var palette = []color.Color{
+	color.RGBA{0x4e, 0x79, 0xa7, 0xff}, color.RGBA{0xf2, 0x8e, 0x2b, 0xff}, color.RGBA{0xe1, 0x57, 0x59, 0xff},
+	color.RGBA{0x76, 0xb7, 0xb2, 0xff}, color.RGBA{0x59, 0xa1, 0x4f, 0xff}, color.RGBA{0xed, 0xc9, 0x48, 0xff},
+	color.RGBA{0xb0, 0x7a, 0xa1, 0xff}, color.RGBA{0xff, 0x9d, 0xa7, 0xff}, color.RGBA{0x9c, 0x75, 0x5f, 0xff},
+	color.RGBA{0xba, 0xb0, 0xac, 0xff},
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,6 +41,10 @@ type childReport struct {
 	CPUNs    int64   `json:"cpu_ns"` // its CPU time (getrusage) over the window
 	Requests int64   `json:"requests"`
 	Err      string  `json:"err,omitempty"`
+	// FailedLocks and FailedUnlocks count the calls that failed (see
+	// tolerant).
+	FailedLocks   int64 `json:"failed_locks"`
+	FailedUnlocks int64 `json:"failed_unlocks"`
 }
 
 // childMain is the child worker: it opens its client, says "ready", waits
@@ -77,13 +82,14 @@ func runChild(spec childSpec, stdin io.Reader, stdout io.Writer) childReport {
 		return childReport{Err: err.Error()}
 	}
 	defer s.close()
+	var fl failures
 	mutexes := make([]mutex, spec.Goroutines)
 	for g := range mutexes {
 		key := spec.Key
 		if spec.Mode == "many" {
 			key += ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.Itoa(g)
 		}
-		mutexes[g] = s.mutex(key)
+		mutexes[g] = fl.wrap(s.mutex(key))
 	}
 	fmt.Fprintln(stdout, "ready")
 	line, err := bufio.NewReader(stdin).ReadString('\n')
@@ -92,7 +98,8 @@ func runChild(spec childSpec, stdin io.Reader, stdout io.Writer) childReport {
 	}
 	cpu0, req0 := processCPU(), cnt.started.Load()
 	pairs, lat, err := lockPairs(ctx, mutexes, time.Duration(spec.DurationNs))
-	rep := childReport{Pairs: pairs, CPUNs: int64(processCPU() - cpu0), Requests: cnt.started.Load() - req0}
+	rep := childReport{Pairs: pairs, CPUNs: int64(processCPU() - cpu0), Requests: cnt.started.Load() - req0,
+		FailedLocks: fl.lock.Load(), FailedUnlocks: fl.unlock.Load()}
 	if err != nil {
 		rep.Err = err.Error()
 	}
@@ -138,50 +145,16 @@ func (b *bench) clientsCurve(ctx context.Context, sc string) ([]Result, error) {
 
 // clientsRun runs n child workers of spec and merges their reports.
 func (b *bench) clientsRun(ctx context.Context, sc string, lib library, spec childSpec, n int) (Result, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return Result{}, err
-	}
-	raw, _ := json.Marshal(spec)
-	type child struct {
-		cmd   *exec.Cmd
-		in    io.WriteCloser
-		out   *bufio.Reader
-		close func()
-	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var children []child
+	children, err := b.startChildren(runCtx, spec, n)
 	defer func() {
 		for _, c := range children {
 			c.close()
 		}
 	}()
-	for range n {
-		cmd := exec.CommandContext(runCtx, exe)
-		cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-		cmd.Stderr = b.log
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return Result{}, err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return Result{}, err
-		}
-		if err := cmd.Start(); err != nil {
-			return Result{}, fmt.Errorf("start a child worker: %w", err)
-		}
-		children = append(children, child{cmd: cmd, in: in, out: bufio.NewReader(out), close: func() {
-			_ = in.Close()
-			_ = cmd.Wait()
-		}})
-	}
-	for _, c := range children {
-		line, err := c.out.ReadString('\n')
-		if err != nil || strings.TrimSpace(line) != "ready" {
-			return Result{}, fmt.Errorf("a child worker did not get ready: %q %v", line, err)
-		}
+	if err != nil {
+		return Result{}, err
 	}
 	sp, err := beginSpan(ctx, b.meter, nil)
 	if err != nil {
@@ -197,58 +170,126 @@ func (b *bench) clientsRun(ctx context.Context, sc string, lib library, spec chi
 	if err != nil {
 		return Result{}, err
 	}
-	var (
-		pairs, reqs int64
-		cpu         time.Duration
-		lat         []time.Duration
-		errs        []string
-	)
-	for _, c := range children {
-		line, err := c.out.ReadString('\n')
-		if err != nil {
-			return Result{}, fmt.Errorf("a child worker's report: %w", err)
-		}
-		var rep childReport
-		if err := json.Unmarshal([]byte(line), &rep); err != nil {
-			return Result{}, fmt.Errorf("a child worker's report %q: %w", line, err)
-		}
-		if rep.Err != "" {
-			errs = append(errs, rep.Err)
-		}
-		pairs += rep.Pairs
-		reqs += rep.Requests
-		cpu += time.Duration(rep.CPUNs)
-		for _, us := range rep.LatUs {
-			lat = append(lat, time.Duration(us)*time.Microsecond)
-		}
+	m, err := mergeReports(children)
+	if err != nil {
+		return Result{}, err
 	}
 	u, err := sp.end(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(errs) > 0 {
-		return Result{}, errors.New(strings.Join(errs, "; "))
-	}
 	// The children's requests and CPU, not the parent's.
-	u.requests += reqs
-	u.clientCPU, u.childCPU = 0, cpu
+	u.requests += m.reqs
+	u.clientCPU, u.childCPU = 0, m.cpu
 	what := "1 goroutine on the one lock"
 	if spec.Mode == "many" {
 		what = fmt.Sprintf("%d goroutines, each on a lock of its own", spec.Goroutines)
 	}
+	d := time.Duration(spec.DurationNs)
 	r := curveRow(lib.name, sc, n,
 		fmt.Sprintf("one acquisition (Lock+Unlock): %d client processes, each with one client of the library and %s", n, what),
 		"Lock call to Unlock return (up to 2,000 samples per process)")
 	r.Wait = lib.wait
-	r.OpsPerSec = f(float64(pairs) / time.Duration(spec.DurationNs).Seconds())
-	r.Ops, r.Seconds = pairs, round4(time.Duration(spec.DurationNs).Seconds())
-	slices.Sort(lat)
-	r.quantiles(lat)
-	r.perOp(u, pairs)
+	r.OpsPerSec = f(float64(m.pairs) / d.Seconds())
+	r.Ops, r.Seconds = m.pairs, round4(d.Seconds())
+	slices.Sort(m.lat)
+	r.quantiles(m.lat)
+	r.perOp(u, m.pairs)
 	r.Extra["clients"] = float64(n)
 	r.Extra["connections"] = float64(conns)
 	r.Extra["connections_per_client"] = round4(float64(conns) / float64(n))
+	m.fl.note(&r)
 	return r, nil
+}
+
+// child is a child worker the parent runs.
+type child struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	close func()
+}
+
+// startChildren starts n child workers of spec (this binary, re-executed
+// with spec in childEnv) and waits until each says it is ready. It
+// returns the children started, also with an error.
+func (b *bench) startChildren(ctx context.Context, spec childSpec, n int) ([]child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	stderr := &lockedWriter{w: b.log} // the children write at once
+	var children []child
+	for range n {
+		cmd := exec.CommandContext(ctx, exe)
+		cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+		cmd.Stderr = stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return children, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return children, err
+		}
+		if err := cmd.Start(); err != nil {
+			return children, fmt.Errorf("start a child worker: %w", err)
+		}
+		children = append(children, child{cmd: cmd, in: in, out: bufio.NewReader(out), close: func() {
+			_ = in.Close()
+			_ = cmd.Wait()
+		}})
+	}
+	for _, c := range children {
+		line, err := c.out.ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "ready" {
+			return children, fmt.Errorf("a child worker did not get ready: %q %v", line, err)
+		}
+	}
+	return children, nil
+}
+
+// merged is the sum of the children's reports.
+type merged struct {
+	pairs, reqs int64
+	cpu         time.Duration
+	lat         []time.Duration
+	fl          failures
+}
+
+// mergeReports reads every child's report and sums them.
+func mergeReports(children []child) (*merged, error) {
+	m := &merged{}
+	var errs []string
+	for _, c := range children {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("a child worker's report: %w", err)
+		}
+		var rep childReport
+		if err := json.Unmarshal([]byte(line), &rep); err != nil {
+			return nil, fmt.Errorf("a child worker's report %q: %w", line, err)
+		}
+		if rep.Err != "" {
+			errs = append(errs, rep.Err)
+		}
+		m.pairs += rep.Pairs
+		m.reqs += rep.Requests
+		m.cpu += time.Duration(rep.CPUNs)
+		m.fl.lock.Add(rep.FailedLocks)
+		m.fl.unlock.Add(rep.FailedUnlocks)
+		for _, us := range rep.LatUs {
+			m.lat = append(m.lat, time.Duration(us)*time.Microsecond)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	return m, nil
 }
 
 // connections returns how many connections the server has, less the
@@ -259,4 +300,16 @@ func (b *bench) connections(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("CLIENT LIST: %w", err)
 	}
 	return max(len(strings.Split(strings.TrimSpace(list), "\n"))-1, 0), nil
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

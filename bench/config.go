@@ -47,6 +47,7 @@ type config struct {
 	ScaleHolds        []int
 	ScaleLocksSizes   []int
 	ScaleClients      []int
+	ScaleMasters      []int
 	ScaleWindow       time.Duration
 	ScaleDrainTimeout time.Duration
 	ScaleMemoryOps    int
@@ -56,6 +57,7 @@ type config struct {
 	Seed              uint64
 	CPUProfile        string // pprof CPU profile of the whole run; "" for none
 	Charts            string // directory of the SVG charts, relative to Out's; "" for none
+	Redraw            string // a results.json whose charts are drawn (nothing is run)
 
 	warmup         time.Duration // before each contended or semaphore window
 	warmupOps      int           // uncontended
@@ -99,6 +101,7 @@ func defaultConfig() config {
 		ScaleHolds:          []int{1000, 10000, 100000},
 		ScaleLocksSizes:     []int{1, 100, 10000},
 		ScaleClients:        []int{1, 16, 128},
+		ScaleMasters:        []int{1, 3},
 		ScaleWindow:         2 * time.Second,
 		ScaleDrainTimeout:   60 * time.Second,
 		ScaleMemoryOps:      1000,
@@ -268,12 +271,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
 	sizes := map[string]*[]int{"scale-waiters": &cfg.ScaleWaiters, "scale-holds": &cfg.ScaleHolds,
-		"scale-contended-locks": &cfg.ScaleLocksSizes, "scale-clients": &cfg.ScaleClients}
+		"scale-contended-locks": &cfg.ScaleLocksSizes, "scale-clients": &cfg.ScaleClients, "scale-masters": &cfg.ScaleMasters}
 	sizeUsage := map[string]string{
 		"scale-waiters":         "waiting goroutines of the waiters-* scale scenarios",
 		"scale-holds":           "locks held by one client in the held-locks scale scenario",
 		"scale-contended-locks": "locks (2 goroutines on each) of the contended-locks scale scenario",
 		"scale-clients":         "client processes of the clients-* scale scenarios",
+		"scale-masters":         "masters of the Clusters of the cluster-many-locks scale scenario",
 	}
 	for name, p := range sizes {
 		fs.Func(name, "comma-separated sizes: "+sizeUsage[name]+" (default "+joinInts(*p)+")", func(v string) error {
@@ -288,6 +292,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.ScaleDrainTimeout, "scale-drain-timeout", cfg.ScaleDrainTimeout, "a waiters-* run whose waiters have not all held the lock by then is cut (its row says how many did)")
 	fs.IntVar(&cfg.ScaleMemoryOps, "scale-memory-ops", cfg.ScaleMemoryOps, "operations of each primitive in the redis-memory scale scenario")
 	fs.StringVar(&cfg.Charts, "charts", "charts", "directory, relative to -out's, where the SVG charts are drawn (\"\" for none)")
+	fs.StringVar(&cfg.Redraw, "redraw", "", "draw the charts of an existing results.json `file` (into -charts next to it) and run nothing")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all but the scale ones: "+strings.Join(allScenarios, ",")+"; scale scenarios, \"curves\" for all of them: "+strings.Join(curveScenarios, ",")+")")
 	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks and scripts only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")

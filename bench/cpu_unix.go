@@ -11,10 +11,6 @@ import (
 // so far.
 func processCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) }
 
-// childrenCPU returns the CPU time (user + system) of this process's
-// children that have ended and been waited for.
-func childrenCPU() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
-
 func rusageCPU(who int) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(who, &ru); err != nil {

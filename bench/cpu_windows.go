@@ -4,6 +4,3 @@ import "time"
 
 // processCPU is not measured on Windows: the client CPU columns read 0.
 func processCPU() time.Duration { return 0 }
-
-// childrenCPU is not measured on Windows.
-func childrenCPU() time.Duration { return 0 }

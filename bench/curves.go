@@ -49,7 +49,7 @@ const (
 
 // curveScenarios are the scale scenarios, in the order they run; the
 // pseudo-scenario "curves" selects them all.
-var curveScenarios = []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany, scMemory}
+var curveScenarios = []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany, scClusterMasters, scMemory}
 
 // scaleLibraries are the libraries of the scale scenarios: redisync's
 // lock and the peers that wait in their own ways (redislock with its 10 ms
@@ -126,117 +126,70 @@ func (b *bench) waitersRun(ctx context.Context, sc string, lib library, w, clien
 
 	var before runtime.MemStats
 	readMemStatsAfterGC(&before)
-	g0 := runtime.NumGoroutine()
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg          sync.WaitGroup
-		lastRelease atomic.Int64 // unix ns of the Unlock call before the next acquisition
-		lastAcq     atomic.Int64
-		held        atomic.Int64
-		lat         latencies
-		errOnce     sync.Once
-		runErr      error
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { runErr = err })
-		cancel()
-	}
+	wt := &waiters{g0: runtime.NumGoroutine()}
+	wt.ctx, wt.cancel = context.WithCancel(ctx)
+	defer wt.stop()
 	for g := range w {
-		m := wr.sessions[g%clients].mutex(key)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := m.Lock(runCtx); err != nil {
-				if runCtx.Err() == nil {
-					fail(fmt.Errorf("waiter lock: %w", err))
-				}
-				return
-			}
-			now := time.Now().UnixNano()
-			lat.add(time.Duration(now - lastRelease.Load()))
-			lastAcq.Store(now)
-			held.Add(1)
-			lastRelease.Store(time.Now().UnixNano())
-			if err := m.Unlock(context.WithoutCancel(runCtx)); err != nil {
-				fail(fmt.Errorf("waiter unlock: %w", err))
-			}
-		}()
+		wt.start(wt.fl.wrap(wr.sessions[g%clients].mutex(key)))
 	}
-	stop := func() { cancel(); wg.Wait() }
-	if err := b.settleWaiters(runCtx, wr, lib, w); err != nil {
-		stop()
+	if err := b.settleWaiters(wt.ctx, wr, w); err != nil {
 		_ = holder.Unlock(ctx)
 		return Result{}, err
 	}
-	if runErr != nil || held.Load() > 0 {
-		stop()
+	if err := wt.failed(); err != nil || wt.held.Load() > 0 {
 		_ = holder.Unlock(ctx)
-		return Result{}, fmt.Errorf("a waiter got the held lock (%d), or failed: %v", held.Load(), runErr)
+		return Result{}, fmt.Errorf("a waiter got the held lock (%d), or failed: %v", wt.held.Load(), err)
 	}
 
 	// What the waiting costs.
 	var during runtime.MemStats
 	readMemStatsAfterGC(&during)
-	goroutines := runtime.NumGoroutine() - g0
-	sp, err := beginSpan(ctx, b.meter, wr.counters)
+	goroutines := runtime.NumGoroutine() - wt.g0
+	wait, err := b.idleSpan(ctx, wr.counters, b.cfg.ScaleWindow)
 	if err != nil {
-		stop()
-		return Result{}, err
-	}
-	if err := sleepCtx(ctx, b.cfg.ScaleWindow); err != nil {
-		stop()
-		return Result{}, err
-	}
-	wait, err := sp.end(ctx)
-	if err != nil {
-		stop()
 		return Result{}, err
 	}
 
 	// Everyone through.
-	sp, err = beginSpan(ctx, b.meter, append(slices.Clone(wr.counters), hr.counters...))
+	sp, err := beginSpan(ctx, b.meter, append(slices.Clone(wr.counters), hr.counters...))
 	if err != nil {
-		stop()
 		return Result{}, err
 	}
-	t0 := time.Now()
-	lastRelease.Store(t0.UnixNano())
-	if err := holder.Unlock(ctx); err != nil {
-		stop()
-		return Result{}, fmt.Errorf("holder unlock: %w", err)
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	cut := false
-	select {
-	case <-finished:
-	case <-time.After(b.cfg.ScaleDrainTimeout):
-		cut = true
-		cancel()
-		<-finished
-	case <-ctx.Done():
-		<-finished
-		return Result{}, ctx.Err()
+	t0, cut, err := wt.drain(ctx, holder, b.cfg.ScaleDrainTimeout)
+	if err != nil {
+		return Result{}, err
 	}
 	drain, err := sp.end(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	if runErr != nil && !cut {
-		return Result{}, runErr
+	if err := wt.failed(); err != nil && !cut {
+		return Result{}, err
 	}
-	n := held.Load()
-	allHeld := time.Duration(lastAcq.Load() - t0.UnixNano())
+	return wt.result(b.cfg, sc, lib, w, clients, waitCost{u: wait, goroutines: goroutines, before: &before, during: &during}, drain, t0), nil
+}
 
+// waitCost is what the waiting cost: Redis and the bench process over the
+// window (u), and the goroutines and memory statistics before the first
+// waiter and while they all waited.
+type waitCost struct {
+	u              usage
+	goroutines     int
+	before, during *runtime.MemStats
+}
+
+// result is a waiters run's row: wc the waiting's cost, drain what the
+// drain from the release at t0 cost.
+func (wt *waiters) result(cfg config, sc string, lib library, w, clients int, wc waitCost, drain usage, t0 time.Time) Result {
+	wait, goroutines, before, during := wc.u, wc.goroutines, wc.before, wc.during
+	n := wt.held.Load()
 	secs := wait.elapsed.Seconds()
 	r := curveRow(lib.name, sc, w,
 		fmt.Sprintf("one handoff: %d goroutines over %d client(s) wait on one lock another client holds; once it is released each takes it and releases it at once", w, clients),
 		"handoff: from the Unlock call before it to the Lock return")
 	r.Wait = lib.wait
 	r.Ops, r.Seconds = n, round4(drain.elapsed.Seconds())
-	r.quantiles(lat.sorted())
+	r.quantiles(wt.lat.sorted())
 	r.perOp(drain, n)
 	ww := float64(w)
 	r.Extra["clients"] = float64(clients)
@@ -249,18 +202,114 @@ func (b *bench) waitersRun(ctx context.Context, sc string, lib library, w, clien
 	r.Extra["goroutines_per_waiter"] = round4(float64(goroutines) / ww)
 	r.Extra["waiters_finished"] = float64(n)
 	if n == int64(w) {
-		r.Extra["all_held_seconds"] = round4(allHeld.Seconds())
+		r.Extra["all_held_seconds"] = round4(time.Duration(wt.lastAcq.Load() - t0.UnixNano()).Seconds())
 	} else {
-		r.Note = fmt.Sprintf("cut after %v: %d of %d waiters had held the lock", b.cfg.ScaleDrainTimeout, n, w)
+		r.Note = fmt.Sprintf("cut after %v: %d of %d waiters had held the lock", cfg.ScaleDrainTimeout, n, w)
 	}
-	return r, nil
+	wt.fl.note(&r)
+	return r
 }
 
-// settleWaiters waits until the w waiters of lib in wr are waiting: for
+// idleSpan measures what Redis and the bench process spend over d while
+// the clients of counters do what they do.
+func (b *bench) idleSpan(ctx context.Context, counters []*counter, d time.Duration) (usage, error) {
+	sp, err := beginSpan(ctx, b.meter, counters)
+	if err != nil {
+		return usage{}, err
+	}
+	if err := sleepCtx(ctx, d); err != nil {
+		return usage{}, err
+	}
+	return sp.end(ctx)
+}
+
+// waiters are the goroutines of a waiters run: each waits for the lock,
+// records its handoff time and unlocks at once.
+type waiters struct {
+	ctx         context.Context
+	cancel      context.CancelFunc
+	g0          int // goroutines before the first waiter
+	wg          sync.WaitGroup
+	lastRelease atomic.Int64 // unix ns of the Unlock call before the next acquisition
+	lastAcq     atomic.Int64
+	held        atomic.Int64
+	lat         latencies
+	fl          failures
+	errOnce     sync.Once
+	err         atomic.Pointer[error]
+}
+
+// start starts a waiter on m.
+func (wt *waiters) start(m mutex) {
+	wt.wg.Add(1)
+	go func() {
+		defer wt.wg.Done()
+		if err := m.Lock(wt.ctx); err != nil {
+			if wt.ctx.Err() == nil {
+				wt.fail(fmt.Errorf("waiter lock: %w", err))
+			}
+			return
+		}
+		now := time.Now().UnixNano()
+		wt.lat.add(time.Duration(now - wt.lastRelease.Load()))
+		wt.lastAcq.Store(now)
+		wt.held.Add(1)
+		wt.lastRelease.Store(time.Now().UnixNano())
+		if err := m.Unlock(context.WithoutCancel(wt.ctx)); err != nil {
+			wt.fail(fmt.Errorf("waiter unlock: %w", err))
+		}
+	}()
+}
+
+func (wt *waiters) fail(err error) {
+	wt.errOnce.Do(func() { wt.err.Store(&err) })
+	wt.cancel()
+}
+
+// failed returns the first failure of a waiter, nil for none.
+func (wt *waiters) failed() error {
+	if p := wt.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// stop ends the waits still going and waits for every waiter.
+func (wt *waiters) stop() {
+	wt.cancel()
+	wt.wg.Wait()
+}
+
+// drain releases the holder's lock and waits until every waiter has held
+// it and left, or for at most timeout (cut: the waits still going are
+// ended). It returns when the release was called.
+func (wt *waiters) drain(ctx context.Context, holder mutex, timeout time.Duration) (t0 time.Time, cut bool, err error) {
+	t0 = time.Now()
+	wt.lastRelease.Store(t0.UnixNano())
+	if err := holder.Unlock(ctx); err != nil {
+		return t0, false, fmt.Errorf("holder unlock: %w", err)
+	}
+	finished := make(chan struct{})
+	go func() { wt.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(timeout):
+		cut = true
+		wt.cancel()
+		<-finished
+	case <-ctx.Done():
+		wt.cancel()
+		<-finished
+		return t0, false, ctx.Err()
+	}
+	return t0, cut, nil
+}
+
+// settleWaiters waits until the w waiters in wr are waiting: for
 // redisync, its clients' Stats say so and they have sent nothing for a
 // while; for the pollers, every waiter has had time for its first
 // attempts (-scale-window / 4, at least 200 ms, plus 100 µs per waiter).
-func (b *bench) settleWaiters(ctx context.Context, wr *lockRun, lib library, w int) error {
+func (b *bench) settleWaiters(ctx context.Context, wr *lockRun, w int) error {
 	var clients []*redisync.Client
 	for _, s := range wr.sessions {
 		if rs, ok := s.(*redisyncSession); ok {
@@ -386,7 +435,7 @@ func (h *redisyncHolder) lock(ctx context.Context, key string) error {
 }
 
 func (h *redisyncHolder) unlockAll(ctx context.Context) error {
-	return eachN(len(h.held), 64, func(i int) error { return h.held[i].Unlock(ctx) })
+	return eachN(len(h.held), func(i int) error { return h.held[i].Unlock(ctx) })
 }
 func (h *redisyncHolder) close() { _ = h.c.Close() }
 
@@ -436,7 +485,7 @@ func (h *loopHolder) renewLoop(ctx context.Context) {
 		h.mu.Lock()
 		ext := slices.Clone(h.extends)
 		h.mu.Unlock()
-		_ = eachN(len(ext), 64, func(i int) error {
+		_ = eachN(len(ext), func(i int) error {
 			if err := ext[i](ctx); err != nil && ctx.Err() == nil {
 				h.failed.Add(1)
 			}
@@ -453,7 +502,7 @@ func (h *loopHolder) unlockAll(ctx context.Context) error {
 		stop()
 		<-done
 	}
-	err := eachN(len(h.unlocks), 64, func(i int) error { return h.unlocks[i](ctx) })
+	err := eachN(len(h.unlocks), func(i int) error { return h.unlocks[i](ctx) })
 	if n := h.failed.Load(); n > 0 && err == nil {
 		err = fmt.Errorf("%d extensions failed", n)
 	}
@@ -502,7 +551,7 @@ func (h *rueidisHolder) lock(ctx context.Context, key string) error {
 }
 
 func (h *rueidisHolder) unlockAll(context.Context) error {
-	return eachN(len(h.held), 64, func(i int) error { h.held[i](); return nil })
+	return eachN(len(h.held), func(i int) error { h.held[i](); return nil })
 }
 
 func (h *rueidisHolder) close() {
@@ -544,7 +593,7 @@ func (b *bench) holdsRun(ctx context.Context, name, renewal string, open func(co
 	defer rdb.Close()
 	h := open(conn{addr: b.addr, rdb: rdb, cnt: cnt}, lease)
 	defer h.close()
-	if err := eachN(n, 64, func(i int) error {
+	if err := eachN(n, func(i int) error {
 		return h.lock(ctx, b.key(name, scHolds, strconv.Itoa(n), strconv.Itoa(i)))
 	}); err != nil {
 		_ = h.unlockAll(context.WithoutCancel(ctx))
@@ -586,10 +635,10 @@ func (b *bench) holdsRun(ctx context.Context, name, renewal string, open func(co
 	return r, nil
 }
 
-// eachN runs f(0) … f(n-1), limit at a time, and returns the first error.
-func eachN(n, limit int, f func(i int) error) error {
+// eachN runs f(0) … f(n-1), 64 at a time, and returns the first error.
+func eachN(n int, f func(i int) error) error {
 	var g errgroup.Group
-	g.SetLimit(limit)
+	g.SetLimit(64)
 	for i := range n {
 		g.Go(func() error { return f(i) })
 	}
@@ -613,9 +662,10 @@ func (b *bench) contendedLocksCurve(ctx context.Context) ([]Result, error) {
 			if err != nil {
 				return rows, err
 			}
+			var fl failures
 			mutexes := make([]mutex, l*perLock)
 			for g := range mutexes {
-				mutexes[g] = lr.sessions[g%clients].mutex(b.key(lib.name, scContendedLocks, strconv.Itoa(l), strconv.Itoa(g%l)))
+				mutexes[g] = fl.wrap(lr.sessions[g%clients].mutex(b.key(lib.name, scContendedLocks, strconv.Itoa(l), strconv.Itoa(g%l))))
 			}
 			var peak atomic.Int64
 			stopSample := sampleChannels(lr, &peak)
@@ -650,6 +700,7 @@ func (b *bench) contendedLocksCurve(ctx context.Context) ([]Result, error) {
 			}
 			r.Extra["subscribe_unsubscribe_per_op"] = round4(float64(churn) / float64(max(pairs, 1)))
 			r.Extra["peak_pubsub_channels"] = float64(peak.Load())
+			fl.note(&r)
 			fmt.Fprintf(b.log, "bench: %-18s %-21s L=%-6d %s ops/s, %s (un)subscribes/op, peak %d channels\n",
 				scContendedLocks, lib.name, l, num(r.OpsPerSec, 0), num(f(r.Extra["subscribe_unsubscribe_per_op"]), 2), peak.Load())
 			rows = append(rows, r)
@@ -710,6 +761,7 @@ var curveMetrics = map[string][]string{
 	scContendedLocks: {"ops_per_sec", "subscribe_unsubscribe_per_op", "peak_pubsub_channels", "server_cpu_us_per_op", "client_cpu_us_per_op"},
 	scClientsOne:     {"ops_per_sec", "connections", "server_cpu_us_per_op", "client_cpu_us_per_op"},
 	scClientsMany:    {"ops_per_sec", "connections", "server_cpu_us_per_op", "client_cpu_us_per_op"},
+	scClusterMasters: {"ops_per_sec", "server_cpu_us_per_op", "redis_cpu_us_per_op_per_master", "client_cpu_us_per_op"},
 }
 
 // curveMetric returns figure name of row r, and whether it has one.
@@ -823,5 +875,54 @@ func writeCurves(w interface{ Write([]byte) (int, error) }, curves []Curve) {
 			pts = append(pts, fmt.Sprintf("%s: %s", strconv.FormatFloat(c.Sizes[i], 'f', -1, 64), num(f(c.Values[i]), 3)))
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", c.Scenario, c.Metric, c.Library, strings.Join(pts, ", "), num(c.Exponent, 2))
+	}
+}
+
+// tolerant wraps a mutex for the scale scenarios, where a library may
+// fail under the load itself (go-redis's pool timing out with thousands of
+// goroutines polling through one client): a Lock that fails while ctx is
+// alive is counted and called again after 10 ms, an Unlock that fails is
+// counted (the lock then stays held until its lease ends, as it would for
+// the library's user). The row gives both counts.
+type tolerant struct {
+	m              mutex
+	lockE, unlockE *atomic.Int64
+}
+
+func (t tolerant) Lock(ctx context.Context) error {
+	for {
+		err := t.m.Lock(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		t.lockE.Add(1)
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func (t tolerant) Unlock(ctx context.Context) error {
+	if err := t.m.Unlock(ctx); err != nil {
+		t.unlockE.Add(1)
+	}
+	return nil
+}
+
+// failures counts the failed calls of the tolerant mutexes of one run.
+type failures struct{ lock, unlock atomic.Int64 }
+
+func (fl *failures) wrap(m mutex) mutex { return tolerant{m: m, lockE: &fl.lock, unlockE: &fl.unlock} }
+
+// note records the counts in r, and in its note when there were any.
+func (fl *failures) note(r *Result) {
+	l, u := fl.lock.Load(), fl.unlock.Load()
+	r.Extra["failed_locks"], r.Extra["failed_unlocks"] = float64(l), float64(u)
+	if l+u > 0 {
+		msg := fmt.Sprintf("%d Lock calls failed (called again), %d Unlock calls failed", l, u)
+		if r.Note != "" {
+			msg = r.Note + "; " + msg
+		}
+		r.Note = msg
 	}
 }

@@ -171,6 +171,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -199,6 +200,9 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
+	}
+	if cfg.Redraw != "" {
+		return redraw(cfg, stderr)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -385,4 +389,24 @@ func runAndReport(ctx context.Context, cfg config, t *redisTarget, stdout, stder
 	}
 	writeMarkdown(stdout, e, results, scripts, targets, curves, cfg.Out)
 	return 0
+}
+
+// redraw draws the charts of the results.json cfg.Redraw names, with the
+// curves fitted again from its rows.
+func redraw(cfg config, stderr io.Writer) int {
+	raw, err := os.ReadFile(cfg.Redraw)
+	if err == nil {
+		var rep Report
+		if err = json.Unmarshal(raw, &rep); err == nil {
+			rep.Curves = buildCurves(rep.Results)
+			dir := filepath.Join(filepath.Dir(cfg.Redraw), cfg.Charts)
+			var files []string
+			if files, err = drawCharts(dir, rep); err == nil {
+				fmt.Fprintf(stderr, "bench: %d charts in %s\n", len(files), dir)
+				return 0
+			}
+		}
+	}
+	fmt.Fprintln(stderr, "bench: redraw:", err)
+	return 1
 }

@@ -171,6 +171,8 @@ func (b *bench) curveScenario(ctx context.Context, sc string) ([]Result, error) 
 		return b.clientsCurve(ctx, sc)
 	case scMemory:
 		return b.memoryCurve(ctx)
+	case scClusterMasters:
+		return b.clusterCurve(ctx)
 	}
 	return nil, errors.New("not a scale scenario")
 }
