@@ -197,7 +197,7 @@ func (wt *waiters) result(cfg config, sc string, lib library, w, clients int, wc
 	r.Extra["commands_per_s_waiting"] = round4(float64(wait.commands) / secs)
 	r.Extra["round_trips_per_s_waiting"] = round4(float64(wait.requests) / secs)
 	r.Extra["client_cpu_ms_per_s_waiting"] = round4(float64(wait.clientCPU) / float64(time.Millisecond) / secs)
-	r.Extra["heap_bytes_per_waiter"] = round4((float64(during.HeapInuse) - float64(before.HeapInuse)) / ww)
+	r.Extra["heap_bytes_per_waiter"] = round4((float64(during.HeapAlloc) - float64(before.HeapAlloc)) / ww)
 	r.Extra["stack_bytes_per_waiter"] = round4((float64(during.StackInuse) - float64(before.StackInuse)) / ww)
 	r.Extra["goroutines_per_waiter"] = round4(float64(goroutines) / ww)
 	r.Extra["waiters_finished"] = float64(n)
@@ -411,8 +411,11 @@ func (b *bench) holdLibraries() []struct {
 			}
 			return h
 		}},
-		{"rueidislock", "its own extension (KeyValidity lease, ExtendInterval lease/3)", func(c conn, lease time.Duration) holder {
+		{"rueidislock", "its own extension (KeyValidity lease, ExtendInterval lease/3); its default client tracking without NOLOOP re-extends a key at each invalidation its own extension causes", func(c conn, lease time.Duration) holder {
 			return &rueidisHolder{c: c, lease: lease}
+		}},
+		{"rueidislock-noloop", "its own extension (KeyValidity lease, ExtendInterval lease/3), NoLoopTracking: true (not its default)", func(c conn, lease time.Duration) holder {
+			return &rueidisHolder{c: c, lease: lease, noLoop: true}
 		}},
 	}
 }
@@ -513,13 +516,14 @@ func (h *loopHolder) close() {}
 // rueidisHolder holds rueidislock locks over one Locker whose keys last
 // lease and are extended every lease/3.
 type rueidisHolder struct {
-	c     conn
-	lease time.Duration
-	once  sync.Once
-	l     rueidislock.Locker
-	err   error
-	mu    sync.Mutex
-	held  []context.CancelFunc
+	c      conn
+	lease  time.Duration
+	noLoop bool // NoLoopTracking
+	once   sync.Once
+	l      rueidislock.Locker
+	err    error
+	mu     sync.Mutex
+	held   []context.CancelFunc
 }
 
 func (h *rueidisHolder) lock(ctx context.Context, key string) error {
@@ -528,6 +532,7 @@ func (h *rueidisHolder) lock(ctx context.Context, key string) error {
 			ClientOption:   rueidis.ClientOption{InitAddress: []string{h.c.addr}},
 			KeyValidity:    h.lease,
 			ExtendInterval: h.lease / 3,
+			NoLoopTracking: h.noLoop,
 			ClientBuilder: func(opt rueidis.ClientOption) (rueidis.Client, error) {
 				rc, err := rueidis.NewClient(opt)
 				if err != nil {
@@ -629,7 +634,7 @@ func (b *bench) holdsRun(ctx context.Context, name, renewal string, open func(co
 	r.Extra["commands_per_s"] = round4(float64(u.commands) / secs)
 	r.Extra["round_trips_per_tick"] = round4(float64(u.requests) / float64(ticks))
 	r.Extra["redis_cpu_us_per_hold_per_tick"] = round4(float64(u.cpu) / float64(time.Microsecond) / float64(ticks) / float64(n))
-	r.Extra["heap_bytes_per_hold"] = round4((float64(during.HeapInuse) - float64(before.HeapInuse)) / float64(n))
+	r.Extra["heap_bytes_per_hold"] = round4((float64(during.HeapAlloc) - float64(before.HeapAlloc)) / float64(n))
 	r.Extra["stack_bytes_per_hold"] = round4((float64(during.StackInuse) - float64(before.StackInuse)) / float64(n))
 	r.perOp(u, int64(ticks))
 	return r, nil
