@@ -5,7 +5,7 @@ GO ?= go
 # Every Go module in the repository (directories holding a go.mod).
 MODULES = $(shell find . -name go.mod -not -path "./.git/*" -not -path "*/testdata/*" -not -path "*/vendor/*" -exec dirname {} \; | LC_ALL=C sort)
 
-.PHONY: test vet fmt lint demo bench chaos
+.PHONY: test vet fmt lint demo bench bench-scale chaos
 
 # Install redis-server if missing, check gofmt, then go vet and
 # go test -race in every module. See scripts/test.sh.
@@ -33,6 +33,12 @@ demo:
 # Run the benchmarks (the bench module); BENCHFLAGS="--redis host:port" uses an existing server.
 bench:
 	cd bench && $(GO) run . $(BENCHFLAGS)
+
+# The scale curves (waiters, held locks, contended locks, client processes,
+# Redis memory) against the peers: longer than 20 minutes, so apart from
+# "make bench"; results and charts in bench/scale/.
+bench-scale:
+	mkdir -p bench/scale && cd bench && $(GO) run . -scenarios curves -out scale/results.json $(BENCHFLAGS)
 
 # The fault suite (the chaos module), longer than the bounded pass that
 # "make test" runs: SEEDS seeds from SEED on, a DURATION fault phase each,

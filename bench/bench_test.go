@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,7 +18,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The clients-* scenarios re-execute the binary as child workers.
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain(os.Stdin, os.Stdout))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // wantRows are the (scenario, library) rows of a full run, in order.
 var wantRows = func() [][2]string {
@@ -550,5 +557,79 @@ func TestTargets(t *testing.T) {
 	check("semaphore round trips per acquisition", &no, 0, "")
 	if tg := byName["fair lock contended-0ms ops/s vs the plain lock"]; tg.Library != "redisync-fair" || *tg.Redisync != 1200 {
 		t.Errorf("fair lock target judges %s's %v, want redisync-fair's 1200", tg.Library, tg.Redisync)
+	}
+}
+
+// TestFitExponent checks the growth fit on exact power laws.
+func TestFitExponent(t *testing.T) {
+	for _, k := range []float64{0, 1, -1, 0.5, 2} {
+		sizes := []float64{10, 100, 1000, 10000}
+		var vals []float64
+		for _, s := range sizes {
+			vals = append(vals, 3*math.Pow(s, k))
+		}
+		got := fitExponent(sizes, vals)
+		if got == nil || math.Abs(*got-k) > 0.005 {
+			t.Errorf("k = %v: fitted %v", k, got)
+		}
+	}
+	if got := fitExponent([]float64{10, 100}, []float64{0, 5}); got != nil {
+		t.Errorf("one positive point: fitted %v, want none", *got)
+	}
+}
+
+// TestQuickCurves runs the scale scenarios with tiny sizes for redisync
+// and redislock, and checks their rows, curves (with exponents) and
+// charts.
+func TestQuickCurves(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"-quick", "-scenarios", "curves", "-libraries", "redisync,redislock", "-out", out}
+	if code := mainErr(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, r := range rep.Results {
+		if _, ok := r.Extra["size"]; ok || r.Scenario == scMemory {
+			rows[r.Scenario+" "+r.Library]++
+		}
+	}
+	for _, sc := range []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany, scClusterMasters} {
+		if rows[sc+" redisync"] != 2 {
+			t.Errorf("%s: %d redisync rows, want 2 (one per size)", sc, rows[sc+" redisync"])
+		}
+	}
+	if rows[scMemory+" redisync"] != 1 || rows[scMemory+" redislock"] != 1 {
+		t.Errorf("redis-memory rows: %v", rows)
+	}
+	exps := 0
+	for _, c := range rep.Curves {
+		if c.Exponent != nil {
+			exps++
+		}
+	}
+	if exps == 0 {
+		t.Error("no curve has an exponent")
+	}
+	if !strings.Contains(stdout.String(), "Scale curves") {
+		t.Error("the table has no scale curves")
+	}
+	charts, _ := filepath.Glob(filepath.Join(dir, "charts", "*.svg"))
+	if len(charts) == 0 {
+		t.Error("no chart drawn")
+	}
+	for _, r := range rep.Results {
+		if r.Scenario == scWaiters1 && r.Library == "redisync" && r.Extra["waiters_finished"] != r.Extra["size"] {
+			t.Errorf("waiters: %v of %v held the lock", r.Extra["waiters_finished"], r.Extra["size"])
+		}
 	}
 }

@@ -39,12 +39,25 @@ type config struct {
 	WatchdogManyLocks   int // of watchdog-10000
 	WatchdogTimeout     time.Duration
 	WatchdogTicks       int
-	ScriptCalls         int      // calls of each script in the scripts scenario
-	Rounds              int      // turns the libraries of a lock scenario take
-	Scenarios           []string // nil: all
-	Libraries           []string // nil: all
-	Seed                uint64
-	CPUProfile          string // pprof CPU profile of the whole run; "" for none
+	ScriptCalls         int // calls of each script in the scripts scenario
+	// The scale scenarios (curves.go): the sizes of each curve, the
+	// window over which waiting is measured, the bound of a waiters run's
+	// drain, and the operations of the redis-memory scenario.
+	ScaleWaiters      []int
+	ScaleHolds        []int
+	ScaleLocksSizes   []int
+	ScaleClients      []int
+	ScaleMasters      []int
+	ScaleWindow       time.Duration
+	ScaleDrainTimeout time.Duration
+	ScaleMemoryOps    int
+	Rounds            int      // turns the libraries of a lock scenario take
+	Scenarios         []string // nil: all
+	Libraries         []string // nil: all
+	Seed              uint64
+	CPUProfile        string // pprof CPU profile of the whole run; "" for none
+	Charts            string // directory of the SVG charts, relative to Out's; "" for none
+	Redraw            string // a results.json whose charts are drawn (nothing is run)
 
 	warmup         time.Duration // before each contended or semaphore window
 	warmupOps      int           // uncontended
@@ -84,6 +97,14 @@ func defaultConfig() config {
 		WatchdogTimeout:     3 * time.Second,
 		WatchdogTicks:       5,
 		ScriptCalls:         2000,
+		ScaleWaiters:        []int{10, 100, 1000, 10000},
+		ScaleHolds:          []int{1000, 10000, 100000},
+		ScaleLocksSizes:     []int{1, 100, 10000},
+		ScaleClients:        []int{1, 16, 128},
+		ScaleMasters:        []int{1, 3},
+		ScaleWindow:         2 * time.Second,
+		ScaleDrainTimeout:   60 * time.Second,
+		ScaleMemoryOps:      1000,
 		Rounds:              4,
 		Seed:                1,
 		warmup:              300 * time.Millisecond,
@@ -116,6 +137,13 @@ func (c *config) quick(set map[string]bool) {
 	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
 	def("script-calls", func() { c.ScriptCalls = 40 })
 	def("rounds", func() { c.Rounds = 2 })
+	def("scale-waiters", func() { c.ScaleWaiters = []int{2, 8} })
+	def("scale-holds", func() { c.ScaleHolds = []int{20, 80} })
+	def("scale-contended-locks", func() { c.ScaleLocksSizes = []int{1, 8} })
+	def("scale-clients", func() { c.ScaleClients = []int{1, 2} })
+	def("scale-window", func() { c.ScaleWindow = 200 * time.Millisecond })
+	def("scale-drain-timeout", func() { c.ScaleDrainTimeout = 20 * time.Second })
+	def("scale-memory-ops", func() { c.ScaleMemoryOps = 40 })
 	c.warmup = 50 * time.Millisecond
 	c.warmupOps = 5
 	c.warmupHandoffs = 1
@@ -134,8 +162,9 @@ func (c config) validate() error {
 		bad = append(bad, "counts must be at least 1")
 	}
 	for _, s := range c.Scenarios {
-		if !contains(allScenarios, s) {
-			bad = append(bad, fmt.Sprintf("unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", ")))
+		if !contains(allScenarios, s) && !contains(curveScenarios, s) && s != "curves" {
+			bad = append(bad, fmt.Sprintf("unknown scenario %q (have %s; and the scale ones, \"curves\" for all: %s)",
+				s, strings.Join(allScenarios, ", "), strings.Join(curveScenarios, ", ")))
 		}
 	}
 	if len(bad) > 0 {
@@ -147,7 +176,8 @@ func (c config) validate() error {
 // durationsValid reports whether the run lengths are positive, the
 // watchdog timeout at least 30ms and the holds not negative.
 func (c config) durationsValid() bool {
-	return c.Uncontended > 0 && c.Duration > 0 && c.WatchdogTimeout >= 30*time.Millisecond && c.HandoffHold >= 0 && c.SemaphoreHold >= 0
+	return c.Uncontended > 0 && c.Duration > 0 && c.WatchdogTimeout >= 30*time.Millisecond && c.HandoffHold >= 0 && c.SemaphoreHold >= 0 &&
+		c.ScaleWindow > 0 && c.ScaleDrainTimeout > 0
 }
 
 // countsValid reports whether every count is at least 1.
@@ -156,7 +186,7 @@ func (c config) countsValid() bool {
 		c.ManyLocksGoroutines, c.ManyLocksClients, c.Permits, c.FanoutWaiters,
 		c.FanoutRounds, c.WatchdogLocks, c.WatchdogManyLocks,
 		c.ScaleLocks, c.ScaleWaitersPerLock, c.ScaleHandoffs, c.WatchdogTicks, c.Rounds,
-		c.ScriptCalls} {
+		c.ScriptCalls, c.ScaleMemoryOps} {
 		if n < 1 {
 			return false
 		}
@@ -164,8 +194,16 @@ func (c config) countsValid() bool {
 	return true
 }
 
+// scenario reports whether scenario name runs: with no -scenarios, every
+// scenario but the scale ones; "curves" selects every scale scenario.
 func (c config) scenario(name string) bool {
-	return len(c.Scenarios) == 0 || contains(c.Scenarios, name)
+	if contains(curveScenarios, name) && contains(c.Scenarios, "curves") {
+		return true
+	}
+	if len(c.Scenarios) == 0 {
+		return !contains(curveScenarios, name)
+	}
+	return contains(c.Scenarios, name)
 }
 
 func (c config) library(name string) bool {
@@ -232,7 +270,30 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the libraries of a lock scenario take: each runs 1/rounds of its measurement per turn")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")
-	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(allScenarios, ",")+")")
+	sizes := map[string]*[]int{"scale-waiters": &cfg.ScaleWaiters, "scale-holds": &cfg.ScaleHolds,
+		"scale-contended-locks": &cfg.ScaleLocksSizes, "scale-clients": &cfg.ScaleClients, "scale-masters": &cfg.ScaleMasters}
+	sizeUsage := map[string]string{
+		"scale-waiters":         "waiting goroutines of the waiters-* scale scenarios",
+		"scale-holds":           "locks held by one client in the held-locks scale scenario",
+		"scale-contended-locks": "locks (2 goroutines on each) of the contended-locks scale scenario",
+		"scale-clients":         "client processes of the clients-* scale scenarios",
+		"scale-masters":         "masters of the Clusters of the cluster-many-locks scale scenario",
+	}
+	for name, p := range sizes {
+		fs.Func(name, "comma-separated sizes: "+sizeUsage[name]+" (default "+joinInts(*p)+")", func(v string) error {
+			n, err := parseSizes(v)
+			if err == nil {
+				*p = n
+			}
+			return err
+		})
+	}
+	fs.DurationVar(&cfg.ScaleWindow, "scale-window", cfg.ScaleWindow, "how long the cost of waiting is measured in the waiters-* scale scenarios")
+	fs.DurationVar(&cfg.ScaleDrainTimeout, "scale-drain-timeout", cfg.ScaleDrainTimeout, "a waiters-* run whose waiters have not all held the lock by then is cut (its row says how many did)")
+	fs.IntVar(&cfg.ScaleMemoryOps, "scale-memory-ops", cfg.ScaleMemoryOps, "operations of each primitive in the redis-memory scale scenario")
+	fs.StringVar(&cfg.Charts, "charts", "charts", "directory, relative to -out's, where the SVG charts are drawn (\"\" for none)")
+	fs.StringVar(&cfg.Redraw, "redraw", "", "draw the charts of an existing results.json `file` (into -charts next to it) and run nothing")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all but the scale ones: "+strings.Join(allScenarios, ",")+"; scale scenarios, \"curves\" for all of them: "+strings.Join(curveScenarios, ",")+")")
 	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks and scripts only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
 	if err := fs.Parse(args); err != nil {
@@ -249,4 +310,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.quick(set)
 	}
 	return cfg, cfg.validate()
+}
+
+// joinInts formats sizes as a comma-separated list.
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -171,18 +171,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 	"time"
 )
 
 func main() {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain(os.Stdin, os.Stdout))
+	}
 	os.Exit(mainErr(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -195,6 +200,9 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
+	}
+	if cfg.Redraw != "" {
+		return redraw(cfg, stderr)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -362,12 +370,43 @@ func runAndReport(ctx context.Context, cfg config, t *redisTarget, stdout, stder
 	}
 	e.Server = t.desc
 	targets := evaluateTargets(results)
+	curves := buildCurves(results)
+	rep := Report{Environment: e, Results: results, Scripts: scripts, Targets: targets, Curves: curves}
 	if cfg.Out != "" {
-		if err := writeJSON(cfg.Out, Report{Environment: e, Results: results, Scripts: scripts, Targets: targets}); err != nil {
+		if err := writeJSON(cfg.Out, rep); err != nil {
 			fmt.Fprintln(stderr, "bench: write results:", err)
 			return 1
 		}
+		if cfg.Charts != "" {
+			dir := filepath.Join(filepath.Dir(cfg.Out), cfg.Charts)
+			files, err := drawCharts(dir, rep)
+			if err != nil {
+				fmt.Fprintln(stderr, "bench: charts:", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "bench: %d charts in %s\n", len(files), dir)
+		}
 	}
-	writeMarkdown(stdout, e, results, scripts, targets, cfg.Out)
+	writeMarkdown(stdout, e, results, scripts, targets, curves, cfg.Out)
 	return 0
+}
+
+// redraw draws the charts of the results.json cfg.Redraw names, with the
+// curves fitted again from its rows.
+func redraw(cfg config, stderr io.Writer) int {
+	raw, err := os.ReadFile(cfg.Redraw)
+	if err == nil {
+		var rep Report
+		if err = json.Unmarshal(raw, &rep); err == nil {
+			rep.Curves = buildCurves(rep.Results)
+			dir := filepath.Join(filepath.Dir(cfg.Redraw), cfg.Charts)
+			var files []string
+			if files, err = drawCharts(dir, rep); err == nil {
+				fmt.Fprintf(stderr, "bench: %d charts in %s\n", len(files), dir)
+				return 0
+			}
+		}
+	}
+	fmt.Fprintln(stderr, "bench: redraw:", err)
+	return 1
 }

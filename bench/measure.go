@@ -176,16 +176,20 @@ var pubsubCommands = []string{"subscribe", "unsubscribe", "psubscribe", "punsubs
 
 // usage is what a measured span cost the server.
 type usage struct {
-	commands  int64            // every command Redis executed, including those run inside scripts
-	requests  int64            // requests the clients sent (commands and pipelines) plus pub/sub (un)subscribes
-	scripts   int64            // EVALSHA + EVAL + EVALSHA_RO + EVAL_RO + FCALL calls
-	bytesIn   int64            // bytes Redis read from clients
-	bytesOut  int64            // bytes Redis wrote to clients, pub/sub messages included
-	cpu       time.Duration    // CPU time the server process used (user + sys)
-	keys      int64            // keys added (created minus deleted or expired)
-	byCommand map[string]int64 // commands by name
-	usecBy    map[string]int64 // execution microseconds by command name (a script's include its commands')
-	elapsed   time.Duration    // between the two snapshots
+	commands int64         // every command Redis executed, including those run inside scripts
+	requests int64         // requests the clients sent (commands and pipelines) plus pub/sub (un)subscribes
+	scripts  int64         // EVALSHA + EVAL + EVALSHA_RO + EVAL_RO + FCALL calls
+	bytesIn  int64         // bytes Redis read from clients
+	bytesOut int64         // bytes Redis wrote to clients, pub/sub messages included
+	cpu      time.Duration // CPU time the server process used (user + sys)
+	// clientCPU is the CPU time (user + sys) the bench process used, all
+	// its goroutines included; childCPU that of its child workers
+	// (clients-curve), as they reported it.
+	clientCPU, childCPU time.Duration
+	keys                int64            // keys added (created minus deleted or expired)
+	byCommand           map[string]int64 // commands by name
+	usecBy              map[string]int64 // execution microseconds by command name (a script's include its commands')
+	elapsed             time.Duration    // between the two snapshots
 	// batches and batchCalls: redisync's script pipeline batches and the
 	// calls they carried (pipelineTotals)
 	batches, batchCalls int64
@@ -197,7 +201,8 @@ type span struct {
 	meter    *redis.Client
 	counters []*counter
 	before   snapshot
-	pipeline [2]int64 // pipelineTotals at the start
+	pipeline [2]int64      // pipelineTotals at the start
+	cpu0     time.Duration // processCPU at the start
 }
 
 func beginSpan(ctx context.Context, meter *redis.Client, counters []*counter) (*span, error) {
@@ -211,10 +216,12 @@ func beginSpan(ctx context.Context, meter *redis.Client, counters []*counter) (*
 	}
 	s.before = snap
 	s.pipeline[0], s.pipeline[1] = pipelineTotals()
+	s.cpu0 = processCPU()
 	return s, nil
 }
 
 func (s *span) end(ctx context.Context) (usage, error) {
+	clientCPU := processCPU() - s.cpu0
 	var reqs int64
 	for i, c := range s.counters {
 		reqs += c.started.Load() - s.before.requests[i]
@@ -233,10 +240,11 @@ func (s *span) end(ctx context.Context) (usage, error) {
 		elapsed:    after.taken.Sub(s.before.taken),
 		// The first INFO's reply and the second INFO's request fall
 		// inside the span; neither is the libraries' traffic.
-		bytesIn:  after.netIn - s.before.netIn - after.infoIn,
-		bytesOut: after.netOut - s.before.netOut - s.before.infoOut,
-		cpu:      time.Duration((after.cpu - s.before.cpu) * float64(time.Second)),
-		keys:     after.keys - s.before.keys,
+		bytesIn:   after.netIn - s.before.netIn - after.infoIn,
+		bytesOut:  after.netOut - s.before.netOut - s.before.infoOut,
+		cpu:       time.Duration((after.cpu - s.before.cpu) * float64(time.Second)),
+		clientCPU: clientCPU,
+		keys:      after.keys - s.before.keys,
 	}
 	for name, n := range after.calls {
 		d := n - s.before.calls[name]
@@ -326,6 +334,8 @@ func (u *usage) add(v usage) {
 	u.bytesIn += v.bytesIn
 	u.bytesOut += v.bytesOut
 	u.cpu += v.cpu
+	u.clientCPU += v.clientCPU
+	u.childCPU += v.childCPU
 	u.keys += v.keys
 	u.elapsed += v.elapsed
 	u.batches += v.batches

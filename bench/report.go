@@ -77,6 +77,14 @@ type Result struct {
 	// redis-server process used per operation, in microseconds: script
 	// execution, command processing and socket I/O.
 	ServerCPUusPerOp *float64 `json:"server_cpu_us_per_op"`
+	// ClientCPUusPerOp is the CPU time (user + sys, getrusage) the bench
+	// process used per operation while the row ran, in microseconds:
+	// every client of the row's library, its go-redis (or rueidis)
+	// clients and the bench's own loop. The libraries of a scenario take
+	// turns, so each row's figure is its own library's; the meter's INFO
+	// snapshots add a little. In the clients-curve rows it is the child
+	// worker processes' CPU (they report their own getrusage).
+	ClientCPUusPerOp *float64 `json:"client_cpu_us_per_op"`
 	// KeysAddedPerOp is the growth of the key count per operation (INFO
 	// keyspace): keys an operation leaves behind until they expire, such
 	// as redisync's retry-safety records.
@@ -154,6 +162,7 @@ func (r *Result) perOp(u usage, ops int64) {
 	r.BytesInPerOp = f(float64(u.bytesIn) / n)
 	r.BytesOutPerOp = f(float64(u.bytesOut) / n)
 	r.ServerCPUusPerOp = f(float64(u.cpu) / float64(time.Microsecond) / n)
+	r.ClientCPUusPerOp = f(float64(u.clientCPU+u.childCPU) / float64(time.Microsecond) / n)
 	r.KeysAddedPerOp = f(float64(u.keys) / n)
 	if u.batches > 0 {
 		r.MeanBatch = f(float64(u.batchCalls) / float64(u.batches))
@@ -184,6 +193,9 @@ type Report struct {
 	// call.
 	Scripts []ScriptCost `json:"scripts"`
 	Targets []Target     `json:"targets"`
+	// Curves are the scale scenarios' figures against their sizes, each
+	// with its fitted growth exponent (curves.go); empty when none ran.
+	Curves []Curve `json:"curves"`
 }
 
 // writeJSON writes the report to path through a temporary file, so that
@@ -219,11 +231,11 @@ type env struct {
 // writeMarkdown prints the results as a markdown table, with the
 // environment above it and what each scenario measures below it, then the
 // scripts scenario's table and the targets.
-func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, targets []Target, outPath string) {
+func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, targets []Target, curves []Curve, outPath string) {
 	fmt.Fprintf(w, "Machine: %d × %s, %s; Redis %s (%s), PING round trip p50 %s ms (the rtt row); %s.\n\n",
 		e.CPUs, e.CPU, e.OS, e.Redis, e.Server, num(f(e.RTTp50ms), 3), e.Go)
-	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | allocs/op | notes |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| scenario | library | ops/s | p50 ms | p99 ms | p50/rtt | round trips/op | commands/op | busiest / ideal share % | bytes in/out per op | Redis CPU µs/op | client CPU µs/op | allocs/op | notes |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	var legend []string
 	seen := map[string]bool{}
 	for _, r := range results {
@@ -240,10 +252,10 @@ func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, t
 		if r.Note != "" {
 			notes = append(notes, r.Note)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Library, num(r.OpsPerSec, 0), num(r.P50ms, 3), num(r.P99ms, 3), num(r.P50RTT, 1),
 			num(r.RoundTripsPerOp, 2), num(r.CommandsPerOp, 1), shareCell(r), bytesCell(r), num(r.ServerCPUusPerOp, 0),
-			num(r.AllocsPerOp, 1), strings.Join(notes, "; "))
+			num(r.ClientCPUusPerOp, 0), num(r.AllocsPerOp, 1), strings.Join(notes, "; "))
 		if !seen[r.Scenario] {
 			seen[r.Scenario] = true
 			legend = append(legend, fmt.Sprintf("- %s: op = %s; p50/p99 = %s.", r.Scenario, r.Op, r.Latency))
@@ -259,8 +271,10 @@ func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, t
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
 	fmt.Fprintln(w, "  Redis CPU: user+sys CPU time of the redis-server process (INFO cpu) per op;")
+	fmt.Fprintln(w, "  client CPU: user+sys CPU time of the bench process (getrusage; in clients-curve its child workers') per op;")
 	fmt.Fprintln(w, "  allocs/op (uncontended rows): heap allocations of the tool's process per lock+unlock (runtime.MemStats).")
 	writeScripts(w, scripts)
+	writeCurves(w, curves)
 	writeTargets(w, targets, results)
 	if outPath != "" {
 		abs, err := filepath.Abs(outPath)

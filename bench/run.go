@@ -72,6 +72,16 @@ func run(ctx context.Context, cfg config, addr, replicaAddr string, log io.Write
 			return t.results, t.scripts, e, err
 		}
 	}
+	for _, sc := range curveScenarios {
+		if !cfg.scenario(sc) {
+			continue
+		}
+		rows, err := b.curveScenario(ctx, sc)
+		t.results = append(t.results, rows...)
+		if err != nil {
+			return t.results, t.scripts, e, fmt.Errorf("%s: %w", sc, err)
+		}
+	}
 	return t.results, t.scripts, e, nil
 }
 
@@ -144,6 +154,27 @@ func (b *bench) runScenario(ctx context.Context, sc string, t *tally) error {
 		t.record(r)
 	}
 	return nil
+}
+
+// curveScenario runs scale scenario sc (curves.go) at each of its sizes.
+func (b *bench) curveScenario(ctx context.Context, sc string) ([]Result, error) {
+	switch sc {
+	case scWaiters1:
+		return b.waitersCurve(ctx, sc, 1)
+	case scWaiters16:
+		return b.waitersCurve(ctx, sc, 16)
+	case scHolds:
+		return b.holdsCurve(ctx)
+	case scContendedLocks:
+		return b.contendedLocksCurve(ctx)
+	case scClientsOne, scClientsMany:
+		return b.clientsCurve(ctx, sc)
+	case scMemory:
+		return b.memoryCurve(ctx)
+	case scClusterMasters:
+		return b.clusterCurve(ctx)
+	}
+	return nil, errors.New("not a scale scenario")
 }
 
 // redisyncScenario runs one of the scenarios only redisync runs.

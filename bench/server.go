@@ -55,10 +55,10 @@ type server struct {
 
 // startServer starts redis-server from bin. A port taken by another process
 // between probing and binding is retried on a new port.
-func startServer(bin string) (*server, error) {
+func startServer(bin string, extra ...string) (*server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := startServerOnce(bin)
+		s, err := startServerOnce(bin, extra...)
 		if err == nil {
 			return s, nil
 		}
@@ -67,17 +67,18 @@ func startServer(bin string) (*server, error) {
 	return nil, lastErr
 }
 
-func startServerOnce(bin string) (*server, error) {
+func startServerOnce(bin string, extra ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	return startServerOn(bin, port)
+	return startServerOn(bin, port, extra...)
 }
 
-// startServerOn starts redis-server from bin on port and returns once it,
-// and not some other process on that port, answers.
-func startServerOn(bin string, port int) (*server, error) {
+// startServerOn starts redis-server from bin on port, with the extra
+// arguments, and returns once it, and not some other process on that
+// port, answers.
+func startServerOn(bin string, port int, extra ...string) (*server, error) {
 	dir, err := os.MkdirTemp("", "redisync-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory for redis-server: %w", err)
@@ -98,6 +99,7 @@ func startServerOn(bin string, port int) (*server, error) {
 		"--appendonly", "no",
 		"--loglevel", "warning",
 	)
+	s.cmd.Args = append(s.cmd.Args, extra...)
 	s.cmd.Stdout = s.out
 	s.cmd.Stderr = s.out
 	s.cmd.SysProcAttr = serverProcAttr()

@@ -47,7 +47,7 @@ var digests = map[string]digest{
 	"rwlock_write_handoff.lua":          {sha1: "311c0ed9451c2289e5b27e288185b3e87db8035e", fnv: 0xd1e762a8547a3d7e},
 	"rwlock_write_release.lua":          {sha1: "832f92152a161a84caf7238532501ecb55316222", fnv: 0x3185dbb510b7666a},
 	"rwlock_write_release_fresh.lua":    {sha1: "4e0d804e4dcb8a03f2c40cdf2f7e6fe4f5e4ee46", fnv: 0x407451c1f7a15972},
-	"semaphore_acquire.lua":             {sha1: "f92151c0bc0a3ef73e2d32e91cfb02347fad05cc", fnv: 0x8a2ebf17ae1fe882},
+	"semaphore_acquire.lua":             {sha1: "5906fdc0d422849f83d3236fdfa7d23d9ad1f6c9", fnv: 0xe00f83af954a4986},
 	"semaphore_add.lua":                 {sha1: "4b94afdb6cf01a9795ef71f67f49f913d03302c1", fnv: 0xf83d1fb713526546},
 	"semaphore_delete.lua":              {sha1: "b5b4272d8ea911997f1494ee2852ab938e55331c", fnv: 0x4ad43b2ee0847c92},
 	"semaphore_drain.lua":               {sha1: "a088ea1572ae321777a345b3eccc356d14461dbe", fnv: 0xd33e116413a49f34},
@@ -57,8 +57,8 @@ var digests = map[string]digest{
 	"semaphore_permit_set.lua":          {sha1: "7e7af1dce175960fb1c4242865e3321146bcb3d6", fnv: 0x6ccf1fbd286bb49c},
 	"semaphore_permit_state.lua":        {sha1: "ef1d092944efbe0532ce22ecd97fda8f96a9298b", fnv: 0xac1fe54763fdebd4},
 	"semaphore_permit_update_lease.lua": {sha1: "ea379c54d1b0a5c35b14cd4e8af1d570a40d9045", fnv: 0x3ec47254550d5892},
-	"semaphore_release.lua":             {sha1: "611821ac6e51ca73a1bc8774d59e914a755dad9b", fnv: 0x357382fde28e2867},
-	"semaphore_release_if_exists.lua":   {sha1: "706e54d02c698a92d7540047fab65862f1b69e33", fnv: 0x0599c5291065f8d4},
+	"semaphore_release.lua":             {sha1: "8543aa507811c50061a4164ae6fbd435b0a1543e", fnv: 0xb3527bd76edb45cb},
+	"semaphore_release_if_exists.lua":   {sha1: "f08f94b5086edea292839237450aff94803aaae4", fnv: 0xbbdcd543f2f641f8},
 	"semaphore_try_set.lua":             {sha1: "7a0952fbb2bfbdd3c0191aa4122caa76b4e95a8c", fnv: 0xa4376d8fe88b30c8},
 }
 

@@ -18,9 +18,16 @@
 -- know yet): fields below it are dropped, so the hash holds the requests in
 -- flight only. A copy of a request below the mark is stale: its client
 -- knows its outcome (or gave up on it) and waits for no reply, so it
--- changes nothing. The hash lives two hours after the client's latest
--- request on the semaphore; a client goes on asking about one request for
--- at most an hour (core.Client.CompleteRelease, Undo).
+-- changes nothing. The hash lives 70 minutes and a second after the
+-- client's latest request on the semaphore recorded in it: a client asks
+-- about one request (re-sends it, or sends its undo) for at most an hour
+-- after its call returned (request.completeMax: CompleteRelease, Undo),
+-- which was at most a request lifetime (request.MaxTTL, 5 minutes) after
+-- the request was sent, and its last question lives at most a request
+-- lifetime more, to a second past its deadline as records do; so every
+-- copy that can still arrive after the outcome was recorded, the last
+-- question included, finds the ledger (request's ledger_ttl test keeps
+-- the figure equal to completeMax + 2 × MaxTTL + 1 s).
 --
 -- A copy is still refused after its deadline (refuse_late) unless the
 -- ledger has its outcome: a client re-sending a request after a long
@@ -37,8 +44,8 @@
 --                          a late one, and dropping the fields below lw)
 --   ledger_record(h, seq, value)
 --                          records request seq's outcome and keeps the
---                          ledger two hours
-local ledger_ttl = '7200000' -- two hours, in ms (a string: Redis formats numbers at a cost)
+--                          ledger 70 minutes and a second
+local ledger_ttl = '4201000' -- 70 min 1 s, in ms (a string: Redis formats numbers at a cost)
 
 local function ledger_replay(h, seq, lw, deadline)
   local low = tonumber(redis.call('hget', h, 'lw'))

@@ -94,10 +94,11 @@
 //
 // {name} is the name in braces unless it already contains "{", so all of a
 // semaphore's keys share one Redis Cluster slot. Request records are kept
-// under redisync_request:{name}:<request id> for a few seconds, and each
+// under redisync_request:{name}:<request id> until a second past their
+// request's deadline (46 s with go-redis's default timeouts), and each
 // client's ledger on a counted semaphore under
 // redisync_request:{name}:ledger:<client> (a hash of its requests in
-// flight, expiring two hours after its last request). On a
+// flight, expiring 70 minutes after its last request). On a
 // Cluster, a name holding braces that do not form a hash tag ("a}b",
 // "a{}b", "a{b") is refused (an error wrapping
 // redisync.ErrInvalidArgument, before anything is sent): Redisson's layout
