@@ -303,7 +303,7 @@ func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
 		if live && res[i] == 0 {
-			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", errs.ErrLockLost))
+			h.end(w.hs.c.goneErr(h)) // names eviction when the primary may evict (eviction.go)
 			gone++
 		}
 	}
