@@ -83,7 +83,8 @@ if redis.call('exists', hash, req) == 0 then
   redis.call('pexpire', hash, ARGV[1])
   if ARGV[1] - 1000 < left then
     -- the lease may end before the deadline
-    redis.call('set', req, '1:' .. token, 'px', left + 1000)
+    -- %d: a token of 16 digits would print as 1.79...e+15 with ..
+    redis.call('set', req, '1:' .. string.format('%d', token), 'px', left + 1000)
   end
   return {1, 1, token}
 end

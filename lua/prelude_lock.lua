@@ -89,7 +89,9 @@ local function take_hold(hash, field, count, lease, fencing, counter, req, deadl
   end
   redis.call('hset', hash, field, count)
   redis.call('pexpire', hash, lease)
-  record(req, count .. ':' .. token, deadline)
+  -- %d: a token of 16 digits (the server's clock) would print as
+  -- 1.79...e+15 with ..
+  record(req, count .. ':' .. string.format('%d', token), deadline)
   return {1, count, token}
 end
 
