@@ -54,7 +54,17 @@
 //   - Fencing tokens (rlock.WithFencing): every hold gets a number larger
 //     than all before it, kept by its re-entries. A resource that remembers
 //     the largest token it has seen and rejects smaller ones is safe even
-//     against a holder that lost its lock without knowing.
+//     against a holder that lost its lock without knowing. Tokens keep
+//     growing when their counter is lost (a restart without persistence,
+//     eviction, a failover): docs/fencing-tokens.md.
+//
+// Only maxmemory-policy noeviction is safe. Every key redisync writes has a
+// TTL, so every other policy (volatile-* included) may evict a lock while
+// it is held: another owner takes it while its holder learns at its next
+// renewal, with an ErrLockLost whose text names eviction. The Client reads
+// each primary's policy when it first connects to it and warns (a log
+// record at Warn, Stats.EvictingPrimaries, Observer.Eviction) when it is
+// not noeviction.
 //
 // Use locks for efficiency (avoiding duplicate work) freely; for correctness,
 // pair them with fencing tokens.

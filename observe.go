@@ -43,6 +43,15 @@ type Observer struct {
 	// every hold without a fixed lease every third of the watchdog timeout
 	// (sooner after a failure).
 	RenewalTick func(t RenewalTick)
+	// Eviction is called once per primary whose maxmemory-policy can
+	// evict the Client's keys: any policy but noeviction, since every key
+	// redisync writes has a TTL. The Client reads the policy (INFO
+	// memory, else CONFIG GET) on a connection of its own in the
+	// background, when go-redis first connects to a primary (after a
+	// Sentinel failover, the new one; on a Cluster, each node); a read
+	// that fails changes nothing. Each also logs a warning and counts in
+	// Stats.EvictingPrimaries. See docs/fencing-tokens.md.
+	Eviction func(p EvictionPolicy)
 	// Attach is called once by New with the new Client, before New
 	// returns, so that the observer can read its gauges (Client.Stats). The
 	// function it returns, if not nil, is called once by Close, after the
@@ -134,6 +143,13 @@ type HoldEnd struct {
 	Err  error
 }
 
+// EvictionPolicy names a primary whose maxmemory-policy can evict the
+// Client's keys (Observer.Eviction).
+type EvictionPolicy struct {
+	Primary string // the primary's address, as go-redis dials it
+	Policy  string // its maxmemory-policy, such as "allkeys-lru" or "volatile-ttl"
+}
+
 // RenewalTick describes one round of the watchdog.
 type RenewalTick struct {
 	Renewed int // holds whose lease was renewed
@@ -191,6 +207,11 @@ type Stats struct {
 	// PubSubReconnects counts pub/sub connections replaced after a dead
 	// ping, a lost connection or an error reply.
 	PubSubReconnects uint64
+	// EvictingPrimaries counts the primaries found with a maxmemory-policy
+	// that can evict the Client's keys (Observer.Eviction; each also
+	// logged once at Warn). Anything above 0 means that a lock or permit
+	// may vanish while held: set maxmemory-policy noeviction.
+	EvictingPrimaries uint64
 
 	// Holds is the number of lock holds this Client has now.
 	Holds int
@@ -236,6 +257,7 @@ func (c *Client) Stats() Stats {
 		RenewalsNotReplicated: s.RenewalsNotReplicated,
 		HoldsLostUnreplicated: s.HoldsLostUnreplicated,
 		PubSubReconnects:      s.PubSubReconnects,
+		EvictingPrimaries:     c.inner().EvictingPrimaries(),
 		Holds:                 s.Holds,
 		Waiting:               s.Waiting,
 		PubSubChannels:        s.PubSubChannels,
@@ -253,6 +275,7 @@ func hooks(obs []Observer) *core.Hooks {
 		WaitEnd:     waitEndHook(obs),
 		HoldEnd:     holdEndHook(obs),
 		RenewalTick: renewalTickHook(obs),
+		Eviction:    evictionHook(obs),
 	}
 }
 
@@ -318,6 +341,17 @@ func renewalTickHook(obs []Observer) func(core.RenewalTick) {
 		}
 	}
 	return callEach(ticks, func(t core.RenewalTick) RenewalTick { return RenewalTick(t) })
+}
+
+// evictionHook calls the observers' Eviction in order.
+func evictionHook(obs []Observer) func(core.EvictionPolicy) {
+	var fs []func(EvictionPolicy)
+	for _, o := range obs {
+		if o.Eviction != nil {
+			fs = append(fs, o.Eviction)
+		}
+	}
+	return callEach(fs, func(p core.EvictionPolicy) EvictionPolicy { return EvictionPolicy(p) })
 }
 
 // callEach returns a hook that calls each of fs in order with the core's

@@ -15,7 +15,7 @@ import (
 var digests = map[string]digest{
 	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
-	"fair_acquire.lua":                  {sha1: "fb7aef41932834619fdc0bba25200162eb6a8606", fnv: 0x4c6fa07c7240660f},
+	"fair_acquire.lua":                  {sha1: "0736fba2a937b13507a6e08c13e2a5934e5d3ff9", fnv: 0x8aea82bbc33cf138},
 	"fair_force_unlock.lua":             {sha1: "acaa97088458f33912a1134a8445daedf50c9832", fnv: 0x280abbaf2802c934},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
 	"fair_release.lua":                  {sha1: "74a2d5067da8514172643c003ae3daf18f99cacf", fnv: 0x2ac11ceaa63a804d},
@@ -25,10 +25,10 @@ var digests = map[string]digest{
 	"latch_count_down.lua":              {sha1: "219b71dfaf09c6c54cb502efd52bda9021995cef", fnv: 0x7f1d5f17ba77793a},
 	"latch_delete.lua":                  {sha1: "cd0bbf210cf323ab775f3230115f0fddb723615e", fnv: 0x86e2f63357d04a90},
 	"latch_try_set_count.lua":           {sha1: "c50642353813e51aad8e24d8b992f4b72039b48a", fnv: 0x17cad15ec87808d1},
-	"lock_acquire.lua":                  {sha1: "c7ab0daaad49fc660efe5c485f6c62f31a88d7e4", fnv: 0xdcdf0dbc6c0b148c},
-	"lock_acquire_fresh.lua":            {sha1: "23a316e8532128298d0af3d65fab4b6eedb00ad8", fnv: 0x74acbef503d0f756},
+	"lock_acquire.lua":                  {sha1: "75931a9334363fa9ff2c34cce0f024a6166c6e29", fnv: 0xdca7fcf238054e77},
+	"lock_acquire_fresh.lua":            {sha1: "b1b2f50d7fe8e2fb61f7a01ec45c3c66041d8146", fnv: 0x8108ac4b9f8540c6},
 	"lock_force_unlock.lua":             {sha1: "17b92fdd6e4c41b36722f79170c86878bce401ed", fnv: 0xc9c8d9e199a4a756},
-	"lock_handoff.lua":                  {sha1: "9a1db51336b6bded7519fb30e6ab3a9335c396cd", fnv: 0xf33ecd6134158b2a},
+	"lock_handoff.lua":                  {sha1: "cbbdcb0ef54ecc6815732b0f2eccc4a5e28f6df5", fnv: 0x61bad26fbb81fe78},
 	"lock_release.lua":                  {sha1: "ae722828c772376cb545ba9ca1c51ac35dd9f0fb", fnv: 0x6e9c551d137b92c6},
 	"lock_release_fresh.lua":            {sha1: "1f40a06bcecf5829b6e53bdd0e5b3922b80357b0", fnv: 0xdbd71a8d4894c629},
 	"ratelimit_acquire.lua":             {sha1: "e71894963e61a2fc54a2e121778df4ee143c6829", fnv: 0x2160bb9c997ec78a},
@@ -184,7 +184,7 @@ type FairAcquireArgs struct {
 	Field string
 	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Fenced is ARGV[4]: "1" for a fenced lock: an acquisition that starts the hold (ARGV[5] == 1) takes a fencing token (INCR of KEYS[6]), a re-entry keeps the hold's (ARGV[8]); "0" not fenced.
+	// Fenced is ARGV[4]: "1" for a fenced lock: an acquisition that starts the hold (ARGV[5] == 1) takes a fencing token (next_token: INCR of KEYS[6], raised to the server clock), a re-entry keeps the hold's (ARGV[8]); "0" not fenced.
 	Fenced bool
 	// Count is ARGV[5]: the owner's hold count once acquired, as the client counts it.
 	Count int64
@@ -973,7 +973,7 @@ type LockAcquireArgs struct {
 	Field string
 	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Fenced is ARGV[4]: "1" for a fenced lock: an acquisition that starts the hold (ARGV[5] == 1) takes a fencing token (INCR of KEYS[3]), a re-entry keeps the hold's (ARGV[6]); "0" not fenced.
+	// Fenced is ARGV[4]: "1" for a fenced lock: an acquisition that starts the hold (ARGV[5] == 1) takes a fencing token (next_token: INCR of KEYS[3], raised to the server clock), a re-entry keeps the hold's (ARGV[6]); "0" not fenced.
 	Fenced bool
 	// Count is ARGV[5]: the owner's hold count once acquired, as the client counts it.
 	Count int64
@@ -1077,7 +1077,7 @@ type LockAcquireFreshArgs struct {
 	FieldAt int64
 	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Fenced is ARGV[4]: "1" to take a fencing token (INCR of KEYS[3]), "0" not to.
+	// Fenced is ARGV[4]: "1" to take a fencing token (INCR of KEYS[3], raised to the server's clock in microseconds: prelude_lock's next_token), "0" not to.
 	Fenced bool
 }
 

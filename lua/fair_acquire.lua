@@ -27,7 +27,7 @@
 -- ARGV[2]  field string: owner field "<client id>:<token>", which is also its queue entry
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[4]  fenced bool: "1" for a fenced lock: an acquisition that starts the hold
---          (ARGV[5] == 1) takes a fencing token (INCR of KEYS[6]), a
+--          (ARGV[5] == 1) takes a fencing token (next_token: INCR of KEYS[6], raised to the server clock), a
 --          re-entry keeps the hold's (ARGV[8]); "0" not fenced
 -- ARGV[5]  count int64: the owner's hold count once acquired, as the client counts it
 -- ARGV[6]  waiterTimeoutMillis int64: waiter timeout in milliseconds: how long a queued owner's entry

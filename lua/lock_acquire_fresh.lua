@@ -44,7 +44,8 @@
 -- ARGV[2]  fieldAt int64: where the owner field ("<client id>:<token>", fresh) starts in
 --          KEYS[2] (1-based): the field is KEYS[2] from there on
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  fenced bool: "1" to take a fencing token (INCR of KEYS[3]), "0" not to
+-- ARGV[4]  fenced bool: "1" to take a fencing token (INCR of KEYS[3], raised to the
+--          server's clock in microseconds: prelude_lock's next_token), "0" not to
 --
 -- Returns {1, 1, fencing token (0 without fencing)} when acquired, also
 --                 for a re-sent copy while the hold lasts;
@@ -69,14 +70,21 @@ if redis.call('exists', hash, req) == 0 then
   local token = 0
   if ARGV[4] == '1' then
     -- before any write: a counter of another type fails here, with
-    -- nothing changed
+    -- nothing changed. The token is raised to the server's clock in
+    -- microseconds (prelude_lock's next_token, written out)
     token = redis.call('incr', KEYS[3])
+    local floor = t[1] * 1000000 + t[2]
+    if token < floor then
+      redis.call('set', KEYS[3], string.format('%d', floor))
+      token = floor
+    end
   end
   redis.call('hset', hash, field, '1')
   redis.call('pexpire', hash, ARGV[1])
   if ARGV[1] - 1000 < left then
     -- the lease may end before the deadline
-    redis.call('set', req, '1:' .. token, 'px', left + 1000)
+    -- %d: a token of 16 digits would print as 1.79...e+15 with ..
+    redis.call('set', req, '1:' .. string.format('%d', token), 'px', left + 1000)
   end
   return {1, 1, token}
 end

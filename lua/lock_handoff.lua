@@ -5,7 +5,8 @@
 -- owner (lock_acquire_fresh), with no PUBLISH in between, since nobody else
 -- may take the lock at that moment.
 --
--- Exactly once, without reading the clock. The release deletes the first
+-- Exactly once, without reading the clock (a fenced handoff reads it for
+-- the token's floor only, see prelude_lock's next_token). The release deletes the first
 -- owner's field, which serves that hold only, and marks its request key
 -- "released", as lock_release_fresh does; the acquisition happens only if
 -- that field was there. So a copy of this request delivered at any later
@@ -86,6 +87,14 @@ redis.call('hset', hash, next_field, '1')
 redis.call('pexpire', hash, ARGV[4])
 local token = 0
 if ARGV[6] == '1' then
+  -- raised to the server's clock in microseconds (prelude_lock's
+  -- next_token, written out: the only clock this script reads)
   token = redis.call('incr', KEYS[5])
+  local t = redis.call('time')
+  local floor = t[1] * 1000000 + t[2]
+  if token < floor then
+    redis.call('set', KEYS[5], string.format('%d', floor))
+    token = floor
+  end
 end
 return {0, 1, token}

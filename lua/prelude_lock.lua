@@ -19,13 +19,24 @@
 --   take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
 --       sets the owner's hold count in the lock hash to count with the
 --       lease; an acquisition that starts the hold (count 1) takes a
---       fencing token (INCR of counter) when fencing == '1', and a re-entry
---       (count > 1) keeps the hold's token held (a decimal string, "0" for
---       a hold without one); records "<count>:<token>" under req and
---       returns {1, count, token} (token 0 without fencing). The INCR comes
---       before any write: a counter of another type (WRONGTYPE) or a
+--       fencing token (next_token of counter) when fencing == '1', and a
+--       re-entry (count > 1) keeps the hold's token held (a decimal string,
+--       "0" for a hold without one); records "<count>:<token>" under req
+--       and returns {1, count, token} (token 0 without fencing). The INCR
+--       comes before any write: a counter of another type (WRONGTYPE) or a
 --       string that is not an integer ("ERR value is not an integer")
 --       fails the script with nothing changed.
+--   next_token(counter, t)
+--       the next fencing token: INCR of counter, raised to the floor
+--       t[1] * 1000000 + t[2] (t: a TIME reply, the server's clock in
+--       microseconds since the epoch) when below it, the counter then SET
+--       to the floor. So a token is never below the server's clock when
+--       it was issued, and a counter lost (a restart without persistence,
+--       eviction, a failover to a replica that missed the last INCR)
+--       starts again above every token issued before (see
+--       docs/fencing-tokens.md for the guarantee and its limits). The
+--       INCR comes first: a counter of another type fails it, nothing
+--       changed.
 --   lock_exists(hash)
 --       for a force unlock, before it writes anything: true when hash is a
 --       hash, false when it does not exist; raises the error reply
@@ -58,17 +69,29 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   return nil, count
 end
 
+local function next_token(counter, t)
+  local token = redis.call('incr', counter)
+  local floor = t[1] * 1000000 + t[2]
+  if token < floor then
+    redis.call('set', counter, string.format('%d', floor))
+    token = floor
+  end
+  return token
+end
+
 local function take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
   local token = 0
   if tonumber(count) > 1 then
     token = tonumber(held) or 0 -- a re-entry keeps the hold's token
   elseif fencing == '1' then
     -- first: a counter of another type fails here, before any write
-    token = redis.call('incr', counter)
+    token = next_token(counter, redis.call('time'))
   end
   redis.call('hset', hash, field, count)
   redis.call('pexpire', hash, lease)
-  record(req, count .. ':' .. token, deadline)
+  -- %d: a token of 16 digits (the server's clock) would print as
+  -- 1.79...e+15 with ..
+  record(req, count .. ':' .. string.format('%d', token), deadline)
   return {1, count, token}
 end
 

@@ -39,6 +39,19 @@
 // correctness under pauses and partitions, use WithFencing and have the
 // guarded resource reject stale tokens.
 //
+// Fencing tokens never go backwards, also when their counter is lost (a
+// restart of a server without persistence, an eviction, a failover to a
+// replica that missed the last increments): each acquisition INCRs
+// Redisson's counter and raises it to the server's clock in microseconds
+// when it is below, so a token is the server's clock when it was issued
+// (about 1.8e15; not consecutive) and a lost counter starts again above
+// every earlier token. The guarantee holds as long as the server's clock
+// has not been stepped back across the loss (and, across a failover, the
+// servers' clocks agree to within the failover's duration). A Redisson
+// (Java) client that acquires first after a loss INCRs the missing key and
+// gets 1, which a resource that rejects stale tokens refuses until a Go
+// client takes the lock again. See docs/fencing-tokens.md.
+//
 // A handle's Done, Err and FencingToken describe the latest hold taken
 // through the handle, by whichever owner. Hold(ctx) returns the caller's
 // owner's hold itself (a redisync.Hold), which re-entries through any handle
@@ -115,7 +128,7 @@
 // Hash <name>, field <client id>:<token> = hold count, PEXPIRE = lease;
 // channel redisson_lock__channel:{name}, on which a release that frees the
 // lock publishes "0"; fencing counter redisson_lock_token:{name}, which only
-// grows. The fair lock adds the list redisson_lock_queue:{name} of waiting
+// grows (INCR, raised to the server's clock in microseconds). The fair lock adds the list redisson_lock_queue:{name} of waiting
 // owners in arrival order, the zset redisson_lock_timeout:{name} of their
 // deadlines (epoch milliseconds on the server's clock), and one channel per
 // waiter, redisson_lock__channel:{name}:<owner>, on which a release

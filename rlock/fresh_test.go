@@ -101,6 +101,9 @@ func TestFreshRetriedScriptsApplyOnce(t *testing.T) {
 		return v
 	}
 
+	// A counter above the server's clock in microseconds, so that each
+	// token is the one before plus one and a second INCR shows.
+	require.NoError(t, direct.Set(ctx, counter, int64(8e15), 0).Err())
 	before, tokens := calls(), token()
 	proxy.DropNextReply()
 	require.NoError(t, l.Lock(ctx))

@@ -26,7 +26,8 @@ func TestCluster(t *testing.T) {
 
 	holder := redisync.New(cl.Client(t), redisync.WithWatchdogTimeout(longLease))
 	t.Cleanup(func() { _ = holder.Close() })
-	if err := rlock.New(holder, name, rlock.WithFencing()).Lock(ctx); err != nil {
+	held := rlock.New(holder, name, rlock.WithFencing())
+	if err := held.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waiterC := redisync.New(cl.Client(t), redisync.WithRecheckInterval(longLease))
@@ -53,8 +54,8 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if r.Type != kindLock || len(r.Holders) != 1 || r.Holders[0].ClientID != holder.ID() || r.FenceToken == nil || *r.FenceToken != 1 || r.Waiters != 1 {
-		t.Fatalf("report %+v: want a lock held by %s, fence token 1, 1 waiter", r, holder.ID())
+	if r.Type != kindLock || len(r.Holders) != 1 || r.Holders[0].ClientID != holder.ID() || r.FenceToken == nil || *r.FenceToken != held.FencingToken() || r.Waiters != 1 {
+		t.Fatalf("report %+v: want a lock held by %s, fence token %d, 1 waiter", r, holder.ID(), held.FencingToken())
 	}
 
 	res := runCmd(t, nil, "unlock", "-force", "-yes", "-redis", url, name)

@@ -15,7 +15,7 @@ const demoBound = 60 * time.Second
 // demoLines are lines (or parts of lines) every run of the demo prints.
 var demoLines = []string{
 	`== 1. lock: three workers contend`,
-	`acquires "orders" at once (fencing token 1)`,
+	`acquires "orders" at once (fencing token `,
 	`re-enters "orders": hold count 2`,
 	`wants "orders": it is held, so it waits`,
 	`the watchdog renews the lease: `,

@@ -21,8 +21,8 @@ import (
 )
 
 // TestInspectGoLock: a Go holder that re-entered a fenced lock (the
-// re-entry keeps the hold's token: the counter stays at 1), and a Go
-// client waiting for it.
+// re-entry keeps the hold's token: the counter stays at the hold's token),
+// and a Go client waiting for it.
 func TestInspectGoLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,8 +44,8 @@ func TestInspectGoLock(t *testing.T) {
 	if r.TTLMillis == nil || *r.TTLMillis <= 0 || *r.TTLMillis > 20000 {
 		t.Errorf("ttl_ms %v, want (0, 20000]", r.TTLMillis)
 	}
-	if r.FenceToken == nil || *r.FenceToken != 1 {
-		t.Errorf("fence_token %v, want 1", r.FenceToken)
+	if r.FenceToken == nil || *r.FenceToken != l.FencingToken() {
+		t.Errorf("fence_token %v, want the hold's %d", r.FenceToken, l.FencingToken())
 	}
 	want := Holder{Owner: c.ID() + ":77", ClientID: c.ID(), OwnerToken: "77", Count: 2}
 	if len(r.Holders) != 1 || !equalHolder(r.Holders[0], want) {
@@ -355,8 +355,8 @@ func TestInspectNotAPrimitive(t *testing.T) {
 	}
 	t.Cleanup(func() { rdb(t).Del(context.Background(), keys.FenceCounter(fenced)) })
 	r := inspectJSON(t, fenced)
-	if r.Type != kindLock || r.Exists || r.FenceToken == nil || *r.FenceToken != 1 || len(r.Holders) != 0 {
-		t.Errorf("report %+v: want a free lock with fence token 1", r)
+	if r.Type != kindLock || r.Exists || r.FenceToken == nil || *r.FenceToken != l.FencingToken() || len(r.Holders) != 0 {
+		t.Errorf("report %+v: want a free lock with fence token %d", r, l.FencingToken())
 	}
 	res := runCmd(t, nil, "inspect", "-redis", testURL(t), fenced)
 	if !strings.Contains(res.stdout, "state:    free") {

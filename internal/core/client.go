@@ -68,6 +68,8 @@ type Client struct {
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration
+	// evict: the maxmemory-policy of each primary (eviction.go)
+	evict evictions
 }
 
 // NewClient returns a client over rdb. It does no I/O.
@@ -110,6 +112,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		_, c.cluster = rdb.(*redis.ClusterClient)
+		c.watchEvictions(rdb)
 	}
 	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
 	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),

@@ -217,6 +217,7 @@ type Hooks struct {
 	WaitEnd     func(ctx context.Context, w WaitEnd)
 	HoldEnd     func(h HoldEnd)
 	RenewalTick func(t RenewalTick)
+	Eviction    func(p EvictionPolicy) // a primary's maxmemory-policy can evict (eviction.go)
 }
 
 // counters are a Client's cumulative counters and its number of waits in
