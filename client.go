@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal/core/replica"
@@ -48,6 +49,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Sharded:         o.sharded.core(),
 		Hooks:           hooks(o.observers),
 		ReplicaSync:     o.replicaSync,
+		KeyPrefix:       o.keyPrefix,
 	}))
 	attach(c, o.observers)
 	return c
@@ -87,6 +89,7 @@ type options struct {
 	sharded         ShardedMode
 	observers       []Observer // observe.go
 	replicaSync     *replica.Settings
+	keyPrefix       string
 	err             error
 }
 
@@ -138,6 +141,47 @@ func WithID(id string) Option {
 		o.id = id
 	}
 }
+
+// WithKeyPrefix puts prefix before the name of every primitive built on the
+// Client, before any key or channel is derived from it, as a Redisson
+// NameMapper that adds a prefix does: rlock.New(c, "x") uses the hash
+// "<prefix>x", the channel "redisson_lock__channel:{<prefix>x}", the
+// fencing counter "redisson_lock_token:{<prefix>x}", and so on for every
+// primitive (rwlock timeout keys, fair-lock queues, semaphore, latch and
+// rate-limiter keys, request records); the registration of an id given
+// with WithID becomes "redisync:client:{<prefix><id>}". Name() still
+// returns the name as given ("x"). Handles of Clients with different
+// prefixes never meet: one without the prefix does not see the prefixed
+// lock.
+//
+// Every key and channel of the Client then contains prefix, so one ACL key
+// pattern and one channel pattern cover them all (SECURITY.md, "A
+// least-privilege Redis user"). A Redisson (Java) service shares the
+// primitives when it maps names the same way: in Redisson 3.x/4.x,
+// Config.setNameMapper (or the nameMapper of the single-server, cluster or
+// sentinel configuration) with a NameMapper whose map(name) returns
+// prefix + name and whose unmap(name) strips it; see docs/operations.md.
+//
+// prefix must not contain '{' or '}' (they would change the hash tags the
+// derived keys share on a Cluster) nor be longer than 256 bytes; an invalid
+// prefix is reported, wrapping ErrInvalidArgument, by every operation. The
+// default is no prefix.
+func WithKeyPrefix(prefix string) Option {
+	return func(o *options) {
+		switch {
+		case strings.ContainsAny(prefix, "{}"):
+			o.invalid("key prefix %q contains a brace: the keys derived from a name would hash to other Cluster slots", prefix)
+			return
+		case len(prefix) > maxKeyPrefix:
+			o.invalid("key prefix of %d bytes, must be at most %d", len(prefix), maxKeyPrefix)
+			return
+		}
+		o.keyPrefix = prefix
+	}
+}
+
+// maxKeyPrefix is the longest prefix WithKeyPrefix takes.
+const maxKeyPrefix = 256
 
 // WithLogger sets the logger for events no call can report: renewal
 // failures, lost holds, pub/sub reconnects. The default discards.

@@ -180,8 +180,9 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
-// Name returns the lock's name, which is also its Redis key.
-func (h *handle) Name() string { return h.state().e.Name }
+// Name returns the lock's name, which is also its Redis key (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (h *handle) Name() string { return h.state().e.Given }
 
 // Lock acquires the lock, waiting as long as ctx allows. Without a context
 // owner it first waits for the holds taken through this handle without one

@@ -96,8 +96,9 @@ func (rw *RWLock) state() *RWLock {
 	return rw
 }
 
-// Name returns the lock's name, which is also the key of its hash.
-func (rw *RWLock) Name() string { return rw.state().e.Name }
+// Name returns the lock's name, which is also the key of its hash (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (rw *RWLock) Name() string { return rw.state().e.Given }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
 // once when the lock is free or read-locked, and when the caller's context

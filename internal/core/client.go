@@ -33,6 +33,10 @@ type Options struct {
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster ([Client.PublishCommand])
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
+	// KeyPrefix is put before every primitive's name before any key or
+	// channel is derived from it ([NewHandle]), and before the id in the
+	// registration key of an explicit id; "" for none.
+	KeyPrefix string
 	// ReplicaSync: replica acknowledgement (package replica); nil: the
 	// default, [replica.DefaultSettings].
 	ReplicaSync *replica.Settings
@@ -105,7 +109,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.replicas = replica.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
-		c.reg = newRegistration(o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
+		c.reg = newRegistration(o.KeyPrefix, o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
 	}
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
@@ -124,6 +128,10 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 
 // ID returns the client id.
 func (c *Client) ID() string { return c.id }
+
+// KeyPrefix returns the prefix put before every primitive's name
+// ([Options].KeyPrefix).
+func (c *Client) KeyPrefix() string { return c.opts.KeyPrefix }
 
 // Redis returns the go-redis client.
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }
