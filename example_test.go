@@ -54,3 +54,21 @@ func ExampleWithOwnerToken() {
 	fmt.Println("released by the other goroutine:", <-done)
 	// Output: released by the other goroutine: <nil>
 }
+
+// One prefix for every key of a service: the lock "orders:7" is the hash
+// "svc-orders:orders:7", its channel redisson_lock__channel:{svc-orders:orders:7}.
+func ExampleWithKeyPrefix() {
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	c := redisync.New(rdb, redisync.WithKeyPrefix("svc-orders:"))
+	defer c.Close()
+
+	ctx := context.Background()
+	l := rlock.New(c, "orders:7")
+	if err := l.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(l.Name(), rdb.Exists(ctx, "svc-orders:orders:7").Val())
+	_ = l.Unlock(ctx)
+	// Output: orders:7 1
+}
