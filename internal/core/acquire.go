@@ -361,8 +361,11 @@ func (a *acquisition) record(req *Request, hk HoldKey, sent time.Time, fence int
 }
 
 // took makes h, just acquired (or re-entered) by req, the handle's latest
-// hold; the handle's fencing token becomes the hold's.
+// hold; the handle's fencing token becomes the hold's. A hold without a
+// context owner lists the handle in the client's registry
+// ([Lock.tookOwnerless]).
 func (l *Lock) took(h *Hold, req Request) {
+	l.tookOwnerless(req)
 	l.mu.Lock()
 	l.latest = h
 	if l.Fencing {

@@ -67,8 +67,11 @@ type Client struct {
 
 	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
-	lines  Lines
-	ctr    counters // Stats and OnClose (observe.go)
+	// ownerless: the handles that hold without a context owner, per lock
+	// (ownerless.go).
+	ownerless ownerlessRegistry
+	lines     Lines
+	ctr       counters // Stats and OnClose (observe.go)
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration

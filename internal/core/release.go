@@ -20,6 +20,14 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if err != nil {
 		return err
 	}
+	if !own {
+		if x := l.ownerlessHolder(s); x != l {
+			// Held through another handle of the name: one mutex
+			// (ownerless.go).
+			return x.Release(ctx, s)
+		}
+		defer l.C.ownerless.drop(l) // after the gate's Leave
+	}
 	base := l.baseRequest(s, token, own)
 	if !own {
 		if !l.gate.Holds(s.Shared) {
