@@ -78,6 +78,33 @@ func (c *Client) Redis() redis.UniversalClient { return c.inner().Redis() }
 // id with WithID frees it at once. Close is idempotent.
 func (c *Client) Close() error { return c.inner().Close() }
 
+// Shutdown releases every hold of the Client in Redis, then closes it
+// (Close), so that a process on its way out (a rolling deploy) frees its
+// locks at once instead of leaving them to expire with their leases: a
+// waiter of another process gets them within a round trip.
+//
+// It releases every live hold of every lock kind (Lock, FairLock,
+// SpinLock, both sides of an RWLock, MultiLock and RedLock members), of
+// callers without a context owner and of context owners (WithOwner)
+// alike, whatever its hold count, in parallel, for at most as long as ctx
+// lasts. From the moment it starts, every new operation on the Client
+// fails with ErrClosed (an Unlock racing with it included: Shutdown
+// releases that hold), and waits under way end with ErrClosed when it
+// closes the Client; a wait that acquires meanwhile has its hold released
+// too (a few rounds, within ctx). Semaphore permits and latches are not
+// holds: they are left as they are.
+//
+// Holds of other owners' contexts are ended for them: code still working
+// under such a hold sees its Hold's Done close, and Err (and the cause of
+// its Context) is an error wrapping both ErrLockLost and ErrClosed
+// ("released by Client.Shutdown"), as after a loss: the lock is no longer
+// theirs, and another process may hold it already. So call Shutdown once
+// the work that holds locks has stopped, or has been told to stop, as with
+// http.Server.Shutdown. A release that fails or that ctx cuts leaves its
+// hold to expire with its lease, as Close does, and its error is returned
+// (joined with Close's). A Client closed already returns nil.
+func (c *Client) Shutdown(ctx context.Context) error { return c.inner().Shutdown(ctx) }
+
 // Option configures a Client.
 type Option func(*options)
 

@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -71,4 +72,20 @@ func ExampleWithKeyPrefix() {
 	fmt.Println(l.Name(), rdb.Exists(ctx, "svc-orders:orders:7").Val())
 	_ = l.Unlock(ctx)
 	// Output: orders:7 1
+}
+
+// On the way out (SIGTERM in a rolling deploy), release every hold so the
+// next instance gets the locks at once instead of after their lease.
+func ExampleClient_Shutdown() {
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	l := rlock.New(c, "example:shutdown")
+	_ = l.Lock(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", c.Shutdown(ctx))
+	fmt.Println("hold ended:", errors.Is(l.Err(), redisync.ErrLockLost))
+	// Output:
+	// shutdown: <nil>
+	// hold ended: true
 }

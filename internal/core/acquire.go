@@ -357,15 +357,17 @@ func (a *acquisition) record(req *Request, hk HoldKey, sent time.Time, fence int
 		h.setChain(l.C.lines.newChain()) // a hold taken from Redis begins a chain
 		h.through(s.Line, &l.C.lines)
 	}
-	l.took(h, *req)
+	l.took(h, s, *req)
 }
 
 // took makes h, just acquired (or re-entered) by req, the handle's latest
 // hold; the handle's fencing token becomes the hold's. A hold without a
 // context owner lists the handle in the client's registry
-// ([Lock.tookOwnerless]).
-func (l *Lock) took(h *Hold, req Request) {
+// ([Lock.tookOwnerless]); the hold remembers how to release it, for
+// Client.Shutdown ([Hold.setShutdown]).
+func (l *Lock) took(h *Hold, s *Side, req Request) {
 	l.tookOwnerless(req)
+	h.setShutdown(l, s, req)
 	l.mu.Lock()
 	l.latest = h
 	if l.Fencing {

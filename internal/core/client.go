@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,6 +73,9 @@ type Client struct {
 	ownerless ownerlessRegistry
 	lines     Lines
 	ctr       counters // Stats and OnClose (observe.go)
+	// shutting is set when Shutdown starts: operations fail with
+	// ErrClosed (shutdown.go).
+	shutting atomic.Bool
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration

@@ -170,6 +170,9 @@ func (c *Client) Check() error {
 		return errs.ErrClosed
 	default:
 	}
+	if c.shutting.Load() {
+		return errs.ErrClosed // Shutdown under way (shutdown.go)
+	}
 	if c.reg != nil && !c.reg.ok.Load() {
 		return c.reg.check()
 	}

@@ -258,7 +258,7 @@ func (a *acceptor) took(o *Offer) bool {
 	h.setChain(r.Chain)
 	h.through(s.Line, &l.C.lines)
 	unlock()
-	l.took(h, req)
+	l.took(h, s, req)
 	a.handed = true
 	return true
 }
