@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal/core/pipeline"
@@ -48,6 +49,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Sharded:         o.sharded.core(),
 		Hooks:           hooks(o.observers),
 		ReplicaSync:     o.replicaSync,
+		KeyPrefix:       o.keyPrefix,
 	}))
 	attach(c, o.observers)
 	return c
@@ -76,6 +78,33 @@ func (c *Client) Redis() redis.UniversalClient { return c.inner().Redis() }
 // id with WithID frees it at once. Close is idempotent.
 func (c *Client) Close() error { return c.inner().Close() }
 
+// Shutdown releases every hold of the Client in Redis, then closes it
+// (Close), so that a process on its way out (a rolling deploy) frees its
+// locks at once instead of leaving them to expire with their leases: a
+// waiter of another process gets them within a round trip.
+//
+// It releases every live hold of every lock kind (Lock, FairLock,
+// SpinLock, both sides of an RWLock, MultiLock and RedLock members), of
+// callers without a context owner and of context owners (WithOwner)
+// alike, whatever its hold count, in parallel, for at most as long as ctx
+// lasts. From the moment it starts, every new operation on the Client
+// fails with ErrClosed (an Unlock racing with it included: Shutdown
+// releases that hold), and waits under way end with ErrClosed when it
+// closes the Client; a wait that acquires meanwhile has its hold released
+// too (a few rounds, within ctx). Semaphore permits and latches are not
+// holds: they are left as they are.
+//
+// Holds of other owners' contexts are ended for them: code still working
+// under such a hold sees its Hold's Done close, and Err (and the cause of
+// its Context) is an error wrapping both ErrLockLost and ErrClosed
+// ("released by Client.Shutdown"), as after a loss: the lock is no longer
+// theirs, and another process may hold it already. So call Shutdown once
+// the work that holds locks has stopped, or has been told to stop, as with
+// http.Server.Shutdown. A release that fails or that ctx cuts leaves its
+// hold to expire with its lease, as Close does, and its error is returned
+// (joined with Close's). A Client closed already returns nil.
+func (c *Client) Shutdown(ctx context.Context) error { return c.inner().Shutdown(ctx) }
+
 // Option configures a Client.
 type Option func(*options)
 
@@ -87,6 +116,7 @@ type options struct {
 	sharded         ShardedMode
 	observers       []Observer // observe.go
 	replicaSync     *pipeline.Settings
+	keyPrefix       string
 	err             error
 }
 
@@ -138,6 +168,47 @@ func WithID(id string) Option {
 		o.id = id
 	}
 }
+
+// WithKeyPrefix puts prefix before the name of every primitive built on the
+// Client, before any key or channel is derived from it, as a Redisson
+// NameMapper that adds a prefix does: rlock.New(c, "x") uses the hash
+// "<prefix>x", the channel "redisson_lock__channel:{<prefix>x}", the
+// fencing counter "redisson_lock_token:{<prefix>x}", and so on for every
+// primitive (rwlock timeout keys, fair-lock queues, semaphore, latch and
+// rate-limiter keys, request records); the registration of an id given
+// with WithID becomes "redisync:client:{<prefix><id>}". Name() still
+// returns the name as given ("x"). Handles of Clients with different
+// prefixes never meet: one without the prefix does not see the prefixed
+// lock.
+//
+// Every key and channel of the Client then contains prefix, so one ACL key
+// pattern and one channel pattern cover them all (SECURITY.md, "A
+// least-privilege Redis user"). A Redisson (Java) service shares the
+// primitives when it maps names the same way: in Redisson 3.x/4.x,
+// Config.setNameMapper (or the nameMapper of the single-server, cluster or
+// sentinel configuration) with a NameMapper whose map(name) returns
+// prefix + name and whose unmap(name) strips it; see docs/operations.md.
+//
+// prefix must not contain '{' or '}' (they would change the hash tags the
+// derived keys share on a Cluster) nor be longer than 256 bytes; an invalid
+// prefix is reported, wrapping ErrInvalidArgument, by every operation. The
+// default is no prefix.
+func WithKeyPrefix(prefix string) Option {
+	return func(o *options) {
+		switch {
+		case strings.ContainsAny(prefix, "{}"):
+			o.invalid("key prefix %q contains a brace: the keys derived from a name would hash to other Cluster slots", prefix)
+			return
+		case len(prefix) > maxKeyPrefix:
+			o.invalid("key prefix of %d bytes, must be at most %d", len(prefix), maxKeyPrefix)
+			return
+		}
+		o.keyPrefix = prefix
+	}
+}
+
+// maxKeyPrefix is the longest prefix WithKeyPrefix takes.
+const maxKeyPrefix = 256
 
 // WithLogger sets the logger for events no call can report: renewal
 // failures, lost holds, pub/sub reconnects. The default discards.

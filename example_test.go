@@ -2,6 +2,7 @@ package redisync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,4 +54,38 @@ func ExampleWithOwnerToken() {
 	}()
 	fmt.Println("released by the other goroutine:", <-done)
 	// Output: released by the other goroutine: <nil>
+}
+
+// One prefix for every key of a service: the lock "orders:7" is the hash
+// "svc-orders:orders:7", its channel redisson_lock__channel:{svc-orders:orders:7}.
+func ExampleWithKeyPrefix() {
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	c := redisync.New(rdb, redisync.WithKeyPrefix("svc-orders:"))
+	defer c.Close()
+
+	ctx := context.Background()
+	l := rlock.New(c, "orders:7")
+	if err := l.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(l.Name(), rdb.Exists(ctx, "svc-orders:orders:7").Val())
+	_ = l.Unlock(ctx)
+	// Output: orders:7 1
+}
+
+// On the way out (SIGTERM in a rolling deploy), release every hold so the
+// next instance gets the locks at once instead of after their lease.
+func ExampleClient_Shutdown() {
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	l := rlock.New(c, "example:shutdown")
+	_ = l.Lock(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", c.Shutdown(ctx))
+	fmt.Println("hold ended:", errors.Is(l.Err(), redisync.ErrLockLost))
+	// Output:
+	// shutdown: <nil>
+	// hold ended: true
 }

@@ -46,18 +46,20 @@ type Latch struct {
 // fails: an empty name is reported, wrapping redisync.ErrInvalidArgument, by
 // the first operation.
 func New(c *redisync.Client, name string) *Latch {
-	ch := keys.LatchChannel(name)
+	h := core.NewHandle((*core.Client)(c), "countdown", name)
+	ch := keys.LatchChannel(h.Name)
 	l := &Latch{
-		h:          core.NewHandle((*core.Client)(c), "countdown", name),
+		h:          h,
 		channel:    ch,
-		chanInKeys: keys.Slot(ch) == keys.Slot(name),
+		chanInKeys: keys.Slot(ch) == keys.Slot(h.Name),
 	}
 	l.h.OwnSlot = true // the counter and its request records: any name works on a Cluster
 	return l
 }
 
-// Name returns the latch's name, which is also its Redis key.
-func (l *Latch) Name() string { return l.h.Name }
+// Name returns the latch's name, which is also its Redis key (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (l *Latch) Name() string { return l.h.Given }
 
 // latchOp is one of the latch's state-changing scripts.
 type latchOp int

@@ -87,8 +87,9 @@ func NewGCRA(c *redisync.Client, name string, limit Limit) *GCRA {
 	return g
 }
 
-// Name returns the limiter's name, which is also its Redis key.
-func (g *GCRA) Name() string { return g.h.Name }
+// Name returns the limiter's name, which is also its Redis key (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (g *GCRA) Name() string { return g.h.Given }
 
 // Allow reports whether one event may happen now, and takes it if so.
 //

@@ -86,8 +86,9 @@ func New(c *redisync.Client, name string) *Limiter {
 }
 
 // Name returns the limiter's name, which is also the key of its
-// configuration.
-func (l *Limiter) Name() string { return l.h.Name }
+// configuration (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (l *Limiter) Name() string { return l.h.Given }
 
 // TrySetRate sets the rate to rate permits per interval, shared as t says,
 // if no rate is set yet, and reports whether it set it; false means a rate

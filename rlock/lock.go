@@ -26,7 +26,13 @@ import (
 // variable), and they exclude each other exactly as they exclude other
 // handles and other processes; a second Lock through the handle waits for
 // the first hold to be released, whoever asks, and Unlock may come from any
-// goroutine. It is not reentrant. With an owner in the context
+// goroutine. It is not reentrant. The handles of one name on one Client
+// are one such mutex: a hold taken without a context owner through one of
+// them is released by an Unlock through any of them (rlock.New(c,
+// "orders:7").Lock(ctx) then rlock.New(c, "orders:7").Unlock(ctx)), and a
+// handle that never acquired gives that hold's Hold, Done and Err; a
+// handle dropped while it holds stays reachable from its Client, so its
+// hold can always be released. With an owner in the context
 // (redisync.WithOwner), the call acts for that owner, which re-enters what
 // it holds, through this handle or any other: hold counts, as a Java thread
 // has with Redisson.
@@ -180,8 +186,9 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
 }
 
-// Name returns the lock's name, which is also its Redis key.
-func (h *handle) Name() string { return h.state().e.Name }
+// Name returns the lock's name, which is also its Redis key (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (h *handle) Name() string { return h.state().e.Given }
 
 // Lock acquires the lock, waiting as long as ctx allows. Without a context
 // owner it first waits for the holds taken through this handle without one
@@ -223,7 +230,9 @@ func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) 
 // Unlock releases one hold: the hold count drops by one, and at zero the
 // lock is deleted and its waiters are woken. Without a context owner it
 // releases the hold taken through this handle without one, from any
-// goroutine; with one, a hold of that owner. Renewal of the hold stops
+// goroutine, or when this handle holds none, the one taken through
+// another handle of the name on the Client (one mutex); with one, a hold
+// of that owner. Renewal of the hold stops
 // before the release is sent, whatever its outcome. Unlock runs even when
 // ctx is already cancelled (on a detached context with a bounded timeout),
 // so a deferred Unlock after a cancelled request still releases.

@@ -6,7 +6,11 @@
 // goroutines may share it; read holds through it coexist, a write hold
 // through it excludes everyone, a waiting Lock keeps later RLocks through
 // it out, holds are not reentrant, and releases may come from any
-// goroutine. Its read holds are the handle's own owner's; each of its write
+// goroutine. The handles of one name on one Client are one such mutex: a
+// hold taken without a context owner through one of them is released
+// through any of them, and a handle that never acquired gives that hold's
+// ReadHold, WriteHold, Done and Err. Its read holds are the handle's own
+// owner's; each of its write
 // holds has an owner of its own (a new token), which Unlock releases and
 // which never holds the lock again: that spares the retry records (11
 // commands in Redis per Lock and Unlock instead of 19). With an owner in

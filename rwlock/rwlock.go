@@ -96,8 +96,9 @@ func (rw *RWLock) state() *RWLock {
 	return rw
 }
 
-// Name returns the lock's name, which is also the key of its hash.
-func (rw *RWLock) Name() string { return rw.state().e.Name }
+// Name returns the lock's name, which is also the key of its hash (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (rw *RWLock) Name() string { return rw.state().e.Given }
 
 // RLock takes a read hold, waiting as long as ctx allows. It succeeds at
 // once when the lock is free or read-locked, and when the caller's context
@@ -174,8 +175,9 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 }
 
 // RUnlock releases one read hold: without a context owner, one taken
-// through this handle without one (from any goroutine); with one, one of
-// that owner's. When the last read hold of the last reader goes, the lock
+// through this handle without one (from any goroutine), or when it holds
+// none, through another handle of the name on the Client; with one, one
+// of that owner's. When the last read hold of the last reader goes, the lock
 // is deleted and one waiting writer is woken. Renewal of the hold stops
 // before the release is sent, whatever its outcome. RUnlock runs even when
 // ctx is already cancelled (on a detached context with a bounded timeout),
@@ -204,7 +206,8 @@ func (rw *RWLock) RUnlock(ctx context.Context) error {
 }
 
 // Unlock releases one write hold (without a context owner, the one taken
-// through this handle without one). The last one wakes every waiter: the
+// through this handle without one, or when it holds none, through another
+// handle of the name on the Client). The last one wakes every waiter: the
 // lock is then free, or read-locked when the owner still holds read holds
 // (a downgrade), and waiting readers get in at once. Renewal of the hold
 // stops before the release is sent, whatever its outcome. Unlock runs even

@@ -45,13 +45,15 @@ type ExpirableSemaphore struct {
 // reported, wrapping redisync.ErrInvalidArgument, by the first operation. A
 // semaphore that was never set has no permits.
 func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
-	return &ExpirableSemaphore{base: base{core.NewHandle((*core.Client)(c), "expirable semaphore", name)},
-		timeouts: keys.SemaphoreTimeouts(name), channel: keys.SemaphoreChannel(name)}
+	h := core.NewHandle((*core.Client)(c), "expirable semaphore", name)
+	return &ExpirableSemaphore{base: base{h},
+		timeouts: keys.SemaphoreTimeouts(h.Name), channel: keys.SemaphoreChannel(h.Name)}
 }
 
 // Name returns the semaphore's name, which is also the Redis key of its
-// available count.
-func (s *ExpirableSemaphore) Name() string { return s.h.Name }
+// available count (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (s *ExpirableSemaphore) Name() string { return s.h.Given }
 
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it

@@ -36,8 +36,9 @@ func New(c *redisync.Client, name string) *Semaphore {
 	return &Semaphore{base{core.NewHandle((*core.Client)(c), "semaphore", name)}}
 }
 
-// Name returns the semaphore's name, which is also its Redis key.
-func (s *Semaphore) Name() string { return s.h.Name }
+// Name returns the semaphore's name, which is also its Redis key (after the
+// Client's key prefix, redisync.WithKeyPrefix, which Name leaves out).
+func (s *Semaphore) Name() string { return s.h.Given }
 
 // TrySetPermits sets the number of available permits to n (≥ 0) if the
 // semaphore has not been set yet, and wakes waiters. It reports whether it

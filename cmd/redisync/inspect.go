@@ -146,9 +146,10 @@ type Permit struct {
 var errNotFound = errors.New("nothing stored")
 
 type inspectOptions struct {
-	redis string
-	json  bool
-	typ   kindValue
+	redis  string
+	prefix string // put before NAME (-prefix), as redisync.WithKeyPrefix does
+	json   bool
+	typ    kindValue
 }
 
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
@@ -210,6 +211,7 @@ func inspectFlags() (*flag.FlagSet, *inspectOptions) {
 	fs := newFlagSet("inspect", inspectHead)
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://, rediss://, redis-sentinel://; see 'redisync help'); default $REDIS_URL")
 	fs.BoolVar(&o.json, "json", false, "print a JSON object instead of text")
+	prefixFlag(fs, &o.prefix)
 	fs.Var(&o.typ, "type", "treat NAME as this `TYPE`: "+kindNames())
 	return fs, o
 }
@@ -218,6 +220,9 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs, o := inspectFlags()
 	name, err := parseName(fs, args, stdout)
 	if err != nil {
+		return err
+	}
+	if name, err = withPrefix(o.prefix, name); err != nil {
 		return err
 	}
 	srv, err := dialFor(ctx, o.redis)

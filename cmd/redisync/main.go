@@ -207,3 +207,18 @@ func newFlagSet(name, head string) *flag.FlagSet {
 	}
 	return fs
 }
+
+// prefixFlag defines the -prefix flag of the commands that take a NAME.
+func prefixFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "prefix", "", "the key `PREFIX` of the services' Clients (redisync.WithKeyPrefix): NAME is the name they give, the key is PREFIX+NAME")
+}
+
+// withPrefix returns name after prefix (-prefix), the key a Client made
+// with redisync.WithKeyPrefix(prefix) uses for name; a prefix that option
+// refuses (a brace) is a usage error.
+func withPrefix(prefix, name string) (string, error) {
+	if strings.ContainsAny(prefix, "{}") {
+		return "", usagef("-prefix %q: a key prefix holds no brace (redisync.WithKeyPrefix refuses it)", prefix)
+	}
+	return prefix + name, nil
+}

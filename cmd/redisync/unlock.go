@@ -23,9 +23,11 @@ type unlockOptions struct {
 	force bool
 	yes   bool
 	any   bool
+	// prefix is put before NAME (-prefix), as redisync.WithKeyPrefix does.
+	prefix string
 }
 
-const unlockHead = `usage: redisync unlock -force [-yes] [-any] [-redis URL] NAME
+const unlockHead = `usage: redisync unlock -force [-yes] [-any] [-prefix P] [-redis URL] NAME
 
 Unlock frees the lock, fair lock or read-write lock stored under NAME
 whoever holds it, and wakes the clients waiting for it: the holders' next
@@ -64,6 +66,7 @@ func unlockFlags() (*flag.FlagSet, *unlockOptions) {
 	fs.BoolVar(&o.force, "force", false, "required: free the lock whoever holds it")
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fs.BoolVar(&o.any, "any", false, "also force-unlock (delete) a hash that is not laid out as a lock")
+	prefixFlag(fs, &o.prefix)
 	return fs, o
 }
 
@@ -80,6 +83,9 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs, o := unlockFlags()
 	name, err := parseName(fs, args, stdout)
 	if err != nil {
+		return err
+	}
+	if name, err = withPrefix(o.prefix, name); err != nil {
 		return err
 	}
 	switch {

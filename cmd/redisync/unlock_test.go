@@ -277,3 +277,37 @@ func TestUnlockStdinDevNull(t *testing.T) {
 		t.Error("the lock is gone")
 	}
 }
+
+// TestUnlockPrefix: -prefix names the lock as the services' Clients made
+// with redisync.WithKeyPrefix do; inspect finds it the same way, and a
+// prefix with a brace is a usage error.
+func TestUnlockPrefix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "lock")
+	holder := clienttest.Shared(t, redisync.WithWatchdogTimeout(longLease), redisync.WithKeyPrefix("svc:"))
+	l := rlock.New(holder, name)
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := runCmd(t, nil, "inspect", "-prefix", "svc:", "-redis", testURL(t), name)
+	if res.code != 0 || !strings.Contains(res.stdout, holder.ID()) {
+		t.Fatalf("inspect -prefix: exit %d: %s%s", res.code, res.stdout, res.stderr)
+	}
+	if res = runCmd(t, nil, "unlock", "-force", "-yes", "-redis", testURL(t), name); res.code != 1 {
+		t.Fatalf("unlock without -prefix: exit %d, want 1 (no such key): %s", res.code, res.stderr)
+	}
+	res = runCmd(t, nil, "unlock", "-force", "-yes", "-prefix", "svc:", "-redis", testURL(t), name)
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	other := rlock.New(clienttest.Shared(t, redisync.WithKeyPrefix("svc:")), name)
+	if ok, err := other.TryLock(ctx, 0); err != nil || !ok {
+		t.Errorf("after unlock -prefix, another Client with the prefix: TryLock %v, %v; want the lock", ok, err)
+	} else {
+		_ = other.Unlock(ctx)
+	}
+	if res = runCmd(t, nil, "unlock", "-force", "-yes", "-prefix", "a{", "-redis", testURL(t), name); res.code != 2 {
+		t.Errorf("-prefix with a brace: exit %d, want 2: %s", res.code, res.stderr)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +34,10 @@ type Options struct {
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster ([Client.PublishCommand])
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
+	// KeyPrefix is put before every primitive's name before any key or
+	// channel is derived from it ([NewHandle]), and before the id in the
+	// registration key of an explicit id; "" for none.
+	KeyPrefix string
 	// ReplicaSync: replica acknowledgement (package pipeline); nil: the
 	// default, [pipeline.DefaultSettings].
 	ReplicaSync *pipeline.Settings
@@ -63,8 +68,14 @@ type Client struct {
 
 	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
-	lines  Lines
-	ctr    counters // Stats and OnClose (observe.go)
+	// ownerless: the handles that hold without a context owner, per lock
+	// (ownerless.go).
+	ownerless ownerlessRegistry
+	lines     Lines
+	ctr       counters // Stats and OnClose (observe.go)
+	// shutting is set when Shutdown starts: operations fail with
+	// ErrClosed (shutdown.go).
+	shutting atomic.Bool
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration
@@ -107,7 +118,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.replicas = pipeline.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
-		c.reg = newRegistration(o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
+		c.reg = newRegistration(o.KeyPrefix, o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
 	}
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
@@ -122,6 +133,10 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 
 // ID returns the client id.
 func (c *Client) ID() string { return c.id }
+
+// KeyPrefix returns the prefix put before every primitive's name
+// ([Options].KeyPrefix).
+func (c *Client) KeyPrefix() string { return c.opts.KeyPrefix }
 
 // Redis returns the go-redis client.
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }

@@ -13,8 +13,13 @@ import (
 // token. Its methods are the checks every operation makes before sending
 // anything, stated once for all primitives.
 type Handle struct {
-	C     *Client
+	C *Client
+	// Name is the name every key and channel of the primitive is derived
+	// from: the name given, after the client's key prefix
+	// ([Options].KeyPrefix); Given is the name as given (the handles'
+	// Name methods return it).
 	Name  string
+	Given string
 	Kind  string // "rlock", "rwlock", "semaphore", ...: names the primitive in errors
 	Token uint64 // the handle's own owner token
 
@@ -41,9 +46,14 @@ type Handle struct {
 
 // NewHandle returns the state of a handle on the primitive of the given kind
 // called name, on c (possibly nil). It does no I/O; a nil client or an empty
-// name is reported by Check.
+// name is reported by Check. The client's key prefix is added to name
+// here, before any key or channel is derived from it.
 func NewHandle(c *Client, kind, name string) Handle {
-	return Handle{C: c, Name: name, Kind: kind, Token: NewToken()}
+	full := name
+	if c != nil && c.opts.KeyPrefix != "" && name != "" {
+		full = c.opts.KeyPrefix + name
+	}
+	return Handle{C: c, Name: full, Given: name, Kind: kind, Token: NewToken()}
 }
 
 // Check returns the error to report before sending anything: the client's
@@ -57,7 +67,7 @@ func (h *Handle) Check() error {
 	if err := h.C.Check(); err != nil {
 		return err
 	}
-	if h.Name == "" {
+	if h.Given == "" {
 		return fmt.Errorf("%w: %s: empty name", errs.ErrInvalidArgument, h.Kind)
 	}
 	if h.C.cluster && !h.OwnSlot && keys.StrayBraces(h.Name) {
@@ -171,6 +181,9 @@ func (c *Client) Check() error {
 	case <-c.closing:
 		return errs.ErrClosed
 	default:
+	}
+	if c.shutting.Load() {
+		return errs.ErrClosed // Shutdown under way (shutdown.go)
 	}
 	if c.reg != nil && !c.reg.ok.Load() {
 		return c.reg.check()

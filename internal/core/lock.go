@@ -229,8 +229,11 @@ func (l *Lock) baseRequest(s *Side, token uint64, own bool) Request {
 
 // Owner returns the owner ("<client id>:<token>") acting in ctx on side
 // s: without a context owner, on a Fresh side, the owner of the latest
-// fresh hold taken through the handle, if any, else the handle's own.
+// fresh hold taken through the handle, if any, else the handle's own;
+// when the handle holds nothing, those of the latest other handle of the
+// name that does (ownerless.go).
 func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
+	l = l.ownerlessOf(ctx, s)
 	t, own, err := l.token(ctx)
 	if err != nil {
 		return "", err
@@ -253,8 +256,11 @@ func (l *Lock) fail(s *Side, err error) error {
 // Hold returns the live hold of side s of the owner acting in ctx, nil if
 // it has none: a context owner's hold (whatever handle took it), or without
 // one the hold taken through this handle (on a Fresh side, its latest
-// fresh hold; else the handle's own owner's). It sends nothing.
+// fresh hold; else the handle's own owner's), or when it holds nothing,
+// through the latest other handle of the name that does (ownerless.go).
+// It sends nothing.
 func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
+	l = l.ownerlessOf(ctx, s)
 	token, own, err := l.token(ctx)
 	if err != nil {
 		return nil
@@ -277,28 +283,26 @@ func (l *Lock) ForceEnded() {
 }
 
 // FencingToken returns the fencing token of the hold of the latest
-// acquisition through this handle (a re-entry's is its hold's), 0 without
-// fencing or before any.
+// acquisition through this handle, or without a context owner through
+// another handle of the name ([Lock.latestHold]; a re-entry's is its
+// hold's), 0 without fencing or before any.
 func (l *Lock) FencingToken() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.fence
+	_, fence := l.latestHold()
+	return fence
 }
 
-// Done is closed when the hold of the latest acquisition through this
-// handle ends; closed before any.
+// Done is closed when the latest hold ([Lock.latestHold]) ends; closed
+// before any.
 func (l *Lock) Done() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.latest.Done()
+	h, _ := l.latestHold()
+	return h.Done()
 }
 
-// Err is nil while the hold of the latest acquisition through this handle
-// lasts, then says why it ended; [errs.ErrNotHeld] before any.
+// Err is nil while the latest hold ([Lock.latestHold]) lasts, then says
+// why it ended; [errs.ErrNotHeld] before any.
 func (l *Lock) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.latest.Err()
+	h, _ := l.latestHold()
+	return h.Err()
 }
 
 // Side configures the engine for one kind of hold: what it is (Kind,

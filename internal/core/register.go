@@ -59,11 +59,12 @@ type registration struct {
 	closed  bool       // Close unregistered: nothing is registered again
 }
 
-// newRegistration returns the registration state of client id, whose
+// newRegistration returns the registration state of client id (its key,
+// keys.ClientRegistration(prefix + id), carries the key prefix), whose
 // registration lives ttl unless renewed, run with direct, renewed in g.
-func newRegistration(id string, direct lua.Direct, ttl time.Duration, g *bg.Group, log *slog.Logger) *registration {
+func newRegistration(prefix, id string, direct lua.Direct, ttl time.Duration, g *bg.Group, log *slog.Logger) *registration {
 	return &registration{
-		key:   keys.ClientRegistration(id),
+		key:   keys.ClientRegistration(prefix + id),
 		value: strconv.FormatUint(rand.Uint64(), 36) + strconv.FormatUint(rand.Uint64(), 36),
 		id:    id, direct: direct, ttl: ttl, bg: g, log: log,
 	}

@@ -22,6 +22,14 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if err != nil {
 		return err
 	}
+	if !own {
+		if x := l.ownerlessHolder(s); x != l {
+			// Held through another handle of the name: one mutex
+			// (ownerless.go).
+			return x.Release(ctx, s)
+		}
+		defer l.C.ownerless.drop(l) // after the gate's Leave
+	}
 	base := l.baseRequest(s, token, own)
 	if !own {
 		if !l.gate.Holds(s.Shared) {
@@ -211,6 +219,8 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
+	l.tookOwnerless(*req) // a hold without a context owner: the name's (ownerless.go)
+	h.setShutdown(l, s, *req)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain

@@ -1,0 +1,128 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redisync/redisync/internal/core/errs"
+)
+
+// shutdownRelease is how Shutdown releases one hold: the handle and side
+// that took it and the request of the acquisition that started it (its
+// owner, its field, and for a fresh hold its request key and deadline).
+type shutdownRelease struct {
+	lock *Lock
+	side *Side
+	req  Request
+}
+
+// setShutdown records, on the first acquisition of the hold, how Shutdown
+// releases it.
+func (h *Hold) setShutdown(l *Lock, s *Side, req Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shut == nil {
+		req.Sync = nil
+		h.shut = &shutdownRelease{lock: l, side: s, req: req}
+	}
+}
+
+// ErrShutdown is the cause of the holds Shutdown ended: they were
+// released, and are lost to their owners.
+var ErrShutdown = fmt.Errorf("%w: released by Client.Shutdown (%w)", errs.ErrLockLost, errs.ErrClosed)
+
+// shutdownRounds bounds the rounds of Shutdown: a wait under way when it
+// began may take a hold meanwhile, which the next round releases.
+const shutdownRounds = 5
+
+// Shutdown releases every live hold of the client, whatever its owner
+// (callers without a context owner, context owners), at most while ctx
+// lasts, then closes the client ([Client.Close]). From its start every new
+// operation fails with [errs.ErrClosed]; each hold it ends, released or
+// not, ends with [ErrShutdown] (Done closes, Err and the Context's cause
+// say so). Releases that fail, or that ctx cut, leave their holds to
+// expire with their leases, as Close does; their errors are returned,
+// joined.
+func (c *Client) Shutdown(ctx context.Context) error {
+	if c == nil || c.bg == nil {
+		return c.Check()
+	}
+	select {
+	case <-c.closing:
+		return nil // closed already
+	default:
+	}
+	c.shutting.Store(true)
+	var (
+		mu   sync.Mutex
+		fail []error
+	)
+	for range shutdownRounds {
+		live := c.holds.all()
+		if len(live) == 0 || ctx.Err() != nil {
+			break
+		}
+		var wg sync.WaitGroup
+		for _, h := range live {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := h.shutdown(ctx); err != nil {
+					mu.Lock()
+					fail = append(fail, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	c.holds.endAll("", ErrShutdown) // those ctx left: they expire with their leases
+	return errors.Join(append(fail, c.Close())...)
+}
+
+// shutdown releases h in Redis whatever its count (the owner's count
+// becomes 0), then ends it with ErrShutdown.
+func (h *Hold) shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	sr := h.shut
+	h.mu.Unlock()
+	defer h.end(ErrShutdown)
+	if sr == nil {
+		return nil // not a lock's: nothing to release here
+	}
+	l, s, c := sr.lock, sr.side, sr.lock.C
+	ol, err := c.owners.lock(ctx, h.key)
+	if err != nil {
+		return l.fail(s, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
+	}
+	defer c.owners.unlock(h.key, ol)
+	if h.Count() == 0 {
+		return nil // released or lost meanwhile
+	}
+	req := sr.req
+	req.Count = 0
+	req.Lease = l.lease()
+	l.setRequestKey(&req)
+	if req.Publish, err = c.PublishCommand(ctx); err != nil {
+		return l.fail(s, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
+	}
+	c.holds.beginRelease(h.key, 0) // no renewal from now on
+	r := releaser{lock: l, ctx: ctx, side: s, req: req}
+	if _, err := r.run(); err != nil {
+		return l.fail(s, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
+	}
+	return nil
+}
+
+// all returns the live holds.
+func (hs *Holds) all() []*Hold {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	l := make([]*Hold, 0, len(hs.m))
+	for _, h := range hs.m {
+		l = append(l, h)
+	}
+	return l
+}

@@ -1,0 +1,103 @@
+package redisync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// Issue 40 item 8: Close leaves held locks held for their lease, which
+// blocks the next instance of a rolling deploy. Shutdown releases every
+// hold of the Client, of callers without a context owner and of context
+// owners alike, whatever their hold counts, then closes: another Client
+// acquires each lock at once; the context owners' holds end with an
+// error wrapping ErrLockLost and ErrClosed.
+func TestShutdownReleasesEveryHold(t *testing.T) {
+	s := redistest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := redisync.New(s.Client(t))
+	next := clienttest.New(t, s.Client(t))
+	name := redistest.Key(t)
+	owner := redisync.WithOwner(ctx)
+
+	plain := rlock.New(c, name+":plain")
+	require.NoError(t, plain.Lock(ctx))
+	reentered := rlock.New(c, name+":owned", rlock.WithFencing())
+	require.NoError(t, reentered.Lock(owner))
+	require.NoError(t, reentered.Lock(owner)) // count 2
+	ownedHold := reentered.Hold(owner)
+	require.NotNil(t, ownedHold)
+	fair := rlock.NewFair(c, name+":fair")
+	require.NoError(t, fair.Lock(ctx))
+	spin := rlock.NewSpin(c, name+":spin")
+	require.NoError(t, spin.Lock(ctx))
+	readers := rwlock.New(c, name+":rw")
+	require.NoError(t, readers.RLock(owner))
+	require.NoError(t, readers.RLock(ctx))
+	writer := rwlock.New(c, name+":rw2")
+	require.NoError(t, writer.Lock(ctx))
+
+	require.NoError(t, c.Shutdown(ctx))
+
+	for _, l := range []redisync.Locker{rlock.New(next, name+":plain"), rlock.New(next, name+":owned"),
+		rlock.NewFair(next, name+":fair"), rlock.NewSpin(next, name+":spin"),
+		rwlock.New(next, name+":rw"), rwlock.New(next, name+":rw2")} {
+		ok, err := l.TryLock(ctx, 0)
+		require.NoError(t, err)
+		assert.True(t, ok, "the next instance does not get a lock at once after Shutdown")
+		require.NoError(t, l.Unlock(ctx))
+	}
+	select {
+	case <-ownedHold.Done():
+	default:
+		t.Fatal("the context owner's hold did not end")
+	}
+	err := ownedHold.Err()
+	assert.ErrorIs(t, err, redisync.ErrLockLost)
+	assert.ErrorIs(t, err, redisync.ErrClosed)
+	assert.ErrorIs(t, context.Cause(ownedHold.Context()), redisync.ErrLockLost)
+	assert.ErrorIs(t, plain.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, plain.Lock(ctx), redisync.ErrClosed)
+	assert.NoError(t, c.Shutdown(ctx), "a second Shutdown")
+}
+
+// Close, by contrast, keeps API.md's contract: held locks stay held until
+// their lease ends.
+func TestCloseLeavesHoldsHeld(t *testing.T) {
+	s := redistest.Shared(t)
+	ctx := context.Background()
+	c := redisync.New(s.Client(t))
+	name := redistest.Key(t)
+	require.NoError(t, rlock.New(c, name).Lock(ctx))
+	require.NoError(t, c.Close())
+	ok, err := rlock.New(clienttest.New(t, s.Client(t)), name).TryLock(ctx, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+// A Shutdown whose ctx is over releases nothing more and still closes:
+// the holds are ended, and expire in Redis with their leases.
+func TestShutdownBoundedByContext(t *testing.T) {
+	s := redistest.Shared(t)
+	c := redisync.New(s.Client(t))
+	l := rlock.New(c, redistest.Key(t))
+	require.NoError(t, l.Lock(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := c.Shutdown(ctx)
+	assert.True(t, err == nil || errors.Is(err, context.Canceled), "%v", err)
+	<-l.Done()
+	assert.ErrorIs(t, l.Err(), redisync.ErrClosed)
+	assert.ErrorIs(t, l.Lock(context.Background()), redisync.ErrClosed)
+}
