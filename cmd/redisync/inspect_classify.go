@@ -216,7 +216,13 @@ func fairEvidence(s *snapshot, name string) string {
 }
 
 // classifyString tells a semaphore, expirable semaphore and latch apart:
-// they are all stored as a string holding an integer.
+// they are all stored as a string holding an integer. An expirable
+// semaphore whose permits are all available has no permit zset (Redis
+// deletes an empty zset, and Redisson leaves nothing else): its layout is
+// then a counted semaphore's, byte for byte, and so is what inspect shows
+// of it (its available permits, none acquired). Such a string is reported
+// as a semaphore, and the reason says that it may be an expirable one with
+// no permits out; -type expirable_semaphore says which.
 func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	n, err := strconv.ParseInt(s.value, 10, 64)
 	if err != nil {
@@ -232,24 +238,29 @@ func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, 
 		return kindExpirable, false, "a string with a permit zset " + keys.SemaphoreTimeouts(name), nil
 	}
 	if n < 0 {
-		return kindSemaphore, false, "a negative string value: only a semaphore's permits go below zero", nil
+		return kindSemaphore, false, "a negative string value without a permit zset: only a semaphore's permits go below zero; " + noPermitsOut, nil
 	}
 	k, reason := guessCounter(s.subs[keys.SemaphoreChannel(name)], s.subs[keys.LatchChannel(name)])
 	return k, true, reason, nil
 }
 
+// noPermitsOut ends the reason of a semaphore found without a permit zset.
+const noPermitsOut = "a counted semaphore, or an expirable one with no permits out (the same layout: -type expirable_semaphore if it is one)"
+
 // guessCounter decides between a semaphore and a latch by the waiters on
-// their channels.
+// their channels (a semaphore's and an expirable semaphore's are the
+// same).
 func guessCounter(semSubs, latchSubs int64) (kind, string) {
+	const what = "a string without a permit zset, as a semaphore (" + noPermitsOut + ") or a latch is"
 	switch {
 	case semSubs > 0 && latchSubs == 0:
-		return kindSemaphore, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", waitText(semSubs))
+		return kindSemaphore, fmt.Sprintf("%s; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", what, waitText(semSubs))
 	case latchSubs > 0 && semSubs == 0:
-		return kindLatch, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", waitText(latchSubs))
+		return kindLatch, fmt.Sprintf("%s; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", what, waitText(latchSubs))
 	case latchSubs > 0:
-		return kindSemaphore, "a string, as a semaphore or a latch is, with waiters on both channels; -type latch if it is a latch"
+		return kindSemaphore, what + ", with waiters on both channels; -type latch if it is a latch"
 	}
-	return kindSemaphore, "a string, as a semaphore or a latch is, and no waiters to tell them apart; -type latch if it is a latch"
+	return kindSemaphore, what + ", and no waiters to tell them apart; -type latch if it is a latch"
 }
 
 // classifyNone recognises a primitive whose main key does not exist by

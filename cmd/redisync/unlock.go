@@ -42,7 +42,8 @@ says which owner it woke.
 It first shows the lock (as inspect does) and asks for confirmation on the
 terminal: "y" or "yes" unlocks, any other answer leaves the lock alone and
 exits with status 1. -yes skips the question, and is required when stdin
-is not a terminal. -force is always required.
+is not a terminal (without it unlock changes nothing and exits with
+status 1). -force is always required.
 
 Unlock frees only what is laid out as a lock: a hash whose fields are
 owners "<client id>:<n>" holding hold counts (a read-write lock's also a
@@ -86,7 +87,9 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case !o.force:
 		return usagef("-force is required: unlock frees the lock whoever holds it")
 	case !o.yes && !isTerminal(stdin):
-		return usagef("stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes to force-unlock %q", name)
+		// The command line is right; what is missing is a terminal to ask
+		// on: a failure (1), not a usage error (2).
+		return fmt.Errorf("stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes to force-unlock %q", name)
 	}
 	srv, err := dialFor(ctx, o.redis)
 	if err != nil {
