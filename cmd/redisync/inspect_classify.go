@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/layout"
 )
 
 // classify recognises the primitive from the snapshot: its kind, whether
@@ -98,38 +99,11 @@ func classifyLockHash(s *snapshot, name string, forced kind, what string) (kind,
 // badLockField returns a field of hash that no lock or read-write lock
 // has: not an owner holding a positive hold count, nor (with a mode field)
 // the mode read or write, nor a writer "<owner>:write". ok is false when
-// every field is a lock's.
+// every field is a lock's. It is the library's rule (internal/layout), so
+// that inspect and unlock refuse what rlock and rwlock refuse.
 func badLockField(hash map[string]string) (field string, ok bool) {
 	_, rw := hash["mode"]
-	for _, f := range sortedFields(hash) {
-		v := hash[f]
-		switch {
-		case rw && f == "mode":
-			if v == "read" || v == "write" {
-				continue
-			}
-		case isOwnerField(f) && isHoldCount(v):
-			continue
-		case rw && isOwnerField(strings.TrimSuffix(f, keys.RWWriteField(""))) && strings.HasSuffix(f, keys.RWWriteField("")) && isHoldCount(v):
-			continue
-		}
-		return f, true
-	}
-	return "", false
-}
-
-// isOwnerField reports whether f is an owner, "<client id>:<n>": a
-// non-empty client id (a UUID, or a redisync Client's WithID), a colon,
-// and a decimal token (a redisync owner token or a Java thread id).
-func isOwnerField(f string) bool {
-	i := strings.LastIndexByte(f, ':')
-	return i > 0 && isDigits(f[i+1:])
-}
-
-// isHoldCount reports whether v is a hold count: a positive integer.
-func isHoldCount(v string) bool {
-	n, err := strconv.ParseInt(v, 10, 64)
-	return err == nil && n > 0
+	return layout.BadField(hash, rw)
 }
 
 // limiterFields are the fields of a Redisson RRateLimiter's config hash:
