@@ -19,6 +19,7 @@ var digests = map[string]digest{
 	"fair_force_unlock.lua":             {sha1: "fe7180bca77eccbb0aefb65875e07e30226c11d2", fnv: 0x019dcc87dae90709},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
 	"fair_release.lua":                  {sha1: "74a2d5067da8514172643c003ae3daf18f99cacf", fnv: 0x2ac11ceaa63a804d},
+	"fence_set.lua":                     {sha1: "ef74bba2c06e46fdc947ce2afeb750fb96b5ac7c", fnv: 0x3db1cf637067be30},
 	"gcra_cancel.lua":                   {sha1: "90574327e1201fc7cdda5157d032ec3bc8fe0d3a", fnv: 0xefc45bfbd0a43fb6},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
 	"gcra_take.lua":                     {sha1: "79179eac37b7b2a774d8af755dc4443485090bb3", fnv: 0x89c0128b0546f619},
@@ -514,6 +515,57 @@ const (
 
 // Run runs fair_release.lua with a on r and returns its reply, remaining.
 func (a FairReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
+	return run(ctx, r, a.command()).Int64()
+}
+
+// FenceSetArgs are the KEYS and ARGV of fence_set.lua (script FenceSet).
+type FenceSetArgs struct {
+	// Fenced is KEYS[1]: fenced value hash (fields token and value).
+	Fenced string
+	// Token is ARGV[1]: the writer's fencing token (at least 1).
+	Token int64
+	// Data is ARGV[2]: the value to write.
+	Data string
+}
+
+// Keys returns fence_set.lua's KEYS, in order.
+func (a FenceSetArgs) Keys() []string {
+	keys := make([]string, 0, 1)
+	keys = append(keys, a.Fenced)
+	return keys
+}
+
+// Args returns fence_set.lua's ARGV, in order.
+func (a FenceSetArgs) Args() []any {
+	args := make([]any, 0, 2)
+	args = append(args, a.Token)
+	args = append(args, str(a.Data))
+	return args
+}
+
+// command returns fence_set.lua's call as one EVALSHA command (Command).
+func (a FenceSetArgs) command() Command {
+	c := &struct {
+		a    FenceSetArgs
+		args [6]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(FenceSet)
+	args = append(args, &p.Fenced)
+	args[2] = len(args) - 3
+	args = append(args, &p.Token)
+	args = append(args, &p.Data)
+	return Command{Script: FenceSet, Args: args}
+}
+
+// Reply codes of fence_set.lua.
+const (
+	// FenceSetWritten is the reply code 1: the value was written.
+	FenceSetWritten = 1
+)
+
+// Run runs fence_set.lua with a on r and returns its reply, written.
+func (a FenceSetArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
 }
 
