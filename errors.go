@@ -64,4 +64,12 @@ var (
 	// deletions, so a script refused at a later write may have deleted
 	// before: give Redis memory before relying on what the call left.
 	ErrOutOfMemory = errs.ErrOutOfMemory
+	// ErrNoScripting reports a server that cannot run scripts: EVALSHA or
+	// EVAL is unknown to it (Valkey without its Lua module, the commands
+	// renamed away with rename-command) or refused by the ACL user (then
+	// the error also wraps ErrNoPermission) or by a proxy. Every redisync
+	// operation is a Lua script, so the first call fails with it at once,
+	// and nothing was written: no key, no subscription, no goroutine left.
+	// The error keeps Redis's text and says what to do.
+	ErrNoScripting = errs.ErrNoScripting
 )

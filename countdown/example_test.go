@@ -82,3 +82,21 @@ func ExampleLatch_TryWait() {
 	// open: false count: 1
 	// open: true count: 0
 }
+
+func ExampleLatch_Inspect() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+
+	l := countdown.New(c, "example:latch-inspect")
+	defer l.Delete(ctx)
+	if _, err := l.TrySetCount(ctx, 3); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = l.CountDown(ctx)
+	info, err := l.Inspect(ctx)
+	fmt.Println("count:", info.Count, err)
+	// Output:
+	// count: 2 <nil>
+}

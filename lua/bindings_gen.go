@@ -15,19 +15,20 @@ import (
 var digests = map[string]digest{
 	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
-	"fair_acquire.lua":                  {sha1: "0736fba2a937b13507a6e08c13e2a5934e5d3ff9", fnv: 0x8aea82bbc33cf138},
-	"fair_force_unlock.lua":             {sha1: "acaa97088458f33912a1134a8445daedf50c9832", fnv: 0x280abbaf2802c934},
+	"fair_acquire.lua":                  {sha1: "45ae1cb9b48fba7bbf76fcf9f6fe4a7e5af1394b", fnv: 0x488050e23a4f9cc1},
+	"fair_force_unlock.lua":             {sha1: "fe7180bca77eccbb0aefb65875e07e30226c11d2", fnv: 0x019dcc87dae90709},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
 	"fair_release.lua":                  {sha1: "74a2d5067da8514172643c003ae3daf18f99cacf", fnv: 0x2ac11ceaa63a804d},
+	"fence_set.lua":                     {sha1: "ef74bba2c06e46fdc947ce2afeb750fb96b5ac7c", fnv: 0x3db1cf637067be30},
 	"gcra_cancel.lua":                   {sha1: "90574327e1201fc7cdda5157d032ec3bc8fe0d3a", fnv: 0xefc45bfbd0a43fb6},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
 	"gcra_take.lua":                     {sha1: "79179eac37b7b2a774d8af755dc4443485090bb3", fnv: 0x89c0128b0546f619},
 	"latch_count_down.lua":              {sha1: "219b71dfaf09c6c54cb502efd52bda9021995cef", fnv: 0x7f1d5f17ba77793a},
 	"latch_delete.lua":                  {sha1: "cd0bbf210cf323ab775f3230115f0fddb723615e", fnv: 0x86e2f63357d04a90},
 	"latch_try_set_count.lua":           {sha1: "c50642353813e51aad8e24d8b992f4b72039b48a", fnv: 0x17cad15ec87808d1},
-	"lock_acquire.lua":                  {sha1: "75931a9334363fa9ff2c34cce0f024a6166c6e29", fnv: 0xdca7fcf238054e77},
-	"lock_acquire_fresh.lua":            {sha1: "b1b2f50d7fe8e2fb61f7a01ec45c3c66041d8146", fnv: 0x8108ac4b9f8540c6},
-	"lock_force_unlock.lua":             {sha1: "17b92fdd6e4c41b36722f79170c86878bce401ed", fnv: 0xc9c8d9e199a4a756},
+	"lock_acquire.lua":                  {sha1: "ff111f0084835ebc413bedbbb7ae1757fc1b17a1", fnv: 0x2596972e8361394f},
+	"lock_acquire_fresh.lua":            {sha1: "36a1f829797fb746d7b58bbeab301647f7430d87", fnv: 0x71c6d22c50a02795},
+	"lock_force_unlock.lua":             {sha1: "1bbd6f5f402dcb7740abdedbd46ec51570ed6492", fnv: 0x4f62053155a48bfd},
 	"lock_handoff.lua":                  {sha1: "cbbdcb0ef54ecc6815732b0f2eccc4a5e28f6df5", fnv: 0x61bad26fbb81fe78},
 	"lock_release.lua":                  {sha1: "ae722828c772376cb545ba9ca1c51ac35dd9f0fb", fnv: 0x6e9c551d137b92c6},
 	"lock_release_fresh.lua":            {sha1: "1f40a06bcecf5829b6e53bdd0e5b3922b80357b0", fnv: 0xdbd71a8d4894c629},
@@ -38,12 +39,12 @@ var digests = map[string]digest{
 	"ratelimit_set_rate.lua":            {sha1: "97e733e126c92fee7938ca713f7c236e59a5228a", fnv: 0x7b32dbea4e9a6302},
 	"renew_lock.lua":                    {sha1: "5c6e7c2af457fb63e11393ad3d729d2d6ae547fe", fnv: 0x33b40caa7a1028ab},
 	"renew_read.lua":                    {sha1: "3d4a618d9df94e930db2bda4ff0f1995ba3f360d", fnv: 0x1421cfe3ad0acaf3},
-	"rwlock_force_unlock.lua":           {sha1: "3f244cc519119f31c559f3107f31428858714175", fnv: 0x0a3bff3b46204a3d},
-	"rwlock_read_acquire.lua":           {sha1: "a6d71f64bad327a2e8819d36947d1d20719a55d8", fnv: 0x98f8e935a796d192},
-	"rwlock_read_count.lua":             {sha1: "54745d493882ec4bf7d7f6b3084b7f41d722eae0", fnv: 0xed32c4214b66bc92},
+	"rwlock_force_unlock.lua":           {sha1: "2cb46e5db248b2ea51a4d5c1f0eee56c4b4bd95e", fnv: 0xabe9efab222b2ae7},
+	"rwlock_read_acquire.lua":           {sha1: "82fcb96c2fc9c1e68ab9a7da45bdbedb58da6d58", fnv: 0x119f675de26ae272},
+	"rwlock_read_count.lua":             {sha1: "71b9127f1f472bd1df5dbdedd73571138cbafa28", fnv: 0xab68fdbb49b1fac0},
 	"rwlock_read_release.lua":           {sha1: "92459bf119e41d744d4a3c45603b70876809fe32", fnv: 0xe85eb39a35060b28},
-	"rwlock_write_acquire.lua":          {sha1: "e5c1f91d82bc928be712067f4f01214481934741", fnv: 0x1e15fe2109fd4b24},
-	"rwlock_write_acquire_fresh.lua":    {sha1: "a7e4b710ff6ba8bf20ff3f176bfc8be27baee68e", fnv: 0xed903b28842f8ac7},
+	"rwlock_write_acquire.lua":          {sha1: "2a8276b0a5af3a5522ed975dd446dce0be91a54d", fnv: 0x0e200ba6d5b45cbd},
+	"rwlock_write_acquire_fresh.lua":    {sha1: "ca7a814c42a60a2178fdda4d451767c2291810a6", fnv: 0x8fe5de82957558e0},
 	"rwlock_write_handoff.lua":          {sha1: "311c0ed9451c2289e5b27e288185b3e87db8035e", fnv: 0xd1e762a8547a3d7e},
 	"rwlock_write_release.lua":          {sha1: "832f92152a161a84caf7238532501ecb55316222", fnv: 0x3185dbb510b7666a},
 	"rwlock_write_release_fresh.lua":    {sha1: "4e0d804e4dcb8a03f2c40cdf2f7e6fe4f5e4ee46", fnv: 0x407451c1f7a15972},
@@ -514,6 +515,57 @@ const (
 
 // Run runs fair_release.lua with a on r and returns its reply, remaining.
 func (a FairReleaseArgs) Run(ctx context.Context, r Runner) (int64, error) {
+	return run(ctx, r, a.command()).Int64()
+}
+
+// FenceSetArgs are the KEYS and ARGV of fence_set.lua (script FenceSet).
+type FenceSetArgs struct {
+	// Fenced is KEYS[1]: fenced value hash (fields token and value).
+	Fenced string
+	// Token is ARGV[1]: the writer's fencing token (at least 1).
+	Token int64
+	// Data is ARGV[2]: the value to write.
+	Data string
+}
+
+// Keys returns fence_set.lua's KEYS, in order.
+func (a FenceSetArgs) Keys() []string {
+	keys := make([]string, 0, 1)
+	keys = append(keys, a.Fenced)
+	return keys
+}
+
+// Args returns fence_set.lua's ARGV, in order.
+func (a FenceSetArgs) Args() []any {
+	args := make([]any, 0, 2)
+	args = append(args, a.Token)
+	args = append(args, str(a.Data))
+	return args
+}
+
+// command returns fence_set.lua's call as one EVALSHA command (Command).
+func (a FenceSetArgs) command() Command {
+	c := &struct {
+		a    FenceSetArgs
+		args [6]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(FenceSet)
+	args = append(args, &p.Fenced)
+	args[2] = len(args) - 3
+	args = append(args, &p.Token)
+	args = append(args, &p.Data)
+	return Command{Script: FenceSet, Args: args}
+}
+
+// Reply codes of fence_set.lua.
+const (
+	// FenceSetWritten is the reply code 1: the value was written.
+	FenceSetWritten = 1
+)
+
+// Run runs fence_set.lua with a on r and returns its reply, written.
+func (a FenceSetArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
 }
 

@@ -13,5 +13,5 @@ var (
 	FairLeave = load("fair_leave.lua", request, fairHelpers)
 	// FairForceUnlock deletes a fair lock whoever holds it and wakes the
 	// head of the queue; see fair_force_unlock.lua.
-	FairForceUnlock = load("fair_force_unlock.lua", request, lockHelpers, fairHelpers)
+	FairForceUnlock = load("fair_force_unlock.lua", types, request, lockHelpers, fairHelpers)
 )

@@ -69,6 +69,10 @@ if replay then
 end
 local owner = ARGV[2]
 local count = ARGV[5] + 0
+if redis.call('hexists', KEYS[1], owner) == 0 then
+  -- before the queue is touched: a hash of another layout is no lock
+  lock_layout(KEYS[1], false)
+end
 if count == 1 and ARGV[4] == '1' then
   number_at(KEYS[6]) -- before any write: take_hold's INCR comes after the queue's changes
 end

@@ -44,6 +44,7 @@ if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   if count > 1 then
     return {-2, 0}
   end
+  lock_layout(KEYS[1], false) -- busy only with a lock: another hash is refused
   return {0, redis.call('pttl', KEYS[1])}
 end
 if free and count > 1 then

@@ -104,4 +104,5 @@ if redis.call('hexists', hash, field) == 1 then
   end
   return {1, 1, token}
 end
+lock_layout(hash, false) -- busy only with a lock: another hash is refused
 return {0, redis.call('pttl', hash)}

@@ -39,9 +39,10 @@
 --       changed.
 --   lock_exists(hash)
 --       for a force unlock, before it writes anything: true when hash is a
---       hash, false when it does not exist; raises the error reply
+--       lock's hash, false when it does not exist; raises the error reply
 --       "REDISYNC_WRONGTYPE ..." (the client's ErrWrongType) when it holds
---       another type, which is no lock and is left as it is
+--       another type, or a hash whose fields are not a lock's
+--       (lock_layout, prelude_types), which is no lock and is left as it is
 --   cancel_holds(hash, prefix, ttl)
 --       for a force unlock, before it deletes the hash (which lock_exists
 --       found): marks the request key of every owner's fresh hold (prefix
@@ -99,6 +100,7 @@ end
 local function lock_exists(hash)
   local t = redis.call('type', hash)['ok']
   if t == 'hash' then
+    lock_layout(hash, false)
     return true
   elseif t ~= 'none' then
     error({err = 'REDISYNC_WRONGTYPE key ' .. hash .. ' holds a ' .. t .. ', not a lock hash: not deleted'})

@@ -17,6 +17,18 @@
 --   number_at(key)    GET key as a number: 0 when the key does not exist;
 --                     WRONGTYPE when it is not a string, REDISYNC_WRONGTYPE
 --                     when it is a string but not an integer
+--   lock_layout(hash, rw)
+--                     for the locks' scripts, before they report a lock
+--                     busy, queue a waiter or delete it: raises
+--                     REDISYNC_WRONGTYPE when hash (a hash, or no key) has a
+--                     field no lock has, so that an application's hash under
+--                     a lock's name is refused and left unchanged instead of
+--                     being waited on forever or deleted. A lock's fields
+--                     are owners "<client id>:<n>" holding hold counts
+--                     (positive integers); with rw (a read-write lock's),
+--                     also "mode" (read or write, and present whenever the
+--                     hash exists) and writers "<client id>:<n>:write".
+--                     The same rule as internal/layout's (the CLI's).
 local function wrong_type(key)
   error({err = 'REDISYNC_WRONGTYPE key ' .. key .. ' holds a string that is not an integer'})
 end
@@ -31,4 +43,32 @@ local function number_at(key)
     wrong_type(key)
   end
   return n
+end
+
+local function lock_layout(hash, rw)
+  -- HKEYS and HGET, not HGETALL: the commands SECURITY.md's ACL rule has;
+  -- the names first, so that an application's hash is refused at once
+  local fields = redis.call('hkeys', hash)
+  local mode = false
+  for pass = 1, 2 do
+    for _, f in ipairs(fields) do
+      local ok
+      if rw and f == 'mode' then
+        local v = pass == 2 and redis.call('hget', hash, f)
+        ok, mode = pass == 1 or v == 'read' or v == 'write', true
+      else
+        ok = string.match(f, '^.+:%d+$') ~= nil or (rw and string.match(f, '^.+:%d+:write$') ~= nil)
+        if ok and pass == 2 then
+          ok = string.match(redis.call('hget', hash, f), '^[1-9]%d*$') ~= nil
+        end
+      end
+      if not ok then
+        error({err = 'REDISYNC_WRONGTYPE key ' .. hash .. ' is a hash with a field ' .. f ..
+          ' that no lock has: not a lock, left unchanged'})
+      end
+    end
+  end
+  if rw and #fields > 0 and not mode then
+    error({err = 'REDISYNC_WRONGTYPE key ' .. hash .. ' is a hash without a mode field: not a read-write lock, left unchanged'})
+  end
 end

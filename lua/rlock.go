@@ -4,12 +4,12 @@ package lua
 // is the lock's).
 var (
 	// LockAcquire takes a reentrant lock; see lock_acquire.lua.
-	LockAcquire = load("lock_acquire.lua", request, lockHelpers)
+	LockAcquire = load("lock_acquire.lua", types, request, lockHelpers)
 	// LockRelease releases one hold or undoes a lost acquisition; see lock_release.lua.
 	LockRelease = load("lock_release.lua", request, lockHelpers)
 	// LockAcquireFresh takes a fresh hold (an owner's only hold, no
 	// record needed while it lasts); see lock_acquire_fresh.lua.
-	LockAcquireFresh = load("lock_acquire_fresh.lua")
+	LockAcquireFresh = load("lock_acquire_fresh.lua", types)
 	// LockReleaseFresh releases a fresh hold or undoes its lost
 	// acquisition; see lock_release_fresh.lua.
 	LockReleaseFresh = load("lock_release_fresh.lua")
@@ -17,7 +17,7 @@ var (
 	// in one step; see lock_handoff.lua.
 	LockHandoff = load("lock_handoff.lua")
 	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
-	LockForceUnlock = load("lock_force_unlock.lua", request, lockHelpers)
+	LockForceUnlock = load("lock_force_unlock.lua", types, request, lockHelpers)
 	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.
 	RenewLock = load("renew_lock.lua")
 )

@@ -4,10 +4,10 @@ package lua
 // writer's field is a lock owner field); its read holds with RenewRead.
 var (
 	// RWReadAcquire takes one read hold; see rwlock_read_acquire.lua.
-	RWReadAcquire = load("rwlock_read_acquire.lua", request, rwlockHelpers)
+	RWReadAcquire = load("rwlock_read_acquire.lua", types, request, rwlockHelpers)
 	// RWWriteAcquire takes one write hold or refuses an upgrade; see
 	// rwlock_write_acquire.lua.
-	RWWriteAcquire = load("rwlock_write_acquire.lua", request, rwlockHelpers)
+	RWWriteAcquire = load("rwlock_write_acquire.lua", types, request, rwlockHelpers)
 	// RWReadRelease releases one read hold or undoes a lost read
 	// acquisition; see rwlock_read_release.lua.
 	RWReadRelease = load("rwlock_read_release.lua", request, rwlockHelpers)
@@ -16,7 +16,7 @@ var (
 	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers)
 	// RWWriteAcquireFresh takes a fresh write hold (an owner's only hold,
 	// no record needed while it lasts); see rwlock_write_acquire_fresh.lua.
-	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua")
+	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua", types)
 	// RWWriteReleaseFresh releases a fresh write hold or undoes its lost
 	// acquisition; see rwlock_write_release_fresh.lua.
 	RWWriteReleaseFresh = load("rwlock_write_release_fresh.lua", rwlockHelpers)
@@ -25,10 +25,10 @@ var (
 	RWWriteHandoff = load("rwlock_write_handoff.lua", rwlockHelpers)
 	// RWForceUnlock deletes a read-write lock in either mode; see
 	// rwlock_force_unlock.lua.
-	RWForceUnlock = load("rwlock_force_unlock.lua", request)
+	RWForceUnlock = load("rwlock_force_unlock.lua", types, request)
 	// RWReadCount returns an owner's live read hold count; see
 	// rwlock_read_count.lua.
-	RWReadCount = load("rwlock_read_count.lua")
+	RWReadCount = load("rwlock_read_count.lua", types)
 	// RenewRead renews watchdog-held read holds in batches; see
 	// renew_read.lua.
 	RenewRead = load("renew_read.lua")

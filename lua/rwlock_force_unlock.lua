@@ -35,6 +35,7 @@ refuse_late(ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
+lock_layout(KEYS[1], true) -- another hash is no read-write lock: left as it is
 for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
   if string.sub(f, -6) == ':write' then
     redis.call('set', ARGV[6] .. f, 'cancelled', 'px', ARGV[7])

@@ -50,7 +50,11 @@ if fresh then
   redis.call('pexpire', hash, lease)
 else
   local mode = redis.call('hget', hash, 'mode')
+  if not mode then
+    lock_layout(hash, true) -- a hash without a mode field is no read-write lock
+  end
   if not (mode == 'read' or (mode == 'write' and redis.call('hexists', hash, ARGV[4]) == 1)) then
+    lock_layout(hash, true) -- busy only with a read-write lock
     return {0, redis.call('pttl', hash)}
   end
   redis.call('hset', hash, ARGV[2], count)

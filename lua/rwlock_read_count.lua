@@ -9,6 +9,7 @@
 -- Returns the read hold count, 0 when the owner holds none.
 --
 -- Reply    count
+lock_layout(KEYS[1], true) -- a hash of another layout is no read-write lock
 local v = redis.call('hget', KEYS[1], ARGV[1])
 if not v then
   return 0

@@ -59,6 +59,7 @@ else
     end
   end
   if redis.call('exists', hash) == 1 then
+    lock_layout(hash, true) -- busy only with a read-write lock
     return {0, redis.call('pttl', hash)}
   end
   redis.call('hset', hash, 'mode', 'write', ARGV[4], count)

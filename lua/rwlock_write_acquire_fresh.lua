@@ -84,4 +84,5 @@ end
 if redis.call('hexists', hash, field) == 1 then
   return {1, 1}
 end
+lock_layout(hash, true) -- busy only with a read-write lock
 return {0, redis.call('pttl', hash)}

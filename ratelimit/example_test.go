@@ -177,3 +177,17 @@ func ExampleGCRA_AllowN_http() {
 	// 200 RateLimit-Remaining=0 Retry-After=""
 	// 429 RateLimit-Remaining=0 Retry-After="30"
 }
+
+func ExampleGCRA_Inspect() {
+	ctx := context.Background()
+	client := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer client.Close()
+
+	g := ratelimit.NewGCRA(client, "example:gcra-inspect", ratelimit.Limit{Rate: 10, Period: time.Minute, Burst: 3})
+	defer g.Reset(ctx)
+	_, _ = g.AllowN(ctx, 2)
+	info, err := g.Inspect(ctx) // takes nothing
+	fmt.Println("remaining:", info.Remaining, err)
+	// Output:
+	// remaining: 1 <nil>
+}

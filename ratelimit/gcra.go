@@ -101,8 +101,10 @@ func (g *GCRA) Allow(ctx context.Context) (bool, error) {
 }
 
 // AllowN takes n events (n ≥ 1) if they may all happen now, and none
-// otherwise; the Result says which, and when to retry. n above Burst is
-// never allowed: Result.RetryAfter is then -1. AllowN keeps no request
+// otherwise; the Result says which, and when to retry. n above Burst can
+// never be allowed: AllowN then returns, as WaitN does, an error wrapping
+// ErrExceedsRate and sends nothing (a Result with a RetryAfter would
+// invite a retry that can never pass). AllowN keeps no request
 // record (it costs what redis_rate's does): a call that go-redis re-sends
 // after a lost reply may take its events twice, so the limiter then allows
 // fewer events, never more.
@@ -113,11 +115,10 @@ func (g *GCRA) AllowN(ctx context.Context, n int64) (Result, error) {
 	if err := g.checkN(n); err != nil {
 		return Result{}, err
 	}
-	ctx, obs := g.h.C.BeginWait(ctx, g.h.Kind, "", g.h.Name, false, 0)
 	if n > g.limit.Burst {
-		obs.End(false, nil)
-		return Result{RetryAfter: -1}, nil
+		return Result{}, g.fail("allow", fmt.Errorf("%d events, burst %d: %w", n, g.limit.Burst, ErrExceedsRate))
 	}
+	ctx, obs := g.h.C.BeginWait(ctx, g.h.Kind, "", g.h.Name, false, 0)
 	t, err := g.take(ctx, n, 0)
 	obs.End(err == nil && t.ok, err)
 	if err != nil {

@@ -32,9 +32,12 @@ func TestGCRABurstThenRate(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, r.Allowed, "past the burst")
 	assert.InDelta(t, float64(time.Hour), float64(r.RetryAfter), float64(time.Second), "retry after one interval")
+	// Regression (issue 40): above the burst, AllowN returned
+	// {Allowed: 0, RetryAfter: -1ns} and nil, which an HTTP middleware
+	// turned into "Retry-After: 0" for a request that can never pass.
 	r, err = g.AllowN(ctx, 6)
-	require.NoError(t, err)
-	assert.Equal(t, Result{RetryAfter: -1}, r, "above the burst: never")
+	require.ErrorIs(t, err, ErrExceedsRate, "above the burst: never, as WaitN says")
+	assert.Equal(t, Result{}, r)
 	require.NoError(t, g.Reset(ctx))
 	r, err = g.AllowN(ctx, 5)
 	require.NoError(t, err)

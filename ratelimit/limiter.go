@@ -21,9 +21,9 @@ var (
 	// expired after its keep-alive). Redisson says "RateLimiter is not
 	// initialized".
 	ErrNotInitialized = errors.New("redisync: rate limiter not initialized")
-	// ErrExceedsRate: more permits were asked for than the rate, so they
-	// can never be granted. Redisson says "Requested permits amount cannot
-	// exceed defined rate".
+	// ErrExceedsRate: more permits were asked for than the rate (a GCRA:
+	// more events than its Burst), so they can never be granted. Redisson
+	// says "Requested permits amount cannot exceed defined rate".
 	ErrExceedsRate = errors.New("redisync: permits exceed the rate")
 )
 

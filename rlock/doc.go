@@ -135,4 +135,12 @@
 // publishes "0" to the head of the queue only. Java services using Redisson
 // contend for the same lock, and their fair-lock waiters queue in the same
 // line.
+//
+// A key under a lock's name laid out otherwise (another Redis type, or a
+// hash whose fields are not owners holding hold counts, such as an
+// application's hash) is no lock: every call on it, ForceUnlock included,
+// returns an error wrapping redisync.ErrWrongType and leaves it unchanged.
+// [Lock.Inspect] reads who holds a lock, for how long, and its fencing
+// counter, in one round trip; the redisync CLI's inspect command shows
+// what it returns.
 package rlock

@@ -305,3 +305,31 @@ func ExampleNewFair() {
 	fmt.Println("served in order:", order)
 	// Output: served in order: [1 2 3]
 }
+
+func ExampleLock_Inspect() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}), redisync.WithID("inspect-example"))
+	defer c.Close()
+
+	l := rlock.New(c, "example:inspect", rlock.WithFencing())
+	owner := redisync.WithOwnerToken(ctx, 7)
+	if err := l.Lock(owner); err != nil {
+		fmt.Println("lock:", err)
+		return
+	}
+	defer l.Unlock(owner)
+
+	// One round trip: who holds it, how many times, for how long.
+	info, err := l.Inspect(ctx)
+	if err != nil {
+		fmt.Println("inspect:", err)
+		return
+	}
+	for _, h := range info.Holders {
+		fmt.Printf("held by %s, count %d, lease left > 20s: %v\n", h.Owner, h.Count, info.TTL > 20*time.Second)
+	}
+	fmt.Println("fenced:", info.FencingToken > 0)
+	// Output:
+	// held by inspect-example:7, count 1, lease left > 20s: true
+	// fenced: true
+}

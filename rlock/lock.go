@@ -2,16 +2,13 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strconv"
 	"time"
-
-	"github.com/redisync/redisync/internal/core/errs"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -261,8 +258,9 @@ func (h *handle) Unlock(ctx context.Context) error {
 // reports whether the lock existed. Holders in this process see their hold
 // end with ErrLockLost at once; holders elsewhere when their watchdog next
 // renews, or when they unlock (ErrNotHeld). A key of another type than a
-// hash is no lock: ForceUnlock returns an error wrapping
-// redisync.ErrWrongType and deletes nothing.
+// hash, or a hash whose fields are not owners "<client id>:<n>" holding
+// hold counts (an application's hash), is no lock: ForceUnlock returns an
+// error wrapping redisync.ErrWrongType and deletes nothing.
 //
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
@@ -286,19 +284,15 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 }
 
 // IsLocked reports whether any owner holds the lock. A key of another
-// type than a hash gives an error wrapping redisync.ErrWrongType.
+// type than a hash, or a hash whose fields are not a lock's (an
+// application's hash), gives an error wrapping redisync.ErrWrongType.
 func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	h = h.state()
 	if err := h.e.Check(); err != nil {
 		return false, err
 	}
-	// HLEN rather than EXISTS: a lock hash always has a field, and a key
-	// of another type answers WRONGTYPE.
-	n, err := h.e.C.Redis().HLen(ctx, h.e.Name).Result()
-	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
-	}
-	return n > 0, nil
+	s, err := h.read(ctx, false)
+	return len(s.hash) > 0, err
 }
 
 // IsHeld reports whether the caller's owner (the context's, else the
@@ -309,51 +303,34 @@ func (h *handle) IsHeld(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns the caller's owner's hold count in Redis: how many
-// Unlocks free the lock. It is 0 when the owner does not hold it.
+// Unlocks free the lock. It is 0 when the owner does not hold it. A key
+// that is not laid out as a lock gives an error wrapping
+// redisync.ErrWrongType.
 func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 	h = h.state()
 	owner, err := h.e.Owner(ctx, h.side)
 	if err != nil {
 		return 0, err
 	}
-	n, err := h.e.C.Redis().HGet(ctx, h.e.Name, owner).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+	s, err := h.read(ctx, false)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
+		return 0, err
 	}
+	n, _ := strconv.ParseInt(s.hash[owner], 10, 64) // 0 when absent
 	return n, nil
 }
 
 // TTL returns the lock's remaining lease: 0 when the lock does not exist,
 // -1ns when it exists without an expiry (which redisync never sets). A key
-// of another type than a hash gives an error wrapping
+// that is not laid out as a lock gives an error wrapping
 // redisync.ErrWrongType.
 func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	h = h.state()
 	if err := h.e.Check(); err != nil {
 		return 0, err
 	}
-	// PTTL answers for a key of any type; HLEN, in the same round trip,
-	// answers WRONGTYPE for one that is no hash.
-	var pttl *redis.DurationCmd
-	_, err := h.e.C.Redis().Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HLen(ctx, h.e.Name)
-		pttl = p.PTTL(ctx, h.e.Name)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
-	}
-	d := pttl.Val()
-	switch {
-	case d == -2 || d == -2*time.Millisecond:
-		return 0, nil
-	case d < 0:
-		return -1, nil
-	}
-	return d, nil
+	s, err := h.read(ctx, false)
+	return s.ttl, err
 }
 
 // FencingToken returns the fencing token of the hold of the latest

@@ -114,4 +114,11 @@
 // acquisition changes nothing.
 // All keys share the cluster slot of {name}. Redis 6.2 or newer is
 // supported; 7.x is tested.
+//
+// A key under the lock's name laid out otherwise (another Redis type, a
+// hash without a mode field or with fields that are not owners, such as an
+// application's hash) is no read-write lock: every call on it, ForceUnlock
+// included, returns an error wrapping redisync.ErrWrongType and leaves it
+// unchanged. [RWLock.Inspect] reads the mode, the writer, the readers and
+// the remaining lease in one round trip.
 package rwlock

@@ -197,3 +197,35 @@ func ExampleRWLock_ReadHold() {
 	// A still holds its read hold
 	// after A's release: true
 }
+
+func ExampleRWLock_Inspect() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}), redisync.WithID("rw-inspect-example"))
+	defer c.Close()
+
+	rw := rwlock.New(c, "example:rw-inspect")
+	a, b := redisync.WithOwnerToken(ctx, 1), redisync.WithOwnerToken(ctx, 2)
+	for _, owner := range []context.Context{a, b, b} {
+		if err := rw.RLock(owner); err != nil {
+			fmt.Println("rlock:", err)
+			return
+		}
+	}
+	defer rw.RUnlock(a)
+	defer rw.RUnlock(b)
+	defer rw.RUnlock(b)
+
+	info, err := rw.Inspect(ctx)
+	if err != nil {
+		fmt.Println("inspect:", err)
+		return
+	}
+	fmt.Println("mode:", info.Mode, "writer:", info.Writer)
+	for _, r := range info.Readers {
+		fmt.Printf("reader %s, count %d\n", r.Owner, r.Count)
+	}
+	// Output:
+	// mode: read writer: <nil>
+	// reader rw-inspect-example:1, count 1
+	// reader rw-inspect-example:2, count 2
+}

@@ -2,17 +2,15 @@ package rwlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strconv"
 	"time"
-
-	"github.com/redisync/redisync/internal/core/errs"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -254,19 +252,29 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 }
 
 // mode returns the lock's mode field: "read", "write", or "" when free.
+// A key that is not laid out as a read-write lock (another type, or a hash
+// of other fields, as an application's) gives an error wrapping
+// redisync.ErrWrongType.
 func (rw *RWLock) mode(ctx context.Context) (string, error) {
+	hash, err := rw.hash(ctx)
+	return hash["mode"], err
+}
+
+// hash reads the lock's hash (empty when free) and checks its layout
+// (layout.Check).
+func (rw *RWLock) hash(ctx context.Context) (map[string]string, error) {
 	rw = rw.state()
 	if err := rw.e.Check(); err != nil {
-		return "", err
+		return nil, err
 	}
-	m, err := rw.e.C.Redis().HGet(ctx, rw.e.Name, "mode").Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
+	hash, err := rw.e.C.Redis().HGetAll(ctx, rw.e.Name).Result()
 	if err != nil {
-		return "", fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
+		return nil, fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
 	}
-	return m, nil
+	if err := layout.Check(rw.e.Name, hash, true); err != nil {
+		return nil, fmt.Errorf("rwlock %q: %w", rw.e.Name, err)
+	}
+	return hash, nil
 }
 
 // IsReadLocked reports whether the lock is in read mode: held by readers
@@ -311,13 +319,11 @@ func (rw *RWLock) WriteHoldCount(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := rw.e.C.Redis().HGet(ctx, rw.e.Name, keys.RWWriteField(owner)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+	hash, err := rw.hash(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("rwlock %q: %w", rw.e.Name, errs.ReplyError(err))
+		return 0, err
 	}
+	n, _ := strconv.ParseInt(hash[keys.RWWriteField(owner)], 10, 64) // 0 when absent
 	return n, nil
 }
 

@@ -208,3 +208,51 @@ func ExampleSemaphore_ReleaseIfExists() {
 	// released: true <nil>
 	// released: false <nil> permits: 0
 }
+
+func ExampleSemaphore_Inspect() {
+	ctx := context.Background()
+	client := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer client.Close()
+
+	s := semaphore.New(client, "example:sem-inspect")
+	defer s.Delete(ctx)
+	_, _ = s.TrySetPermits(ctx, 3)
+	_ = s.Acquire(ctx, 1)
+	info, err := s.Inspect(ctx)
+	fmt.Println("available:", info.Available, err)
+	// Output:
+	// available: 2 <nil>
+}
+
+func ExampleExpirableSemaphore_Inspect() {
+	ctx := context.Background()
+	client := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer client.Close()
+
+	s := semaphore.NewExpirable(client, "example:xsem-inspect")
+	defer s.Delete(ctx)
+	_ = s.SetPermits(ctx, 3)
+	leased, _ := s.Acquire(ctx, time.Minute)
+	forever, _ := s.Acquire(ctx, 0)
+
+	// Available permits and every acquired permit with its remaining lease,
+	// in one round trip.
+	info, err := s.Inspect(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("available:", info.Available)
+	for _, p := range info.Permits {
+		switch p.ID {
+		case leased:
+			fmt.Println("leased permit, about a minute left:", p.Lease > 59*time.Second)
+		case forever:
+			fmt.Println("permit without a lease:", p.Lease)
+		}
+	}
+	// Output:
+	// available: 1
+	// leased permit, about a minute left: true
+	// permit without a lease: -1ns
+}

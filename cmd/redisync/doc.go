@@ -181,7 +181,8 @@
 // "yes") from stdin; any other answer leaves the lock alone and exits with
 // status 1 ("not unlocked: confirmation declined"). -yes skips the
 // question; without -yes, a stdin that is not a terminal (a pipe, a file,
-// /dev/null) is a usage error, so scripts must say -yes. -force is required.
+// /dev/null) fails the command (status 1, nothing unlocked), so scripts
+// must say -yes. -force is required.
 //
 // Unlock frees only a hash laid out as a lock or read-write lock (see
 // Inspect). It refuses, and leaves intact, whatever is not a

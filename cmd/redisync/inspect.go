@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,7 +14,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // errNotPrimitive reports a key whose layout is not one of a
@@ -25,10 +29,6 @@ var errNotPrimitive = errors.New("not a redisync/Redisson primitive")
 // errNotLockHash is errNotPrimitive for a hash, which unlock -any deletes
 // anyway.
 var errNotLockHash = fmt.Errorf("%w", errNotPrimitive)
-
-// neverExpires is the expiry score (epoch ms) Redisson gives a permit
-// acquired without a lease.
-const neverExpires = 922337203685477
 
 // maxReadHolds bounds how many read-hold timeout keys inspect looks up.
 const maxReadHolds = 1000
@@ -66,7 +66,8 @@ type Report struct {
 	// (the counter redisson_lock_token:{name}), when it exists.
 	FenceToken *int64 `json:"fence_token,omitempty"`
 	// Permits is a semaphore's count of available permits (0 when the key
-	// does not exist; it may be negative).
+	// does not exist; it may be negative). An expirable semaphore's
+	// includes its expired permits, which its next operation gives back.
 	Permits *int64 `json:"permits,omitempty"`
 	// Acquired lists an expirable semaphore's acquired permits.
 	Acquired []Permit `json:"acquired,omitempty"`
@@ -136,9 +137,10 @@ type Permit struct {
 	ID string `json:"id"`
 	// ExpiresAt is when the permit expires; absent when it never does.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	// TTLMillis is the time left in milliseconds: -1 never expires, 0 or
-	// less expired (it goes back to the available permits with the
-	// semaphore's next operation).
+	// TTLMillis is the time left in milliseconds, -1 when it never
+	// expires. Expired permits are not listed: they are counted in
+	// Permits, as the semaphore's next operation gives them back
+	// (semaphore.ExpirableSemaphore.Inspect).
 	TTLMillis int64 `json:"ttl_ms"`
 }
 
@@ -299,42 +301,118 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced
 	return r, nil
 }
 
-// fill sets the fields of r that depend on its type, from s.
+// fill sets the fields of r that depend on its type: the primitive's
+// state from the library's Inspect of its kind (rlock, rwlock, semaphore,
+// countdown), so that the CLI and the API cannot disagree, and what only
+// the CLI shows (a fair lock's waiters' deadlines, read holds' leases,
+// subscribers) from s. A hash that -any let through as a lock is no lock
+// for the library (ErrWrongType): its fields are then shown as they are.
 func (r *Report) fill(ctx context.Context, rdb redis.UniversalClient, s *snapshot) error {
-	var err error
+	c := redisync.New(rdb)
+	defer c.Close()
 	switch r.Type {
-	case kindLock:
+	case kindLock, kindFair:
+		return r.fillLock(ctx, c, s)
+	case kindRWLock:
+		return r.fillRWLock(ctx, c, rdb, s)
+	case kindSemaphore:
+		info, err := semaphore.New(c, r.Name).Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		r.Permits = &info.Available
+	case kindExpirable:
+		info, err := semaphore.NewExpirable(c, r.Name).Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		r.Permits = &info.Available
+		r.Acquired = permits(info.Permits, s.now)
+	case kindLatch:
+		info, err := countdown.New(c, r.Name).Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		r.Count = &info.Count
+	}
+	return nil
+}
+
+// fillLock fills a lock's or fair lock's report from rlock's Inspect.
+func (r *Report) fillLock(ctx context.Context, c *redisync.Client, s *snapshot) error {
+	var (
+		info rlock.Info
+		err  error
+	)
+	if r.Type == kindFair {
+		info, err = rlock.NewFair(c, r.Name).Inspect(ctx)
+	} else {
+		info, err = rlock.New(c, r.Name).Inspect(ctx)
+	}
+	switch {
+	case errors.Is(err, redisync.ErrWrongType) && s.typ == "hash":
+		// -any: a hash of another layout, shown as it is
 		r.FenceToken = s.fence
 		r.Holders = lockHolders(s.hash)
-	case kindFair:
-		r.FenceToken = s.fence
-		r.Holders = lockHolders(s.hash)
-		r.Queue = fairQueue(s.queue, s.deadlines, s.now)
+		info.Queue = s.queue
+	case err != nil:
+		return err
+	default:
+		for _, h := range info.Holders {
+			r.Holders = append(r.Holders, newHolder(h.Owner, "", h.Count))
+		}
+		if info.FencingToken > 0 { // INCR starts at 1: 0 is no counter
+			r.FenceToken = &info.FencingToken
+		}
+		if r.Exists {
+			ttl := ttlMillis(info.TTL)
+			r.TTLMillis = &ttl
+		}
+	}
+	if r.Type == kindFair {
+		r.Queue = fairQueue(info.Queue, s.deadlines, s.now)
 		r.Waiters = 0
 		for _, e := range r.Queue {
 			r.Waiters += s.subs[keys.FairChannel(r.Name, e.Owner)]
 		}
-	case kindRWLock:
-		r.Mode = s.hash["mode"]
-		r.Holders, err = rwHolders(ctx, rdb, r.Name, s.hash)
-	case kindSemaphore, kindExpirable:
-		p := stringInt(s)
-		r.Permits = &p
-		r.Acquired = permits(s.permits, s.now)
-	case kindLatch:
-		c := stringInt(s)
-		r.Count = &c
 	}
+	return nil
+}
+
+// fillRWLock fills a read-write lock's report from rwlock's Inspect, and
+// the leases of the read holds.
+func (r *Report) fillRWLock(ctx context.Context, c *redisync.Client, rdb redis.UniversalClient, s *snapshot) error {
+	info, err := rwlock.New(c, r.Name).Inspect(ctx)
+	var hs []Holder
+	switch {
+	case errors.Is(err, redisync.ErrWrongType) && s.typ == "hash":
+		r.Mode = s.hash["mode"] // -any: shown as it is
+		hs = rwFields(s.hash)
+	case err != nil:
+		return err
+	default:
+		r.Mode = info.Mode
+		if info.Writer != nil {
+			hs = append(hs, newHolder(info.Writer.Owner, "write", info.Writer.Count))
+		}
+		for _, h := range info.Readers {
+			hs = append(hs, newHolder(h.Owner, "read", h.Count))
+		}
+		if r.Exists {
+			ttl := ttlMillis(info.TTL)
+			r.TTLMillis = &ttl
+		}
+	}
+	r.Holders, err = readLeases(ctx, rdb, r.Name, hs)
 	return err
 }
 
-// stringInt is the integer a string key holds, 0 when there is none.
-func stringInt(s *snapshot) int64 {
-	n := int64(0)
-	if s.typ == "string" {
-		n, _ = strconv.ParseInt(s.value, 10, 64)
+// ttlMillis is a library TTL as the report's ttl_ms: -1 without expiry.
+func ttlMillis(d time.Duration) int64 {
+	if d < 0 {
+		return -1
 	}
-	return n
+	return d.Milliseconds()
 }
 
 // fairQueue lists a fair lock's queued owners, head first, with what is
@@ -366,9 +444,9 @@ func lockHolders(hash map[string]string) []Holder {
 	return hs
 }
 
-// rwHolders lists a read-write lock's writer, then its readers with the
-// remaining leases of their read holds.
-func rwHolders(ctx context.Context, rdb redis.UniversalClient, name string, hash map[string]string) ([]Holder, error) {
+// rwFields lists a read-write lock hash's writer and readers as they are
+// stored (for a hash that -any let through).
+func rwFields(hash map[string]string) []Holder {
 	var hs []Holder
 	for field, v := range hash {
 		if field == "mode" {
@@ -381,13 +459,18 @@ func rwHolders(ctx context.Context, rdb redis.UniversalClient, name string, hash
 			hs = append(hs, newHolder(field, "read", n))
 		}
 	}
+	return hs
+}
+
+// readLeases sorts a read-write lock's holders, the writer first, and
+// reads the remaining lease of each read hold, in one pipeline.
+func readLeases(ctx context.Context, rdb redis.UniversalClient, name string, hs []Holder) ([]Holder, error) {
 	sort.Slice(hs, func(i, j int) bool {
 		if hs[i].Side != hs[j].Side {
 			return hs[i].Side == "write"
 		}
 		return hs[i].Owner < hs[j].Owner
 	})
-	// The remaining lease of each read hold, in one pipeline.
 	type ref struct {
 		h   int
 		cmd *redis.Cmd
@@ -437,19 +520,20 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// permits lists an expirable semaphore's acquired permits, soonest expiry
-// first (the zset's order).
-func permits(zs []redis.Z, now time.Time) []Permit {
-	var ps []Permit
-	for _, z := range zs {
-		id, _ := z.Member.(string)
-		p := Permit{ID: hex.EncodeToString([]byte(id)), TTLMillis: -1}
-		if z.Score < neverExpires {
-			at := time.UnixMilli(int64(z.Score)).UTC()
-			p.ExpiresAt = &at
-			p.TTLMillis = at.Sub(now).Milliseconds()
+// permits lists an expirable semaphore's acquired permits as the
+// library's Inspect gives them (expired permits are counted as available
+// there, as the next script does), soonest expiry first, with their
+// expiry by the server's clock now.
+func permits(ps []semaphore.Permit, now time.Time) []Permit {
+	var out []Permit
+	for _, p := range ps {
+		q := Permit{ID: p.ID, TTLMillis: -1}
+		if p.Lease >= 0 {
+			at := now.Add(p.Lease).UTC().Truncate(time.Millisecond)
+			q.ExpiresAt = &at
+			q.TTLMillis = p.Lease.Milliseconds()
 		}
-		ps = append(ps, p)
+		out = append(out, q)
 	}
-	return ps
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/layout"
 )
 
 // classify recognises the primitive from the snapshot: its kind, whether
@@ -98,38 +99,11 @@ func classifyLockHash(s *snapshot, name string, forced kind, what string) (kind,
 // badLockField returns a field of hash that no lock or read-write lock
 // has: not an owner holding a positive hold count, nor (with a mode field)
 // the mode read or write, nor a writer "<owner>:write". ok is false when
-// every field is a lock's.
+// every field is a lock's. It is the library's rule (internal/layout), so
+// that inspect and unlock refuse what rlock and rwlock refuse.
 func badLockField(hash map[string]string) (field string, ok bool) {
 	_, rw := hash["mode"]
-	for _, f := range sortedFields(hash) {
-		v := hash[f]
-		switch {
-		case rw && f == "mode":
-			if v == "read" || v == "write" {
-				continue
-			}
-		case isOwnerField(f) && isHoldCount(v):
-			continue
-		case rw && isOwnerField(strings.TrimSuffix(f, keys.RWWriteField(""))) && strings.HasSuffix(f, keys.RWWriteField("")) && isHoldCount(v):
-			continue
-		}
-		return f, true
-	}
-	return "", false
-}
-
-// isOwnerField reports whether f is an owner, "<client id>:<n>": a
-// non-empty client id (a UUID, or a redisync Client's WithID), a colon,
-// and a decimal token (a redisync owner token or a Java thread id).
-func isOwnerField(f string) bool {
-	i := strings.LastIndexByte(f, ':')
-	return i > 0 && isDigits(f[i+1:])
-}
-
-// isHoldCount reports whether v is a hold count: a positive integer.
-func isHoldCount(v string) bool {
-	n, err := strconv.ParseInt(v, 10, 64)
-	return err == nil && n > 0
+	return layout.BadField(hash, rw)
 }
 
 // limiterFields are the fields of a Redisson RRateLimiter's config hash:
@@ -216,7 +190,13 @@ func fairEvidence(s *snapshot, name string) string {
 }
 
 // classifyString tells a semaphore, expirable semaphore and latch apart:
-// they are all stored as a string holding an integer.
+// they are all stored as a string holding an integer. An expirable
+// semaphore whose permits are all available has no permit zset (Redis
+// deletes an empty zset, and Redisson leaves nothing else): its layout is
+// then a counted semaphore's, byte for byte, and so is what inspect shows
+// of it (its available permits, none acquired). Such a string is reported
+// as a semaphore, and the reason says that it may be an expirable one with
+// no permits out; -type expirable_semaphore says which.
 func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, error) {
 	n, err := strconv.ParseInt(s.value, 10, 64)
 	if err != nil {
@@ -232,24 +212,29 @@ func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, 
 		return kindExpirable, false, "a string with a permit zset " + keys.SemaphoreTimeouts(name), nil
 	}
 	if n < 0 {
-		return kindSemaphore, false, "a negative string value: only a semaphore's permits go below zero", nil
+		return kindSemaphore, false, "a negative string value without a permit zset: only a semaphore's permits go below zero; " + noPermitsOut, nil
 	}
 	k, reason := guessCounter(s.subs[keys.SemaphoreChannel(name)], s.subs[keys.LatchChannel(name)])
 	return k, true, reason, nil
 }
 
+// noPermitsOut ends the reason of a semaphore found without a permit zset.
+const noPermitsOut = "a counted semaphore, or an expirable one with no permits out (the same layout: -type expirable_semaphore if it is one)"
+
 // guessCounter decides between a semaphore and a latch by the waiters on
-// their channels.
+// their channels (a semaphore's and an expirable semaphore's are the
+// same).
 func guessCounter(semSubs, latchSubs int64) (kind, string) {
+	const what = "a string without a permit zset, as a semaphore (" + noPermitsOut + ") or a latch is"
 	switch {
 	case semSubs > 0 && latchSubs == 0:
-		return kindSemaphore, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", waitText(semSubs))
+		return kindSemaphore, fmt.Sprintf("%s; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", what, waitText(semSubs))
 	case latchSubs > 0 && semSubs == 0:
-		return kindLatch, fmt.Sprintf("a string, as a semaphore or a latch is; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", waitText(latchSubs))
+		return kindLatch, fmt.Sprintf("%s; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", what, waitText(latchSubs))
 	case latchSubs > 0:
-		return kindSemaphore, "a string, as a semaphore or a latch is, with waiters on both channels; -type latch if it is a latch"
+		return kindSemaphore, what + ", with waiters on both channels; -type latch if it is a latch"
 	}
-	return kindSemaphore, "a string, as a semaphore or a latch is, and no waiters to tell them apart; -type latch if it is a latch"
+	return kindSemaphore, what + ", and no waiters to tell them apart; -type latch if it is a latch"
 }
 
 // classifyNone recognises a primitive whose main key does not exist by

@@ -277,6 +277,40 @@ func TestInspectUndecidedString(t *testing.T) {
 	}
 }
 
+// Regression (issue 40): an expirable semaphore with no permits out was
+// reported as a counted semaphore, guessed, without a word of the
+// expirable one. Its layout is a counted semaphore's (no permit zset), so
+// the report says it may be either, and -type expirable_semaphore shows it
+// as one.
+func TestInspectExpirableNoPermitsOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := redistest.Key(t, "xsem")
+	s := semaphore.NewExpirable(clienttest.Shared(t), name)
+	if _, err := s.TrySetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Acquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	r := inspectJSON(t, name)
+	if r.Type != kindSemaphore || r.Permits == nil || *r.Permits != 2 || len(r.Acquired) != 0 ||
+		!strings.Contains(r.Reason, "or an expirable one with no permits out") {
+		t.Errorf("report %+v: want a semaphore with 2 permits whose reason names an expirable one with no permits out", r)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
+	if res.code != 0 || !strings.Contains(res.stdout, "an expirable one with no permits out") {
+		t.Errorf("text: exit %d, stdout %q: want the expirable semaphore named", res.code, res.stdout)
+	}
+	if r := inspectJSON(t, name, "-type", "expirable_semaphore"); r.Type != kindExpirable || r.Guessed || *r.Permits != 2 {
+		t.Errorf("-type expirable_semaphore: report %+v: want an expirable semaphore with 2 permits", r)
+	}
+}
+
 // TestInspectExpirableSemaphore: permits with a lease and without, listed
 // by id.
 func TestInspectExpirableSemaphore(t *testing.T) {

@@ -44,7 +44,8 @@ says which owner it woke.
 It first shows the lock (as inspect does) and asks for confirmation on the
 terminal: "y" or "yes" unlocks, any other answer leaves the lock alone and
 exits with status 1. -yes skips the question, and is required when stdin
-is not a terminal. -force is always required.
+is not a terminal (without it unlock changes nothing and exits with
+status 1). -force is always required.
 
 Unlock frees only what is laid out as a lock: a hash whose fields are
 owners "<client id>:<n>" holding hold counts (a read-write lock's also a
@@ -92,7 +93,9 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case !o.force:
 		return usagef("-force is required: unlock frees the lock whoever holds it")
 	case !o.yes && !isTerminal(stdin):
-		return usagef("stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes to force-unlock %q", name)
+		// The command line is right; what is missing is a terminal to ask
+		// on: a failure (1), not a usage error (2).
+		return fmt.Errorf("stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes to force-unlock %q", name)
 	}
 	srv, err := dialFor(ctx, o.redis)
 	if err != nil {
@@ -117,7 +120,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return errors.New("not unlocked: confirmation declined")
 		}
 	}
-	return unlockReport(ctx, rdb, r, stdout)
+	return unlockReport(ctx, rdb, r, o.any, stdout)
 }
 
 // unlockable inspects name and returns its report if it is a lock, fair
@@ -143,12 +146,12 @@ func unlockable(ctx context.Context, rdb redis.UniversalClient, name string, any
 }
 
 // unlockReport force-unlocks the lock r reports and says what it did: whom
-// it freed and whom it woke.
-func unlockReport(ctx context.Context, rdb redis.UniversalClient, r *Report, stdout io.Writer) error {
+// it freed and whom it woke. anyHash is -any.
+func unlockReport(ctx context.Context, rdb redis.UniversalClient, r *Report, anyHash bool, stdout io.Writer) error {
 	if r.Type == kindFair {
-		return unlockFair(ctx, rdb, r, stdout)
+		return unlockFair(ctx, rdb, r, anyHash, stdout)
 	}
-	existed, err := forceUnlock(ctx, rdb, r.Type, r.Name)
+	existed, err := forceUnlock(ctx, rdb, r.Type, r.Name, anyHash)
 	switch {
 	case err != nil:
 		return err
@@ -165,12 +168,12 @@ func unlockReport(ctx context.Context, rdb redis.UniversalClient, r *Report, std
 // again first, not taken from r: a person's answer may have taken long.
 // The script wakes the head of the queue also when the lock was released
 // meanwhile.
-func unlockFair(ctx context.Context, rdb redis.UniversalClient, r *Report, stdout io.Writer) error {
+func unlockFair(ctx context.Context, rdb redis.UniversalClient, r *Report, anyHash bool, stdout io.Writer) error {
 	next, err := readFairNext(ctx, rdb, r.Name)
 	if err != nil {
 		return err
 	}
-	existed, err := forceUnlock(ctx, rdb, kindFair, r.Name)
+	existed, err := forceUnlock(ctx, rdb, kindFair, r.Name, anyHash)
 	if err != nil {
 		return err
 	}
@@ -186,16 +189,39 @@ func unlockFair(ctx context.Context, rdb redis.UniversalClient, r *Report, stdou
 // forceUnlock frees the lock, fair lock or read-write lock name through
 // the library, which deletes it and publishes its release so waiters wake
 // at once (for a fair lock, the waiter at the head of the queue only).
-func forceUnlock(ctx context.Context, rdb redis.UniversalClient, k kind, name string) (bool, error) {
+// The library refuses a hash that is not laid out as a lock
+// (ErrWrongType); with anyHash (-any) such a hash is deleted here, and the
+// release published on the kind's channel for any client still waiting.
+func forceUnlock(ctx context.Context, rdb redis.UniversalClient, k kind, name string, anyHash bool) (bool, error) {
 	c := redisync.New(rdb)
 	defer c.Close()
+	var (
+		existed bool
+		err     error
+	)
 	switch k {
 	case kindRWLock:
-		return rwlock.New(c, name).ForceUnlock(ctx)
+		existed, err = rwlock.New(c, name).ForceUnlock(ctx)
 	case kindFair:
-		return rlock.NewFair(c, name).ForceUnlock(ctx)
+		existed, err = rlock.NewFair(c, name).ForceUnlock(ctx)
+	default:
+		existed, err = rlock.New(c, name).ForceUnlock(ctx)
 	}
-	return rlock.New(c, name).ForceUnlock(ctx)
+	if !anyHash || !errors.Is(err, redisync.ErrWrongType) {
+		return existed, err
+	}
+	msg := "0" // a lock's release
+	if k == kindRWLock {
+		msg = "1" // a write release: every reader may get in
+	}
+	n, err := rdb.Del(ctx, name).Result()
+	if err != nil {
+		return false, err
+	}
+	if err := rdb.Publish(ctx, k.channel(name), msg).Err(); err != nil {
+		return true, fmt.Errorf("deleted %q, but publishing its release failed: %w", name, err)
+	}
+	return n > 0, nil
 }
 
 // fairNext is whom a fair lock's force unlock wakes, as read just before

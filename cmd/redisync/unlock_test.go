@@ -186,7 +186,9 @@ func TestUnlockRefuses(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"-force", name}, 2, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes"},
+		// Regression (issue 40): exit 2 ("bad command line") where the
+		// command line was right and unlock failed.
+		{[]string{"-force", name}, 1, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes"},
 		{[]string{"-force", "-yes", sem}, 1, "is a semaphore: unlock frees only locks and read-write locks"},
 		// Regression: the message said "is a expirable semaphore".
 		{[]string{"-force", "-yes", xsem}, 1, `"` + xsem + `" is an expirable semaphore: unlock frees only`},
@@ -269,8 +271,8 @@ func TestUnlockStdinDevNull(t *testing.T) {
 			t.Errorf("%s is taken for a terminal", what)
 		}
 		res := runCmd(t, stdin, "unlock", "-force", "-redis", testURL(t), name)
-		if res.code != exitUsage || !strings.Contains(res.stderr, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes") {
-			t.Errorf("stdin %s: exit %d, stderr %q; want %d and a refusal", what, res.code, res.stderr, exitUsage)
+		if res.code != exitError || !strings.Contains(res.stderr, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes") {
+			t.Errorf("stdin %s: exit %d, stderr %q; want %d and a refusal", what, res.code, res.stderr, exitError)
 		}
 	}
 	if rdb(t).Exists(ctx, name).Val() != 1 {

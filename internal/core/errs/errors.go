@@ -24,7 +24,49 @@ var (
 	ErrNoPermission    = errors.New("redisync: refused by the Redis user's ACL")
 	ErrNoAuth          = errors.New("redisync: not authenticated to Redis")
 	ErrOutOfMemory     = errors.New("redisync: Redis is out of memory (maxmemory)")
+	ErrNoScripting     = errors.New("redisync: the server cannot run scripts")
 )
+
+// noScriptingError is ErrNoScripting with what Redis said and what to do;
+// errors.Is also finds ErrNoPermission when the ACL refused the script.
+type noScriptingError struct {
+	acl   bool
+	reply error
+}
+
+func (e *noScriptingError) Error() string {
+	return ErrNoScripting.Error() + " (" + e.reply.Error() + "): nothing was written; redisync runs every " +
+		"operation as a Lua script with EVALSHA and EVAL: enable scripting on the server (Valkey: load its Lua " +
+		"module; do not rename-command EVAL or EVALSHA away), allow +evalsha +eval to the ACL user (SECURITY.md), " +
+		"or connect past the proxy that refuses them"
+}
+
+func (e *noScriptingError) Unwrap() []error {
+	if e.acl {
+		return []error{ErrNoScripting, ErrNoPermission, e.reply}
+	}
+	return []error{ErrNoScripting, e.reply}
+}
+
+// noScripting returns err as a noScriptingError when it is the reply by
+// which a server that cannot run scripts refuses EVALSHA, EVAL or SCRIPT:
+// an unknown command (no scripting engine, or renamed away with
+// rename-command) or an ACL refusal of the command itself (NOPERM ... to
+// run the 'evalsha' command); nil otherwise. A refusal of a script's keys
+// or of a command the script calls is not one: the server runs scripts.
+func noScripting(err error, msg string) error {
+	lower := strings.ToLower(msg)
+	for _, cmd := range []string{"'evalsha'", "'eval'", "'script'", "'script|"} {
+		switch {
+		case strings.HasPrefix(lower, "err unknown command "+cmd),
+			strings.HasPrefix(lower, "err unknown command `"+strings.Trim(cmd, "'|")):
+			return &noScriptingError{reply: err}
+		case strings.HasPrefix(msg, "NOPERM") && strings.Contains(lower, "to run the "+cmd):
+			return &noScriptingError{acl: true, reply: err}
+		}
+	}
+	return nil
+}
 
 // refusals map the error replies by which Redis refuses a command for
 // what the connection may do to the sentinels they stand for: NOPERM (a
@@ -52,7 +94,8 @@ func (e *refusedError) Error() string   { return e.sentinel.Error() + ": " + e.r
 func (e *refusedError) Unwrap() []error { return []error{e.sentinel, e.reply} }
 
 // Refused returns err wrapped with the sentinel of the refusal it is
-// (ErrNoPermission, ErrNoAuth or ErrOutOfMemory), keeping Redis's text, and
+// (ErrNoScripting for a server that cannot run scripts, see noScripting;
+// ErrNoPermission, ErrNoAuth or ErrOutOfMemory), keeping Redis's text, and
 // nil when err is no such reply (or already wrapped).
 func Refused(err error) error {
 	var re redis.Error
@@ -60,10 +103,14 @@ func Refused(err error) error {
 		return nil
 	}
 	var done *refusedError
-	if errors.As(err, &done) {
+	var ns *noScriptingError
+	if errors.As(err, &done) || errors.As(err, &ns) {
 		return nil
 	}
 	msg := re.Error()
+	if e := noScripting(err, msg); e != nil {
+		return e
+	}
 	for _, r := range refusals {
 		if strings.HasPrefix(msg, r.prefix) {
 			return &refusedError{sentinel: r.sentinel, reply: err}

@@ -1,0 +1,87 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/lua"
+)
+
+// maxToken is the largest token the script compares exactly (Lua numbers
+// are doubles).
+const maxToken = 1 << 53
+
+// Value is a value stored in Redis that is written only with a fencing
+// token at least as high as the highest that wrote it before. It is a
+// handle: creating one does no I/O, and any number of goroutines may use
+// one.
+type Value struct {
+	h core.Handle
+}
+
+// New returns a handle on the fenced value called name, whose Redis key is
+// the hash name. It does no I/O and never fails: an empty name is
+// reported, wrapping redisync.ErrInvalidArgument, by the first operation.
+func New(c *redisync.Client, name string) *Value {
+	return &Value{h: core.NewHandle((*core.Client)(c), "fence", name)}
+}
+
+// Name returns the value's name, which is also its Redis key.
+func (v *Value) Name() string { return v.h.Name }
+
+// Set writes value with the writer's fencing token (Hold.FencingToken or
+// Lock.FencingToken of a lock taken with rlock.WithFencing) when no higher
+// token wrote before, and reports whether it wrote. False means a newer
+// holder of the lock has written: the caller's hold is stale (its lease
+// ran out), and nothing was changed. A write with the token that wrote
+// last is taken: a holder may write several times. A token below 1 or
+// above 2^53 is an invalid argument. A key under the name that is no
+// fenced value (another type, or a hash of other fields) gives an error
+// wrapping redisync.ErrWrongType and is left unchanged.
+//
+// Set is retry-safe: a copy re-sent by go-redis after a lost reply writes
+// the same value with the same token again, unless a higher token wrote
+// in between (then that copy is refused, and Set may report false for a
+// write that took place before the newer one).
+func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error) {
+	if err := v.h.Check(); err != nil {
+		return false, err
+	}
+	if token < 1 || token > maxToken {
+		return false, v.h.Invalid("fencing token %d, must be from 1 to 2^53", token)
+	}
+	n, err := lua.FenceSetArgs{Fenced: v.h.Name, Token: token, Data: value}.Run(ctx, v.h.C.Direct())
+	if err != nil {
+		return false, fmt.Errorf("fence %q: set: %w", v.h.Name, errs.ReplyError(err))
+	}
+	return n == lua.FenceSetWritten, nil
+}
+
+// Get returns the value and the token that wrote it; "", 0 when nothing
+// was written. A key of another layout gives an error wrapping
+// redisync.ErrWrongType.
+func (v *Value) Get(ctx context.Context) (value string, token int64, err error) {
+	if err := v.h.Check(); err != nil {
+		return "", 0, err
+	}
+	vals, err := v.h.C.Redis().HMGet(ctx, v.h.Name, "value", "token").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, fmt.Errorf("fence %q: get: %w", v.h.Name, errs.ReplyError(err))
+	}
+	s, _ := vals[0].(string)
+	t, _ := vals[1].(string)
+	if t == "" {
+		return "", 0, nil
+	}
+	if token, err = strconv.ParseInt(t, 10, 64); err != nil {
+		return "", 0, fmt.Errorf("fence %q: get: %w", v.h.Name, errs.ReplyError(err))
+	}
+	return s, token, nil
+}
