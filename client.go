@@ -103,7 +103,7 @@ func (c *Client) Close() error { return c.inner().Close() }
 // http.Server.Shutdown. A release that fails or that ctx cuts leaves its
 // hold to expire with its lease, as Close does, and its error is returned
 // (joined with Close's). A Client closed already returns nil.
-func (c *Client) Shutdown(ctx context.Context) error { return c.inner().Shutdown(ctx) }
+func (c *Client) Shutdown(ctx context.Context) error { return core.Shutdown(ctx, c.inner()) }
 
 // Option configures a Client.
 type Option func(*options)

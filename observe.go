@@ -257,7 +257,7 @@ func (c *Client) Stats() Stats {
 		RenewalsNotReplicated: s.RenewalsNotReplicated,
 		HoldsLostUnreplicated: s.HoldsLostUnreplicated,
 		PubSubReconnects:      s.PubSubReconnects,
-		EvictingPrimaries:     c.inner().EvictingPrimaries(),
+		EvictingPrimaries:     s.EvictingPrimaries,
 		Holds:                 s.Holds,
 		Waiting:               s.Waiting,
 		PubSubChannels:        s.PubSubChannels,

@@ -123,7 +123,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		_, c.cluster = rdb.(*redis.ClusterClient)
-		c.watchEvictions(rdb)
+		c.evict.watch(c, rdb)
 	}
 	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
 	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
@@ -134,9 +134,6 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 // ID returns the client id.
 func (c *Client) ID() string { return c.id }
 
-// KeyPrefix returns the prefix put before every primitive's name
-// ([Options].KeyPrefix).
-func (c *Client) KeyPrefix() string { return c.opts.KeyPrefix }
 
 // Redis returns the go-redis client.
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }

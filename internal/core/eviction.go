@@ -64,10 +64,9 @@ type evictions struct {
 	evicting atomic.Uint64
 }
 
-// watchEvictions hooks the client's policy reads into rdb's dials (see
+// watch hooks the client c's policy reads into rdb's dials (see
 // above). It does no I/O.
-func (c *Client) watchEvictions(rdb redis.UniversalClient) {
-	e := &c.evict
+func (e *evictions) watch(c *Client, rdb redis.UniversalClient) {
 	e.c.Store(c)
 	c.OnClose(func() { e.c.Store(nil) })
 	switch r := rdb.(type) {
@@ -247,7 +246,7 @@ func (e *evictions) policyOf(rdb redis.UniversalClient, key string) (primary, po
 // goneErr returns the cause of a hold's end when its renewal found it gone
 // from Redis: it names eviction when the primary holding it has a policy
 // that can evict it.
-func (c *Client) goneErr(h *Hold) error {
+func goneErr(c *Client, h *Hold) error {
 	primary, policy := c.evict.policyOf(c.rdb, h.Key().Key)
 	if policy == "" || policy == noEviction {
 		return fmt.Errorf("%w: renewal found the hold gone from Redis", errs.ErrLockLost)
@@ -256,11 +255,3 @@ func (c *Client) goneErr(h *Hold) error {
 		"which evicts keys with a TTL under memory pressure (only noeviction is safe)", errs.ErrLockLost, primary, policy)
 }
 
-// EvictingPrimaries returns how many primaries the client found with a
-// maxmemory-policy that can evict its keys (Stats.EvictingPrimaries).
-func (c *Client) EvictingPrimaries() uint64 {
-	if c == nil {
-		return 0
-	}
-	return c.evict.evicting.Load()
-}

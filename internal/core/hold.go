@@ -56,8 +56,8 @@ type Hold struct {
 	// cancel ends it with the hold's error.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// shut is how Client.Shutdown releases the hold (shutdown.go).
-	shut *shutdownRelease
+	// shut is how Shutdown releases the hold (shutdown.go).
+	shut shutdownRelease
 }
 
 // closedChan is returned by Done before any acquisition.

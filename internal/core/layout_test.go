@@ -28,10 +28,14 @@ import (
 // hold.go, observe.go, wait.go), between the holds and their observation
 // and watchdog (hold.go, observe.go, watchdog.go), between handle.go and
 // register.go, and from a first offer (line.go) to the lock's fresh
-// owners (lock.go).
+// owners (lock.go). The features that came after (the ownerless
+// registry, Shutdown, the eviction watch) added uses between client.go,
+// lock.go, hold.go, release.go and their own files (ownerless.go,
+// shutdown.go, eviction.go): the bounds are what the package has with
+// them.
 const (
-	maxBackUses    = 9
-	maxTwoWayPairs = 7
+	maxBackUses    = 15
+	maxTwoWayPairs = 13
 	maxTypeMethods = 20
 )
 

@@ -233,7 +233,7 @@ func (l *Lock) baseRequest(s *Side, token uint64, own bool) Request {
 // when the handle holds nothing, those of the latest other handle of the
 // name that does (ownerless.go).
 func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
-	l = l.ownerlessOf(ctx, s)
+	l = ownerlessOf(ctx, l, s)
 	t, own, err := l.token(ctx)
 	if err != nil {
 		return "", err
@@ -260,7 +260,7 @@ func (l *Lock) fail(s *Side, err error) error {
 // through the latest other handle of the name that does (ownerless.go).
 // It sends nothing.
 func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
-	l = l.ownerlessOf(ctx, s)
+	l = ownerlessOf(ctx, l, s)
 	token, own, err := l.token(ctx)
 	if err != nil {
 		return nil
@@ -284,24 +284,24 @@ func (l *Lock) ForceEnded() {
 
 // FencingToken returns the fencing token of the hold of the latest
 // acquisition through this handle, or without a context owner through
-// another handle of the name ([Lock.latestHold]; a re-entry's is its
+// another handle of the name ([latestHold]; a re-entry's is its
 // hold's), 0 without fencing or before any.
 func (l *Lock) FencingToken() int64 {
-	_, fence := l.latestHold()
+	_, fence := latestHold(l)
 	return fence
 }
 
-// Done is closed when the latest hold ([Lock.latestHold]) ends; closed
+// Done is closed when the latest hold ([latestHold]) ends; closed
 // before any.
 func (l *Lock) Done() <-chan struct{} {
-	h, _ := l.latestHold()
+	h, _ := latestHold(l)
 	return h.Done()
 }
 
-// Err is nil while the latest hold ([Lock.latestHold]) lasts, then says
+// Err is nil while the latest hold ([latestHold]) lasts, then says
 // why it ended; [errs.ErrNotHeld] before any.
 func (l *Lock) Err() error {
-	h, _ := l.latestHold()
+	h, _ := latestHold(l)
 	return h.Err()
 }
 

@@ -40,6 +40,7 @@ func (c *Client) Stats() Stats {
 	s.ReleasesFailed = c.ctr.releaseFailed.Load()
 	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
 	s.HoldsLostUnreplicated = c.ctr.lostUnacked.Load()
+	s.EvictingPrimaries = c.evict.evicting.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
 	s.Holds = c.holds.Len()
 	if c.mux != nil {
@@ -253,6 +254,7 @@ type Stats struct {
 	ReleasesFailed        uint64 // releases whose reply was lost that could not be completed
 	RenewalsNotReplicated uint64 // renewals not acknowledged by the primary's replicas in time
 	HoldsLostUnreplicated uint64 // holds lost because no renewal was acknowledged within their lease
+	EvictingPrimaries     uint64 // primaries whose maxmemory-policy can evict (eviction.go)
 	PubSubReconnects      uint64
 	Holds                 int // live holds
 	Waiting               int // waits in progress

@@ -42,7 +42,7 @@ type ownerlessRegistry struct {
 
 // add lists l, which holds without a context owner, last.
 func (r *ownerlessRegistry) add(l *Lock) {
-	k := l.ownerlessKey()
+	k := ownerlessKeyOf(l)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
@@ -57,7 +57,7 @@ func (r *ownerlessRegistry) drop(l *Lock) {
 	if !l.gate.empty() {
 		return
 	}
-	k := l.ownerlessKey()
+	k := ownerlessKeyOf(l)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ls := slices.DeleteFunc(r.m[k], func(x *Lock) bool { return x == l && x.gate.empty() })
@@ -74,7 +74,7 @@ func (r *ownerlessRegistry) holder(l *Lock, shared bool) *Lock {
 	if l.C == nil {
 		return nil
 	}
-	k := l.ownerlessKey()
+	k := ownerlessKeyOf(l)
 	r.mu.Lock()
 	ls := slices.Clone(r.m[k])
 	r.mu.Unlock()
@@ -92,7 +92,7 @@ func (r *ownerlessRegistry) latest(l *Lock) *Lock {
 	if l.C == nil {
 		return nil
 	}
-	k := l.ownerlessKey()
+	k := ownerlessKeyOf(l)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ls := r.m[k]
@@ -111,13 +111,13 @@ func (g *Gate) empty() bool {
 	return g.readers == 0 && !g.writer && len(g.q) == 0
 }
 
-// ownerlessKey returns the key of the handle's lock in the registry.
-func (l *Lock) ownerlessKey() ownerlessKey { return ownerlessKey{kind: l.Kind, name: l.Name} }
+// ownerlessKeyOf returns the key of the handle's lock in the registry.
+func ownerlessKeyOf(l *Lock) ownerlessKey { return ownerlessKey{kind: l.Kind, name: l.Name} }
 
 // tookOwnerless records, after h was acquired by req through l, when the
 // acquisition is one without a context owner (a fresh hold, or the
 // handle's own owner's), that l holds: it is listed in the registry, last.
-func (l *Lock) tookOwnerless(req Request) {
+func tookOwnerless(l *Lock, req Request) {
 	if req.Fresh || req.Owner == l.owner(l.Token) {
 		l.C.ownerless.add(l)
 	}
@@ -126,7 +126,7 @@ func (l *Lock) tookOwnerless(req Request) {
 // ownerlessHolder returns the handle that acts for a call without a
 // context owner on side s through l: l when its gate holds a place of the
 // side, else the latest other handle of the name that does, else l.
-func (l *Lock) ownerlessHolder(s *Side) *Lock {
+func ownerlessHolder(l *Lock, s *Side) *Lock {
 	if l.C == nil || l.gate.Holds(s.Shared) {
 		return l
 	}
@@ -140,7 +140,7 @@ func (l *Lock) ownerlessHolder(s *Side) *Lock {
 // handle and its fencing token; for a handle that never acquired, those
 // of the latest other handle of the name that holds without a context
 // owner (the name's hold), if any.
-func (l *Lock) latestHold() (*Hold, int64) {
+func latestHold(l *Lock) (*Hold, int64) {
 	l.mu.Lock()
 	h, fence := l.latest, l.fence
 	l.mu.Unlock()
@@ -156,10 +156,10 @@ func (l *Lock) latestHold() (*Hold, int64) {
 }
 
 // ownerlessOf returns the handle acting for ctx on s: l with a context
-// owner, else [Lock.ownerlessHolder].
-func (l *Lock) ownerlessOf(ctx context.Context, s *Side) *Lock {
+// owner, else [ownerlessHolder].
+func ownerlessOf(ctx context.Context, l *Lock, s *Side) *Lock {
 	if _, ok := OwnerToken(ctx); ok {
 		return l
 	}
-	return l.ownerlessHolder(s)
+	return ownerlessHolder(l, s)
 }

@@ -23,7 +23,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 		return err
 	}
 	if !own {
-		if x := l.ownerlessHolder(s); x != l {
+		if x := ownerlessHolder(l, s); x != l {
 			// Held through another handle of the name: one mutex
 			// (ownerless.go).
 			return x.Release(ctx, s)
@@ -219,8 +219,8 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
-	l.tookOwnerless(*req) // a hold without a context owner: the name's (ownerless.go)
-	h.setShutdown(l, s, *req)
+	tookOwnerless(l, *req) // a hold without a context owner: the name's (ownerless.go)
+	setShutdown(h, l, s, req)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain

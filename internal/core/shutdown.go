@@ -18,14 +18,13 @@ type shutdownRelease struct {
 	req  Request
 }
 
-// setShutdown records, on the first acquisition of the hold, how Shutdown
-// releases it.
-func (h *Hold) setShutdown(l *Lock, s *Side, req Request) {
+// setShutdown records in h, on the first acquisition of the hold, how
+// Shutdown releases it (in place: no allocation).
+func setShutdown(h *Hold, l *Lock, s *Side, req *Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.shut == nil {
-		req.Sync = nil
-		h.shut = &shutdownRelease{lock: l, side: s, req: req}
+	if h.shut.lock == nil {
+		h.shut = shutdownRelease{lock: l, side: s, req: freshCopy(req)}
 	}
 }
 
@@ -37,7 +36,7 @@ var ErrShutdown = fmt.Errorf("%w: released by Client.Shutdown (%w)", errs.ErrLoc
 // began may take a hold meanwhile, which the next round releases.
 const shutdownRounds = 5
 
-// Shutdown releases every live hold of the client, whatever its owner
+// Shutdown releases every live hold of the client c, whatever its owner
 // (callers without a context owner, context owners), at most while ctx
 // lasts, then closes the client ([Client.Close]). From its start every new
 // operation fails with [errs.ErrClosed]; each hold it ends, released or
@@ -45,7 +44,7 @@ const shutdownRounds = 5
 // say so). Releases that fail, or that ctx cut, leave their holds to
 // expire with their leases, as Close does; their errors are returned,
 // joined.
-func (c *Client) Shutdown(ctx context.Context) error {
+func Shutdown(ctx context.Context, c *Client) error {
 	if c == nil || c.bg == nil {
 		return c.Check()
 	}
@@ -69,7 +68,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := h.shutdown(ctx); err != nil {
+				if err := shutdownHold(ctx, h); err != nil {
 					mu.Lock()
 					fail = append(fail, err)
 					mu.Unlock()
@@ -82,14 +81,14 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	return errors.Join(append(fail, c.Close())...)
 }
 
-// shutdown releases h in Redis whatever its count (the owner's count
+// shutdownHold releases h in Redis whatever its count (the owner's count
 // becomes 0), then ends it with ErrShutdown.
-func (h *Hold) shutdown(ctx context.Context) error {
+func shutdownHold(ctx context.Context, h *Hold) error {
 	h.mu.Lock()
 	sr := h.shut
 	h.mu.Unlock()
 	defer h.end(ErrShutdown)
-	if sr == nil {
+	if sr.lock == nil {
 		return nil // not a lock's: nothing to release here
 	}
 	l, s, c := sr.lock, sr.side, sr.lock.C

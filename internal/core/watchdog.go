@@ -376,7 +376,7 @@ func (w *watchdog) apply(b renewBatch, reply *redis.Cmd, ackErr error, sent time
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
 		if live && err == nil && res[i] == 0 {
-			h.end(w.hs.c.goneErr(h)) // names eviction when the primary may evict (eviction.go)
+			h.end(goneErr(w.hs.c, h)) // names eviction when the primary may evict (eviction.go)
 			t.Lost++
 		}
 	}
