@@ -305,3 +305,28 @@ func ExampleNewFair() {
 	fmt.Println("served in order:", order)
 	// Output: served in order: [1 2 3]
 }
+
+// A job that must run once per period across schedulers whose clocks
+// differ a little: the minimum hold keeps the lock after a quick run, so a
+// scheduler that comes late finds the job taken.
+func ExampleWithMinHold() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+	name := fmt.Sprintf("example:nightly-report:%d", time.Now().UnixNano())
+
+	early := rlock.New(c, name, rlock.WithMinHold(2*time.Second))
+	if ok, _ := early.TryLock(ctx, 0); ok {
+		fmt.Println("early scheduler runs the job")
+		_ = early.Unlock(ctx) // the job was quick: the lock stays until 2s after it was taken
+	}
+
+	late := rlock.New(c, name, rlock.WithMinHold(2*time.Second)) // 300ms late
+	time.Sleep(300 * time.Millisecond)
+	if ok, _ := late.TryLock(ctx, 0); !ok {
+		fmt.Println("late scheduler finds the job taken")
+	}
+	// Output:
+	// early scheduler runs the job
+	// late scheduler finds the job taken
+}
