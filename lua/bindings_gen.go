@@ -15,6 +15,8 @@ import (
 var digests = map[string]digest{
 	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
+	"election_leader.lua":               {sha1: "cf34e902a742e0cfb11fc50a0e364ba84b8a0509", fnv: 0x88a76593b0832201},
+	"election_proclaim.lua":             {sha1: "c733552481ee28f40f473510214d45ff2ff688cc", fnv: 0xa1cff2d20476be54},
 	"fair_acquire.lua":                  {sha1: "fb7aef41932834619fdc0bba25200162eb6a8606", fnv: 0x4c6fa07c7240660f},
 	"fair_force_unlock.lua":             {sha1: "acaa97088458f33912a1134a8445daedf50c9832", fnv: 0x280abbaf2802c934},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
@@ -162,6 +164,180 @@ const (
 // Run runs client_unregister.lua with a on r and returns its reply, code.
 func (a ClientUnregisterArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
+}
+
+// ElectionLeaderArgs are the KEYS and ARGV of election_leader.lua (script ElectionLeader).
+type ElectionLeaderArgs struct {
+	// Lock is KEYS[1]: the election's lock hash (its name).
+	Lock string
+	// Leader is KEYS[2]: the leader hash ({name}:leader), see election_proclaim.lua.
+	Leader string
+}
+
+// Keys returns election_leader.lua's KEYS, in order.
+func (a ElectionLeaderArgs) Keys() []string {
+	keys := make([]string, 0, 2)
+	keys = append(keys, a.Lock)
+	keys = append(keys, a.Leader)
+	return keys
+}
+
+// Args returns election_leader.lua's ARGV, in order.
+func (a ElectionLeaderArgs) Args() []any {
+	args := make([]any, 0, 0)
+	return args
+}
+
+// command returns election_leader.lua's call as one EVALSHA command (Command).
+func (a ElectionLeaderArgs) command() Command {
+	c := &struct {
+		a    ElectionLeaderArgs
+		args [5]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(ElectionLeader)
+	args = append(args, &p.Lock)
+	args = append(args, &p.Leader)
+	args[2] = len(args) - 3
+	return Command{Script: ElectionLeader, Args: args}
+}
+
+// Reply codes of election_leader.lua.
+const (
+	// ElectionLeaderLive is the reply code 1: the record's owner holds the lock.
+	ElectionLeaderLive = 1
+)
+
+// ElectionLeaderReply is election_leader.lua's reply.
+type ElectionLeaderReply struct {
+	// Live is element 1 of the reply.
+	Live int64
+	// Seq is element 2 of the reply.
+	Seq int64
+	// Term is element 3 of the reply.
+	Term int64
+	// Since is element 4 of the reply.
+	Since int64
+	// Value is element 5 of the reply.
+	Value string
+}
+
+// Run runs election_leader.lua with a on r and decodes its reply.
+func (a ElectionLeaderArgs) Run(ctx context.Context, r Runner) (ElectionLeaderReply, error) {
+	res, err := run(ctx, r, a.command()).Slice()
+	var rep ElectionLeaderReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 5 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Live = replyInt(res[0])
+	rep.Seq = replyInt(res[1])
+	rep.Term = replyInt(res[2])
+	rep.Since = replyInt(res[3])
+	rep.Value = replyString(res[4])
+	return rep, nil
+}
+
+// ElectionProclaimArgs are the KEYS and ARGV of election_proclaim.lua (script ElectionProclaim).
+type ElectionProclaimArgs struct {
+	// Lock is KEYS[1]: the election's lock hash (its name).
+	Lock string
+	// Leader is KEYS[2]: the leader hash ({name}:leader): term, since, value, owner, seq.
+	Leader string
+	// Log is KEYS[3]: the latest records ({name}:leaders), newest first, each "<seq>:<term>:<since>:<value>".
+	Log string
+	// Channel is KEYS[4]: the election's channel (redisync_election:{name}).
+	Channel string
+	// Field is ARGV[1]: the leader's owner field in the lock hash.
+	Field string
+	// Term is ARGV[2]: the leadership's term (its fencing token).
+	Term int64
+	// Value is ARGV[3]: what the leader proclaims.
+	Value string
+	// Publish is ARGV[4]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
+	Publish string
+	// Keep is ARGV[5]: how many records the log keeps (at least 1).
+	Keep int64
+}
+
+// Keys returns election_proclaim.lua's KEYS, in order.
+func (a ElectionProclaimArgs) Keys() []string {
+	keys := make([]string, 0, 4)
+	keys = append(keys, a.Lock)
+	keys = append(keys, a.Leader)
+	keys = append(keys, a.Log)
+	keys = append(keys, a.Channel)
+	return keys
+}
+
+// Args returns election_proclaim.lua's ARGV, in order.
+func (a ElectionProclaimArgs) Args() []any {
+	args := make([]any, 0, 5)
+	args = append(args, str(a.Field))
+	args = append(args, a.Term)
+	args = append(args, str(a.Value))
+	args = append(args, str(a.Publish))
+	args = append(args, a.Keep)
+	return args
+}
+
+// command returns election_proclaim.lua's call as one EVALSHA command (Command).
+func (a ElectionProclaimArgs) command() Command {
+	c := &struct {
+		a    ElectionProclaimArgs
+		args [12]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(ElectionProclaim)
+	args = append(args, &p.Lock)
+	args = append(args, &p.Leader)
+	args = append(args, &p.Log)
+	args = append(args, &p.Channel)
+	args[2] = len(args) - 3
+	args = append(args, &p.Field)
+	args = append(args, &p.Term)
+	args = append(args, &p.Value)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Keep)
+	return Command{Script: ElectionProclaim, Args: args}
+}
+
+// Reply codes of election_proclaim.lua.
+const (
+	// ElectionProclaimRecorded is the reply code 1: the record was written.
+	ElectionProclaimRecorded = 1
+	// ElectionProclaimNotLeader is the reply code -1: the owner does not hold the lock.
+	ElectionProclaimNotLeader = -1
+	// ElectionProclaimStale is the reply code -2: a later term is recorded.
+	ElectionProclaimStale = -2
+)
+
+// ElectionProclaimReply is election_proclaim.lua's reply.
+type ElectionProclaimReply struct {
+	// Code is element 1 of the reply.
+	Code int64
+	// Seq is element 2 of the reply.
+	Seq int64
+	// Since is element 3 of the reply.
+	Since int64
+}
+
+// Run runs election_proclaim.lua with a on r and decodes its reply.
+func (a ElectionProclaimArgs) Run(ctx context.Context, r Runner) (ElectionProclaimReply, error) {
+	res, err := run(ctx, r, a.command()).Int64Slice()
+	var rep ElectionProclaimReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 3 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Code = res[0]
+	rep.Seq = res[1]
+	rep.Since = res[2]
+	return rep, nil
 }
 
 // FairAcquireArgs are the KEYS and ARGV of fair_acquire.lua (script FairAcquire).
