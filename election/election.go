@@ -109,11 +109,14 @@ func (e *Election) campaign(ctx context.Context, value string) (*Leadership, err
 	}
 	token, _ := redisync.OwnerToken(lctx)
 	l := &Leadership{e: e, token: token, field: e.h.C.ID() + ":" + strconv.FormatUint(token, 10)}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	hold := e.lock.Hold(lctx)
 	if hold == nil { // lost already
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
 		l.cancel(fmt.Errorf("%w: lost as it was won", redisync.ErrLockLost))
 	} else {
+		// A child of the hold's context: the hold's end (a loss found by
+		// the watchdog, Close) cancels it at once, with the hold's cause.
+		l.ctx, l.cancel = context.WithCancelCause(hold.Context())
 		l.term = hold.FencingToken()
 		go l.follow(hold)
 	}
@@ -163,10 +166,9 @@ type Leadership struct {
 	cancel context.CancelCauseFunc
 }
 
-// follow ends the leadership when the hold of the lock ends, or, on this
-// process's clock, when the lease of its last renewal runs out (less a
-// tenth, for timers that fire late) though the watchdog has not noticed
-// yet: its renewal may hang on a network that holds its bytes. Redis
+// follow ends the leadership, on this process's clock, when the lease of
+// its last renewal runs out (less a tenth, for timers that fire late)
+// though the watchdog has not noticed yet: its renewal may hang on a network that holds its bytes. Redis
 // keeps the lock at least until then, so the leadership ends before
 // another candidate can win. The lock is then released, in case a late
 // renewal kept it.
@@ -184,10 +186,7 @@ func (l *Leadership) follow(hold *redisync.Hold) {
 		}
 		timer.Reset(time.Until(end))
 		select {
-		case <-hold.Done():
-			l.cancel(hold.Err())
-			return
-		case <-l.ctx.Done():
+		case <-l.ctx.Done(): // also when the hold ended
 			return
 		case <-timer.C:
 		}
