@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 
 	"github.com/redis/go-redis/v9"
 
@@ -86,7 +86,7 @@ type options struct {
 	recheck         time.Duration
 	sharded         ShardedMode
 	observers       []Observer // observe.go
-	replicaSync     *replica.Settings
+	replicaSync     *pipeline.Settings
 	err             error
 }
 
@@ -147,7 +147,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // ReplicasAll is the replica count of WithReplicaSync that waits for
 // every replica connected to the primary at the time.
-const ReplicasAll = replica.All
+const ReplicasAll = pipeline.All
 
 // WithReplicaSync sets how acquisitions and releases wait for replicas to
 // have their write, as Redisson's checkLockSyncedSlaves and
@@ -176,8 +176,12 @@ const ReplicasAll = replica.All
 // WAIT once a second or after an error that may mean a failover, and for
 // a primary without replica in the background every second. A replica count larger than the replicas online waits for
 // the timeout and fails the acquisition. Latch settings and deletions
-// (as in Redisson) and reads do not wait; renewals do not either, but the
-// watchdog counts those not acknowledged (Stats.RenewalsNotReplicated).
+// (as in Redisson) and reads do not wait. A watchdog renewal waits in
+// the background, and extends a hold only when acknowledged: a hold's
+// lease runs from its last acknowledged write (acquisition or renewal),
+// and when it runs out the hold ends as lost (Done closes, the cause
+// wraps ErrNotReplicated, Stats.HoldsLostUnreplicated) before a promoted
+// replica could let another owner in (docs/leases.md).
 //
 // WAIT makes a write survive a failover to a replica that acknowledged it;
 // it does not make Redis strongly consistent (that replica can fail too),
@@ -201,7 +205,7 @@ func WithReplicaSync(replicas int, timeout time.Duration) Option {
 			o.invalid("replica sync timeout %v, must be ≥ 1ms", timeout)
 			return
 		}
-		o.replicaSync = &replica.Settings{Replicas: replicas, Timeout: timeout}
+		o.replicaSync = &pipeline.Settings{Replicas: replicas, Timeout: timeout}
 	}
 }
 

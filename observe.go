@@ -176,12 +176,18 @@ type Stats struct {
 	// for good.
 	ReleasesFailed uint64
 	// RenewalsNotReplicated counts hold renewals that the primary's
-	// replicas did not acknowledge within WithReplicaSync's timeout (each
-	// tick also logs a warning): until a later renewal is acknowledged, a
-	// failover could bring back an older lease. Renewals are not waited
-	// for by any caller. Counted on a single node and through Sentinel; a
-	// Cluster's renewals are not checked.
+	// replicas did not acknowledge within WithReplicaSync's timeout (a
+	// warning is logged): such a renewal extends nothing, since a failover
+	// could bring back the older lease. Counted on every topology (on a
+	// Cluster, per master).
 	RenewalsNotReplicated uint64
+	// HoldsLostUnreplicated counts holds lost because their acknowledged
+	// lease ran out: a renewal ran on the primary but no renewal was
+	// acknowledged by its replicas in time, so the hold ended (Done
+	// closed, its context cancelled with a cause wrapping
+	// ErrNotReplicated) before a promoted replica could let another owner
+	// in. Each is also counted in HoldsLost.
+	HoldsLostUnreplicated uint64
 	// PubSubReconnects counts pub/sub connections replaced after a dead
 	// ping, a lost connection or an error reply.
 	PubSubReconnects uint64
@@ -228,6 +234,7 @@ func (c *Client) Stats() Stats {
 		UndosFailed:           s.UndosFailed,
 		ReleasesFailed:        s.ReleasesFailed,
 		RenewalsNotReplicated: s.RenewalsNotReplicated,
+		HoldsLostUnreplicated: s.HoldsLostUnreplicated,
 		PubSubReconnects:      s.PubSubReconnects,
 		Holds:                 s.Holds,
 		Waiting:               s.Waiting,

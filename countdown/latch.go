@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 
 	"github.com/redis/go-redis/v9"
 
@@ -117,7 +117,7 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	// A count-down waits for the replicas, as a release does
 	// (WithReplicaSync): one lost in a failover would leave a latch that
 	// never opens.
-	var sync *replica.Sync
+	var sync *pipeline.Sync
 	if op == countDown {
 		sync = l.h.C.Replicas().NewSync()
 	}

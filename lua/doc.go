@@ -104,7 +104,7 @@
 // <Script><Code> (LockAcquireAcquired, LockReleaseNotHeld).
 //
 // A Runner sends the script: Direct runs it on a go-redis client
-// ((*redis.Script).Run); internal/core/replica.Replicas.Runner gives one that runs it through
+// ((*redis.Script).Run); internal/core/pipeline.Replicas.Runner gives one that runs it through
 // core.Client.Eval, which also waits for replicas when asked to.
 //
 // The bindings are generated from the headers by lua/internal/bindgen:

@@ -361,7 +361,10 @@ func (a *acquisition) record(req *Request, hk HoldKey, sent time.Time, fence int
 }
 
 // took makes h, just acquired (or re-entered) by req, the handle's latest
-// hold; the handle's fencing token becomes the hold's.
+// hold; the handle's fencing token becomes the hold's. The handle's copy
+// of a fresh hold's request keeps no Sync (it points into the
+// acquisition's Request) nor the runner made from it: a release sets its
+// own.
 func (l *Lock) took(h *Hold, req Request) {
 	l.mu.Lock()
 	l.latest = h
@@ -369,6 +372,7 @@ func (l *Lock) took(h *Hold, req Request) {
 		l.fence = h.FencingToken()
 	}
 	if req.Fresh {
+		req.Sync, req.Runner = nil, nil
 		l.fresh = req
 	}
 	l.mu.Unlock()

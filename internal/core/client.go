@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/core/request"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -33,9 +33,9 @@ type Options struct {
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster ([Client.PublishCommand])
 	Hooks           *Hooks        // observer hooks (observe.go); nil: none
-	// ReplicaSync: replica acknowledgement (package replica); nil: the
-	// default, [replica.DefaultSettings].
-	ReplicaSync *replica.Settings
+	// ReplicaSync: replica acknowledgement (package pipeline); nil: the
+	// default, [pipeline.DefaultSettings].
+	ReplicaSync *pipeline.Settings
 }
 
 // Client is the state behind a redisync.Client.
@@ -56,7 +56,7 @@ type Client struct {
 	closing   <-chan struct{}
 	closeOnce sync.Once
 
-	replicas *replica.Replicas // replica acknowledgement (package replica)
+	replicas *pipeline.Replicas // the script pipeline and replica acknowledgement (package pipeline)
 	// freshBase is added to the tokens of fresh holds' owners (FreshToken):
 	// random, 13 decimal digits.
 	freshBase uint64
@@ -86,7 +86,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ReplicaSync == nil {
-		rs := replica.DefaultSettings
+		rs := pipeline.DefaultSettings
 		o.ReplicaSync = &rs
 	}
 	if rdb == nil && o.Err == nil {
@@ -102,7 +102,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.closing = c.bg.Closing()
 	c.lines.closing = c.closing
 	c.reqs = request.New(rdb, o.Logger, c.bg, &c.ctr.undoFailed, &c.ctr.releaseFailed)
-	c.replicas = replica.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
+	c.replicas = pipeline.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
 		c.reg = newRegistration(o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
@@ -112,13 +112,8 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		_, c.cluster = rdb.(*redis.ClusterClient)
 	}
 	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
-	c.holds = newHolds(holdsConfig{Redis: rdb, Cluster: c.cluster, Lease: o.WatchdogTimeout, Replicas: c.replicas,
-		Closing: c.closing, Log: o.Logger, Client: c,
-		LeaseMillis: Millis(o.WatchdogTimeout),
-		// A lagging replica must not delay the next tick: a renewal's
-		// WAIT is at most a sixth of the watchdog timeout (half the
-		// time between ticks).
-		AckMillis: max(min(Millis(o.ReplicaSync.Timeout), Millis(o.WatchdogTimeout/6)), 1)})
+	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
+		Closing: c.closing, Log: o.Logger, Client: c})
 	return c
 }
 
@@ -149,11 +144,11 @@ func (c *Client) Requests() *request.Requests { return c.reqs }
 // Replicas returns the client's replica acknowledgement: the runners of
 // script bindings, which wait for replicas when given a Sync (package
 // replica).
-func (c *Client) Replicas() *replica.Replicas { return c.replicas }
+func (c *Client) Replicas() *pipeline.Replicas { return c.replicas }
 
 // Direct returns the runner of script bindings for the scripts that do
 // not wait for replicas: through the client's script pipeline
-// (replica.Replicas.Runner(nil)).
+// (pipeline.Replicas.Runner(nil)).
 func (c *Client) Direct() lua.Runner { return c.replicas.Runner(nil) }
 
 // Lines returns the client's local lines, in which its callers waiting

@@ -15,8 +15,9 @@
 // holds (hold.go) and their watchdog (watchdog.go), and observation
 // (observe.go). Beside it, packages with a narrow contract and no call
 // back into the engine: request (ids, deadlines by the server's clock,
-// re-sends, settles, undos, the ledger), replica (replica
-// acknowledgement and the runner of scripts), bg (background work that
+// re-sends, settles, undos, the ledger), pipeline (the script
+// pipeline: the runner of state-changing scripts and replica
+// acknowledgement), bg (background work that
 // Close waits for, detached contexts) and errs (the sentinel errors).
 //
 // # A tour: one contended rlock.Lock.Lock
@@ -60,14 +61,14 @@
 // Read by contract, not opened: the checks and the lease rule
 // ([Handle.Check], [Handle.Lease] in handle.go), the observed wait
 // ([Client.BeginWait] in observe.go), the request's deadline
-// ([request.Requests.FreshDeadline]), the replica runner
-// ([replica.Replicas.Runner]), the pub/sub subscription
+// ([request.Requests.FreshDeadline]), the script pipeline's runner
+// ([pipeline.Replicas.Runner]), the pub/sub subscription
 // ([pubsub.Mux.Subscribe]) and the generated binding
 // ([lua.LockAcquireFreshArgs]).
 //
 // What Lock sends to Redis, in order, on a single node without replicas:
 // ROLE, once per primary for the client's life, before its first batch
-// that waits for replicas (the replica runner counts them; with none it
+// that waits for replicas (the script pipeline counts them; with none it
 // waits for nothing); EVALSHA
 // lock_acquire_fresh (EVAL when the server lacks the script); on the
 // client's one pub/sub connection SUBSCRIBE redisson_lock__channel:{name}
@@ -79,7 +80,7 @@
 // the next caller in the line, and goes (UNSUBSCRIBE) when the line
 // empties or the caller took the lock from Redis. Each EVALSHA goes
 // through the client's script pipeline for the primary
-// ([replica.Replicas.Runner]): sent at once when nothing is in flight,
+// ([pipeline.Replicas.Runner]): sent at once when nothing is in flight,
 // else with the other calls that arrived meanwhile, in one batch; when
 // the primary has replicas, one WAIT ends the batch.
 //

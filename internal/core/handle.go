@@ -29,6 +29,14 @@ type Handle struct {
 	// and its request records) and the latch (its counter and its request
 	// records; it publishes itself on a channel in another slot).
 	OwnSlot bool
+
+	// Watchdog is the lease of the handle's watchdog-renewed holds (its
+	// acquisitions without a fixed lease), renewed every third of it; 0:
+	// the client's watchdog timeout. Each hold is renewed on its own
+	// lease, so handles of one client may set different ones (a leader
+	// election's lease, a lock's WithWatchdogTimeout). The caller checks
+	// it with CheckLease.
+	Watchdog time.Duration
 }
 
 // NewHandle returns the state of a handle on the primitive of the given kind
@@ -73,11 +81,15 @@ func (h *Handle) Invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s %q: %s", errs.ErrInvalidArgument, h.Kind, h.Name, fmt.Sprintf(format, args...))
 }
 
-// Lease returns fixed when positive, else the client's watchdog timeout:
-// the lease of an acquisition with or without a fixed lease.
+// Lease returns fixed when positive, else the handle's watchdog lease
+// (Watchdog, or the client's watchdog timeout): the lease of an
+// acquisition with or without a fixed lease.
 func (h *Handle) Lease(fixed time.Duration) time.Duration {
 	if fixed > 0 {
 		return fixed
+	}
+	if h.Watchdog > 0 {
+		return h.Watchdog
 	}
 	return h.C.opts.WatchdogTimeout
 }

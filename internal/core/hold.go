@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 )
 
 // HoldKey names a hold: the Redis hash and the owner's field in it.
@@ -47,7 +46,18 @@ type Hold struct {
 	renewing bool        // registered with the watchdog
 	chain    Chain       // its chain of in-process handoffs (handoff.go)
 	line     string      // the local line whose caller took it (Through)
-	lastOK   time.Time   // start of the last successful renewal (or the acquisition)
+	// lastOK is when the last write that extended the lease was sent (the
+	// acquisition, a re-entry, a renewal): with replica acknowledgement
+	// on, only a write the replicas acknowledged in time extends it, so
+	// that the hold ends (LeaseMargin before lastOK + lease) before a
+	// promoted replica could let another owner in. unacked is the
+	// acknowledgement error of a renewal that ran on the primary since.
+	lastOK  time.Time
+	unacked error
+	// due is when the watchdog renews the hold next; inRound, that a
+	// renewal round has it.
+	due     time.Time
+	inRound bool
 	// ctx is the hold's context (Context), made when first asked for;
 	// cancel ends it with the hold's error.
 	ctx    context.Context
@@ -266,23 +276,18 @@ type Holds struct {
 
 // holdsConfig is what a client's holds need from it.
 type holdsConfig struct {
-	Redis    redis.UniversalClient
-	Cluster  bool              // Redis is a Cluster client: renewals batch per slot
-	Lease    time.Duration     // the lease of watchdog-renewed holds (WatchdogTimeout)
-	Replicas *replica.Replicas // renewals wait for replicas as acquisitions do
-	Closing  <-chan struct{}   // closed when the client closes: renewals stop
-	Log      *slog.Logger
-	Client   *Client // observes the holds
-	// LeaseMillis is Lease in whole milliseconds, rounded up ([Millis]);
-	// AckMillis bounds a renewal's WAIT for replicas, at least 1.
-	LeaseMillis, AckMillis int64
+	Cluster bool               // renewals batch per slot
+	Pipe    *pipeline.Replicas // renewals go through the script pipeline and wait for replicas as acquisitions do
+	Context context.Context    // done when the client closes: renewal rounds stop
+	Closing <-chan struct{}    // closed when the client closes: renewals stop
+	Log     *slog.Logger
+	Client  *Client // observes the holds
 }
 
 // newHolds returns a client's holds, none live. It does no I/O.
 func newHolds(cfg holdsConfig) *Holds {
 	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log, c: cfg.Client}
-	hs.wd = watchdog{hs: hs, rdb: cfg.Redis, cluster: cfg.Cluster, lease: cfg.Lease, replicas: cfg.Replicas,
-		leaseMillis: cfg.LeaseMillis, ackMillis: cfg.AckMillis}
+	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1)}
 	return hs
 }
 
@@ -318,7 +323,8 @@ func (hs *Holds) acquiredAs(label string, sent time.Time, key HoldKey, count, fe
 	hs.mu.Lock()
 	h := hs.m[key]
 	if h == nil {
-		h = &Hold{hs: hs, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent, primitive: label}
+		h = &Hold{hs: hs, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent, primitive: label,
+			due: sent.Add(lease / 3)}
 		hs.m[key] = h
 	}
 	hs.mu.Unlock()
@@ -329,15 +335,17 @@ func (hs *Holds) acquiredAs(label string, sent time.Time, key HoldKey, count, fe
 	if h.renew == nil {
 		h.resetTimerLocked(sent)
 	} else if sent.After(h.lastOK) {
-		h.lastOK = sent // a reentrant acquisition re-set the lease too
+		h.lastOK = sent // a reentrant acquisition (acknowledged) re-set the lease too
+		h.unacked = nil
 	}
 	startRenewal := h.renew != nil && !h.renewing
 	if startRenewal {
 		h.renewing = true
 	}
+	due := h.due
 	h.mu.Unlock()
 	if startRenewal {
-		hs.wd.add(h)
+		hs.wd.add(h, due)
 	}
 	select {
 	case <-hs.closing: // Close raced with the acquisition: no renewal will come
@@ -444,25 +452,35 @@ func (hs *Holds) Len() int {
 // Wait waits for the watchdog's goroutine to stop once the client closes.
 func (hs *Holds) Wait() { hs.wd.wait() }
 
-// add registers h with the watchdog, whose goroutine ([watchdog.run])
-// starts if it is not running: it renews h every third of the lease.
-func (w *watchdog) add(h *Hold) {
+// add registers h, due for renewal at due, with the watchdog, whose
+// goroutine ([watchdog.run]) starts if it is not running, or is woken
+// when h is due before it would wake up: it renews h every third of its
+// lease.
+func (w *watchdog) add(h *Hold, due time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.holds == nil {
 		w.holds = make(map[*Hold]struct{})
 	}
 	w.holds[h] = struct{}{}
-	if !w.running {
-		select {
-		case <-w.hs.closing:
-			return
-		default:
+	if w.running {
+		if due.Before(w.nextAt) {
+			w.nextAt = time.Time{}
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
 		}
-		w.running = true
-		w.wg.Add(1)
-		go w.run()
+		return
 	}
+	select {
+	case <-w.hs.closing:
+		return
+	default:
+	}
+	w.running = true
+	w.wg.Add(1)
+	go w.run()
 }
 
 // remove stops renewing h.

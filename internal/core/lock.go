@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/core/request"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
@@ -428,12 +428,12 @@ type Request struct {
 	Fresh bool
 	// Sync, when set, makes the script call wait for replicas: the engine
 	// sets it on acquisitions, releases and in-process handoffs
-	// ([replica.Replicas.NewSyncIn]), never on undos and renewals.
-	Sync *replica.Sync
+	// ([pipeline.Replicas.NewSyncIn]), never on undos and renewals.
+	Sync *pipeline.Sync
 	// sync is where Sync points in the engine's acquisitions and releases:
 	// the Request is on the heap already, so the Sync costs no allocation
 	// of its own.
-	sync replica.Sync
+	sync pipeline.Sync
 	// Deadline is the request's deadline by the server's clock (epoch ms):
 	// a fresh hold's acquisition's ([request.Requests.FreshDeadline]),
 	// kept in the hold's release and undo, whose marks must outlive it;
@@ -445,7 +445,7 @@ type Request struct {
 	// engine sets it.
 	MarkUntil int64
 	// Runner sends the script: the replica runner of Sync
-	// ([replica.Replicas.Runner]), or the client's plain one for a
+	// ([pipeline.Replicas.Runner]), or the client's plain one for a
 	// handoff ([Client.Direct]). The engine sets it.
 	Runner lua.Runner
 }

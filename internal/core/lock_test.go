@@ -65,3 +65,24 @@ func TestOwnerTokensRandom(t *testing.T) {
 	c := NewClient(nil, Options{ID: "fixed"})
 	assert.Less(t, c.freshToken(), uint64(minToken))
 }
+
+// Regression (issue 42, item 6): the handle kept a copy of its latest
+// fresh hold's acquisition request (Lock.took), whose Sync still pointed
+// into the acquisition's own Request; a release that found the hold gone
+// (release.go, the stale-hold branch) sent with that Sync: it waited for
+// the replicas with the old acquisition's acknowledgement and wrote its
+// own into the old acquisition's storage. The handle's copy now has no
+// Sync (nor the runner made from it): every send sets its own.
+func TestTookKeepsNoSync(t *testing.T) {
+	c := NewClient(nil, Options{ID: "client-id"})
+	l := NewLock(c, "rlock", "orders")
+	req := &Request{Name: "orders", Owner: "client-id:1", Fresh: true}
+	req.Sync = c.replicas.NewSyncIn(&req.sync)
+	req.Runner = c.replicas.Runner(req.Sync)
+	require.NotNil(t, req.Sync, "replica acknowledgement is on by default")
+	l.took(nil, *req)
+	kept := l.freshHold()
+	assert.Equal(t, req.Owner, kept.Owner)
+	assert.Nil(t, kept.Sync, "the handle's copy points into the acquisition's Request")
+	assert.Nil(t, kept.Runner, "the handle's copy runs through the acquisition's Sync")
+}

@@ -39,6 +39,7 @@ func (c *Client) Stats() Stats {
 	s.UndosFailed = c.ctr.undoFailed.Load()
 	s.ReleasesFailed = c.ctr.releaseFailed.Load()
 	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
+	s.HoldsLostUnreplicated = c.ctr.lostUnacked.Load()
 	s.Waiting = int(c.ctr.waiting.Load())
 	s.Holds = c.holds.Len()
 	if c.mux != nil {
@@ -231,8 +232,11 @@ type counters struct {
 	// completed ([request.Requests.CompleteRelease])
 	releaseFailed atomic.Uint64
 	// renewUnacked: renewals the primary's replicas did not acknowledge
-	// in time ([watchdog.ackWait])
+	// in time ([watchdog.apply])
 	renewUnacked atomic.Uint64
+	// lostUnacked: holds lost because no renewal was acknowledged within
+	// their lease ([Hold.endLease])
+	lostUnacked atomic.Uint64
 
 	closeMu sync.Mutex
 	onClose []func()
@@ -247,6 +251,7 @@ type Stats struct {
 	UndosFailed           uint64 // undos of interrupted acquisitions that never reached Redis
 	ReleasesFailed        uint64 // releases whose reply was lost that could not be completed
 	RenewalsNotReplicated uint64 // renewals not acknowledged by the primary's replicas in time
+	HoldsLostUnreplicated uint64 // holds lost because no renewal was acknowledged within their lease
 	PubSubReconnects      uint64
 	Holds                 int // live holds
 	Waiting               int // waits in progress

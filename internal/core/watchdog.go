@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 )
@@ -17,38 +17,71 @@ import (
 // MaxBatch is the most holds one renewal script call renews.
 const MaxBatch = 100
 
-// maxRetryDelay bounds the wait before renewals that failed with an error
-// are tried again, so a short outage does not cost a whole interval.
+// maxRetryDelay bounds the wait before a renewal that failed (an error,
+// or not acknowledged by the replicas) is tried again, so a short outage
+// does not cost a whole interval.
 const maxRetryDelay = time.Second
 
-// watchdog renews every watchdog-held hold of one client from one
-// goroutine, which runs only while there is something to renew.
-type watchdog struct {
-	hs       *Holds
-	rdb      redis.UniversalClient
-	cluster  bool
-	lease    time.Duration
-	replicas *replica.Replicas
-	// leaseMillis and ackMillis: Config's.
-	leaseMillis, ackMillis int64
-	mu                     sync.Mutex
-	holds                  map[*Hold]struct{}
-	running                bool
-	wg                     sync.WaitGroup
-	ticks                  uint64 // completed renewal rounds, for tests
-	calls                  uint64 // renewal script calls sent, for tests and benchmarks
-	trips                  uint64 // pipelines sent
+// LeaseMargin is how much earlier than its lease a watchdog-renewed hold
+// ends on the client's clock: 1% of the lease plus 2 ms (Redlock's clock
+// drift factor), at most half the lease. A hold's lease is measured on the
+// client's monotonic clock from when its last acknowledged write was sent;
+// Redis measures it on the servers' clocks (the primary's PEXPIRE, then
+// a promoted replica's clock against the absolute expiry it replicated).
+// The margin covers a server clock that runs up to 1% faster than the
+// client's, and 2 ms of difference between the servers' wall clocks; a
+// server clock that jumps forward ends leases early by the jump, which no
+// margin covers (FAULTS.md).
+func LeaseMargin(lease time.Duration) time.Duration {
+	return min(lease/100+2*time.Millisecond, lease/2)
 }
 
-// wait waits for the renewal goroutine to stop after closing was closed.
+// watchdog renews every watchdog-held hold of one client: a hold of lease
+// L every L/3 (between L/6 and L/3 when it joins another's round), on
+// its own schedule. One goroutine (run) keeps the
+// schedule, while there is something to renew: it ends the holds whose
+// lease ran out and starts a renewal round (renew, a goroutine of its
+// own) for the holds that are due; a round never holds up the schedule,
+// so a hold ends on time even while its renewal waits for the replicas.
+//
+// Renewals go through the client's script pipeline (package pipeline) as
+// every state-changing script: batched with the other calls to the same
+// primary, with one NOSCRIPT fallback, and, with replica acknowledgement
+// on, one WAIT per batch on every topology (on a Cluster, per master).
+// A renewal extends a hold only when acknowledged (ack): see Hold.lastOK.
+type watchdog struct {
+	hs      *Holds
+	pipe    *pipeline.Replicas
+	cluster bool
+	ctx     context.Context // done when the client closes: rounds stop
+	wake    chan struct{}   // a round ended, or a hold due earlier was added
+
+	mu      sync.Mutex
+	holds   map[*Hold]struct{}
+	running bool
+	nextAt  time.Time // when run wakes up next (the zero time: now)
+	rounds  int       // renewal rounds in flight
+	scratch []*Hold   // run's list of holds, reused
+	wg      sync.WaitGroup
+	ticks   uint64 // completed renewal rounds, for tests
+	calls   uint64 // renewal script calls sent, for tests and benchmarks
+}
+
+// wait waits for the renewal goroutines to stop after closing was closed.
 func (w *watchdog) wait() { w.wg.Wait() }
 
+// run keeps the schedule until no hold is left and no round is in flight,
+// or the client closes.
 func (w *watchdog) run() {
 	defer w.wg.Done()
-	interval := w.lease / 3
-	timer := time.NewTimer(interval)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		next, ok := w.step(time.Now())
+		if !ok {
+			return
+		}
+		timer.Reset(time.Until(next))
 		select {
 		case <-w.hs.closing:
 			w.mu.Lock()
@@ -56,62 +89,142 @@ func (w *watchdog) run() {
 			w.mu.Unlock()
 			return
 		case <-timer.C:
+		case <-w.wake:
 		}
-		failed := w.renewAll(interval)
-		w.mu.Lock()
-		w.ticks++
-		if len(w.holds) == 0 {
-			w.running = false
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-		next := interval
-		if failed {
-			next = min(interval, maxRetryDelay)
-		}
-		timer.Reset(next)
 	}
 }
 
-type batchKey struct {
-	script *redis.Script
-	slot   int
-}
-
-// renewAll renews every registered hold once and reports whether any batch
-// failed with an error (those holds are retried soon, and lost once no
-// renewal has succeeded for a whole lease). It counts and reports the round
-// ([Client.renewed]).
-func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
-	var tick RenewalTick
-	began := time.Now()
-	defer func() {
-		tick.Duration = time.Since(began)
-		w.hs.c.renewed(tick)
-	}()
+// step ends the holds whose lease ran out by now, starts a round for the
+// holds due, and returns when to step again; false when nothing is left
+// (run ends).
+func (w *watchdog) step(now time.Time) (time.Time, bool) {
 	w.mu.Lock()
-	holds := make([]*Hold, 0, len(w.holds))
+	if len(w.holds) == 0 && w.rounds == 0 {
+		w.running = false
+		w.mu.Unlock()
+		return time.Time{}, false
+	}
+	holds := w.scratch[:0]
 	for h := range w.holds {
 		holds = append(holds, h)
 	}
 	w.mu.Unlock()
 
-	now := time.Now()
-	groups := make(map[batchKey][]*Hold)
-	var order []batchKey
+	next := now.Add(time.Hour)
+	var due, ended []*Hold
 	for _, h := range holds {
 		h.mu.Lock()
-		expired := now.Sub(h.lastOK) >= h.lease
-		lease := h.lease
-		h.mu.Unlock()
-		if expired {
-			h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v", errs.ErrLockLost, lease))
-			tick.Lost++
-			continue
+		end := h.leaseEndLocked()
+		switch {
+		case !now.Before(end):
+			ended = append(ended, h)
+		case !h.inRound && !now.Before(h.due.Add(-h.lease/6)):
+			// Due, or due within half its interval when another is due
+			// (step wakes up at the first due): renewed now with the
+			// others, in as few calls as possible. Holds due apart come
+			// together so within an interval: of two groups, the later
+			// is due within half an interval of the earlier, or the
+			// earlier within half an interval of the later.
+			h.inRound = true
+			due = append(due, h)
+			next = minTime(next, end)
+		case h.inRound:
+			next = minTime(next, end)
+		default:
+			next = minTime(next, minTime(end, h.due))
 		}
+		h.mu.Unlock()
+	}
+	clear(holds)
+	w.mu.Lock()
+	w.scratch = holds[:0]
+	w.nextAt = next
+	if len(due) > 0 {
+		w.rounds++
+		w.wg.Add(1)
+	}
+	w.mu.Unlock()
+	if len(ended) > 0 {
+		var tick RenewalTick
+		for _, h := range ended {
+			if h.endLease(now) {
+				tick.Lost++
+			}
+		}
+		w.hs.c.renewed(tick)
+	}
+	if len(due) > 0 {
+		go w.renew(due)
+	}
+	return next, true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// leaseEndLocked returns when h's lease ends on the client's clock
+// (h.mu held): its lease after the last write that extended it
+// (lastOK), less the margin (LeaseMargin).
+func (h *Hold) leaseEndLocked() time.Time {
+	return h.lastOK.Add(h.lease - LeaseMargin(h.lease))
+}
+
+// endLease ends h, whose lease ran out at now on the client's clock, as
+// lost, and reports whether it ended it. The cause wraps
+// [errs.ErrNotReplicated] when a renewal ran on the primary since the last
+// acknowledged write but the replicas did not acknowledge it: a failover
+// could bring back the older lease, so the hold ends before a promoted
+// replica could let another owner in.
+func (h *Hold) endLease(now time.Time) bool {
+	h.mu.Lock()
+	live := h.err == nil && now.After(h.leaseEndLocked())
+	unacked, lease := h.unacked, h.lease
+	h.mu.Unlock()
+	if !live {
+		return false
+	}
+	if unacked != nil {
+		h.hs.c.ctr.lostUnacked.Add(1)
+		h.end(fmt.Errorf("%w: no renewal acknowledged by the replicas within the lease of %v (less a margin of %v), "+
+			"so a promoted replica could let another owner in: %w", errs.ErrLockLost, lease, LeaseMargin(lease), unacked))
+	} else {
+		h.end(fmt.Errorf("%w: no renewal succeeded within the lease of %v (less a margin of %v)",
+			errs.ErrLockLost, lease, LeaseMargin(lease)))
+	}
+	return true
+}
+
+// batchKey groups the holds renewed in one call: same script, same lease
+// (the script's ARGV[1]), same cluster slot.
+type batchKey struct {
+	script *redis.Script
+	lease  time.Duration
+	slot   int
+}
+
+// renewBatch is one renewal script call.
+type renewBatch struct {
+	holds []*Hold
+	cmd   lua.Command
+}
+
+// renew is one renewal round: it renews holds (inRound, each due) in as
+// few script calls as their scripts, leases and slots allow (MaxBatch
+// holds each), sent at once through the client's script pipeline, and
+// applies the results. It counts and reports the round ([Client.renewed]).
+func (w *watchdog) renew(holds []*Hold) {
+	defer w.wg.Done()
+	began := time.Now()
+	groups := make(map[batchKey][]*Hold)
+	var order []batchKey
+	timeout := time.Duration(0)
+	for _, h := range holds {
 		spec := h.renewal()
-		k := batchKey{script: spec.Script}
+		k := batchKey{script: spec.Script, lease: h.lease}
 		if w.cluster {
 			k.slot = keys.Slot(spec.Keys[0])
 		}
@@ -119,218 +232,159 @@ func (w *watchdog) renewAll(timeout time.Duration) (failed bool) {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], h)
+		if timeout == 0 || h.lease/3 < timeout {
+			timeout = h.lease / 3
+		}
 	}
-
 	var batches []renewBatch
 	for _, k := range order {
 		hs := groups[k]
 		for len(hs) > 0 {
 			n := min(len(hs), MaxBatch)
-			batches = append(batches, newRenewBatch(w.leaseMillis, k.script, hs[:n]))
+			batches = append(batches, newRenewBatch(k, hs[:n]))
 			hs = hs[n:]
 		}
 	}
-	for len(batches) > 0 {
-		n := min(len(batches), maxPipeline)
-		r, err := w.renewPipelined(batches[:n], timeout)
-		tick.Renewed += r.Renewed
-		tick.Failed += r.Failed
-		tick.Lost += r.Lost
-		if err != nil {
-			failed = true
-			w.hs.log.Warn("redisync: renewal failed, will retry", "batches", n, "err", err)
+	w.mu.Lock()
+	w.calls += uint64(len(batches))
+	w.mu.Unlock()
+
+	// A round's calls are bounded by a third of the shortest lease (the
+	// next renewal is due then) or by the acknowledgement's own bound,
+	// whichever is longer, and end when the client closes.
+	ctx, cancel := context.WithTimeout(w.ctx, max(timeout, w.pipe.Settings().Timeout))
+	defer cancel()
+	ticks := make([]RenewalTick, len(batches))
+	var wg sync.WaitGroup
+	for i := range batches {
+		if i == len(batches)-1 {
+			ticks[i] = w.send(ctx, batches[i])
+			break
 		}
-		batches = batches[n:]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ticks[i] = w.send(ctx, batches[i])
+		}()
 	}
-	return failed
+	wg.Wait()
+
+	var tick RenewalTick
+	for _, t := range ticks {
+		tick.Renewed += t.Renewed
+		tick.Failed += t.Failed
+		tick.Lost += t.Lost
+	}
+	tick.Duration = time.Since(began)
+	w.hs.c.renewed(tick)
+	w.mu.Lock()
+	w.ticks++
+	w.rounds--
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
-// maxPipeline bounds the renewal scripts sent in one pipeline (100 holds
-// each): 1,000 holds cost one round trip per tick (per node on a Cluster).
-const maxPipeline = 64
-
-// renewBatch is one renewal script call.
-type renewBatch struct {
-	script *redis.Script
-	holds  []*Hold
-	keys   []string
-	args   []any
-}
-
-func newRenewBatch(leaseMillis int64, script *redis.Script, holds []*Hold) renewBatch {
-	call := lua.NewRenewalBatch(leaseMillis, len(holds))
+func newRenewBatch(k batchKey, holds []*Hold) renewBatch {
+	call := lua.NewRenewalBatch(Millis(k.lease), len(holds))
 	for _, h := range holds {
 		spec := h.renewal()
 		call.Add(spec.Keys, spec.Args, h.Count()) // the count this client believes in
 	}
-	return renewBatch{script: script, holds: holds, keys: call.Keys(), args: call.Args()}
+	return renewBatch{holds: holds, cmd: lua.NewCommand(k.script, call.Keys(), call.Args())}
 }
 
-// renewPipelined sends the batches in one pipeline (EVALSHA, then EVAL for
-// those the server does not have cached) and applies the results. It
-// returns the holds renewed, found gone and failed (in a batch whose call
-// failed), and the first error; batches that succeeded are applied
-// regardless.
-func (w *watchdog) renewPipelined(batches []renewBatch, timeout time.Duration) (RenewalTick, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	start := time.Now()
-	cmds := make([]*redis.Cmd, len(batches))
-	w.count(len(batches))
-	ack := w.ackWait(ctx)
-	var acks []*redis.IntCmd
-	_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, b := range batches {
-			cmds[i] = b.script.EvalSha(ctx, p, b.keys, b.args...)
-		}
-		acks = append(acks, ack(p))
-		return nil
-	})
-	var missing []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) > 0 {
-		w.count(len(missing))
-		_, _ = w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range missing {
-				b := batches[i]
-				cmds[i] = b.script.Eval(ctx, p, b.keys, b.args...)
-			}
-			acks = append(acks, ack(p))
-			return nil
-		})
-	}
-	var first error
-	var r RenewalTick
-	for i, cmd := range cmds {
-		renewed, gone, err := w.apply(batches[i], cmd, start)
-		r.Renewed += renewed
-		r.Lost += gone
-		if err != nil {
-			r.Failed += len(batches[i].holds)
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	if r.Renewed > 0 && !w.acknowledged(acks) {
-		w.hs.c.ctr.renewUnacked.Add(uint64(r.Renewed)) // Stats.RenewalsNotReplicated
-		w.hs.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; a failover now could lose these holds",
-			"holds", r.Renewed)
-	}
-	return r, first
-}
-
-// ackWait returns what the watchdog adds to a renewal pipeline for replica
-// acknowledgement (WithReplicaSync): WAIT on the primary, which a renewal
-// pipeline of a single node or a Sentinel client reaches on one
-// connection, when that primary has replicas; nothing otherwise (a
-// Cluster's pipelines go to several nodes, where WAIT would not follow
-// the renewals). The watchdog does not hold anyone up while it waits, and
-// an unacknowledged renewal is only counted (Stats.RenewalsNotReplicated),
-// as Redisson does not wait for renewals at all.
-func (w *watchdog) ackWait(ctx context.Context) func(redis.Pipeliner) *redis.IntCmd {
-	none := func(redis.Pipeliner) *redis.IntCmd { return nil }
-	rs := w.replicas.Settings()
-	node, ok := w.rdb.(*redis.Client)
-	if !w.replicas.On() || !ok {
-		return none
-	}
-	n, err := w.replicas.Count(ctx, node, "")
-	if err != nil || n == 0 {
-		return none
-	}
-	want := rs.Replicas
-	if want == replica.All {
-		want = n
-	}
-	// At most a sixth of the watchdog timeout (Config.AckMillis): a
-	// lagging replica must not delay the next tick.
-	timeout := w.ackMillis
-	return func(p redis.Pipeliner) *redis.IntCmd {
-		cmd := redis.NewIntCmd(ctx, "wait", int64(want), timeout)
-		_ = p.Process(ctx, cmd)
-		return cmd
-	}
-}
-
-// acknowledged reports whether every WAIT of a tick (nil: none sent) saw
-// as many replicas as it asked for.
-func (w *watchdog) acknowledged(acks []*redis.IntCmd) bool {
-	for _, a := range acks {
-		if a == nil {
-			continue
-		}
-		if a.Err() != nil || a.Val() < a.Args()[1].(int64) {
-			return false
-		}
-	}
-	return true
-}
-
-// count records script calls and one round trip, for WatchdogStats.
-func (w *watchdog) count(calls int) {
-	w.mu.Lock()
-	w.calls += uint64(calls)
-	w.trips++
-	w.mu.Unlock()
-}
-
-// apply applies one batch's result: renewed holds count from start, holds
-// found gone are lost. It returns how many of each (holds released
-// meanwhile count as neither).
-func (w *watchdog) apply(b renewBatch, cmd *redis.Cmd, start time.Time) (renewed, gone int, err error) {
-	res, err := cmd.Int64Slice()
+// send sends one renewal call through the script pipeline, waiting for
+// the replicas as acquisitions do, and applies its result.
+func (w *watchdog) send(ctx context.Context, b renewBatch) RenewalTick {
+	sent := time.Now()
+	sync := w.pipe.NewSync()
+	reply := w.pipe.EvalCommand(ctx, sync, b.cmd)
+	t, err := w.apply(b, reply, sync.SyncErr(), sent)
 	if err != nil {
-		return 0, 0, err
+		w.hs.log.Warn("redisync: renewal failed, will retry", "holds", len(b.holds), "err", err)
 	}
-	if len(res) != len(b.holds) {
-		return 0, 0, fmt.Errorf("renewal script returned %d results for %d holds", len(res), len(b.holds))
+	return t
+}
+
+// apply applies one call's result (reply, and ackErr: the replicas'
+// acknowledgement error), sent at sent: a hold renewed and acknowledged
+// has its lease run from sent, unless its lease had already run out on
+// the client's clock (it is ending); a hold renewed but not acknowledged
+// keeps its lease (unacked); a hold found gone is lost. Every hold is
+// due again a third of its lease after sent, or sooner after a failure.
+func (w *watchdog) apply(b renewBatch, reply *redis.Cmd, ackErr error, sent time.Time) (t RenewalTick, err error) {
+	res, err := reply.Int64Slice()
+	if err == nil && len(res) != len(b.holds) {
+		err = fmt.Errorf("renewal script returned %d results for %d holds", len(res), len(b.holds))
 	}
+	now := time.Now()
+	var unacked int
 	for i, h := range b.holds {
 		h.mu.Lock()
+		h.inRound = false
 		live := h.renewing && h.err == nil
-		if live && res[i] == lua.RenewLockRenewed { // renew_read's RenewReadRenewed too
-			renewed++
-			if start.After(h.lastOK) {
-				h.lastOK = start
-			}
+		retry := sent.Add(min(h.lease/3, maxRetryDelay))
+		h.due = retry
+		switch {
+		case !live:
+		case err != nil:
+			t.Failed++
+		case res[i] == lua.RenewLockRenewed && ackErr != nil: // renew_read's RenewReadRenewed too
+			unacked++
+			h.unacked = ackErr
+		case res[i] == lua.RenewLockRenewed && now.Before(h.leaseEndLocked()):
+			t.Renewed++
+			h.lastOK = maxTime(h.lastOK, sent)
+			h.unacked = nil
+			h.due = sent.Add(h.lease / 3)
 		}
 		h.mu.Unlock()
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
-		if live && res[i] == 0 {
+		if live && err == nil && res[i] == 0 {
 			h.end(fmt.Errorf("%w: renewal found the hold gone from Redis", errs.ErrLockLost))
-			gone++
+			t.Lost++
 		}
 	}
-	return renewed, gone, nil
+	if unacked > 0 {
+		w.hs.c.ctr.renewUnacked.Add(uint64(unacked)) // Stats.RenewalsNotReplicated
+		w.hs.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; "+
+			"these holds end when their acknowledged lease runs out unless a later renewal is acknowledged",
+			"holds", unacked, "err", ackErr)
+	}
+	return t, err
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // WatchdogStats reports the watchdog's activity, for tests and benchmarks.
 type WatchdogStats struct {
-	Holds      int    // holds being renewed
-	Ticks      uint64 // renewal rounds completed
-	Calls      uint64 // renewal script calls sent
-	RoundTrips uint64 // pipelines sent (one round trip each, per node on a Cluster)
+	Holds int    // holds being renewed
+	Ticks uint64 // renewal rounds completed
+	Calls uint64 // renewal script calls sent (batched with the client's other scripts)
 }
 
 // Stats returns a snapshot of the watchdog's activity.
 func (hs *Holds) Stats() WatchdogStats {
 	hs.wd.mu.Lock()
 	defer hs.wd.mu.Unlock()
-	return WatchdogStats{Holds: len(hs.wd.holds), Ticks: hs.wd.ticks, Calls: hs.wd.calls, RoundTrips: hs.wd.trips}
+	return WatchdogStats{Holds: len(hs.wd.holds), Ticks: hs.wd.ticks, Calls: hs.wd.calls}
 }
 
 // RenewSpec says how the watchdog renews one hold. Script is a batch script
 // in the common renewal encoding ([lua.RenewalBatch]); Keys and Args are the
 // hold's part of it, from its typed binding (NewRenewSpec).
 //
-// Holds sharing Script and the cluster slot of Keys[0] are renewed in one
-// call, at most MaxBatch at a time.
+// Holds sharing Script, lease and the cluster slot of Keys[0] are renewed
+// in one call, at most MaxBatch at a time.
 //
 // A spec with Of set instead serves every hold of a side: the watchdog
 // makes a hold's Script, Keys and Args from its Key when it first

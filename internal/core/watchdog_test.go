@@ -13,7 +13,7 @@ import (
 
 	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/replica"
+	"github.com/redisync/redisync/internal/core/pipeline"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -61,8 +61,27 @@ type pipelines struct {
 	calls [][]evalCall
 }
 
-func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook records a script call sent alone (the script pipeline sends
+// a call that finds nothing in flight at once, without a pipeline) as a
+// pipeline of one.
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+			args := cmd.Args()
+			n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+			call := evalCall{sha: fmt.Sprint(args[1])}
+			for _, k := range args[3 : 3+n] {
+				call.keys = append(call.keys, fmt.Sprint(k))
+			}
+			p.mu.Lock()
+			p.calls = append(p.calls, []evalCall{call})
+			p.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
 
 func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -103,6 +122,7 @@ func (p *pipelines) recorded() [][]evalCall {
 // test's own commands.
 type watchdogSetup struct {
 	c     *Holds
+	lease time.Duration // of the holds (hold)
 	rdb   *redis.Client // the Client's
 	pipes *pipelines
 	cmd   *redis.Client // for the test's commands
@@ -117,7 +137,7 @@ func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
 	}
 	pipes := &pipelines{}
 	rdb.AddHook(pipes)
-	return &watchdogSetup{c: testHolds(t, rdb, timeout), rdb: rdb, pipes: pipes, cmd: rdb}
+	return &watchdogSetup{c: testHolds(t, rdb), lease: timeout, rdb: rdb, pipes: pipes, cmd: rdb}
 }
 
 // hold creates key in Redis and registers a watchdog hold on it renewed
@@ -125,7 +145,7 @@ func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
 func (w *watchdogSetup) hold(t *testing.T, key string, script *redis.Script) *Hold {
 	t.Helper()
 	require.NoError(t, w.cmd.Set(context.Background(), key, "1", time.Minute).Err())
-	return w.c.Acquired(HoldKey{Key: key, Field: "owner"}, 1, w.c.wd.lease, &RenewSpec{Script: script, Keys: []string{key}})
+	return w.c.Acquired(HoldKey{Key: key, Field: "owner"}, 1, w.lease, &RenewSpec{Script: script, Keys: []string{key}})
 }
 
 // ticks waits until the watchdog has completed n more rounds.
@@ -148,36 +168,78 @@ func callSizes(pipe []evalCall) map[string][]int {
 	return sizes
 }
 
-// Holds are renewed in one pipeline per round, in one call per script and
-// MaxBatch holds.
+// Holds due together are renewed in one round, in one call per script
+// and MaxBatch holds, sent together through the client's script pipeline.
 func TestWatchdogBatches(t *testing.T) {
-	w := newWatchdogSetup(t, 600*time.Millisecond)
+	w := newWatchdogSetup(t, 3*time.Second) // a round every second
 	name := redistest.Key(t, "hold")
-	var holds []*Hold
+	ctx := context.Background()
+	type held struct {
+		key    string
+		script *redis.Script
+	}
+	var keys []held
 	for i := range 2*MaxBatch + 50 {
-		holds = append(holds, w.hold(t, name+":a:"+strconv.Itoa(i), renewA))
+		keys = append(keys, held{name + ":a:" + strconv.Itoa(i), renewA})
 	}
 	for i := range 30 {
-		holds = append(holds, w.hold(t, name+":b:"+strconv.Itoa(i), renewB))
+		keys = append(keys, held{name + ":b:" + strconv.Itoa(i), renewB})
+	}
+	pipe := w.cmd.Pipeline()
+	for _, k := range keys {
+		pipe.Set(ctx, k.key, "1", time.Minute)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	sent := time.Now() // every hold due at once
+	var holds []*Hold
+	for _, k := range keys {
+		holds = append(holds, w.c.acquiredAs("", sent, HoldKey{Key: k.key, Field: "owner"}, 1, 0, w.lease,
+			&RenewSpec{Script: k.script, Keys: []string{k.key}}))
 	}
 	require.Equal(t, len(holds), w.c.Stats().Holds)
 	w.ticks(t, 2)
 
-	pipes := w.pipes.recorded()
-	require.GreaterOrEqual(t, len(pipes), 2, "pipelines")
+	var calls []evalCall
+	for _, pipe := range w.pipes.recorded() {
+		calls = append(calls, pipe...)
+	}
+	require.GreaterOrEqual(t, len(calls), 8, "script calls")
 	want := map[string][]int{renewA.Hash(): {50, MaxBatch, MaxBatch}, renewB.Hash(): {30}}
-	for i, pipe := range pipes {
-		assert.Equal(t, want, callSizes(pipe), "pipeline %d: calls by script and their sizes", i)
+	for i := 0; i+4 <= 8; i += 4 {
+		assert.Equal(t, want, callSizes(calls[i:i+4]), "round %d: calls by script and their sizes", i/4)
 	}
 	st := w.c.Stats()
-	assert.Equal(t, 4*st.RoundTrips, st.Calls, "script calls per round trip")
+	assert.Equal(t, 4*st.Ticks, st.Calls, "script calls per round")
 	for _, h := range holds {
 		require.NoError(t, h.Err())
 	}
-	// The renewal set the lease: a minute became at most 600ms.
+	// The renewal set the lease: a minute became at most 3s.
 	d := w.cmd.PTTL(context.Background(), name+":a:0").Val()
 	assert.Positive(t, d)
-	assert.LessOrEqual(t, d, 600*time.Millisecond)
+	assert.LessOrEqual(t, d, 3*time.Second)
+}
+
+// Each hold is renewed on its own lease: a hold of a short lease every
+// third of it, one of a long lease not before a third of its own.
+func TestWatchdogPerHoldLease(t *testing.T) {
+	w := newWatchdogSetup(t, 600*time.Millisecond)
+	name := redistest.Key(t, "hold")
+	short := w.hold(t, name+":short", renewA)
+	require.NoError(t, w.cmd.Set(context.Background(), name+":long", "1", time.Minute).Err())
+	long := w.c.Acquired(HoldKey{Key: name + ":long", Field: "owner"}, 1, time.Hour, &RenewSpec{Script: renewA, Keys: []string{name + ":long"}})
+	w.ticks(t, 3)
+	require.NoError(t, short.Err())
+	require.NoError(t, long.Err())
+	for _, pipe := range w.pipes.recorded() {
+		for _, c := range pipe {
+			assert.Equal(t, []string{name + ":short"}, c.keys, "only the short lease's hold is due")
+		}
+	}
+	d := w.cmd.PTTL(context.Background(), name+":short").Val()
+	assert.LessOrEqual(t, d, 600*time.Millisecond, "renewed with its own lease")
+	d = w.cmd.PTTL(context.Background(), name+":long").Val()
+	assert.Greater(t, d, 50*time.Second, "not renewed yet (due in 20 minutes)")
 }
 
 // On a Cluster a call's keys must share a slot: holds are grouped by
@@ -195,15 +257,15 @@ func TestWatchdogBatchesBySlot(t *testing.T) {
 		}
 	}
 	w.ticks(t, 2)
-	pipes := w.pipes.recorded()
-	require.GreaterOrEqual(t, len(pipes), 2, "pipelines")
-	for i, pipe := range pipes {
-		require.Len(t, pipe, len(tags), "pipeline %d: one call per slot", i)
-		for _, call := range pipe {
-			require.Len(t, call.keys, 5)
-			for _, k := range call.keys {
-				assert.Equal(t, keys.Slot(call.keys[0]), keys.Slot(k), "pipeline %d: keys of one call in two slots: %v", i, call.keys)
-			}
+	var calls []evalCall
+	for _, pipe := range w.pipes.recorded() {
+		calls = append(calls, pipe...)
+	}
+	require.GreaterOrEqual(t, len(calls), 2*len(tags), "one call per slot and round")
+	for i, call := range calls {
+		require.Len(t, call.keys, 5)
+		for _, k := range call.keys {
+			assert.Equal(t, keys.Slot(call.keys[0]), keys.Slot(k), "call %d: keys of one call in two slots: %v", i, call.keys)
 		}
 	}
 }
@@ -245,25 +307,26 @@ func cmdWith(res ...int64) *redis.Cmd {
 // ends nothing.
 func TestWatchdogApply(t *testing.T) {
 	// An hour's watchdog timeout: the watchdog's own rounds never run here.
-	c := testHolds(t, redistest.Shared(t).Client(t), time.Hour)
+	c := testHolds(t, redistest.Shared(t).Client(t))
 	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
 	acquire := func(key string) *Hold {
 		return c.acquiredAs("", time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
 	}
 	renewed, lost := acquire("renewed"), acquire("lost")
-	b := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{renewed, lost})
+	k := batchKey{script: renewA, lease: time.Hour}
+	b := newRenewBatch(k, []*Hold{renewed, lost})
 
-	_, _, err := c.wd.apply(b, cmdWith(1), time.Now())
+	_, err := c.wd.apply(b, cmdWith(1), nil, time.Now())
 	require.Error(t, err, "a reply with fewer results than holds")
 	failed := redis.NewCmd(context.Background())
 	failed.SetErr(errors.New("i/o timeout"))
-	_, _, err = c.wd.apply(b, failed, time.Now())
+	_, err = c.wd.apply(b, failed, nil, time.Now())
 	require.Error(t, err)
 	require.NoError(t, renewed.Err(), "a failed renewal ended a hold")
 	require.NoError(t, lost.Err(), "a failed renewal ended a hold")
 
 	start := time.Now()
-	_, _, err = c.wd.apply(b, cmdWith(1, 0), start)
+	_, err = c.wd.apply(b, cmdWith(1, 0), nil, start)
 	require.NoError(t, err)
 	require.NoError(t, renewed.Err())
 	renewed.mu.Lock()
@@ -279,9 +342,9 @@ func TestWatchdogApply(t *testing.T) {
 	// Unlock stops the renewal, then sends the release; a round in flight
 	// finds the field gone: released, not lost.
 	released := acquire("released")
-	rb := newRenewBatch(c.wd.leaseMillis, renewA, []*Hold{released})
+	rb := newRenewBatch(k, []*Hold{released})
 	h := c.beginRelease(released.key, 0)
-	_, _, err = c.wd.apply(rb, cmdWith(0), time.Now())
+	_, err = c.wd.apply(rb, cmdWith(0), nil, time.Now())
 	require.NoError(t, err)
 	h.released(0, 0, nil, time.Now())
 	require.ErrorIs(t, released.Err(), errs.ErrNotHeld)
@@ -291,32 +354,39 @@ func TestWatchdogApply(t *testing.T) {
 }
 
 // A round that fails with a network error keeps the hold and retries; the
-// hold is lost only once no renewal has succeeded for a whole lease.
+// hold is lost once no renewal has succeeded for its lease (less the
+// margin), on time: the schedule does not wait for a round.
 func TestWatchdogNetworkErrors(t *testing.T) {
 	// Nothing listens here: every round fails with a network error.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := testHolds(t, rdb, time.Hour) // rounds run by the test
+	c := testHolds(t, rdb)
 	const lease = 300 * time.Millisecond
 	acquire := func(key string, sent time.Time) *Hold {
 		return c.acquiredAs("", sent, HoldKey{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
 	}
 	acquired := time.Now()
-	fresh := acquire("fresh", acquired)
 	stale := acquire("stale", time.Now().Add(-lease))
-
-	require.True(t, c.wd.renewAll(time.Second), "a round with a network error reports the failure")
-	require.NoError(t, fresh.Err(), "a hold lost after one failed round")
+	fresh := acquire("fresh", acquired)
+	select {
+	case <-stale.Done():
+	case <-time.After(time.Second):
+		require.FailNow(t, "a hold without a renewal for a whole lease lasts")
+	}
 	require.ErrorIs(t, stale.Err(), errs.ErrLockLost, "a hold without a renewal for a whole lease")
 	assert.ErrorContains(t, stale.Err(), "no renewal succeeded within the lease")
+	require.NoError(t, fresh.Err(), "a fresh hold lost at once")
 
-	// Rounds keep failing: the fresh hold is lost when its lease has passed.
-	require.Eventually(t, func() bool {
-		c.wd.renewAll(time.Second)
-		return fresh.Err() != nil
-	}, 5*time.Second, redistest.Tick, "the hold outlived a whole lease without renewal")
-	assert.GreaterOrEqual(t, time.Since(acquired), lease, "lost before a whole lease without renewal")
+	select {
+	case <-fresh.Done():
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the hold outlived a whole lease without renewal")
+	}
+	lived := time.Since(acquired)
+	assert.GreaterOrEqual(t, lived, lease-LeaseMargin(lease), "lost before its lease without renewal")
+	assert.Less(t, lived, lease+200*time.Millisecond, "lost late: the schedule waited for a round")
 	require.ErrorIs(t, fresh.Err(), errs.ErrLockLost)
+	assert.Positive(t, c.c.ctr.renewFailed.Load(), "failed renewals counted")
 	assert.Zero(t, c.Stats().Holds)
 }
 
@@ -332,7 +402,7 @@ func TestWatchdogPartition(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	require.NoError(t, renewA.Load(context.Background(), rdb).Err())
 	const timeout = 1500 * time.Millisecond // a round every 500ms
-	w := &watchdogSetup{c: testHolds(t, rdb, timeout), rdb: rdb, pipes: &pipelines{}, cmd: srv.Client(t)}
+	w := &watchdogSetup{c: testHolds(t, rdb), lease: timeout, rdb: rdb, pipes: &pipelines{}, cmd: srv.Client(t)}
 	name := redistest.Key(t, "hold")
 
 	t.Run("short", func(t *testing.T) {
@@ -358,23 +428,22 @@ func TestWatchdogPartition(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			require.FailNow(t, "the hold outlived a long partition")
 		}
-		assert.GreaterOrEqual(t, time.Since(acquired), timeout, "lost before a whole lease without renewal")
+		assert.GreaterOrEqual(t, time.Since(acquired), timeout-LeaseMargin(timeout), "lost before a whole lease without renewal")
 		require.ErrorIs(t, h.Err(), errs.ErrLockLost)
 		assert.ErrorContains(t, h.Err(), "no renewal succeeded within the lease")
 	})
 }
 
-// testHolds returns holds over rdb whose watchdog renews with lease, as a
-// client's with the default replica acknowledgement; the watchdog stops
-// when the test ends.
-func testHolds(t *testing.T, rdb redis.UniversalClient, lease time.Duration) *Holds {
+// testHolds returns holds over rdb whose watchdog renews through a script
+// pipeline with the default replica acknowledgement, as a client's; the
+// watchdog stops when the test ends.
+func testHolds(t *testing.T, rdb redis.UniversalClient) *Holds {
 	t.Helper()
 	g := bg.New()
 	log := slog.New(slog.DiscardHandler)
-	rs := replica.DefaultSettings
-	hs := newHolds(holdsConfig{Redis: rdb, Lease: lease, Replicas: replica.New(rdb, rs, g, log),
-		Closing: g.Closing(), Log: log, Client: new(Client), // observes, counts nothing anyone reads
-		LeaseMillis: lease.Milliseconds(), AckMillis: max(min(rs.Timeout, lease/6).Milliseconds(), 1)})
+	hs := newHolds(holdsConfig{Pipe: pipeline.New(rdb, pipeline.DefaultSettings, g, log), Context: g.Context(),
+		Closing: g.Closing(), Log: log, Client: new(Client), // observes; counts nothing anyone reads but the tests
+	})
 	t.Cleanup(func() {
 		g.Close()
 		hs.Wait()

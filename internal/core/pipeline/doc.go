@@ -1,4 +1,4 @@
-// Package replica is a Client's one door to Redis for state-changing
+// Package pipeline is a Client's one door to Redis for state-changing
 // scripts: its script pipeline, one queue per primary, and the replicas'
 // acknowledgement of what the pipeline wrote (Redisson's
 // checkLockSyncedSlaves), one WAIT for a whole batch.
@@ -8,7 +8,7 @@
 // A typed script binding runs through a Runner (Replicas.Runner): a Sync
 // for a call that waits for the replicas (acquisitions, releases,
 // handoffs, count-downs), the plain runner otherwise (undos, settles, the
-// other scripts). Both end in EvalCommand (replica.go), which finds the
+// other scripts). Both end in EvalCommand (eval.go), which finds the
 // primary that runs the script (primaryFor: the client itself, or on a
 // Cluster the master of KEYS[1]'s slot) and puts the call in that
 // primary's queue (pipelined, pipeline.go):
@@ -99,4 +99,4 @@
 //
 // It imports bg, errs and lua; package core gives each client one
 // Replicas.
-package replica
+package pipeline

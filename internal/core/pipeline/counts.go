@@ -1,4 +1,4 @@
-package replica
+package pipeline
 
 import (
 	"context"
@@ -33,6 +33,12 @@ type primary struct {
 	n       int       // online replicas; unknown
 	next    time.Time // when to read a count of 0 again
 	reading bool      // a background read is under way
+	// seen is the most replicas read online within the last Forget, and
+	// seenAt when that many were last read: a replica that dropped out
+	// of the primary's count (cut off for longer than its repl-timeout)
+	// is still waited for until it has been gone for Forget (want).
+	seen   int
+	seenAt time.Time
 	// suspect: a batch's error said that the client may reach another
 	// primary now (suspectAfter): the next batch that waits reads again.
 	suspect bool
@@ -65,20 +71,40 @@ func (ps *primaries) get(key string) *primary {
 	return p
 }
 
-// count returns the last count read (unknown if none), and whether a batch
-// that waits for replicas should read it again after its WAIT (reread:
-// every replicaProbe, or when suspect); it starts a background read of a
-// count of 0 that is due (a replica attached since).
+// count returns the count a batch waits for (want: the last count read,
+// or the replicas seen within the last Forget; unknown if none), and
+// whether a batch that waits for replicas should read it again after its
+// WAIT (reread: every replicaProbe, or when suspect); it starts a
+// background read of a count of 0 that is due (a replica attached since).
 func (r *Replicas) count(p *primary, node *redis.Client) (n int, reread bool) {
 	p.mu.Lock()
-	n = p.n
-	due := time.Now().After(p.next)
-	if n == 0 && !p.reading && due {
+	now := time.Now()
+	n = p.want(now, r.sync.Forget)
+	due := now.After(p.next)
+	if p.n == 0 && !p.reading && due {
 		p.reading = r.bg.Background(replicaReadTimeout, func(ctx context.Context) { r.readReplicas(ctx, p, node) })
 	}
 	reread = n > 0 && (due || p.suspect)
 	p.mu.Unlock()
 	return n, reread
+}
+
+// want returns the count to wait for at now (p.mu held): the last count
+// read, or more when more replicas were online within the last forget.
+// A replica cut off from its primary for longer than the primary's
+// repl-timeout drops out of the primary's count (ROLE, INFO) but can
+// still be promoted by Sentinel or the Cluster, with only what it had
+// when cut off; writes acknowledged by the replicas left would be lost
+// then although their callers were told they were safe, and a renewal
+// acknowledged so would extend a hold past what that replica has. So it
+// is waited for (WAIT times out, the write is not acknowledged) until it
+// has been gone for forget, the longest a replica cut off stays eligible
+// for promotion with Sentinel's and the Cluster's defaults.
+func (p *primary) want(now time.Time, forget time.Duration) int {
+	if p.n == unknown || p.n >= p.seen || now.Sub(p.seenAt) > forget {
+		return p.n
+	}
+	return p.seen
 }
 
 // suspectAfter marks p suspect when a call's reply says that the client
@@ -96,13 +122,24 @@ func (p *primary) suspectAfter(calls []*call) {
 	}
 }
 
-// set records a count read from the node that ran a batch.
+// set records a count read from the node that ran a batch. A read that
+// follows an error saying that the client may reach another primary now
+// (suspect: a failover) starts the replicas seen afresh: those of the
+// former primary are not this one's.
 func (p *primary) set(n int) {
 	p.mu.Lock()
-	p.n = n
-	p.next = time.Now().Add(replicaProbe)
-	p.suspect = false
+	p.setLocked(n, time.Now())
 	p.mu.Unlock()
+}
+
+// setLocked is set with p.mu held, at now.
+func (p *primary) setLocked(n int, now time.Time) {
+	if n >= p.seen || p.suspect || p.n == unknown {
+		p.seen, p.seenAt = n, now
+	}
+	p.n = n
+	p.next = now.Add(replicaProbe)
+	p.suspect = false
 }
 
 // Count returns the number of replicas online on the primary node (named
@@ -137,7 +174,9 @@ func (r *Replicas) readReplicas(ctx context.Context, p *primary, node *redis.Cli
 	}
 	// A server that refuses INFO replication (a Redis-compatible server
 	// without replication) has no replica to wait for.
-	p.n = n
+	suspect := p.suspect
+	p.setLocked(n, time.Now())
+	p.suspect = suspect // only a batch's read clears it
 }
 
 // connectedReplicas counts the replicas of INFO replication that are

@@ -1,4 +1,4 @@
-package replica
+package pipeline
 
 import (
 	"context"
@@ -22,10 +22,21 @@ const All = -1
 type Settings struct {
 	Replicas int           // replicas to wait for; All: every connected one; 0: off
 	Timeout  time.Duration // the longest wait; 0: off
+	// Forget is how long a replica that dropped out of its primary's
+	// count is still waited for (with All): DefaultForget when 0.
+	Forget time.Duration
 }
 
+// DefaultForget is how long a replica that dropped out of its primary's
+// count (cut off for longer than the primary's repl-timeout) is still
+// waited for: 5 minutes, about the longest such a replica stays eligible
+// for promotion with the defaults of Sentinel (down-after-milliseconds
+// 30 s × 10, plus the time the primary has been down) and of the Cluster
+// (cluster-node-timeout 15 s × cluster-replica-validity-factor 10).
+const DefaultForget = 5 * time.Minute
+
 // DefaultSettings is Redisson's default: every replica, for at most 1 s.
-var DefaultSettings = Settings{Replicas: All, Timeout: time.Second}
+var DefaultSettings = Settings{Replicas: All, Timeout: time.Second, Forget: DefaultForget}
 
 // on reports whether acknowledgement is wanted.
 func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
@@ -44,6 +55,9 @@ type Replicas struct {
 // rs says, reading replica counts again in g, logging to log. It does no
 // I/O.
 func New(rdb redis.UniversalClient, rs Settings, g *bg.Group, log *slog.Logger) *Replicas {
+	if rs.Forget == 0 {
+		rs.Forget = DefaultForget
+	}
 	return &Replicas{rdb: rdb, sync: rs, bg: g, log: log}
 }
 

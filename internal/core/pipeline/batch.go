@@ -1,4 +1,4 @@
-package replica
+package pipeline
 
 import (
 	"context"
@@ -161,7 +161,7 @@ func (r *Replicas) readFirst(ctx context.Context, p *primary, node *redis.Client
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.n
+	return p.want(time.Now(), r.sync.Forget)
 }
 
 // learn records the count a batch read (ROLE) on a primary whose count was
@@ -195,7 +195,8 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 // read.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
-// now (one left, or the client's count was of another primary).
+// now (the client's count was of another primary), counting a replica
+// that dropped out of the count within the last Forget (want).
 func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.SliceCmd) {
 	var err error
 	got, werr := acked.Result()
@@ -203,6 +204,9 @@ func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd,
 	if role != nil {
 		if now, ok = roleReplicas(role); ok {
 			p.set(now)
+			p.mu.Lock()
+			now = p.want(time.Now(), r.sync.Forget) // a replica gone lately still counts
+			p.mu.Unlock()
 		}
 	}
 	switch {
