@@ -34,17 +34,18 @@
 //
 // # Failures
 //
-// A leadership is a lease. The Client's watchdog renews it every third
-// of the lease (redisync.WithWatchdogTimeout, 30s by default). When the
-// leader's process dies, or is cut off from Redis, the lock expires
-// within the lease and the next candidate in the queue takes over at its
-// next re-check (at the latest a third of the queue's waiter timeout, 5s
-// by default, after the expiry). A leader that stops renewing sees its
-// Context end by its own clock before the lease can run out in Redis,
-// so two leaders' Contexts are never live at once; a leader stalled
-// longer than that (a stopped process) may still write after the next
-// leader took over, which is what the term is for: have the resources
-// the leader writes to refuse a term lower than one they have seen.
+// A leadership is a lease: WithLease, else the Client's watchdog
+// timeout (redisync.WithWatchdogTimeout, 30s by default), renewed every
+// third of it by the Client's watchdog. When the leader's process dies,
+// or is cut off from Redis, the lock expires within the lease and the
+// next candidate in the queue takes over at its next re-check (at the
+// latest a third of the queue's waiter timeout, 5s by default, after the
+// expiry). A leader that cannot renew sees its Context end by its own
+// clock before the lease can run out in Redis, so two leaders' Contexts
+// are never live at once; a leader stalled longer than that (a stopped
+// process) may still write after the next leader took over, which is
+// what the term is for: have the resources the leader writes to refuse a
+// term lower than one they have seen.
 // Resign hands over at once: the next candidate is woken by the release.
 //
 // With replica acknowledgement on (redisync.WithReplicaSync, on by

@@ -69,6 +69,10 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 	h := handle{e: core.NewLock((*core.Client)(c), kind, name)}
 	h.opts = newOptions(kind, opts)
 	h.e.Fixed, h.e.Fencing, h.e.OptErr = h.opts.lease, h.opts.fencing, h.opts.err
+	h.e.Watchdog = h.opts.watchdog
+	if m := h.opts.minHold; m > 0 && h.e.Fixed == 0 && c != nil && h.e.Lease(0) < m {
+		h.e.Watchdog = m // a watchdog lease shorter than the minimum hold is the minimum hold
+	}
 	return h
 }
 

@@ -126,3 +126,32 @@ func TestMinHoldInvalid(t *testing.T) {
 		assert.ErrorIs(t, err, redisync.ErrInvalidArgument)
 	}
 }
+
+// A handle's own watchdog lease: its holds are renewed on it, and a
+// holder whose Client closes frees the lock within it, while the Client's
+// lease stays 30 s.
+func TestWatchdogTimeoutPerHandle(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t)
+	dead := redisync.New(s.Client(t))
+	t.Cleanup(func() { _ = dead.Close() })
+	a := rlock.New(dead, name, rlock.WithWatchdogTimeout(600*time.Millisecond))
+	require.NoError(t, a.Lock(ctx))
+	time.Sleep(time.Second) // renewed meanwhile
+	ttl, err := a.TTL(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, 600*time.Millisecond)
+	require.NoError(t, a.Err())
+	require.NoError(t, dead.Close())
+	start := time.Now()
+	b := rlock.New(clienttest.New(t, s.Client(t)), name)
+	ok, err := b.TryLock(ctx, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Less(t, time.Since(start), 1500*time.Millisecond)
+	require.NoError(t, b.Unlock(ctx))
+	err = rlock.New(clienttest.New(t, s.Client(t)), name, rlock.WithWatchdogTimeout(-time.Second)).Lock(ctx)
+	assert.ErrorIs(t, err, redisync.ErrInvalidArgument)
+}

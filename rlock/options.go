@@ -31,6 +31,7 @@ type options struct {
 	deadWaiter time.Duration
 	waiterSet  bool // WithWaiterTimeout was given
 	minHold    time.Duration
+	watchdog   time.Duration // WithWatchdogTimeout; 0: the Client's
 	err        error
 }
 
@@ -141,7 +142,8 @@ func WithWaiterTimeout(d time.Duration) Option {
 // differ by less than d: a scheduler that comes late finds the lock taken
 // even when the first run was quicker than the skew. A fixed lease
 // (WithLease) shorter than d becomes d, so a holder that dies also keeps
-// the lock for d. With a minimum hold, a release never hands the lock on
+// the lock for d, and so does a watchdog lease (WithWatchdogTimeout, or
+// the Client's) shorter than d. With a minimum hold, a release never hands the lock on
 // to another caller of the same Client. An Unlock after d deletes the lock
 // as without the option. The keys are Redisson's: a Redisson client sees
 // a held lock until it expires.
@@ -157,5 +159,26 @@ func WithMinHold(d time.Duration) Option {
 			return
 		}
 		o.minHold = d
+	}
+}
+
+// WithWatchdogTimeout gives this handle's holds a watchdog lease of their
+// own: a hold taken without a fixed lease (WithLease) expires d after its
+// last renewal, and the watchdog renews it every third of d. A holder
+// that dies or is cut off frees the lock within d, without shortening the
+// lease of every other lock of the Client (redisync.WithWatchdogTimeout).
+// d must be at least 1ms and at most 2^43 ms, and is rounded up to whole
+// milliseconds; outside that range the first operation returns an error
+// wrapping redisync.ErrInvalidArgument. Keep d well above the round-trip
+// time to Redis (and the replicas' acknowledgement, when on). Given with
+// WithLease, the fixed lease applies. The default is the Client's
+// watchdog timeout (30s unless redisync.WithWatchdogTimeout).
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if err := core.CheckLease(o.kind, d); err != nil {
+			o.invalid(fmt.Errorf("watchdog timeout: %w", err))
+			return
+		}
+		o.watchdog = d
 	}
 }
