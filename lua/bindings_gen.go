@@ -20,7 +20,7 @@ var digests = map[string]digest{
 	"fair_acquire.lua":                  {sha1: "fb7aef41932834619fdc0bba25200162eb6a8606", fnv: 0x4c6fa07c7240660f},
 	"fair_force_unlock.lua":             {sha1: "acaa97088458f33912a1134a8445daedf50c9832", fnv: 0x280abbaf2802c934},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
-	"fair_release.lua":                  {sha1: "7bfcee6e13f217cecffdddeab2457beae38b1aa0", fnv: 0xe182a994495816b6},
+	"fair_release.lua":                  {sha1: "8df1758b5638376ae88dcaa5013894978804bdbd", fnv: 0xe39390fd2c2e398c},
 	"gcra_cancel.lua":                   {sha1: "90574327e1201fc7cdda5157d032ec3bc8fe0d3a", fnv: 0xefc45bfbd0a43fb6},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
 	"gcra_take.lua":                     {sha1: "79179eac37b7b2a774d8af755dc4443485090bb3", fnv: 0x89c0128b0546f619},
@@ -31,8 +31,8 @@ var digests = map[string]digest{
 	"lock_acquire_fresh.lua":            {sha1: "23a316e8532128298d0af3d65fab4b6eedb00ad8", fnv: 0x74acbef503d0f756},
 	"lock_force_unlock.lua":             {sha1: "17b92fdd6e4c41b36722f79170c86878bce401ed", fnv: 0xc9c8d9e199a4a756},
 	"lock_handoff.lua":                  {sha1: "9a1db51336b6bded7519fb30e6ab3a9335c396cd", fnv: 0xf33ecd6134158b2a},
-	"lock_release.lua":                  {sha1: "5c727f763fe27e492cf015d077dd3a2f2f083e14", fnv: 0x77aa9e1c18d61c19},
-	"lock_release_fresh.lua":            {sha1: "eb13e87eec598e64fd77b70c97f850c4df9d0bfa", fnv: 0xfac621203fae63db},
+	"lock_release.lua":                  {sha1: "e822ba7e1a87d9a0b1c9ca9f72612342357ee3cc", fnv: 0x7803a27f80cfeeb3},
+	"lock_release_fresh.lua":            {sha1: "949b90262f30c195fa6a733cb21c10c6a86cc8c6", fnv: 0xc636f1361b9d2934},
 	"ratelimit_acquire.lua":             {sha1: "e71894963e61a2fc54a2e121778df4ee143c6829", fnv: 0x2160bb9c997ec78a},
 	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
 	"ratelimit_delete.lua":              {sha1: "3caefcb75517c1d361f71e71ecb2ecb2a7811c64", fnv: 0xf1756d66e696ec41},
@@ -630,7 +630,7 @@ type FairReleaseArgs struct {
 	Count int64
 	// Publish is ARGV[6]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
-	// MinHoldMillis is ARGV[7]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[5] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends and nobody is woken: the head of the queue finds it free by its re-check. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
+	// MinHoldMillis is ARGV[7]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[5] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends, and the head of the queue is woken as by a release: it re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
 	MinHoldMillis int64
 }
 
@@ -1548,7 +1548,7 @@ type LockReleaseArgs struct {
 	Count int64
 	// Publish is ARGV[7]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
-	// MinHoldMillis is ARGV[8]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[6] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends and nothing is published: waiters find it free by their re-check at its expiry. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
+	// MinHoldMillis is ARGV[8]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[6] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends and ARGV[4] is published as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
 	MinHoldMillis int64
 }
 
@@ -1631,7 +1631,7 @@ type LockReleaseFreshArgs struct {
 	MarkUntil int64
 	// Undo is ARGV[5]: "1": undo mode.
 	Undo bool
-	// MinHoldMillis is ARGV[6]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps the owner's field, sets the lock to expire when the minimum hold ends and publishes nothing: waiters find it free by their re-check at its expiry. The mark then lives at least as long, so a copy of the release finds it and does not push the expiry back.
+	// MinHoldMillis is ARGV[6]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps the owner's field, sets the lock to expire when the minimum hold ends and publishes as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. The mark then lives at least as long, so a copy of the release finds it and does not push the expiry back.
 	MinHoldMillis int64
 }
 

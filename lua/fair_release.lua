@@ -25,8 +25,9 @@
 -- ARGV[7]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
 --          milliseconds left of it; 0 when none. When it is above 0 and the release
 --          frees the owner's hold (ARGV[5] is 0; not an undo), the owner's field is
---          kept, the lock expires when the minimum hold ends and nobody is woken:
---          the head of the queue finds it free by its re-check.
+--          kept, the lock expires when the minimum hold ends, and the head of the
+--          queue is woken as by a release: it re-checks and finds the lock busy
+--          until its expiry, when its re-check (the lock's PTTL) comes.
 --          -1: the client holds nothing for the owner and clears what Redis may keep
 --          of it, which may be the field a release within the minimum hold kept:
 --          nothing is changed (a stale field expires with its lease).
@@ -56,6 +57,7 @@ if ARGV[4] ~= '1' and ARGV[5] == '0' and tonumber(ARGV[7]) > 0 then
     return -1
   end
   redis.call('pexpire', KEYS[1], ARGV[7])
+  fair_notify(KEYS[2], KEYS[4], ARGV[6]) -- the head re-checks and waits for the expiry
   record(KEYS[5], 0, ARGV[3])
   return 0
 end

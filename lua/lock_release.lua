@@ -21,8 +21,9 @@
 -- ARGV[8]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
 --          milliseconds left of it; 0 when none. When it is above 0 and the release
 --          frees the owner's hold (ARGV[6] is 0; not an undo), the owner's field is
---          kept, the lock expires when the minimum hold ends and nothing is
---          published: waiters find it free by their re-check at its expiry.
+--          kept, the lock expires when the minimum hold ends and ARGV[4] is published
+--          as a release does: the waiter woken re-checks and finds the lock busy
+--          until its expiry, when its re-check (the lock's PTTL) comes.
 --          -1: the client holds nothing for the owner and clears what Redis may keep
 --          of it, which may be the field a release within the minimum hold kept:
 --          nothing is changed (a stale field expires with its lease).
@@ -52,6 +53,9 @@ if ARGV[5] ~= '1' and ARGV[6] == '0' and tonumber(ARGV[8]) > 0 then
     return -1
   end
   redis.call('pexpire', KEYS[1], ARGV[8])
+  if ARGV[4] ~= '' then
+    redis.call(ARGV[7], KEYS[2], ARGV[4]) -- waiters re-check and wait for the expiry
+  end
   record(KEYS[3], 0, ARGV[3])
   return 0
 end

@@ -30,7 +30,8 @@
 -- ARGV[6]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
 --          milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps
 --          the owner's field, sets the lock to expire when the minimum hold ends and
---          publishes nothing: waiters find it free by their re-check at its expiry.
+--          publishes as a release does: the waiter woken re-checks and finds the lock
+--          busy until its expiry, when its re-check (the lock's PTTL) comes.
 --          The mark then lives at least as long, so a copy of the release finds it and
 --          does not push the expiry back.
 --
@@ -53,6 +54,9 @@ local field = string.sub(KEYS[2], ARGV[1] + 0)
 if ARGV[5] ~= '1' and tonumber(ARGV[6]) > 0 and redis.call('hexists', KEYS[1], field) == 1 then
   if redis.call('get', KEYS[2]) ~= 'released' then
     redis.call('pexpire', KEYS[1], ARGV[6])
+    if ARGV[2] ~= '' then
+      redis.call(ARGV[3], KEYS[3], ARGV[2]) -- waiters re-check and wait for the expiry
+    end
     redis.call('set', KEYS[2], 'released', 'pxat', ARGV[4])
     if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) then
       redis.call('pexpire', KEYS[2], ARGV[6])

@@ -55,6 +55,7 @@ func TestMinHoldKeepsLockUntilMinimum(t *testing.T) {
 			took := time.Since(start)
 			t.Logf("the other client got the lock %v after the acquisition (minimum hold %v)", took, d)
 			assert.GreaterOrEqual(t, took, d-50*time.Millisecond)
+			assert.Less(t, took, d+time.Second, "the waiter re-checks at the expiry")
 			require.NoError(t, b.Unlock(ctx))
 		})
 	}
@@ -114,6 +115,7 @@ func TestMinHoldNoHandoff(t *testing.T) {
 	select {
 	case took := <-got:
 		assert.GreaterOrEqual(t, took, d-50*time.Millisecond)
+		assert.Less(t, took, d+time.Second, "the waiter re-checks at the expiry")
 	case <-time.After(8 * time.Second):
 		t.Fatal("the waiter never got the lock")
 	}

@@ -134,19 +134,21 @@ func WithWaiterTimeout(d time.Duration) Option {
 // WithMinHold makes every hold last at least d from its acquisition
 // (ShedLock's lockAtLeastFor): an Unlock that ends the hold before d has
 // passed since the acquisition was sent does not delete the lock, but
-// leaves it to expire at acquisition + d, and wakes nobody; waiters, in
-// this process and elsewhere, find it free at their re-check, which waits
-// the lock's remaining lease. The hold itself ends at that Unlock, as
-// always (Done closes, Err is ErrNotHeld): only the key stays. So a job
-// guarded by the lock runs once per period across schedulers whose clocks
-// differ by less than d: a scheduler that comes late finds the lock taken
-// even when the first run was quicker than the skew. A fixed lease
-// (WithLease) shorter than d becomes d, so a holder that dies also keeps
-// the lock for d, and so does a watchdog lease (WithWatchdogTimeout, or
-// the Client's) shorter than d. With a minimum hold, a release never hands the lock on
-// to another caller of the same Client. An Unlock after d deletes the lock
-// as without the option. The keys are Redisson's: a Redisson client sees
-// a held lock until it expires.
+// leaves it to expire at acquisition + d. Its waiters are woken as by a
+// release; they find the lock busy and re-check when it expires (the lock's
+// remaining lease is their retry hint). The hold itself ends at that
+// Unlock, as always (Done closes, Err is ErrNotHeld): only the key stays.
+// So a job guarded by the lock runs once per period across schedulers
+// whose clocks differ by less than d: a scheduler that comes late finds
+// the lock taken even when the first run was quicker than the skew. A
+// fixed lease (WithLease) or a watchdog lease (WithWatchdogTimeout, or the
+// Client's) shorter than d becomes d, so a holder that dies also keeps the
+// lock for d. With a minimum hold, a release never hands the lock on to
+// another caller of the same Client. An Unlock after d deletes the lock as
+// without the option. The keys are Redisson's: a Redisson client sees a
+// held lock until it expires. A context owner that released within the
+// minimum hold may take the lock again before it expires (its field is
+// the one kept); other owners wait.
 //
 // It applies to a Lock, a FairLock and a SpinLock. d must be at least 1ms
 // and at most 2^43 ms, and is rounded up to whole milliseconds; outside
