@@ -23,7 +23,7 @@
 //
 // A job's lock is an rlock.Lock (Redisson's layout) named the key prefix
 // (WithKeyPrefix, "gocron:" by default) followed by the job's name, held
-// by the Client's watchdog while the job runs.
+// by the watchdog while the job runs (WithLease, else the Client's lease).
 //
 // # Elector
 //

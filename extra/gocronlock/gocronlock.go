@@ -35,6 +35,12 @@ func WithKeyPrefix(prefix string) Option { return func(l *Locker) { l.prefix = p
 // one from a job's interval.
 func WithMinHold(d time.Duration) Option { return func(l *Locker) { l.minHold = d } }
 
+// WithLease gives every job's lock a watchdog lease of its own
+// (rlock.WithWatchdogTimeout): a scheduler that dies mid-job frees the
+// job within d, and a tick that falls within it is skipped. The default
+// is the Client's watchdog timeout.
+func WithLease(d time.Duration) Option { return func(l *Locker) { l.lease = d } }
+
 // Locker is a gocron.Locker on redisync: one rlock.Lock per job name,
 // taken with a single attempt (a scheduler that finds it taken skips the
 // tick).
@@ -42,6 +48,7 @@ type Locker struct {
 	c       *redisync.Client
 	prefix  string
 	minHold time.Duration
+	lease   time.Duration
 }
 
 // NewLocker returns a Locker on c. It does no I/O.
@@ -76,6 +83,9 @@ func (l *Locker) ForInterval(every time.Duration) *Locker {
 // ContextTimeoutEnabled.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	var opts []rlock.Option
+	if l.lease > 0 {
+		opts = append(opts, rlock.WithWatchdogTimeout(l.lease))
+	}
 	if l.minHold > 0 {
 		opts = append(opts, rlock.WithMinHold(l.minHold))
 		var cancel context.CancelFunc
@@ -115,10 +125,10 @@ type Elector struct {
 // NewElector starts campaigning in the election called name on c, with
 // value (what election.Leader reports while this scheduler leads, e.g. its
 // host name), until Close. It campaigns again whenever its leadership
-// ends.
-func NewElector(c *redisync.Client, name, value string) *Elector {
+// ends. opts configure the election (election.WithLease).
+func NewElector(c *redisync.Client, name, value string, opts ...election.Option) *Elector {
 	ctx, cancel := context.WithCancel(context.Background())
-	el := &Elector{e: election.New(c, name), value: value, cancel: cancel, done: make(chan struct{})}
+	el := &Elector{e: election.New(c, name, opts...), value: value, cancel: cancel, done: make(chan struct{})}
 	go el.run(ctx)
 	return el
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/election"
 	"github.com/redisync/redisync/extra/gocronlock"
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -51,7 +52,7 @@ func TestOncePerTickThroughKillAndStall(t *testing.T) {
 		p := redistest.NewProxy(t, srv.Addr())
 		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		t.Cleanup(func() { _ = rdb.Close() })
-		c := redisync.New(rdb, redisync.WithWatchdogTimeout(lease))
+		c := redisync.New(rdb) // the Client's lease stays 30s; the jobs' is their own
 		t.Cleanup(func() { _ = c.Close() })
 		s, err := gocron.NewScheduler()
 		require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestOncePerTickThroughKillAndStall(t *testing.T) {
 		_, err = s.NewJob(gocron.DurationJob(every), gocron.NewTask(task),
 			gocron.WithName(job),
 			gocron.WithStartAt(gocron.WithStartDateTime(start)),
-			gocron.WithDistributedJobLocker(gocronlock.NewLocker(c).ForInterval(every)))
+			gocron.WithDistributedJobLocker(gocronlock.NewLocker(c, gocronlock.WithLease(lease)).ForInterval(every)))
 		require.NoError(t, err)
 		s.Start()
 	}
@@ -116,10 +117,10 @@ func TestElector(t *testing.T) {
 	var els []*gocronlock.Elector
 	var cs []*redisync.Client
 	for i := range 3 {
-		c := redisync.New(srv.Client(t), redisync.WithWatchdogTimeout(time.Second))
+		c := redisync.New(srv.Client(t))
 		t.Cleanup(func() { _ = c.Close() })
 		cs = append(cs, c)
-		el := gocronlock.NewElector(c, name, fmt.Sprint(i))
+		el := gocronlock.NewElector(c, name, fmt.Sprint(i), election.WithLease(time.Second))
 		t.Cleanup(func() { _ = el.Close() })
 		els = append(els, el)
 	}
