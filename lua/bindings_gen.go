@@ -15,7 +15,7 @@ import (
 var digests = map[string]digest{
 	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
-	"election_leader.lua":               {sha1: "cf34e902a742e0cfb11fc50a0e364ba84b8a0509", fnv: 0x88a76593b0832201},
+	"election_leader.lua":               {sha1: "9435d4ec2a775914896eec99f24ca568a88245d6", fnv: 0x44b6f2fe4c4471ab},
 	"election_proclaim.lua":             {sha1: "c733552481ee28f40f473510214d45ff2ff688cc", fnv: 0xa1cff2d20476be54},
 	"fair_acquire.lua":                  {sha1: "fb7aef41932834619fdc0bba25200162eb6a8606", fnv: 0x4c6fa07c7240660f},
 	"fair_force_unlock.lua":             {sha1: "acaa97088458f33912a1134a8445daedf50c9832", fnv: 0x280abbaf2802c934},

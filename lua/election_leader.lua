@@ -6,6 +6,7 @@
 --
 -- KEYS[1]  lock: the election's lock hash (its name)
 -- KEYS[2]  leader: the leader hash ({name}:leader), see election_proclaim.lua
+-- ARGV     none
 --
 -- Returns {live, seq, term, since, value}: live 1 when the record's owner
 -- holds the lock, else 0; seq 0 (and the rest empty) when no record was
