@@ -171,7 +171,7 @@ const ReplicasAll = pipeline.All
 // wrapping ErrNotReplicated that says so (do not retry it); a handoff not
 // acknowledged is logged. When the primary has no replica online nothing
 // is waited for and nothing extra is sent; the number of replicas follows
-// the primary the scripts ran on: it is read (ROLE) in the first batch of
+// the primary the scripts ran on: it is read (INFO replication) in the first batch of
 // scripts sent to a primary, which therefore waits for none, then after a
 // WAIT once a second or after an error that may mean a failover, and for
 // a primary without replica in the background every second. A replica count larger than the replicas online waits for

@@ -34,10 +34,19 @@
 // holds it, and a failover of an asynchronously replicated Redis can lose a
 // lock outright. redisync gives the tools to live with that:
 //
+//   - With replica acknowledgement on (WithReplicaSync, the default), a
+//     hold is only as long as what its replicas have: its lease runs, on
+//     the Client's monotonic clock, from when its last write the replicas
+//     acknowledged (the acquisition or a renewal) was sent, less a margin
+//     of 1% of the lease plus 2 ms for the servers' clocks. A renewal not
+//     acknowledged extends nothing; when the acknowledged lease runs out,
+//     the hold ends as lost (its cause wraps ErrNotReplicated) before a
+//     promoted replica could let another owner in. docs/leases.md says
+//     what a failover can still lose.
 //   - Done and Err on every lock handle report the loss when the watchdog
 //     sees it, at its next renewal (every third of the watchdog timeout, so
-//     up to 10s after a force unlock with the default 30s) or when no
-//     renewal succeeded within the lease, and when a fixed lease runs out:
+//     up to 10s after a force unlock with the default 30s) or when the
+//     acknowledged lease runs out, and when a fixed lease runs out:
 //     stop the guarded work when Done closes. A Hold (rlock's Lock.Hold,
 //     rwlock's ReadHold and WriteHold) is one owner's hold itself: its
 //     Context is cancelled when the hold ends, so work run under it stops

@@ -207,8 +207,10 @@ func TestReplicaSyncInvalid(t *testing.T) {
 	}
 }
 
-// Renewals are not waited for, but the watchdog counts those the replicas
-// did not acknowledge (Stats.RenewalsNotReplicated).
+// Renewals wait for the replicas in the background, through the script
+// pipeline; one the replicas did not acknowledge extends nothing
+// (Stats.RenewalsNotReplicated), and a hold whose acknowledged lease runs
+// out ends as lost, its cause wrapping ErrNotReplicated (issue 38, item 1).
 func TestReplicaSyncRenewals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -223,15 +225,18 @@ func TestReplicaSyncRenewals(t *testing.T) {
 		return nil
 	})
 	assert.Zero(t, c.Stats().RenewalsNotReplicated, "renewals not acknowledged while the replica answers")
+	require.NoError(t, l.Err(), "acknowledged renewals keep the hold")
 
-	replicas[0].Pause(t)
-	redistest.Eventually(t, 10*time.Second, "an unacknowledged renewal counted", func() error {
-		if c.Stats().RenewalsNotReplicated == 0 {
-			return fmt.Errorf("none counted")
-		}
-		return nil
-	})
-	replicas[0].Resume(t)
-	require.NoError(t, l.Err(), "the hold outlives the replica's pause: renewals still run")
-	require.NoError(t, l.Unlock(ctx))
+	replicas[0].Pause(t) // longer than the lease: no renewal is acknowledged
+	defer replicas[0].Resume(t)
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "the hold outlived its acknowledged lease")
+	}
+	require.ErrorIs(t, l.Err(), redisync.ErrLockLost)
+	require.ErrorIs(t, l.Err(), redisync.ErrNotReplicated)
+	assert.Positive(t, c.Stats().RenewalsNotReplicated)
+	assert.Equal(t, uint64(1), c.Stats().HoldsLostUnreplicated)
+	require.ErrorIs(t, l.Unlock(ctx), redisync.ErrNotHeld, "Unlock reports the loss")
 }

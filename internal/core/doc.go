@@ -55,8 +55,10 @@
 //     Close, and try again.
 //  8. hold.go: on success acquisition.record (acquire.go) records the hold
 //     with [Holds.acquiredAs], which registers it with the watchdog
-//     (watchdog.go: a renewal every third of the lease, one pipeline for
-//     every hold of the client), and begins a chain of handoffs.
+//     (watchdog.go: a renewal every third of the hold's own lease, the
+//     holds due together in one round, through the script pipeline; the
+//     hold ends when its acknowledged lease runs out), and begins a chain
+//     of handoffs.
 //
 // Read by contract, not opened: the checks and the lease rule
 // ([Handle.Check], [Handle.Lease] in handle.go), the observed wait
@@ -67,7 +69,7 @@
 // ([lua.LockAcquireFreshArgs]).
 //
 // What Lock sends to Redis, in order, on a single node without replicas:
-// ROLE, once per primary for the client's life, before its first batch
+// INFO replication, once per primary for the client's life, before its first batch
 // that waits for replicas (the script pipeline counts them; with none it
 // waits for nothing); EVALSHA
 // lock_acquire_fresh (EVAL when the server lacks the script); on the

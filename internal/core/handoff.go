@@ -344,16 +344,19 @@ func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
 	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
 	req.Runner = l.C.replicas.Runner(req.Sync)
 	out, err := s.Handoff.RunHandoff(ctx, req, &to)
+	result := Handoff{Sent: sent, Chain: chain}
 	if err == nil {
 		if serr := req.Sync.SyncErr(); serr != nil {
-			// Handed off on the primary: the waiter holds it. As a
-			// renewal's, only said (see the README's replica section).
-			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; a failover now could lose the handed hold",
+			// Handed off on the primary: the waiter holds it, but a
+			// promoted replica has the releaser's hold, until the end of
+			// its acknowledged lease: the waiter's lease runs from there
+			// (Hold.ackedAt) until a renewal is acknowledged.
+			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; the handed hold lasts only as long as the releaser's acknowledged lease unless a renewal is acknowledged",
 				"lock", req.Name, "err", serr)
+			result.Sent = h.ackedAt(sent)
 		}
 	}
 	h.released(0, out.Remaining, err, sent)
-	result := Handoff{Sent: sent, Chain: chain}
 	switch {
 	case err != nil:
 		// An error reply of the script ran nothing; without a reply, or

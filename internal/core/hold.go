@@ -218,6 +218,21 @@ func (h *Hold) end(err error) {
 	h.mu.Unlock()
 }
 
+// ackedAt returns when h's last acknowledged write that set its lease was
+// sent (lastOK: for a fixed lease, its acquisition), for a hold handed off
+// without acknowledgement; than when h is nil or that is after than.
+func (h *Hold) ackedAt(than time.Time) time.Time {
+	if h == nil {
+		return than
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastOK.After(than) {
+		return than
+	}
+	return h.lastOK
+}
+
 // Key returns what the hold is a hold of.
 func (h *Hold) Key() HoldKey { return h.key }
 

@@ -17,7 +17,7 @@ import (
 // Each concept is recorded in one place: a wait (every acquisition of a
 // lock, a semaphore's permits, a latch wait) from BeginWait to WaitObs.End,
 // which the engine ([Lock.Acquire]) and the semaphore's and latch's waits
-// call; a hold's end in Hold.end; a renewal round in watchdog.renewAll.
+// call; a hold's end in Hold.end; a renewal round in watchdog.renew.
 // Pub/sub reconnects and channels are read from the multiplexer's Stats.
 //
 // Counters are atomics, always kept. Hooks are called only when set, so

@@ -14,6 +14,10 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
+// idleLinger is how long the watchdog's goroutine stays without a hold
+// to renew before it ends (watchdog.step).
+const idleLinger = time.Second
+
 // MaxBatch is the most holds one renewal script call renews.
 const MaxBatch = 100
 
@@ -59,6 +63,7 @@ type watchdog struct {
 	mu      sync.Mutex
 	holds   map[*Hold]struct{}
 	running bool
+	idle    bool      // run found nothing to renew at its last step
 	nextAt  time.Time // when run wakes up next (the zero time: now)
 	rounds  int       // renewal rounds in flight
 	scratch []*Hold   // run's list of holds, reused
@@ -100,10 +105,10 @@ func (w *watchdog) run() {
 func (w *watchdog) step(now time.Time) (time.Time, bool) {
 	w.mu.Lock()
 	if len(w.holds) == 0 && w.rounds == 0 {
-		w.running = false
-		w.mu.Unlock()
-		return time.Time{}, false
+		defer w.mu.Unlock()
+		return w.idleLocked(now)
 	}
+	w.idle = false
 	holds := w.scratch[:0]
 	for h := range w.holds {
 		holds = append(holds, h)
@@ -144,19 +149,42 @@ func (w *watchdog) step(now time.Time) (time.Time, bool) {
 		w.wg.Add(1)
 	}
 	w.mu.Unlock()
-	if len(ended) > 0 {
-		var tick RenewalTick
-		for _, h := range ended {
-			if h.endLease(now) {
-				tick.Lost++
-			}
-		}
-		w.hs.c.renewed(tick)
+	if len(ended) > 0 && w.endLeases(ended, now) {
+		next = now // one was renewed meanwhile: schedule it again
 	}
 	if len(due) > 0 {
 		go w.renew(due)
 	}
 	return next, true
+}
+
+// idleLocked is step with nothing to renew (w.mu held): the goroutine
+// ends after idleLinger without a hold, so that a client taking and
+// releasing holds one after another does not start one (and its timer)
+// every time.
+func (w *watchdog) idleLocked(now time.Time) (time.Time, bool) {
+	if w.idle {
+		w.running = false
+		return time.Time{}, false
+	}
+	w.idle = true
+	w.nextAt = now.Add(idleLinger)
+	return w.nextAt, true
+}
+
+// endLeases ends the holds whose lease ran out at now, counts and
+// reports them, and reports whether one of them was renewed meanwhile.
+func (w *watchdog) endLeases(ended []*Hold, now time.Time) (renewed bool) {
+	var tick RenewalTick
+	for _, h := range ended {
+		if h.endLease(now) {
+			tick.Lost++
+		} else if h.Err() == nil {
+			renewed = true
+		}
+	}
+	w.hs.c.renewed(tick)
+	return renewed
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -224,7 +252,10 @@ func (w *watchdog) renew(holds []*Hold) {
 	timeout := time.Duration(0)
 	for _, h := range holds {
 		spec := h.renewal()
-		k := batchKey{script: spec.Script, lease: h.lease}
+		h.mu.Lock()
+		lease := h.lease
+		h.mu.Unlock()
+		k := batchKey{script: spec.Script, lease: lease}
 		if w.cluster {
 			k.slot = keys.Slot(spec.Keys[0])
 		}
@@ -232,8 +263,8 @@ func (w *watchdog) renew(holds []*Hold) {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], h)
-		if timeout == 0 || h.lease/3 < timeout {
-			timeout = h.lease / 3
+		if timeout == 0 || lease/3 < timeout {
+			timeout = lease / 3
 		}
 	}
 	var batches []renewBatch
@@ -250,9 +281,9 @@ func (w *watchdog) renew(holds []*Hold) {
 	w.mu.Unlock()
 
 	// A round's calls are bounded by a third of the shortest lease (the
-	// next renewal is due then) or by the acknowledgement's own bound,
-	// whichever is longer, and end when the client closes.
-	ctx, cancel := context.WithTimeout(w.ctx, max(timeout, w.pipe.Settings().Timeout))
+	// next renewal is due then) plus the acknowledgement's own bound (a
+	// reply comes after its WAIT), and end when the client closes.
+	ctx, cancel := context.WithTimeout(w.ctx, timeout+w.pipe.Settings().Timeout)
 	defer cancel()
 	ticks := make([]RenewalTick, len(batches))
 	var wg sync.WaitGroup

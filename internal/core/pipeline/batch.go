@@ -44,7 +44,7 @@ type ack struct {
 // for nothing: no call with sync, or no replica. A call's acknowledgement
 // is bounded from its start (one bound: WithReplicaSync's timeout), so a
 // re-sent call, or one that waited in the queue, waits for what is left.
-func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
+func (ac *acks) ackFor(calls []*call, n int) (ack, bool) {
 	var oldest time.Time
 	for _, c := range calls {
 		if c.sync && (oldest.IsZero() || c.start.Before(oldest)) {
@@ -54,11 +54,11 @@ func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
 	if oldest.IsZero() || n == 0 {
 		return ack{}, false
 	}
-	want := r.sync.Replicas
+	want := ac.sync.Replicas
 	if want == All {
 		want = n
 	}
-	left := r.sync.Timeout - time.Since(oldest)
+	left := ac.sync.Timeout - time.Since(oldest)
 	ms := left.Milliseconds()
 	if left%time.Millisecond != 0 {
 		ms++
@@ -71,13 +71,13 @@ func (r *Replicas) ackFor(calls []*call, n int) (ack, bool) {
 // replicas when a call asks for it: see the package doc. Each call gets
 // its own reply (and ackErr); an error of one does not fail the others.
 func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
-	n, reread := r.countFor(ctx, p, node, calls)
-	a, wait := r.ackFor(calls, n)
+	n, reread := r.acks.countFor(ctx, p, node, calls)
+	a, wait := r.acks.ackFor(calls, n)
 	var acked *redis.IntCmd
-	var role *redis.SliceCmd
+	var role *redis.StringCmd
 	if n == unknown {
 		// Not known yet (no call waits, or the first read failed): read
-		// with the batch (ROLE first), which waits for nothing.
+		// with the batch (INFO replication first), which waits for nothing.
 		wait = false
 		role = newRole(ctx)
 	}
@@ -104,17 +104,17 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 				_ = pipe.Process(ctx, role)
 			}
 		}
-		stop := r.wake(node, wait, a.ms)
+		stop := r.acks.wake(node, wait, a.ms)
 		_, _ = pipe.Exec(ctx)
 		stop()
 		if wait {
-			r.settle(p, pending, a, acked, role)
+			r.acks.settle(p, pending, a, acked, role)
 		} else if n == unknown && try == 0 {
-			r.learn(p, role)
+			r.acks.learn(p, role)
 		}
 		pending = r.noScript(ctx, pending, try)
 		if wait {
-			a, wait = r.ackFor(pending, n) // what is left of their bound
+			a, wait = r.acks.ackFor(pending, n) // what is left of their bound
 		}
 	}
 	p.suspectAfter(calls)
@@ -123,10 +123,10 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 // countFor returns the count a batch of calls waits for on p, read first
 // (readFirst) when it is not known yet and a call waits for replicas, and
 // whether the batch should read it again after its WAIT (count).
-func (r *Replicas) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, reread bool) {
-	n, reread = r.count(p, node)
+func (ac *acks) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, reread bool) {
+	n, reread = ac.count(p, node)
 	if n == unknown && anySync(calls) {
-		n = r.readFirst(ctx, p, node)
+		n = ac.readFirst(ctx, p, node)
 	}
 	return n, reread
 }
@@ -142,7 +142,7 @@ func anySync(calls []*call) bool {
 }
 
 // readFirst reads the count of a primary not read yet before the first
-// batch that waits for its replicas (ROLE, one round trip once per primary
+// batch that waits for its replicas (INFO replication, one round trip once per primary
 // for the client's life, bounded by WithReplicaSync's timeout), and returns
 // it; unknown when the read failed, which fails nothing: that batch then
 // reads it in its own pipeline and waits for no replica. The batch cannot
@@ -150,29 +150,29 @@ func anySync(calls []*call) bool {
 // on their connection, and its count is known only from the reply; a
 // write not acknowledged because its count was not known yet would be a
 // write a failover may lose although the caller was told it was safe.
-func (r *Replicas) readFirst(ctx context.Context, p *primary, node *redis.Client) int {
-	rctx, cancel := context.WithTimeout(ctx, r.sync.Timeout)
+func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) int {
+	rctx, cancel := context.WithTimeout(ctx, ac.sync.Timeout)
 	defer cancel()
 	role := newRole(rctx)
 	_ = node.Process(rctx, role)
-	r.learn(p, role)
+	ac.learn(p, role)
 	if role.Err() != nil && !errs.IsReply(role.Err()) {
-		r.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", role.Err())
+		ac.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", role.Err())
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.want(time.Now(), r.sync.Forget)
+	return p.want(time.Now(), ac.sync.Forget)
 }
 
-// learn records the count a batch read (ROLE) on a primary whose count was
+// learn records the count a batch read (INFO replication) on a primary whose count was
 // unknown. A failed read changes nothing (the next batch reads again); a
-// server that refuses ROLE has its count read with INFO replication in
+// server that refuses INFO replication has its count read again in
 // the background, as one with no replica.
-func (r *Replicas) learn(p *primary, role *redis.SliceCmd) {
-	if n, ok := roleReplicas(role); ok {
-		p.set(n)
+func (ac *acks) learn(p *primary, role *redis.StringCmd) {
+	if n, id, ok := roleReplicas(role); ok {
+		p.set(n, id)
 	} else if errs.IsReply(role.Err()) {
-		p.set(0)
+		p.set(0, "")
 	}
 }
 
@@ -190,22 +190,23 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 	return again
 }
 
-// settle sets each call's ackErr from a batch's WAIT (acked) and the ROLE
+// settle sets each call's ackErr from a batch's WAIT (acked) and the INFO replication
 // read after it (role, nil when none was due), and records the count role
 // read.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
 // now (the client's count was of another primary), counting a replica
 // that dropped out of the count within the last Forget (want).
-func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.SliceCmd) {
+func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.StringCmd) {
 	var err error
 	got, werr := acked.Result()
 	now, ok := 0, false
 	if role != nil {
-		if now, ok = roleReplicas(role); ok {
-			p.set(now)
+		var id string
+		if now, id, ok = roleReplicas(role); ok {
+			p.set(now, id)
 			p.mu.Lock()
-			now = p.want(time.Now(), r.sync.Forget) // a replica gone lately still counts
+			now = p.want(time.Now(), ac.sync.Forget) // a replica gone lately still counts
 			p.mu.Unlock()
 		}
 	}
@@ -213,9 +214,9 @@ func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd,
 	case werr != nil:
 		err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
 	case got >= int64(a.want):
-	case ok && r.sync.Replicas == All && got >= int64(now):
+	case ok && ac.sync.Replicas == All && got >= int64(now):
 	default:
-		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, r.sync.Timeout)
+		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
 	}
 	for _, c := range calls {
 		if c.sync && c.reply.Err() == nil {
@@ -229,15 +230,15 @@ func (r *Replicas) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd,
 // server wakes up only every 1000/hz ms (100 ms by default) when idle, and
 // would answer WAIT that much late; any command makes it notice the
 // timeout at once (again: a PING that arrived before WAIT did not).
-func (r *Replicas) wake(node *redis.Client, wait bool, ms int64) func() {
+func (ac *acks) wake(node *redis.Client, wait bool, ms int64) func() {
 	if !wait {
 		return noStop
 	}
-	w := &waker{node: node}
-	w.mu.Lock() // ping reads w.t
-	w.t = time.AfterFunc(time.Duration(ms)*time.Millisecond+wakeLate, w.ping)
-	w.mu.Unlock()
-	return w.stop
+	wk := &waker{node: node}
+	wk.mu.Lock() // ping reads wk.t
+	wk.t = time.AfterFunc(time.Duration(ms)*time.Millisecond+wakeLate, wk.ping)
+	wk.mu.Unlock()
+	return wk.stop
 }
 
 // waker pings a node until stopped (wake).

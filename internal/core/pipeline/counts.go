@@ -14,7 +14,7 @@ import (
 
 // replicaProbe is how often the number of replicas of a primary that had
 // none is read again (in the background). A primary with replicas has its
-// count read again by every batch that waits for them (ROLE after WAIT).
+// count read again by every batch that waits for them (INFO replication after WAIT).
 const replicaProbe = time.Second
 
 // replicaReadTimeout bounds one background reading of a primary's replica
@@ -33,12 +33,14 @@ type primary struct {
 	n       int       // online replicas; unknown
 	next    time.Time // when to read a count of 0 again
 	reading bool      // a background read is under way
-	// seen is the most replicas read online within the last Forget, and
-	// seenAt when that many were last read: a replica that dropped out
-	// of the primary's count (cut off for longer than its repl-timeout)
-	// is still waited for until it has been gone for Forget (want).
-	seen   int
-	seenAt time.Time
+	// seen is the most replicas read online, and since when fewer have
+	// been read (the zero time while as many are): a replica that dropped
+	// out of the primary's count (cut off for longer than its
+	// repl-timeout) is still waited for until it has been missing for
+	// Forget (want).
+	seen  int
+	since time.Time
+	id    string // the primary's replication id (master_replid) when seen was read
 	// suspect: a batch's error said that the client may reach another
 	// primary now (suspectAfter): the next batch that waits reads again.
 	suspect bool
@@ -76,13 +78,13 @@ func (ps *primaries) get(key string) *primary {
 // whether a batch that waits for replicas should read it again after its
 // WAIT (reread: every replicaProbe, or when suspect); it starts a
 // background read of a count of 0 that is due (a replica attached since).
-func (r *Replicas) count(p *primary, node *redis.Client) (n int, reread bool) {
+func (ac *acks) count(p *primary, node *redis.Client) (n int, reread bool) {
 	p.mu.Lock()
 	now := time.Now()
-	n = p.want(now, r.sync.Forget)
+	n = p.want(now, ac.sync.Forget)
 	due := now.After(p.next)
 	if p.n == 0 && !p.reading && due {
-		p.reading = r.bg.Background(replicaReadTimeout, func(ctx context.Context) { r.readReplicas(ctx, p, node) })
+		p.reading = ac.bg.Background(replicaReadTimeout, func(ctx context.Context) { ac.readReplicas(ctx, p, node) })
 	}
 	reread = n > 0 && (due || p.suspect)
 	p.mu.Unlock()
@@ -92,7 +94,7 @@ func (r *Replicas) count(p *primary, node *redis.Client) (n int, reread bool) {
 // want returns the count to wait for at now (p.mu held): the last count
 // read, or more when more replicas were online within the last forget.
 // A replica cut off from its primary for longer than the primary's
-// repl-timeout drops out of the primary's count (ROLE, INFO) but can
+// repl-timeout drops out of the primary's count (ROLE, INFO replication) but can
 // still be promoted by Sentinel or the Cluster, with only what it had
 // when cut off; writes acknowledged by the replicas left would be lost
 // then although their callers were told they were safe, and a renewal
@@ -101,7 +103,11 @@ func (r *Replicas) count(p *primary, node *redis.Client) (n int, reread bool) {
 // has been gone for forget, the longest a replica cut off stays eligible
 // for promotion with Sentinel's and the Cluster's defaults.
 func (p *primary) want(now time.Time, forget time.Duration) int {
-	if p.n == unknown || p.n >= p.seen || now.Sub(p.seenAt) > forget {
+	if p.n == unknown || p.n >= p.seen {
+		return p.n
+	}
+	if now.Sub(p.since) > forget {
+		p.seen, p.since = p.n, time.Time{} // gone for good
 		return p.n
 	}
 	return p.seen
@@ -122,97 +128,85 @@ func (p *primary) suspectAfter(calls []*call) {
 	}
 }
 
-// set records a count read from the node that ran a batch. A read that
-// follows an error saying that the client may reach another primary now
-// (suspect: a failover) starts the replicas seen afresh: those of the
-// former primary are not this one's.
-func (p *primary) set(n int) {
+// set records a count read from the node that ran a batch, whose
+// replication id (master_replid) is id. Another id is another primary (a
+// replica promoted, a primary restarted): the replicas seen start afresh,
+// since the former primary's are not this one's.
+func (p *primary) set(n int, id string) {
 	p.mu.Lock()
-	p.setLocked(n, time.Now())
+	p.setLocked(n, id, time.Now())
 	p.mu.Unlock()
 }
 
 // setLocked is set with p.mu held, at now.
-func (p *primary) setLocked(n int, now time.Time) {
-	if n >= p.seen || p.suspect || p.n == unknown {
-		p.seen, p.seenAt = n, now
+func (p *primary) setLocked(n int, id string, now time.Time) {
+	switch {
+	case n >= p.seen || p.n == unknown || id != p.id:
+		p.seen, p.since, p.id = n, time.Time{}, id
+	case p.since.IsZero():
+		p.since = now // fewer than seen, first read so
 	}
 	p.n = n
 	p.next = now.Add(replicaProbe)
 	p.suspect = false
 }
 
-// Count returns the number of replicas online on the primary node (named
-// addr: its address on a Cluster, "" for a client of one primary) as last
-// read, without waiting: 0 while it is unknown, when it is read in the
-// background. The error is always nil (kept for the watchdog's callers).
-func (r *Replicas) Count(_ context.Context, node *redis.Client, addr string) (int, error) {
-	p := r.primaries.get(addr)
-	n, _ := r.count(p, node)
-	if n != unknown {
-		return n, nil
-	}
-	p.mu.Lock()
-	if !p.reading {
-		p.reading = r.bg.Background(replicaReadTimeout, func(ctx context.Context) { r.readReplicas(ctx, p, node) })
-	}
-	p.mu.Unlock()
-	return 0, nil
-}
-
 // readReplicas reads the number of replicas of node again, in the
 // background: an error keeps the last count.
-func (r *Replicas) readReplicas(ctx context.Context, p *primary, node *redis.Client) {
-	n, err := connectedReplicas(ctx, node)
+func (ac *acks) readReplicas(ctx context.Context, p *primary, node *redis.Client) {
+	info := newRole(ctx)
+	_ = node.Process(ctx, info)
+	n, id, ok := roleReplicas(info)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reading = false
 	p.next = time.Now().Add(replicaProbe)
+	err := info.Err()
 	if err != nil && !errs.IsReply(err) {
-		r.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "err", err)
+		ac.log.Debug("redisync: could not read the primary's replicas; keeping the last count", "err", err)
 		return
 	}
-	// A server that refuses INFO replication (a Redis-compatible server
-	// without replication) has no replica to wait for.
+	if !ok {
+		// A server that refuses INFO replication (a Redis-compatible
+		// server without replication), or a replica, has no replica to
+		// wait for.
+		n, id = 0, p.id
+	}
 	suspect := p.suspect
-	p.setLocked(n, time.Now())
+	p.setLocked(n, id, time.Now())
 	p.suspect = suspect // only a batch's read clears it
 }
 
-// connectedReplicas counts the replicas of INFO replication that are
-// online: those still loading their first copy of the data set (a full
-// synchronisation) cannot acknowledge anything yet, and are not counted
-// until they can.
-func connectedReplicas(ctx context.Context, node *redis.Client) (int, error) {
-	info, err := node.Info(ctx, "replication").Result()
+// newRole returns an INFO replication command, not sent: it reads the
+// role, the online replicas and the replication id of the node that runs
+// a batch, in the batch's own pipeline.
+func newRole(ctx context.Context) *redis.StringCmd {
+	return redis.NewStringCmd(ctx, "info", "replication")
+}
+
+// roleReplicas returns the number of online replicas in an INFO
+// replication reply (those still loading their first copy of the data
+// set, a full synchronisation, cannot acknowledge anything yet, and are
+// not counted until they can) and the primary's replication id
+// (master_replid), and false when the reply is not a primary's (an error,
+// a replica's): then nothing is learnt.
+func roleReplicas(cmd *redis.StringCmd) (n int, id string, ok bool) {
+	info, err := cmd.Result()
 	if err != nil {
-		return 0, err
+		return 0, "", false
 	}
-	n := 0
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
-		if rest, ok := strings.CutPrefix(line, "slave"); ok && strings.Contains(rest, ":") &&
+		if v, found := strings.CutPrefix(line, "role:"); found {
+			ok = v == "master"
+		} else if v, found := strings.CutPrefix(line, "master_replid:"); found {
+			id = v
+		} else if rest, found := strings.CutPrefix(line, "slave"); found && strings.Contains(rest, ":") &&
 			strings.Contains(rest, "state=online") {
 			if _, err := strconv.Atoi(rest[:strings.IndexByte(rest, ':')]); err == nil {
 				n++
 			}
 		}
 	}
-	return n, nil
-}
-
-// newRole returns a ROLE command, not sent: it reads the replicas of the
-// node that runs a batch, in the batch's own pipeline.
-func newRole(ctx context.Context) *redis.SliceCmd { return redis.NewSliceCmd(ctx, "role") }
-
-// roleReplicas returns the number of online replicas in a ROLE reply (the
-// server lists only those), and false when the reply is not a primary's
-// (an error, a replica's): then nothing is learnt.
-func roleReplicas(cmd *redis.SliceCmd) (int, bool) {
-	v, err := cmd.Result()
-	if err != nil || len(v) < 3 || v[0] != "master" {
-		return 0, false
-	}
-	replicas, ok := v[2].([]any)
-	return len(replicas), ok
+	return n, id, ok
 }

@@ -27,7 +27,7 @@
 // not AutoPipeline(), which sends WAIT on another connection, where it
 // acknowledges nothing): the calls' EVALSHAs, then, when a call of the
 // batch waits for the replicas and the primary has some, WAIT <replicas>
-// <timeout> and ROLE. Each call keeps its own reply: an error of one
+// <timeout> and INFO replication. Each call keeps its own reply: an error of one
 // (NOSCRIPT, READONLY, LOADING, a redirection) fails no other. The calls
 // answered NOSCRIPT are sent again, only they, with their script's source
 // (EVAL loads it). On a Cluster a call redirected (MOVED, ASK, TRYAGAIN,
@@ -46,19 +46,21 @@
 // errs.ErrNotReplicated in its Sync, apart from its script's result (the
 // script did take effect on the primary): an acquisition is then undone by
 // its engine, a release or a count-down returns the error saying it took
-// effect, a handoff is logged.
+// effect, a handoff gives the waiter only the releaser's acknowledged
+// lease, a renewal extends nothing (package core: a hold ends when its
+// acknowledged lease runs out).
 //
 // The number of replicas of each primary follows the primary the scripts
 // ran on. It is read in a round trip of its own once per primary for the
-// client's life, before the first batch that waits for replicas (ROLE,
+// client's life, before the first batch that waits for replicas (INFO replication,
 // bounded by the timeout, readFirst): WAIT must follow the writes on their
 // connection, and a first batch that read the count in its own pipeline
 // could not wait, leaving writes a failover may lose although their
 // callers were told they were safe. A failed read fails nothing: that
-// batch reads the count in its own pipeline (ROLE first) and waits for no
+// batch reads the count in its own pipeline (INFO replication first) and waits for no
 // replica. A batch that does not wait reads a count not known yet in its
 // own pipeline, never alone. A batch that waits
-// reads it again after its WAIT (ROLE, last in its pipeline) when a read
+// reads it again after its WAIT (INFO replication, last in its pipeline) when a read
 // is due (every replicaProbe) or a previous batch's error said that the
 // client may reach another primary now (a network error, READONLY,
 // LOADING, a redirection), so that a primary with fewer replicas online
@@ -67,6 +69,24 @@
 // replica (All) and all those online have it; such a batch waited for
 // the timeout first. A primary with none is read again in the background
 // every replicaProbe. A failed read fails nothing.
+//
+// A replica that drops out of its primary's count while cut off (a
+// partition longer than the primary's repl-timeout) can still be promoted
+// by Sentinel or the Cluster, with only what it had when cut off; a write
+// acknowledged by the replicas left would then be lost although its
+// caller was told it was safe, and a renewal so acknowledged would extend
+// a hold past what the promoted replica has. So the count waited for does
+// not drop until a replica has been gone for Settings.Forget
+// (DefaultForget, 5 minutes: about the longest a cut-off replica stays
+// eligible with Sentinel's and the Cluster's defaults); until then WAIT
+// times out and the writes are not acknowledged (primary.want). A read
+// that finds another replication id (master_replid: a replica promoted, a
+// primary restarted) starts afresh: the former primary's replicas are not
+// the new one's.
+//
+// Renewals (the watchdog's, package core) go through the pipeline as
+// every state-changing script, with a Sync: one group-commit path and
+// one NOSCRIPT fallback serve every state-changing script.
 //
 // One bound: a call's acknowledgement is bounded by the timeout from the
 // call's start, WAITs of a re-sent call (NOSCRIPT) included, and the
@@ -94,7 +114,7 @@
 //   - call: one script call in a queue or a batch (call);
 //   - batch: the calls sent together in one pipeline to one primary;
 //   - sync: one call's replica acknowledgement (Sync);
-//   - count: the number of replicas online on a primary (ROLE lists only
+//   - count: the number of replicas online on a primary (INFO replication lists
 //     those), unknown until read.
 //
 // It imports bg, errs and lua; package core gives each client one

@@ -41,14 +41,24 @@ var DefaultSettings = Settings{Replicas: All, Timeout: time.Second, Forget: Defa
 // on reports whether acknowledgement is wanted.
 func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
 
-// Replicas is one client's replica acknowledgement: what it waits for
-// (Settings), and the number of replicas of each primary.
+// Replicas is one client's script pipeline: its primaries' script queues
+// (pipeline.go), the batches (batch.go), and the replicas'
+// acknowledgement of what it wrote (acks).
 type Replicas struct {
 	rdb       redis.UniversalClient
-	sync      Settings
 	bg        *bg.Group
-	log       *slog.Logger
 	primaries primaries
+	acks      acks
+}
+
+// acks is the replica count of each primary and what a batch waits for
+// (WAIT): the count a batch waits for (count, countFor, readFirst,
+// learn, readReplicas, in counts.go and batch.go), the WAIT it sends
+// (ackFor, wake) and what it makes of the reply (settle).
+type acks struct {
+	sync Settings
+	bg   *bg.Group
+	log  *slog.Logger
 }
 
 // New returns the replica acknowledgement of a client over rdb, waiting as
@@ -58,14 +68,14 @@ func New(rdb redis.UniversalClient, rs Settings, g *bg.Group, log *slog.Logger) 
 	if rs.Forget == 0 {
 		rs.Forget = DefaultForget
 	}
-	return &Replicas{rdb: rdb, sync: rs, bg: g, log: log}
+	return &Replicas{rdb: rdb, bg: g, acks: acks{sync: rs, bg: g, log: log}}
 }
 
 // On reports whether the client waits for replicas at all.
-func (r *Replicas) On() bool { return r.sync.on() }
+func (r *Replicas) On() bool { return r.acks.sync.on() }
 
 // Settings returns what the client waits for.
-func (r *Replicas) Settings() Settings { return r.sync }
+func (r *Replicas) Settings() Settings { return r.acks.sync }
 
 // Sync is one script call's replica acknowledgement: Eval sets Err when
 // the write was not acknowledged by enough replicas in time.
@@ -77,7 +87,7 @@ type Sync struct {
 // NewSync returns a Sync for one call when the client waits for replicas,
 // nil otherwise.
 func (r *Replicas) NewSync() *Sync {
-	if !r.sync.on() {
+	if !r.acks.sync.on() {
 		return nil
 	}
 	return &Sync{r: r}
@@ -86,7 +96,7 @@ func (r *Replicas) NewSync() *Sync {
 // NewSyncIn is NewSync in storage the caller has already (an Op's, which
 // is on the heap anyway): no allocation of its own per call.
 func (r *Replicas) NewSyncIn(s *Sync) *Sync {
-	if !r.sync.on() {
+	if !r.acks.sync.on() {
 		return nil
 	}
 	*s = Sync{r: r}

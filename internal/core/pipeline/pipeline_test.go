@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/core/bg"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 )
@@ -43,7 +45,7 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 		require.NoError(t, c.reply.Err(), "call %d", i)
 		assert.NoError(t, c.ackErr, "call %d: no replica to wait for", i)
 	}
-	assert.Equal(t, [][]string{{"role"}, {"evalsha", "evalsha"}, {"eval"}}, tr.Trips(),
+	assert.Equal(t, [][]string{{"info"}, {"evalsha", "evalsha"}, {"eval"}}, tr.Trips(),
 		"round trips: the count read once, before the first batch that waits for replicas (readFirst), the batch, then the call that lacked its script alone")
 }
 
@@ -106,4 +108,53 @@ func TestCancelledCallReturnsAtOnce(t *testing.T) {
 		defer p.queue.mu.Unlock()
 		return p.queue.inFlight == 0 && len(p.queue.pending) == 0
 	}, 5*time.Second, time.Millisecond, "the queue drained")
+}
+
+// A replica cut off from its primary for longer than the primary's
+// repl-timeout drops out of the primary's count but could still be
+// promoted: a write is not acknowledged for want of it until it has been
+// gone for Forget; then the count drops to the replicas online (issue 38).
+func TestReplicaGoneStillWaitedFor(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0", "--repl-timeout", "2"))
+	proxy := redistest.NewProxy(t, primary.Addr())
+	replica := redistest.Start(t, redistest.WithArgs("--repl-timeout", "2"))
+	host, port, _ := strings.Cut(proxy.Addr(), ":")
+	replica.Do(t, "REPLICAOF", host, port)
+	online := func() int {
+		return strings.Count(fmt.Sprint(primary.Do(t, "INFO", "replication")), "state=online")
+	}
+	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
+		if n := online(); n != 1 {
+			return fmt.Errorf("%d replicas online", n)
+		}
+		return nil
+	})
+	rdb := primary.Client(t)
+	g := bg.New()
+	t.Cleanup(func() { g.Close(); g.Wait() })
+	const forget = 4 * time.Second
+	r := New(rdb, Settings{Replicas: All, Timeout: 200 * time.Millisecond, Forget: forget}, g, slog.New(slog.DiscardHandler))
+	write := func() error {
+		s := r.NewSync()
+		require.NoError(t, r.EvalCommand(ctx, s, lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})).Err())
+		return s.SyncErr()
+	}
+	require.NoError(t, write(), "acknowledged while the replica is connected")
+
+	proxy.Block()
+	defer proxy.Unblock()
+	redistest.Eventually(t, 20*time.Second, "the primary drops the replica", func() error {
+		if n := online(); n != 0 {
+			return fmt.Errorf("%d replicas online", n)
+		}
+		return nil
+	})
+	dropped := time.Now()
+	for time.Since(dropped) < forget/2 {
+		require.ErrorIs(t, write(), errs.ErrNotReplicated, "a write acknowledged without the replica that dropped out")
+	}
+	redistest.Eventually(t, 3*forget, "the count drops once the replica has been gone for Forget", func() error {
+		return write()
+	})
 }
