@@ -15,10 +15,12 @@ import (
 var digests = map[string]digest{
 	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
+	"election_leader.lua":               {sha1: "9435d4ec2a775914896eec99f24ca568a88245d6", fnv: 0x44b6f2fe4c4471ab},
+	"election_proclaim.lua":             {sha1: "c733552481ee28f40f473510214d45ff2ff688cc", fnv: 0xa1cff2d20476be54},
 	"fair_acquire.lua":                  {sha1: "45ae1cb9b48fba7bbf76fcf9f6fe4a7e5af1394b", fnv: 0x488050e23a4f9cc1},
 	"fair_force_unlock.lua":             {sha1: "fe7180bca77eccbb0aefb65875e07e30226c11d2", fnv: 0x019dcc87dae90709},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
-	"fair_release.lua":                  {sha1: "74a2d5067da8514172643c003ae3daf18f99cacf", fnv: 0x2ac11ceaa63a804d},
+	"fair_release.lua":                  {sha1: "8df1758b5638376ae88dcaa5013894978804bdbd", fnv: 0xe39390fd2c2e398c},
 	"fence_set.lua":                     {sha1: "ef74bba2c06e46fdc947ce2afeb750fb96b5ac7c", fnv: 0x3db1cf637067be30},
 	"gcra_cancel.lua":                   {sha1: "90574327e1201fc7cdda5157d032ec3bc8fe0d3a", fnv: 0xefc45bfbd0a43fb6},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
@@ -30,8 +32,8 @@ var digests = map[string]digest{
 	"lock_acquire_fresh.lua":            {sha1: "36a1f829797fb746d7b58bbeab301647f7430d87", fnv: 0x71c6d22c50a02795},
 	"lock_force_unlock.lua":             {sha1: "1bbd6f5f402dcb7740abdedbd46ec51570ed6492", fnv: 0x4f62053155a48bfd},
 	"lock_handoff.lua":                  {sha1: "cbbdcb0ef54ecc6815732b0f2eccc4a5e28f6df5", fnv: 0x61bad26fbb81fe78},
-	"lock_release.lua":                  {sha1: "ae722828c772376cb545ba9ca1c51ac35dd9f0fb", fnv: 0x6e9c551d137b92c6},
-	"lock_release_fresh.lua":            {sha1: "1f40a06bcecf5829b6e53bdd0e5b3922b80357b0", fnv: 0xdbd71a8d4894c629},
+	"lock_release.lua":                  {sha1: "e822ba7e1a87d9a0b1c9ca9f72612342357ee3cc", fnv: 0x7803a27f80cfeeb3},
+	"lock_release_fresh.lua":            {sha1: "949b90262f30c195fa6a733cb21c10c6a86cc8c6", fnv: 0xc636f1361b9d2934},
 	"ratelimit_acquire.lua":             {sha1: "e71894963e61a2fc54a2e121778df4ee143c6829", fnv: 0x2160bb9c997ec78a},
 	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
 	"ratelimit_delete.lua":              {sha1: "3caefcb75517c1d361f71e71ecb2ecb2a7811c64", fnv: 0xf1756d66e696ec41},
@@ -163,6 +165,180 @@ const (
 // Run runs client_unregister.lua with a on r and returns its reply, code.
 func (a ClientUnregisterArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
+}
+
+// ElectionLeaderArgs are the KEYS and ARGV of election_leader.lua (script ElectionLeader).
+type ElectionLeaderArgs struct {
+	// Lock is KEYS[1]: the election's lock hash (its name).
+	Lock string
+	// Leader is KEYS[2]: the leader hash ({name}:leader), see election_proclaim.lua.
+	Leader string
+}
+
+// Keys returns election_leader.lua's KEYS, in order.
+func (a ElectionLeaderArgs) Keys() []string {
+	keys := make([]string, 0, 2)
+	keys = append(keys, a.Lock)
+	keys = append(keys, a.Leader)
+	return keys
+}
+
+// Args returns election_leader.lua's ARGV, in order.
+func (a ElectionLeaderArgs) Args() []any {
+	args := make([]any, 0, 0)
+	return args
+}
+
+// command returns election_leader.lua's call as one EVALSHA command (Command).
+func (a ElectionLeaderArgs) command() Command {
+	c := &struct {
+		a    ElectionLeaderArgs
+		args [5]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(ElectionLeader)
+	args = append(args, &p.Lock)
+	args = append(args, &p.Leader)
+	args[2] = len(args) - 3
+	return Command{Script: ElectionLeader, Args: args}
+}
+
+// Reply codes of election_leader.lua.
+const (
+	// ElectionLeaderLive is the reply code 1: the record's owner holds the lock.
+	ElectionLeaderLive = 1
+)
+
+// ElectionLeaderReply is election_leader.lua's reply.
+type ElectionLeaderReply struct {
+	// Live is element 1 of the reply.
+	Live int64
+	// Seq is element 2 of the reply.
+	Seq int64
+	// Term is element 3 of the reply.
+	Term int64
+	// Since is element 4 of the reply.
+	Since int64
+	// Value is element 5 of the reply.
+	Value string
+}
+
+// Run runs election_leader.lua with a on r and decodes its reply.
+func (a ElectionLeaderArgs) Run(ctx context.Context, r Runner) (ElectionLeaderReply, error) {
+	res, err := run(ctx, r, a.command()).Slice()
+	var rep ElectionLeaderReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 5 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Live = replyInt(res[0])
+	rep.Seq = replyInt(res[1])
+	rep.Term = replyInt(res[2])
+	rep.Since = replyInt(res[3])
+	rep.Value = replyString(res[4])
+	return rep, nil
+}
+
+// ElectionProclaimArgs are the KEYS and ARGV of election_proclaim.lua (script ElectionProclaim).
+type ElectionProclaimArgs struct {
+	// Lock is KEYS[1]: the election's lock hash (its name).
+	Lock string
+	// Leader is KEYS[2]: the leader hash ({name}:leader): term, since, value, owner, seq.
+	Leader string
+	// Log is KEYS[3]: the latest records ({name}:leaders), newest first, each "<seq>:<term>:<since>:<value>".
+	Log string
+	// Channel is KEYS[4]: the election's channel (redisync_election:{name}).
+	Channel string
+	// Field is ARGV[1]: the leader's owner field in the lock hash.
+	Field string
+	// Term is ARGV[2]: the leadership's term (its fencing token).
+	Term int64
+	// Value is ARGV[3]: what the leader proclaims.
+	Value string
+	// Publish is ARGV[4]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
+	Publish string
+	// Keep is ARGV[5]: how many records the log keeps (at least 1).
+	Keep int64
+}
+
+// Keys returns election_proclaim.lua's KEYS, in order.
+func (a ElectionProclaimArgs) Keys() []string {
+	keys := make([]string, 0, 4)
+	keys = append(keys, a.Lock)
+	keys = append(keys, a.Leader)
+	keys = append(keys, a.Log)
+	keys = append(keys, a.Channel)
+	return keys
+}
+
+// Args returns election_proclaim.lua's ARGV, in order.
+func (a ElectionProclaimArgs) Args() []any {
+	args := make([]any, 0, 5)
+	args = append(args, str(a.Field))
+	args = append(args, a.Term)
+	args = append(args, str(a.Value))
+	args = append(args, str(a.Publish))
+	args = append(args, a.Keep)
+	return args
+}
+
+// command returns election_proclaim.lua's call as one EVALSHA command (Command).
+func (a ElectionProclaimArgs) command() Command {
+	c := &struct {
+		a    ElectionProclaimArgs
+		args [12]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(ElectionProclaim)
+	args = append(args, &p.Lock)
+	args = append(args, &p.Leader)
+	args = append(args, &p.Log)
+	args = append(args, &p.Channel)
+	args[2] = len(args) - 3
+	args = append(args, &p.Field)
+	args = append(args, &p.Term)
+	args = append(args, &p.Value)
+	args = append(args, &p.Publish)
+	args = append(args, &p.Keep)
+	return Command{Script: ElectionProclaim, Args: args}
+}
+
+// Reply codes of election_proclaim.lua.
+const (
+	// ElectionProclaimRecorded is the reply code 1: the record was written.
+	ElectionProclaimRecorded = 1
+	// ElectionProclaimNotLeader is the reply code -1: the owner does not hold the lock.
+	ElectionProclaimNotLeader = -1
+	// ElectionProclaimStale is the reply code -2: a later term is recorded.
+	ElectionProclaimStale = -2
+)
+
+// ElectionProclaimReply is election_proclaim.lua's reply.
+type ElectionProclaimReply struct {
+	// Code is element 1 of the reply.
+	Code int64
+	// Seq is element 2 of the reply.
+	Seq int64
+	// Since is element 3 of the reply.
+	Since int64
+}
+
+// Run runs election_proclaim.lua with a on r and decodes its reply.
+func (a ElectionProclaimArgs) Run(ctx context.Context, r Runner) (ElectionProclaimReply, error) {
+	res, err := run(ctx, r, a.command()).Int64Slice()
+	var rep ElectionProclaimReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 3 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Code = res[0]
+	rep.Seq = res[1]
+	rep.Since = res[2]
+	return rep, nil
 }
 
 // FairAcquireArgs are the KEYS and ARGV of fair_acquire.lua (script FairAcquire).
@@ -455,6 +631,8 @@ type FairReleaseArgs struct {
 	Count int64
 	// Publish is ARGV[6]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
+	// MinHoldMillis is ARGV[7]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[5] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends, and the head of the queue is woken as by a release: it re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
+	MinHoldMillis int64
 }
 
 // Keys returns fair_release.lua's KEYS, in order.
@@ -471,13 +649,14 @@ func (a FairReleaseArgs) Keys() []string {
 
 // Args returns fair_release.lua's ARGV, in order.
 func (a FairReleaseArgs) Args() []any {
-	args := make([]any, 0, 6)
+	args := make([]any, 0, 7)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Undo))
 	args = append(args, a.Count)
 	args = append(args, str(a.Publish))
+	args = append(args, a.MinHoldMillis)
 	return args
 }
 
@@ -485,7 +664,7 @@ func (a FairReleaseArgs) Args() []any {
 func (a FairReleaseArgs) command() Command {
 	c := &struct {
 		a    FairReleaseArgs
-		args [15]any
+		args [16]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(FairRelease)
@@ -502,6 +681,7 @@ func (a FairReleaseArgs) command() Command {
 	args = append(args, flag(p.Undo))
 	args = append(args, &p.Count)
 	args = append(args, &p.Publish)
+	args = append(args, &p.MinHoldMillis)
 	return Command{Script: FairRelease, Args: args}
 }
 
@@ -1420,6 +1600,8 @@ type LockReleaseArgs struct {
 	Count int64
 	// Publish is ARGV[7]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
+	// MinHoldMillis is ARGV[8]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[6] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends and ARGV[4] is published as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
+	MinHoldMillis int64
 }
 
 // Keys returns lock_release.lua's KEYS, in order.
@@ -1434,7 +1616,7 @@ func (a LockReleaseArgs) Keys() []string {
 
 // Args returns lock_release.lua's ARGV, in order.
 func (a LockReleaseArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 8)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
@@ -1442,6 +1624,7 @@ func (a LockReleaseArgs) Args() []any {
 	args = append(args, flag(a.Undo))
 	args = append(args, a.Count)
 	args = append(args, str(a.Publish))
+	args = append(args, a.MinHoldMillis)
 	return args
 }
 
@@ -1449,7 +1632,7 @@ func (a LockReleaseArgs) Args() []any {
 func (a LockReleaseArgs) command() Command {
 	c := &struct {
 		a    LockReleaseArgs
-		args [14]any
+		args [15]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockRelease)
@@ -1465,6 +1648,7 @@ func (a LockReleaseArgs) command() Command {
 	args = append(args, flag(p.Undo))
 	args = append(args, &p.Count)
 	args = append(args, &p.Publish)
+	args = append(args, &p.MinHoldMillis)
 	return Command{Script: LockRelease, Args: args}
 }
 
@@ -1499,6 +1683,8 @@ type LockReleaseFreshArgs struct {
 	MarkUntil int64
 	// Undo is ARGV[5]: "1": undo mode.
 	Undo bool
+	// MinHoldMillis is ARGV[6]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps the owner's field, sets the lock to expire when the minimum hold ends and publishes as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. The mark then lives at least as long, so a copy of the release finds it and does not push the expiry back.
+	MinHoldMillis int64
 }
 
 // Keys returns lock_release_fresh.lua's KEYS, in order.
@@ -1512,12 +1698,13 @@ func (a LockReleaseFreshArgs) Keys() []string {
 
 // Args returns lock_release_fresh.lua's ARGV, in order.
 func (a LockReleaseFreshArgs) Args() []any {
-	args := make([]any, 0, 5)
+	args := make([]any, 0, 6)
 	args = append(args, a.FieldAt)
 	args = append(args, str(a.Message))
 	args = append(args, str(a.Publish))
 	args = append(args, a.MarkUntil)
 	args = append(args, flag(a.Undo))
+	args = append(args, a.MinHoldMillis)
 	return args
 }
 
@@ -1525,7 +1712,7 @@ func (a LockReleaseFreshArgs) Args() []any {
 func (a LockReleaseFreshArgs) command() Command {
 	c := &struct {
 		a    LockReleaseFreshArgs
-		args [11]any
+		args [12]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockReleaseFresh)
@@ -1538,6 +1725,7 @@ func (a LockReleaseFreshArgs) command() Command {
 	args = append(args, &p.Publish)
 	args = append(args, &p.MarkUntil)
 	args = append(args, flag(p.Undo))
+	args = append(args, &p.MinHoldMillis)
 	return Command{Script: LockReleaseFresh, Args: args}
 }
 

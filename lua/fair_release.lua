@@ -22,6 +22,15 @@
 -- ARGV[5]  count int64: the owner's hold count once released (0: the lock is freed)
 -- ARGV[6]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[7]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
+--          milliseconds left of it; 0 when none. When it is above 0 and the release
+--          frees the owner's hold (ARGV[5] is 0; not an undo), the owner's field is
+--          kept, the lock expires when the minimum hold ends, and the head of the
+--          queue is woken as by a release: it re-checks and finds the lock busy
+--          until its expiry, when its re-check (the lock's PTTL) comes.
+--          -1: the client holds nothing for the owner and clears what Redis may keep
+--          of it, which may be the field a release within the minimum hold kept:
+--          nothing is changed (a stale field expires with its lease).
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
@@ -35,6 +44,22 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[6] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[6], KEYS[4] .. ':', '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[6] .. ' to ' .. KEYS[4] .. ':' .. ': nothing was changed')
+end
+if tonumber(ARGV[7]) < 0 then
+  return -1
+end
+if ARGV[4] ~= '1' and ARGV[5] == '0' and tonumber(ARGV[7]) > 0 then
+  local replay = release_replay(KEYS[5], KEYS[6], ARGV[4], ARGV[3])
+  if replay then
+    return replay
+  end
+  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return -1
+  end
+  redis.call('pexpire', KEYS[1], ARGV[7])
+  fair_notify(KEYS[2], KEYS[4], ARGV[6]) -- the head re-checks and waits for the expiry
+  record(KEYS[5], 0, ARGV[3])
+  return 0
 end
 local done, count = release_hold(KEYS[5], KEYS[6], ARGV[4], ARGV[3], KEYS[1], ARGV[2], ARGV[5], ARGV[1])
 if done then

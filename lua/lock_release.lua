@@ -18,6 +18,15 @@
 -- ARGV[6]  count int64: the owner's hold count once released (0: the lock is freed)
 -- ARGV[7]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
+-- ARGV[8]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
+--          milliseconds left of it; 0 when none. When it is above 0 and the release
+--          frees the owner's hold (ARGV[6] is 0; not an undo), the owner's field is
+--          kept, the lock expires when the minimum hold ends and ARGV[4] is published
+--          as a release does: the waiter woken re-checks and finds the lock busy
+--          until its expiry, when its re-check (the lock's PTTL) comes.
+--          -1: the client holds nothing for the owner and clears what Redis may keep
+--          of it, which may be the field a release within the minimum hold kept:
+--          nothing is changed (a stale field expires with its lease).
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
@@ -31,6 +40,24 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[7], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
+if tonumber(ARGV[8]) < 0 then
+  return -1
+end
+if ARGV[5] ~= '1' and ARGV[6] == '0' and tonumber(ARGV[8]) > 0 then
+  local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
+  if replay then
+    return replay
+  end
+  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return -1
+  end
+  redis.call('pexpire', KEYS[1], ARGV[8])
+  if ARGV[4] ~= '' then
+    redis.call(ARGV[7], KEYS[2], ARGV[4]) -- waiters re-check and wait for the expiry
+  end
+  record(KEYS[3], 0, ARGV[3])
+  return 0
 end
 local done, count = release_hold(KEYS[3], KEYS[4], ARGV[5], ARGV[3], KEYS[1], ARGV[2], ARGV[6], ARGV[1])
 if done then

@@ -27,6 +27,13 @@
 -- ARGV[4]  markUntil int64: when the mark expires, epoch ms by the server clock: a second
 --          past the later of the acquisition's deadline and this request's
 -- ARGV[5]  undo bool: "1": undo mode
+-- ARGV[6]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
+--          milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps
+--          the owner's field, sets the lock to expire when the minimum hold ends and
+--          publishes as a release does: the waiter woken re-checks and finds the lock
+--          busy until its expiry, when its re-check (the lock's PTTL) comes.
+--          The mark then lives at least as long, so a copy of the release finds it and
+--          does not push the expiry back.
 --
 -- Returns 0 when the hold was released (also for a re-sent release);
 --         -1 when the owner does not hold the lock (its lease ran out, or
@@ -43,7 +50,21 @@
 if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
 end
-local freed = redis.call('hdel', KEYS[1], string.sub(KEYS[2], ARGV[1] + 0)) == 1
+local field = string.sub(KEYS[2], ARGV[1] + 0)
+if ARGV[5] ~= '1' and tonumber(ARGV[6]) > 0 and redis.call('hexists', KEYS[1], field) == 1 then
+  if redis.call('get', KEYS[2]) ~= 'released' then
+    redis.call('pexpire', KEYS[1], ARGV[6])
+    if ARGV[2] ~= '' then
+      redis.call(ARGV[3], KEYS[3], ARGV[2]) -- waiters re-check and wait for the expiry
+    end
+    redis.call('set', KEYS[2], 'released', 'pxat', ARGV[4])
+    if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) then
+      redis.call('pexpire', KEYS[2], ARGV[6])
+    end
+  end
+  return 0
+end
+local freed = redis.call('hdel', KEYS[1], field) == 1
 if freed and ARGV[2] ~= '' then
   redis.call(ARGV[3], KEYS[3], ARGV[2])
 end

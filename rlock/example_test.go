@@ -333,3 +333,28 @@ func ExampleLock_Inspect() {
 	// held by inspect-example:7, count 1, lease left > 20s: true
 	// fenced: true
 }
+
+// A job that must run once per period across schedulers whose clocks
+// differ a little: the minimum hold keeps the lock after a quick run, so a
+// scheduler that comes late finds the job taken.
+func ExampleWithMinHold() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+	name := fmt.Sprintf("example:nightly-report:%d", time.Now().UnixNano())
+
+	early := rlock.New(c, name, rlock.WithMinHold(2*time.Second))
+	if ok, _ := early.TryLock(ctx, 0); ok {
+		fmt.Println("early scheduler runs the job")
+		_ = early.Unlock(ctx) // the job was quick: the lock stays until 2s after it was taken
+	}
+
+	late := rlock.New(c, name, rlock.WithMinHold(2*time.Second)) // 300ms late
+	time.Sleep(300 * time.Millisecond)
+	if ok, _ := late.TryLock(ctx, 0); !ok {
+		fmt.Println("late scheduler finds the job taken")
+	}
+	// Output:
+	// early scheduler runs the job
+	// late scheduler finds the job taken
+}

@@ -53,7 +53,7 @@ type FairLock struct{ handle }
 // re-check, within a third of the waiter timeout.
 func NewFair(c *redisync.Client, name string, opts ...Option) *FairLock {
 	h := newHandle(c, "fair lock", name, opts)
-	h.side = fairSide(h.e, h.opts.deadWaiter)
+	h.side = fairSide(h.e, h.opts.deadWaiter, h.opts.minHold)
 	return &FairLock{h}
 }
 
@@ -69,9 +69,11 @@ func newFairKeys(name string) fairKeys {
 // A waiting owner keeps its place in the queue from one attempt to the
 // next, so a handle's owner must not change per attempt: no fresh holds,
 // every hold is recorded; and no local line.
-func fairSide(e *core.Lock, timeout time.Duration) *core.Side {
+func fairSide(e *core.Lock, timeout, minHold time.Duration) *core.Side {
+	ls := newLockScripts(e, "0")
+	ls.minHold = minHold
 	return &core.Side{Kind: "fair lock", Scripts: &fairScripts{
-		lockScripts:   *newLockScripts(e, "0"), // the lock's field and renewal
+		lockScripts:   *ls, // the lock's field and renewal
 		fk:            newFairKeys(e.Name),
 		timeoutMillis: core.Millis(timeout),
 		recheck:       max(timeout/3, time.Millisecond),
@@ -121,7 +123,8 @@ func (s *fairScripts) RunRelease(ctx context.Context, req *core.Request) (int64,
 	undo, undoKey := req.Undoes()
 	return lua.FairReleaseArgs{Lock: req.Name, Queue: fk.queue, Timeouts: fk.timeouts, ChannelPrefix: fk.channelPrefix,
 		Request: req.ReqKey, UndoRequest: undoKey, LeaseMillis: req.LeaseMillis(), Field: req.Field,
-		Deadline: req.Deadline, Undo: undo, Count: req.Count, Publish: req.Publish}.Run(ctx, req.Runner)
+		Deadline: req.Deadline, Undo: undo, Count: req.Count, Publish: req.Publish,
+		MinHoldMillis: s.minHoldLeft(req)}.Run(ctx, req.Runner)
 }
 
 // Waiting waits on the owner's own channel and leaves the queue when the

@@ -18,6 +18,7 @@ import (
 type inspector interface {
 	redisync.Locker
 	Inspect(context.Context) (Info, error)
+	FencingToken() int64
 }
 
 // Inspect of every lock kind, on a single node (in one round trip) and on

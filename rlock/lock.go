@@ -40,7 +40,7 @@ type Lock struct{ handle }
 // redisync.ErrInvalidArgument, by the first operation.
 func New(c *redisync.Client, name string, opts ...Option) *Lock {
 	h := newHandle(c, "rlock", name, opts)
-	h.side = lockSide(h.e, "rlock", "0")
+	h.side = lockSide(h.e, "rlock", "0", h.opts.minHold)
 	h.side.Line = core.LockLine("rlock", name) // waiters of a client line up locally
 	return &Lock{h}
 }
@@ -72,14 +72,24 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 	h := handle{e: core.NewLock((*core.Client)(c), kind, name)}
 	h.opts = newOptions(kind, opts)
 	h.e.Fixed, h.e.Fencing, h.e.OptErr = h.opts.lease, h.opts.fencing, h.opts.err
+	h.e.Watchdog = h.opts.watchdog
+	if m := h.opts.minHold; m > 0 && h.e.Fixed == 0 && c != nil && h.e.Lease(0) < m {
+		h.e.Watchdog = m // a watchdog lease shorter than the minimum hold is the minimum hold
+	}
 	return h
 }
 
 // lockSide is the lock's configuration of the engine (the spin lock's too,
 // with msg "" and a spin wait): the lock's scripts (lockScripts), which
 // also hand the lock on within the client's local line.
-func lockSide(e *core.Lock, kind, msg string) *core.Side {
+func lockSide(e *core.Lock, kind, msg string, minHold time.Duration) *core.Side {
 	scripts := newLockScripts(e, msg)
+	scripts.minHold = minHold
+	if minHold > 0 {
+		// A release within the minimum hold keeps the lock: it must
+		// not hand it on either.
+		return &core.Side{Kind: kind, Fresh: true, Scripts: scripts}
+	}
 	return &core.Side{Kind: kind, Fresh: true, Scripts: scripts, Handoff: scripts}
 }
 
@@ -93,7 +103,8 @@ type lockScripts struct {
 	e                *core.Lock
 	channel, counter string
 	msg              string
-	waiting          core.Waiting // the same for every wait: made once
+	waiting          core.Waiting  // the same for every wait: made once
+	minHold          time.Duration // WithMinHold; 0: none
 }
 
 func newLockScripts(e *core.Lock, msg string) *lockScripts {
@@ -132,11 +143,37 @@ func (s *lockScripts) RunRelease(ctx context.Context, req *core.Request) (int64,
 		// request's.
 		return lua.LockReleaseFreshArgs{Lock: req.Name, Request: undoKey, Channel: s.channel,
 			FieldAt: int64(core.FieldAt(undoKey, req.Field)), Message: s.msg, Publish: req.Publish,
-			MarkUntil: req.MarkUntil, Undo: undo}.Run(ctx, req.Runner)
+			MarkUntil: req.MarkUntil, Undo: undo, MinHoldMillis: s.minHoldLeft(req)}.Run(ctx, req.Runner)
 	}
 	return lua.LockReleaseArgs{Lock: req.Name, Channel: s.channel, Request: req.ReqKey, UndoRequest: undoKey,
 		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline, Message: s.msg,
-		Undo: undo, Count: req.Count, Publish: req.Publish}.Run(ctx, req.Runner)
+		Undo: undo, Count: req.Count, Publish: req.Publish, MinHoldMillis: s.minHoldLeft(req)}.Run(ctx, req.Runner)
+}
+
+// minHoldLeft returns, for a release that ends a hold (not an undo), the
+// whole milliseconds left of the minimum hold (WithMinHold), counted from
+// when the acquisition that began the hold was sent; 0 when there is no
+// minimum hold or it is over. The hold is still live in the client while
+// its release is sent. A release for an owner the client holds nothing
+// for (the engine clears what Redis may keep of it) gets -1: what Redis
+// keeps may be the lock that an earlier release kept for the minimum
+// hold, so the release leaves it to its expiry.
+func (s *lockScripts) minHoldLeft(req *core.Request) int64 {
+	if s.minHold <= 0 || req.Count != 0 || req.UndoKey != "" {
+		return 0
+	}
+	h := s.e.C.Holds().Live(core.HoldKey{Key: req.Name, Field: req.Field})
+	if h == nil {
+		if req.Fresh {
+			return 0 // a fresh hold is released only while live
+		}
+		return -1
+	}
+	left := s.minHold - time.Since(h.Start())
+	if left <= 0 {
+		return 0
+	}
+	return core.Millis(left)
 }
 
 // RunHandoff runs lock_handoff: from's fresh hold ends and to's begins.

@@ -30,6 +30,8 @@ type options struct {
 	backoffMax time.Duration
 	deadWaiter time.Duration
 	waiterSet  bool // WithWaiterTimeout was given
+	minHold    time.Duration
+	watchdog   time.Duration // WithWatchdogTimeout; 0: the Client's
 	err        error
 }
 
@@ -45,6 +47,9 @@ func newOptions(kind string, opts []Option) options {
 	}
 	if o.waiterSet && kind != "fair lock" && o.err == nil {
 		o.err = fmt.Errorf("%w: WithWaiterTimeout applies to a FairLock only, not to a %s", redisync.ErrInvalidArgument, kind)
+	}
+	if o.minHold > 0 && o.lease > 0 && o.lease < o.minHold {
+		o.lease = o.minHold // a fixed lease shorter than the minimum hold is the minimum hold
 	}
 	return o
 }
@@ -123,5 +128,59 @@ func WithWaiterTimeout(d time.Duration) Option {
 			return
 		}
 		o.deadWaiter = d
+	}
+}
+
+// WithMinHold makes every hold last at least d from its acquisition
+// (ShedLock's lockAtLeastFor): an Unlock that ends the hold before d has
+// passed since the acquisition was sent does not delete the lock, but
+// leaves it to expire at acquisition + d. Its waiters are woken as by a
+// release; they find the lock busy and re-check when it expires (the lock's
+// remaining lease is their retry hint). The hold itself ends at that
+// Unlock, as always (Done closes, Err is ErrNotHeld): only the key stays.
+// So a job guarded by the lock runs once per period across schedulers
+// whose clocks differ by less than d: a scheduler that comes late finds
+// the lock taken even when the first run was quicker than the skew. A
+// fixed lease (WithLease) or a watchdog lease (WithWatchdogTimeout, or the
+// Client's) shorter than d becomes d, so a holder that dies also keeps the
+// lock for d. With a minimum hold, a release never hands the lock on to
+// another caller of the same Client. An Unlock after d deletes the lock as
+// without the option. The keys are Redisson's: a Redisson client sees a
+// held lock until it expires. A context owner that released within the
+// minimum hold may take the lock again before it expires (its field is
+// the one kept); other owners wait.
+//
+// It applies to a Lock, a FairLock and a SpinLock. d must be at least 1ms
+// and at most 2^43 ms, and is rounded up to whole milliseconds; outside
+// that range the first operation returns an error wrapping
+// redisync.ErrInvalidArgument. The default is no minimum hold.
+func WithMinHold(d time.Duration) Option {
+	return func(o *options) {
+		if err := core.CheckLease(o.kind, d); err != nil {
+			o.invalid(fmt.Errorf("minimum hold: %w", err))
+			return
+		}
+		o.minHold = d
+	}
+}
+
+// WithWatchdogTimeout gives this handle's holds a watchdog lease of their
+// own: a hold taken without a fixed lease (WithLease) expires d after its
+// last renewal, and the watchdog renews it every third of d. A holder
+// that dies or is cut off frees the lock within d, without shortening the
+// lease of every other lock of the Client (redisync.WithWatchdogTimeout).
+// d must be at least 1ms and at most 2^43 ms, and is rounded up to whole
+// milliseconds; outside that range the first operation returns an error
+// wrapping redisync.ErrInvalidArgument. Keep d well above the round-trip
+// time to Redis (and the replicas' acknowledgement, when on). Given with
+// WithLease, the fixed lease applies. The default is the Client's
+// watchdog timeout (30s unless redisync.WithWatchdogTimeout).
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if err := core.CheckLease(o.kind, d); err != nil {
+			o.invalid(fmt.Errorf("watchdog timeout: %w", err))
+			return
+		}
+		o.watchdog = d
 	}
 }

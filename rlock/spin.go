@@ -21,8 +21,10 @@ type SpinLock struct{ handle }
 func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 	h := newHandle(c, "spin lock", name, opts)
 	// No local line, so no handoff: every waiter spins in Redis.
+	ls := newLockScripts(h.e, "")
+	ls.minHold = h.opts.minHold
 	h.side = &core.Side{Kind: "spin lock", Fresh: true, Scripts: &spinScripts{
-		lockScripts: *newLockScripts(h.e, ""),
+		lockScripts: *ls,
 		spin:        &core.Spin{Min: h.opts.backoffMin, Max: h.opts.backoffMax},
 	}}
 	return &SpinLock{h}

@@ -1,0 +1,166 @@
+package gocronlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/election"
+	"github.com/redisync/redisync/extra/gocronlock"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// node is one scheduler process: a redisync Client through a proxy (to
+// stall it), a gocron scheduler.
+type node struct {
+	id    int
+	c     *redisync.Client
+	rdb   *redis.Client
+	proxy *redistest.Proxy
+	s     gocron.Scheduler
+}
+
+// Three schedulers run a 300 ms job every second for 10 ticks. At tick 3
+// the scheduler running it is killed mid-job (its Client closed without
+// unlocking, its scheduler stopped); at tick 6 the one running it is
+// stalled mid-job for 1.5 s, longer than its 600 ms lease. Each tick runs
+// exactly once.
+func TestOncePerTickThroughKillAndStall(t *testing.T) {
+	const (
+		every = time.Second
+		lease = 600 * time.Millisecond
+		ticks = 10
+	)
+	srv := redistest.Shared(t)
+	job := redistest.Key(t)
+	start := time.Now().Truncate(every).Add(2 * every)
+
+	var mu sync.Mutex
+	runs := map[int][]int{} // tick → schedulers that ran it
+	var killed, stalled = -1, -1
+	nodes := make([]*node, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		p := redistest.NewProxy(t, srv.Addr())
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c := redisync.New(rdb) // the Client's lease stays 30s; the jobs' is their own
+		t.Cleanup(func() { _ = c.Close() })
+		s, err := gocron.NewScheduler()
+		require.NoError(t, err)
+		n := &node{id: i, c: c, rdb: rdb, proxy: p, s: s}
+		nodes[i] = n
+		task := func() {
+			tick := int((time.Since(start) + every/2) / every)
+			mu.Lock()
+			runs[tick] = append(runs[tick], n.id)
+			kill := tick == 3 && killed < 0
+			stall := tick == 6 && stalled < 0 && !kill
+			if kill {
+				killed = n.id
+			}
+			if stall {
+				stalled = n.id
+			}
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+			switch {
+			case kill: // the process dies mid-job: no unlock, no renewal
+				_ = n.c.Close()
+				wg.Add(1)
+				go func() { defer wg.Done(); _ = n.s.Shutdown() }()
+			case stall: // the process stops mid-job, past its lease
+				n.proxy.Block()
+				time.Sleep(1500 * time.Millisecond)
+				n.proxy.Unblock()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		_, err = s.NewJob(gocron.DurationJob(every), gocron.NewTask(task),
+			gocron.WithName(job),
+			gocron.WithStartAt(gocron.WithStartDateTime(start)),
+			gocron.WithDistributedJobLocker(gocronlock.NewLocker(c, gocronlock.WithLease(lease)).ForInterval(every)))
+		require.NoError(t, err)
+		s.Start()
+	}
+	time.Sleep(time.Until(start.Add(ticks*every - every/2)))
+	for _, n := range nodes {
+		_ = n.s.Shutdown()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("killed scheduler %d at tick 3, stalled scheduler %d at tick 6; runs per tick: %v", killed, stalled, runs)
+	require.GreaterOrEqual(t, killed, 0)
+	require.GreaterOrEqual(t, stalled, 0)
+	for tick := range ticks {
+		assert.Len(t, runs[tick], 1, "tick %d ran on %v", tick, runs[tick])
+	}
+	for tick := range runs {
+		assert.Less(t, tick, ticks, fmt.Sprintf("a run after the last tick: %d", tick))
+	}
+}
+
+// The Elector: one of three schedulers leads; when its Client is closed
+// another takes over; Close resigns.
+func TestElector(t *testing.T) {
+	srv := redistest.Shared(t)
+	name := redistest.Key(t)
+	var els []*gocronlock.Elector
+	var cs []*redisync.Client
+	for i := range 3 {
+		c := redisync.New(srv.Client(t))
+		t.Cleanup(func() { _ = c.Close() })
+		cs = append(cs, c)
+		el := gocronlock.NewElector(c, name, fmt.Sprint(i), election.WithLease(time.Second))
+		t.Cleanup(func() { _ = el.Close() })
+		els = append(els, el)
+	}
+	leader := func() int {
+		var who []int
+		for i, el := range els {
+			if el.IsLeader(context.Background()) == nil {
+				who = append(who, i)
+			}
+		}
+		if len(who) > 1 {
+			t.Fatalf("several leaders: %v", who)
+		}
+		if len(who) == 0 {
+			return -1
+		}
+		return who[0]
+	}
+	redistest.Eventually(t, 5*time.Second, "a leader", func() error {
+		if leader() < 0 {
+			return fmt.Errorf("none")
+		}
+		return nil
+	})
+	first := leader()
+	require.NoError(t, els[first].Close())
+	redistest.Eventually(t, 5*time.Second, "a new leader after Close", func() error {
+		if l := leader(); l < 0 || l == first {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	second := leader()
+	require.NotNil(t, els[second].Leadership())
+	_ = cs[second].Close() // killed: the lease frees the lock
+	assert.ErrorIs(t, els[second].IsLeader(context.Background()), gocronlock.ErrNotLeader)
+	redistest.Eventually(t, 5*time.Second, "a third leader after a kill", func() error {
+		if l := leader(); l < 0 || l == first || l == second {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+}
