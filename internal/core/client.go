@@ -138,7 +138,6 @@ func (c *Client) Recheck() time.Duration { return c.opts.Recheck }
 // ID returns the client id.
 func (c *Client) ID() string { return c.id }
 
-
 // Redis returns the go-redis client.
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 

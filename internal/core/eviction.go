@@ -254,4 +254,3 @@ func goneErr(c *Client, h *Hold) error {
 	return fmt.Errorf("%w: renewal found the hold gone from Redis: evicted, most likely: the primary %s has maxmemory-policy %s, "+
 		"which evicts keys with a TTL under memory pressure (only noeviction is safe)", errs.ErrLockLost, primary, policy)
 }
-
