@@ -90,7 +90,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		// Not acknowledged: not a leader. Campaign again, after a pause
 		// that lets the replicas catch up.
 		e.h.C.Logger().Warn("redisync: election win not acknowledged by the replicas; campaigning again", "name", e.h.Name, "err", err)
-		t := time.NewTimer(e.h.C.Recheck() / 10)
+		t := time.NewTimer(core.Recheck(e.h.C) / 10)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

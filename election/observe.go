@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -57,7 +58,7 @@ type observer struct {
 func (o *observer) run(ctx context.Context) {
 	c := o.e.h.C
 	closing := c.Background().Closing()
-	recheck := c.Recheck()
+	recheck := core.Recheck(c)
 	var w *pubsub.Waiter
 	defer func() {
 		if w != nil {

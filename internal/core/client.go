@@ -131,9 +131,9 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	return c
 }
 
-// Recheck returns the cap on a waiter's fallback re-check interval
-// (redisync.WithRecheckInterval).
-func (c *Client) Recheck() time.Duration { return c.opts.Recheck }
+// Recheck returns the cap on a waiter's fallback re-check interval of
+// the client c (redisync.WithRecheckInterval).
+func Recheck(c *Client) time.Duration { return c.opts.Recheck }
 
 // ID returns the client id.
 func (c *Client) ID() string { return c.id }

@@ -234,10 +234,6 @@ func (h *Hold) ackedAt(than time.Time) time.Time {
 // Key returns what the hold is a hold of.
 func (h *Hold) Key() HoldKey { return h.key }
 
-// label returns the primitive and side the hold is of, as observers see
-// it ("" when nobody observes: [Holds.acquiredAs]).
-func (h *Hold) label() string { return h.primitive }
-
 // Start returns when the acquisition that started the hold was sent.
 func (h *Hold) Start() time.Time { return h.start }
 

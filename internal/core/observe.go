@@ -284,7 +284,7 @@ func (c *Client) holdEnded(h *Hold, err error) {
 		return
 	}
 	hk.HoldEnd(HoldEnd{
-		Primitive: h.label(),
+		Primitive: h.primitive,
 		Name:      h.Key().Key,
 		Owner:     h.Key().Field,
 		Duration:  time.Since(h.Start()),
