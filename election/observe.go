@@ -16,7 +16,9 @@ import (
 
 // Observe returns a channel that receives the election's leaders: the
 // current one first, if any, then each new leader once, in term order,
-// and a leader again after each Proclaim with its new value. The channel
+// and a leader again after each Proclaim with its new value: every leader
+// elected after Observe returns (it reads the current record first, one
+// round trip bounded by ctx). The channel
 // is closed when ctx ends or the Client closes (or at once for an invalid
 // election).
 //
@@ -34,10 +36,23 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 		close(out)
 		return out
 	}
+	o := &observer{e: e, out: out}
+	// The current record is read before Observe returns, so that every
+	// leader elected after it returns is delivered (from the log when its
+	// message comes before the subscription); a failed read is made again
+	// by the observer.
+	if rep, err := e.read(ctx); err == nil {
+		o.started, o.seq = true, rep.Seq
+		if rep.Live == lua.ElectionLeaderLive {
+			o.first = &Leader{Value: rep.Value, Term: rep.Term, Since: time.UnixMilli(rep.Since)}
+		}
+	}
 	go func() {
 		defer e.h.C.Background().Untrack()
 		defer close(out)
-		o := observer{e: e, out: out}
+		if o.first != nil && !o.deliver(ctx, *o.first) {
+			return
+		}
 		o.run(ctx)
 	}()
 	return out
@@ -50,6 +65,7 @@ type observer struct {
 	seq     int64 // the last record read
 	last    Leader
 	started bool
+	first   *Leader // the leader read when Observe was called, delivered first
 }
 
 // run subscribes, reads the current leader, then waits for messages (or
