@@ -1,6 +1,6 @@
 -- lock_handoff: hand a lock from one fresh hold to the next in one step (an
 -- in-process handoff between two callers of one client; see
--- internal/core/handoff.go): the release of the first hold
+-- internal/core/release.go): the release of the first hold
 -- (lock_release_fresh) and the acquisition of a fresh hold for the next
 -- owner (lock_acquire_fresh), with no PUBLISH in between, since nobody else
 -- may take the lock at that moment.

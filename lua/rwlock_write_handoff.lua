@@ -1,6 +1,6 @@
 -- rwlock_write_handoff: hand a read-write lock's write side from one fresh
 -- write hold to the next in one step (an in-process handoff between two
--- writers of one client; see internal/core/handoff.go): the release of the
+-- writers of one client; see internal/core/release.go): the release of the
 -- first hold (rwlock_write_release_fresh) and the acquisition of a fresh
 -- write hold for the next owner (rwlock_write_acquire_fresh), with no
 -- PUBLISH in between, since nobody else may take the lock at that moment:

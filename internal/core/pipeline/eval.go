@@ -93,7 +93,7 @@ func (r *Replicas) NewSync() *Sync {
 	return &Sync{r: r}
 }
 
-// NewSyncIn is NewSync in storage the caller has already (an Op's, which
+// NewSyncIn is NewSync in storage the caller has already (a Request's, which
 // is on the heap anyway): no allocation of its own per call.
 func (r *Replicas) NewSyncIn(s *Sync) *Sync {
 	if !r.acks.sync.on() {
