@@ -49,14 +49,10 @@ if tonumber(ARGV[7]) < 0 then
   return -1
 end
 if ARGV[4] ~= '1' and ARGV[5] == '0' and tonumber(ARGV[7]) > 0 then
-  local replay = release_replay(KEYS[5], KEYS[6], ARGV[4], ARGV[3])
-  if replay then
-    return replay
+  local kept = keep_hold(KEYS[5], KEYS[6], ARGV[4], ARGV[3], KEYS[1], ARGV[2], ARGV[7])
+  if kept then
+    return kept
   end
-  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-    return -1
-  end
-  redis.call('pexpire', KEYS[1], ARGV[7])
   fair_notify(KEYS[2], KEYS[4], ARGV[6]) -- the head re-checks and waits for the expiry
   record(KEYS[5], 0, ARGV[3])
   return 0

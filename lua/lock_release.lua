@@ -45,14 +45,10 @@ if tonumber(ARGV[8]) < 0 then
   return -1
 end
 if ARGV[5] ~= '1' and ARGV[6] == '0' and tonumber(ARGV[8]) > 0 then
-  local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
-  if replay then
-    return replay
+  local kept = keep_hold(KEYS[3], KEYS[4], ARGV[5], ARGV[3], KEYS[1], ARGV[2], ARGV[8])
+  if kept then
+    return kept
   end
-  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-    return -1
-  end
-  redis.call('pexpire', KEYS[1], ARGV[8])
   if ARGV[4] ~= '' then
     redis.call(ARGV[7], KEYS[2], ARGV[4]) -- waiters re-check and wait for the expiry
   end

@@ -70,6 +70,23 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   return nil, count
 end
 
+-- keep_hold(req, acq, undo, deadline, hash, field, remain): a release
+-- within the minimum hold (rlock.WithMinHold) keeps the owner's field and
+-- lets the lock expire remain ms from now. It returns the recorded result
+-- of a copy that ran already, -1 when the owner does not hold the lock,
+-- or nil once the hold is kept (the caller wakes its waiters, who find the
+-- lock busy and re-check at its expiry, and records 0).
+local function keep_hold(req, acq, undo, deadline, hash, field, remain)
+  local replay = release_replay(req, acq, undo, deadline)
+  if replay then
+    return replay
+  end
+  if redis.call('hexists', hash, field) == 0 then
+    return -1
+  end
+  redis.call('pexpire', hash, remain)
+end
+
 local function next_token(counter, t)
   local token = redis.call('incr', counter)
   local floor = t[1] * 1000000 + t[2]
