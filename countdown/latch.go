@@ -212,6 +212,10 @@ func (l *Latch) CountDown(ctx context.Context) error {
 }
 
 // Count returns the current count: 0 when the latch is not set (open).
+// With replica acknowledgement on (the default), an answer from a primary
+// that has lost a replica it was counted with (the old primary of a split
+// brain, before its demotion) is not believed: Count and the waits' reads
+// then fail with an error wrapping redisync.ErrNotReplicated.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
 	if err := l.h.Check(); err != nil {
 		return 0, err
@@ -225,7 +229,11 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 
 // count reads the counter; absent or not positive is 0.
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
+	// Through the pipeline's Read: the old primary of a split brain is not
+	// believed (a latch it has open may be set again on the promoted one).
+	get := redis.NewStringCmd(ctx, "get", l.h.Name)
+	_ = l.h.C.Replicas().Read(ctx, l.h.Name, get)
+	s, err := get.Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -171,8 +171,13 @@ func TestReplicaSyncOneBound(t *testing.T) {
 	}
 	assert.Equal(t, "3", fmt.Sprint(primary.Do(t, "GET", "sem")), "the semaphore's permits on the primary")
 
-	// A release not acknowledged says that it took effect (issue 33).
+	// A release not acknowledged says that it took effect (issue 33), and
+	// is re-sent until acknowledged (issue 38): once, the ledger says.
 	err := s.Release(ctx, 1)
 	require.ErrorIs(t, err, redisync.ErrNotReplicated)
-	assert.Contains(t, err.Error(), "took effect and must not be retried")
+	assert.Contains(t, err.Error(), "released on the primary but not acknowledged by its replicas in time")
+	replica.Resume(t)
+	time.Sleep(2 * time.Second) // the completion's re-sends, acknowledged now
+	assert.Equal(t, "4", fmt.Sprint(primary.Do(t, "GET", "sem")), "released once")
+	assert.Zero(t, c.Stats().ReleasesFailed)
 }

@@ -354,7 +354,11 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	}
 	if rep.Code == lua.SemaphorePermitReleaseReleased {
 		if err := sync.SyncErr(); err != nil {
-			return s.fail("release", fmt.Errorf("released on the primary, so it took effect and must not be retried: %w", err))
+			// Released on the primary only, which a failover may lose:
+			// re-sent until acknowledged (a permit's release applies
+			// once: it names the permit).
+			(&lostRelease{s: s, release: release}).complete()
+			return s.fail("release", fmt.Errorf("released on the primary but not acknowledged by its replicas in time; it is re-sent in the background until they do (it applies once): %w", err))
 		}
 		return nil
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
 )
 
-// lostRelease is a release whose reply was lost, going on in the
-// background (request.Requests.CompleteRelease): first the request sent (it may
+// lostRelease is a release whose reply was lost, or that the replicas
+// did not acknowledge in time, going on in the background (request.Requests.CompleteRelease): first the request sent (it may
 // still be on its way), then new ones until Redis answers. Releasing a
 // permit by its id twice gives nothing back twice (the second finds it
 // gone), so a new request may be made whenever the last one got no answer;
@@ -51,7 +52,11 @@ func (l *lostRelease) renew(ctx context.Context, r *lua.SemaphorePermitReleaseAr
 // itself is all or nothing.
 func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePermitReleaseArgs) error {
 	for {
-		rep, err := release.Run(ctx, l.s.h.C.Direct())
+		var rep lua.SemaphorePermitReleaseReply
+		err := acked(ctx, l.s.h.C, func(r lua.Runner) (err error) {
+			rep, err = release.Run(ctx, r)
+			return err
+		})
 		if err != nil || rep.Code != lua.SemaphorePermitReleaseUnknown ||
 			rep.Value < 1 || rep.Value > int64(len(release.Permits)) {
 			return err
@@ -63,4 +68,19 @@ func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePer
 		}
 		l.renew(ctx, &release)
 	}
+}
+
+// acked runs send through a runner that waits for c's replicas (when
+// replica acknowledgement is on) and returns the replicas' error when
+// they did not acknowledge it in time: a release that only the primary
+// has is not done, since a failover may lose it and its permits with it
+// (a counted permit for good). The error is not a reply of Redis
+// (errs.MayHaveRun): a completion re-sends the release, which applies
+// once (the ledger, or the permit's id).
+func acked(ctx context.Context, c *core.Client, send func(lua.Runner) error) error {
+	sync := c.Replicas().NewSync()
+	if err := send(c.Replicas().Runner(sync)); err != nil {
+		return err
+	}
+	return sync.SyncErr()
 }

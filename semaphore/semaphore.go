@@ -226,13 +226,15 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 		_, err := release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
+	if err == nil && sync.SyncErr() != nil {
+		// Released on the primary, which a failover may lose, and the
+		// permits with it: re-sent until the replicas acknowledge it.
+		err = fmt.Errorf("released on the primary but not acknowledged by its replicas in time; it is re-sent in the background until they do (it applies once): %w", sync.SyncErr())
+	}
 	if errs.MayHaveRun(err) {
 		s.complete(release) // ends seq in the ledger when done
 	} else {
 		led.End(s.h.Name, seq)
-	}
-	if err == nil && sync.SyncErr() != nil {
-		err = fmt.Errorf("released on the primary, so it took effect and must not be retried: %w", sync.SyncErr())
 	}
 	if err != nil {
 		return s.fail("release", err)
@@ -274,13 +276,15 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 		r, err = release.Run(ctx, s.h.C.Replicas().Runner(sync))
 		return err
 	})
+	if err == nil && r.Code == lua.SemaphoreReleaseIfExistsReleased && sync.SyncErr() != nil {
+		// Released on the primary only: re-sent until acknowledged, as
+		// Release.
+		err = fmt.Errorf("released on the primary but not acknowledged by its replicas in time; it is re-sent in the background until they do (it applies once): %w", sync.SyncErr())
+	}
 	if errs.MayHaveRun(err) {
 		s.completeIfExists(release) // ends seq in the ledger when done
 	} else {
 		led.End(s.h.Name, seq)
-	}
-	if err == nil && r.Code == lua.SemaphoreReleaseIfExistsReleased {
-		err = sync.SyncErr() // released on the primary
 	}
 	if err != nil {
 		return false, s.fail("release if exists", err)
@@ -297,20 +301,25 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 // completeIfExists is complete for ReleaseIfExists.
 func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
 	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
-		_, err := release.Run(ctx, s.h.C.Direct())
-		return err
+		return acked(ctx, s.h.C, func(r lua.Runner) error {
+			_, err := release.Run(ctx, r)
+			return err
+		})
 	})
 }
 
-// complete goes on in the background with a release whose reply was lost
-// (request.Requests.CompleteRelease): the same request, re-sent until Redis
-// answers, with a new deadline each time Redis refuses it as late (the
-// ledger, not the deadline, says whether it ran). Then it ends in the
-// ledger.
+// complete goes on in the background with a release whose reply was lost,
+// or that the replicas did not acknowledge in time
+// (request.Requests.CompleteRelease): the same request, re-sent until
+// Redis answers and the replicas acknowledge it (acked), with a new
+// deadline each time Redis refuses it as late (the ledger, not the
+// deadline, says whether it ran). Then it ends in the ledger.
 func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs) {
 	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
-		_, err := release.Run(ctx, s.h.C.Direct())
-		return err
+		return acked(ctx, s.h.C, func(r lua.Runner) error {
+			_, err := release.Run(ctx, r)
+			return err
+		})
 	})
 }
 

@@ -71,64 +71,65 @@ func (ac *acks) ackFor(calls []*call, n int) (ack, bool) {
 // replicas when a call asks for it: see the package doc. Each call gets
 // its own reply (and ackErr); an error of one does not fail the others.
 func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
-	n, reread := r.acks.countFor(ctx, p, node, calls)
+	n, id, verify := r.acks.countFor(ctx, p, node, calls)
 	a, wait := r.acks.ackFor(calls, n)
-	var acked *redis.IntCmd
-	var role *redis.StringCmd
+	var learn *redis.StringCmd
 	if n == unknown {
 		// Not known yet (no call waits, or the first read failed): read
 		// with the batch (INFO replication first), which waits for nothing.
 		wait = false
-		role = newRole(ctx)
+		learn = newRole(ctx)
 	}
 	pending := calls
 	for try := 0; len(pending) > 0; try++ {
-		if !wait && role == nil && len(pending) == 1 {
+		check := verify && anySync(pending)
+		if !wait && !check && (learn == nil || try > 0) && len(pending) == 1 {
 			_ = node.Process(ctx, pending[0].reply) // no pipeline to build
 			pending = r.noScript(ctx, pending, try)
 			continue
 		}
 		pipe := node.Pipeline()
-		if n == unknown && try == 0 {
-			_ = pipe.Process(ctx, role)
+		if learn != nil && try == 0 {
+			_ = pipe.Process(ctx, learn)
 		}
 		for _, c := range pending {
 			_ = pipe.Process(ctx, c.reply)
 		}
+		var acked *redis.IntCmd
 		if wait {
 			acked = redis.NewIntCmd(ctx, "wait", a.want, a.ms)
 			_ = pipe.Process(ctx, acked)
-			role = nil
-			if reread {
-				role = newRole(ctx)
-				_ = pipe.Process(ctx, role)
-			}
+		}
+		var role *redis.StringCmd
+		if check {
+			role = newRole(ctx)
+			_ = pipe.Process(ctx, role)
 		}
 		stop := r.acks.wake(node, wait, a.ms)
 		_, _ = pipe.Exec(ctx)
 		stop()
-		if wait {
-			r.acks.settle(p, pending, a, acked, role)
-		} else if n == unknown && try == 0 {
-			r.acks.learn(p, role)
+		if check {
+			r.acks.settle(p, pending, a, acked, role, id)
+		} else if learn != nil && try == 0 {
+			r.acks.learn(p, learn)
 		}
 		pending = r.noScript(ctx, pending, try)
 		if wait {
 			a, wait = r.acks.ackFor(pending, n) // what is left of their bound
 		}
 	}
-	p.suspectAfter(calls)
 }
 
 // countFor returns the count a batch of calls waits for on p, read first
-// (readFirst) when it is not known yet and a call waits for replicas, and
-// whether the batch should read it again after its WAIT (count).
-func (ac *acks) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, reread bool) {
-	n, reread = ac.count(p, node)
+// (readFirst) when it is not known yet and a call waits for replicas, the
+// replication id of the primary it is of, and whether the batch must
+// read the role of the primary that runs it (count).
+func (ac *acks) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, id string, verify bool) {
+	n, id, verify = ac.count(p, node)
 	if n == unknown && anySync(calls) {
-		n = ac.readFirst(ctx, p, node)
+		n, id, verify = ac.readFirst(ctx, p, node)
 	}
-	return n, reread
+	return n, id, verify
 }
 
 // anySync reports whether a call of calls waits for the replicas.
@@ -144,13 +145,13 @@ func anySync(calls []*call) bool {
 // readFirst reads the count of a primary not read yet before the first
 // batch that waits for its replicas (INFO replication, one round trip once per primary
 // for the client's life, bounded by WithReplicaSync's timeout), and returns
-// it; unknown when the read failed, which fails nothing: that batch then
+// what count returns then; unknown when the read failed, which fails nothing: that batch then
 // reads it in its own pipeline and waits for no replica. The batch cannot
 // read it in its own pipeline and still wait: WAIT must follow the writes
 // on their connection, and its count is known only from the reply; a
 // write not acknowledged because its count was not known yet would be a
 // write a failover may lose although the caller was told it was safe.
-func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) int {
+func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) (n int, id string, verify bool) {
 	rctx, cancel := context.WithTimeout(ctx, ac.sync.Timeout)
 	defer cancel()
 	role := newRole(rctx)
@@ -161,7 +162,8 @@ func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) i
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.want(time.Now(), ac.sync.Forget)
+	now := time.Now()
+	return p.want(now, ac.sync.Forget), p.id, p.hadReplicas(now, ac.sync.Forget)
 }
 
 // learn records the count a batch read (INFO replication) on a primary whose count was
@@ -190,39 +192,80 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 	return again
 }
 
-// settle sets each call's ackErr from a batch's WAIT (acked) and the INFO replication
-// read after it (role, nil when none was due), and records the count role
-// read.
+// settle sets each call's ackErr from a batch's WAIT (acked, nil when the
+// batch waited for none) and the INFO replication read after it (role),
+// and records the count role read. expect is the replication id of the
+// primary whose count the batch waited for.
+//
+// A batch is judged by the primary that ran it: when that is not the
+// one expected (a client that reaches two primaries: a Sentinel client
+// whose connections straddle a failover, or an old primary back from a
+// partition before the sentinels demote it, taking writes that its
+// demotion will discard), its calls are acknowledged only if that
+// primary's own replicas acknowledged them (primary.judge), else they
+// fail with ErrNotReplicated, their replies too: what that primary
+// answered (acquired, not held) may not be what the primary that stays
+// has. A role that cannot be read fails them too:
+// which primary has the writes is then unknown.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
-// now (the client's count was of another primary), counting a replica
-// that dropped out of the count within the last Forget (want).
-func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.StringCmd) {
+// now (one gone since the count was read), counting a replica that
+// dropped out of the count within the last Forget (want).
+func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.StringCmd, expect string) {
+	var got int64
+	var werr error
+	if acked != nil {
+		got, werr = acked.Result()
+	}
 	var err error
-	got, werr := acked.Result()
-	now, ok := 0, false
-	if role != nil {
-		var id string
-		if now, id, ok = roleReplicas(role); ok {
-			p.set(now, id)
-			p.mu.Lock()
-			now = p.want(time.Now(), ac.sync.Forget) // a replica gone lately still counts
-			p.mu.Unlock()
+	now, ran, ok := roleReplicas(role)
+	if ok {
+		p.set(now, ran)
+	}
+	need := func() int64 {
+		n := p.judge(ran, now, ac.sync.Forget)
+		if ac.sync.Replicas != All {
+			n = min(n, ac.sync.Replicas)
 		}
+		return int64(n)
 	}
 	switch {
 	case werr != nil:
 		err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
+	case !ok:
+		err = fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, roleErr(role))
+	case ran != expect:
+		if n := need(); got < n {
+			err = fmt.Errorf("%w: the writes ran on another primary than the one counted (replication id %s, not %s), and %d of its %d replicas acknowledged them",
+				errs.ErrNotReplicated, ran, expect, got, n)
+		}
 	case got >= int64(a.want):
-	case ok && ac.sync.Replicas == All && got >= int64(now):
+	case ac.sync.Replicas == All && got >= need():
 	default:
 		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
 	}
 	for _, c := range calls {
 		if c.sync && c.reply.Err() == nil {
 			c.ackErr = err
+			if err != nil && ran != expect {
+				// The reply is the other primary's, whose writes its
+				// demotion discards: what it says (acquired, not held)
+				// may not be what the primary that stays has. The call
+				// fails as one whose reply was lost: its engine undoes
+				// or settles it (errs.MayHaveRun).
+				c.reply.SetErr(err)
+			}
 		}
 	}
+}
+
+// roleErr says why role read no primary's replication: its error, or the
+// role it read.
+func roleErr(role *redis.StringCmd) any {
+	if err := role.Err(); err != nil {
+		return err
+	}
+	return "not a primary"
 }
 
 // wake returns a stop function; when wait, until stopped, it sends PING to

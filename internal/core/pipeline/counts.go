@@ -30,22 +30,38 @@ const unknown = -1
 // plain or a Sentinel client: whichever server the client reaches now).
 type primary struct {
 	mu      sync.Mutex
-	n       int       // online replicas; unknown
+	n       int       // online replicas of the primary read last (id); unknown
 	next    time.Time // when to read a count of 0 again
 	reading bool      // a background read is under way
-	// seen is the most replicas read online, and since when fewer have
-	// been read (the zero time while as many are): a replica that dropped
-	// out of the primary's count (cut off for longer than its
-	// repl-timeout) is still waited for until it has been missing for
-	// Forget (want).
+	// id is the replication id (master_replid) of the primary read last:
+	// the server whose count n is, and the one a batch expects to run on.
+	id string
+	// ids keeps, per replication id, what the client read of that primary
+	// (sighting): a client that can reach two primaries (a Sentinel
+	// client whose connections straddle a failover, the old primary
+	// back from a partition before the sentinels demote it) holds each
+	// to its own replicas, so a batch that ran on the other one is
+	// judged by what that one had (verify).
+	ids   map[string]*sighting
+	queue queue // its script queue (pipeline.go)
+}
+
+// sighting is what the client read of one primary (one replication id):
+// the most replicas read online, and since when fewer have been read
+// (the zero time while as many are): a replica that dropped out of the
+// primary's count (cut off for longer than its repl-timeout) is still
+// waited for until it has been missing for Forget (want); last is when
+// the primary was read last, and a sighting not read for Forget is
+// dropped.
+type sighting struct {
 	seen  int
 	since time.Time
-	id    string // the primary's replication id (master_replid) when seen was read
-	// suspect: a batch's error said that the client may reach another
-	// primary now (suspectAfter): the next batch that waits reads again.
-	suspect bool
-	queue   queue // its script queue (pipeline.go)
+	last  time.Time
 }
+
+// maxSightings bounds the replication ids a primary keeps (a primary
+// restarted or failed over many times within Forget).
+const maxSightings = 16
 
 // primaries keeps the primaries of a client by key.
 type primaries struct {
@@ -74,25 +90,36 @@ func (ps *primaries) get(key string) *primary {
 }
 
 // count returns the count a batch waits for (want: the last count read,
-// or the replicas seen within the last Forget; unknown if none), and
-// whether a batch that waits for replicas should read it again after its
-// WAIT (reread: every replicaProbe, or when suspect); it starts a
-// background read of a count of 0 that is due (a replica attached since).
-func (ac *acks) count(p *primary, node *redis.Client) (n int, reread bool) {
+// or the replicas seen within the last Forget; unknown if none), the
+// replication id it is of, and whether the batch must read the primary's
+// role after its writes (verify: every batch with a call that waits for
+// replicas, once this primary has had a replica within Forget; see
+// verify); it starts a background read of a count of 0 that is due (a
+// replica attached since).
+func (ac *acks) count(p *primary, node *redis.Client) (n int, id string, verify bool) {
 	p.mu.Lock()
 	now := time.Now()
 	n = p.want(now, ac.sync.Forget)
-	due := now.After(p.next)
-	if p.n == 0 && !p.reading && due {
+	if p.n == 0 && !p.reading && now.After(p.next) {
 		p.reading = ac.bg.Background(replicaReadTimeout, func(ctx context.Context) { ac.readReplicas(ctx, p, node) })
 	}
-	reread = n > 0 && (due || p.suspect)
+	id, verify = p.id, p.hadReplicas(now, ac.sync.Forget)
 	p.mu.Unlock()
-	return n, reread
+	return n, id, verify
 }
 
-// want returns the count to wait for at now (p.mu held): the last count
-// read, or more when more replicas were online within the last forget.
+// want returns the count to wait for at now (p.mu held) on the primary
+// read last: the last count read, or more when more replicas were online
+// within the last forget (sighting.want).
+func (p *primary) want(now time.Time, forget time.Duration) int {
+	if p.n == unknown {
+		return unknown
+	}
+	return p.ids[p.id].want(p.n, now, forget)
+}
+
+// want returns the count to wait for at now on a primary with n replicas
+// online now.
 // A replica cut off from its primary for longer than the primary's
 // repl-timeout drops out of the primary's count (ROLE, INFO replication) but can
 // still be promoted by Sentinel or the Cluster, with only what it had
@@ -102,36 +129,35 @@ func (ac *acks) count(p *primary, node *redis.Client) (n int, reread bool) {
 // is waited for (WAIT times out, the write is not acknowledged) until it
 // has been gone for forget, the longest a replica cut off stays eligible
 // for promotion with Sentinel's and the Cluster's defaults.
-func (p *primary) want(now time.Time, forget time.Duration) int {
-	if p.n == unknown || p.n >= p.seen {
-		return p.n
+func (s *sighting) want(n int, now time.Time, forget time.Duration) int {
+	if s == nil || n >= s.seen {
+		return n
 	}
-	if now.Sub(p.since) > forget {
-		p.seen, p.since = p.n, time.Time{} // gone for good
-		return p.n
+	if now.Sub(s.since) > forget {
+		s.seen, s.since = n, time.Time{} // gone for good
+		return n
 	}
-	return p.seen
+	return s.seen
 }
 
-// suspectAfter marks p suspect when a call's reply says that the client
-// may reach another primary now (a network error, READONLY, LOADING, a
-// redirection): a failover, after which the count may be another
-// primary's.
-func (p *primary) suspectAfter(calls []*call) {
-	for _, c := range calls {
-		if err := c.reply.Err(); err != nil && (!errs.IsReply(err) || errs.NotRun(err)) {
-			p.mu.Lock()
-			p.suspect = true
-			p.mu.Unlock()
-			return
+// hadReplicas reports (p.mu held) whether a primary the client read
+// within the last forget had a replica: then a batch's acknowledgement
+// is only believed once the batch is known to have run on the primary
+// its count is of (verify).
+func (p *primary) hadReplicas(now time.Time, forget time.Duration) bool {
+	for _, s := range p.ids {
+		if s.seen > 0 && now.Sub(s.last) <= forget {
+			return true
 		}
 	}
+	return false
 }
 
 // set records a count read from the node that ran a batch, whose
 // replication id (master_replid) is id. Another id is another primary (a
-// replica promoted, a primary restarted): the replicas seen start afresh,
-// since the former primary's are not this one's.
+// replica promoted, a primary restarted, or the other of two primaries
+// the client reaches): its replicas are counted apart, since the former
+// primary's are not this one's.
 func (p *primary) set(n int, id string) {
 	p.mu.Lock()
 	p.setLocked(n, id, time.Now())
@@ -140,15 +166,48 @@ func (p *primary) set(n int, id string) {
 
 // setLocked is set with p.mu held, at now.
 func (p *primary) setLocked(n int, id string, now time.Time) {
-	switch {
-	case n >= p.seen || p.n == unknown || id != p.id:
-		p.seen, p.since, p.id = n, time.Time{}, id
-	case p.since.IsZero():
-		p.since = now // fewer than seen, first read so
+	s := p.ids[id]
+	if s == nil {
+		p.prune()
+		if p.ids == nil {
+			p.ids = make(map[string]*sighting)
+		}
+		s = &sighting{seen: n}
+		p.ids[id] = s
 	}
-	p.n = n
+	switch {
+	case n >= s.seen:
+		s.seen, s.since = n, time.Time{}
+	case s.since.IsZero():
+		s.since = now // fewer than seen, first read so
+	}
+	s.last = now
+	p.n, p.id = n, id
 	p.next = now.Add(replicaProbe)
-	p.suspect = false
+}
+
+// prune drops the oldest sighting when maxSightings are kept (p.mu held).
+func (p *primary) prune() {
+	if len(p.ids) < maxSightings {
+		return
+	}
+	oldest := ""
+	for id, s := range p.ids {
+		if oldest == "" || s.last.Before(p.ids[oldest].last) {
+			oldest = id
+		}
+	}
+	delete(p.ids, oldest)
+}
+
+// judge returns the count a batch that ran on the primary of replication
+// id must have had acknowledged (p.mu not held): that primary's own
+// (want), which is not the count the batch waited for when the client
+// expected another primary.
+func (p *primary) judge(id string, n int, forget time.Duration) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[id].want(n, time.Now(), forget)
 }
 
 // readReplicas reads the number of replicas of node again, in the
@@ -172,9 +231,7 @@ func (ac *acks) readReplicas(ctx context.Context, p *primary, node *redis.Client
 		// wait for.
 		n, id = 0, p.id
 	}
-	suspect := p.suspect
 	p.setLocked(n, id, time.Now())
-	p.suspect = suspect // only a batch's read clears it
 }
 
 // newRole returns an INFO replication command, not sent: it reads the

@@ -59,16 +59,31 @@
 // callers were told they were safe. A failed read fails nothing: that
 // batch reads the count in its own pipeline (INFO replication first) and waits for no
 // replica. A batch that does not wait reads a count not known yet in its
-// own pipeline, never alone. A batch that waits
-// reads it again after its WAIT (INFO replication, last in its pipeline) when a read
-// is due (every replicaProbe) or a previous batch's error said that the
-// client may reach another primary now (a network error, READONLY,
-// LOADING, a redirection), so that a primary with fewer replicas online
-// than counted (a failover to a primary without replica, a replica gone)
-// acknowledges a call all the same when the client waits for every
-// replica (All) and all those online have it; such a batch waited for
-// the timeout first. A primary with none is read again in the background
-// every replicaProbe. A failed read fails nothing.
+// own pipeline, never alone. A primary with none is read again in the
+// background every replicaProbe. A failed read fails nothing.
+//
+// A batch is judged by the primary that ran it. Once a primary the client
+// reached within Settings.Forget had a replica, every batch with a call
+// that waits for replicas reads the role of the server that ran it (INFO
+// replication, last in its pipeline, after WAIT): its replication id
+// (master_replid) says which primary has the writes. The client keeps
+// what it read of each primary by replication id (a sighting), because a
+// client of one primary can reach two: a Sentinel client whose
+// connections straddle a failover, or the old primary back from a
+// partition, still taking writes until the sentinels demote it and
+// discard them, with no replica left (its replica was promoted). A batch
+// that ran on another primary than the one whose count it waited for is
+// acknowledged only by that primary's own replicas, counted as that
+// primary was last read; so the old primary's writes fail with
+// ErrNotReplicated however few replicas the promoted one has, their
+// replies too (what the old primary answered, acquired or not held, may
+// not be what the promoted one has: the engine undoes or settles the call
+// as one whose reply was lost), and a lock is not taken on both sides of
+// a split brain. A primary with fewer
+// replicas online than counted (a failover to a primary without replica,
+// a replica gone) acknowledges a call all the same when the client waits
+// for every replica (All) and all those online have it; such a batch
+// waited for the timeout first.
 //
 // A replica that drops out of its primary's count while cut off (a
 // partition longer than the primary's repl-timeout) can still be promoted
@@ -79,10 +94,10 @@
 // not drop until a replica has been gone for Settings.Forget
 // (DefaultForget, 5 minutes: about the longest a cut-off replica stays
 // eligible with Sentinel's and the Cluster's defaults); until then WAIT
-// times out and the writes are not acknowledged (primary.want). A read
-// that finds another replication id (master_replid: a replica promoted, a
-// primary restarted) starts afresh: the former primary's replicas are not
-// the new one's.
+// times out and the writes are not acknowledged (sighting.want). A read
+// that finds another replication id (a replica promoted, a primary
+// restarted) counts that primary's replicas apart: the former primary's
+// are not the new one's.
 //
 // Renewals (the watchdog's, package core) go through the pipeline as
 // every state-changing script, with a Sync: one group-commit path and
@@ -115,7 +130,9 @@
 //   - batch: the calls sent together in one pipeline to one primary;
 //   - sync: one call's replica acknowledgement (Sync);
 //   - count: the number of replicas online on a primary (INFO replication lists
-//     those), unknown until read.
+//     those), unknown until read;
+//   - sighting: what the client read of one primary, known by its
+//     replication id: the most replicas seen online, and since when fewer.
 //
 // It imports bg, errs and lua; package core gives each client one
 // Replicas.

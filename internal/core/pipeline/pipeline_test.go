@@ -158,3 +158,52 @@ func TestReplicaGoneStillWaitedFor(t *testing.T) {
 		return write()
 	})
 }
+
+// A client that reaches two primaries at once (a Sentinel client whose
+// connections straddle a failover: the old primary, back from a
+// partition, still takes writes until the sentinels demote it) holds each
+// to its own replicas: a write that lands on the old primary, which has
+// lost its replica to the promotion, is not acknowledged, although the
+// client's last count (of the promoted replica, which has none) asked for
+// no acknowledgement at all. Without the check such a write was believed
+// safe, and a lock taken so was held twice (issue 38's split brain).
+func TestWriteOnTheOtherPrimaryJudgedByItsReplicas(t *testing.T) {
+	ctx := context.Background()
+	old := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	promoted := redistest.Start(t)
+	host, port, _ := strings.Cut(old.Addr(), ":")
+	promoted.Do(t, "REPLICAOF", host, port)
+	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
+		if n := strings.Count(fmt.Sprint(old.Do(t, "INFO", "replication")), "state=online"); n != 1 {
+			return fmt.Errorf("%d replicas online", n)
+		}
+		return nil
+	})
+	oldRDB, promotedRDB := old.Client(t), promoted.Client(t)
+	g := bg.New()
+	t.Cleanup(func() { g.Close(); g.Wait() })
+	r := New(oldRDB, Settings{Replicas: All, Timeout: 200 * time.Millisecond}, g, slog.New(slog.DiscardHandler))
+	p := r.primaries.get("") // the one primary of a Sentinel client, whichever server it reaches
+	write := func(node *redis.Client) error {
+		reply, ackErr := r.pipelined(ctx, p, node, newCall(ctx, lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"}), true))
+		if ackErr != nil {
+			// The other primary's reply is not believed either: the
+			// call fails as one whose reply was lost.
+			require.ErrorIs(t, reply.Err(), errs.ErrNotReplicated)
+		} else {
+			require.NoError(t, reply.Err())
+		}
+		return ackErr
+	}
+	require.NoError(t, write(oldRDB), "acknowledged by the old primary's replica")
+
+	promoted.Do(t, "REPLICAOF", "NO", "ONE") // the failover: the old primary keeps running, without replica
+	redistest.Eventually(t, 5*time.Second, "the promoted replica has no replica: nothing to wait for", func() error {
+		return write(promotedRDB)
+	})
+	err := write(oldRDB)
+	require.ErrorIs(t, err, errs.ErrNotReplicated, "a write on the old primary, whose replica is gone")
+	assert.Contains(t, err.Error(), "another primary")
+	require.NoError(t, write(promotedRDB), "the promoted one again")
+	require.ErrorIs(t, write(oldRDB), errs.ErrNotReplicated, "the old one again: its own count (the replica it had)")
+}
