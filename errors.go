@@ -28,7 +28,11 @@ var (
 	// that returns it was undone before it returned: nothing is held. A
 	// release that returns it took effect on the primary (its error text
 	// says so) and must not be retried: a failover before a replica has it
-	// may bring the hold or the permits back, nothing else.
+	// may bring the hold back until its lease ends, nothing else; a
+	// semaphore's release is re-sent in the background until acknowledged
+	// (it applies once), since its permits would not come back. A write
+	// that ran on another primary than the one counted (the old primary of
+	// a split brain) returns it too, its reply not believed.
 	ErrNotReplicated = errs.ErrNotReplicated
 	// ErrWrongType reports that a primitive's key in Redis holds data of
 	// another type or layout than the primitive's (an application's hash

@@ -64,7 +64,8 @@
 // register, holds of a multilock MultiLock of two more locks (each member
 // recorded and judged as a lock of its own), admissions of a ratelimit
 // Limiter (5 per second overall, checked by checkRate: never more within
-// any window), rwlock read and
+// any window) and of a ratelimit GCRA (5 per second, burst 2: never more
+// than the burst and one per 200ms within any window), rwlock read and
 // write holds, counted and expirable semaphore acquisitions, and latch
 // rounds (TrySetCount, CountDown, TryWait, Count). Half the expirable
 // acquisitions take permits without a lease (Acquire(ctx, 0)), which

@@ -42,7 +42,7 @@ func (r *run) checkFinalState(t testing.TB) {
 // of dead waiters (checkFairQueue).
 func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 	allowed := map[string]bool{semName: true, xsemName: true, rateName: true,
-		keys.RateValue(rateName): true, keys.RatePermits(rateName): true}
+		keys.RateValue(rateName): true, keys.RatePermits(rateName): true, gcraName: true}
 	for _, n := range lockNames {
 		allowed[keys.FenceCounter(n)] = true
 	}

@@ -41,6 +41,12 @@ const (
 	rateInterval = time.Second
 )
 
+// gcraName is the GCRA limiter (ratelimit.GCRA), with gcraLimit: at most
+// gcraLimit.Burst plus one per emission interval (200ms) in any window.
+const gcraName = "chaos:gcra"
+
+var gcraLimit = ratelimit.Limit{Rate: 5, Period: time.Second, Burst: 2}
+
 // multiNames are the members of the workers' MultiLock (multilock.New):
 // plain locks taken only through it.
 var multiNames = []string{"chaos:multi:a", "chaos:multi:b"}
@@ -168,6 +174,7 @@ type worker struct {
 	xsem    *semaphore.ExpirableSemaphore
 	latches []*countdown.Latch
 	rate    *ratelimit.Limiter
+	gcra    *ratelimit.GCRA
 	multi   *multilock.MultiLock
 	members []*rlock.Lock // multi's
 }
@@ -186,6 +193,7 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 		sem:     semaphore.New(c, semName),
 		xsem:    semaphore.NewExpirable(c, xsemName),
 		rate:    ratelimit.New(c, rateName),
+		gcra:    ratelimit.NewGCRA(c, gcraName, gcraLimit),
 	}
 	for _, n := range lockNames {
 		w.locks = append(w.locks, openLock(c, n))
@@ -244,8 +252,10 @@ func (w *worker) loop(stop <-chan struct{}) {
 			w.semOp(false)
 		case k < 70:
 			w.xsemOp(false)
-		case k < 78:
+		case k < 74:
 			w.rateOp()
+		case k < 78:
+			w.gcraOp()
 		case k < 84:
 			w.multiOp()
 		default:
@@ -626,6 +636,30 @@ func (w *worker) rateOp() {
 	ok, err := w.rate.TryAcquire(ctx, 1, wait)
 	w.run.h.Add(Op{Worker: w.id, Object: rateName, Kind: RateAcquire, N: 1, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: w.run.h.Now()})
 	w.state.end(rateName, held{})
+}
+
+// gcraOp takes one event of the GCRA limiter: Allow, or at times Wait
+// bounded by up to 300ms.
+func (w *worker) gcraOp() {
+	ctx, cancel := w.opContext(false)
+	defer cancel()
+	w.state.begin(gcraName)
+	call := w.run.h.Now()
+	var ok bool
+	var err error
+	if w.rng.IntN(3) == 0 {
+		wctx, wcancel := context.WithTimeout(ctx, between(w.rng, 50*time.Millisecond, 300*time.Millisecond))
+		err = w.gcra.Wait(wctx)
+		wcancel()
+		ok = err == nil
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil // not admitted within the wait
+		}
+	} else {
+		ok, err = w.gcra.Allow(ctx)
+	}
+	w.run.h.Add(Op{Worker: w.id, Object: gcraName, Kind: RateAcquire, N: 1, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: w.run.h.Now()})
+	w.state.end(gcraName, held{})
 }
 
 // latchOp makes one random call on latch i.
