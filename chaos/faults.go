@@ -177,6 +177,9 @@ func (r *run) faultKinds() []FaultKind {
 	case r.cl != nil:
 		kinds = append(kinds, clusterKinds...)
 	}
+	if r.rl != nil {
+		kinds = append(kinds, redlockKinds...)
+	}
 	return kinds
 }
 
@@ -227,6 +230,10 @@ func (in *injector) inject(k FaultKind) Fault {
 		return in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
 	}
 	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
+	if r.rl != nil && in.injectRedlock(k, &f) {
+		f.End = r.h.Now()
+		return f
+	}
 	if r.cl != nil && in.injectCluster(k, &f) {
 		f.End = r.h.Now()
 		return f

@@ -72,12 +72,14 @@ func Run(t testing.TB, cfg Config) *Report {
 func (r *run) openClients() {
 	for i, rdb := range r.rdbs {
 		// The default replica acknowledgement: every replica, 1s.
-		c := redisync.New(rdb,
-			redisync.WithID(fmt.Sprintf("chaos-c%d-%d", i, r.cfg.Seed)),
-			redisync.WithWatchdogTimeout(r.cfg.Lease),
+		opts := []redisync.Option{redisync.WithWatchdogTimeout(r.cfg.Lease),
 			redisync.WithRecheckInterval(r.cfg.Recheck),
-			redisync.WithLogger(r.logger(i)))
+			redisync.WithLogger(r.logger(i))}
+		c := redisync.New(rdb, append([]redisync.Option{redisync.WithID(fmt.Sprintf("chaos-c%d-%d", i, r.cfg.Seed))}, opts...)...)
 		r.clients = append(r.clients, c)
+		if r.rl != nil {
+			r.openRedlockClients(i, opts...)
+		}
 	}
 }
 
@@ -90,6 +92,7 @@ func (r *run) closeClients() {
 	for i, c := range r.clients {
 		_ = c.Close()
 		_ = r.rdbs[i].Close()
+		r.closeRedlockClients(i)
 	}
 }
 
@@ -119,7 +122,11 @@ func (r *run) setUp(t testing.TB) {
 	}
 	for c := range cfg.Clients {
 		for range cfg.Workers {
-			r.workers = append(r.workers, newWorker(r, len(r.workers), r.clients[c]))
+			w := newWorker(r, len(r.workers), r.clients[c])
+			if r.rl != nil {
+				w.redlock, w.rlMembers = r.newRedLock(c)
+			}
+			r.workers = append(r.workers, w)
 		}
 	}
 	r.logf("seed %d, %s: %d clients × %d workers, lease %v, permit lease %v, re-check %v, request record TTL %v, late delivery %v",

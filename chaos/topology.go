@@ -75,12 +75,14 @@ func (r *run) startTopology(t testing.TB) {
 	t.Helper()
 	if r.cfg.Topology == Cluster {
 		r.startCluster(t)
+		r.startRedlock(t)
 		return
 	}
 	if r.cfg.Topology == Netns {
 		r.startNetns(t)
 		return
 	}
+	defer r.startRedlock(t)
 	if r.cfg.Topology == Replicated {
 		r.sent = redistest.StartSentinel(t, redistest.SentinelReplicas(1), redistest.SentinelServerArgs(serverArgs...))
 		r.servers = append([]*redistest.Server{r.sent.Master}, r.sent.Replicas...)

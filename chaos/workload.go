@@ -177,6 +177,10 @@ type worker struct {
 	gcra    *ratelimit.GCRA
 	multi   *multilock.MultiLock
 	members []*rlock.Lock // multi's
+	// redlock is the client's RedLock (redlock.go), nil in Netns;
+	// rlMembers its members, one per master.
+	redlock   *multilock.MultiLock
+	rlMembers []*rlock.Lock
 }
 
 func newWorker(r *run, id int, c *redisync.Client) *worker {
@@ -256,8 +260,14 @@ func (w *worker) loop(stop <-chan struct{}) {
 			w.rateOp()
 		case k < 78:
 			w.gcraOp()
-		case k < 84:
+		case k < 81:
 			w.multiOp()
+		case k < 84:
+			if w.redlock != nil {
+				w.redlockOp()
+			} else {
+				w.multiOp()
+			}
 		default:
 			w.latchOp(w.rng.IntN(len(w.latches)))
 		}

@@ -82,7 +82,7 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 	}
 	pending := calls
 	for try := 0; len(pending) > 0; try++ {
-		check := verify && anySync(pending)
+		check := verify
 		if !wait && !check && (learn == nil || try > 0) && len(pending) == 1 {
 			_ = node.Process(ctx, pending[0].reply) // no pipeline to build
 			pending = r.noScript(ctx, pending, try)
@@ -205,8 +205,11 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 // primary's own replicas acknowledged them (primary.judge), else they
 // fail with ErrNotReplicated, their replies too: what that primary
 // answered (acquired, not held) may not be what the primary that stays
-// has. A role that cannot be read fails them too:
-// which primary has the writes is then unknown.
+// has. A call that waits for no replica (an undo, a cleanup, a latch's
+// set) fails so, its reply with it, when the primary that ran it has
+// fewer replicas online than it is counted with (as Read's answers). A
+// role that cannot be read fails them too: which primary has the writes
+// is then unknown.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
 // now (one gone since the count was read), counting a replica that
@@ -244,8 +247,20 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, ro
 	default:
 		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
 	}
+	// A call that waits for no replica is believed when the primary that
+	// ran it has every replica it is counted with: the old primary of a
+	// split brain has lost its replica to the promotion.
+	var stale error
+	if !ok {
+		stale = err
+	} else if n := p.judge(ran, now, ac.sync.Forget); now < n {
+		stale = fmt.Errorf("%w: the primary that ran the writes (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards them",
+			errs.ErrNotReplicated, ran, now, n)
+	}
 	for _, c := range calls {
-		if c.sync && c.reply.Err() == nil {
+		switch {
+		case c.reply.Err() != nil:
+		case c.sync:
 			c.ackErr = err
 			if err != nil && ran != expect {
 				// The reply is the other primary's, whose writes its
@@ -255,6 +270,8 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, ro
 				// or settles it (errs.MayHaveRun).
 				c.reply.SetErr(err)
 			}
+		case stale != nil:
+			c.reply.SetErr(stale)
 		}
 	}
 }

@@ -63,8 +63,8 @@
 // background every replicaProbe. A failed read fails nothing.
 //
 // A batch is judged by the primary that ran it. Once a primary the client
-// reached within Settings.Forget had a replica, every batch with a call
-// that waits for replicas reads the role of the server that ran it (INFO
+// reached within Settings.Forget had a replica, every batch reads the
+// role of the server that ran it (INFO
 // replication, last in its pipeline, after WAIT): its replication id
 // (master_replid) says which primary has the writes. The client keeps
 // what it read of each primary by replication id (a sighting), because a
@@ -79,7 +79,10 @@
 // replies too (what the old primary answered, acquired or not held, may
 // not be what the promoted one has: the engine undoes or settles the call
 // as one whose reply was lost), and a lock is not taken on both sides of
-// a split brain. A primary with fewer
+// a split brain. A call that waits for no replica (an undo, a cleanup)
+// is judged the same way, without WAIT: its reply is believed only from
+// a primary that has every replica it is counted with, as a verified
+// read's (Read). A primary with fewer
 // replicas online than counted (a failover to a primary without replica,
 // a replica gone) acknowledges a call all the same when the client waits
 // for every replica (All) and all those online have it; such a batch

@@ -206,4 +206,14 @@ func TestWriteOnTheOtherPrimaryJudgedByItsReplicas(t *testing.T) {
 	assert.Contains(t, err.Error(), "another primary")
 	require.NoError(t, write(promotedRDB), "the promoted one again")
 	require.ErrorIs(t, write(oldRDB), errs.ErrNotReplicated, "the old one again: its own count (the replica it had)")
+
+	// A call that waits for no replica (an undo, a cleanup) is not
+	// believed from the old primary either: its reply fails.
+	direct := func(node *redis.Client) error {
+		reply, ackErr := r.pipelined(ctx, p, node, newCall(ctx, lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"}), false))
+		require.NoError(t, ackErr)
+		return reply.Err()
+	}
+	require.ErrorIs(t, direct(oldRDB), errs.ErrNotReplicated, "a direct call on the old primary")
+	require.NoError(t, direct(promotedRDB), "a direct call on the promoted one")
 }
