@@ -59,7 +59,9 @@ bench-scale:
 # FAULTS.md. Every fault
 # kind runs, including late delivery
 # (stalls longer than the request record TTL, up to LATE_MAX;
-# LATE_DELIVERY=0 leaves it out). Permit accounting is strict
+# LATE_DELIVERY=0 leaves it out). FOREIGN=1 runs a foreign client,
+# node-redisson (npm, Redisson's lock protocol written by others), beside
+# the Go workers on the plain locks of the single topology. Permit accounting is strict
 # (STRICT_PERMITS=2): every permit lost is a violation; STRICT_PERMITS=1
 # lets counted releases that failed explain a loss (a finding printed with
 # the seed's figures), STRICT_PERMITS=0 failed acquisitions as well. A failing
@@ -76,8 +78,9 @@ LATE_MAX ?= 30s
 STRICT_PERMITS ?= 2
 NO_SPLIT_BRAIN ?= 0
 CLOCK_FORWARD ?= 0
+FOREIGN ?= 0
 CHAOS_RACE ?= -race
 chaos:
-	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_CLOCK_FORWARD=$(CLOCK_FORWARD) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
+	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_CLOCK_FORWARD=$(CLOCK_FORWARD) CHAOS_FOREIGN=$(FOREIGN) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
 		CHAOS_DURATION=$(DURATION) CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
 		$(GO) test $(CHAOS_RACE) -count=1 -v -run 'TestChaos$$' -timeout 0 .

@@ -54,6 +54,7 @@ var (
 	clusterFlag  = flag.Int("clusterseeds", int(envInt("CHAOS_CLUSTER_SEEDS", defaultClusterSeeds)), "number of seeds in the cluster topology, from -seed on (env CHAOS_CLUSTER_SEEDS)")
 	netnsFlag    = flag.Int("netnsseeds", int(envInt("CHAOS_NETNS_SEEDS", defaultNetnsSeeds)), "number of seeds in the netns topology, from -seed on (env CHAOS_NETNS_SEEDS)")
 	clockFwdFlag = flag.Bool("clockforward", envBool("CHAOS_CLOCK_FORWARD", false), "netns: add the clock faults no lease survives (a server clock stepped forward, or 50% fast), counted apart (env CHAOS_CLOCK_FORWARD=1)")
+	foreignFlag  = flag.Bool("foreign", envBool("CHAOS_FOREIGN", false), "single: run node-redisson beside the Go workers on the plain locks (needs Node.js; env CHAOS_FOREIGN=1)")
 	noSplitFlag  = flag.Bool("nosplitbrain", envBool("CHAOS_NO_SPLIT_BRAIN", defaultNoSplitBrain), "netns: leave out the faults that give two primaries at once (env CHAOS_NO_SPLIT_BRAIN=1)")
 	topoFlag     = flag.String("topology", envString("CHAOS_TOPOLOGY", "all"), "single, replicated, cluster, netns, a comma-separated list of them, both (single and replicated) or all (env CHAOS_TOPOLOGY)")
 	durationFlag = flag.Duration("duration", envDuration("CHAOS_DURATION", defaultDuration), "fault phase per seed (env CHAOS_DURATION)")
@@ -170,6 +171,7 @@ func chaosSeed(t *testing.T, topo Topology, seed int64) {
 	}
 	cfg := Config{
 		NoSplitBrain:     *noSplitFlag,
+		Foreign:          *foreignFlag,
 		ClockForward:     *clockFwdFlag,
 		Seed:             seed,
 		Topology:         topo,

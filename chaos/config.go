@@ -39,6 +39,9 @@ type Config struct {
 	// NoSplitBrain leaves out the netns topology's faults that give two
 	// primaries at once (split-brain, sentinel-oneway).
 	NoSplitBrain bool
+	// Foreign runs the foreign client (foreign.go: node-redisson on the
+	// workload's plain locks) in the single topology.
+	Foreign bool
 
 	// ClockForward adds the clock faults no lease survives to the netns
 	// topology (a server's wall clock stepped forward past a lease, or

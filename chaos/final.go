@@ -227,7 +227,7 @@ func (hc historyCheck) fencing(name string, ops []Op) {
 	r, rep := hc.r, hc.rep
 	var acq []Op
 	for _, op := range ops {
-		if op.Object == name && op.Kind == LockAcquire && op.Outcome == OK {
+		if op.Object == name && op.Kind == LockAcquire && op.Outcome == OK && !isForeign(op) {
 			acq = append(acq, op)
 		}
 	}

@@ -27,6 +27,7 @@ type run struct {
 	cl        *redistest.Cluster   // Cluster: three masters and their replicas
 	net       *netTopo             // Netns: the lab, its servers, sentinels and clients
 	rl        *redlockLab          // the RedLock's masters (every topology but Netns)
+	foreign   *foreignProc         // the foreign client (Config.Foreign), while it runs
 	servers   []*redistest.Server  // the data servers, in a fixed order
 	proxies   [][]*redistest.Proxy // per client, its proxy in front of each of servers
 	clients   []*redisync.Client

@@ -24,6 +24,9 @@ func Run(t testing.TB, cfg Config) *Report {
 	r.openClients()
 	t.Cleanup(r.closeClients)
 	r.setUp(t)
+	if cfg.Foreign && cfg.Topology == Single {
+		r.startForeign(t)
+	}
 
 	// Fault phase: the workload runs while the schedule injects faults.
 	stop := make(chan struct{})
@@ -47,6 +50,7 @@ func Run(t testing.TB, cfg Config) *Report {
 	r.logf("faults over")
 	close(stop)
 	wg.Wait()
+	r.stopForeign()
 	faultPhaseEnd := r.h.Now()
 
 	r.settleAndProbe(t)

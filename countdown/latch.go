@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/pipeline"
 
 	"github.com/redis/go-redis/v9"
 
@@ -70,6 +69,25 @@ const (
 	deleteLatch                // latch_delete.lua
 )
 
+// done and again say, in the error of a change the replicas did not
+// acknowledge, what took effect on the primary and what not to do.
+func (op latchOp) done() string {
+	switch op {
+	case trySetCount:
+		return "set"
+	case countDown:
+		return "counted down"
+	}
+	return "deleted"
+}
+
+func (op latchOp) again() string {
+	if op == countDown {
+		return "do not count down again"
+	}
+	return "a failover before a replica has it may undo it; Count tells"
+}
+
 // message returns what the script publishes.
 func (op latchOp) message() string {
 	if op == countDown {
@@ -116,25 +134,23 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	if !l.chanInKeys {
 		channel, channelArg = "", l.channel
 	}
-	// A count-down waits for the replicas, as a release does
-	// (WithReplicaSync): one lost in a failover would leave a latch that
-	// never opens.
-	var sync *pipeline.Sync
-	if op == countDown {
-		sync = l.h.C.Replicas().NewSync()
-	}
+	// Every change waits for the replicas (WithReplicaSync): a count-down
+	// lost in a failover would leave a latch that never opens, a set or a
+	// delete lost so would open or close it again behind the callers'
+	// backs (a set latch read open lets its waiters through).
+	sync := l.h.C.Replicas().NewSync()
 	var res int64
 	err = l.h.C.Requests().Resend(ctx, func() (err error) {
 		switch op {
 		case trySetCount:
 			res, err = lua.LatchTrySetCountArgs{Latch: l.h.Name, Request: request, Channel: channel, Count: n,
-				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
 		case countDown:
 			res, err = lua.LatchCountDownArgs{Latch: l.h.Name, Request: request, Channel: channel,
 				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
 		default:
 			res, err = lua.LatchDeleteArgs{Latch: l.h.Name, Request: request, Channel: channel,
-				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Direct())
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
 		}
 		return err
 	})
@@ -147,7 +163,7 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 		}
 	}
 	if err == nil && sync.SyncErr() != nil {
-		err = fmt.Errorf("counted down on the primary (it took effect: do not count down again): %w", sync.Err)
+		err = fmt.Errorf("%s on the primary (it took effect: %s): %w", op.done(), op.again(), sync.Err)
 	}
 	return res, err
 }
@@ -166,7 +182,9 @@ const maxCount = 1 << 53
 // reports what the first run did.
 //
 // When it returns an error other than a bad argument, the count may or may
-// not have been set; Count tells.
+// not have been set; Count tells. Like a count-down it waits for the
+// replicas (WithReplicaSync): one that took effect on the primary only
+// returns an error wrapping redisync.ErrNotReplicated.
 //
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].

@@ -1,0 +1,190 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// The foreign client (Config.Foreign, make chaos FOREIGN=1; single
+// topology): node-redisson 1.0.4 (npm), a Node.js implementation of
+// Redisson's lock protocol written by others, takes the workload's two
+// plain locks beside the Go workers, each acquisition with a fixed lease
+// (no watchdog: a hold is believed until the lease ends or its unlock is
+// called, whichever comes first). Its calls go into the history as
+// workers foreignWorker and foreignWorker+1, so the lock model and the
+// belief check count its holds; it has no fencing token and writes no
+// register. It reaches the server through a proxy of its own that takes
+// client 0's faults. testdata/foreign holds its program and its pinned
+// dependencies (npm install there on first use; Node.js 16 or later).
+// node-redisson has a lock and nothing else: no semaphore, latch or
+// read-write lock to share.
+
+// foreignWorker is the first worker number of the foreign client's calls.
+const foreignWorker = 1000
+
+// foreignLocks are the locks the foreign client takes.
+var foreignLocks = []string{"chaos:lock:0", "chaos:lock:2"}
+
+// isForeign reports whether op is the foreign client's.
+func isForeign(op Op) bool { return op.Worker >= foreignWorker }
+
+// foreignProc is the running foreign client.
+type foreignProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	calls int
+	mu    sync.Mutex
+	open  map[int]Op // per worker, its last acquisition that succeeded
+}
+
+// startForeign starts the foreign client on the single server, through a
+// proxy added to client 0's (so client 0's faults act on it too). Its
+// calls are recorded from now on.
+func (r *run) startForeign(t testing.TB) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "foreign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("chaos: the foreign client needs Node.js (node on the PATH): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-redisson")); err != nil {
+		install := exec.Command("npm", "install", "--no-audit", "--no-fund")
+		install.Dir = dir
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("chaos: npm install in %s: %v\n%s", dir, err, out)
+		}
+	}
+	p := redistest.NewProxy(t, r.srv.Addr())
+	r.proxies[0] = append(r.proxies[0], p)
+	host, port, _ := strings.Cut(p.Addr(), ":")
+	args := append([]string{"foreign.js", host, port, strconv.FormatInt(r.cfg.Lease.Milliseconds(), 10),
+		strconv.FormatInt(r.cfg.Seed, 10)}, foreignLocks...)
+	cmd := exec.Command("node", args...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("chaos: start the foreign client: %v", err)
+	}
+	f := &foreignProc{cmd: cmd, stdin: stdin, done: make(chan struct{}), open: map[int]Op{}}
+	go func() {
+		defer close(f.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			r.foreignLine(f, sc.Bytes())
+		}
+	}()
+	r.foreign = f
+	t.Cleanup(func() { r.stopForeign() })
+	r.logf("foreign client: node-redisson (pid %d) on %v through %s", cmd.Process.Pid, foreignLocks, p.Addr())
+}
+
+// stopForeign ends the foreign client (its standard input closed: it
+// stops after its calls under way) and waits for it, at most 15 s.
+func (r *run) stopForeign() {
+	f := r.foreign
+	if f == nil {
+		return
+	}
+	r.foreign = nil
+	_ = f.stdin.Close()
+	select {
+	case <-f.done:
+	case <-time.After(15 * time.Second):
+		_ = f.cmd.Process.Kill()
+		<-f.done
+	}
+	_ = f.cmd.Wait()
+	r.logf("foreign client: %d calls recorded", f.calls)
+}
+
+// foreignCall is one line of the foreign client.
+type foreignCall struct {
+	Op     string `json:"op"`
+	Worker int    `json:"worker"`
+	Name   string `json:"name"`
+	Call   string `json:"call"`
+	Ret    string `json:"ret"`
+	OK     bool   `json:"ok"`
+	Err    string `json:"err"`
+}
+
+// foreignLine records one line of the foreign client: an acquisition, or
+// an unlock with the belief of the hold it ends.
+func (r *run) foreignLine(f *foreignProc, line []byte) {
+	var c foreignCall
+	if err := json.Unmarshal(line, &c); err != nil {
+		r.logf("foreign client: %q: %v", line, err)
+		return
+	}
+	at := func(s string) int64 {
+		ns, _ := strconv.ParseInt(s, 10, 64)
+		return r.h.At(time.Unix(0, ns))
+	}
+	op := Op{Worker: foreignWorker + c.Worker, Object: c.Name, Call: at(c.Call), Return: at(c.Ret), Err: c.Err}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	switch c.Op {
+	case "lock":
+		op.Kind = LockAcquire
+		op.Outcome = Refused
+		switch {
+		case c.Err != "":
+			op.Outcome = Unknown
+		case c.OK:
+			op.Outcome = OK
+			f.open[op.Worker] = op
+		}
+		r.h.Add(op)
+	case "unlock":
+		acq := f.open[op.Worker]
+		delete(f.open, op.Worker)
+		op.Kind, op.AcqCall = LockRelease, acq.Call
+		switch {
+		case c.OK:
+			op.Outcome = OK
+		case strings.Contains(c.Err, "not locked by current client"):
+			op.Outcome = NotHeld
+		default:
+			op.Outcome = Unknown
+		}
+		r.h.Add(op)
+		// Believed from the acquisition's return until the unlock was
+		// called or the fixed lease ran out from the acquisition's call.
+		end := min(op.Call, acq.Call+int64(r.cfg.Lease))
+		r.beliefs.add(belief{worker: op.Worker, object: c.Name, mode: beliefExclusive, from: acq.Return, to: end, acqCall: acq.Call})
+		if op.Outcome == NotHeld {
+			lo := acq.Call + int64(r.cfg.Lease)
+			loss := Op{Worker: op.Worker, Object: c.Name, Kind: LockLoss, Outcome: OK, Call: lo, Return: op.Return}
+			if op.Return < lo {
+				loss.Call, loss.Err = op.Return, earlyLoss
+			}
+			r.h.Add(loss)
+		}
+	default:
+		r.logf("foreign client: unknown call %q", fmt.Sprint(c.Op))
+	}
+}
