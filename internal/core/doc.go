@@ -78,7 +78,7 @@
 //
 // Read by contract, not opened: the checks and the lease rule
 // ([Handle.Check], [Handle.Lease] in handle.go), the gate and the owner
-// locks (local.go), the observed wait ([Client.BeginWait] in observe.go),
+// locks (local.go), the observed wait ([Client.BeginWait] in client.go),
 // the holds' records (hold.go), the request's deadline
 // ([request.Requests.FreshDeadline]), the script pipeline
 // ([pipeline.Replicas.Runner]), the pub/sub subscription

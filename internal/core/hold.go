@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -189,7 +190,7 @@ func (h *Hold) end(err error) {
 	h.mu.Unlock()
 	// Out of its local line first, whose head may have to be woken when
 	// the hold was lost (ErrNotHeld: a release that took effect).
-	h.hs.c.lines.left(h.takeLine(), err != errs.ErrNotHeld)
+	h.hs.lines.left(h.takeLine(), err != errs.ErrNotHeld)
 	if wasRenewing {
 		h.hs.wd.remove(h)
 	}
@@ -203,7 +204,7 @@ func (h *Hold) end(err error) {
 	if err != errs.ErrNotHeld {
 		h.hs.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
-	h.hs.c.holdEnded(h, err)
+	holdEnded(h, err)
 	if cancel != nil {
 		cancel(err)
 	}
@@ -270,9 +271,14 @@ type Holds struct {
 	wd      watchdog
 	closing <-chan struct{}
 	log     *slog.Logger
-	// c counts and reports what the holds do (Client.holdEnded,
-	// Client.renewed) and keeps the local lines (Lines.left).
-	c *Client
+	// What the holds tell the client: the local lines whose holds end
+	// ([Lines.left]), the counters and the hooks that count and report
+	// their ends and renewals (holdEnded, [watchdog.renewed]), and the
+	// primaries' policies that name an eviction ([evictions.goneErr]).
+	lines *Lines
+	ctr   *counters
+	hooks *Hooks
+	evict *evictions
 }
 
 // holdsConfig is what a client's holds need from it.
@@ -282,22 +288,18 @@ type holdsConfig struct {
 	Context context.Context    // done when the client closes: renewal rounds stop
 	Closing <-chan struct{}    // closed when the client closes: renewals stop
 	Log     *slog.Logger
-	Client  *Client // observes the holds
+	Lines   *Lines     // the client's local lines
+	Ctr     *counters  // the client's counters
+	Hooks   *Hooks     // the client's hooks (nil: none)
+	Evict   *evictions // the client's primaries' policies
 }
 
 // newHolds returns a client's holds, none live. It does no I/O.
 func newHolds(cfg holdsConfig) *Holds {
-	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log, c: cfg.Client}
+	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log,
+		lines: cfg.Lines, ctr: cfg.Ctr, hooks: cfg.Hooks, evict: cfg.Evict}
 	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1)}
 	return hs
-}
-
-// RenewalTick describes one watchdog round.
-type RenewalTick struct {
-	Renewed  int // holds renewed
-	Failed   int // holds whose renewal call failed with an error; retried soon
-	Lost     int // holds found gone, or not renewed within their lease: lost
-	Duration time.Duration
 }
 
 // Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
@@ -489,4 +491,25 @@ func (w *watchdog) remove(h *Hold) {
 	w.mu.Lock()
 	delete(w.holds, h)
 	w.mu.Unlock()
+}
+
+// holdEnded counts and reports the end of hold h with err, before its Done
+// closes ([Hold.end]).
+func holdEnded(h *Hold, err error) {
+	lost := errors.Is(err, errs.ErrLockLost)
+	if lost {
+		h.hs.ctr.lost.Add(1)
+	}
+	hk := h.hs.hooks
+	if hk == nil || hk.HoldEnd == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{
+		Primitive: h.primitive,
+		Name:      h.Key().Key,
+		Owner:     h.Key().Field,
+		Duration:  time.Since(h.Start()),
+		Lost:      lost,
+		Err:       err,
+	})
 }

@@ -513,3 +513,12 @@ type HandoffOutcome struct {
 	Acquired  bool  // the next owner holds the lock
 	Fence     int64 // its fencing token
 }
+
+// label returns how observers name a hold of side s ("" when nobody
+// observes: a client without hooks).
+func (s *Side) label(observed bool) string {
+	if !observed {
+		return ""
+	}
+	return primitiveLabel(s.Kind, s.Part)
+}
