@@ -90,7 +90,7 @@ func (a *acquisition) wait(ctx context.Context, turn *Turn, b Bound) (v verdict,
 			}
 		}()
 	}
-	l := &loop{w: a.lock.C.waits, acq: a, deadline: b.deadline()}
+	l := &loop{w: a.lock.C.Waits(), acq: a, deadline: b.deadline()}
 	if ws.Spin != nil {
 		return l.spin(ctx, ws.Spin)
 	}

@@ -50,7 +50,6 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *pubsub.Mux
-	waits   *Waits            // the waiting algorithm (wait.go)
 	reqs    *request.Requests // exactly-once requests (package request)
 	cluster bool
 	pub     publishMode
@@ -130,7 +129,6 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.evict.watch(rdb, c.bg, o.Logger, onEvict)
 		c.OnClose(c.evict.stop)
 	}
-	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
 	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
 		Closing: c.closing, Log: o.Logger,
 		Lines: &c.lines, Ctr: &c.ctr, Hooks: o.Hooks, Evict: &c.evict})
@@ -152,10 +150,6 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 
 // Mux returns the client's pub/sub multiplexer.
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
-
-// Waits returns the client's waiting machinery: every wait of a primitive
-// of the client runs there ([Waits.Until]).
-func (c *Client) Waits() *Waits { return c.waits }
 
 // Requests returns the client's exactly-once requests: ids, deadlines,
 // re-sends, settles and undos (package request).

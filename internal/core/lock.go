@@ -227,25 +227,6 @@ func (l *Lock) baseRequest(s *Side, token uint64, own bool) Request {
 	return Request{Name: l.Name, Owner: owner, Field: s.Scripts.Field(owner)}
 }
 
-// Owner returns the owner ("<client id>:<token>") acting in ctx on side
-// s: without a context owner, on a Fresh side, the owner of the latest
-// fresh hold taken through the handle, if any, else the handle's own;
-// when the handle holds nothing, those of the latest other handle of the
-// name that does (ownerless.go).
-func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
-	l = ownerlessOf(ctx, l, s)
-	t, own, err := l.token(ctx)
-	if err != nil {
-		return "", err
-	}
-	if !own && s.Fresh {
-		if f := l.freshHold(); f.Owner != "" {
-			return f.Owner, nil
-		}
-	}
-	return l.owner(t), nil
-}
-
 // fail wraps err, the failure of an operation on side s, with the kind and
 // name of the lock, mapping a wrong-type reply to [errs.ErrWrongType]
 // ([errs.ReplyError]).
@@ -253,56 +234,10 @@ func (l *Lock) fail(s *Side, err error) error {
 	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, errs.ReplyError(err))
 }
 
-// Hold returns the live hold of side s of the owner acting in ctx, nil if
-// it has none: a context owner's hold (whatever handle took it), or without
-// one the hold taken through this handle (on a Fresh side, its latest
-// fresh hold; else the handle's own owner's), or when it holds nothing,
-// through the latest other handle of the name that does (ownerless.go).
-// It sends nothing.
-func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
-	l = ownerlessOf(ctx, l, s)
-	token, own, err := l.token(ctx)
-	if err != nil {
-		return nil
-	}
-	var field string
-	if !own && s.Fresh {
-		if field = l.freshHold().Field; field == "" {
-			return nil
-		}
-	} else {
-		field = s.Scripts.Field(l.owner(token))
-	}
-	return l.C.holds.Live(HoldKey{Key: l.Name, Field: field})
-}
-
 // ForceEnded ends every hold of this client on the lock (any owner), after
 // a ForceUnlock deleted it.
 func (l *Lock) ForceEnded() {
 	l.C.holds.endAll(l.Name, fmt.Errorf("%w: force-unlocked", errs.ErrLockLost))
-}
-
-// FencingToken returns the fencing token of the hold of the latest
-// acquisition through this handle, or without a context owner through
-// another handle of the name ([latestHold]; a re-entry's is its
-// hold's), 0 without fencing or before any.
-func (l *Lock) FencingToken() int64 {
-	_, fence := latestHold(l)
-	return fence
-}
-
-// Done is closed when the latest hold ([latestHold]) ends; closed
-// before any.
-func (l *Lock) Done() <-chan struct{} {
-	h, _ := latestHold(l)
-	return h.Done()
-}
-
-// Err is nil while the latest hold ([latestHold]) lasts, then says
-// why it ended; [errs.ErrNotHeld] before any.
-func (l *Lock) Err() error {
-	h, _ := latestHold(l)
-	return h.Err()
 }
 
 // Side configures the engine for one kind of hold: what it is (Kind,

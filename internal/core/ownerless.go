@@ -21,7 +21,10 @@ import (
 // handles whose gate has a holder. A handle asked to release, or for its
 // Hold without a context owner and holding nothing itself, acts on the
 // latest such handle of the name; one that never acquired gives that
-// handle's Done, Err and FencingToken too.
+// handle's Done, Err and FencingToken too. So the handle's views of what
+// it holds ([Lock.Owner], [Lock.Hold], [Lock.FencingToken], [Lock.Done],
+// [Lock.Err]) are here, at the end of the file, where they are resolved
+// through the registry.
 //
 // The registry holds its handles strongly while they hold: a handle
 // dropped (garbage-collected) while it holds stays reachable from the
@@ -162,4 +165,71 @@ func ownerlessOf(ctx context.Context, l *Lock, s *Side) *Lock {
 		return l
 	}
 	return ownerlessHolder(l, s)
+}
+
+// The handle's views of what it holds, through the registry.
+
+// Owner returns the owner ("<client id>:<token>") acting in ctx on side
+// s: without a context owner, on a Fresh side, the owner of the latest
+// fresh hold taken through the handle, if any, else the handle's own;
+// when the handle holds nothing, those of the latest other handle of the
+// name that does (ownerless.go).
+func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
+	l = ownerlessOf(ctx, l, s)
+	t, own, err := l.token(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !own && s.Fresh {
+		if f := l.freshHold(); f.Owner != "" {
+			return f.Owner, nil
+		}
+	}
+	return l.owner(t), nil
+}
+
+// Hold returns the live hold of side s of the owner acting in ctx, nil if
+// it has none: a context owner's hold (whatever handle took it), or without
+// one the hold taken through this handle (on a Fresh side, its latest
+// fresh hold; else the handle's own owner's), or when it holds nothing,
+// through the latest other handle of the name that does (ownerless.go).
+// It sends nothing.
+func (l *Lock) Hold(ctx context.Context, s *Side) *Hold {
+	l = ownerlessOf(ctx, l, s)
+	token, own, err := l.token(ctx)
+	if err != nil {
+		return nil
+	}
+	var field string
+	if !own && s.Fresh {
+		if field = l.freshHold().Field; field == "" {
+			return nil
+		}
+	} else {
+		field = s.Scripts.Field(l.owner(token))
+	}
+	return l.C.holds.Live(HoldKey{Key: l.Name, Field: field})
+}
+
+// FencingToken returns the fencing token of the hold of the latest
+// acquisition through this handle, or without a context owner through
+// another handle of the name ([latestHold]; a re-entry's is its
+// hold's), 0 without fencing or before any.
+func (l *Lock) FencingToken() int64 {
+	_, fence := latestHold(l)
+	return fence
+}
+
+// Done is closed when the latest hold ([latestHold]) ends; closed
+// before any.
+func (l *Lock) Done() <-chan struct{} {
+	h, _ := latestHold(l)
+	return h.Done()
+}
+
+// Err is nil while the latest hold ([latestHold]) lasts, then says
+// why it ended; [errs.ErrNotHeld] before any.
+func (l *Lock) Err() error {
+	h, _ := latestHold(l)
+	return h.Err()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"time"
@@ -40,22 +39,15 @@ func (b Bound) deadline() time.Time {
 func (b Bound) single() bool { return !b.Forever && b.Wait <= 0 }
 
 // Waits is one client's waiting machinery: what every wait of the client
-// needs from it. It does no I/O of its own but the subscriptions.
-type Waits struct {
-	client  *Client
-	mux     *pubsub.Mux
-	closing <-chan struct{}
-	recheck time.Duration
-	log     *slog.Logger
-}
+// needs from it (its checks before every attempt, its pub/sub multiplexer,
+// its Close, which ends the waits with ErrClosed, its re-check interval,
+// which caps a waiter's sleep as a message may be lost, and its logger). It
+// does no I/O of its own but the subscriptions.
+type Waits struct{ c *Client }
 
-// newWaits returns the waits of a client: client checks before every attempt,
-// mux subscribes, closing is closed when the client closes (waits end with
-// ErrClosed), recheck caps a waiter's sleep (a message may be lost), log
-// takes debug records.
-func newWaits(client *Client, mux *pubsub.Mux, closing <-chan struct{}, recheck time.Duration, log *slog.Logger) *Waits {
-	return &Waits{client: client, mux: mux, closing: closing, recheck: recheck, log: log}
-}
+// Waits returns the client's waiting machinery: every wait of a primitive
+// of the client runs there ([Waits.Until]).
+func (c *Client) Waits() Waits { return Waits{c} }
 
 // Until runs attempts (a semaphore's, a latch's) until one succeeds, one
 // fails, or b runs out, waiting on p's channel between them. It returns
@@ -63,7 +55,7 @@ func newWaits(client *Client, mux *pubsub.Mux, closing <-chan struct{}, recheck 
 // transient error instead, if attempts were failing then), and an error
 // wrapping ctx.Err() when ctx ended first (ErrClosed when the client
 // closed). It leaves no subscription behind and starts no goroutine.
-func (w *Waits) Until(ctx context.Context, p *PubSub, b Bound, try Attempt) (bool, error) {
+func (w Waits) Until(ctx context.Context, p *PubSub, b Bound, try Attempt) (bool, error) {
 	l := &loop{w: w, try: try, channel: p.Channel, deadline: b.deadline()}
 	v, err := l.pubsub(ctx, p, nil, b)
 	return v == acquired, err
@@ -72,8 +64,8 @@ func (w *Waits) Until(ctx context.Context, p *PubSub, b Bound, try Attempt) (boo
 // pause returns how long a waiter sleeps before its next try: the attempt's
 // retry hint, capped by the re-check interval and the end of the wait
 // (deadline; zero: none); more is false when the wait has run out.
-func (w *Waits) pause(deadline time.Time, retry time.Duration) (d time.Duration, more bool) {
-	d = w.recheck
+func (w Waits) pause(deadline time.Time, retry time.Duration) (d time.Duration, more bool) {
+	d = w.c.opts.Recheck
 	if retry > 0 && retry < d {
 		d = retry
 	}
@@ -111,7 +103,7 @@ func RetryAfterPTTL(pttl int64) time.Duration {
 // of a semaphore or a latch (try); its channel and deadline (zero: none),
 // and its transient failures.
 type loop struct {
-	w        *Waits
+	w        Waits
 	acq      *acquisition
 	try      Attempt
 	channel  string
@@ -125,7 +117,7 @@ func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration,
 	if l.acq != nil {
 		return l.acq.attemptOrTake(ctx, force)
 	}
-	if err := l.w.client.Check(); err != nil {
+	if err := l.w.c.Check(); err != nil {
 		return missed, 0, err
 	}
 	ok, retry, err := l.try(ctx)
@@ -177,7 +169,7 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verd
 		subCtx, cancel = context.WithDeadline(ctx, l.deadline)
 		defer cancel()
 	}
-	if sub, err = l.w.mux.Subscribe(subCtx, p.Channel, p.Wake); err != nil {
+	if sub, err = l.w.c.mux.Subscribe(subCtx, p.Channel, p.Wake); err != nil {
 		return l.subscribeFailed(ctx, err)
 	}
 	if turn == nil {
@@ -230,7 +222,7 @@ func (l *loop) absorb(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || !l.failed.absorb(err) {
 		return false
 	}
-	l.w.log.Debug("redisync: an attempt during a wait failed; trying again", "channel", l.channel, "err", err)
+	l.w.c.log.Debug("redisync: an attempt during a wait failed; trying again", "channel", l.channel, "err", err)
 	return true
 }
 
@@ -252,7 +244,7 @@ func (l *loop) sleep(ctx context.Context, sub *pubsub.Waiter, timer *time.Timer)
 		}
 	case <-ctx.Done():
 		return missed, false, errs.CtxError(ctx)
-	case <-l.w.closing:
+	case <-l.w.c.closing:
 		return missed, false, errs.ErrClosed
 	}
 	return missed, false, nil
@@ -300,7 +292,7 @@ func (l *loop) spin(ctx context.Context, s *Spin) (verdict, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			return missed, errs.CtxError(ctx)
-		case <-l.w.closing:
+		case <-l.w.c.closing:
 			return missed, errs.ErrClosed
 		}
 	}
