@@ -12,8 +12,8 @@ import (
 )
 
 // One attempt: the acquisition's request to Redis, made by the lock's wait
-// (acquire.go, wait.go) for the owner of the acquisition's base, holding
-// the owner's lock.
+// (acquire.go, the loop in wait.go) for the owner of the acquisition's
+// base, holding the owner's lock.
 
 // verdict is what one attempt, or a whole wait, came to.
 type verdict uint8
@@ -29,7 +29,10 @@ const (
 // in one allocation: the base of its attempts' requests, the end of its
 // wait (zero: none), whether it made an attempt yet, and, when it accepts
 // handoffs, its acceptor. Its methods are the call's steps: inLine and
-// wait (acquire.go), attempt and its parts (here).
+// wait (acquire.go), whose loop (wait.go) makes the attempts, and one
+// attempt, here: the request to Redis for the owner of the base, holding
+// the owner's lock (attempt, asOwner, prepare), and the undo of one whose
+// reply was lost (interrupted).
 type acquisition struct {
 	lock      *Lock
 	side      *Side
@@ -42,36 +45,31 @@ type acquisition struct {
 // accepting reports whether the caller accepts handoffs.
 func (a *acquisition) accepting() bool { return a.acceptor.turn != nil }
 
-// attemptOrTake is one attempt of the acquisition in a wait; when it
-// accepts handoffs, only when its acceptor lets it ask Redis
-// ([acceptor.beginAsking]), and otherwise it takes the outcome of a
-// handoff claimed meanwhile, if any. force asks Redis even while the lock
-// is held here.
-func (a *acquisition) attemptOrTake(ctx context.Context, force bool) (verdict, time.Duration, error) {
-	if !a.accepting() {
-		return a.attempt(ctx)
-	}
-	acc := &a.acceptor
-	if !acc.beginAsking(force) {
-		if acc.takeOffered() {
-			return handedOff, 0, nil
-		}
-		// Not handed (a release that was no handoff woke the waiter),
-		// or nothing came: one more look, which may allow an attempt now.
+// attempt is one attempt of the acquisition in a wait, for the owner of
+// a.base (for a fresh hold, a new owner per attempt), cut at the end of
+// the wait. When the caller accepts handoffs, it is made only when the
+// acceptor lets it ask Redis ([acceptor.beginAsking]; force asks even
+// while the lock is held here), and otherwise the caller takes the
+// outcome of a handoff claimed meanwhile, if any (handedOff). No attempt
+// is made once the wait has ended, but the first: a wait that ended
+// before its first attempt (in the local line, or on a slow machine)
+// makes one, uncut, as a single attempt does. An error that ctx caused is
+// ctx's.
+func (a *acquisition) attempt(ctx context.Context, force bool) (verdict, time.Duration, error) {
+	if a.accepting() {
+		acc := &a.acceptor
 		if !acc.beginAsking(force) {
-			return missed, 0, nil
+			if acc.takeOffered() {
+				return handedOff, 0, nil
+			}
+			// Not handed (a release that was no handoff woke the waiter),
+			// or nothing came: one more look, which may allow an attempt now.
+			if !acc.beginAsking(force) {
+				return missed, 0, nil
+			}
 		}
+		defer acc.endAsking()
 	}
-	defer acc.endAsking()
-	return a.attempt(ctx)
-}
-
-// attempt makes one attempt for the owner of a.base (for a fresh hold, a
-// new owner per attempt), cut at the end of the wait. None is made once
-// the wait has ended, but the first: a wait that ended before its first
-// attempt (in the local line, or on a slow machine) makes one, uncut, as
-// a single attempt does. An error that ctx caused is ctx's.
-func (a *acquisition) attempt(ctx context.Context) (verdict, time.Duration, error) {
 	if err := a.lock.C.Check(); err != nil {
 		return missed, 0, err
 	}
@@ -120,9 +118,9 @@ func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) 
 	}()
 	req := new(Request) // the scripts take it by pointer: one on the heap, filled in place
 	for {
-		a.prepare(req, base, hk)
+		a.prepare(rctx, req, base, hk)
 		sent := time.Now() // Redis starts the lease after this
-		out, err := a.run(rctx, req)
+		out, err := a.side.Scripts.RunAcquire(rctx, req)
 		if err == nil && out.Acquired && req.Sync.SyncErr() != nil {
 			// Taken on the primary, not acknowledged by its replicas: a
 			// failover could lose it. It is undone before the error
@@ -151,10 +149,12 @@ func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) 
 }
 
 // prepare makes *req the acquisition by the owner of base, whose hold is
-// hk: a new hold (count 1), or a re-entry of its live hold (count + 1),
-// which keeps its fencing token: the script records it instead of taking
-// a new one. req is filled in place: its Sync points into it.
-func (a *acquisition) prepare(req *Request, base Request, hk HoldKey) {
+// hk, ready to send on ctx: a new hold (count 1), or a re-entry of its
+// live hold (count + 1), which keeps its fencing token: the script records
+// it instead of taking a new one; its deadline (a fresh hold's has its own
+// already) and its runner. req is filled in place: its Sync points into
+// it.
+func (a *acquisition) prepare(ctx context.Context, req *Request, base Request, hk HoldKey) {
 	l := a.lock
 	*req = base
 	req.Count = 1
@@ -167,17 +167,10 @@ func (a *acquisition) prepare(req *Request, base Request, hk HoldKey) {
 	req.Fencing = l.Fencing
 	l.setRequestKey(req)
 	req.Sync = l.C.replicas.NewSyncIn(&req.sync)
-}
-
-// run sends the acquisition req, with its deadline (a fresh hold's has
-// its own already) and its runner.
-func (a *acquisition) run(ctx context.Context, req *Request) (Outcome, error) {
-	c := a.lock.C
 	if !req.Fresh {
-		req.Deadline = c.reqs.Deadline(ctx)
+		req.Deadline = l.C.reqs.Deadline(ctx)
 	}
-	req.Runner = c.replicas.Runner(req.Sync)
-	return a.side.Scripts.RunAcquire(ctx, req)
+	req.Runner = l.C.replicas.Runner(req.Sync)
 }
 
 // interrupted answers an acquisition req that failed with err: without a

@@ -115,7 +115,7 @@ type loop struct {
 // error that ctx caused is ctx's).
 func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration, error) {
 	if l.acq != nil {
-		return l.acq.attemptOrTake(ctx, force)
+		return l.acq.attempt(ctx, force)
 	}
 	if err := l.w.c.Check(); err != nil {
 		return missed, 0, err
