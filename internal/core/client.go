@@ -71,7 +71,7 @@ type Client struct {
 	// (ownerless.go).
 	ownerless ownerlessRegistry
 	lines     Lines
-	ctr       counters // Stats and OnClose (observe.go)
+	ctr       counters // what Stats reads and OnClose keeps (observe.go)
 	// shutting is set when Shutdown starts: operations fail with
 	// ErrClosed (shutdown.go).
 	shutting atomic.Bool
@@ -338,4 +338,28 @@ func (c *Client) Check() error {
 		return c.reg.check()
 	}
 	return nil
+}
+
+// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
+// sharded pub/sub.
+type ShardedMode int
+
+// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
+const (
+	ShardedAuto ShardedMode = iota
+	ShardedOn
+	ShardedOff
+)
+
+// The publish commands scripts take as an argument (Redisson passes its
+// scripts the command the same way).
+const (
+	Publish  = "publish"
+	SPublish = "spublish"
+)
+
+// publishMode caches the decision between classic and sharded pub/sub.
+type publishMode struct {
+	mu  sync.Mutex
+	cmd string // "" until decided
 }
