@@ -52,7 +52,7 @@
 //     and at the head runs [acquisition.wait], the lock's one wait. It
 //     returns what the wait came to ([verdict]: acquired, handed off,
 //     missed, cut off).
-//  3. wait.go: the wait's loop: an attempt (loop.attempt, the
+//  3. wait.go: the wait's loop: an attempt (loop.next, the
 //     acquisition's [acquisition.attempt]); subscribe and attempt again;
 //     then sleep (loop.sleep) until a message, the retry
 //     hint ([RetryAfterPTTL] of the holder's PTTL, capped by the re-check

@@ -111,9 +111,10 @@ type loop struct {
 	failed   transientErrors
 }
 
-// attempt makes the wait's next attempt: the acquisition's, or try (an
-// error that ctx caused is ctx's).
-func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration, error) {
+// next makes the wait's next attempt: the acquisition's
+// ([acquisition.attempt]; force asks Redis even while the lock is held
+// here), or try (an error that ctx caused is ctx's).
+func (l *loop) next(ctx context.Context, force bool) (verdict, time.Duration, error) {
 	if l.acq != nil {
 		return l.acq.attempt(ctx, force)
 	}
@@ -159,7 +160,7 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verd
 			return l.run(ctx, sub, false, b.single())
 		}
 	}
-	v, _, err := l.attempt(ctx, false)
+	v, _, err := l.next(ctx, false)
 	if v != missed || err != nil || b.single() {
 		return v, err
 	}
@@ -186,7 +187,7 @@ func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		v, retry, err := l.attempt(ctx, force)
+		v, retry, err := l.next(ctx, force)
 		force = false
 		if err != nil && l.absorb(ctx, err) {
 			// Once waiting, an attempt that failed on the way to Redis
@@ -260,7 +261,7 @@ func (l *loop) subscribeFailed(ctx context.Context, err error) (verdict, error) 
 	case errors.Is(err, pubsub.ErrClosed):
 		return missed, errs.ErrClosed
 	case !l.deadline.IsZero() && !time.Now().Before(l.deadline):
-		v, _, err := l.attempt(ctx, true)
+		v, _, err := l.next(ctx, true)
 		return v, err
 	}
 	return missed, err
@@ -274,7 +275,7 @@ func (l *loop) spin(ctx context.Context, s *Spin) (verdict, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		v, _, err := l.attempt(ctx, false)
+		v, _, err := l.next(ctx, false)
 		if v != missed || err != nil {
 			return v, err
 		}
