@@ -144,13 +144,6 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 	})
 }
 
-// setChain records the chain of handoffs the hold is part of.
-func (h *Hold) setChain(ch Chain) {
-	h.mu.Lock()
-	h.chain = ch
-	h.mu.Unlock()
-}
-
 // Chain returns the chain of handoffs the hold is part of.
 func (h *Hold) Chain() Chain {
 	h.mu.Lock()
@@ -187,10 +180,12 @@ func (h *Hold) end(err error) {
 	wasRenewing := h.renewing
 	h.renewing = false
 	cancel := h.cancel
+	line := h.line // the local line it was taken through (Hold.through), forgotten
+	h.line = ""
 	h.mu.Unlock()
 	// Out of its local line first, whose head may have to be woken when
 	// the hold was lost (ErrNotHeld: a release that took effect).
-	h.hs.lines.left(h.takeLine(), err != errs.ErrNotHeld)
+	h.hs.lines.left(line, err != errs.ErrNotHeld)
 	if wasRenewing {
 		h.hs.wd.remove(h)
 	}
@@ -238,29 +233,32 @@ func (h *Hold) Key() HoldKey { return h.key }
 // Start returns when the acquisition that started the hold was sent.
 func (h *Hold) Start() time.Time { return h.start }
 
-// through records that the hold was taken by a caller of the local line
-// key ([Lines.heldHere]), and counts it in ls ([Lines.Held]) while holding
-// the hold's lock, so that the count cannot miss the hold's end
-// ([Hold.takeLine]). It does
-// nothing for a hold that ended or is recorded already.
-func (h *Hold) through(key string, ls *Lines) {
+// Renewed returns when the last write that set the hold's lease in Redis
+// was sent (its acquisition, a re-entry or a renewal that succeeded) and
+// the lease it set: Redis keeps the hold at least until last + lease, and
+// no longer unless a later write extends it. A holder that must stop
+// before another owner can take the lock (an election's leader) ends its
+// work by then on its own clock, whether or not the watchdog has noticed.
+func (h *Hold) Renewed() (last time.Time, lease time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.lastOK, h.lease
+}
+
+// through records that the hold was taken by a caller of the local line
+// key ([Lines.heldHere]), on the chain of handoffs ch, and counts it in ls
+// ([Lines.Held]) while holding the hold's lock, so that the count cannot
+// miss the hold's end ([Hold.end] takes the line back). It counts nothing
+// for a hold that ended or is counted already.
+func (h *Hold) through(key string, ls *Lines, ch Chain) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chain = ch
 	if h.err != nil || h.line != "" {
 		return
 	}
 	h.line = key
 	ls.Held(key)
-}
-
-// takeLine returns the local line the hold was taken through ([Hold.through]),
-// "" if none, and forgets it: for [Lines.left] when the hold ends.
-func (h *Hold) takeLine() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	key := h.line
-	h.line = ""
-	return key
 }
 
 // Holds are one client's live holds, one per Key, and the watchdog
@@ -512,16 +510,4 @@ func holdEnded(h *Hold, err error) {
 		Lost:      lost,
 		Err:       err,
 	})
-}
-
-// Renewed returns when the last write that set the hold's lease in Redis
-// was sent (its acquisition, a re-entry or a renewal that succeeded) and
-// the lease it set: Redis keeps the hold at least until last + lease, and
-// no longer unless a later write extends it. A holder that must stop
-// before another owner can take the lock (an election's leader) ends its
-// work by then on its own clock, whether or not the watchdog has noticed.
-func (h *Hold) Renewed() (last time.Time, lease time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lastOK, h.lease
 }

@@ -163,8 +163,7 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain
 		}
-		h.setChain(chain)
-		h.through(s.Line, &l.C.lines)
+		h.through(s.Line, &l.C.lines, chain)
 	}
 	l.mu.Lock()
 	l.latest = h
