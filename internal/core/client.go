@@ -68,7 +68,7 @@ type Client struct {
 	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
 	// ownerless: the handles that hold without a context owner, per lock
-	// (ownerless.go).
+	// (lock.go: "Ownerless holds").
 	ownerless ownerlessRegistry
 	lines     Lines
 	ctr       counters // what Stats reads and OnClose keeps (observe.go)

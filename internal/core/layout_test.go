@@ -25,7 +25,7 @@ import (
 // at 5 uses back up and 3 two-way pairs; the bounds are what the package
 // has. The four uses left each come from a type that holds one declared
 // above it: the Client holds the registry of its handles (client.go to
-// ownerless.go, whose handles reach the Client), a hold how Shutdown
+// lock.go, whose handles reach the Client), a hold how Shutdown
 // releases it (hold.go to release.go, which records it), the holds their
 // watchdog, which renews them (watchdog.go to hold.go), and a waiter's
 // offer the lock it is made for (line.go to lock.go); the first three are

@@ -25,7 +25,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if !own {
 		if x := ownerlessHolder(l, s); x != l {
 			// Held through another handle of the name: one mutex
-			// (ownerless.go).
+			// (lock.go: "Ownerless holds").
 			return x.Release(ctx, s)
 		}
 		defer l.C.ownerless.drop(l) // after the gate's Leave
@@ -157,7 +157,7 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
-	tookOwnerless(l, *req) // a hold without a context owner: the name's (ownerless.go)
+	tookOwnerless(l, *req) // a hold without a context owner: the name's (lock.go)
 	setShutdown(h, l, s, req)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
