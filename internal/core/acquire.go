@@ -66,6 +66,53 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 	return ok, nil
 }
 
+// inLine is the acquisition for a side whose waiters line up in the client
+// ([Side.Line]): the caller waits for its turn at the head of the line, then
+// in Redis on the subscription the line passes on, ready (without a
+// context owner) to be handed the lock by a releaser of this client.
+func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Duration, start time.Time) (bool, error) {
+	l, s := a.lock, a.side
+	t := l.C.lines.Join(s.Line, !forever && within == 0)
+	if t == nil {
+		return false, nil // others wait: a single attempt does not overtake them
+	}
+	defer t.Leave()
+	if s.Handoff != nil && a.base.Fresh {
+		// A caller without a context owner holds nothing while it
+		// waits (the gate), so a handoff gives it a fresh hold.
+		a.acceptor.init(l, s, t, &a.base)
+	}
+	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
+		if a.accepting() && a.acceptor.withdraw() {
+			return true, nil // handed the lock as the wait ended
+		}
+		return false, err
+	}
+	v, err := a.wait(ctx, t, bound(forever, within, start))
+	if v == acquired {
+		// Taken from Redis, maybe before other processes' waiters woken by
+		// the same release: this client's subscription moves to the end
+		// of the channel's subscribers (Redis delivers in subscription
+		// order), so that the next release reaches it last, and the
+		// processes take turns.
+		t.passOn(nil)
+	}
+	return v == acquired || v == handedOff, err
+}
+
+// ownerHolds reports whether the owner of a.base holds the lock in this
+// client: its field's hold, or its own field's (Field differs from Owner
+// on an rwlock's write side, whose owner may hold read holds under its own
+// name). A fresh hold's base has no owner yet, and holds nothing.
+func (a *acquisition) ownerHolds() bool {
+	base, hs := &a.base, a.lock.C.holds
+	if base.Owner == "" {
+		return false
+	}
+	return hs.Count(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
+		(base.Field != base.Owner && hs.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
+}
+
 // wait runs the acquisition's attempts, within b, as its side's waiters
 // wait: spinning, or on the lock's channel; with turn (a caller at the
 // head of the client's local line), on the subscription passed on along
@@ -90,7 +137,7 @@ func (a *acquisition) wait(ctx context.Context, turn *Turn, b Bound) (v verdict,
 			}
 		}()
 	}
-	l := &loop{w: a.lock.C.waits, acq: a, deadline: b.deadline()}
+	l := &loop{w: a.lock.C.Waits(), acq: a, deadline: b.deadline()}
 	if ws.Spin != nil {
 		return l.spin(ctx, ws.Spin)
 	}
@@ -139,51 +186,4 @@ func cutAt(forever bool, within time.Duration, start time.Time) time.Time {
 		return time.Time{}
 	}
 	return start.Add(within)
-}
-
-// inLine is the acquisition for a side whose waiters line up in the client
-// ([Side.Line]): the caller waits for its turn at the head of the line, then
-// in Redis on the subscription the line passes on, ready (without a
-// context owner) to be handed the lock by a releaser of this client.
-func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Duration, start time.Time) (bool, error) {
-	l, s := a.lock, a.side
-	t := l.C.lines.Join(s.Line, !forever && within == 0)
-	if t == nil {
-		return false, nil // others wait: a single attempt does not overtake them
-	}
-	defer t.Leave()
-	if s.Handoff != nil && a.base.Fresh {
-		// A caller without a context owner holds nothing while it
-		// waits (the gate), so a handoff gives it a fresh hold.
-		a.acceptor.init(l, s, t, &a.base)
-	}
-	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
-		if a.accepting() && a.acceptor.withdraw() {
-			return true, nil // handed the lock as the wait ended
-		}
-		return false, err
-	}
-	v, err := a.wait(ctx, t, bound(forever, within, start))
-	if v == acquired {
-		// Taken from Redis, maybe before other processes' waiters woken by
-		// the same release: this client's subscription moves to the end
-		// of the channel's subscribers (Redis delivers in subscription
-		// order), so that the next release reaches it last, and the
-		// processes take turns.
-		t.passOn(nil)
-	}
-	return v == acquired || v == handedOff, err
-}
-
-// ownerHolds reports whether the owner of a.base holds the lock in this
-// client: its field's hold, or its own field's (Field differs from Owner
-// on an rwlock's write side, whose owner may hold read holds under its own
-// name). A fresh hold's base has no owner yet, and holds nothing.
-func (a *acquisition) ownerHolds() bool {
-	base, hs := &a.base, a.lock.C.holds
-	if base.Owner == "" {
-		return false
-	}
-	return hs.Count(HoldKey{Key: base.Name, Field: base.Field}) > 0 ||
-		(base.Field != base.Owner && hs.Count(HoldKey{Key: base.Name, Field: base.Owner}) > 0)
 }

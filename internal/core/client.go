@@ -50,7 +50,6 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *pubsub.Mux
-	waits   *Waits            // the waiting algorithm (wait.go)
 	reqs    *request.Requests // exactly-once requests (package request)
 	cluster bool
 	pub     publishMode
@@ -69,10 +68,10 @@ type Client struct {
 	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
 	// ownerless: the handles that hold without a context owner, per lock
-	// (ownerless.go).
+	// (lock.go: "Ownerless holds").
 	ownerless ownerlessRegistry
 	lines     Lines
-	ctr       counters // Stats and OnClose (observe.go)
+	ctr       counters // what Stats reads and OnClose keeps (observe.go)
 	// shutting is set when Shutdown starts: operations fail with
 	// ErrClosed (shutdown.go).
 	shutting atomic.Bool
@@ -123,11 +122,16 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	if rdb != nil {
 		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
 		_, c.cluster = rdb.(*redis.ClusterClient)
-		c.evict.watch(c, rdb)
+		var onEvict func(p EvictionPolicy)
+		if o.Hooks != nil {
+			onEvict = o.Hooks.Eviction
+		}
+		c.evict.watch(rdb, c.bg, o.Logger, onEvict)
+		c.OnClose(c.evict.stop)
 	}
-	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
 	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
-		Closing: c.closing, Log: o.Logger, Client: c})
+		Closing: c.closing, Log: o.Logger,
+		Lines: &c.lines, Ctr: &c.ctr, Hooks: o.Hooks, Evict: &c.evict})
 	return c
 }
 
@@ -146,10 +150,6 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 
 // Mux returns the client's pub/sub multiplexer.
 func (c *Client) Mux() *pubsub.Mux { return c.mux }
-
-// Waits returns the client's waiting machinery: every wait of a primitive
-// of the client runs there ([Waits.Until]).
-func (c *Client) Waits() *Waits { return c.waits }
 
 // Requests returns the client's exactly-once requests: ids, deadlines,
 // re-sends, settles and undos (package request).
@@ -243,4 +243,123 @@ func (c *Client) Close() error {
 		c.ctr.runOnClose()
 	})
 	return err
+}
+
+// Stats returns a snapshot of the client's counters. It works on a closed
+// client; a nil client gives zeros.
+func (c *Client) Stats() Stats {
+	var s Stats
+	if c == nil || c.bg == nil { // nil or zero (not made by NewClient)
+		return s
+	}
+	for i := range s.Waits {
+		s.Waits[i] = c.ctr.waits[i].Load()
+	}
+	s.HoldsLost = c.ctr.lost.Load()
+	s.Renewals = c.ctr.renewed.Load()
+	s.RenewalFailures = c.ctr.renewFailed.Load()
+	s.UndosFailed = c.ctr.undoFailed.Load()
+	s.ReleasesFailed = c.ctr.releaseFailed.Load()
+	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
+	s.HoldsLostUnreplicated = c.ctr.lostUnacked.Load()
+	s.EvictingPrimaries = c.evict.evicting.Load()
+	s.Waiting = int(c.ctr.waiting.Load())
+	s.Holds = c.holds.Len()
+	if c.mux != nil {
+		ms := c.mux.Stats()
+		s.PubSubReconnects = uint64(ms.Reconnects)
+		s.PubSubChannels = ms.Channels
+	}
+	return s
+}
+
+// OnClose registers f to run when the client closes, after the watchdog and
+// the pub/sub multiplexer have stopped (an observer's detach). On a closed
+// client it runs f at once.
+func (c *Client) OnClose(f func()) {
+	c.ctr.closeMu.Lock()
+	select {
+	case <-c.closing:
+		c.ctr.closeMu.Unlock()
+		f()
+		return
+	default:
+	}
+	c.ctr.onClose = append(c.ctr.onClose, f)
+	c.ctr.closeMu.Unlock()
+}
+
+// BeginWait starts observing a wait of the primitive kind ([Handle].Kind; part
+// is an engine side's [Side].Part, "" otherwise) called name. It returns the
+// context the wait must run in (the WaitStart hook's: it may carry a span)
+// and the observation, which the caller ends with End whatever happens.
+// Calls rejected before a wait starts (invalid arguments) are not observed.
+func (c *Client) BeginWait(ctx context.Context, kind, part, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
+	c.ctr.waiting.Add(1)
+	// Forever and Wait decide busy versus timed out, so they are kept
+	// without hooks too; the label and the clock only serve hooks.
+	o := WaitObs{ctr: &c.ctr, hooks: c.opts.Hooks, ctx: ctx, info: WaitInfo{Forever: forever, Wait: wait}}
+	h := c.opts.Hooks
+	if h == nil {
+		return ctx, o
+	}
+	o.start = time.Now()
+	o.info.Primitive, o.info.Name = primitiveLabel(kind, part), name
+	if h.WaitStart != nil {
+		if nctx := h.WaitStart(ctx, o.info); nctx != nil {
+			o.ctx = nctx
+		}
+	}
+	return o.ctx, o
+}
+
+// Check returns the error every operation must return before sending
+// anything: an invalid client or option ([errs.ErrInvalidArgument]), a closed
+// client ([errs.ErrClosed]), or for a client id given explicitly, one that another
+// live Client uses ([errs.ErrDuplicateID]; the first operation of such a client
+// registers its id, one round trip, see register.go). A nil *Client, or a
+// zero one (not made by NewClient), is an invalid argument.
+func (c *Client) Check() error {
+	if c == nil || c.bg == nil {
+		return fmt.Errorf("%w: nil or zero client (make one with redisync.New)", errs.ErrInvalidArgument)
+	}
+	if c.opts.Err != nil {
+		return c.opts.Err
+	}
+	select {
+	case <-c.closing:
+		return errs.ErrClosed
+	default:
+	}
+	if c.shutting.Load() {
+		return errs.ErrClosed // Shutdown under way (shutdown.go)
+	}
+	if c.reg != nil && !c.reg.ok.Load() {
+		return c.reg.check()
+	}
+	return nil
+}
+
+// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
+// sharded pub/sub.
+type ShardedMode int
+
+// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
+const (
+	ShardedAuto ShardedMode = iota
+	ShardedOn
+	ShardedOff
+)
+
+// The publish commands scripts take as an argument (Redisson passes its
+// scripts the command the same way).
+const (
+	Publish  = "publish"
+	SPublish = "spublish"
+)
+
+// publishMode caches the decision between classic and sharded pub/sub.
+type publishMode struct {
+	mu  sync.Mutex
+	cmd string // "" until decided
 }

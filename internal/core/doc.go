@@ -5,18 +5,26 @@
 //
 // # Where things live
 //
-// core is one package, whose parts call each other, in files by job: the
-// Client (client.go), the id's registration (register.go), a handle's
-// checks and the lease rule (handle.go), the lock engine with its Side
-// and its Request (lock.go), what the process decides alone: owner
-// tokens, owner locks and a handle's gate (local.go), the lock's
-// acquisition and its wait (acquire.go), the waiting loop every wait
-// shares (wait.go), one attempt (attempt.go), the release with its
-// handoff and the waiter's side of a handoff (release.go), the client's
-// local lines and their offers (line.go), live holds (hold.go) and their
-// watchdog (watchdog.go), and observation (observe.go). The files stand
-// in that order, each above those it uses but for a few uses running
-// back up (TestLayout counts them). Beside it, packages with a narrow
+// core is one package, in files by job, from the top down: the lock's
+// acquisition and its wait (acquire.go); the waiting loop every wait
+// shares, and the lock's attempt it makes (wait.go); Shutdown
+// (shutdown.go); the release, with the handoff and the waiter's side of
+// it (release.go); the lock engine with its Side and its Request, and the
+// handles of one name as one mutex (lock.go); a handle's checks and the
+// lease rule (handle.go); the Client with its options, checks and
+// counters' readers (client.go); the id's registration (register.go);
+// live holds (hold.go) and their watchdog (watchdog.go); the client's
+// local lines and their offers (line.go); the counters and hooks of
+// observation (observe.go); the eviction watch (eviction.go); and what the
+// process decides alone: owner tokens, owner locks and a handle's gate
+// (local.go). Each file stands above those it uses, but for four uses
+// running back up, each from a type that holds one declared above it
+// (TestLayout lists them): the Client holds the registry of its handles
+// (client.go to lock.go), a hold how Shutdown releases it (hold.go to
+// release.go), the holds their watchdog, which renews them (watchdog.go
+// to hold.go), and a waiter's offer the lock it is made for (line.go to
+// lock.go). The holds, the waits and observation know no Client: they are
+// given what they report to. Beside the package, packages with a narrow
 // contract and no call back into the engine: request (ids, deadlines by
 // the server's clock, re-sends, settles, undos, the ledger), pipeline
 // (the script pipeline: the runner of state-changing scripts and replica
@@ -37,22 +45,24 @@
 //     owner in ctx, the handle's own) and the base of the requests
 //     (Lock.baseRequest: a fresh hold's, with no owner yet), passes the
 //     handle's gate ([Gate.Enter], local.go), and makes the call's
-//     [acquisition] (one allocation), whose methods are its steps:
-//     acquisition.inLine joins the client's local line ([Lines.Join],
-//     [Turn.Await], line.go), readies the caller's acceptor for handoffs,
-//     and at the head runs [acquisition.wait], the lock's one wait. It
-//     returns what the wait came to ([verdict]: acquired, handed off,
-//     missed, cut off).
-//  3. wait.go: the wait's loop: an attempt (loop.attempt); subscribe and
-//     attempt again; then sleep (loop.sleep) until a message, the retry
-//     hint ([RetryAfterPTTL] of the holder's PTTL, capped by the re-check
+//     [acquisition] (wait.go; one allocation), whose methods are its
+//     steps: acquisition.inLine joins the client's local line
+//     ([Lines.Join], [Turn.Await], line.go), readies the caller's acceptor
+//     for handoffs, and at the head runs [acquisition.wait], the lock's one
+//     wait. It returns what the wait came to ([verdict]: acquired, handed
+//     off, missed, cut off).
+//  3. wait.go: the wait's loop: an attempt (loop.next, the
+//     acquisition's [acquisition.attempt]); subscribe and attempt again;
+//     then sleep (loop.sleep) until a message, the retry hint
+//     ([RetryAfterPTTL] of the holder's PTTL, capped by the re-check
 //     interval), a handoff, ctx or Close, and attempt again. The
 //     subscription goes on to the next caller in the line (Turn.passOn).
-//  4. attempt.go: acquisition.attemptOrTake asks the caller's acceptor
-//     whether it may ask Redis, and [acquisition.attempt] takes a new
-//     fresh owner ([Lock.withFreshOwner]) and, holding the owner's lock
-//     (acquisition.asOwner, [ownerLocks]), prepares the request
-//     (acquisition.prepare) and runs it (acquisition.run):
+//  4. wait.go, below the loop: [acquisition.attempt] asks the caller's
+//     acceptor whether it may ask Redis ([acceptor.beginAsking]), takes a
+//     new fresh owner ([Lock.withFreshOwner], lock.go) and, holding the
+//     owner's lock (acquisition.asOwner, [ownerLocks]), prepares the
+//     request (acquisition.prepare: its count, lease, request key,
+//     deadline and runner) and sends it with the side's script:
 //     lockScripts.RunAcquire (rlock/lock.go) sends
 //     lua/lock_acquire_fresh.lua through its typed binding. With a wait,
 //     each attempt is cut at the end of the wait. On success
@@ -66,20 +76,22 @@
 // The holder's Unlock, while the caller waits at the head of the line:
 //
 //  5. release.go: [Lock.Release] makes a [releaser]: releaser.release
-//     takes the owner's lock, and releaser.claimNext claims the offer of
-//     the caller at the head of the line ([Lines.claim], line.go) when the
-//     chain allows it; releaser.handoff then runs the side's handoff
-//     script (lockScripts.RunHandoff: lua/lock_handoff.lua releases the
-//     hold and acquires the lock for the caller's request in one script)
-//     and finishes the offer ([Offer]).
-//  6. release.go, below the releaser: the caller's [acceptor] takes the
-//     offer's outcome (acceptor.takeOffered, acceptor.accept) and records
-//     the hold with [Lock.record], on the chain it goes on with.
+//     takes the owner's lock, and [releaser.handoff], when the hold's
+//     chain allows it, claims the offer of the caller at the head of the
+//     line ([Lines.claim], beside it), runs the side's handoff script
+//     (lockScripts.RunHandoff: lua/lock_handoff.lua releases the hold and
+//     acquires the lock for the caller's request in one script) and
+//     finishes the offer ([Offer], line.go).
+//  6. release.go, after the releaser's handoff: the caller's [acceptor]
+//     takes the offer's outcome (acceptor.takeOffered, acceptor.accept)
+//     and records the hold with [Lock.record], on the chain it goes on
+//     with.
 //
 // Read by contract, not opened: the checks and the lease rule
 // ([Handle.Check], [Handle.Lease] in handle.go), the gate and the owner
-// locks (local.go), the observed wait ([Client.BeginWait] in observe.go),
-// the holds' records (hold.go), the request's deadline
+// locks (local.go), the observed wait ([Client.BeginWait] in client.go),
+// the local line's turns ([Lines.Join], [Turn.Await], [Turn.Leave] in
+// line.go), the holds' records (hold.go), the request's deadline
 // ([request.Requests.FreshDeadline]), the script pipeline
 // ([pipeline.Replicas.Runner]), the pub/sub subscription
 // ([pubsub.Mux.Subscribe]) and the generated binding

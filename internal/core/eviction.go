@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 )
 
@@ -54,21 +56,28 @@ type EvictionPolicy struct {
 	Policy  string // its maxmemory-policy, as Redis names it
 }
 
-// evictions is what a client knows of its primaries' policies.
+// evictions is what a client knows of its primaries' policies, and what
+// reading them needs of the client: its go-redis client, its background
+// work, its logger and its Eviction hook (nil: none).
 type evictions struct {
-	c  atomic.Pointer[Client] // nil once the client closed: hooks outlive it
-	mu sync.Mutex
+	rdb     redis.UniversalClient
+	bg      *bg.Group
+	log     *slog.Logger
+	onEvict func(p EvictionPolicy)
+	watched atomic.Bool // false once the client closed: the dial hooks outlive it
+	mu      sync.Mutex
 	// policies by primary address: "" while a read is under way
 	policies map[string]string
 	latest   string // the primary a client of one primary dialled last
 	evicting atomic.Uint64
 }
 
-// watch hooks the client c's policy reads into rdb's dials (see
-// above). It does no I/O.
-func (e *evictions) watch(c *Client, rdb redis.UniversalClient) {
-	e.c.Store(c)
-	c.OnClose(func() { e.c.Store(nil) })
+// watch hooks the policy reads into rdb's dials (see above), run in the
+// background work g, logged to log, reported to onEvict (the client's
+// Eviction hook; nil: none) until stop. It does no I/O.
+func (e *evictions) watch(rdb redis.UniversalClient, g *bg.Group, log *slog.Logger, onEvict func(p EvictionPolicy)) {
+	e.rdb, e.bg, e.log, e.onEvict = rdb, g, log, onEvict
+	e.watched.Store(true)
 	switch r := rdb.(type) {
 	case *redis.Client:
 		r.AddHook(evictionHook{e: e, opt: r.Options()})
@@ -119,8 +128,7 @@ const failoverAddr = "FailoverClient"
 // dialled records a connection to primary and starts the reading of its
 // policy in the background when it is not known.
 func (e *evictions) dialled(primary string, opt *redis.Options, node bool) {
-	c := e.c.Load()
-	if c == nil {
+	if !e.watched.Load() {
 		return
 	}
 	e.mu.Lock()
@@ -136,7 +144,7 @@ func (e *evictions) dialled(primary string, opt *redis.Options, node bool) {
 	}
 	e.policies[primary] = ""
 	e.mu.Unlock()
-	if !c.bg.Background(evictionReadTimeout, func(ctx context.Context) { e.read(ctx, c, primary, opt) }) {
+	if !e.bg.Background(evictionReadTimeout, func(ctx context.Context) { e.read(ctx, primary, opt) }) {
 		e.forget(primary)
 	}
 }
@@ -153,29 +161,29 @@ func (e *evictions) forget(primary string) {
 
 // read reads the policy of primary on a connection of its own and
 // records it.
-func (e *evictions) read(ctx context.Context, c *Client, primary string, opt *redis.Options) {
+func (e *evictions) read(ctx context.Context, primary string, opt *redis.Options) {
 	rdb := redis.NewClient(policyReader(opt))
 	defer func() { _ = rdb.Close() }()
 	policy, err := readPolicy(ctx, rdb)
 	if err != nil {
 		e.forget(primary)
-		c.log.Debug("redisync: could not read the primary's maxmemory-policy", "primary", primary, "err", err)
+		e.log.Debug("redisync: could not read the primary's maxmemory-policy", "primary", primary, "err", err)
 		return
 	}
 	e.mu.Lock()
 	e.policies[primary] = policy
 	e.mu.Unlock()
-	c.log.Debug("redisync: the primary's maxmemory-policy", "primary", primary, "policy", policy)
+	e.log.Debug("redisync: the primary's maxmemory-policy", "primary", primary, "policy", policy)
 	if policy == noEviction {
 		return
 	}
 	e.evicting.Add(1)
-	c.log.Warn("redisync: the primary's maxmemory-policy can evict redisync's keys, which all have a TTL: "+
+	e.log.Warn("redisync: the primary's maxmemory-policy can evict redisync's keys, which all have a TTL: "+
 		"a lock or permit evicted is free for another owner while its holder goes on until its next renewal; "+
 		"only noeviction is safe",
 		"primary", primary, "policy", policy)
-	if h := c.opts.Hooks; h != nil && h.Eviction != nil {
-		h.Eviction(EvictionPolicy{Primary: primary, Policy: policy})
+	if e.onEvict != nil {
+		e.onEvict(EvictionPolicy{Primary: primary, Policy: policy})
 	}
 }
 
@@ -222,10 +230,14 @@ func readPolicy(ctx context.Context, rdb *redis.Client) (string, error) {
 	return "", fmt.Errorf("no maxmemory-policy in INFO memory (%v) or CONFIG GET", err)
 }
 
+// stop ends the watch when the client closes: the dial hooks read
+// nothing more.
+func (e *evictions) stop() { e.watched.Store(false) }
+
 // policyOf returns the known policy of the primary holding key ("" when
 // unknown).
-func (e *evictions) policyOf(rdb redis.UniversalClient, key string) (primary, policy string) {
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
+func (e *evictions) policyOf(key string) (primary, policy string) {
+	if cc, ok := e.rdb.(*redis.ClusterClient); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		node, err := cc.MasterForKey(ctx, key)
@@ -243,11 +255,11 @@ func (e *evictions) policyOf(rdb redis.UniversalClient, key string) (primary, po
 	return primary, e.policies[primary]
 }
 
-// goneErr returns the cause of a hold's end when its renewal found it gone
-// from Redis: it names eviction when the primary holding it has a policy
-// that can evict it.
-func goneErr(c *Client, h *Hold) error {
-	primary, policy := c.evict.policyOf(c.rdb, h.Key().Key)
+// goneErr returns the cause of the end of a hold of key when its renewal
+// found it gone from Redis: it names eviction when the primary holding it
+// has a policy that can evict it.
+func (e *evictions) goneErr(key string) error {
+	primary, policy := e.policyOf(key)
 	if policy == "" || policy == noEviction {
 		return fmt.Errorf("%w: renewal found the hold gone from Redis", errs.ErrLockLost)
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -143,13 +144,6 @@ func (h *Hold) resetTimerLocked(sent time.Time) {
 	})
 }
 
-// setChain records the chain of handoffs the hold is part of.
-func (h *Hold) setChain(ch Chain) {
-	h.mu.Lock()
-	h.chain = ch
-	h.mu.Unlock()
-}
-
 // Chain returns the chain of handoffs the hold is part of.
 func (h *Hold) Chain() Chain {
 	h.mu.Lock()
@@ -186,10 +180,12 @@ func (h *Hold) end(err error) {
 	wasRenewing := h.renewing
 	h.renewing = false
 	cancel := h.cancel
+	line := h.line // the local line it was taken through (Hold.through), forgotten
+	h.line = ""
 	h.mu.Unlock()
 	// Out of its local line first, whose head may have to be woken when
 	// the hold was lost (ErrNotHeld: a release that took effect).
-	h.hs.c.lines.left(h.takeLine(), err != errs.ErrNotHeld)
+	h.hs.lines.left(line, err != errs.ErrNotHeld)
 	if wasRenewing {
 		h.hs.wd.remove(h)
 	}
@@ -203,7 +199,7 @@ func (h *Hold) end(err error) {
 	if err != errs.ErrNotHeld {
 		h.hs.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
-	h.hs.c.holdEnded(h, err)
+	holdEnded(h, err)
 	if cancel != nil {
 		cancel(err)
 	}
@@ -237,29 +233,32 @@ func (h *Hold) Key() HoldKey { return h.key }
 // Start returns when the acquisition that started the hold was sent.
 func (h *Hold) Start() time.Time { return h.start }
 
-// through records that the hold was taken by a caller of the local line
-// key ([Lines.heldHere]), and counts it in ls ([Lines.Held]) while holding
-// the hold's lock, so that the count cannot miss the hold's end
-// ([Hold.takeLine]). It does
-// nothing for a hold that ended or is recorded already.
-func (h *Hold) through(key string, ls *Lines) {
+// Renewed returns when the last write that set the hold's lease in Redis
+// was sent (its acquisition, a re-entry or a renewal that succeeded) and
+// the lease it set: Redis keeps the hold at least until last + lease, and
+// no longer unless a later write extends it. A holder that must stop
+// before another owner can take the lock (an election's leader) ends its
+// work by then on its own clock, whether or not the watchdog has noticed.
+func (h *Hold) Renewed() (last time.Time, lease time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.lastOK, h.lease
+}
+
+// through records that the hold was taken by a caller of the local line
+// key ([Lines.heldHere]), on the chain of handoffs ch, and counts it in ls
+// ([Lines.Held]) while holding the hold's lock, so that the count cannot
+// miss the hold's end ([Hold.end] takes the line back). It counts nothing
+// for a hold that ended or is counted already.
+func (h *Hold) through(key string, ls *Lines, ch Chain) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chain = ch
 	if h.err != nil || h.line != "" {
 		return
 	}
 	h.line = key
 	ls.Held(key)
-}
-
-// takeLine returns the local line the hold was taken through ([Hold.through]),
-// "" if none, and forgets it: for [Lines.left] when the hold ends.
-func (h *Hold) takeLine() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	key := h.line
-	h.line = ""
-	return key
 }
 
 // Holds are one client's live holds, one per Key, and the watchdog
@@ -270,9 +269,14 @@ type Holds struct {
 	wd      watchdog
 	closing <-chan struct{}
 	log     *slog.Logger
-	// c counts and reports what the holds do (Client.holdEnded,
-	// Client.renewed) and keeps the local lines (Lines.left).
-	c *Client
+	// What the holds tell the client: the local lines whose holds end
+	// ([Lines.left]), the counters and the hooks that count and report
+	// their ends and renewals (holdEnded, [watchdog.renewed]), and the
+	// primaries' policies that name an eviction ([evictions.goneErr]).
+	lines *Lines
+	ctr   *counters
+	hooks *Hooks
+	evict *evictions
 }
 
 // holdsConfig is what a client's holds need from it.
@@ -282,22 +286,18 @@ type holdsConfig struct {
 	Context context.Context    // done when the client closes: renewal rounds stop
 	Closing <-chan struct{}    // closed when the client closes: renewals stop
 	Log     *slog.Logger
-	Client  *Client // observes the holds
+	Lines   *Lines     // the client's local lines
+	Ctr     *counters  // the client's counters
+	Hooks   *Hooks     // the client's hooks (nil: none)
+	Evict   *evictions // the client's primaries' policies
 }
 
 // newHolds returns a client's holds, none live. It does no I/O.
 func newHolds(cfg holdsConfig) *Holds {
-	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log, c: cfg.Client}
+	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log,
+		lines: cfg.Lines, ctr: cfg.Ctr, hooks: cfg.Hooks, evict: cfg.Evict}
 	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1)}
 	return hs
-}
-
-// RenewalTick describes one watchdog round.
-type RenewalTick struct {
-	Renewed  int // holds renewed
-	Failed   int // holds whose renewal call failed with an error; retried soon
-	Lost     int // holds found gone, or not renewed within their lease: lost
-	Duration time.Duration
 }
 
 // Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
@@ -489,4 +489,25 @@ func (w *watchdog) remove(h *Hold) {
 	w.mu.Lock()
 	delete(w.holds, h)
 	w.mu.Unlock()
+}
+
+// holdEnded counts and reports the end of hold h with err, before its Done
+// closes ([Hold.end]).
+func holdEnded(h *Hold, err error) {
+	lost := errors.Is(err, errs.ErrLockLost)
+	if lost {
+		h.hs.ctr.lost.Add(1)
+	}
+	hk := h.hs.hooks
+	if hk == nil || hk.HoldEnd == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{
+		Primitive: h.primitive,
+		Name:      h.Key().Key,
+		Owner:     h.Key().Field,
+		Duration:  time.Since(h.Start()),
+		Lost:      lost,
+		Err:       err,
+	})
 }

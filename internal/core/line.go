@@ -265,32 +265,6 @@ func (ls *Lines) newChain() Chain {
 	return Chain{Start: time.Now(), Last: ls.seq.Load()}
 }
 
-// claim is for the releaser of the last hold of a lock whose local line is
-// key: it returns the offer of the caller at the head of the line when it
-// accepts a handoff, is not asking Redis, the chain allows it and its
-// owner's lock is free; the offer is then claimed (the owner's lock taken
-// for the caller) and the releaser must finish it. nil otherwise.
-func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.m[key]
-	if l == nil || len(l.q) == 0 {
-		return nil
-	}
-	t := l.q[0]
-	o := t.offer
-	if o == nil || o.claimed || t.asking || !chainAllows(chain, t.seq) {
-		return nil
-	}
-	o.make()
-	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
-	if !ok {
-		return nil
-	}
-	o.claimed, o.ol = true, ol
-	return o
-}
-
 // wake wakes the head of the line key if it waits for a handoff: to
 // ask Redis again after a release that may not have published.
 func (ls *Lines) wake(key string) {

@@ -318,3 +318,10 @@ type HoldKey struct {
 	Key   string // the hash (the primitive's name)
 	Field string // the owner's field: "<client id>:<token>" or "<...>:write"
 }
+
+// empty reports whether the gate has neither holder nor waiter.
+func (g *Gate) empty() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.readers == 0 && !g.writer && len(g.q) == 0
+}

@@ -7,96 +7,30 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redisync/redisync/internal/core/errs"
 )
 
 // Observation: the counters behind redisync.Client.Stats and the hooks
 // behind redisync.WithObserver.
 //
 // Each concept is recorded in one place: a wait (every acquisition of a
-// lock, a semaphore's permits, a latch wait) from BeginWait to WaitObs.End,
-// which the engine ([Lock.Acquire]) and the semaphore's and latch's waits
-// call; a hold's end in Hold.end; a renewal round in watchdog.renew.
-// Pub/sub reconnects and channels are read from the multiplexer's Stats.
+// lock, a semaphore's permits, a latch wait) from [Client.BeginWait] to
+// [WaitObs.End], which the engine ([Lock.Acquire]) and the semaphore's and
+// latch's waits call; a hold's end in [Hold.end] (holdEnded); a renewal
+// round in [watchdog.renew] ([watchdog.renewed]). [Client.Stats] reads the
+// counters (client.go); pub/sub reconnects and channels are read from the
+// multiplexer's Stats. What is here knows no Client: the holds and the
+// waits are given the counters and the hooks.
 //
 // Counters are atomics, always kept. Hooks are called only when set, so
 // without an observer a wait costs two atomic adds and no allocation.
 
-// Stats returns a snapshot of the client's counters. It works on a closed
-// client; a nil client gives zeros.
-func (c *Client) Stats() Stats {
-	var s Stats
-	if c == nil || c.bg == nil { // nil or zero (not made by NewClient)
-		return s
-	}
-	for i := range s.Waits {
-		s.Waits[i] = c.ctr.waits[i].Load()
-	}
-	s.HoldsLost = c.ctr.lost.Load()
-	s.Renewals = c.ctr.renewed.Load()
-	s.RenewalFailures = c.ctr.renewFailed.Load()
-	s.UndosFailed = c.ctr.undoFailed.Load()
-	s.ReleasesFailed = c.ctr.releaseFailed.Load()
-	s.RenewalsNotReplicated = c.ctr.renewUnacked.Load()
-	s.HoldsLostUnreplicated = c.ctr.lostUnacked.Load()
-	s.EvictingPrimaries = c.evict.evicting.Load()
-	s.Waiting = int(c.ctr.waiting.Load())
-	s.Holds = c.holds.Len()
-	if c.mux != nil {
-		ms := c.mux.Stats()
-		s.PubSubReconnects = uint64(ms.Reconnects)
-		s.PubSubChannels = ms.Channels
-	}
-	return s
-}
-
-// OnClose registers f to run when the client closes, after the watchdog and
-// the pub/sub multiplexer have stopped (an observer's detach). On a closed
-// client it runs f at once.
-func (c *Client) OnClose(f func()) {
-	c.ctr.closeMu.Lock()
-	select {
-	case <-c.closing:
-		c.ctr.closeMu.Unlock()
-		f()
-		return
-	default:
-	}
-	c.ctr.onClose = append(c.ctr.onClose, f)
-	c.ctr.closeMu.Unlock()
-}
-
 // WaitObs is one observed wait, from BeginWait to End.
 type WaitObs struct {
-	c     *Client
+	ctr   *counters
+	hooks *Hooks
 	ctx   context.Context
 	info  WaitInfo
 	start time.Time
-}
-
-// BeginWait starts observing a wait of the primitive kind ([Handle].Kind; part
-// is an engine side's [Side].Part, "" otherwise) called name. It returns the
-// context the wait must run in (the WaitStart hook's: it may carry a span)
-// and the observation, which the caller ends with End whatever happens.
-// Calls rejected before a wait starts (invalid arguments) are not observed.
-func (c *Client) BeginWait(ctx context.Context, kind, part, name string, forever bool, wait time.Duration) (context.Context, WaitObs) {
-	c.ctr.waiting.Add(1)
-	// Forever and Wait decide busy versus timed out, so they are kept
-	// without hooks too; the label and the clock only serve hooks.
-	o := WaitObs{c: c, ctx: ctx, info: WaitInfo{Forever: forever, Wait: wait}}
-	h := c.opts.Hooks
-	if h == nil {
-		return ctx, o
-	}
-	o.start = time.Now()
-	o.info.Primitive, o.info.Name = primitiveLabel(kind, part), name
-	if h.WaitStart != nil {
-		if nctx := h.WaitStart(ctx, o.info); nctx != nil {
-			o.ctx = nctx
-		}
-	}
-	return o.ctx, o
 }
 
 // End ends the observation with the wait's outcome: (true, nil) acquired;
@@ -104,10 +38,10 @@ func (c *Client) BeginWait(ctx context.Context, kind, part, name string, forever
 // error wrapping the context's error once it ended, cancelled; any other
 // error, error.
 func (o WaitObs) End(ok bool, err error) {
-	o.c.ctr.waiting.Add(-1)
+	o.ctr.waiting.Add(-1)
 	r := classify(o.ctx, o.info, ok, err)
-	o.c.ctr.waits[r].Add(1)
-	h := o.c.opts.Hooks
+	o.ctr.waits[r].Add(1)
+	h := o.hooks
 	if h == nil || h.WaitEnd == nil {
 		return
 	}
@@ -160,15 +94,6 @@ func primitiveLabel(kind, what string) string {
 	}
 	primitives.m[k] = p
 	return p
-}
-
-// label returns how observers name a hold of side s ("" when nobody
-// observes: a client without hooks).
-func (s *Side) label(observed bool) string {
-	if !observed {
-		return ""
-	}
-	return primitiveLabel(s.Kind, s.Part)
 }
 
 // WaitResult is how an observed wait ended.
@@ -272,56 +197,10 @@ func (ctr *counters) runOnClose() {
 	}
 }
 
-// holdEnded counts and reports the end of hold h with err, before its Done
-// closes.
-func (c *Client) holdEnded(h *Hold, err error) {
-	lost := errors.Is(err, errs.ErrLockLost)
-	if lost {
-		c.ctr.lost.Add(1)
-	}
-	hk := c.opts.Hooks
-	if hk == nil || hk.HoldEnd == nil {
-		return
-	}
-	hk.HoldEnd(HoldEnd{
-		Primitive: h.primitive,
-		Name:      h.Key().Key,
-		Owner:     h.Key().Field,
-		Duration:  time.Since(h.Start()),
-		Lost:      lost,
-		Err:       err,
-	})
-}
-
-// renewed counts and reports one watchdog round.
-func (c *Client) renewed(t RenewalTick) {
-	c.ctr.renewed.Add(uint64(t.Renewed))
-	c.ctr.renewFailed.Add(uint64(t.Failed))
-	if h := c.opts.Hooks; h != nil && h.RenewalTick != nil {
-		h.RenewalTick(t)
-	}
-}
-
-// ShardedMode is redisync.ShardedMode: whether a Cluster client uses
-// sharded pub/sub.
-type ShardedMode int
-
-// The modes, as redisync.ShardedAuto, ShardedOn and ShardedOff.
-const (
-	ShardedAuto ShardedMode = iota
-	ShardedOn
-	ShardedOff
-)
-
-// The publish commands scripts take as an argument (Redisson passes its
-// scripts the command the same way).
-const (
-	Publish  = "publish"
-	SPublish = "spublish"
-)
-
-// publishMode caches the decision between classic and sharded pub/sub.
-type publishMode struct {
-	mu  sync.Mutex
-	cmd string // "" until decided
+// RenewalTick describes one watchdog round.
+type RenewalTick struct {
+	Renewed  int // holds renewed
+	Failed   int // holds whose renewal call failed with an error; retried soon
+	Lost     int // holds found gone, or not renewed within their lease: lost
+	Duration time.Duration
 }

@@ -25,7 +25,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if !own {
 		if x := ownerlessHolder(l, s); x != l {
 			// Held through another handle of the name: one mutex
-			// (ownerless.go).
+			// (lock.go: "Ownerless holds").
 			return x.Release(ctx, s)
 		}
 		defer l.C.ownerless.drop(l) // after the gate's Leave
@@ -90,8 +90,8 @@ func (r *releaser) release(ctx context.Context) error {
 		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	r.req.Count = cur - 1
-	if o, chain := r.claimNext(hk); o != nil {
-		return r.handoff(hk, o, chain)
+	if handed, err := r.handoff(hk); handed {
+		return err
 	}
 	r.req.Sync = l.C.replicas.NewSyncIn(&r.req.sync)
 	h := l.C.holds.beginRelease(hk, r.req.Count)
@@ -108,68 +108,6 @@ func (r *releaser) release(ctx context.Context) error {
 		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	case r.req.Sync.SyncErr() != nil:
 		return l.fail(s, fmt.Errorf("%s on the primary, so it took effect and must not be retried: %w", s.step("released"), r.req.Sync.Err))
-	}
-	return nil
-}
-
-// claimNext returns, for the release r.req of hold hk, the offer of the
-// next caller in the lock's local line that the release may hand the lock
-// off to, claimed ([Lines.claim]), and the chain the hold is part of; nil
-// when the release frees the lock in Redis instead.
-func (r *releaser) claimNext(hk HoldKey) (*Offer, Chain) {
-	l, s, req := r.lock, r.side, &r.req
-	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
-		return nil, Chain{}
-	}
-	h := l.C.holds.Live(hk)
-	if h == nil {
-		return nil, Chain{}
-	}
-	chain := h.Chain()
-	return l.C.lines.claim(s.Line, chain, &l.C.owners), chain
-}
-
-// handoff releases the owner's last hold (r.req) and acquires the lock
-// for the caller whose offer o the release claimed, in one script; the
-// caller's wait ends with the outcome ([Offer].finish). It answers the
-// releaser as Release does.
-func (r *releaser) handoff(hk HoldKey, o *Offer, chain Chain) error {
-	l, s, ctx, req := r.lock, r.side, r.ctx, &r.req
-	to := o.Req
-	var out HandoffOutcome
-	h := l.C.holds.beginRelease(hk, 0)
-	sent := time.Now()
-	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
-	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
-	req.Runner = l.C.replicas.Runner(req.Sync)
-	out, err := s.Handoff.RunHandoff(ctx, req, &to)
-	result := offerResult{Sent: sent, Chain: chain}
-	if err == nil {
-		if serr := req.Sync.SyncErr(); serr != nil {
-			// Handed off on the primary: the waiter holds it, but a
-			// promoted replica has the releaser's hold, until the end of
-			// its acknowledged lease: the waiter's lease runs from there
-			// (Hold.ackedAt) until a renewal is acknowledged.
-			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; the handed hold lasts only as long as the releaser's acknowledged lease unless a renewal is acknowledged",
-				"lock", req.Name, "err", serr)
-			result.Sent = h.ackedAt(sent)
-		}
-	}
-	h.released(0, out.Remaining, err, sent)
-	switch {
-	case err != nil:
-		// An error reply of the script ran nothing; without a reply, or
-		// after a re-send, the acquisition may have taken place.
-		result.Unknown = errs.MayHaveRun(err)
-	case out.Acquired:
-		result.Acquired, result.Fence = true, out.Fence
-	}
-	o.finish(result)
-	switch {
-	case err != nil:
-		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
-	case out.Remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
 	}
 	return nil
 }
@@ -219,14 +157,13 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
-	tookOwnerless(l, *req) // a hold without a context owner: the name's (ownerless.go)
+	tookOwnerless(l, *req) // a hold without a context owner: the name's (lock.go)
 	setShutdown(h, l, s, req)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain
 		}
-		h.setChain(chain)
-		h.through(s.Line, &l.C.lines)
+		h.through(s.Line, &l.C.lines, chain)
 	}
 	l.mu.Lock()
 	l.latest = h
@@ -246,6 +183,25 @@ func freshCopy(req *Request) Request {
 	r := *req
 	r.Sync, r.Runner = nil, nil
 	return r
+}
+
+// shutdownRelease is how Shutdown releases one hold: the handle and side
+// that took it and the request of the acquisition that started it (its
+// owner, its field, and for a fresh hold its request key and deadline).
+type shutdownRelease struct {
+	lock *Lock
+	side *Side
+	req  Request
+}
+
+// setShutdown records in h, on the first acquisition of the hold, how
+// Shutdown releases it (in place: no allocation).
+func setShutdown(h *Hold, l *Lock, s *Side, req *Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shut.lock == nil {
+		h.shut = shutdownRelease{lock: l, side: s, req: freshCopy(req)}
+	}
 }
 
 // undo reverts, in the background, an acquisition acq on side s whose
@@ -324,13 +280,98 @@ func (l *Lock) undo(s *Side, acq Request, unlock func()) (bool, <-chan struct{})
 // chain begins is served by it, so no caller of this client waits for more
 // than one chain of its own client per chain of every other process.
 //
-// The releaser's side, above: [releaser.claimNext] claims the offer of
-// the caller at the head of the line ([Lines.claim], line.go: the turn's
-// [Offer], the acquisition to make for it) and [releaser.handoff] runs the
-// script and finishes the offer. The waiter's side, below: its
-// [acceptor], which the wait asks before each attempt
-// ([acceptor.beginAsking]) and takes a handoff with
-// ([acceptor.takeOffered], [acceptor.withdraw]).
+// The releaser's side first: [releaser.handoff] claims the offer of the
+// caller at the head of the line ([Lines.claim]: the turn's [Offer],
+// line.go, the acquisition to make for it), runs the script and finishes
+// the offer. The waiter's side after it: its [acceptor], which the wait
+// asks before each attempt ([acceptor.beginAsking]) and takes a handoff
+// with ([acceptor.takeOffered], [acceptor.withdraw]).
+
+// handoff hands the lock off, when the release r.req ends the owner's
+// hold hk on a side with handoffs, to the caller at the head of the lock's
+// local line, if the hold's chain allows it: it claims the caller's offer
+// ([Lines.claim]), then releases the hold and acquires the lock for that
+// caller in one script; the caller's wait ends with the outcome
+// ([Offer].finish). It reports false, having sent nothing, when there is
+// no caller to hand the lock off to (the release frees the lock in Redis
+// instead), and otherwise answers the releaser as Release does.
+func (r *releaser) handoff(hk HoldKey) (handed bool, err error) {
+	l, s, ctx, req := r.lock, r.side, r.ctx, &r.req
+	if !req.Fresh || req.Count != 0 || s.Handoff == nil || s.Line == "" {
+		return false, nil
+	}
+	h := l.C.holds.Live(hk)
+	if h == nil {
+		return false, nil
+	}
+	chain := h.Chain()
+	o := l.C.lines.claim(s.Line, chain, &l.C.owners)
+	if o == nil {
+		return false, nil
+	}
+	to := o.Req
+	h = l.C.holds.beginRelease(hk, 0)
+	sent := time.Now()
+	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
+	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
+	req.Runner = l.C.replicas.Runner(req.Sync)
+	out, err := s.Handoff.RunHandoff(ctx, req, &to)
+	result := offerResult{Sent: sent, Chain: chain}
+	if err == nil {
+		if serr := req.Sync.SyncErr(); serr != nil {
+			// Handed off on the primary: the waiter holds it, but a
+			// promoted replica has the releaser's hold, until the end of
+			// its acknowledged lease: the waiter's lease runs from there
+			// (Hold.ackedAt) until a renewal is acknowledged.
+			l.C.log.Warn("redisync: a handoff was not acknowledged by the replicas in time; the handed hold lasts only as long as the releaser's acknowledged lease unless a renewal is acknowledged",
+				"lock", req.Name, "err", serr)
+			result.Sent = h.ackedAt(sent)
+		}
+	}
+	h.released(0, out.Remaining, err, sent)
+	switch {
+	case err != nil:
+		// An error reply of the script ran nothing; without a reply, or
+		// after a re-send, the acquisition may have taken place.
+		result.Unknown = errs.MayHaveRun(err)
+	case out.Acquired:
+		result.Acquired, result.Fence = true, out.Fence
+	}
+	o.finish(result)
+	switch {
+	case err != nil:
+		return true, l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+	case out.Remaining < 0:
+		return true, l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
+	}
+	return true, nil
+}
+
+// claim is for the releaser of the last hold of a lock whose local line is
+// key: it returns the offer of the caller at the head of the line when it
+// accepts a handoff, is not asking Redis, the chain allows it and its
+// owner's lock is free; the offer is then claimed (the owner's lock taken
+// for the caller) and the releaser must finish it. nil otherwise.
+func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil || len(l.q) == 0 {
+		return nil
+	}
+	t := l.q[0]
+	o := t.offer
+	if o == nil || o.claimed || t.asking || !chainAllows(chain, t.seq) {
+		return nil
+	}
+	o.make()
+	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
+	if !ok {
+		return nil
+	}
+	o.claimed, o.ol = true, ol
+	return o
+}
 
 // acceptor lets a caller waiting in a lock's local line be handed the lock
 // ([acquisition.acceptor]).

@@ -9,25 +9,6 @@ import (
 	"github.com/redisync/redisync/internal/core/errs"
 )
 
-// shutdownRelease is how Shutdown releases one hold: the handle and side
-// that took it and the request of the acquisition that started it (its
-// owner, its field, and for a fresh hold its request key and deadline).
-type shutdownRelease struct {
-	lock *Lock
-	side *Side
-	req  Request
-}
-
-// setShutdown records in h, on the first acquisition of the hold, how
-// Shutdown releases it (in place: no allocation).
-func setShutdown(h *Hold, l *Lock, s *Side, req *Request) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.shut.lock == nil {
-		h.shut = shutdownRelease{lock: l, side: s, req: freshCopy(req)}
-	}
-}
-
 // ErrShutdown is the cause of the holds Shutdown ended: they were
 // released, and are lost to their owners.
 var ErrShutdown = fmt.Errorf("%w: released by Client.Shutdown (%w)", errs.ErrLockLost, errs.ErrClosed)

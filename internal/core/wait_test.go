@@ -94,7 +94,7 @@ func runWait(ctx context.Context, c *Client, s WaitSpec) (v bool, err error) {
 			}
 		}()
 	}
-	l := &loop{w: c.waits, try: s.Try, channel: s.Channel, deadline: b.deadline()}
+	l := &loop{w: c.Waits(), try: s.Try, channel: s.Channel, deadline: b.deadline()}
 	if s.Spin != nil {
 		r, err := l.spin(ctx, s.Spin)
 		return r == acquired, err

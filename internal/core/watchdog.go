@@ -183,7 +183,7 @@ func (w *watchdog) endLeases(ended []*Hold, now time.Time) (renewed bool) {
 			renewed = true
 		}
 	}
-	w.hs.c.renewed(tick)
+	w.renewed(tick)
 	return renewed
 }
 
@@ -216,7 +216,7 @@ func (h *Hold) endLease(now time.Time) bool {
 		return false
 	}
 	if unacked != nil {
-		h.hs.c.ctr.lostUnacked.Add(1)
+		h.hs.ctr.lostUnacked.Add(1)
 		h.end(fmt.Errorf("%w: no renewal acknowledged by the replicas within the lease of %v (less a margin of %v), "+
 			"so a promoted replica could let another owner in: %w", errs.ErrLockLost, lease, LeaseMargin(lease), unacked))
 	} else {
@@ -243,7 +243,7 @@ type renewBatch struct {
 // renew is one renewal round: it renews holds (inRound, each due) in as
 // few script calls as their scripts, leases and slots allow (MaxBatch
 // holds each), sent at once through the client's script pipeline, and
-// applies the results. It counts and reports the round ([Client.renewed]).
+// applies the results. It counts and reports the round ([watchdog.renewed]).
 func (w *watchdog) renew(holds []*Hold) {
 	defer w.wg.Done()
 	began := time.Now()
@@ -307,7 +307,7 @@ func (w *watchdog) renew(holds []*Hold) {
 		tick.Lost += t.Lost
 	}
 	tick.Duration = time.Since(began)
-	w.hs.c.renewed(tick)
+	w.renewed(tick)
 	w.mu.Lock()
 	w.ticks++
 	w.rounds--
@@ -376,12 +376,12 @@ func (w *watchdog) apply(b renewBatch, reply *redis.Cmd, ackErr error, sent time
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
 		// lost when its field is found gone: it was released.
 		if live && err == nil && res[i] == 0 {
-			h.end(goneErr(w.hs.c, h)) // names eviction when the primary may evict (eviction.go)
+			h.end(w.hs.evict.goneErr(h.key.Key)) // names eviction when the primary may evict (eviction.go)
 			t.Lost++
 		}
 	}
 	if unacked > 0 {
-		w.hs.c.ctr.renewUnacked.Add(uint64(unacked)) // Stats.RenewalsNotReplicated
+		w.hs.ctr.renewUnacked.Add(uint64(unacked)) // Stats.RenewalsNotReplicated
 		w.hs.log.Warn("redisync: renewals not acknowledged by the primary's replicas in time; "+
 			"these holds end when their acknowledged lease runs out unless a later renewal is acknowledged",
 			"holds", unacked, "err", ackErr)
@@ -448,4 +448,27 @@ func (h *Hold) renewal() *RenewSpec {
 		h.renewOf = NewRenewSpec(h.renew.Of(h.key))
 	}
 	return h.renewOf
+}
+
+// Millis converts a duration to the whole milliseconds Redis counts leases
+// in, rounding up: every positive duration is at least 1. Durations ≤ 0 give
+// 0.
+func Millis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// renewed counts and reports one watchdog round.
+func (w *watchdog) renewed(t RenewalTick) {
+	w.hs.ctr.renewed.Add(uint64(t.Renewed))
+	w.hs.ctr.renewFailed.Add(uint64(t.Failed))
+	if h := w.hs.hooks; h != nil && h.RenewalTick != nil {
+		h.RenewalTick(t)
+	}
 }

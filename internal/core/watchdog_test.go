@@ -386,7 +386,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	assert.GreaterOrEqual(t, lived, lease-LeaseMargin(lease), "lost before its lease without renewal")
 	assert.Less(t, lived, lease+200*time.Millisecond, "lost late: the schedule waited for a round")
 	require.ErrorIs(t, fresh.Err(), errs.ErrLockLost)
-	assert.Positive(t, c.c.ctr.renewFailed.Load(), "failed renewals counted")
+	assert.Positive(t, c.ctr.renewFailed.Load(), "failed renewals counted")
 	assert.Zero(t, c.Stats().Holds)
 }
 
@@ -442,8 +442,8 @@ func testHolds(t *testing.T, rdb redis.UniversalClient) *Holds {
 	g := bg.New()
 	log := slog.New(slog.DiscardHandler)
 	hs := newHolds(holdsConfig{Pipe: pipeline.New(rdb, pipeline.DefaultSettings, g, log), Context: g.Context(),
-		Closing: g.Closing(), Log: log, Client: new(Client), // observes; counts nothing anyone reads but the tests
-	})
+		Closing: g.Closing(), Log: log, // counted and observed where nothing reads it but the tests
+		Lines: new(Lines), Ctr: new(counters), Evict: new(evictions)})
 	t.Cleanup(func() {
 		g.Close()
 		hs.Wait()
