@@ -52,7 +52,9 @@ var wantRows = func() [][2]string {
 		[2]string{scWatchdog10000, "redisync"},
 		[2]string{scGCRA1, "redisync-gcra"}, [2]string{scGCRA1, "redis_rate"},
 		[2]string{scGCRA64, "redisync-gcra"}, [2]string{scGCRA64, "redis_rate"},
-		[2]string{scRateLimiter1000, "redisync-limiter"})
+		[2]string{scRateLimiter1000, "redisync-limiter"},
+		[2]string{scServerCost, "redisync"}, [2]string{scServerCost, "evalsha-floor"},
+		[2]string{scServerCost, "redislock"}, [2]string{scServerCost, "redisson-floor"})
 }()
 
 // TestQuickRun runs every scenario with tiny sizes against a redis-server
@@ -149,7 +151,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s: Redis CPU per op %v, keys added per op %v", name, r.ServerCPUusPerOp, r.KeysAddedPerOp)
 		}
 		hasRate := r.Scenario == scRTT || base == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || base == scManyLocks || r.Scenario == scSemaphore ||
-			r.Scenario == scGCRA1 || r.Scenario == scGCRA64 || r.Scenario == scRateLimiter1000
+			r.Scenario == scGCRA1 || r.Scenario == scGCRA64 || r.Scenario == scRateLimiter1000 || r.Scenario == scServerCost
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
 		}
