@@ -29,8 +29,9 @@ import (
 //   - evalsha-floor: two EVALSHA of an empty script (return 0) with the
 //     same KEYS and ARGV: what any script call with those arguments costs
 //     before it runs a command;
-//   - redislock: SET NX PX, then bsm/redislock's release script (GET,
-//     DEL): the peer's commands, which its AutoPipeline row also sends;
+//   - redislock: bsm/redislock v0.9.4's obtain script (SET NX PX) and
+//     release script (GET, DEL) with its arguments (a 22-character token):
+//     the peer's calls, which its AutoPipeline row also sends;
 //   - redisson-floor: the floor's two scripts (Redisson's commands).
 //
 // The libraries take turns (-rounds); each sends -server-cost-ops pairs.
@@ -51,8 +52,21 @@ const (
 	serverCostClient = "2k207rw7qve2q"
 )
 
-// redislockRelease is bsm/redislock's release script's text.
-var redislockRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+// redislockObtain and redislockRelease are bsm/redislock v0.9.4's
+// obtain and release scripts' text.
+var (
+	redislockObtain = redis.NewScript(`
+if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return redis.status_reply("OK") end
+
+local offset = tonumber(ARGV[2])
+if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
+`)
+	redislockRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+)
+
+// redislockToken is the length of redislock's tokens (its value when
+// there is no metadata).
+const redislockToken = 22
 
 // emptyScript is the evalsha-floor row's script.
 var emptyScript = redis.NewScript(`return 0`)
@@ -106,14 +120,12 @@ func serverCostLibs() []serverCostLib {
 		},
 		{
 			name: "redislock",
-			note: "SET NX PX and bsm/redislock's release script, sent as its AutoPipeline row sends them",
+			note: "bsm/redislock's obtain and release scripts, sent as its AutoPipeline row sends them",
 			acquire: func(ctx context.Context, p redis.Pipeliner, lock string, n int64) {
-				field, _ := fields(lock, n)
-				p.SetNX(ctx, lock, field, serverCostLease)
+				p.EvalSha(ctx, redislockObtain.Hash(), []string{lock}, redislockValue(n), redislockToken, strconv.FormatInt(lease, 10))
 			},
 			release: func(ctx context.Context, p redis.Pipeliner, lock string, n int64) {
-				field, _ := fields(lock, n)
-				p.EvalSha(ctx, redislockRelease.Hash(), []string{lock}, field)
+				p.EvalSha(ctx, redislockRelease.Hash(), []string{lock}, redislockValue(n))
 			},
 		},
 		{
@@ -145,7 +157,7 @@ func (b *bench) serverCost(ctx context.Context) ([]Result, error) {
 	}
 	rdb, cnt := newClient(b.addr)
 	defer rdb.Close()
-	for _, s := range []*redis.Script{emptyScript, redislockRelease, redissonFloorAcquire, redissonFloorRelease,
+	for _, s := range []*redis.Script{emptyScript, redislockObtain, redislockRelease, redissonFloorAcquire, redissonFloorRelease,
 		lua.Script("lock_acquire_fresh.lua"), lua.Script("lock_release_fresh.lua")} {
 		if err := s.Load(ctx, rdb).Err(); err != nil {
 			return nil, fmt.Errorf("load a script: %w", err)
@@ -251,6 +263,12 @@ func (r *serverCostRun) result() Result {
 	slices.Sort(r.lat)
 	res.quantiles(r.lat)
 	return res
+}
+
+// redislockValue is a redislock token of owner n: 22 characters, as its
+// random base64 tokens.
+func redislockValue(n int64) string {
+	return fmt.Sprintf("%022d", n)
 }
 
 // serverCostCheck returns the first error of a pipeline's replies. (Every
