@@ -52,7 +52,9 @@ var wantRows = func() [][2]string {
 		[2]string{scWatchdog10000, "redisync"},
 		[2]string{scGCRA1, "redisync-gcra"}, [2]string{scGCRA1, "redis_rate"},
 		[2]string{scGCRA64, "redisync-gcra"}, [2]string{scGCRA64, "redis_rate"},
-		[2]string{scRateLimiter1000, "redisync-limiter"})
+		[2]string{scRateLimiter1000, "redisync-limiter"},
+		[2]string{scServerCost, "redisync"}, [2]string{scServerCost, "evalsha-floor"},
+		[2]string{scServerCost, "redislock"}, [2]string{scServerCost, "redisson-floor"})
 }()
 
 // TestQuickRun runs every scenario with tiny sizes against a redis-server
@@ -115,8 +117,8 @@ func TestQuickRun(t *testing.T) {
 	}
 	// Every target is judged when every row ran, each a figure of the
 	// plain lock's row, and a ratio where there is a reference.
-	if len(rep.Targets) != 17 {
-		t.Errorf("%d targets, want 17", len(rep.Targets))
+	if len(rep.Targets) != 20 {
+		t.Errorf("%d targets, want 20", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if tg.Pass == nil || tg.Redisync == nil || (tg.Reference != nil) != (tg.Ratio != nil) || tg.Name == "" || tg.Target == "" {
@@ -149,7 +151,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s: Redis CPU per op %v, keys added per op %v", name, r.ServerCPUusPerOp, r.KeysAddedPerOp)
 		}
 		hasRate := r.Scenario == scRTT || base == scUncontended || strings.HasPrefix(r.Scenario, "contended-") || base == scManyLocks || r.Scenario == scSemaphore ||
-			r.Scenario == scGCRA1 || r.Scenario == scGCRA64 || r.Scenario == scRateLimiter1000
+			r.Scenario == scGCRA1 || r.Scenario == scGCRA64 || r.Scenario == scRateLimiter1000 || r.Scenario == scServerCost
 		if hasRate != (r.OpsPerSec != nil) || (hasRate && *r.OpsPerSec <= 0) {
 			t.Errorf("%s: ops_per_sec = %v", name, r.OpsPerSec)
 		}
@@ -517,12 +519,15 @@ func TestTargets(t *testing.T) {
 		row(scManyLocks, "redisync", 1500, 1, 2, 10),
 		row(scManyLocksReplica, "redisync", 1200, 1, 2, 10),
 		row(scManyLocks, "redislock", 1000, 1, 2, 10),
-		row(scManyLocks, "redisson-floor", 5000, 1, 2, 10), // a floor, not a peer
+		row(scManyLocks, "redisson-floor", 5000, 1, 2, 10),          // a floor, not a peer
+		row(scManyLocks, "redislock-autopipeline", 9000, 1, 0.1, 5), // no peer: not the best peer
+		row(scServerCost, "redisync", 5000, 1, 0.1, 8),
+		row(scServerCost, "redislock", 9000, 1, 0.1, 5),
 		row(scSemaphore, "redisync", 100, 1, 3.5, 10),
 	}
 	targets := evaluateTargets(results)
-	if len(targets) != 17 {
-		t.Errorf("%d targets, want 17", len(targets))
+	if len(targets) != 20 {
+		t.Errorf("%d targets, want 20", len(targets))
 	}
 	byName := map[string]Target{}
 	for _, tg := range targets {
@@ -555,6 +560,9 @@ func TestTargets(t *testing.T) {
 	check("contended-1ms-64 round trips per acquisition", nil, 0, "")
 	check("fair lock contended-0ms ops/s vs the plain lock", &yes, 2000, "redisync (plain lock)") // 0.6 exactly
 	check("semaphore round trips per acquisition", &no, 0, "")
+	check("uncontended ops/s vs redislock", &no, 2000, "redislock")                                           // 0.475×
+	check("many-locks Redis CPU per lock+unlock vs redislock-autopipeline", &no, 5, "redislock-autopipeline") // 2×
+	check("server-cost Redis CPU per lock+unlock vs redislock", &yes, 5, "redislock")                         // 1.6 exactly
 	if tg := byName["fair lock contended-0ms ops/s vs the plain lock"]; tg.Library != "redisync-fair" || *tg.Redisync != 1200 {
 		t.Errorf("fair lock target judges %s's %v, want redisync-fair's 1200", tg.Library, tg.Redisync)
 	}

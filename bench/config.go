@@ -40,6 +40,7 @@ type config struct {
 	WatchdogTimeout     time.Duration
 	WatchdogTicks       int
 	ScriptCalls         int // calls of each script in the scripts scenario
+	ServerCostOps       int // lock+unlock pairs of each library in the server-cost scenario
 	// The scale scenarios (curves.go): the sizes of each curve, the
 	// window over which waiting is measured, the bound of a waiters run's
 	// drain, and the operations of the redis-memory scenario.
@@ -97,6 +98,7 @@ func defaultConfig() config {
 		WatchdogTimeout:     3 * time.Second,
 		WatchdogTicks:       5,
 		ScriptCalls:         2000,
+		ServerCostOps:       40000,
 		ScaleWaiters:        []int{10, 100, 1000, 10000},
 		ScaleHolds:          []int{1000, 10000, 100000},
 		ScaleLocksSizes:     []int{1, 100, 10000},
@@ -136,6 +138,7 @@ func (c *config) quick(set map[string]bool) {
 	def("watchdog-timeout", func() { c.WatchdogTimeout = 600 * time.Millisecond })
 	def("watchdog-ticks", func() { c.WatchdogTicks = 2 })
 	def("script-calls", func() { c.ScriptCalls = 40 })
+	def("server-cost-ops", func() { c.ServerCostOps = 128 })
 	def("rounds", func() { c.Rounds = 2 })
 	def("scale-waiters", func() { c.ScaleWaiters = []int{2, 8} })
 	def("scale-holds", func() { c.ScaleHolds = []int{20, 80} })
@@ -186,7 +189,7 @@ func (c config) countsValid() bool {
 		c.ManyLocksGoroutines, c.ManyLocksClients, c.Permits, c.FanoutWaiters,
 		c.FanoutRounds, c.WatchdogLocks, c.WatchdogManyLocks,
 		c.ScaleLocks, c.ScaleWaitersPerLock, c.ScaleHandoffs, c.WatchdogTicks, c.Rounds,
-		c.ScriptCalls, c.ScaleMemoryOps} {
+		c.ScriptCalls, c.ServerCostOps, c.ScaleMemoryOps} {
 		if n < 1 {
 			return false
 		}
@@ -267,6 +270,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.WatchdogTimeout, "watchdog-timeout", cfg.WatchdogTimeout, "watchdog timeout in the watchdog scenarios (a tick every third of it)")
 	fs.IntVar(&cfg.WatchdogTicks, "watchdog-ticks", cfg.WatchdogTicks, "renewal ticks measured")
 	fs.IntVar(&cfg.ScriptCalls, "script-calls", cfg.ScriptCalls, "calls of each script measured in the scripts scenario (each acquisition and each release)")
+	fs.IntVar(&cfg.ServerCostOps, "server-cost-ops", cfg.ServerCostOps, "lock+unlock pairs of each library in the server-cost scenario (pipelined by one goroutine)")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "turns the libraries of a lock scenario take: each runs 1/rounds of its measurement per turn")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the handoff hold times")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the tool (all clients) to `file`, for go tool pprof")

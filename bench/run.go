@@ -135,8 +135,8 @@ func (b *bench) runScenario(ctx context.Context, sc string, t *tally) error {
 			return fmt.Errorf("%s: %w", sc, err)
 		}
 		t.recordScripts(sc, cs)
-	case scGCRA1, scGCRA64, scRateLimiter1000: // ratelimit.go
-		rs, err := b.rateLimit(ctx, sc)
+	case scGCRA1, scGCRA64, scRateLimiter1000, scServerCost: // ratelimit.go, servercost.go
+		rs, err := b.rateLimitOrServerCost(ctx, sc)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc, err)
 		}
@@ -154,6 +154,15 @@ func (b *bench) runScenario(ctx context.Context, sc string, t *tally) error {
 		t.record(r)
 	}
 	return nil
+}
+
+// rateLimitOrServerCost runs a rate limiter scenario (ratelimit.go) or
+// the server-cost scenario (servercost.go): a row per library.
+func (b *bench) rateLimitOrServerCost(ctx context.Context, sc string) ([]Result, error) {
+	if sc == scServerCost {
+		return b.serverCost(ctx)
+	}
+	return b.rateLimit(ctx, sc)
 }
 
 // curveScenario runs scale scenario sc (curves.go) at each of its sizes.
