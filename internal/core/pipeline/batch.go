@@ -205,11 +205,12 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 // primary's own replicas acknowledged them (primary.judge), else they
 // fail with ErrNotReplicated, their replies too: what that primary
 // answered (acquired, not held) may not be what the primary that stays
-// has. A call that waits for no replica (an undo, a cleanup, a latch's
-// set) fails so, its reply with it, when the primary that ran it has
-// fewer replicas online than it is counted with (as Read's answers). A
-// role that cannot be read fails them too: which primary has the writes
-// is then unknown.
+// has. Every call, whether it waits for replicas or not, fails so, its
+// reply with it, when the primary that ran it has fewer replicas online
+// than it is counted with (as Read's answers), even when it is the
+// primary the client expected: a client whose last batch ran on the old
+// primary expects it. A role that cannot be read fails them too: which
+// primary has the writes is then unknown.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
 // now (one gone since the count was read), counting a replica that
@@ -260,18 +261,23 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, ro
 	for _, c := range calls {
 		switch {
 		case c.reply.Err() != nil:
+		case stale != nil:
+			// Whatever the client expected, that primary may be an old
+			// one about to be demoted: what it answered (acquired, not
+			// held, a permit unknown) may not be what the primary that
+			// stays has. The call fails as one whose reply was lost: its
+			// engine undoes or settles it (errs.MayHaveRun).
+			c.reply.SetErr(stale)
+			if c.sync {
+				c.ackErr = stale
+			}
 		case c.sync:
 			c.ackErr = err
 			if err != nil && ran != expect {
-				// The reply is the other primary's, whose writes its
-				// demotion discards: what it says (acquired, not held)
-				// may not be what the primary that stays has. The call
-				// fails as one whose reply was lost: its engine undoes
-				// or settles it (errs.MayHaveRun).
+				// Not acknowledged, by another primary than the one
+				// counted: its reply is not believed either.
 				c.reply.SetErr(err)
 			}
-		case stale != nil:
-			c.reply.SetErr(stale)
 		}
 	}
 }
