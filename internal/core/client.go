@@ -41,6 +41,9 @@ type Options struct {
 	// ReplicaSync: replica acknowledgement (package pipeline); nil: the
 	// default, [pipeline.DefaultSettings].
 	ReplicaSync *pipeline.Settings
+	// Keyspace: whether keyspace notifications are used (the lock kinds'
+	// Events; a watched hold's fast loss, events.go).
+	Keyspace pubsub.KeyspaceMode
 }
 
 // Client is the state behind a redisync.Client.
@@ -121,7 +124,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.reg = newRegistration(o.KeyPrefix, o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
 	}
 	if rdb != nil {
-		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
+		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded, Keyspace: o.Keyspace})
 		_, c.cluster = rdb.(*redis.ClusterClient)
 		c.evict.watch(c, rdb)
 	}

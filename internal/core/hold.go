@@ -73,6 +73,9 @@ func (h *Hold) Done() <-chan struct{} {
 	defer h.mu.Unlock()
 	if h.done == nil {
 		h.done = make(chan struct{}) // end sets closedChan once it is over
+		if h.ctx == nil && h.err == nil {
+			h.hs.wd.watchKey(h, h.done) // a loss told within a round trip (events.go)
+		}
 	}
 	return h.done
 }
@@ -117,6 +120,8 @@ func (h *Hold) Context() context.Context {
 		h.ctx, h.cancel = context.WithCancelCause(context.Background())
 		if h.err != nil {
 			h.cancel(h.err)
+		} else if h.done == nil {
+			h.hs.wd.watchKey(h, h.ctx.Done())
 		}
 	}
 	return h.ctx

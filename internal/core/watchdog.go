@@ -318,6 +318,43 @@ func (w *watchdog) renew(holds []*Hold) {
 	}
 }
 
+// watchKey has h renewed at once whenever its key is deleted, expires or
+// is evicted, by the key's keyspace notifications (events.go), until stop
+// closes: a lost hold ends within a round trip instead of at its next
+// renewal. Only watchdog-renewed holds are watched, in a goroutine Close
+// waits for.
+func (w *watchdog) watchKey(h *Hold, stop <-chan struct{}) {
+	if h.renew == nil || w.hs.c.mux == nil || !w.hs.c.bg.Track() {
+		return
+	}
+	go func() {
+		defer w.hs.c.bg.Untrack()
+		if err := watchLoss(w.ctx, w.hs.c.mux, h.key.Key, stop, func() { w.recheck(h) }); err != nil {
+			w.hs.log.Debug("redisync: no keyspace notifications of a held key: its renewals alone tell a loss",
+				"key", h.key.Key, "err", err)
+		}
+	}()
+}
+
+// recheck renews h alone, at once, as a round does (send): a hold found
+// gone ends, one still the owner's has its lease extended. A hold no
+// longer renewed (released) is left alone.
+func (w *watchdog) recheck(h *Hold) {
+	h.mu.Lock()
+	live, lease := h.renewing && h.err == nil, h.lease
+	h.mu.Unlock()
+	if !live {
+		return
+	}
+	spec := h.renewal()
+	w.mu.Lock()
+	w.calls++
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(w.ctx, lease/3+w.pipe.Settings().Timeout)
+	defer cancel()
+	w.hs.c.renewed(w.send(ctx, newRenewBatch(batchKey{script: spec.Script, lease: lease}, []*Hold{h})))
+}
+
 func newRenewBatch(k batchKey, holds []*Hold) renewBatch {
 	call := lua.NewRenewalBatch(Millis(k.lease), len(holds))
 	for _, h := range holds {
