@@ -34,14 +34,14 @@ type KeyEvent struct {
 type KeyEventKind int
 
 const (
-	// KeyDeleted: the key was deleted (DEL or UNLINK: an Unlock that
+	// KeyDeleted means the key was deleted (DEL or UNLINK: an Unlock that
 	// released the last hold, a ForceUnlock, redisync unlock -force, a
 	// Redisson forceUnlock, an operator; and MIGRATE on a Cluster).
 	KeyDeleted KeyEventKind = iota + 1
-	// KeyExpired: the key's lease ran out (its holder died or stopped
+	// KeyExpired means the key's lease ran out (its holder died or stopped
 	// renewing).
 	KeyExpired
-	// KeyEvicted: Redis evicted the key under maxmemory. Reported only
+	// KeyEvicted means Redis evicted the key under maxmemory. Reported only
 	// when notify-keyspace-events also has e (or A).
 	KeyEvicted
 )
