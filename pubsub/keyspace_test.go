@@ -127,3 +127,29 @@ func TestKeyspaceClusterMigration(t *testing.T) {
 	require.NoError(t, cc.PExpire(ctx, key, time.Millisecond).Err())
 	assert.Equal(t, []string{pubsub.EventExpired}, event(t, w, 5*time.Second))
 }
+
+// After a failover (CLUSTER FAILOVER), the key's notifications are
+// published on the promoted replica: the subscription moves there (the
+// slot map check) and events keep arriving.
+func TestKeyspaceClusterFailover(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3, redistest.ClusterReplicas(1), redistest.ClusterServerArgs("--notify-keyspace-events", "Kgx"))
+	cc := cl.Client(t)
+	m := newMux(t, cl.Client(t), pubsub.Options{})
+	key := redistest.Key(t)
+	w, err := m.Keyspace(ctx, key)
+	require.NoError(t, err)
+	defer w.Close()
+
+	old := cl.MasterOf(t, keys.Slot(key))
+	next := cl.ReplicaOf(t, old)
+	cl.Failover(t, next)
+	require.Eventually(t, func() bool { return numSub(t, next.Client(t), "__keyspace@0__:"+key) == 1 },
+		15*time.Second, 10*time.Millisecond, "subscribed on the promoted replica")
+	assert.Equal(t, int64(0), numSub(t, old.Client(t), "__keyspace@0__:"+key), "not on the former master")
+	_ = w.Events()
+
+	require.NoError(t, cc.Set(ctx, key, "x", 0).Err())
+	require.NoError(t, cc.Del(ctx, key).Err())
+	assert.Equal(t, []string{pubsub.EventDel}, event(t, w, 5*time.Second))
+}
