@@ -195,8 +195,20 @@ var outside = []struct {
 	}},
 }
 
+// forceUnlock is a ForceUnlock by another process (as redisync unlock
+// -force does): the holder's client learns of it only from Redis.
+var forceUnlock = struct {
+	name string
+	do   func(ctx context.Context, rdb redis.UniversalClient, key string) error
+}{"force-unlock", func(ctx context.Context, rdb redis.UniversalClient, key string) error {
+	c := redisync.New(rdb)
+	defer c.Close()
+	_, err := rlock.New(c, key).ForceUnlock(ctx)
+	return err
+}}
+
 // With keyspace notifications on, a watched hold ends within a round trip
-// of an outside DEL or an expiry (not at the next renewal, 10 s later with
+// of an outside DEL, a ForceUnlock elsewhere or an expiry (not at the next renewal, 10 s later with
 // the default 30 s lease), with ErrLockLost; the hold's watch goes with
 // it. Each test logs the time from the outside change to Done.
 func TestHoldLostByEvent(t *testing.T) {
@@ -204,7 +216,7 @@ func TestHoldLostByEvent(t *testing.T) {
 	s := redistest.Start(t, redistest.WithArgs(keyspaceArgs...))
 	rdb := s.Client(t)
 	c := clienttest.New(t, s.Client(t))
-	for _, o := range outside {
+	for _, o := range append(outside, forceUnlock) {
 		t.Run(o.name, func(t *testing.T) {
 			name := redistest.Key(t)
 			l := rlock.New(c, name)
