@@ -153,3 +153,4 @@ func TestKeyspaceClusterFailover(t *testing.T) {
 	require.NoError(t, cc.Del(ctx, key).Err())
 	assert.Equal(t, []string{pubsub.EventDel}, event(t, w, 5*time.Second))
 }
+
