@@ -153,4 +153,3 @@ func TestKeyspaceClusterFailover(t *testing.T) {
 	require.NoError(t, cc.Del(ctx, key).Err())
 	assert.Equal(t, []string{pubsub.EventDel}, event(t, w, 5*time.Second))
 }
-
