@@ -130,7 +130,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	}
 	c.waits = newWaits(c, c.mux, c.closing, o.Recheck, o.Logger)
 	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
-		Closing: c.closing, Log: o.Logger, Client: c})
+		Closing: c.closing, Log: o.Logger, Client: c, Mux: c.mux, Bg: c.bg})
 	return c
 }
 

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/core/pipeline"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // Hold is one owner's hold on one primitive in this client: from the
@@ -287,13 +289,16 @@ type holdsConfig struct {
 	Context context.Context    // done when the client closes: renewal rounds stop
 	Closing <-chan struct{}    // closed when the client closes: renewals stop
 	Log     *slog.Logger
-	Client  *Client // observes the holds
+	Client  *Client     // observes the holds
+	Mux     *pubsub.Mux // keyspace notifications of watched holds' keys (events.go)
+	Bg      *bg.Group   // the goroutines that watch them
 }
 
 // newHolds returns a client's holds, none live. It does no I/O.
 func newHolds(cfg holdsConfig) *Holds {
 	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log, c: cfg.Client}
-	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1)}
+	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1),
+		mux: cfg.Mux, bg: cfg.Bg}
 	return hs
 }
 

@@ -8,10 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // idleLinger is how long the watchdog's goroutine stays without a hold
@@ -59,6 +61,10 @@ type watchdog struct {
 	cluster bool
 	ctx     context.Context // done when the client closes: rounds stop
 	wake    chan struct{}   // a round ended, or a hold due earlier was added
+	// mux has the keyspace notifications of watched holds' keys, and bg
+	// the goroutines that watch them (watchKey, events.go).
+	mux *pubsub.Mux
+	bg  *bg.Group
 
 	mu      sync.Mutex
 	holds   map[*Hold]struct{}
@@ -324,12 +330,12 @@ func (w *watchdog) renew(holds []*Hold) {
 // renewal. Only watchdog-renewed holds are watched, in a goroutine Close
 // waits for.
 func (w *watchdog) watchKey(h *Hold, stop <-chan struct{}) {
-	if h.renew == nil || w.hs.c.mux == nil || !w.hs.c.bg.Track() {
+	if h.renew == nil || w.mux == nil || !w.bg.Track() {
 		return
 	}
 	go func() {
-		defer w.hs.c.bg.Untrack()
-		if err := watchLoss(w.ctx, w.hs.c.mux, h.key.Key, stop, func() { w.recheck(h) }); err != nil {
+		defer w.bg.Untrack()
+		if err := watchLoss(w.ctx, w.mux, h.key.Key, stop, func() { w.recheck(h) }); err != nil {
 			w.hs.log.Debug("redisync: no keyspace notifications of a held key: its renewals alone tell a loss",
 				"key", h.key.Key, "err", err)
 		}
