@@ -50,6 +50,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Hooks:           hooks(o.observers),
 		ReplicaSync:     o.replicaSync,
 		KeyPrefix:       o.keyPrefix,
+		Keyspace:        o.keyspace.mux(),
 	}))
 	attach(c, o.observers)
 	return c
@@ -117,6 +118,7 @@ type options struct {
 	observers       []Observer // observe.go
 	replicaSync     *pipeline.Settings
 	keyPrefix       string
+	keyspace        KeyspaceEventsMode // keyevents.go
 	err             error
 }
 

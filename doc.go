@@ -47,7 +47,11 @@
 //     sees it, at its next renewal (every third of the watchdog timeout, so
 //     up to 10s after a force unlock with the default 30s) or when the
 //     acknowledged lease runs out, and when a fixed lease runs out:
-//     stop the guarded work when Done closes. A Hold (rlock's Lock.Hold,
+//     stop the guarded work when Done closes. When the servers publish
+//     keyspace notifications (notify-keyspace-events Kgx), a watched
+//     hold learns of a deletion or expiry of its key within a round trip
+//     instead (WithKeyspaceEvents; docs/lock-events.md), and the lock
+//     kinds' Events report them as KeyEvent values. A Hold (rlock's Lock.Hold,
 //     rwlock's ReadHold and WriteHold) is one owner's hold itself: its
 //     Context is cancelled when the hold ends, so work run under it stops
 //     by itself.

@@ -76,4 +76,12 @@ var (
 	// and nothing was written: no key, no subscription, no goroutine left.
 	// The error keeps Redis's text and says what to do.
 	ErrNoScripting = errs.ErrNoScripting
+	// ErrKeyspaceEventsOff reports that the Redis node holding a key
+	// publishes no keyspace notifications of its deletions and expiries,
+	// so an Events call (rlock, rwlock) would never fire: the node's
+	// notify-keyspace-events lacks K, g or x (A stands for g, x and the
+	// rest), or the Client was built with
+	// WithKeyspaceEvents(KeyspaceEventsOff). The error names the CONFIG
+	// SET to run; see docs/lock-events.md. Nothing was subscribed.
+	ErrKeyspaceEventsOff = errs.ErrKeyspaceEventsOff
 )

@@ -38,6 +38,15 @@ func (h *Hold) FencingToken() int64 { return h.inner().FencingToken() }
 // found it gone, no renewal succeeded within the lease, the fixed lease ran
 // out, a ForceUnlock through this Client, Close). Another owner's release,
 // even through the same handle, does not close it.
+//
+// Asking for Done (or Context) of a watchdog-renewed hold also has the
+// Client watch the lock's key through Redis keyspace notifications, when
+// the server publishes them (WithKeyspaceEvents): a deletion or expiry of
+// the key by anyone (a DEL, redisync unlock -force, a ForceUnlock in
+// another process, a lease run out during a pause) has the watchdog
+// re-check the hold at once, so a lost hold closes Done within a round
+// trip instead of at the next renewal (up to a third of the watchdog
+// timeout). See docs/lock-events.md.
 func (h *Hold) Done() <-chan struct{} { return h.inner().Done() }
 
 // Err returns nil while the hold lasts; once it ended, an error wrapping

@@ -65,6 +65,25 @@
 // master demoted by a failover). Each re-subscription wakes the channel's
 // waiters to re-check.
 //
+// # Keyspace notifications
+//
+// Keyspace subscribes to the keyspace channel of one key
+// (__keyspace@<db>__:<key>), whose deletions (del), expiries (expired) and
+// evictions (evicted) it keeps for the waiter (Waiter.Events). Redis
+// publishes a key's notifications only on the node that holds it, and
+// only with notify-keyspace-events including K, g and x (or K and A), so
+// Keyspace first reads that setting on the node (KeyspaceAuto; an answer
+// kept 5 s per node) and fails with redisync.ErrKeyspaceEventsOff when the
+// flags are off. On a single node or through Sentinel the channel goes on
+// the classic connection; on a Cluster, on the connection to the master
+// of the key's slot (the connection sharded channels use), with SUBSCRIBE,
+// and the route loop moves it when the slot map names another master for
+// the slot: unlike a sharded channel, Redis does not end a keyspace
+// subscription when the slot leaves, so the move waits for the slot map
+// check (every second; go-redis reloads its map every five, or at once
+// after a MOVED). A slot migration itself deletes the key on the old
+// master (MIGRATE), which publishes del there.
+//
 // There is one receive goroutine per connection, and in sharded mode one
 // route goroutine, all started by Subscribe and stopped by Close; waiting
 // costs no goroutine besides the caller's own.

@@ -18,11 +18,14 @@ import (
 // primary (which stays a primary, with the connection on it, for some
 // seconds after +switch-master), and the re-subscription wakes the waiter
 // to re-check: messages published on the new primary meanwhile were lost
-// (issue 33). Messages published on the new primary reach the waiter.
+// (issue 33). Messages published on the new primary reach the waiter. A
+// key's keyspace notifications (Keyspace), on the same connection, follow
+// it too.
 func TestFollowsThePrimary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sn := redistest.StartSentinel(t, redistest.SentinelReplicas(1))
+	sn := redistest.StartSentinel(t, redistest.SentinelReplicas(1),
+		redistest.SentinelServerArgs("--notify-keyspace-events", "Kgx"))
 	old, next := sn.Master, sn.Replicas[0]
 	m := newMux(t, sn.Client(t), pubsub.Options{})
 	ch := redistest.Key(t)
@@ -30,6 +33,10 @@ func TestFollowsThePrimary(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	require.Equal(t, int64(1), numSub(t, old.Client(t), ch))
+	key := redistest.Key(t, "key")
+	kw, err := m.Keyspace(ctx, key)
+	require.NoError(t, err)
+	defer kw.Close()
 
 	sc := redis.NewSentinelClient(&redis.Options{Addr: sn.SentinelAddr})
 	t.Cleanup(func() { _ = sc.Close() })
@@ -50,5 +57,10 @@ func TestFollowsThePrimary(t *testing.T) {
 
 	require.NoError(t, newRDB.Publish(ctx, ch, "x").Err())
 	assert.True(t, woken(w, 10*time.Second), "a message on the new primary wakes the waiter")
-	assert.Equal(t, 1, m.Stats().Channels)
+
+	_ = kw.Events()
+	require.NoError(t, newRDB.Set(ctx, key, "x", 0).Err())
+	require.NoError(t, newRDB.Del(ctx, key).Err())
+	assert.Equal(t, []string{pubsub.EventDel}, event(t, kw, 10*time.Second), "the key's del on the new primary")
+	assert.Equal(t, 2, m.Stats().Channels)
 }

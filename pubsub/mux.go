@@ -67,6 +67,10 @@ type Options struct {
 	// *redis.ClusterClient: other clients always subscribe classically. The
 	// default (nil) is classic pub/sub.
 	Sharded func(ctx context.Context) (bool, error)
+	// Keyspace says whether Keyspace subscribes, and whether it first
+	// checks the node's notify-keyspace-events. The default is
+	// KeyspaceAuto.
+	Keyspace KeyspaceMode
 }
 
 // Mux multiplexes the waiters of one redisync client over Redis pub/sub
@@ -92,11 +96,17 @@ type Mux struct {
 	// (Sentinel), so that the classic connection follows the primary (see
 	// followLoop); nil on other clients.
 	follow *follower
+	// flags caches what each node said of its notify-keyspace-events,
+	// by address ("" for a client that is not a Cluster's; see Keyspace).
+	flags map[string]flagsSeen
 }
 
 // conn is one pub/sub connection and its receive loop.
 type conn struct {
-	addr    string // node address in sharded mode; "" for the classic connection
+	addr string // node address in sharded mode; "" for the classic connection
+	// sharded: a Cluster node's connection, which carries the sharded
+	// channels of the node's slots and the keyspace channels of its keys
+	// (Keyspace), and which the route loop replaces instead of go-redis.
 	sharded bool
 	ps      *redis.PubSub // replaced in place for the classic connection
 	retired bool          // closed; its channels were moved off it
@@ -109,7 +119,11 @@ type conn struct {
 
 // channel is one subscribed channel and its local waiters in arrival order.
 type channel struct {
-	name    string
+	name string
+	// key is, for a keyspace channel (Keyspace), the key whose
+	// notifications it carries: on a Cluster it is subscribed on the
+	// master of key's slot, with SUBSCRIBE; "" for any other channel.
+	key     string
 	wake    Policy
 	waiters []*Waiter
 	// conn is the connection the channel's (S)SUBSCRIBE was sent on; nil
@@ -139,6 +153,9 @@ type Waiter struct {
 	ch     *channel
 	c      chan struct{}
 	closed bool
+	// events are a keyspace channel's notifications not yet taken
+	// (Events), at most maxKept, the oldest dropped first.
+	events []string
 }
 
 // New returns a multiplexer over rdb. It does no I/O.
@@ -199,6 +216,13 @@ func (m *Mux) Subscribe(ctx context.Context, name string, wake Policy) (*Waiter,
 			}
 		}
 	}
+	return m.subscribe(ctx, name, "", wake, node)
+}
+
+// subscribe registers a waiter on channel name, as Subscribe says, once
+// its connection is known: node for a channel of a Cluster node (sharded,
+// or a keyspace channel of key), nil for the classic connection.
+func (m *Mux) subscribe(ctx context.Context, name, key string, wake Policy, node *conn) (*Waiter, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -206,7 +230,7 @@ func (m *Mux) Subscribe(ctx context.Context, name string, wake Policy) (*Waiter,
 	}
 	ch := m.chans[name]
 	if ch == nil {
-		ch = &channel{name: name, wake: wake, ready: make(chan struct{})}
+		ch = &channel{name: name, key: key, wake: wake, ready: make(chan struct{})}
 		m.chans[name] = ch
 		// The SUBSCRIBE is written under m.mu so that SUBSCRIBE and
 		// UNSUBSCRIBE of one channel reach Redis in the order decided here.
@@ -259,9 +283,12 @@ func (m *Mux) subscribeLocked(ctx context.Context, ch *channel, node *conn) erro
 	}
 	ch.conn, ch.acked = c, false
 	var err error
-	if c.sharded {
+	switch {
+	case c.sharded && ch.key != "":
+		err = c.ps.Subscribe(ctx, ch.name) // a keyspace channel on its node
+	case c.sharded:
 		err = c.ps.SSubscribe(ctx, ch.name)
-	} else {
+	default:
 		err = c.ps.Subscribe(m.dialCtx(ctx), ch.name)
 	}
 	if err == nil {
@@ -348,15 +375,21 @@ func (m *Mux) unsubscribeLocked(ch *channel) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
 	defer cancel()
-	var err error
-	if c.sharded {
-		err = c.ps.SUnsubscribe(ctx, ch.name)
-	} else {
-		err = c.ps.Unsubscribe(m.dialCtx(ctx), ch.name)
-	}
-	if err != nil {
+	if err := m.unsubscribeFrom(ctx, c, ch); err != nil {
 		m.log.Warn("redisync: pubsub unsubscribe failed", "channel", ch.name, "err", err)
 	}
+}
+
+// unsubscribeFrom sends ch's (S)UNSUBSCRIBE on c: SUNSUBSCRIBE for a
+// sharded channel, UNSUBSCRIBE for a classic or keyspace one.
+func (m *Mux) unsubscribeFrom(ctx context.Context, c *conn, ch *channel) error {
+	switch {
+	case c.sharded && ch.key != "":
+		return c.ps.Unsubscribe(ctx, ch.name)
+	case c.sharded:
+		return c.ps.SUnsubscribe(ctx, ch.name)
+	}
+	return c.ps.Unsubscribe(m.dialCtx(ctx), ch.name)
 }
 
 // signal wakes up to n waiters that are not already woken, oldest first
@@ -392,6 +425,10 @@ func (m *Mux) deliver(name, payload string) {
 	defer m.mu.Unlock()
 	ch := m.chans[name]
 	if ch == nil || len(ch.waiters) == 0 {
+		return
+	}
+	if ch.key != "" {
+		ch.notified(payload)
 		return
 	}
 	idle := ch.idle()

@@ -233,11 +233,7 @@ func (m *Mux) refuse(c *conn, err error) {
 		close(ch.ready)
 		delete(m.chans, ch.name)
 		ctx, cancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
-		if c.sharded {
-			_ = c.ps.SUnsubscribe(ctx, ch.name)
-		} else {
-			_ = c.ps.Unsubscribe(m.dialCtx(ctx), ch.name)
-		}
+		_ = m.unsubscribeFrom(ctx, c, ch)
 		cancel()
 		return
 	}

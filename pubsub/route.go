@@ -107,7 +107,7 @@ func (m *Mux) refused(c *conn, err error) {
 	}
 	m.log.Debug("redisync: sharded subscription redirected, re-subscribing", "slot", slot, "addr", c.addr, "err", err)
 	for _, ch := range m.chans {
-		if ch.conn == c && !ch.acked && keys.Slot(ch.name) == slot {
+		if ch.conn == c && !ch.acked && keys.Slot(ch.slotKey()) == slot {
 			m.unrouteLocked(ch)
 		}
 	}
@@ -238,7 +238,7 @@ func (rt router) check() {
 		m.unrouteLocked(ch)
 		left[c] = true
 		uctx, ucancel := context.WithTimeout(context.Background(), m.opts.ConfirmTimeout)
-		_ = c.ps.SUnsubscribe(uctx, name) // a demoted master may answer MOVED: refused ignores it
+		_ = m.unsubscribeFrom(uctx, c, ch) // a demoted master may answer MOVED: refused ignores it
 		ucancel()
 	}
 	for c := range left {
@@ -249,7 +249,7 @@ func (rt router) check() {
 	m.kickLocked()
 }
 
-// routed returns the sharded channels subscribed on a connection, by name.
+// routed returns the channels subscribed on a node's connection, by name.
 func (rt router) routed() map[string]*conn {
 	m := rt.m
 	m.mu.Lock()
@@ -271,7 +271,7 @@ func (rt router) moved(routed map[string]*conn) map[string]bool {
 	defer cancel()
 	moved := make(map[string]bool)
 	for name, c := range routed {
-		node, err := rt.m.cluster.MasterForKey(ctx, name)
+		node, err := rt.m.cluster.MasterForKey(ctx, slotKey(name))
 		if err == nil && node.Options().Addr != c.addr {
 			moved[name] = true
 		}
@@ -350,7 +350,7 @@ func (rt router) masters(ctx context.Context, names []string) map[string]*conn {
 	byAddr := make(map[string]*conn)
 	failed := make(map[string]bool)
 	for _, name := range names {
-		node, err := m.cluster.MasterForKey(ctx, name)
+		node, err := m.cluster.MasterForKey(ctx, slotKey(name))
 		if err != nil {
 			m.log.Debug("redisync: no master for a sharded channel yet", "channel", name, "err", err)
 			continue

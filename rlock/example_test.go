@@ -358,3 +358,46 @@ func ExampleWithMinHold() {
 	// early scheduler runs the job
 	// late scheduler finds the job taken
 }
+
+func ExampleLock_Events() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	// An operator's setting (redis.conf: notify-keyspace-events Kgx), made
+	// here for the example and put back after it.
+	old := rdb.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"]
+	rdb.ConfigSet(ctx, "notify-keyspace-events", "Kgx")
+	defer rdb.ConfigSet(ctx, "notify-keyspace-events", old)
+
+	c := redisync.New(rdb)
+	defer c.Close()
+	l := rlock.New(c, "example:events")
+	ectx, stop := context.WithCancel(ctx)
+	defer stop() // closes the channel, ends the subscription
+	events, err := l.Events(ectx)
+	if err != nil {
+		fmt.Println("events:", err) // ErrKeyspaceEventsOff names the CONFIG SET to run
+		return
+	}
+
+	_ = l.Lock(ctx)
+	_ = l.Unlock(ctx) // the release deletes the key
+	fmt.Println((<-events).Kind)
+
+	_ = rlock.New(c, "example:events", rlock.WithLease(10*time.Millisecond)).Lock(ctx)
+	fmt.Println((<-events).Kind) // nobody renews a fixed lease
+
+	// The holder's Done uses the same notifications: a DEL by someone else
+	// (an operator, redisync unlock -force) ends the hold within a round
+	// trip, not at the watchdog's next renewal 10 s later.
+	_ = l.Lock(ctx)
+	done := l.Done()
+	rdb.Del(ctx, "example:events")
+	<-done
+	fmt.Println((<-events).Kind, errors.Is(l.Err(), redisync.ErrLockLost))
+	_ = l.Unlock(ctx) // the handle's own hold is over: Unlock lets its next Lock through
+	// Output:
+	// deleted
+	// expired
+	// deleted true
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/keyevents"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -407,5 +408,39 @@ func (h *handle) Done() <-chan struct{} { return h.state().e.Done() }
 // redisync.ErrLockLost. Like Done, it follows the handle; Hold(ctx).Err()
 // follows one owner's hold.
 func (h *handle) Err() error { return h.state().e.Err() }
+
+// Events subscribes to the deletions, expiries and evictions of the
+// lock's key in Redis, whoever causes them, as Redisson 3.43's lock
+// listeners (deleted-object and expired-object listeners) do, and returns
+// a channel that receives each as a redisync.KeyEvent: KeyDeleted for an
+// Unlock that frees the lock, a ForceUnlock, redisync unlock -force or any
+// DEL of the key, KeyExpired when its lease runs out (its holder died or
+// stopped renewing), KeyEvicted under maxmemory (with the e flag). It
+// returns once Redis has confirmed the subscription, so a change made
+// after Events returns is reported. The channel is closed when ctx ends
+// or the Client closes; the subscription and its goroutine are then gone.
+// A receiver that falls behind by more than 80 events loses the oldest.
+//
+// The events come from Redis keyspace notifications, which Redis
+// publishes only when the node holding the key has notify-keyspace-events
+// with K, g and x (or K and A); on a Cluster only on that node, where
+// Events subscribes, following the key's slot when it moves. With the
+// Client's default (redisync.KeyspaceEventsAuto) Events first reads the
+// setting: when the flags are off it returns an error wrapping
+// redisync.ErrKeyspaceEventsOff that names the CONFIG SET to run, and
+// when the ACL user may not run CONFIG GET, one wrapping
+// redisync.ErrNoPermission, instead of a channel that would never
+// receive. Notifications are hints, lost while the connection is down, and
+// a Cluster slot migration reports a KeyDeleted for a lock that lives on at
+// its new master; see redisync.KeyEvent and docs/lock-events.md. A hold's
+// own Done does not need Events: it uses the same notifications by itself
+// (redisync.WithKeyspaceEvents).
+func (h *handle) Events(ctx context.Context) (<-chan redisync.KeyEvent, error) {
+	h = h.state()
+	if err := h.e.Check(); err != nil {
+		return nil, err
+	}
+	return keyevents.Stream(ctx, h.e.C, h.e.Kind, h.e.Given, h.e.Name)
+}
 
 var _ redisync.Locker = (*Lock)(nil)

@@ -121,4 +121,15 @@
 // included, returns an error wrapping redisync.ErrWrongType and leaves it
 // unchanged. [RWLock.Inspect] reads the mode, the writer, the readers and
 // the remaining lease in one round trip.
+//
+// # Lock events
+//
+// Events reports each deletion, expiry and eviction of the lock's hash in
+// Redis, whoever causes it (the last RUnlock or Unlock, a ForceUnlock, an
+// expired lease), as redisync.KeyEvent values, from Redis keyspace
+// notifications (notify-keyspace-events with K, g and x): see rlock's
+// "Lock events" and docs/lock-events.md. A watched read or write hold
+// (its Done or Context asked for) uses the same notifications: a deletion
+// or expiry of the hash has the watchdog re-check it at once. Only the
+// hash is watched, not the read holds' timeout keys.
 package rwlock

@@ -229,3 +229,32 @@ func ExampleRWLock_Inspect() {
 	// reader rw-inspect-example:1, count 1
 	// reader rw-inspect-example:2, count 2
 }
+
+// Events reports the deletions and expiries of the lock's hash, whoever
+// causes them, from Redis keyspace notifications.
+func ExampleRWLock_Events() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	defer rdb.Close()
+	// An operator's setting (redis.conf: notify-keyspace-events Kgx), made
+	// here for the example and put back after it.
+	old := rdb.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"]
+	rdb.ConfigSet(ctx, "notify-keyspace-events", "Kgx")
+	defer rdb.ConfigSet(ctx, "notify-keyspace-events", old)
+
+	c := redisync.New(rdb)
+	defer c.Close()
+	rw := rwlock.New(c, "example:rw-events")
+	ectx, stop := context.WithCancel(ctx)
+	defer stop()
+	events, err := rw.Events(ectx)
+	if err != nil {
+		fmt.Println("events:", err)
+		return
+	}
+	_ = rw.RLock(ctx)
+	_ = rw.RUnlock(ctx) // the last release deletes the hash
+	ev := <-events
+	fmt.Println(ev.Key, ev.Kind)
+	// Output: example:rw-events deleted
+}

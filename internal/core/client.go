@@ -41,6 +41,9 @@ type Options struct {
 	// ReplicaSync: replica acknowledgement (package pipeline); nil: the
 	// default, [pipeline.DefaultSettings].
 	ReplicaSync *pipeline.Settings
+	// Keyspace: whether keyspace notifications are used (the lock kinds'
+	// Events; a watched hold's fast loss, events.go).
+	Keyspace pubsub.KeyspaceMode
 }
 
 // Client is the state behind a redisync.Client.
@@ -120,7 +123,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.reg = newRegistration(o.KeyPrefix, o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
 	}
 	if rdb != nil {
-		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded})
+		c.mux = pubsub.New(rdb, pubsub.Options{Logger: o.Logger, Sharded: c.Sharded, Keyspace: o.Keyspace})
 		_, c.cluster = rdb.(*redis.ClusterClient)
 		var onEvict func(p EvictionPolicy)
 		if o.Hooks != nil {
@@ -131,7 +134,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	}
 	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
 		Closing: c.closing, Log: o.Logger,
-		Lines: &c.lines, Ctr: &c.ctr, Hooks: o.Hooks, Evict: &c.evict})
+		Lines: &c.lines, Ctr: &c.ctr, Hooks: o.Hooks, Evict: &c.evict, Mux: c.mux, Bg: c.bg})
 	return c
 }
 

@@ -13,7 +13,9 @@
 // handles of one name as one mutex (lock.go); a handle's checks and the
 // lease rule (handle.go); the Client with its options, checks and
 // counters' readers (client.go); the id's registration (register.go);
-// live holds (hold.go) and their watchdog (watchdog.go); the client's
+// live holds (hold.go) and their watchdog (watchdog.go), which re-checks
+// a watched hold at once when its key's keyspace notification says it
+// was deleted or expired (events.go); the client's
 // local lines and their offers (line.go); the counters and hooks of
 // observation (observe.go); the eviction watch (eviction.go); and what the
 // process decides alone: owner tokens, owner locks and a handle's gate

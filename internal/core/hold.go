@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/core/pipeline"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // Hold is one owner's hold on one primitive in this client: from the
@@ -74,6 +76,9 @@ func (h *Hold) Done() <-chan struct{} {
 	defer h.mu.Unlock()
 	if h.done == nil {
 		h.done = make(chan struct{}) // end sets closedChan once it is over
+		if h.ctx == nil && h.err == nil {
+			h.hs.wd.watchKey(h, h.done) // a loss told within a round trip (events.go)
+		}
 	}
 	return h.done
 }
@@ -118,6 +123,8 @@ func (h *Hold) Context() context.Context {
 		h.ctx, h.cancel = context.WithCancelCause(context.Background())
 		if h.err != nil {
 			h.cancel(h.err)
+		} else if h.done == nil {
+			h.hs.wd.watchKey(h, h.ctx.Done())
 		}
 	}
 	return h.ctx
@@ -286,17 +293,20 @@ type holdsConfig struct {
 	Context context.Context    // done when the client closes: renewal rounds stop
 	Closing <-chan struct{}    // closed when the client closes: renewals stop
 	Log     *slog.Logger
-	Lines   *Lines     // the client's local lines
-	Ctr     *counters  // the client's counters
-	Hooks   *Hooks     // the client's hooks (nil: none)
-	Evict   *evictions // the client's primaries' policies
+	Lines   *Lines      // the client's local lines
+	Ctr     *counters   // the client's counters
+	Hooks   *Hooks      // the client's hooks (nil: none)
+	Evict   *evictions  // the client's primaries' policies
+	Mux     *pubsub.Mux // keyspace notifications of watched holds' keys (events.go)
+	Bg      *bg.Group   // the goroutines that watch them
 }
 
 // newHolds returns a client's holds, none live. It does no I/O.
 func newHolds(cfg holdsConfig) *Holds {
 	hs := &Holds{m: make(map[HoldKey]*Hold), closing: cfg.Closing, log: cfg.Log,
 		lines: cfg.Lines, ctr: cfg.Ctr, hooks: cfg.Hooks, evict: cfg.Evict}
-	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1)}
+	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1),
+		mux: cfg.Mux, bg: cfg.Bg}
 	return hs
 }
 

@@ -8,10 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/core/bg"
 	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/keys"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // idleLinger is how long the watchdog's goroutine stays without a hold
@@ -59,6 +61,10 @@ type watchdog struct {
 	cluster bool
 	ctx     context.Context // done when the client closes: rounds stop
 	wake    chan struct{}   // a round ended, or a hold due earlier was added
+	// mux has the keyspace notifications of watched holds' keys, and bg
+	// the goroutines that watch them (watchKey, events.go).
+	mux *pubsub.Mux
+	bg  *bg.Group
 
 	mu      sync.Mutex
 	holds   map[*Hold]struct{}
@@ -316,6 +322,43 @@ func (w *watchdog) renew(holds []*Hold) {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// watchKey has h renewed at once whenever its key is deleted, expires or
+// is evicted, by the key's keyspace notifications (events.go), until stop
+// closes: a lost hold ends within a round trip instead of at its next
+// renewal. Only watchdog-renewed holds are watched, in a goroutine Close
+// waits for.
+func (w *watchdog) watchKey(h *Hold, stop <-chan struct{}) {
+	if h.renew == nil || w.mux == nil || !w.bg.Track() {
+		return
+	}
+	go func() {
+		defer w.bg.Untrack()
+		if err := watchLoss(w.ctx, w.mux, h.key.Key, stop, func() { w.recheck(h) }); err != nil {
+			w.hs.log.Debug("redisync: no keyspace notifications of a held key: its renewals alone tell a loss",
+				"key", h.key.Key, "err", err)
+		}
+	}()
+}
+
+// recheck renews h alone, at once, as a round does (send): a hold found
+// gone ends, one still the owner's has its lease extended. A hold no
+// longer renewed (released) is left alone.
+func (w *watchdog) recheck(h *Hold) {
+	h.mu.Lock()
+	live, lease := h.renewing && h.err == nil, h.lease
+	h.mu.Unlock()
+	if !live {
+		return
+	}
+	spec := h.renewal()
+	w.mu.Lock()
+	w.calls++
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(w.ctx, lease/3+w.pipe.Settings().Timeout)
+	defer cancel()
+	w.renewed(w.send(ctx, newRenewBatch(batchKey{script: spec.Script, lease: lease}, []*Hold{h})))
 }
 
 func newRenewBatch(k batchKey, holds []*Hold) renewBatch {

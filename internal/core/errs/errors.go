@@ -25,6 +25,9 @@ var (
 	ErrNoAuth          = errors.New("redisync: not authenticated to Redis")
 	ErrOutOfMemory     = errors.New("redisync: Redis is out of memory (maxmemory)")
 	ErrNoScripting     = errors.New("redisync: the server cannot run scripts")
+	// ErrKeyspaceEventsOff: the key's node publishes no keyspace
+	// notifications of deletions and expiries (package pubsub, Keyspace).
+	ErrKeyspaceEventsOff = errors.New("redisync: keyspace notifications are off")
 )
 
 // noScriptingError is ErrNoScripting with what Redis said and what to do;
