@@ -53,7 +53,7 @@ func (l *lostRelease) renew(ctx context.Context, r *lua.SemaphorePermitReleaseAr
 func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePermitReleaseArgs) error {
 	for {
 		var rep lua.SemaphorePermitReleaseReply
-		err := acked(ctx, l.s.h.C, func(r lua.Runner) (err error) {
+		err := acked(l.s.h.C, func(r lua.Runner) (err error) {
 			rep, err = release.Run(ctx, r)
 			return err
 		})
@@ -77,7 +77,7 @@ func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePer
 // (a counted permit for good). The error is not a reply of Redis
 // (errs.MayHaveRun): a completion re-sends the release, which applies
 // once (the ledger, or the permit's id).
-func acked(ctx context.Context, c *core.Client, send func(lua.Runner) error) error {
+func acked(c *core.Client, send func(lua.Runner) error) error {
 	sync := c.Replicas().NewSync()
 	if err := send(c.Replicas().Runner(sync)); err != nil {
 		return err

@@ -301,7 +301,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 // completeIfExists is complete for ReleaseIfExists.
 func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
 	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
-		return acked(ctx, s.h.C, func(r lua.Runner) error {
+		return acked(s.h.C, func(r lua.Runner) error {
 			_, err := release.Run(ctx, r)
 			return err
 		})
@@ -316,7 +316,7 @@ func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
 // deadline, says whether it ran). Then it ends in the ledger.
 func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs) {
 	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
-		return acked(ctx, s.h.C, func(r lua.Runner) error {
+		return acked(s.h.C, func(r lua.Runner) error {
 			_, err := release.Run(ctx, r)
 			return err
 		})

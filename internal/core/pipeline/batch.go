@@ -80,43 +80,64 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 		wait = false
 		learn = newRole(ctx)
 	}
+	// A batch that waits is judged by the primary that ran it, always.
+	verify = verify || wait
 	pending := calls
 	for try := 0; len(pending) > 0; try++ {
-		check := verify
-		if !wait && !check && (learn == nil || try > 0) && len(pending) == 1 {
+		if try > 0 {
+			learn = nil
+		}
+		if !wait && !verify && learn == nil && len(pending) == 1 {
 			_ = node.Process(ctx, pending[0].reply) // no pipeline to build
-			pending = r.noScript(ctx, pending, try)
-			continue
-		}
-		pipe := node.Pipeline()
-		if learn != nil && try == 0 {
-			_ = pipe.Process(ctx, learn)
-		}
-		for _, c := range pending {
-			_ = pipe.Process(ctx, c.reply)
-		}
-		var acked *redis.IntCmd
-		if wait {
-			acked = redis.NewIntCmd(ctx, "wait", a.want, a.ms)
-			_ = pipe.Process(ctx, acked)
-		}
-		var role *redis.StringCmd
-		if check {
-			role = newRole(ctx)
-			_ = pipe.Process(ctx, role)
-		}
-		stop := r.acks.wake(node, wait, a.ms)
-		_, _ = pipe.Exec(ctx)
-		stop()
-		if check {
-			r.acks.settle(p, pending, a, acked, role, id)
-		} else if learn != nil && try == 0 {
-			r.acks.learn(p, learn)
+		} else {
+			r.batch(ctx, p, node, pending, plan{learn: learn, wait: wait, a: a, verify: verify, expect: id})
 		}
 		pending = r.noScript(ctx, pending, try)
 		if wait {
 			a, wait = r.acks.ackFor(pending, n) // what is left of their bound
 		}
+	}
+}
+
+// plan is what one pipeline of a batch carries besides its calls: a read
+// of a count not known yet first (learn), a WAIT for a (wait), and the
+// role of the server that ran it last (verify), judged against the
+// replication id the count is of (expect).
+type plan struct {
+	learn  *redis.StringCmd
+	wait   bool
+	a      ack
+	verify bool
+	expect string
+}
+
+// batch runs calls in one pipeline on node as pl says, and settles them
+// (settle) or learns the count (learn).
+func (r *Replicas) batch(ctx context.Context, p *primary, node *redis.Client, calls []*call, pl plan) {
+	pipe := node.Pipeline()
+	if pl.learn != nil {
+		_ = pipe.Process(ctx, pl.learn)
+	}
+	for _, c := range calls {
+		_ = pipe.Process(ctx, c.reply)
+	}
+	var acked *redis.IntCmd
+	if pl.wait {
+		acked = redis.NewIntCmd(ctx, "wait", pl.a.want, pl.a.ms)
+		_ = pipe.Process(ctx, acked)
+	}
+	var role *redis.StringCmd
+	if pl.verify {
+		role = newRole(ctx)
+		_ = pipe.Process(ctx, role)
+	}
+	stop := r.acks.wake(node, pl.wait, pl.a.ms)
+	_, _ = pipe.Exec(ctx)
+	stop()
+	if pl.verify {
+		r.acks.settle(p, calls, pl.a, acked, role, pl.expect)
+	} else if pl.learn != nil {
+		r.acks.learn(p, pl.learn)
 	}
 }
 
@@ -216,47 +237,14 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 // now (one gone since the count was read), counting a replica that
 // dropped out of the count within the last Forget (want).
 func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.StringCmd, expect string) {
-	var got int64
-	var werr error
-	if acked != nil {
-		got, werr = acked.Result()
-	}
-	var err error
 	now, ran, ok := roleReplicas(role)
 	if ok {
 		p.set(now, ran)
 	}
-	need := func() int64 {
-		n := p.judge(ran, now, ac.sync.Forget)
-		if ac.sync.Replicas != All {
-			n = min(n, ac.sync.Replicas)
-		}
-		return int64(n)
-	}
-	switch {
-	case werr != nil:
-		err = fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
-	case !ok:
-		err = fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, roleErr(role))
-	case ran != expect:
-		if n := need(); got < n {
-			err = fmt.Errorf("%w: the writes ran on another primary than the one counted (replication id %s, not %s), and %d of its %d replicas acknowledged them",
-				errs.ErrNotReplicated, ran, expect, got, n)
-		}
-	case got >= int64(a.want):
-	case ac.sync.Replicas == All && got >= need():
-	default:
-		err = fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
-	}
-	// A call that waits for no replica is believed when the primary that
-	// ran it has every replica it is counted with: the old primary of a
-	// split brain has lost its replica to the promotion.
-	var stale error
-	if !ok {
-		stale = err
-	} else if n := p.judge(ran, now, ac.sync.Forget); now < n {
-		stale = fmt.Errorf("%w: the primary that ran the writes (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards them",
-			errs.ErrNotReplicated, ran, now, n)
+	err := ac.verdict(p, a, acked, ranOn{now, ran, ok, role}, expect)
+	stale := err // which primary ran the batch is not known
+	if ok {
+		stale = ac.stale(p, ran, now)
 	}
 	for _, c := range calls {
 		switch {
@@ -280,6 +268,62 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, ro
 			}
 		}
 	}
+}
+
+// ranOn is the role a batch read after its writes: the replicas online
+// (now) of the primary ran, or not ok (role's error, or not a primary).
+type ranOn struct {
+	now  int
+	ran  string
+	ok   bool
+	role *redis.StringCmd
+}
+
+// verdict returns the acknowledgement error of a batch that waited as a
+// says (acked, nil when it waited for none) and ran as r says, its count
+// having been of the primary expect (settle).
+func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect string) error {
+	var got int64
+	var werr error
+	if acked != nil {
+		got, werr = acked.Result()
+	}
+	now, ran, ok, role := r.now, r.ran, r.ok, r.role
+	need := func() int64 {
+		n := p.judge(ran, now, ac.sync.Forget)
+		if ac.sync.Replicas != All {
+			n = min(n, ac.sync.Replicas)
+		}
+		return int64(n)
+	}
+	switch {
+	case werr != nil:
+		return fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
+	case !ok:
+		return fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, roleErr(role))
+	case ran != expect:
+		if n := need(); got < n {
+			return fmt.Errorf("%w: the writes ran on another primary than the one counted (replication id %s, not %s), and %d of its %d replicas acknowledged them",
+				errs.ErrNotReplicated, ran, expect, got, n)
+		}
+		return nil
+	case got >= int64(a.want):
+		return nil
+	case ac.sync.Replicas == All && got >= need():
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
+}
+
+// stale returns the error of the calls of a batch that ran on the primary
+// ran, which has now replicas online: nil when it has every replica it is
+// counted with (primary.judge).
+func (ac *acks) stale(p *primary, ran string, now int) error {
+	if n := p.judge(ran, now, ac.sync.Forget); now < n {
+		return fmt.Errorf("%w: the primary that ran the writes (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards them",
+			errs.ErrNotReplicated, ran, now, n)
+	}
+	return nil
 }
 
 // roleErr says why role read no primary's replication: its error, or the
