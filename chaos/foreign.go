@@ -177,7 +177,7 @@ func (r *run) foreignLine(f *foreignProc, line []byte) {
 		end := min(op.Call, acq.Call+int64(r.cfg.Lease))
 		r.beliefs.add(belief{worker: op.Worker, object: c.Name, mode: beliefExclusive, from: acq.Return, to: end, acqCall: acq.Call})
 		if op.Outcome == NotHeld {
-			lo := acq.Call + int64(r.cfg.Lease)
+			lo := acq.Call + int64(r.cfg.Lease) // no margin: node-redisson has none
 			loss := Op{Worker: op.Worker, Object: c.Name, Kind: LockLoss, Outcome: OK, Call: lo, Return: op.Return}
 			if op.Return < lo {
 				loss.Call, loss.Err = op.Return, earlyLoss

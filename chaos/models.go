@@ -8,13 +8,17 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/redisync/redisync/internal/core"
 )
 
 // Bounds are the time bounds the models need to turn holds, leases and
 // indeterminate calls into operations with intervals.
 type Bounds struct {
-	// Lease is the lock lease: a hold cannot end in Redis before its
-	// acquisition was called plus Lease.
+	// Lease is the lock lease: a hold cannot end before its acquisition
+	// was called plus Lease, less the library's margin (core.LeaseMargin:
+	// a hold whose renewals failed ends that much before its
+	// acknowledged lease, and its holder's release then clears it).
 	Lease time.Duration
 	// PermitLease is the expirable semaphore's permit lease.
 	PermitLease time.Duration
@@ -57,7 +61,7 @@ func lockOps(ops []Op, b Bounds) []porcupine.Operation {
 			}
 			loss := op
 			loss.Kind = map[Kind]Kind{LockRelease: LockLoss, ReadRelease: ReadLoss, WriteRelease: WriteLoss}[op.Kind]
-			out = append(out, porcupineOp(loss, min(op.Call, op.AcqCall+int64(b.Lease)), op.Return+int64(b.Late+b.Lease)))
+			out = append(out, porcupineOp(loss, min(op.Call, op.AcqCall+int64(b.Lease-core.LeaseMargin(b.Lease))), op.Return+int64(b.Late+b.Lease)))
 		case LockLoss, ReadLoss, WriteLoss:
 			out = append(out, porcupineOp(op, op.Call, op.Return))
 		}

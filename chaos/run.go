@@ -15,6 +15,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -337,3 +338,14 @@ func (r *run) lostPermits(t testing.TB, when string) int64 {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// earliestLoss is how long after an acquisition's call its hold can end
+// without a fault no lease survives: the lease, less the margin by which
+// the library ends a watchdog-renewed hold before its acknowledged lease
+// runs out (core.LeaseMargin: 1% of the lease plus 2 ms). A hold whose
+// renewals failed (a failover, a partition) ends then, and its holder's
+// release call clears what Redis keeps of it, so another can hold it
+// from then on.
+func (r *run) earliestLoss() time.Duration {
+	return r.cfg.Lease - core.LeaseMargin(r.cfg.Lease)
+}

@@ -349,13 +349,14 @@ func (w *worker) believed(b belief, rc, lostAt int64) {
 
 // released records a release and, when it found the hold gone or the hold
 // was seen lost, the loss: between the acquisition's call plus the lease
-// (Redis cannot have expired it before) and the release's return.
+// less the library's margin (earliestLoss: neither Redis nor the library
+// can have ended it before) and the release's return.
 func (w *worker) released(object string, rel, loss Kind, acqCall int64, call int64, err error, lostAt int64) {
 	ret := w.run.h.Now()
 	out := outcome(true, err)
 	w.run.h.Add(Op{Worker: w.id, Object: object, Kind: rel, Outcome: out, Err: errText(err), Call: call, Return: ret, AcqCall: acqCall})
 	if out == NotHeld || lostAt != 0 && out != Unknown {
-		lo := acqCall + int64(w.run.cfg.Lease)
+		lo := acqCall + int64(w.run.earliestLoss())
 		op := Op{Worker: w.id, Object: object, Kind: loss, Outcome: OK, Call: lo, Return: ret}
 		if ret < lo {
 			op.Call, op.Err = ret, earlyLoss
