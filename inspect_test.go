@@ -40,7 +40,16 @@ func TestInspectSnapshots(t *testing.T) {
 			ctx := context.Background()
 			trips := func(what string) {
 				if tc.c == single {
-					assert.Len(t, rec.Trips(), 1, "%s: one round trip: %v", what, rec.Trips())
+					// A connection the client's background work dials
+					// meanwhile (its CLIENT SETINFO handshake) is not the
+					// snapshot's.
+					var own [][]string
+					for _, trip := range rec.Trips() {
+						if !handshake(trip) {
+							own = append(own, trip)
+						}
+					}
+					assert.Len(t, own, 1, "%s: one round trip: %v", what, rec.Trips())
 				}
 				rec.Reset()
 			}
@@ -121,4 +130,15 @@ func TestInspectSnapshots(t *testing.T) {
 
 func owner(c *redisync.Client, token uint64) string {
 	return c.ID() + ":" + strconv.FormatUint(token, 10)
+}
+
+// handshake reports whether a recorded round trip is only a new
+// connection's handshake (go-redis's CLIENT SETINFO, HELLO).
+func handshake(trip []string) bool {
+	for _, c := range trip {
+		if c != "client" && c != "hello" {
+			return false
+		}
+	}
+	return len(trip) > 0
 }
