@@ -315,12 +315,12 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
 }
 
-// stale returns the error of the calls of a batch that ran on the primary
-// ran, which has now replicas online: nil when it has every replica it is
-// counted with (primary.judge).
+// stale returns the error of the calls of a batch (or the reads of Read)
+// that ran on the primary ran, which has now replicas online: nil when it
+// has every replica it is counted with (primary.judge).
 func (ac *acks) stale(p *primary, ran string, now int) error {
 	if n := p.judge(ran, now, ac.sync.Forget); now < n {
-		return fmt.Errorf("%w: the primary that ran the writes (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards them",
+		return fmt.Errorf("%w: the primary that answered (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards what it has",
 			errs.ErrNotReplicated, ran, now, n)
 	}
 	return nil

@@ -67,10 +67,7 @@ func (r *Replicas) Read(ctx context.Context, key string, cmds ...redis.Cmder) er
 		err = fmt.Errorf("%w: could not read which primary answered (%v)", errs.ErrNotReplicated, roleErr(role))
 	} else {
 		p.set(online, ran)
-		if need := p.judge(ran, online, r.acks.sync.Forget); online < need {
-			err = fmt.Errorf("%w: the primary that answered (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, whose data its replicas do not have",
-				errs.ErrNotReplicated, ran, online, need)
-		}
+		err = r.acks.stale(p, ran, online) // as a batch's replies
 	}
 	if err != nil {
 		for _, c := range cmds {
