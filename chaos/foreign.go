@@ -177,12 +177,8 @@ func (r *run) foreignLine(f *foreignProc, line []byte) {
 		end := min(op.Call, acq.Call+int64(r.cfg.Lease))
 		r.beliefs.add(belief{worker: op.Worker, object: c.Name, mode: beliefExclusive, from: acq.Return, to: end, acqCall: acq.Call})
 		if op.Outcome == NotHeld {
-			lo := acq.Call + int64(r.cfg.Lease) // no margin: node-redisson has none
-			loss := Op{Worker: op.Worker, Object: c.Name, Kind: LockLoss, Outcome: OK, Call: lo, Return: op.Return}
-			if op.Return < lo {
-				loss.Call, loss.Err = op.Return, earlyLoss
-			}
-			r.h.Add(loss)
+			// No margin: node-redisson's hold lasts its whole lease.
+			r.addLoss(Op{Worker: op.Worker, Object: c.Name, Kind: LockLoss, Return: op.Return}, acq.Call+int64(r.cfg.Lease))
 		}
 	default:
 		r.logf("foreign client: unknown call %q", fmt.Sprint(c.Op))

@@ -323,6 +323,17 @@ type loser interface {
 	Err() error
 }
 
+// addLoss records loss (its worker, object, kind and return set), seen
+// by then at the latest, from lo on (the earliest it can have happened):
+// a loss seen before lo is marked earlyLoss.
+func (r *run) addLoss(loss Op, lo int64) {
+	loss.Outcome, loss.Call = OK, lo
+	if loss.Return < lo {
+		loss.Call, loss.Err = loss.Return, earlyLoss
+	}
+	r.h.Add(loss)
+}
+
 // keep holds for d (cut short if the hold ends) and reports when the hold
 // was seen lost, or zero.
 func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
@@ -356,12 +367,7 @@ func (w *worker) released(object string, rel, loss Kind, acqCall int64, call int
 	out := outcome(true, err)
 	w.run.h.Add(Op{Worker: w.id, Object: object, Kind: rel, Outcome: out, Err: errText(err), Call: call, Return: ret, AcqCall: acqCall})
 	if out == NotHeld || lostAt != 0 && out != Unknown {
-		lo := acqCall + int64(w.run.earliestLoss())
-		op := Op{Worker: w.id, Object: object, Kind: loss, Outcome: OK, Call: lo, Return: ret}
-		if ret < lo {
-			op.Call, op.Err = ret, earlyLoss
-		}
-		w.run.h.Add(op)
+		w.run.addLoss(Op{Worker: w.id, Object: object, Kind: loss, Return: ret}, acqCall+int64(w.run.earliestLoss()))
 	}
 }
 
