@@ -300,11 +300,9 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 
 // completeIfExists is complete for ReleaseIfExists.
 func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
-	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
-		return acked(s.h.C, func(r lua.Runner) error {
-			_, err := release.Run(ctx, r)
-			return err
-		})
+	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context, r lua.Runner) error {
+		_, err := release.Run(ctx, r)
+		return err
 	})
 }
 
@@ -315,18 +313,17 @@ func (s *Semaphore) completeIfExists(release lua.SemaphoreReleaseIfExistsArgs) {
 // deadline each time Redis refuses it as late (the ledger, not the
 // deadline, says whether it ran). Then it ends in the ledger.
 func (s *Semaphore) complete(release lua.SemaphoreReleaseArgs) {
-	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context) error {
-		return acked(s.h.C, func(r lua.Runner) error {
-			_, err := release.Run(ctx, r)
-			return err
-		})
+	s.completeLost(release.Seq, release.N, &release.Deadline, func(ctx context.Context, r lua.Runner) error {
+		_, err := release.Run(ctx, r)
+		return err
 	})
 }
 
 // completeLost is complete for a release of n permits numbered seq in the
-// ledger, whose request run sends with the deadline in *deadline: the
+// ledger, whose request run sends, through the runner it is given (one
+// that waits for the replicas: acked), with the deadline in *deadline: the
 // first send keeps the request's own, every later one gets a new one.
-func (s *Semaphore) completeLost(seq, n int64, deadline *int64, run func(context.Context) error) {
+func (s *Semaphore) completeLost(seq, n int64, deadline *int64, run func(context.Context, lua.Runner) error) {
 	first := true
 	end := func() { s.h.C.Requests().Ledger().End(s.h.Name, seq) }
 	s.h.C.Requests().CompleteReleaseThen(time.Time{}, true, end, "its permits may be lost",
@@ -335,7 +332,9 @@ func (s *Semaphore) completeLost(seq, n int64, deadline *int64, run func(context
 				*deadline = s.h.C.Requests().Deadline(ctx)
 			}
 			first = false
-			return func() error { return run(ctx) }, time.Time{}
+			return func() error {
+				return acked(s.h.C, func(r lua.Runner) error { return run(ctx, r) })
+			}, time.Time{}
 		}, "semaphore", s.h.Name, "permits", n)
 }
 
