@@ -293,7 +293,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		})
 	}
 	fs.DurationVar(&cfg.ScaleWindow, "scale-window", cfg.ScaleWindow, "how long the cost of waiting is measured in the waiters-* scale scenarios")
-	fs.DurationVar(&cfg.ScaleDrainTimeout, "scale-drain-timeout", cfg.ScaleDrainTimeout, "a waiters-* run whose waiters have not all held the lock by then is cut (its row says how many did)")
+	fs.DurationVar(&cfg.ScaleDrainTimeout, "scale-drain-timeout", cfg.ScaleDrainTimeout, "a waiters-* run whose waiters have not all held the lock by then, or a held-locks run that has not taken its locks by then, is cut (its row says how many did)")
 	fs.IntVar(&cfg.ScaleMemoryOps, "scale-memory-ops", cfg.ScaleMemoryOps, "operations of each primitive in the redis-memory scale scenario")
 	fs.StringVar(&cfg.Charts, "charts", "charts", "directory, relative to -out's, where the SVG charts are drawn (\"\" for none)")
 	fs.StringVar(&cfg.Redraw, "redraw", "", "draw the charts of an existing results.json `file` (into -charts next to it) and run nothing")
