@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,23 +248,56 @@ func newRole(ctx context.Context) *redis.StringCmd {
 // not counted until they can) and the primary's replication id
 // (master_replid), and false when the reply is not a primary's (an error,
 // a replica's): then nothing is learnt.
+//
+// A replica is counted once by its address (ip and port): one that
+// reconnects after a short cut while the primary still lists its old
+// link (until the primary's repl-timeout drops it) is listed twice, both
+// online, and counting it twice would make the client wait, for Forget,
+// for a second replica that does not exist (WAIT then never has it, and
+// every write on that primary fails with ErrNotReplicated).
 func roleReplicas(cmd *redis.StringCmd) (n int, id string, ok bool) {
 	info, err := cmd.Result()
 	if err != nil {
 		return 0, "", false
 	}
+	var seen []string // the online replicas' addresses: a few
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
 		if v, found := strings.CutPrefix(line, "role:"); found {
 			ok = v == "master"
 		} else if v, found := strings.CutPrefix(line, "master_replid:"); found {
 			id = v
-		} else if rest, found := strings.CutPrefix(line, "slave"); found && strings.Contains(rest, ":") &&
-			strings.Contains(rest, "state=online") {
-			if _, err := strconv.Atoi(rest[:strings.IndexByte(rest, ':')]); err == nil {
-				n++
-			}
+		} else if addr, online := replicaLine(line); online && !slices.Contains(seen, addr) {
+			seen = append(seen, addr)
 		}
 	}
-	return n, id, ok
+	return len(seen), id, ok
+}
+
+// replicaLine parses one replica's line of INFO replication
+// ("slave0:ip=10.0.0.2,port=6379,state=online,offset=…,lag=0"): the
+// replica's address ("ip:port") and whether it is online. A line that is
+// no replica's gives ("", false).
+func replicaLine(line string) (addr string, online bool) {
+	rest, found := strings.CutPrefix(line, "slave")
+	i := strings.IndexByte(rest, ':')
+	if !found || i < 0 {
+		return "", false
+	}
+	if _, err := strconv.Atoi(rest[:i]); err != nil {
+		return "", false
+	}
+	var ip, port string
+	for _, kv := range strings.Split(rest[i+1:], ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "ip":
+			ip = v
+		case "port":
+			port = v
+		case "state":
+			online = v == "online"
+		}
+	}
+	return ip + ":" + port, online
 }
