@@ -111,10 +111,10 @@ func (r *run) lateBound() time.Duration {
 	_, part := r.partitionRange()
 	longest := max(part, stallMax)
 	if r.net != nil {
-		// A split brain lasts until the sentinels promoted the replica
-		// (at most 3 × down-after plus the failover timeout) and up to
-		// 3s more; TCP delivers what it retransmitted once it heals.
-		longest = max(longest, 3*netDownAfter+netFailoverTO+3*time.Second)
+		// A split brain lasts until the replica was promoted (at most
+		// promotionLimit) and up to 3s more; TCP delivers what it
+		// retransmitted once it heals.
+		longest = max(longest, r.net.promotionLimit()+3*time.Second)
 	}
 	if r.cfg.LateDelivery {
 		_, late := r.lateRange()
@@ -163,7 +163,11 @@ func (r *run) faultKinds() []FaultKind {
 	}
 	switch {
 	case r.net != nil:
-		kinds = slices.DeleteFunc(append([]FaultKind(nil), netKinds...), func(k FaultKind) bool {
+		base := netKinds
+		if r.net.cluster != nil {
+			base = netClusterKinds
+		}
+		kinds = slices.DeleteFunc(append([]FaultKind(nil), base...), func(k FaultKind) bool {
 			return r.cfg.NoSplitBrain && slices.Contains(splitBrainKinds, k)
 		})
 		if r.net.clocks != nil {
