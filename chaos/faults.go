@@ -231,7 +231,11 @@ type injector struct {
 func (in *injector) inject(k FaultKind) Fault {
 	r := in.r
 	if r.net != nil {
-		return in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
+		f := in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
+		if r.net.cluster != nil && f.Target == "" {
+			f.Target = "master" // or a client's: Fault.String names f.Client first
+		}
+		return f
 	}
 	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
 	if r.rl != nil && in.injectRedlock(k, &f) {

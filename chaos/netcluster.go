@@ -275,7 +275,7 @@ func (r *run) netClusterSteady(t testing.TB) {
 					r.failovers++
 				}
 			}
-			n.cluster = st
+			*n.cluster = *st // n.cluster itself never changes: others read it unlocked
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if cc, ok := r.adminRDB.(*redis.ClusterClient); ok {
 				cc.ReloadState(ctx)

@@ -472,9 +472,6 @@ func (in *injector) netServerFault(k FaultKind, f *Fault, primary *netProc, pNod
 	if !in.injectNetCluster(k, f, primary, pNode, rNode) {
 		f.Detail = in.netProcFault(k, f, primary)
 	}
-	if f.Target == "" {
-		f.Target = "master"
-	}
 }
 
 // netProcFault injects the netns topology's faults on processes and
