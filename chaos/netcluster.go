@@ -335,13 +335,17 @@ func (in *injector) injectNetCluster(k FaultKind, f *Fault, primary *netProc, pN
 		time.Sleep(between(rng, 500*time.Millisecond, 3*time.Second))
 		fail(primary.signal(syscall.SIGCONT))
 		cont := time.Since(start)
-		watch := n.watchMaster(primary, start)
+		// When it is a replica again (it may run what its clients sent
+		// before it learns of the promotion).
+		var refused time.Duration
 		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) && n.role(primary.addr) != "slave" {
-			time.Sleep(50 * time.Millisecond)
+		for refused == 0 && time.Now().Before(deadline) {
+			if n.role(primary.addr) == "slave" {
+				refused = time.Since(start)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		until := time.Since(start)
-		refused, how := watch.stop()
+		until, how := time.Since(start), "a replica"
 		f.Detail = fmt.Sprintf("master %s (slots %s) stopped for %v: ", primary.addr, slots, cont.Round(time.Millisecond))
 		if promoted == 0 {
 			f.Detail += "no promotion; continued, " + refusedText(refused, how)
