@@ -11,7 +11,7 @@
 // DURATION=…" a longer one in every topology (CHAOS_TOPOLOGY=single,
 // replicated, cluster, netns, netcluster, a comma-separated list, both
 // for single and replicated, or all, the default). The bounded pass also
-// has one netcluster seed, its split brain first (about 35s). FAULTS.md at the repository's root
+// has one netcluster seed, its split brain first (35–38s). FAULTS.md at the repository's root
 // describes it for users.
 //
 // # Topologies
