@@ -54,8 +54,12 @@ bench-scale:
 # failovers by the sentinels' own failure detection, split brains
 # included, and clock faults on the servers; root only, skipped
 # otherwise; NO_SPLIT_BRAIN=1 leaves the split brains out, CLOCK_FORWARD=1
-# adds the clock faults no lease survives, counted apart), a comma-separated list of them, both (single and
-# replicated) or all (the default: SEEDS seeds in each of the four). See
+# adds the clock faults no lease survives, counted apart), netcluster (a
+# Redis Cluster of three masters with a replica each, each node in a
+# namespace of its own: netns's faults on a random master, failovers by
+# cluster-node-timeout, split brains measured per slot range; root only),
+# a comma-separated list of them, both (single and
+# replicated) or all (the default: SEEDS seeds in each of the five). See
 # FAULTS.md. Every fault
 # kind runs, including late delivery
 # (stalls longer than the request record TTL, up to LATE_MAX;
@@ -81,6 +85,6 @@ CLOCK_FORWARD ?= 0
 FOREIGN ?= 0
 CHAOS_RACE ?= -race
 chaos:
-	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_CLOCK_FORWARD=$(CLOCK_FORWARD) CHAOS_FOREIGN=$(FOREIGN) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
+	cd chaos && CHAOS_SEED=$(SEED) CHAOS_SEEDS=$(SEEDS) CHAOS_REPLICATED_SEEDS=$(SEEDS) CHAOS_CLUSTER_SEEDS=$(SEEDS) CHAOS_NETNS_SEEDS=$(SEEDS) CHAOS_NETCLUSTER_SEEDS=$(SEEDS) CHAOS_NO_SPLIT_BRAIN=$(NO_SPLIT_BRAIN) CHAOS_CLOCK_FORWARD=$(CLOCK_FORWARD) CHAOS_FOREIGN=$(FOREIGN) CHAOS_TOPOLOGY=$(CHAOS_TOPOLOGY) \
 		CHAOS_DURATION=$(DURATION) CHAOS_LATE_DELIVERY=$(LATE_DELIVERY) CHAOS_LATE_MAX=$(LATE_MAX) CHAOS_STRICT_PERMITS=$(STRICT_PERMITS) \
 		$(GO) test $(CHAOS_RACE) -count=1 -v -run 'TestChaos$$' -timeout 0 .

@@ -30,6 +30,10 @@ const (
 	// defaultNetnsSeeds: one seed of the netns topology (root only),
 	// whose failovers come from the sentinels' own failure detection.
 	defaultNetnsSeeds = 1
+	// defaultNetClusterSeeds: one seed of the netcluster topology (root
+	// only), whose failovers come from the Cluster's own failure
+	// detection, its split brain first (about 35s more).
+	defaultNetClusterSeeds = 1
 	// defaultNoSplitBrain: the bounded pass's netns seed has its split
 	// brains (a primary and a client cut from the rest until the
 	// sentinels promote the replica; two primaries take writes until the
@@ -54,10 +58,11 @@ var (
 	replFlag     = flag.Int("replseeds", int(envInt("CHAOS_REPLICATED_SEEDS", defaultReplicatedSeeds)), "number of seeds in the replicated topology, from -seed on (env CHAOS_REPLICATED_SEEDS)")
 	clusterFlag  = flag.Int("clusterseeds", int(envInt("CHAOS_CLUSTER_SEEDS", defaultClusterSeeds)), "number of seeds in the cluster topology, from -seed on (env CHAOS_CLUSTER_SEEDS)")
 	netnsFlag    = flag.Int("netnsseeds", int(envInt("CHAOS_NETNS_SEEDS", defaultNetnsSeeds)), "number of seeds in the netns topology, from -seed on (env CHAOS_NETNS_SEEDS)")
+	netclFlag    = flag.Int("netclusterseeds", int(envInt("CHAOS_NETCLUSTER_SEEDS", defaultNetClusterSeeds)), "number of seeds in the netcluster topology, from -seed on (env CHAOS_NETCLUSTER_SEEDS)")
 	clockFwdFlag = flag.Bool("clockforward", envBool("CHAOS_CLOCK_FORWARD", false), "netns: add the clock faults no lease survives (a server clock stepped forward, or 50% fast), counted apart (env CHAOS_CLOCK_FORWARD=1)")
 	foreignFlag  = flag.Bool("foreign", envBool("CHAOS_FOREIGN", false), "single: run node-redisson beside the Go workers on the plain locks (needs Node.js; env CHAOS_FOREIGN=1)")
-	noSplitFlag  = flag.Bool("nosplitbrain", envBool("CHAOS_NO_SPLIT_BRAIN", defaultNoSplitBrain), "netns: leave out the faults that give two primaries at once (env CHAOS_NO_SPLIT_BRAIN=1)")
-	topoFlag     = flag.String("topology", envString("CHAOS_TOPOLOGY", "all"), "single, replicated, cluster, netns, a comma-separated list of them, both (single and replicated) or all (env CHAOS_TOPOLOGY)")
+	noSplitFlag  = flag.Bool("nosplitbrain", envBool("CHAOS_NO_SPLIT_BRAIN", defaultNoSplitBrain), "netns, netcluster: leave out the faults that give two primaries at once (env CHAOS_NO_SPLIT_BRAIN=1)")
+	topoFlag     = flag.String("topology", envString("CHAOS_TOPOLOGY", "all"), "single, replicated, cluster, netns, netcluster, a comma-separated list of them, both (single and replicated) or all (env CHAOS_TOPOLOGY)")
 	durationFlag = flag.Duration("duration", envDuration("CHAOS_DURATION", defaultDuration), "fault phase per seed (env CHAOS_DURATION)")
 	lateFlag     = flag.Bool("late", envBool("CHAOS_LATE_DELIVERY", defaultLateDelivery), "add stalls longer than the request record TTL (env CHAOS_LATE_DELIVERY=1)")
 	lateMaxFlag  = flag.Duration("latemax", envDuration("CHAOS_LATE_MAX", defaultLateMax), "longest late-delivery stall (env CHAOS_LATE_MAX)")
@@ -115,11 +120,11 @@ func envBool(name string, def bool) bool {
 // topologies returns the topologies -topology asks for, each with its
 // number of seeds.
 func topologies(t *testing.T) []topologyRun {
-	seeds := map[Topology]int{Single: *seedsFlag, Replicated: *replFlag, Cluster: *clusterFlag, Netns: *netnsFlag}
+	seeds := map[Topology]int{Single: *seedsFlag, Replicated: *replFlag, Cluster: *clusterFlag, Netns: *netnsFlag, NetCluster: *netclFlag}
 	var names []string
 	switch *topoFlag {
 	case "all":
-		names = []string{"single", "replicated", "cluster", "netns"}
+		names = []string{"single", "replicated", "cluster", "netns", "netcluster"}
 	case "both":
 		names = []string{"single", "replicated"}
 	default:
@@ -146,9 +151,10 @@ type topologyRun struct {
 // the seed, the violations, an excerpt of the history around each and the
 // path of porcupine's HTML.
 func TestChaos(t *testing.T) {
-	if *seedsFlag < 0 || *replFlag < 0 || *clusterFlag < 0 || *netnsFlag < 0 || *seedsFlag+*replFlag+*clusterFlag+*netnsFlag == 0 || *durationFlag <= 0 {
-		t.Fatalf("chaos: -seeds %d, -replseeds %d, -clusterseeds %d and -netnsseeds %d must not be negative nor all 0, and -duration %v must be positive",
-			*seedsFlag, *replFlag, *clusterFlag, *netnsFlag, *durationFlag)
+	if *seedsFlag < 0 || *replFlag < 0 || *clusterFlag < 0 || *netnsFlag < 0 || *netclFlag < 0 ||
+		*seedsFlag+*replFlag+*clusterFlag+*netnsFlag+*netclFlag == 0 || *durationFlag <= 0 {
+		t.Fatalf("chaos: -seeds %d, -replseeds %d, -clusterseeds %d, -netnsseeds %d and -netclusterseeds %d must not be negative nor all 0, and -duration %v must be positive",
+			*seedsFlag, *replFlag, *clusterFlag, *netnsFlag, *netclFlag, *durationFlag)
 	}
 	for _, tp := range topologies(t) {
 		for i := range tp.seeds {
@@ -162,12 +168,12 @@ func TestChaos(t *testing.T) {
 
 // chaosSeed runs one seed in one topology.
 func chaosSeed(t *testing.T, topo Topology, seed int64) {
-	if topo == Netns {
+	if topo == Netns || topo == NetCluster {
 		if why := netnsUnavailable(); why != "" {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("chaos: %s (CI=true: the netns topology must run)", why)
+				t.Fatalf("chaos: %s (CI=true: the %s topology must run)", why, topo)
 			}
-			t.Skipf("chaos: netns topology skipped: %s", why)
+			t.Skipf("chaos: %s topology skipped: %s", topo, why)
 		}
 	}
 	cfg := Config{

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -37,21 +38,33 @@ func (r *run) startCluster(t testing.TB) {
 	t.Helper()
 	r.cl = redistest.StartCluster(t, clusterMasters, redistest.ClusterReplicas(1), redistest.ClusterServerArgs(serverArgs...))
 	r.servers = r.cl.Nodes()
-	seeds := r.cl.Addrs()
-	r.adminRDB = redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: seeds, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
-	})
-	t.Cleanup(func() { _ = r.adminRDB.Close() })
+	var dialers []func(ctx context.Context, network, addr string) (net.Conn, error)
 	for range r.cfg.Clients {
 		var ps []*redistest.Proxy
 		for _, s := range r.servers {
 			ps = append(ps, redistest.NewProxy(t, s.Addr()))
 		}
 		r.proxies = append(r.proxies, ps)
+		dialers = append(dialers, r.proxyDialer(ps))
+	}
+	r.clusterClients(t, r.cl.Addrs(), nil, dialers)
+}
+
+// clusterClients creates the admin client, a ClusterClient dialling with
+// adm (nil: directly), and one ClusterClient per client dialling with its
+// dialer, each knowing the nodes seeds to start with.
+func (r *run) clusterClients(t testing.TB, seeds []string, adm func(ctx context.Context, network, addr string) (net.Conn, error),
+	dialers []func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	t.Helper()
+	r.adminRDB = redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: seeds, Dialer: adm, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
+	})
+	t.Cleanup(func() { _ = r.adminRDB.Close() })
+	for _, d := range dialers {
 		r.rdbs = append(r.rdbs, redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:        seeds,
-			Dialer:       r.proxyDialer(ps),
+			Dialer:       d,
 			ReadTimeout:  time.Second,
 			WriteTimeout: time.Second,
 			MaxRetries:   1,

@@ -9,8 +9,9 @@
 // least one failover; a Cluster seed with at least one failover and one
 // slot migration; a netns seed without split brains), "make chaos SEED=…
 // DURATION=…" a longer one in every topology (CHAOS_TOPOLOGY=single,
-// replicated, cluster, netns, a comma-separated list, both for single and
-// replicated, or all, the default). FAULTS.md at the repository's root
+// replicated, cluster, netns, netcluster, a comma-separated list, both
+// for single and replicated, or all, the default). The bounded pass also
+// has one netcluster seed, its split brain first (35–38s). FAULTS.md at the repository's root
 // describes it for users.
 //
 // # Topologies
@@ -54,6 +55,20 @@
 // root, ip and nft; without them it is skipped with a message (it fails
 // when CI=true). Everything it creates goes with the lab's namespaces at
 // the end.
+//
+// Netcluster (netcluster.go) is a Redis Cluster of three masters with one
+// replica each, in the same lab: each of the six nodes in a namespace of
+// its own, announcing its namespace address (cluster-announce-ip),
+// with cluster-node-timeout 2s, cluster-replica-validity-factor 0 (a
+// replica cut off for long may still be promoted) and
+// cluster-require-full-coverage no (the other masters serve on while a
+// slot range has no master); the Cluster is formed from the admin
+// namespace (CLUSTER MEET, ADDSLOTSRANGE, REPLICATE). Each client is a
+// go-redis ClusterClient dialling from its namespace (nsDialer), the
+// admin client one dialling from the admin namespace, as in Cluster
+// otherwise. Nothing forces a failover: the Cluster's own failure
+// detection promotes a replica whose master the majority of the masters
+// has not reached for the node timeout.
 //
 // # Workload
 //
@@ -123,6 +138,32 @@
 // 0.7 to 3s). Failovers wait for a stable cluster and replicaSteady. The
 // first cycle has a master kill among its first three faults and a
 // migration fourth.
+//
+// In Netcluster, netns's faults act on a random master and its replica
+// (net-partition cuts a client from all six nodes; net-oneway, loss and
+// duplicate act between a client and the master; repl-cut and
+// repl-oneway cut the master from its replica only, the cluster bus
+// with the replication link; kill-primary kills the master, its replica
+// is promoted after the node timeout and the master restarts from its
+// AOF and nodes.conf, rejoining as a replica; net-sigstop stays shorter
+// than the node timeout; the clock faults act on a random node), and
+// three of its own: split-brain isolates the master with one or two
+// clients from every other node and client until its replica is
+// promoted, bus-oneway drops only the master's frames to the other
+// nodes (it still hears them: its clients see nothing wrong until it
+// learns of the promotion), minority cuts a master, its replica and
+// one or two clients from the rest (no majority, so no promotion: the
+// master refuses writes once it sees that it cannot reach the majority
+// of the masters), and master-sigstop stops a master until its replica
+// is promoted. For each, a watch polls the old master from the admin
+// namespace and the fault's detail gives, per slot range, when it
+// refused writes (cluster_state:fail, or the role of a replica), when
+// the replica was promoted, and for how long two masters of that range
+// could take writes. Before each of these and before a kill the suite
+// waits replicaSteady; after every fault it heals the network and waits
+// until every node says cluster_state:ok with every slot served, knows
+// every node with none failing, and all agree on three masters each with
+// an online replica (a failover counted for each new master).
 //
 // # Checks
 //

@@ -111,10 +111,10 @@ func (r *run) lateBound() time.Duration {
 	_, part := r.partitionRange()
 	longest := max(part, stallMax)
 	if r.net != nil {
-		// A split brain lasts until the sentinels promoted the replica
-		// (at most 3 × down-after plus the failover timeout) and up to
-		// 3s more; TCP delivers what it retransmitted once it heals.
-		longest = max(longest, 3*netDownAfter+netFailoverTO+3*time.Second)
+		// A split brain lasts until the replica was promoted (at most
+		// promotionLimit) and up to 3s more; TCP delivers what it
+		// retransmitted once it heals.
+		longest = max(longest, r.net.promotionLimit()+3*time.Second)
 	}
 	if r.cfg.LateDelivery {
 		_, late := r.lateRange()
@@ -163,7 +163,11 @@ func (r *run) faultKinds() []FaultKind {
 	}
 	switch {
 	case r.net != nil:
-		kinds = slices.DeleteFunc(append([]FaultKind(nil), netKinds...), func(k FaultKind) bool {
+		base := netKinds
+		if r.net.cluster != nil {
+			base = netClusterKinds
+		}
+		kinds = slices.DeleteFunc(append([]FaultKind(nil), base...), func(k FaultKind) bool {
 			return r.cfg.NoSplitBrain && slices.Contains(splitBrainKinds, k)
 		})
 		if r.net.clocks != nil {
@@ -227,7 +231,11 @@ type injector struct {
 func (in *injector) inject(k FaultKind) Fault {
 	r := in.r
 	if r.net != nil {
-		return in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
+		f := in.injectNet(k, Fault{Kind: k, Client: in.rng.IntN(len(r.net.clients)), Start: r.h.Now()})
+		if r.net.cluster != nil && f.Target == "" {
+			f.Target = "master" // or a client's: Fault.String names f.Client first
+		}
+		return f
 	}
 	f := Fault{Kind: k, Client: in.rng.IntN(len(r.proxies)), Start: r.h.Now()}
 	if r.rl != nil && in.injectRedlock(k, &f) {

@@ -100,15 +100,15 @@ var labSeq struct {
 	n  int
 }
 
-// netnsUnavailable says why the netns topology cannot run here ("" if it
-// can): it needs root, ip and nft.
+// netnsUnavailable says why the netns and netcluster topologies cannot
+// run here ("" if they can): they need root, ip and nft.
 func netnsUnavailable() string {
 	if os.Geteuid() != 0 {
-		return "the netns topology needs root (ip netns, veth, nft); run as root"
+		return "the netns and netcluster topologies need root (ip netns, veth, nft); run as root"
 	}
 	for _, bin := range []string{"ip", "nft"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			return "the netns topology needs " + bin + " (Debian: iproute2, nftables) on the PATH"
+			return "the netns and netcluster topologies need " + bin + " (Debian: iproute2, nftables) on the PATH"
 		}
 	}
 	return ""

@@ -47,9 +47,10 @@ type netTopo struct {
 	sentNodes []*netNode
 	clients   []*netNode
 	adm       *netNode
-	clocks    []*serverClock // per data server; nil when the shim could not be built
-	noClocks  string         // why there are no clock faults
-	master    string         // the primary's address as the sentinels last named it
+	clocks    []*serverClock   // per data server; nil when the shim could not be built
+	noClocks  string           // why there are no clock faults
+	master    string           // the primary's address as the sentinels last named it
+	cluster   *netClusterState // netcluster: the Cluster's roles; nil in netns
 }
 
 // startNetns starts the netns topology: the lab, the servers and
@@ -58,32 +59,15 @@ type netTopo struct {
 // fault touches).
 func (r *run) startNetns(t testing.TB) {
 	t.Helper()
-	lab, err := newNetLab()
-	if err != nil {
-		t.Fatalf("chaos: netns: %v", err)
-	}
-	t.Cleanup(lab.close)
-	n := &netTopo{lab: lab}
-	r.net = n
-	must := func(node *netNode, err error) *netNode {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("chaos: netns: %v", err)
-		}
-		return node
-	}
-	n.adm = must(lab.addNode("adm", 2))
-	for i := range 2 {
-		n.dataNodes = append(n.dataNodes, must(lab.addNode(fmt.Sprintf("s%d", i), 10+i)))
-	}
-	for i := range 3 {
-		n.sentNodes = append(n.sentNodes, must(lab.addNode(fmt.Sprintf("t%d", i), 20+i)))
-	}
-	for i := range r.cfg.Clients {
-		n.clients = append(n.clients, must(lab.addNode(fmt.Sprintf("c%d", i), 30+i)))
-	}
+	n := r.startNetLab(t, 2, 3)
 	adm := nsDialer(n.adm.ns)
-	r.startNetData(t, adm)
+	r.startNetData(t, adm, func(i int) []string {
+		if i == 0 {
+			return nil
+		}
+		return []string{"--replicaof", n.dataNodes[0].ip, netDataPort}
+	})
+	n.master = n.dataNodes[0].ip + ":" + netDataPort
 	sentAddrs := r.startNetSentinels(t, adm)
 	r.adminRDB = redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: redistest.SentinelMasterName, SentinelAddrs: sentAddrs, Dialer: adm,
@@ -104,16 +88,48 @@ func (r *run) startNetns(t testing.TB) {
 	r.netSteady(t)
 }
 
-// startNetData starts the primary and the replica, each in its
-// namespace, with the clock shim preloaded when it could be built; adm
-// dials from the admin namespace.
-func (r *run) startNetData(t testing.TB, adm func(ctx context.Context, network, addr string) (net.Conn, error)) {
+// startNetLab creates the lab of the netns and netcluster topologies and
+// its namespaces: the admin's, servers data servers' (s0, s1, …),
+// sentinels sentinels' (t0, …) and one per client (c0, …).
+func (r *run) startNetLab(t testing.TB, servers, sentinels int) *netTopo {
+	t.Helper()
+	lab, err := newNetLab()
+	if err != nil {
+		t.Fatalf("chaos: %s: %v", r.cfg.Topology, err)
+	}
+	t.Cleanup(lab.close)
+	n := &netTopo{lab: lab}
+	r.net = n
+	must := func(node *netNode, err error) *netNode {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("chaos: %s: %v", r.cfg.Topology, err)
+		}
+		return node
+	}
+	n.adm = must(lab.addNode("adm", 2))
+	for i := range servers {
+		n.dataNodes = append(n.dataNodes, must(lab.addNode(fmt.Sprintf("s%d", i), 10+i)))
+	}
+	for i := range sentinels {
+		n.sentNodes = append(n.sentNodes, must(lab.addNode(fmt.Sprintf("t%d", i), 20+i)))
+	}
+	for i := range r.cfg.Clients {
+		n.clients = append(n.clients, must(lab.addNode(fmt.Sprintf("c%d", i), 30+i)))
+	}
+	return n
+}
+
+// startNetData starts the data servers, each in its namespace, with the
+// clock shim preloaded when it could be built and extra(i)'s arguments
+// added to server i's; adm dials from the admin namespace.
+func (r *run) startNetData(t testing.TB, adm func(ctx context.Context, network, addr string) (net.Conn, error), extra func(i int) []string) {
 	t.Helper()
 	n := r.net
 	lab := n.lab
 	redisBin, err := execPath("redis-server")
 	if err != nil {
-		t.Fatalf("chaos: netns: %v", err)
+		t.Fatalf("chaos: %s: %v", r.cfg.Topology, err)
 	}
 	shim, err := buildClockShim(lab.dir)
 	if err != nil {
@@ -136,16 +152,13 @@ func (r *run) startNetData(t testing.TB, adm func(ctx context.Context, network, 
 		}
 		args := append([]string{"--bind", node.ip, "--port", netDataPort, "--protected-mode", "no", "--dir", dir,
 			"--daemonize", "no", "--save", "", "--repl-timeout", fmt.Sprint(netReplTO), "--repl-ping-replica-period", "1"}, serverArgs...)
-		if i > 0 {
-			args = append(args, "--replicaof", n.dataNodes[0].ip, netDataPort)
-		}
+		args = append(args, extra(i)...)
 		p := &netProc{name: node.name, ns: node.ns, bin: redisBin, args: args, env: env, addr: node.ip + ":" + netDataPort, adm: adm}
 		if err := lab.start(p); err != nil {
 			t.Fatalf("chaos: netns: %v", err)
 		}
 		n.data = append(n.data, p)
 	}
-	n.master = n.dataNodes[0].ip + ":" + netDataPort
 }
 
 // startNetSentinels starts the three sentinels, each in its namespace,
@@ -244,6 +257,10 @@ func (n *netTopo) serverDo(addr string, args ...any) (any, error) {
 func (r *run) netSteady(t testing.TB) {
 	t.Helper()
 	n := r.net
+	if n.cluster != nil {
+		r.netClusterSteady(t)
+		return
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	var why string
 	for time.Now().Before(deadline) {
@@ -315,21 +332,49 @@ var clockKinds = []FaultKind{FaultClockBack, FaultClockSlow, FaultClockFast}
 var netKinds = []FaultKind{FaultNetPartition, FaultNetOneWay, FaultSplitBrain, FaultSentinelOneWay, FaultReplCut,
 	FaultReplOneWay, FaultGossipCut, FaultNetLoss, FaultNetDup, FaultNetKill, FaultNetPause, FaultNetReplicaPause}
 
-// splitBrainKinds are the kinds that can leave two primaries taking
-// writes; Config.NoSplitBrain leaves them out.
-var splitBrainKinds = []FaultKind{FaultSplitBrain, FaultSentinelOneWay}
+// splitBrainKinds are the kinds that can leave two primaries (masters of
+// one slot range) taking writes; Config.NoSplitBrain leaves them out.
+var splitBrainKinds = []FaultKind{FaultSplitBrain, FaultSentinelOneWay, FaultBusOneWay, FaultMasterStop}
 
-// netPrimary returns the current primary's process and node, and the
-// replica's.
-func (n *netTopo) roles() (primary, replica *netProc, pNode, rNode *netNode) {
-	for i, p := range n.data {
-		if p.addr == n.master {
-			primary, pNode = p, n.dataNodes[i]
-		} else {
-			replica, rNode = p, n.dataNodes[i]
+// netPair returns the primary a fault acts on and its replica, with
+// their nodes: netns's primary, or a random master of netcluster.
+func (in *injector) netPair() (primary, replica *netProc, pNode, rNode *netNode) {
+	n := in.r.net
+	master := n.master
+	if n.cluster != nil {
+		master = pick(in.rng, n.cluster.masters)
+	}
+	primary = n.proc(master)
+	replica = n.replicaOf(primary)
+	return primary, replica, n.nodeOf(primary), n.nodeOf(replica)
+}
+
+// proc returns the data server at addr.
+func (n *netTopo) proc(addr string) *netProc {
+	for _, p := range n.data {
+		if p.addr == addr {
+			return p
 		}
 	}
-	return primary, replica, pNode, rNode
+	panic("chaos: " + addr + " is none of the lab's servers")
+}
+
+// nodeOf returns data server p's node.
+func (n *netTopo) nodeOf(p *netProc) *netNode {
+	return n.dataNodes[slices.Index(n.data, p)]
+}
+
+// replicaOf returns primary's replica.
+func (n *netTopo) replicaOf(primary *netProc) *netProc {
+	if n.cluster != nil {
+		return n.proc(n.cluster.replicaOf[primary.addr])
+	}
+	for _, p := range n.data {
+		if p != primary {
+			return p
+		}
+	}
+	return nil
 }
 
 // injectNet injects fault f of kind k in the netns topology and returns
@@ -338,7 +383,7 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 	r, t, rng := in.r, in.t, in.rng
 	n := r.net
 	lab := n.lab
-	primary, _, pNode, rNode := n.roles()
+	primary, _, pNode, rNode := in.netPair()
 	client := n.clients[f.Client]
 	everyServer := append(append([]*netNode{}, n.dataNodes...), n.sentNodes...)
 	fail := func(err error) {
@@ -368,9 +413,9 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 		}
 		fail(lab.drop(name, from, to, 100))
 		f.Detail = fmt.Sprintf("%s dropped for %v", dir, hold(time.Second, 3*time.Second).Round(time.Millisecond))
-	case FaultSplitBrain, FaultSentinelOneWay:
+	case FaultSplitBrain, FaultSentinelOneWay, FaultBusOneWay:
 		f.Client = -1
-		f.Detail = in.splitBrain(k, primary, pNode, rNode)
+		f.Detail = in.splitBrain(k, primary, pNode)
 	case FaultReplCut:
 		f.Client = -1
 		both(name, []*netNode{pNode}, []*netNode{rNode}, 100)
@@ -407,8 +452,7 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 		fail(lab.undo(name + "/ab"))
 		fail(lab.undo(name + "/ba"))
 	default:
-		f.Client = -1
-		f.Detail = in.netProcFault(k, &f)
+		in.netServerFault(k, &f, primary, pNode, rNode)
 	}
 	fail(lab.heal())
 	r.netSteady(t)
@@ -416,11 +460,25 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 	return f
 }
 
+// netServerFault injects the faults on servers of kind k that
+// injectNet's own switch leaves: netcluster's (injectNetCluster), then
+// those on processes and clocks (netProcFault).
+func (in *injector) netServerFault(k FaultKind, f *Fault, primary *netProc, pNode, rNode *netNode) {
+	f.Client = -1
+	if in.r.net.cluster == nil {
+		f.Detail = in.netProcFault(k, f, primary)
+		return
+	}
+	if !in.injectNetCluster(k, f, primary, pNode, rNode) {
+		f.Detail = in.netProcFault(k, f, primary)
+	}
+}
+
 // netProcFault injects the netns topology's faults on processes and
 // clocks, of kind k, and describes them.
-func (in *injector) netProcFault(k FaultKind, f *Fault) string {
+func (in *injector) netProcFault(k FaultKind, f *Fault, primary *netProc) string {
 	r, t, rng := in.r, in.t, in.rng
-	primary, replica, _, _ := r.net.roles()
+	replica := r.net.replicaOf(primary)
 	fail := func(err error) {
 		if err != nil {
 			t.Fatalf("chaos: netns fault %s: %v", k, err)
@@ -436,7 +494,7 @@ func (in *injector) netProcFault(k FaultKind, f *Fault) string {
 		return in.netKill(primary)
 	case FaultNetPause:
 		fail(primary.signal(syscall.SIGSTOP))
-		d := hold(500*time.Millisecond, netDownAfter-500*time.Millisecond)
+		d := hold(500*time.Millisecond, netDownAfter-500*time.Millisecond) // netcluster's node timeout is the same
 		fail(primary.signal(syscall.SIGCONT))
 		return fmt.Sprintf("%v %s", d.Round(time.Millisecond), primary.addr)
 	case FaultClockBack, FaultClockSlow, FaultClockFast, FaultClockForward, FaultClockRace:
@@ -452,67 +510,128 @@ func (in *injector) netProcFault(k FaultKind, f *Fault) string {
 	return ""
 }
 
-// splitBrain isolates the primary, with one or two clients on its side,
-// from the replica, the sentinels and the other clients (both ways; for
-// FaultSentinelOneWay only the primary's frames to the sentinels are
-// dropped, and nobody else is cut), until the sentinels have promoted the
-// replica or 3 × down-after has passed, and a random while more; then it
-// heals the network: the sentinels turn the old primary into the new
-// one's replica.
-func (in *injector) splitBrain(k FaultKind, primary *netProc, pNode, rNode *netNode) string {
+// splitBrain isolates the primary (netcluster: a master), with one or
+// two clients on its side, from every other server, the sentinels and the
+// other clients (both ways; for FaultSentinelOneWay only the primary's
+// frames to the sentinels are dropped, for FaultBusOneWay only the
+// master's frames to the other nodes, and nobody else is cut), until its
+// replica has been promoted or promotionLimit has passed, and a random
+// while more; then it heals the network: the sentinels (the Cluster)
+// turn the old primary into the new one's replica.
+func (in *injector) splitBrain(k FaultKind, primary *netProc, pNode *netNode) string {
 	r, t, rng := in.r, in.t, in.rng
 	n := r.net
 	lab := n.lab
+	var others []*netNode
+	for _, d := range n.dataNodes {
+		if d != pNode {
+			others = append(others, d)
+		}
+	}
 	var side []int
-	if k == FaultSplitBrain {
+	var err error
+	if n.cluster != nil {
+		time.Sleep(replicaSteady) // as before a kill (see netKill)
+	}
+	switch k {
+	case FaultSplitBrain:
 		nc := 1 + rng.IntN(2)
 		side = rng.Perm(len(n.clients))[:nc]
-		a := []*netNode{pNode}
-		inA := map[int]bool{}
-		for _, c := range side {
-			a = append(a, n.clients[c])
-			inA[c] = true
-		}
-		b := append([]*netNode{rNode}, n.sentNodes...)
-		for i, c := range n.clients {
-			if !inA[i] {
-				b = append(b, c)
-			}
-		}
-		if err := lab.drop(string(k)+"/ab", a, b, 100); err != nil {
-			t.Fatalf("chaos: %v", err)
-		}
-		if err := lab.drop(string(k)+"/ba", b, a, 100); err != nil {
-			t.Fatalf("chaos: %v", err)
-		}
-	} else if err := lab.drop(string(k), []*netNode{pNode}, n.sentNodes, 100); err != nil {
+		err = in.cutOff(string(k), []*netNode{pNode}, side)
+	case FaultSentinelOneWay:
+		err = lab.drop(string(k), []*netNode{pNode}, n.sentNodes, 100)
+	default:
+		err = lab.drop(string(k), []*netNode{pNode}, others, 100)
+	}
+	if err != nil {
 		t.Fatalf("chaos: %v", err)
 	}
 	start := time.Now()
-	promoted := time.Duration(0)
-	for time.Since(start) < 3*netDownAfter+netFailoverTO {
-		if m := n.sentinelMaster(); m != "" && m != primary.addr {
-			promoted = time.Since(start)
-			break
+	watch := n.watchMaster(primary, start)
+	promoted := n.waitPromotion(primary, start)
+	extra := between(rng, 500*time.Millisecond, 3*time.Second)
+	time.Sleep(extra)
+	cut := time.Since(start)
+	refused, how := watch.stop()
+	what := fmt.Sprintf("primary %s with clients %v cut from the rest", pNode.ip, side)
+	switch k {
+	case FaultSentinelOneWay:
+		what = fmt.Sprintf("primary %s → sentinels dropped", pNode.ip)
+	case FaultBusOneWay:
+		what = fmt.Sprintf("master %s → the other nodes dropped", pNode.ip)
+	}
+	if n.cluster == nil {
+		if promoted == 0 {
+			return fmt.Sprintf("%s for %v: no promotion", what, cut.Round(time.Millisecond))
+		}
+		return fmt.Sprintf("%s for %v: the sentinels promoted %s after %v (two primaries for %v at least)",
+			what, cut.Round(time.Millisecond), n.replicaOf(primary).addr, promoted.Round(time.Millisecond), extra.Round(time.Millisecond))
+	}
+	what = strings.Replace(what, "primary", "master", 1) + fmt.Sprintf(" (slots %s) for %v: %s",
+		n.cluster.slots[primary.addr], cut.Round(time.Millisecond), refusedText(refused, how))
+	if promoted == 0 {
+		return what + "; no promotion"
+	}
+	return fmt.Sprintf("%s; promoted %s after %v%s", what, n.replicaOf(primary).addr, promoted.Round(time.Millisecond),
+		twoMasters(0, cut, refused, promoted))
+}
+
+// cutOff cuts the nodes of side, and the clients whose indexes are in
+// clients, from every other node of the lab, both ways, under the rule
+// name.
+func (in *injector) cutOff(name string, side []*netNode, clients []int) error {
+	n := in.r.net
+	a := append([]*netNode{}, side...)
+	for _, c := range clients {
+		a = append(a, n.clients[c])
+	}
+	var b []*netNode
+	for _, x := range append(append(append([]*netNode{}, n.dataNodes...), n.sentNodes...), n.clients...) {
+		if !slices.Contains(a, x) {
+			b = append(b, x)
+		}
+	}
+	if err := n.lab.drop(name+"/ab", a, b, 100); err != nil {
+		return err
+	}
+	return n.lab.drop(name+"/ba", b, a, 100)
+}
+
+// waitPromotion waits until primary's replica has been promoted (the
+// sentinels name another primary; in netcluster, the replica is a
+// master) or promotionLimit has passed since start, and returns how long
+// after start it saw it (0: not promoted).
+func (n *netTopo) waitPromotion(primary *netProc, start time.Time) time.Duration {
+	for time.Since(start) < n.promotionLimit() {
+		if n.promoted(primary) {
+			return time.Since(start)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	extra := between(rng, 500*time.Millisecond, 3*time.Second)
-	time.Sleep(extra)
-	what := fmt.Sprintf("primary %s with clients %v cut from the rest", pNode.ip, side)
-	if k == FaultSentinelOneWay {
-		what = fmt.Sprintf("primary %s → sentinels dropped", pNode.ip)
-	}
-	if promoted == 0 {
-		return fmt.Sprintf("%s for %v: no promotion", what, time.Since(start).Round(time.Millisecond))
-	}
-	return fmt.Sprintf("%s for %v: the sentinels promoted %s after %v (two primaries for %v at least)",
-		what, time.Since(start).Round(time.Millisecond), rNode.ip, promoted.Round(time.Millisecond), extra.Round(time.Millisecond))
+	return 0
 }
 
-// netKill kills the primary with SIGKILL and waits until the sentinels
-// promote the replica (failure detection: down-after), then restarts
-// the old primary (its AOF), which the sentinels turn into the new
+// promoted says whether primary's replica has been promoted.
+func (n *netTopo) promoted(primary *netProc) bool {
+	if n.cluster != nil {
+		return n.role(n.replicaOf(primary).addr) == "master"
+	}
+	m := n.sentinelMaster()
+	return m != "" && m != primary.addr
+}
+
+// promotionLimit is how long a fault waits for a promotion.
+func (n *netTopo) promotionLimit() time.Duration {
+	if n.cluster != nil {
+		return 5*nclNodeTimeout + 5*time.Second
+	}
+	return 3*netDownAfter + netFailoverTO
+}
+
+// netKill kills the primary with SIGKILL and waits until its replica is
+// promoted (failure detection: down-after, or the Cluster's node
+// timeout), then restarts the old primary (its AOF; in netcluster its
+// nodes.conf too), which the sentinels (the Cluster) turn into the new
 // primary's replica.
 func (in *injector) netKill(primary *netProc) string {
 	r, t := in.r, in.t
@@ -522,15 +641,8 @@ func (in *injector) netKill(primary *netProc) string {
 	time.Sleep(replicaSteady)
 	primary.stop()
 	start := time.Now()
-	var promoted time.Duration
-	for time.Since(start) < 3*netDownAfter+netFailoverTO {
-		if m := n.sentinelMaster(); m != "" && m != primary.addr {
-			promoted = time.Since(start)
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if promoted != 0 {
+	promoted := n.waitPromotion(primary, start)
+	if promoted != 0 && n.cluster == nil {
 		// Back as the new primary's replica, as the sentinels would make it.
 		var args []string
 		for i := 0; i < len(primary.args); i++ {
@@ -545,12 +657,12 @@ func (in *injector) netKill(primary *netProc) string {
 		primary.args = append(args, "--replicaof", host, port)
 	}
 	if err := primary.launch(); err != nil {
-		t.Fatalf("chaos: netns: restart %s: %v", primary.addr, err)
+		t.Fatalf("chaos: %s: restart %s: %v", r.cfg.Topology, primary.addr, err)
 	}
 	if promoted == 0 {
 		return fmt.Sprintf("%s killed; not promoted within %v, restarted", primary.addr, time.Since(start).Round(time.Millisecond))
 	}
-	return fmt.Sprintf("%s killed; the sentinels promoted the replica after %v; restarted as its replica", primary.addr, promoted.Round(time.Millisecond))
+	return fmt.Sprintf("%s killed; its replica was promoted after %v; restarted as its replica", primary.addr, promoted.Round(time.Millisecond))
 }
 
 // clockFault changes a data server's wall clock (see clock.go): a random
@@ -562,14 +674,14 @@ func (in *injector) clockFault(k FaultKind) string {
 	i := rng.IntN(len(n.data))
 	if slices.Contains(unsurvivableKinds, k) {
 		for j, p := range n.data {
-			if p.addr == n.master {
+			if n.isPrimary(p.addr) {
 				i = j
 			}
 		}
 	}
 	c, p := n.clocks[i], n.data[i]
 	role := "replica"
-	if p.addr == n.master {
+	if n.isPrimary(p.addr) {
 		role = "primary"
 	}
 	fail := func(err error) {

@@ -120,7 +120,7 @@ func (rep *Report) writeFaults(b *strings.Builder) {
 	fmt.Fprintf(b, "\n  faults: %s; proxies dropped %d replies, stalls held %d times, %d delivered after the client gave up\n",
 		strings.Join(fks, " "), rep.Dropped, rep.Held, rep.LateDelivered)
 	for _, f := range rep.Faults {
-		if f.Kind == FaultFailover || f.Kind == FaultPlannedFailover || f.Kind == FaultMigrate {
+		if slices.Contains([]FaultKind{FaultFailover, FaultPlannedFailover, FaultMigrate, FaultSplitBrain, FaultBusOneWay, FaultMinority, FaultMasterStop}, f.Kind) {
 			fmt.Fprintf(b, "  %s\n", f)
 		}
 	}

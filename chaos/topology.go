@@ -38,15 +38,22 @@ const (
 	// the sentinels' own failure detection, split brains included (see
 	// netns.go). It needs root, ip and nft.
 	Netns Topology = "netns"
+	// NetCluster is a Redis Cluster of three masters with one replica
+	// each, every node and every client in a Linux network namespace of
+	// its own, in netns's lab: its partitions, loss and duplication, and
+	// failovers by the Cluster's own failure detection
+	// (cluster-node-timeout), split brains included (see netcluster.go).
+	// It needs root, ip and nft.
+	NetCluster Topology = "netcluster"
 )
 
 // ParseTopology reads a topology name.
 func ParseTopology(s string) (Topology, error) {
 	switch t := Topology(strings.ToLower(s)); t {
-	case Single, Replicated, Cluster, Netns:
+	case Single, Replicated, Cluster, Netns, NetCluster:
 		return t, nil
 	}
-	return "", fmt.Errorf("chaos: unknown topology %q: want single, replicated, cluster or netns", s)
+	return "", fmt.Errorf("chaos: unknown topology %q: want single, replicated, cluster, netns or netcluster", s)
 }
 
 // serverArgs are every data server's extra arguments: the append-only
@@ -80,6 +87,10 @@ func (r *run) startTopology(t testing.TB) {
 	}
 	if r.cfg.Topology == Netns {
 		r.startNetns(t)
+		return
+	}
+	if r.cfg.Topology == NetCluster {
+		r.startNetCluster(t)
 		return
 	}
 	defer r.startRedlock(t)
