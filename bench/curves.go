@@ -545,12 +545,13 @@ func (h *rueidisHolder) lock(ctx context.Context, key string) error {
 	if h.err != nil {
 		return h.err
 	}
-	_, unlock, err := h.l.WithContext(context.WithoutCancel(ctx), key)
-	if err != nil {
+	// The hold outlives ctx (rueidislockMutex.Lock): ctx cuts the wait only.
+	m := &rueidislockMutex{l: h.l, name: key}
+	if err := m.Lock(ctx); err != nil {
 		return err
 	}
 	h.mu.Lock()
-	h.held = append(h.held, unlock)
+	h.held = append(h.held, m.unlock)
 	h.mu.Unlock()
 	return nil
 }
