@@ -123,6 +123,38 @@ func (p *Proxy) Dropped() int {
 	return p.dropped
 }
 
+// LoseReplyOf runs call with the next reply through the proxy dropped,
+// until the dropped reply is call's own, and returns call's error (which
+// a lost reply makes non-nil). The client's background reads go through
+// the proxy too, and one of them may take the dropped reply instead: then
+// call succeeds, undo releases what it took, and it is tried again (at
+// most five times). before, if not nil, runs before each try.
+func (p *Proxy) LoseReplyOf(t testing.TB, before, call, undo func() error) error {
+	t.Helper()
+	for try := 0; ; try++ {
+		if before != nil {
+			if err := before(); err != nil {
+				t.Fatalf("redistest: before a try: %v", err)
+			}
+		}
+		dropped := p.Dropped()
+		p.DropNextReply()
+		err := call()
+		if err != nil {
+			return err
+		}
+		if p.Dropped() == dropped {
+			t.Fatalf("redistest: the call whose reply was lost reported success")
+		}
+		if try == 4 {
+			t.Fatalf("redistest: the dropped reply was never the call's, in 5 tries")
+		}
+		if err := undo(); err != nil {
+			t.Fatalf("redistest: undoing a try: %v", err)
+		}
+	}
+}
+
 // CutAll closes every current proxied connection on both sides, as a
 // network failure or server restart would. New connections are still
 // accepted. Bytes a Stall holds are still delivered to the server when the
