@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,10 +21,13 @@ import (
 // the sentinels demote it and with its replica promoted away, answers
 // with what the promoted replica may not have (a latch open that is set
 // again there), and its answers fail with an error wrapping
-// ErrNotReplicated. Without acknowledgement (WithReplicaSync off), on a
-// client kind that cannot be pipelined to one node, or when no replica
-// was ever seen, the reads are sent as they are. The error returned is
-// the pipeline's first (each command keeps its own), or the role's.
+// ErrNotReplicated, a missing key's (redis.Nil) as much as a value's.
+// A primary not read yet is learnt by the same pipeline (its role, read
+// last), so that a client that only reads judges the next answers.
+// Without acknowledgement (WithReplicaSync off), on a client kind that
+// cannot be pipelined to one node, or when no replica was ever seen, the
+// answers are believed as they are. The error returned is the first of
+// cmds' (each command keeps its own), or the role's.
 func (r *Replicas) Read(ctx context.Context, key string, cmds ...redis.Cmder) error {
 	node, addr, err := r.primaryFor(ctx, key)
 	if err != nil {
@@ -48,20 +52,36 @@ func (r *Replicas) Read(ctx context.Context, key string, cmds ...redis.Cmder) er
 	p := r.primaries.get(addr)
 	p.mu.Lock()
 	verify := p.hadReplicas(time.Now(), r.acks.sync.Forget)
+	learn := p.n == unknown // a client that only reads learns the primary too
 	p.mu.Unlock()
 	pipe := node.Pipeline()
 	for _, c := range cmds {
 		_ = pipe.Process(ctx, c)
 	}
 	var role *redis.StringCmd
-	if verify {
+	if verify || learn {
 		role = newRole(ctx)
 		_ = pipe.Process(ctx, role)
 	}
-	_, err = pipe.Exec(ctx)
-	if err != nil || !verify {
-		return err
+	_, _ = pipe.Exec(ctx)
+	var execErr error // the first of cmds' errors; role's is judged below
+	for _, c := range cmds {
+		if execErr = c.Err(); execErr != nil {
+			break
+		}
 	}
+	if !verify {
+		if learn {
+			r.acks.learn(p, role) // nothing to judge by yet
+		}
+		return execErr
+	}
+	if execErr != nil && !errors.Is(execErr, redis.Nil) {
+		return execErr
+	}
+	// A read of a key that does not exist (redis.Nil: a latch open, a
+	// lock free) is an answer like any other, and is judged too: the old
+	// primary of a split brain answers nil for what it never had.
 	online, ran, ok := roleReplicas(role)
 	if !ok {
 		err = fmt.Errorf("%w: could not read which primary answered (%v)", errs.ErrNotReplicated, roleErr(role))
@@ -69,10 +89,11 @@ func (r *Replicas) Read(ctx context.Context, key string, cmds ...redis.Cmder) er
 		p.set(online, ran)
 		err = r.acks.stale(p, ran, online) // as a batch's replies
 	}
-	if err != nil {
-		for _, c := range cmds {
-			c.SetErr(err)
-		}
+	if err == nil {
+		return execErr // redis.Nil, or nil
+	}
+	for _, c := range cmds {
+		c.SetErr(err)
 	}
 	return err
 }
