@@ -44,6 +44,7 @@ local keep = ARGV[6] == '1'
 if keep then
   local rec = redis.call('get', KEYS[2])
   if rec then
+    redis.call('set', KEYS[2], rec, 'keepttl') -- a replay is a write (prelude_request's recorded)
     local tat = math.max(tonumber(redis.call('get', KEYS[1]) or '0'), now)
     return {1, math.max(tonumber(rec) - burst * em - now, 0),
       math.max(math.min(math.floor((full - tat) / em), burst), 0), tat - now, rec, now}

@@ -90,6 +90,7 @@ if redis.call('exists', hash, req) == 0 then
 end
 local rec = redis.call('get', req)
 if rec then
+  redis.call('set', req, rec, 'keepttl') -- a replay is a write (prelude_request's recorded)
   local count, token = string.match(rec, '^(%d+):(%d+)$')
   if count then
     return {1, tonumber(count), tonumber(token)}
@@ -97,6 +98,7 @@ if rec then
   return {0, -3}
 end
 if redis.call('hexists', hash, field) == 1 then
+  redis.call('hincrby', hash, field, 0) -- a replay is a write (prelude_request's recorded)
   local token = 0
   if ARGV[4] == '1' then
     -- nobody else takes a token while this owner holds the lock

@@ -80,6 +80,7 @@ if freed then
   return 0
 end
 if redis.call('get', KEYS[2]) == 'released' then
+  redis.call('set', KEYS[2], 'released', 'keepttl') -- a replay is a write (prelude_request's recorded)
   return 0
 end
 return -1

@@ -55,6 +55,7 @@ local function ledger_replay(h, seq, lw, deadline)
   end
   local rec = redis.call('hget', h, tostring(seq))
   if rec then
+    redis.call('hset', h, tostring(seq), rec) -- a replay is a write (prelude_request's recorded)
     return rec
   end
   refuse_late(deadline)

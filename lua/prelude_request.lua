@@ -19,7 +19,9 @@
 -- KEYS     none of its own: the functions take the keys they touch
 -- ARGV     none of its own: the functions take the deadline
 -- Returns  nothing. It defines:
---   recorded(key)           the result recorded under a request key, or nil
+--   recorded(key)           the result recorded under a request key, or nil;
+--                           a record found is written again (a replay is a
+--                           write: the WAIT after it covers the first run)
 --   refuse_late(deadline)   reads the server's clock and fails the script
 --                           with REDISYNC_LATE when it is past deadline; call
 --                           it after looking for the record, before any write
@@ -65,9 +67,18 @@ local request_now -- the server's clock when refuse_late ran, epoch ms
 local request_deadline -- the deadline refuse_late checked (a string: ARGV)
 local request_left -- the milliseconds left to it then (below 0: late)
 
+-- recorded rewrites a record it finds (the same value and expiry): a copy
+-- that replays a result must be a write, so that the WAIT after it covers
+-- the first run's writes. WAIT waits for the replicas to reach the offset
+-- of the connection's last write, and a copy re-sent on another connection
+-- (go-redis re-sends a pipeline on a new one) that wrote nothing would be
+-- acknowledged at once, by the offset of whatever that connection wrote
+-- last (nothing: 0), while the first run's writes may not have reached a
+-- replica, or the primary may be an old one whose listed replica is gone.
 local function recorded(key)
   local v = redis.call('get', key)
   if v then
+    redis.call('set', key, v, 'keepttl')
     return v
   end
   return nil

@@ -76,12 +76,14 @@ if redis.call('exists', hash, req) == 0 then
 end
 local rec = redis.call('get', req)
 if rec then
+  redis.call('set', req, rec, 'keepttl') -- a replay is a write (prelude_request's recorded)
   if rec == '1' then
     return {1, 1}
   end
   return {0, -3}
 end
 if redis.call('hexists', hash, field) == 1 then
+  redis.call('hincrby', hash, field, 0) -- a replay is a write (prelude_request's recorded)
   return {1, 1}
 end
 lock_layout(hash, true) -- busy only with a read-write lock

@@ -59,6 +59,7 @@ if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then
   if redis.call('get', from) ~= 'released' then
     return {-1, 0}
   end
+  redis.call('set', from, 'released', 'keepttl') -- a replay is a write (prelude_request's recorded)
   if redis.call('hexists', hash, next_field) == 0 then
     return {0, 0} -- a re-sent copy: the next hold ended since, or never began
   end

@@ -68,6 +68,7 @@ if freed then
   return 0
 end
 if redis.call('get', req) == 'released' then
+  redis.call('set', req, 'released', 'keepttl') -- a replay is a write (prelude_request's recorded)
   return 0
 end
 return -1

@@ -269,3 +269,66 @@ func TestReadOnTheOldPrimaryNotBelieved(t *testing.T) {
 	require.ErrorIs(t, got.Err(), errs.ErrNotReplicated, "a missing key from the old primary")
 	require.NotErrorIs(t, got.Err(), redis.Nil)
 }
+
+// A copy of a request that replays its record (a go-redis re-send, on a
+// new connection) is acknowledged only once the first run's writes are:
+// WAIT waits for the offset of the connection's last write, and a copy
+// that wrote nothing on a fresh connection (offset 0) was acknowledged at
+// once by any replica listed online, here one that is stopped and has
+// nothing. The scripts now write their record again when they replay it.
+func TestReplayAcknowledgedOnlyWithTheFirstRun(t *testing.T) {
+	ctx := context.Background()
+	primary := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	replica := redistest.Start(t)
+	host, port, _ := strings.Cut(primary.Addr(), ":")
+	replica.Do(t, "REPLICAOF", host, port)
+	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
+		if n := strings.Count(fmt.Sprint(primary.Do(t, "INFO", "replication")), "state=online"); n != 1 {
+			return fmt.Errorf("%d replicas online", n)
+		}
+		return nil
+	})
+	primary.Do(t, "SET", "latch", "3")
+	redistest.Eventually(t, 10*time.Second, "the replica has acknowledged the primary's offset", func() error {
+		info := fmt.Sprint(primary.Do(t, "INFO", "replication"))
+		_, off, _ := strings.Cut(info, "master_repl_offset:")
+		off, _, _ = strings.Cut(off, "\r")
+		if !strings.Contains(info, ",offset="+off+",") {
+			return fmt.Errorf("not yet: %q", info)
+		}
+		return nil
+	})
+	g := bg.New()
+	t.Cleanup(func() { g.Close(); g.Wait() })
+	r := New(primary.Client(t), Settings{Replicas: All, Timeout: 200 * time.Millisecond}, g, slog.New(slog.DiscardHandler))
+	p := r.primaries.get("")
+	deadline := time.Now().Add(time.Minute).UnixMilli()
+	down := func() (*redis.Cmd, error) {
+		cmd := lua.NewCommand(lua.LatchCountDown, []string{"latch", "request"}, []any{deadline, "0", ""})
+		return r.pipelined(ctx, p, primary.Client(t), newCall(ctx, cmd, true)) // a new connection each time
+	}
+	replica.Pause(t) // listed online by the primary, acknowledging nothing
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			replica.Resume(t)
+		}
+	})
+	_, ackErr := down()
+	require.ErrorIs(t, ackErr, errs.ErrNotReplicated, "the first run, with the replica stopped")
+	_, ackErr = down()
+	require.ErrorIs(t, ackErr, errs.ErrNotReplicated, "its copy on another connection, the replica still stopped")
+	replica.Resume(t)
+	resumed = true
+	redistest.Eventually(t, 10*time.Second, "the copy acknowledged once the replica has the first run", func() error {
+		reply, ackErr := down()
+		if ackErr != nil {
+			return ackErr
+		}
+		if n, err := reply.Int64(); err != nil || n != 2 {
+			return fmt.Errorf("reply %d, %v: want the first run's 2", n, err)
+		}
+		return nil
+	})
+	assert.Equal(t, "2", fmt.Sprint(replica.Do(t, "GET", "latch")), "counted down once")
+}
