@@ -230,10 +230,12 @@ func (l *Latch) CountDown(ctx context.Context) error {
 }
 
 // Count returns the current count: 0 when the latch is not set (open).
-// With replica acknowledgement on (the default), an answer from a primary
-// that has lost a replica it was counted with (the old primary of a split
-// brain, before its demotion) is not believed: Count and the waits' reads
-// then fail with an error wrapping redisync.ErrNotReplicated.
+// With replica acknowledgement on (the default), the count is believed
+// only once the replicas have every change it saw (the read writes a
+// short-lived fence key of the client's and waits for the replicas, as a
+// count-down does): a count read on the old primary of a split brain, or
+// of changes not on the replicas yet, fails with an error wrapping
+// redisync.ErrNotReplicated, and so do the waits' reads.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
 	if err := l.h.Check(); err != nil {
 		return 0, err
@@ -245,24 +247,42 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// count reads the counter; absent or not positive is 0.
+// count reads the counter; absent or not positive is 0. With replica
+// acknowledgement on, the read is a write (latch_count.lua writes the
+// client's fence key) acknowledged as the changes are: a count is
+// believed only once the replicas have every change it saw. The old
+// primary of a split brain, cut off or back before its demotion, has
+// count-downs no replica has, which its demotion discards: a latch read
+// open there is set again on the promoted replica. A read without a
+// write cannot be acknowledged (WAIT waits for the offset of the
+// connection's last write), and judging the server by the replicas it
+// lists does not suffice (it lists its promoted replica until its
+// repl-timeout). Without acknowledgement, a plain GET.
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	// Through the pipeline's Read: the old primary of a split brain is not
-	// believed (a latch it has open may be set again on the promoted one).
-	get := redis.NewStringCmd(ctx, "get", l.h.Name)
-	_ = l.h.C.Replicas().Read(ctx, l.h.Name, get)
-	s, err := get.Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+	if !l.h.C.Replicas().On() {
+		s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
+		}
+		return max(n, 0), nil
 	}
+	sync := l.h.C.Replicas().NewSync()
+	n, err := lua.LatchCountArgs{Latch: l.h.Name, Fence: keys.Request(l.h.Name, l.h.C.ID()+":read")}.
+		Run(ctx, l.h.C.Replicas().Runner(sync))
 	if err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
+	if err := sync.SyncErr(); err != nil {
+		return 0, fmt.Errorf("the count read is not on the replicas yet: %w", err)
 	}
-	return max(n, 0), nil
+	return n, nil
 }
 
 // Wait blocks until the count is zero, as long as ctx allows. A latch that

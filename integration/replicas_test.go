@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
@@ -241,4 +242,52 @@ func TestReplicaSyncRenewals(t *testing.T) {
 	assert.Positive(t, c.Stats().RenewalsNotReplicated)
 	assert.Equal(t, uint64(1), c.Stats().HoldsLostUnreplicated)
 	require.ErrorIs(t, l.Unlock(ctx), redisync.ErrNotHeld, "Unlock reports the loss")
+}
+
+// A latch's count is believed only once the replicas have every change it
+// saw: a count-down that took effect on the primary alone (its replica
+// stopped, as an old primary cut off in a split brain) is not read back
+// as if it were safe, and a latch opened so is not read open. Before, the
+// read was judged by the replicas the primary lists (a stopped or
+// promoted-away replica stays listed until repl-timeout), and a latch
+// wait returned on a count no replica had (the netns fault suite, seed 1).
+func TestReplicaSyncLatchReadsWhatTheReplicasHave(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	direct := primary.Client(t)
+	c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(1, 300*time.Millisecond))
+	l := countdown.New(c, "latch")
+	ok, err := l.TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	n, err := l.Count(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+
+	replicas[0].Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			replicas[0].Resume(t)
+		}
+	}()
+	require.ErrorIs(t, l.CountDown(ctx), redisync.ErrNotReplicated, "a count-down on the primary alone")
+	assert.Zero(t, direct.Exists(ctx, "latch").Val(), "the latch open on the primary")
+	_, err = l.Count(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "the count read: the replica has not the count-down")
+	open, err := l.TryWait(ctx, 0)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "a wait's check")
+	assert.False(t, open)
+
+	replicas[0].Resume(t)
+	resumed = true
+	redistest.Eventually(t, 10*time.Second, "read once the replica has it", func() error {
+		n, err := l.Count(ctx)
+		if err == nil && n != 0 {
+			return fmt.Errorf("count %d", n)
+		}
+		return err
+	})
+	require.NoError(t, l.Wait(ctx))
 }

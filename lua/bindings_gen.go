@@ -25,6 +25,7 @@ var digests = map[string]digest{
 	"gcra_cancel.lua":                   {sha1: "d63e863ee8c174a53f554fcfff82163427c223ed", fnv: 0x2764c03a9bb6e102},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
 	"gcra_take.lua":                     {sha1: "ae11a9e1d643b530550d06d2594ac0abc572ef8d", fnv: 0x186a546ec38d1912},
+	"latch_count.lua":                   {sha1: "4312c227f9af2b02aa6c5022e3596ed734bee734", fnv: 0xe81691ba21537b78},
 	"latch_count_down.lua":              {sha1: "287e1ef6f63120a4b3360f11d77100df4437abf9", fnv: 0xe191b5016a1a98be},
 	"latch_delete.lua":                  {sha1: "548160599355dea289c257c6ca044ed334c6889f", fnv: 0xd6cc0512c4964822},
 	"latch_try_set_count.lua":           {sha1: "c0542e72858a36313cf649d9e007b4bc556b836b", fnv: 0x112a7979b982ecb7},
@@ -950,6 +951,47 @@ func (a GCRATakeArgs) Run(ctx context.Context, r Runner) (GCRATakeReply, error) 
 	rep.TAT = replyString(res[4])
 	rep.Now = replyInt(res[5])
 	return rep, nil
+}
+
+// LatchCountArgs are the KEYS and ARGV of latch_count.lua (script LatchCount).
+type LatchCountArgs struct {
+	// Latch is KEYS[1]: latch counter (the latch's name).
+	Latch string
+	// Fence is KEYS[2]: the caller's fence key in the latch's slot (keys.Request of the latch and the client's id and "read"), set for a second.
+	Fence string
+}
+
+// Keys returns latch_count.lua's KEYS, in order.
+func (a LatchCountArgs) Keys() []string {
+	keys := make([]string, 0, 2)
+	keys = append(keys, a.Latch)
+	keys = append(keys, a.Fence)
+	return keys
+}
+
+// Args returns latch_count.lua's ARGV, in order.
+func (a LatchCountArgs) Args() []any {
+	args := make([]any, 0, 0)
+	return args
+}
+
+// command returns latch_count.lua's call as one EVALSHA command (Command).
+func (a LatchCountArgs) command() Command {
+	c := &struct {
+		a    LatchCountArgs
+		args [5]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(LatchCount)
+	args = append(args, &p.Latch)
+	args = append(args, &p.Fence)
+	args[2] = len(args) - 3
+	return Command{Script: LatchCount, Args: args}
+}
+
+// Run runs latch_count.lua with a on r and returns its reply, count.
+func (a LatchCountArgs) Run(ctx context.Context, r Runner) (int64, error) {
+	return run(ctx, r, a.command()).Int64()
 }
 
 // LatchCountDownArgs are the KEYS and ARGV of latch_count_down.lua (script LatchCountDown).

@@ -228,7 +228,7 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 // answered (acquired, not held) may not be what the primary that stays
 // has. Every call, whether it waits for replicas or not, fails so, its
 // reply with it, when the primary that ran it has fewer replicas online
-// than it is counted with (as Read's answers), even when it is the
+// than it is counted with, even when it is the
 // primary the client expected: a client whose last batch ran on the old
 // primary expects it. A role that cannot be read fails them too: which
 // primary has the writes is then unknown.

@@ -256,51 +256,36 @@ func newRole(ctx context.Context) *redis.StringCmd {
 // for a second replica that does not exist (WAIT then never has it, and
 // every write on that primary fails with ErrNotReplicated).
 func roleReplicas(cmd *redis.StringCmd) (n int, id string, ok bool) {
-	n, _, id, ok = roleReplicasLag(cmd, -1)
-	return n, id, ok
-}
-
-// roleReplicasLag is roleReplicas that also returns how many of the
-// online replicas acknowledged within the last maxLag seconds (INFO's
-// lag; all of them when maxLag < 0): fresh.
-func roleReplicasLag(cmd *redis.StringCmd, maxLag int) (n, fresh int, id string, ok bool) {
 	info, err := cmd.Result()
 	if err != nil {
-		return 0, 0, "", false
+		return 0, "", false
 	}
-	var seen, recent []string // the online replicas' addresses: a few
+	var seen []string // the online replicas' addresses: a few
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
 		if v, found := strings.CutPrefix(line, "role:"); found {
 			ok = v == "master"
 		} else if v, found := strings.CutPrefix(line, "master_replid:"); found {
 			id = v
-		} else if addr, online, lag := replicaLine(line); online {
-			if !slices.Contains(seen, addr) {
-				seen = append(seen, addr)
-			}
-			if (maxLag < 0 || lag >= 0 && lag <= maxLag) && !slices.Contains(recent, addr) {
-				recent = append(recent, addr)
-			}
+		} else if addr, online := replicaLine(line); online && !slices.Contains(seen, addr) {
+			seen = append(seen, addr)
 		}
 	}
-	return len(seen), len(recent), id, ok
+	return len(seen), id, ok
 }
 
 // replicaLine parses one replica's line of INFO replication
 // ("slave0:ip=10.0.0.2,port=6379,state=online,offset=…,lag=0"): the
-// replica's address ("ip:port"), whether it is online, and its lag
-// (seconds since its last acknowledgement; -1 when not given). A line
-// that is no replica's gives ("", false, -1).
-func replicaLine(line string) (addr string, online bool, lag int) {
-	lag = -1
+// replica's address ("ip:port") and whether it is online. A line that is
+// no replica's gives ("", false).
+func replicaLine(line string) (addr string, online bool) {
 	rest, found := strings.CutPrefix(line, "slave")
 	i := strings.IndexByte(rest, ':')
 	if !found || i < 0 {
-		return "", false, lag
+		return "", false
 	}
 	if _, err := strconv.Atoi(rest[:i]); err != nil {
-		return "", false, lag
+		return "", false
 	}
 	var ip, port string
 	for _, kv := range strings.Split(rest[i+1:], ",") {
@@ -312,11 +297,7 @@ func replicaLine(line string) (addr string, online bool, lag int) {
 			port = v
 		case "state":
 			online = v == "online"
-		case "lag":
-			if n, err := strconv.Atoi(v); err == nil {
-				lag = n
-			}
 		}
 	}
-	return ip + ":" + port, online, lag
+	return ip + ":" + port, online
 }

@@ -81,8 +81,15 @@
 // as one whose reply was lost), and a lock is not taken on both sides of
 // a split brain. A call that waits for no replica (an undo, a cleanup)
 // is judged the same way, without WAIT: its reply is believed only from
-// a primary that has every replica it is counted with, as a verified
-// read's (Read). A primary with fewer
+// a primary that has every replica it is counted with. Such a judgement
+// is not enough for a read that decides (a latch's count): the old
+// primary lists its promoted replica as online until its repl-timeout,
+// and what it answers has writes no replica has. Such a read is a write
+// (latch_count.lua writes a fence key), acknowledged as the changes are:
+// WAIT then covers everything the read saw. And a copy of a request that
+// replays its record writes it again, so that the WAIT after it covers
+// the first run, wherever the copy's connection wrote last (WAIT waits
+// for the offset of the connection's own last write). A primary with fewer
 // replicas online than counted (a failover to a primary without replica,
 // a replica gone) acknowledges a call all the same when the client waits
 // for every replica (All) and all those online have it; such a batch

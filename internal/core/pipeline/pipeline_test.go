@@ -223,53 +223,6 @@ func TestWriteOnTheOtherPrimaryJudgedByItsReplicas(t *testing.T) {
 	require.NoError(t, direct(promotedRDB), "a direct call on the promoted one")
 }
 
-// Read believes an answer only from a primary that has every replica it
-// is counted with, a missing key's (redis.Nil) as much as a value: the
-// old primary of a split brain, back before its demotion, answered nil
-// for a latch set on the promoted replica after the cut, and a latch wait
-// returned as if it were open (the netns fault suite, seed 1). The pipeline's
-// first error was redis.Nil, and Read returned it before reading the role.
-func TestReadOnTheOldPrimaryNotBelieved(t *testing.T) {
-	ctx := context.Background()
-	old := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
-	promoted := redistest.Start(t)
-	host, port, _ := strings.Cut(old.Addr(), ":")
-	promoted.Do(t, "REPLICAOF", host, port)
-	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
-		if n := strings.Count(fmt.Sprint(old.Do(t, "INFO", "replication")), "state=online"); n != 1 {
-			return fmt.Errorf("%d replicas online", n)
-		}
-		return nil
-	})
-	old.Do(t, "SET", "there", "3")
-	g := bg.New()
-	t.Cleanup(func() { g.Close(); g.Wait() })
-	r := New(old.Client(t), Settings{Replicas: All, Timeout: 200 * time.Millisecond}, g, slog.New(slog.DiscardHandler))
-	read := func(key string) *redis.StringCmd {
-		get := redis.NewStringCmd(ctx, "get", key)
-		_ = r.Read(ctx, key, get)
-		return get
-	}
-	// The first read learns the primary and its replica; from then on the
-	// answers are judged.
-	require.Equal(t, "3", read("there").Val())
-	got := read("missing")
-	require.ErrorIs(t, got.Err(), redis.Nil, "a missing key from a primary with its replica")
-	require.Equal(t, "3", read("there").Val())
-
-	promoted.Do(t, "REPLICAOF", "NO", "ONE") // the old primary keeps running, without replica
-	redistest.Eventually(t, 20*time.Second, "the old primary has lost its replica", func() error {
-		if n := strings.Count(fmt.Sprint(old.Do(t, "INFO", "replication")), "state=online"); n != 0 {
-			return fmt.Errorf("%d replicas online", n)
-		}
-		return nil
-	})
-	require.ErrorIs(t, read("there").Err(), errs.ErrNotReplicated, "a value from the old primary")
-	got = read("missing")
-	require.ErrorIs(t, got.Err(), errs.ErrNotReplicated, "a missing key from the old primary")
-	require.NotErrorIs(t, got.Err(), redis.Nil)
-}
-
 // A copy of a request that replays its record (a go-redis re-send, on a
 // new connection) is acknowledged only once the first run's writes are.
 // WAIT waits for the offset of the connection's last write, so a copy
