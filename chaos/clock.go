@@ -110,6 +110,17 @@ func (c *serverClock) rate(ppm int64) error {
 	return c.write()
 }
 
+// follow sets the server's wall clock to another's (of its primary): its
+// offset now, at the real rate. A replica's clock decides no expiry, so
+// the step is harmless to leases; see syncReplicaClocks.
+func (c *serverClock) follow(other *serverClock) error {
+	d := other.skew()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset, c.base, c.ppm = d, time.Now().UnixNano(), 0
+	return c.write()
+}
+
 // skew returns how far the server's clock is ahead of the real one now.
 func (c *serverClock) skew() time.Duration {
 	c.mu.Lock()
@@ -135,4 +146,93 @@ func (r *run) clockSlack() time.Duration {
 		}
 	}
 	return d
+}
+
+// The servers' clocks with one another. A lease granted on a primary is
+// replicated as an absolute expiry on that primary's clock, and a replica
+// promoted later compares it with its own: a promoted replica whose clock
+// is ahead of the old primary's by d ends every lease granted there d
+// early, as a forward step would (no Redis lock survives it; the
+// library's margin covers 2 ms of difference between servers, see
+// docs/leases.md). So at each failover the suite measures how far the
+// promoted server's clock is ahead of the old primary's
+// (noteFailoverClocks) and, beyond the margin, counts the fault with
+// those no lock survives (Fault.ClockAhead, unsurvivable). And unless
+// Config.ClockForward asks for the faults no lock survives, the replicas'
+// clocks follow their primary's before each fault (syncReplicaClocks), as
+// NTP keeps the servers of one network within milliseconds of each
+// other: the clock faults then move a server's clock against the
+// clients', which is what a lease must survive, and a fault on a
+// replica's clock lasts until the next fault.
+
+// serverMargin is how far ahead of the old primary's a promoted server's
+// clock may be without ending leases early beyond the library's margin
+// (1% of the lease plus 2 ms: core.LeaseMargin).
+func (r *run) serverMargin() time.Duration {
+	return r.cfg.Lease/100 + 2*time.Millisecond
+}
+
+// clockOf returns the clock of the data server at addr; nil without clock
+// faults.
+func (n *netTopo) clockOf(addr string) *serverClock {
+	if n.clocks == nil {
+		return nil
+	}
+	for i, p := range n.data {
+		if p.addr == addr {
+			return n.clocks[i]
+		}
+	}
+	return nil
+}
+
+// noteFailoverClocks records that promoted took over from old: how far
+// promoted's clock is ahead of old's, kept (the largest) for the fault
+// under way (takeClockAhead).
+func (r *run) noteFailoverClocks(old, promoted string) {
+	co, cp := r.net.clockOf(old), r.net.clockOf(promoted)
+	if co == nil || cp == nil {
+		return
+	}
+	d := cp.skew() - co.skew()
+	r.logf("%s: %s promoted over %s, its clock %v ahead of the old primary's", r.cfg.Topology, promoted, old, d.Round(time.Millisecond))
+	r.clockAheadMu.Lock()
+	r.clockAhead = max(r.clockAhead, d)
+	r.clockAheadMu.Unlock()
+}
+
+// takeClockAhead returns (and resets) how far ahead of the old primary's
+// the clock of a server promoted since the last call was, at most.
+func (r *run) takeClockAhead() time.Duration {
+	r.clockAheadMu.Lock()
+	defer r.clockAheadMu.Unlock()
+	d := r.clockAhead
+	r.clockAhead = 0
+	return d
+}
+
+// syncReplicaClocks sets every replica's clock to its primary's (see
+// above), unless the run asks for the faults no lock survives.
+func (in *injector) syncReplicaClocks() {
+	r, n := in.r, in.r.net
+	if n.clocks == nil || r.cfg.ClockForward {
+		return
+	}
+	for _, p := range n.data {
+		primary := n.master
+		if n.cluster != nil {
+			primary = ""
+			for m, rep := range n.cluster.replicaOf {
+				if rep == p.addr {
+					primary = m
+				}
+			}
+		}
+		if primary == "" || primary == p.addr {
+			continue
+		}
+		if err := n.clockOf(p.addr).follow(n.clockOf(primary)); err != nil {
+			in.t.Fatalf("chaos: set %s's clock to its primary's: %v", p.addr, err)
+		}
+	}
 }

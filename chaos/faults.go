@@ -55,6 +55,11 @@ type Fault struct {
 	Start  int64
 	End    int64
 	Detail string
+	// ClockAhead (netns, netcluster) is how far ahead of the old
+	// primary's the clock of a server promoted during the fault was, at
+	// most: beyond the library's margin the fault is one no lock survives
+	// (clock.go).
+	ClockAhead time.Duration
 }
 
 func (f Fault) String() string {

@@ -273,6 +273,11 @@ func (r *run) netClusterSteady(t testing.TB) {
 				if len(n.cluster.masters) > 0 && !slices.Contains(n.cluster.masters, m) {
 					r.logf("netcluster: %s now serves slots %s", m, st.slots[m])
 					r.failovers++
+					for old, slots := range n.cluster.slots {
+						if slots == st.slots[m] {
+							r.noteFailoverClocks(old, m)
+						}
+					}
 				}
 			}
 			*n.cluster = *st // n.cluster itself never changes: others read it unlocked

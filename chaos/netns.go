@@ -295,6 +295,7 @@ func (r *run) netSteady(t testing.TB) {
 		}
 		if m != n.master {
 			r.logf("netns: the primary is now %s (was %s)", m, n.master)
+			r.noteFailoverClocks(n.master, m)
 			n.master = m
 			r.failovers++
 		}
@@ -383,6 +384,7 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 	r, t, rng := in.r, in.t, in.rng
 	n := r.net
 	lab := n.lab
+	in.syncReplicaClocks()
 	primary, _, pNode, rNode := in.netPair()
 	client := n.clients[f.Client]
 	everyServer := append(append([]*netNode{}, n.dataNodes...), n.sentNodes...)
@@ -457,6 +459,10 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 	fail(lab.heal())
 	r.netSteady(t)
 	f.End = r.h.Now()
+	if f.ClockAhead = r.takeClockAhead(); f.ClockAhead > r.serverMargin() {
+		f.Detail += fmt.Sprintf("; the promoted server's clock was %v ahead of the old primary's: leases granted there ended that much early (no Redis lock survives it)",
+			f.ClockAhead.Round(time.Millisecond))
+	}
 	return f
 }
 

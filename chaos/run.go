@@ -49,6 +49,10 @@ type run struct {
 	skipSemLive bool     // every counted permit was lost: no liveness round on it
 	failovers   int      // promotions of a replica (Replicated, Cluster)
 	migrations  int      // slots moved to another master (Cluster)
+	// clockAhead is how far ahead of the old primary's the clock of a
+	// server promoted during the fault under way was, at most (clock.go).
+	clockAhead   time.Duration
+	clockAheadMu sync.Mutex
 
 	warnMu   sync.Mutex
 	warnings []string // the library's warnings (warnLog)

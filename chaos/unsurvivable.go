@@ -20,7 +20,9 @@ var unsurvivableKinds = []FaultKind{FaultClockForward, FaultClockRace}
 const unsurvivableAfter = 30 * time.Second
 
 // unsurvivable splits vs into the violations and what happened within
-// the window of a fault of unsurvivableKinds (from a rate limiter's
+// the window of a fault of unsurvivableKinds, or of one during which a
+// server whose clock was ahead of the old primary's by more than the
+// library's margin was promoted (Fault.ClockAhead, clock.go) (from a rate limiter's
 // interval before its start, since the rate check dates a violation by
 // the start of its window, to unsurvivableAfter plus a lease after its
 // end), fencing violations excepted.
@@ -28,7 +30,7 @@ func (r *run) unsurvivable(vs []Violation) (violations, within []Violation) {
 	for _, v := range vs {
 		in := false
 		for _, f := range r.faults {
-			if slices.Contains(unsurvivableKinds, f.Kind) && v.At != 0 && v.Check != "fencing" &&
+			if (slices.Contains(unsurvivableKinds, f.Kind) || f.ClockAhead > r.serverMargin()) && v.At != 0 && v.Check != "fencing" &&
 				v.At >= f.Start-int64(rateInterval) && v.At <= f.End+int64(unsurvivableAfter+r.cfg.Lease) {
 				in = true
 			}
