@@ -164,6 +164,21 @@ func TestReplicaGoneStillWaitedFor(t *testing.T) {
 	})
 }
 
+// primaryAndReplica starts a primary and a replica of it, online.
+func primaryAndReplica(t *testing.T) (primary, replica *redistest.Server) {
+	primary = redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	replica = redistest.Start(t)
+	host, port, _ := strings.Cut(primary.Addr(), ":")
+	replica.Do(t, "REPLICAOF", host, port)
+	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
+		if n := strings.Count(fmt.Sprint(primary.Do(t, "INFO", "replication")), "state=online"); n != 1 {
+			return fmt.Errorf("%d replicas online", n)
+		}
+		return nil
+	})
+	return primary, replica
+}
+
 // A client that reaches two primaries at once (a Sentinel client whose
 // connections straddle a failover: the old primary, back from a
 // partition, still takes writes until the sentinels demote it) holds each
@@ -174,16 +189,7 @@ func TestReplicaGoneStillWaitedFor(t *testing.T) {
 // safe, and a lock taken so was held twice (issue 38's split brain).
 func TestWriteOnTheOtherPrimaryJudgedByItsReplicas(t *testing.T) {
 	ctx := context.Background()
-	old := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
-	promoted := redistest.Start(t)
-	host, port, _ := strings.Cut(old.Addr(), ":")
-	promoted.Do(t, "REPLICAOF", host, port)
-	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
-		if n := strings.Count(fmt.Sprint(old.Do(t, "INFO", "replication")), "state=online"); n != 1 {
-			return fmt.Errorf("%d replicas online", n)
-		}
-		return nil
-	})
+	old, promoted := primaryAndReplica(t)
 	oldRDB, promotedRDB := old.Client(t), promoted.Client(t)
 	g := bg.New()
 	t.Cleanup(func() { g.Close(); g.Wait() })
@@ -234,16 +240,7 @@ func TestWriteOnTheOtherPrimaryJudgedByItsReplicas(t *testing.T) {
 // the rewrite either; the test holds the behaviour, whichever way.)
 func TestReplayAcknowledgedOnlyWithTheFirstRun(t *testing.T) {
 	ctx := context.Background()
-	primary := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
-	replica := redistest.Start(t)
-	host, port, _ := strings.Cut(primary.Addr(), ":")
-	replica.Do(t, "REPLICAOF", host, port)
-	redistest.Eventually(t, 20*time.Second, "replica online", func() error {
-		if n := strings.Count(fmt.Sprint(primary.Do(t, "INFO", "replication")), "state=online"); n != 1 {
-			return fmt.Errorf("%d replicas online", n)
-		}
-		return nil
-	})
+	primary, replica := primaryAndReplica(t)
 	primary.Do(t, "SET", "latch", "3")
 	redistest.Eventually(t, 10*time.Second, "the replica has acknowledged the primary's offset", func() error {
 		info := fmt.Sprint(primary.Do(t, "INFO", "replication"))
