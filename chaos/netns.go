@@ -151,7 +151,13 @@ func (r *run) startNetData(t testing.TB, adm func(ctx context.Context, network, 
 			env = []string{"LD_PRELOAD=" + shim, "REDISYNC_CLOCK_FILE=" + c.path}
 		}
 		args := append([]string{"--bind", node.ip, "--port", netDataPort, "--protected-mode", "no", "--dir", dir,
-			"--daemonize", "no", "--save", "", "--repl-timeout", fmt.Sprint(netReplTO), "--repl-ping-replica-period", "1"}, serverArgs...)
+			"--daemonize", "no", "--save", "", "--repl-timeout", fmt.Sprint(netReplTO), "--repl-ping-replica-period", "1",
+			// jemalloc's background thread sleeps until a deadline on the
+			// wall clock it reads (the shim's): with the server's clock
+			// behind, the kernel finds that deadline past and the thread
+			// spins, a core per server (0 % idle in the first hour-long
+			// runs, taken then for the AOF's fsyncs).
+			"--jemalloc-bg-thread", "no"}, serverArgs...)
 		args = append(args, extra(i)...)
 		p := &netProc{name: node.name, ns: node.ns, bin: redisBin, args: args, env: env, addr: node.ip + ":" + netDataPort, adm: adm}
 		if err := lab.start(p); err != nil {
