@@ -158,12 +158,13 @@ func (r *run) clockSlack() time.Duration {
 // promoted server's clock is ahead of the old primary's
 // (noteFailoverClocks) and, beyond the margin, counts the fault with
 // those no lock survives (Fault.ClockAhead, unsurvivable). And unless
-// Config.ClockForward asks for the faults no lock survives, the replicas'
-// clocks follow their primary's before each fault (syncReplicaClocks), as
-// NTP keeps the servers of one network within milliseconds of each
-// other: the clock faults then move a server's clock against the
-// clients', which is what a lease must survive, and a fault on a
-// replica's clock lasts until the next fault.
+// Config.ClockForward asks for the faults no lock survives, every
+// server's clock follows the primary's furthest behind before each fault
+// (syncReplicaClocks), as NTP keeps the servers of one network within
+// milliseconds of each other: the clock faults then move the servers'
+// clocks against the clients', which is what a lease must survive, and a
+// fault that puts one server ahead of the others lasts until the next
+// fault.
 
 // serverMargin is how far ahead of the old primary's a promoted server's
 // clock may be without ending leases early beyond the library's margin
@@ -211,28 +212,39 @@ func (r *run) takeClockAhead() time.Duration {
 	return d
 }
 
-// syncReplicaClocks sets every replica's clock to its primary's (see
-// above), unless the run asks for the faults no lock survives.
+// syncReplicaClocks sets every server's clock to the primary's furthest
+// behind (see above; in netns the one primary's), unless the run asks
+// for the faults no lock survives: a primary's clock only ever steps
+// back so (leases end later), a replica's either way (its clock decides
+// no expiry). In netcluster the masters agree with each other too: a
+// client keeps one estimate of the servers' clock, for its requests'
+// deadlines, and masters tens of seconds apart refused one another's
+// requests as late (the first hour-long netcluster runs' liveness
+// violations).
 func (in *injector) syncReplicaClocks() {
 	r, n := in.r, in.r.net
 	if n.clocks == nil || r.cfg.ClockForward {
 		return
 	}
-	for _, p := range n.data {
-		primary := n.master
-		if n.cluster != nil {
-			primary = ""
-			for m, rep := range n.cluster.replicaOf {
-				if rep == p.addr {
-					primary = m
-				}
-			}
+	primaries := []string{n.master}
+	if n.cluster != nil {
+		primaries = n.cluster.masters
+	}
+	var ref *serverClock
+	for _, m := range primaries {
+		if c := n.clockOf(m); c != nil && (ref == nil || c.skew() < ref.skew()) {
+			ref = c
 		}
-		if primary == "" || primary == p.addr {
+	}
+	if ref == nil {
+		return
+	}
+	for i, p := range n.data {
+		if n.clocks[i] == ref {
 			continue
 		}
-		if err := n.clockOf(p.addr).follow(n.clockOf(primary)); err != nil {
-			in.t.Fatalf("chaos: set %s's clock to its primary's: %v", p.addr, err)
+		if err := n.clocks[i].follow(ref); err != nil {
+			in.t.Fatalf("chaos: set %s's clock to the primaries': %v", p.addr, err)
 		}
 	}
 }

@@ -52,8 +52,8 @@
 // process, on one monotonic clock. Faults are nftables rules in the hub
 // (partitions between any two nodes, one-way ones, split brains, loss,
 // duplication), signals, and the servers' wall clocks moved by a
-// preloaded shim (clock.go, testdata/clockshim.c; the replicas' clocks
-// follow their primary's before each fault, and a failover to a server
+// preloaded shim (clock.go, testdata/clockshim.c; every server's clock
+// follows the primary's furthest behind before each fault, and a failover to a server
 // whose clock is ahead of the old primary's beyond the library's margin
 // counts with the faults no lock survives); the sentinels fail
 // over by their own detection (down-after-milliseconds 2s). It needs
