@@ -434,8 +434,10 @@ func TestWaitContext(t *testing.T) {
 	})
 }
 
-// TryWait(0) is one check: one command, no subscription. A longer TryWait
-// returns false when the wait runs out and true when the latch opens in time.
+// TryWait(0) is one check: one command once its script is loaded (the
+// first run of a script a server has not seen is sent again with its
+// source), no subscription. A longer TryWait returns false when the wait
+// runs out and true when the latch opens in time.
 func TestTryWait(t *testing.T) {
 	ctx := context.Background()
 	name := redistest.Key(t, "latch")
@@ -445,6 +447,7 @@ func TestTryWait(t *testing.T) {
 	c := clienttest.New(t, rdb)
 	l := countdown.New(c, name)
 	mustSet(t, l, 1)
+	mustCount(t, l, 1) // loads the read's script
 
 	before := cmds.Load()
 	ok, err := l.TryWait(ctx, 0)
