@@ -25,7 +25,7 @@ var digests = map[string]digest{
 	"gcra_cancel.lua":                   {sha1: "d63e863ee8c174a53f554fcfff82163427c223ed", fnv: 0x2764c03a9bb6e102},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
 	"gcra_take.lua":                     {sha1: "ae11a9e1d643b530550d06d2594ac0abc572ef8d", fnv: 0x186a546ec38d1912},
-	"latch_count.lua":                   {sha1: "4312c227f9af2b02aa6c5022e3596ed734bee734", fnv: 0xe81691ba21537b78},
+	"latch_count.lua":                   {sha1: "95f7995454c06e1404428e6beb6a4837b8e7420d", fnv: 0x9fb7cb236c7ec664},
 	"latch_count_down.lua":              {sha1: "287e1ef6f63120a4b3360f11d77100df4437abf9", fnv: 0xe191b5016a1a98be},
 	"latch_delete.lua":                  {sha1: "548160599355dea289c257c6ca044ed334c6889f", fnv: 0xd6cc0512c4964822},
 	"latch_try_set_count.lua":           {sha1: "c0542e72858a36313cf649d9e007b4bc556b836b", fnv: 0x112a7979b982ecb7},

@@ -13,6 +13,7 @@
 -- KEYS[1]  latch: latch counter (the latch's name)
 -- KEYS[2]  fence: the caller's fence key in the latch's slot (keys.Request of the latch and
 --          the client's id and "read"), set for a second
+-- ARGV     none
 --
 -- Returns the count: 0 when the latch is not set (open) or its stored
 -- count is not positive.
