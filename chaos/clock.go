@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/internal/core"
 )
 
 // Clock faults on the netns topology's servers: each redis-server runs
@@ -110,9 +112,8 @@ func (c *serverClock) rate(ppm int64) error {
 	return c.write()
 }
 
-// follow sets the server's wall clock to another's (of its primary): its
-// offset now, at the real rate. A replica's clock decides no expiry, so
-// the step is harmless to leases; see syncReplicaClocks.
+// follow sets the server's wall clock to another's: its offset now, at
+// the real rate (syncClocks).
 func (c *serverClock) follow(other *serverClock) error {
 	d := other.skew()
 	c.mu.Lock()
@@ -160,7 +161,7 @@ func (r *run) clockSlack() time.Duration {
 // those no lock survives (Fault.ClockAhead, unsurvivable). And unless
 // Config.ClockForward asks for the faults no lock survives, every
 // server's clock follows the primary's furthest behind before each fault
-// (syncReplicaClocks), as NTP keeps the servers of one network within
+// (syncClocks), as NTP keeps the servers of one network within
 // milliseconds of each other: the clock faults then move the servers'
 // clocks against the clients', which is what a lease must survive, and a
 // fault that puts one server ahead of the others lasts until the next
@@ -168,9 +169,9 @@ func (r *run) clockSlack() time.Duration {
 
 // serverMargin is how far ahead of the old primary's a promoted server's
 // clock may be without ending leases early beyond the library's margin
-// (1% of the lease plus 2 ms: core.LeaseMargin).
+// (core.LeaseMargin: 1% of the lease plus 2 ms).
 func (r *run) serverMargin() time.Duration {
-	return r.cfg.Lease/100 + 2*time.Millisecond
+	return core.LeaseMargin(r.cfg.Lease)
 }
 
 // clockOf returns the clock of the data server at addr; nil without clock
@@ -212,7 +213,7 @@ func (r *run) takeClockAhead() time.Duration {
 	return d
 }
 
-// syncReplicaClocks sets every server's clock to the primary's furthest
+// syncClocks sets every server's clock to the primary's furthest
 // behind (see above; in netns the one primary's), unless the run asks
 // for the faults no lock survives: a primary's clock only ever steps
 // back so (leases end later), a replica's either way (its clock decides
@@ -221,7 +222,7 @@ func (r *run) takeClockAhead() time.Duration {
 // deadlines, and masters tens of seconds apart refused one another's
 // requests as late (the first hour-long netcluster runs' liveness
 // violations).
-func (in *injector) syncReplicaClocks() {
+func (in *injector) syncClocks() {
 	r, n := in.r, in.r.net
 	if n.clocks == nil || r.cfg.ClockForward {
 		return

@@ -390,7 +390,7 @@ func (in *injector) injectNet(k FaultKind, f Fault) Fault {
 	r, t, rng := in.r, in.t, in.rng
 	n := r.net
 	lab := n.lab
-	in.syncReplicaClocks()
+	in.syncClocks()
 	primary, _, pNode, rNode := in.netPair()
 	client := n.clients[f.Client]
 	everyServer := append(append([]*netNode{}, n.dataNodes...), n.sentNodes...)

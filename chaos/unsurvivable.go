@@ -22,10 +22,10 @@ const unsurvivableAfter = 30 * time.Second
 // unsurvivable splits vs into the violations and what happened within
 // the window of a fault of unsurvivableKinds, or of one during which a
 // server whose clock was ahead of the old primary's by more than the
-// library's margin was promoted (Fault.ClockAhead, clock.go) (from a rate limiter's
-// interval before its start, since the rate check dates a violation by
-// the start of its window, to unsurvivableAfter plus a lease after its
-// end), fencing violations excepted.
+// library's margin was promoted (Fault.ClockAhead, clock.go): from a
+// rate limiter's interval before its start, since the rate check dates a
+// violation by the start of its window, to unsurvivableAfter plus a lease
+// after its end; fencing violations excepted.
 func (r *run) unsurvivable(vs []Violation) (violations, within []Violation) {
 	for _, v := range vs {
 		in := false
