@@ -39,6 +39,9 @@ type Latch struct {
 	// declaring both would fail with CROSSSLOT on a Redis Cluster, so the
 	// channel then travels in ARGV (PUBLISH touches no key).
 	chanInKeys bool
+	// fence is the key a count's read writes (latch_count.lua): the
+	// client's own, in the counter's slot.
+	fence string
 }
 
 // New returns a handle on the latch called name. It does no I/O and never
@@ -51,6 +54,9 @@ func New(c *redisync.Client, name string) *Latch {
 		h:          h,
 		channel:    ch,
 		chanInKeys: keys.Slot(ch) == keys.Slot(h.Name),
+	}
+	if h.C != nil { // a nil client is reported by every call (Check)
+		l.fence = keys.Request(h.Name, h.C.ID()+":read")
 	}
 	l.h.OwnSlot = true // the counter and its request records: any name works on a Cluster
 	return l
@@ -274,7 +280,7 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 		return max(n, 0), nil
 	}
 	sync := l.h.C.Replicas().NewSync()
-	n, err := lua.LatchCountArgs{Latch: l.h.Name, Fence: keys.Request(l.h.Name, l.h.C.ID()+":read")}.
+	n, err := lua.LatchCountArgs{Latch: l.h.Name, Fence: l.fence}.
 		Run(ctx, l.h.C.Replicas().Runner(sync))
 	if err != nil {
 		return 0, err
