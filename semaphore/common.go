@@ -110,9 +110,14 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
-	r, err := lua.SemaphoreTrySetArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
+	set := lua.SemaphoreTrySetArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
 		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
-		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}
+	var r int64
+	err = acked(b.h.C, func(run lua.Runner) (err error) {
+		r, err = set.Run(ctx, run)
+		return err
+	})
 	if err != nil {
 		return false, b.fail("set permits", err)
 	}
@@ -131,9 +136,13 @@ func (b *base) add(ctx context.Context, n int64, expirable bool) error {
 	if err != nil {
 		return b.fail("add permits", err)
 	}
-	_, err = lua.SemaphoreAddArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
+	add := lua.SemaphoreAddArgs{Semaphore: b.h.Name, Timeouts: b.timeouts(expirable),
 		Channel: keys.SemaphoreChannel(b.h.Name), Request: b.requestKey(), N: n,
-		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}.Run(ctx, b.h.C.Direct())
+		Deadline: b.h.C.Requests().Deadline(ctx), Expirable: expirable, Publish: pub}
+	err = acked(b.h.C, func(run lua.Runner) error {
+		_, err := add.Run(ctx, run)
+		return err
+	})
 	if err != nil {
 		return b.fail("add permits", err)
 	}
@@ -155,8 +164,13 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 	if err := b.h.Check(); err != nil {
 		return false, err
 	}
-	r, err := lua.SemaphoreDeleteArgs{Request: b.requestKey(), Deleted: keys,
-		Deadline: b.h.C.Requests().Deadline(ctx)}.Run(ctx, b.h.C.Direct())
+	del := lua.SemaphoreDeleteArgs{Request: b.requestKey(), Deleted: keys,
+		Deadline: b.h.C.Requests().Deadline(ctx)}
+	var r int64
+	err := acked(b.h.C, func(run lua.Runner) (err error) {
+		r, err = del.Run(ctx, run)
+		return err
+	})
 	if err != nil {
 		return false, b.fail("delete", err)
 	}

@@ -23,10 +23,20 @@
 // Every acquisition and release is one Lua script, atomic in Redis: however
 // many processes compete, permits are only taken while available, so no more
 // callers hold permits at once than there are permits. That holds as long as
-// Redis keeps its data: with an asynchronous replica, a failover can lose
-// recent acquisitions or releases, as with any Redis lock. An expirable permit is a lease: when it runs out the permit is given
-// to someone else whether or not its holder finished, so size leases with
-// a margin (see UpdateLease).
+// Redis keeps its data. Redis replicates asynchronously, so with replica
+// acknowledgement on (redisync.WithReplicaSync, the default) every change
+// of the permits is believed only once the primary's replicas have it (WAIT
+// in the same round trip): an acquisition they did not acknowledge in time
+// is undone and returns an error wrapping redisync.ErrNotReplicated;
+// releases and undos are re-sent in the background until acknowledged (they
+// apply once), so a failover loses neither; TrySetPermits, SetPermits,
+// AddPermits, DrainPermits, UpdateLease and Delete return an error wrapping
+// redisync.ErrNotReplicated when they ran on the primary but were not
+// acknowledged: a failover may lose them; do not repeat AddPermits or
+// DrainPermits blindly. With acknowledgement off, a failover can lose recent
+// acquisitions or releases, as with any Redis lock. An expirable permit is a
+// lease: when it runs out the permit is given to someone else whether or
+// not its holder finished, so size leases with a margin (see UpdateLease).
 //
 // Expiry is decided by the Redis server's clock (the TIME command inside the
 // scripts), not by the clocks of the processes, so hosts with skewed clocks

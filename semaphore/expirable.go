@@ -85,7 +85,10 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 	}
 	set := lua.SemaphorePermitSetArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		N: n, Publish: pub, Deadline: s.h.C.Requests().Deadline(ctx)}
-	if _, err := set.Run(ctx, s.h.C.Direct()); err != nil {
+	if err := acked(s.h.C, func(run lua.Runner) error {
+		_, err := set.Run(ctx, run)
+		return err
+	}); err != nil {
 		return s.fail("set permits", err)
 	}
 	return nil
@@ -263,8 +266,10 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 // connection broke): if it took place its permits are released; if it has
 // not yet, it is marked cancelled so that a late copy does nothing. The
 // permits are found by their ids, so the undo works however late it
-// reaches Redis: it is re-sent until Redis answers (request.Requests.Undo), for
-// as long as the permits' lease, and without a lease until it does (or
+// reaches Redis: it is re-sent until Redis answers and the replicas
+// acknowledge it (request.Requests.Undo, acked: an undo only the primary
+// has may be lost in a failover to a replica that has the acquisition),
+// for as long as the permits' lease, and without a lease until it does (or
 // Close's grace runs out) — a permit that never expires would otherwise
 // stay taken for good.
 func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []string, lease time.Duration) {
@@ -279,13 +284,16 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 	}
 	// The ids make the undo safe to repeat under a new request key: a
 	// permit is taken back once, however many undos find it.
-	s.h.C.Requests().Undo(until, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
+	ran := newAnswered()
+	s.h.C.Requests().UndoAnswered(until, nil, ran.c, "its permits come back when their lease ends, or never without one", func(ctx context.Context) func() error {
 		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.Requests().Deadline(ctx), Undo: true,
 			Publish: pub, Permits: raw}
 		return func() error {
-			_, err := undo.Run(ctx, s.h.C.Direct())
-			return err
+			return ackedAnswered(s.h.C, ran, func(run lua.Runner) error {
+				_, err := undo.Run(ctx, run)
+				return err
+			})
 		}
 	}, "semaphore", s.h.Name, "permits", len(raw), "lease", lease)
 }
@@ -392,9 +400,14 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}
-	r, err := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
+	update := lua.SemaphorePermitUpdateLeaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Permit: raw, LeaseMillis: leaseMillis(lease), Publish: pub,
-		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
+		Deadline: s.h.C.Requests().Deadline(ctx)}
+	var r int64
+	err = acked(s.h.C, func(run lua.Runner) (err error) {
+		r, err = update.Run(ctx, run)
+		return err
+	})
 	if err != nil {
 		return false, s.fail("update lease", err)
 	}

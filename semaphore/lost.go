@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
@@ -78,9 +79,33 @@ func (l *lostRelease) releaseKnown(ctx context.Context, release lua.SemaphorePer
 // (errs.MayHaveRun): a completion re-sends the release, which applies
 // once (the ledger, or the permit's id).
 func acked(c *core.Client, send func(lua.Runner) error) error {
-	sync := c.Replicas().NewSync()
-	if err := send(c.Replicas().Runner(sync)); err != nil {
+	return ackedAnswered(c, nil, send)
+}
+
+// ackedAnswered is acked for an undo: it closes ran (once, when not nil)
+// as soon as the primary has run send, acknowledged or not, so that the
+// caller of the failed acquisition can return while the undo waits for
+// the replicas in the background (request.Requests.UndoAnswered).
+func ackedAnswered(c *core.Client, ran *answered, send func(lua.Runner) error) error {
+	ws := c.Replicas().NewSync()
+	if err := send(c.Replicas().Runner(ws)); err != nil {
 		return err
 	}
-	return sync.SyncErr()
+	ran.close()
+	return ws.SyncErr()
+}
+
+// answered is closed once, the first time the primary ran an undo.
+type answered struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func newAnswered() *answered { return &answered{c: make(chan struct{})} }
+
+// close closes a.c; a nil a does nothing.
+func (a *answered) close() {
+	if a != nil {
+		a.once.Do(func() { close(a.c) })
+	}
 }

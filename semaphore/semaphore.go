@@ -166,9 +166,13 @@ func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time
 // undo reverts the acquisition acq whose reply was lost (ctx ended, the
 // connection broke): if it took place its permits are given back; if it has
 // not yet, it is marked cancelled so that a late copy does nothing. It is
-// re-sent until Redis answers (request.Requests.Undo): the ledger keeps the
-// acquisition's outcome while the client asks. Then both requests end in
-// the ledger.
+// re-sent until Redis answers and the replicas acknowledge it
+// (request.Requests.Undo, acked): the ledger keeps the acquisition's
+// outcome while the client asks. An undo that only the primary has is not
+// done: the acquisition may have reached a replica that had not yet
+// acknowledged it when its wait ended, and a failover to that replica
+// would keep the permits taken and lose their undo, for good. Then both
+// requests end in the ledger.
 func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 	ctx = context.WithoutCancel(ctx)
 	pub, err := s.h.C.PublishCommand(ctx)
@@ -180,12 +184,15 @@ func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 	undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Undo: true, Publish: pub, Seq: seq, Low: low, UndoSeq: acq}
 	end := func() { led.End(s.h.Name, acq, seq) }
-	s.h.C.Requests().UndoThen(time.Time{}, end, "its permits may be lost", func(ctx context.Context) func() error {
+	ran := newAnswered()
+	s.h.C.Requests().UndoAnswered(time.Time{}, end, ran.c, "its permits may be lost", func(ctx context.Context) func() error {
 		r := undo
 		r.Deadline = s.h.C.Requests().Deadline(ctx) // the same request, with a deadline of its own
 		return func() error {
-			_, err := r.Run(ctx, s.h.C.Direct())
-			return err
+			return ackedAnswered(s.h.C, ran, func(run lua.Runner) error {
+				_, err := r.Run(ctx, run)
+				return err
+			})
 		}
 	}, "semaphore", s.h.Name, "permits", n)
 }
@@ -369,8 +376,13 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := s.h.Check(); err != nil {
 		return 0, err
 	}
-	n, err := lua.SemaphoreDrainArgs{Semaphore: s.h.Name, Request: s.requestKey(),
-		Deadline: s.h.C.Requests().Deadline(ctx)}.Run(ctx, s.h.C.Direct())
+	drain := lua.SemaphoreDrainArgs{Semaphore: s.h.Name, Request: s.requestKey(),
+		Deadline: s.h.C.Requests().Deadline(ctx)}
+	var n int64
+	err := acked(s.h.C, func(run lua.Runner) (err error) {
+		n, err = drain.Run(ctx, run)
+		return err
+	})
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}

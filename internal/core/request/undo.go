@@ -53,6 +53,18 @@ func (r *Requests) Undo(until time.Time, what string, newSend func(ctx context.C
 // whether it got an answer or not (the client closed before it started
 // included).
 func (r *Requests) UndoThen(until time.Time, then func(), what string, newSend func(ctx context.Context) func() error, args ...any) {
+	r.UndoAnswered(until, then, nil, what, newSend, args...)
+}
+
+// UndoAnswered is UndoThen for an undo that is over only once the replicas
+// acknowledge it (its send fails until they do, and it is re-sent): the
+// caller waits, at most UndoWait, for the undo to be over or for answered
+// (when not nil) to close, which its send does once the primary has run
+// it. What was taken is then back on the primary when the caller's error
+// returns, as with any undo, while the undo goes on in the background
+// until the replicas have it too.
+func (r *Requests) UndoAnswered(until time.Time, then func(), answered <-chan struct{}, what string,
+	newSend func(ctx context.Context) func() error, args ...any) {
 	done := r.inBackground(until, then, r.undoFailed, "undo an interrupted acquisition", what, args,
 		func(ctx context.Context) error {
 			for {
@@ -62,7 +74,20 @@ func (r *Requests) UndoThen(until time.Time, then func(), what string, newSend f
 				}
 			}
 		})
-	AwaitUndo(done, UndoWait)
+	if done == nil {
+		return
+	}
+	if answered == nil {
+		AwaitUndo(done, UndoWait)
+		return
+	}
+	t := time.NewTimer(UndoWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-answered:
+	case <-t.C:
+	}
 }
 
 // AwaitUndo waits for an undo to finish (done closed), at most d; a nil
