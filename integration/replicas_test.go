@@ -17,6 +17,7 @@ import (
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
@@ -290,4 +291,44 @@ func TestReplicaSyncLatchReadsWhatTheReplicasHave(t *testing.T) {
 		return err
 	})
 	require.NoError(t, l.Wait(ctx))
+}
+
+// The rate limiters' grants wait for the replicas too: a grant only the
+// primary has would be lost in a failover, and the old primary of a split
+// brain would grant beside the promoted one, admitting more than the
+// limit. Not acknowledged, a Limiter's acquisition is undone and a GCRA's
+// take is not believed (what it took stays taken: it only limits more).
+func TestReplicaSyncRateLimiters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t))
+	l := ratelimit.New(c, "limiter")
+	ok, err := l.TrySetRate(ctx, ratelimit.Overall, 5, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = l.TryAcquire(ctx, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "granted with the replica acknowledging")
+	g := ratelimit.NewGCRA(c, "gcra", ratelimit.Limit{Rate: 5, Period: time.Minute, Burst: 5})
+	allowed, err := g.Allow(ctx)
+	require.NoError(t, err)
+	require.True(t, allowed)
+
+	replicas[0].Pause(t)
+	defer replicas[0].Resume(t)
+	ok, err = l.TryAcquire(ctx, 1, 0)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "a grant the replica did not acknowledge")
+	require.False(t, ok)
+	left, err := l.AvailablePermits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), left, "the unacknowledged grant undone on the primary")
+	allowed, err = g.Allow(ctx)
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "an Allow the replica did not acknowledge")
+	require.False(t, allowed)
+
+	replicas[0].Resume(t)
+	ok, err = l.TryAcquire(ctx, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "granted once the replica acknowledges again")
 }

@@ -143,10 +143,17 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 		rctx, cancel = context.WithDeadline(ctx, a.bound)
 		defer cancel()
 	}
+	ws := l.h.C.Replicas().NewSync()
 	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
-		ClientID: l.h.C.ID()}.Run(rctx, l.h.C.Direct())
+		ClientID: l.h.C.ID()}.Run(rctx, l.h.C.Replicas().Runner(ws))
+	if err == nil && r.Code == lua.RateAcquireGranted && ws.SyncErr() != nil {
+		// Granted on the primary only: a failover may lose the grant and
+		// admit more than the rate, and the old primary of a split brain
+		// grants beside the promoted one. Undone below, not believed.
+		err = ws.SyncErr()
+	}
 	if err != nil {
 		if errs.MayHaveRun(err) {
 			l.undo(n, reqKey, deadline, string(random[:]))
@@ -156,6 +163,13 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
+	return a.outcome(r)
+}
+
+// outcome is what an acquisition attempt's reply r means: granted, the
+// delay until the permits could be, or the error.
+func (a *acquisition) outcome(r lua.RateAcquireReply) (bool, time.Duration, error) {
+	l, n := a.l, a.n
 	switch r.Code {
 	case lua.RateAcquireGranted:
 		if l.granted != nil {

@@ -46,8 +46,18 @@
 // WaitN) is recorded the same way; an Allow is not, to cost no more than
 // redis_rate's: an Allow re-sent after a lost reply may take twice, and
 // the limiter then allows slightly fewer events, never more.
-// As with any Redis primitive, a failover to an asynchronous replica can
-// lose recent decisions.
+//
+// Redis replicates asynchronously. With replica acknowledgement on
+// (redisync.WithReplicaSync, the default) a grant is believed only once
+// the primary's replicas have it (WAIT in the same round trip): a Limiter
+// acquisition they did not acknowledge in time is undone and returns an
+// error wrapping redisync.ErrNotReplicated; a GCRA Allow, Reserve or Wait
+// returns that error too, and what it took stays taken on that primary (it
+// only limits more). So neither a failover nor the old primary of a split
+// brain admits more than the limit, unless a replica that acknowledged
+// is lost as well. Releases, undos and cancels are not waited for: one
+// lost in a failover only limits more. With acknowledgement off, a
+// failover can lose recent grants and admit more.
 //
 // # Waiting
 //

@@ -316,9 +316,18 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	if longest != 0 {
 		a.Request, a.LongestMicros, a.Deadline, a.Record = g.requestKey(), longest, g.h.C.Requests().Deadline(ctx), true
 	}
-	v, err := a.Run(ctx, g.h.C.Direct())
+	ws := g.h.C.Replicas().NewSync()
+	v, err := a.Run(ctx, g.h.C.Replicas().Runner(ws))
 	if err != nil {
 		return taken{}, err
+	}
+	if v.Code == lua.GCRATakeTaken && ws.SyncErr() != nil {
+		// Taken on the primary only: a failover may lose it and allow
+		// more than the limit, and the old primary of a split brain
+		// allows beside the promoted one. Not believed: the caller gets
+		// the error, and what it took stays taken on that primary (it
+		// only limits more).
+		return taken{}, ws.SyncErr()
 	}
 	t := taken{ok: v.Code == lua.GCRATakeTaken, delay: time.Duration(v.Delay) * time.Microsecond,
 		remaining: v.Remaining, reset: time.Duration(v.Reset) * time.Microsecond,
