@@ -267,7 +267,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 // not yet, it is marked cancelled so that a late copy does nothing. The
 // permits are found by their ids, so the undo works however late it
 // reaches Redis: it is re-sent until Redis answers and the replicas
-// acknowledge it (request.Requests.Undo, acked: an undo only the primary
+// acknowledge it (request.Requests.UndoAnswered, acked: an undo only the primary
 // has may be lost in a failover to a replica that has the acquisition),
 // for as long as the permits' lease, and without a lease until it does (or
 // Close's grace runs out) — a permit that never expires would otherwise

@@ -167,7 +167,7 @@ func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time
 // connection broke): if it took place its permits are given back; if it has
 // not yet, it is marked cancelled so that a late copy does nothing. It is
 // re-sent until Redis answers and the replicas acknowledge it
-// (request.Requests.Undo, acked): the ledger keeps the acquisition's
+// (request.Requests.UndoAnswered, acked): the ledger keeps the acquisition's
 // outcome while the client asks. An undo that only the primary has is not
 // done: the acquisition may have reached a replica that had not yet
 // acknowledged it when its wait ended, and a failover to that replica

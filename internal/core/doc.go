@@ -185,7 +185,8 @@
 //   - chain: the handoffs that followed one hold taken from Redis,
 //     bounded so that other processes get their turn ([Chain]).
 //   - undo: the release, in undo mode, of an acquisition whose reply was
-//     lost (Lock.undo; [request.Requests.Undo] for the semaphores).
+//     lost (Lock.undo; [request.Requests.Undo] for the rate limiter,
+//     [request.Requests.UndoAnswered] for the semaphores).
 //   - settle: making a release whose reply was lost final before the
 //     owner's next request ([request.Requests.Settle]).
 //   - pipeline: the client's script pipeline per primary, the one door of
