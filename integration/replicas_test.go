@@ -43,6 +43,25 @@ func replicated(t *testing.T, n int) (*redistest.Server, []*redistest.Server) {
 	return primary, replicas
 }
 
+// replicatedThroughProxy starts a primary and one replica of it that
+// replicates through a proxy (link: cut it, stall it), both with args,
+// and returns them once the replica's link is up.
+func replicatedThroughProxy(t *testing.T, args ...string) (primary *redistest.Server, link *redistest.Proxy, replica *redistest.Server) {
+	t.Helper()
+	primary = redistest.Start(t, redistest.WithArgs(append([]string{"--repl-diskless-sync-delay", "0"}, args...)...))
+	link = redistest.NewProxy(t, primary.Addr())
+	replica = redistest.Start(t, redistest.WithArgs(args...))
+	host, port, _ := strings.Cut(link.Addr(), ":")
+	replica.Do(t, "REPLICAOF", host, port)
+	redistest.Eventually(t, 20*time.Second, "replica connected through the proxy", func() error {
+		if got := connectedReplicas(t, primary); got != 1 {
+			return fmt.Errorf("%d replicas connected", got)
+		}
+		return nil
+	})
+	return primary, link, replica
+}
+
 // connectedReplicas counts the online replicas in s's INFO replication.
 func connectedReplicas(t *testing.T, s *redistest.Server) int {
 	t.Helper()

@@ -123,18 +123,7 @@ func TestSplitBrainReplicationCut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			primary := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0",
-				"--repl-timeout", strconv.Itoa(tc.replTimeout)))
-			proxy := redistest.NewProxy(t, primary.Addr())
-			replica := redistest.Start(t, redistest.WithArgs("--repl-timeout", strconv.Itoa(tc.replTimeout)))
-			host, port, _ := strings.Cut(proxy.Addr(), ":")
-			replica.Do(t, "REPLICAOF", host, port)
-			redistest.Eventually(t, 20*time.Second, "replica connected through the proxy", func() error {
-				if got := connectedReplicas(t, primary); got != 1 {
-					return fmt.Errorf("%d replicas connected", got)
-				}
-				return nil
-			})
+			primary, proxy, replica := replicatedThroughProxy(t, "--repl-timeout", strconv.Itoa(tc.replTimeout))
 
 			ca := clienttest.New(t, primary.Client(t), redisync.WithWatchdogTimeout(splitLease))
 			a := rlock.New(ca, "lock")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,17 +43,7 @@ func TestUndoAcknowledgedBeforeDone(t *testing.T) {
 
 func undoAcknowledgedBeforeDone(t *testing.T, kind string) {
 	ctx := context.Background()
-	primary := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
-	link := redistest.NewProxy(t, primary.Addr())
-	replica := redistest.Start(t)
-	host, port, _ := strings.Cut(link.Addr(), ":")
-	replica.Do(t, "REPLICAOF", host, port)
-	redistest.Eventually(t, 20*time.Second, "replica connected through the proxy", func() error {
-		if got := connectedReplicas(t, primary); got != 1 {
-			return fmt.Errorf("%d replicas connected", got)
-		}
-		return nil
-	})
+	primary, link, replica := replicatedThroughProxy(t)
 
 	// The client dials whichever server is the primary now.
 	var target atomic.Value
