@@ -67,7 +67,7 @@ func childMain(stdin io.Reader, stdout io.Writer) int {
 func runChild(spec childSpec, stdin io.Reader, stdout io.Writer) childReport {
 	ctx := context.Background()
 	var lib *library
-	for _, l := range scaleLibraries() {
+	for _, l := range clientsLibraries(scClientsOne) {
 		if l.name == spec.Lib {
 			lib = &l
 		}
@@ -110,6 +110,19 @@ func runChild(spec childSpec, stdin io.Reader, stdout io.Writer) childReport {
 	return rep
 }
 
+// clientsLibraries returns the libraries of scenario sc: the scale
+// libraries, and on one lock (clients-one-lock) redisson-floor too —
+// Redisson's protocol waiting as Redisson does, so that the row shows
+// what a release costs across processes with the protocol Java waiters
+// rely on (every subscribed process is woken and tries).
+func clientsLibraries(sc string) []library {
+	libs := scaleLibraries()
+	if sc == scClientsOne {
+		libs = append(libs, redissonFloorLib())
+	}
+	return libs
+}
+
 // clientsCurve runs scenario sc (one lock, or locks of their own) with
 // every count of -scale-clients child processes, for every scale library:
 // each child is this binary re-executed as a worker with one client of the
@@ -125,7 +138,7 @@ func (b *bench) clientsCurve(ctx context.Context, sc string) ([]Result, error) {
 	}
 	var rows []Result
 	for _, n := range b.cfg.ScaleClients {
-		for _, lib := range scaleLibraries() {
+		for _, lib := range clientsLibraries(sc) {
 			if !b.cfg.library(lib.name) {
 				continue
 			}

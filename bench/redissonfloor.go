@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,19 +31,25 @@ import (
 // EVAL once if the server lacks it). There is no watchdog (the lease is
 // Redisson's default 30 s, and no hold here outlasts it), no client path
 // (no owner tokens, local line, retry records of acquisitions, deadlines
-// or fencing) and no real waiting: in the scenarios it runs in nobody
-// waits, and a Lock that finds the lock held polls it at its PTTL (at most
-// every 10 ms), so that it is still correct if that ever happens.
+// or fencing). A Lock that finds the lock held waits as Redisson's does
+// (RedissonLock.lock): it subscribes to the lock's channel on the
+// client's one pub/sub connection, waits for the confirmation, tries
+// again, then tries once per message on the channel (a message wakes one
+// waiter of the client, as Redisson's semaphore per entry does) or when
+// the holder's PTTL has passed, and unsubscribes once it holds the lock.
+// That is the waiting every Redisson-protocol client does, and what a
+// release costs across processes (clients-one-lock).
 func redissonFloorLib() library {
 	return library{
 		name:         "redisson-floor",
-		wait:         "reference, not a lock: Redisson's lock protocol in bare go-redis",
+		wait:         "reference: Redisson's lock protocol in bare go-redis, waiting as Redisson does (subscribe, one try per message or at the PTTL)",
 		note:         "reference, not a lock: Redisson 3.52's lock and unlock scripts' commands in bare go-redis",
 		waitingAfter: 1,
 		open: func(c conn, _ *atomic.Int64) (session, error) {
 			var id [16]byte
 			_, _ = rand.Read(id[:])
-			return &redissonFloorSession{rdb: c.rdb, id: uuidString(id)}, nil
+			return &redissonFloorSession{rdb: c.rdb, id: uuidString(id),
+				waiters: map[string][]chan struct{}{}, confirmed: map[string]chan struct{}{}}, nil
 		},
 	}
 }
@@ -101,13 +108,20 @@ type redissonFloorSession struct {
 	rdb     *redis.Client
 	id      string       // the client's uuid
 	threads atomic.Int64 // thread ids given to handles
+
+	// The client's one pub/sub connection (made at the first wait) and
+	// its waiters per channel, woken one per message in arrival order.
+	mu        sync.Mutex
+	ps        *redis.PubSub
+	waiters   map[string][]chan struct{}
+	confirmed map[string]chan struct{} // closed when Redis confirms the SUBSCRIBE
 }
 
 // mutex returns a handle with a thread id of its own, as each goroutine of
 // a Redisson client has.
 func (s *redissonFloorSession) mutex(key string) mutex {
 	return &redissonFloorMutex{
-		rdb:     s.rdb,
+		s:       s,
 		key:     key,
 		channel: "redisson_lock__channel:{" + key + "}",
 		latch:   "redisson_unlock_latch:{" + key + "}:",
@@ -115,41 +129,144 @@ func (s *redissonFloorSession) mutex(key string) mutex {
 	}
 }
 
-func (*redissonFloorSession) close() {}
+func (s *redissonFloorSession) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps != nil {
+		_ = s.ps.Close()
+	}
+}
+
+// subscribe adds a waiter on channel and returns what wakes it, once
+// Redis has confirmed the subscription (the first waiter of a channel
+// subscribes to it).
+func (s *redissonFloorSession) subscribe(ctx context.Context, channel string) (chan struct{}, error) {
+	wake := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.waiters[channel] = append(s.waiters[channel], wake)
+	confirmed, ok := s.confirmed[channel]
+	if !ok {
+		confirmed = make(chan struct{})
+		s.confirmed[channel] = confirmed
+		if s.ps == nil {
+			s.ps = s.rdb.Subscribe(ctx)
+			go s.dispatch(s.ps.ChannelWithSubscriptions())
+		}
+		if err := s.ps.Subscribe(ctx, channel); err != nil {
+			s.mu.Unlock()
+			s.unsubscribe(context.WithoutCancel(ctx), channel, wake)
+			return nil, err
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case <-confirmed:
+		return wake, nil
+	case <-ctx.Done():
+		s.unsubscribe(context.WithoutCancel(ctx), channel, wake)
+		return nil, ctx.Err()
+	}
+}
+
+// unsubscribe removes the waiter wake of channel; the last one
+// unsubscribes.
+func (s *redissonFloorSession) unsubscribe(ctx context.Context, channel string, wake chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.waiters[channel]
+	for i, w := range ws {
+		if w == wake {
+			ws = append(ws[:i:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) > 0 {
+		s.waiters[channel] = ws
+		return
+	}
+	delete(s.waiters, channel)
+	delete(s.confirmed, channel)
+	_ = s.ps.Unsubscribe(ctx, channel)
+}
+
+// dispatch wakes the first waiter of a message's channel (Redisson's
+// LockPubSub releases one permit of the entry's semaphore per message),
+// and the waiters of a subscription Redis confirmed.
+func (s *redissonFloorSession) dispatch(events <-chan any) {
+	for e := range events {
+		s.mu.Lock()
+		switch e := e.(type) {
+		case *redis.Subscription:
+			if c, ok := s.confirmed[e.Channel]; ok && e.Kind == "subscribe" {
+				select {
+				case <-c:
+				default:
+					close(c)
+				}
+			}
+		case *redis.Message:
+			if ws := s.waiters[e.Channel]; len(ws) > 0 {
+				select {
+				case ws[0] <- struct{}{}:
+				default:
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+}
 
 type redissonFloorMutex struct {
-	rdb                        *redis.Client
+	s                          *redissonFloorSession
 	key, channel, latch, field string
 }
 
+// try runs the acquisition script once: held now, or the holder's PTTL.
+func (m *redissonFloorMutex) try(ctx context.Context) (bool, int64, error) {
+	pttl, err := redissonFloorAcquire.Run(ctx, m.s.rdb, []string{m.key}, redissonFloorLease.Milliseconds(), m.field).Int64()
+	if errors.Is(err, redis.Nil) {
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("redisson-floor: acquire: %w", err)
+	}
+	return false, pttl, nil
+}
+
 func (m *redissonFloorMutex) Lock(ctx context.Context) error {
-	lease := redissonFloorLease.Milliseconds()
+	if ok, _, err := m.try(ctx); ok || err != nil {
+		return err
+	}
+	wake, err := m.s.subscribe(ctx, m.channel)
+	if err != nil {
+		return fmt.Errorf("redisson-floor: subscribe: %w", err)
+	}
+	defer m.s.unsubscribe(context.WithoutCancel(ctx), m.channel, wake)
 	for {
-		pttl, err := redissonFloorAcquire.Run(ctx, m.rdb, []string{m.key}, lease, m.field).Int64()
-		if errors.Is(err, redis.Nil) {
-			return nil
+		ok, pttl, err := m.try(ctx)
+		if ok || err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("redisson-floor: acquire: %w", err)
-		}
-		wait := 10 * time.Millisecond
-		if pttl >= 0 && time.Duration(pttl)*time.Millisecond < wait {
+		wait := redissonFloorLease
+		if pttl >= 0 {
 			wait = time.Duration(pttl) * time.Millisecond
 		}
 		t := time.NewTimer(wait)
 		select {
+		case <-wake:
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
 		}
+		t.Stop()
 	}
 }
 
 func (m *redissonFloorMutex) Unlock(ctx context.Context) error {
 	var req [16]byte
 	_, _ = rand.Read(req[:])
-	_, err := redissonFloorRelease.Run(ctx, m.rdb, []string{m.key, m.channel, m.latch + hex.EncodeToString(req[:])},
+	_, err := redissonFloorRelease.Run(ctx, m.s.rdb, []string{m.key, m.channel, m.latch + hex.EncodeToString(req[:])},
 		"0", redissonFloorLease.Milliseconds(), m.field, redissonFloorRecordTTL.Milliseconds()).Int64()
 	if errors.Is(err, redis.Nil) {
 		return errors.New("redisson-floor: release: not held")
