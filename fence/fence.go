@@ -50,6 +50,13 @@ func (v *Value) Name() string { return v.h.Name }
 // the same value with the same token again, unless a higher token wrote
 // in between (then that copy is refused, and Set may report false for a
 // write that took place before the newer one).
+//
+// With replica acknowledgement on (redisync.WithReplicaSync, the default)
+// a write counts only once the primary's replicas have it: a failover
+// that lost the write would lose its token too, and let a staler holder
+// write after it. A write they did not acknowledge in time returns false
+// and an error wrapping redisync.ErrNotReplicated: it took place on the
+// primary, and calling Set again with the same token is safe.
 func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error) {
 	if err := v.h.Check(); err != nil {
 		return false, err
@@ -57,7 +64,14 @@ func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error
 	if token < 1 || token > maxToken {
 		return false, v.h.Invalid("fencing token %d, must be from 1 to 2^53", token)
 	}
-	n, err := lua.FenceSetArgs{Fenced: v.h.Name, Token: token, Data: value}.Run(ctx, v.h.C.Direct())
+	ws := v.h.C.Replicas().NewSync()
+	n, err := lua.FenceSetArgs{Fenced: v.h.Name, Token: token, Data: value}.Run(ctx, v.h.C.Replicas().Runner(ws))
+	if err == nil && n == lua.FenceSetWritten && ws.SyncErr() != nil {
+		// Written on the primary only: a failover may lose the write and
+		// the token with it, and let a staler holder write after.
+		return false, fmt.Errorf("fence %q: set: written on the primary but not acknowledged by its replicas in time (a failover may lose it): %w",
+			v.h.Name, ws.SyncErr())
+	}
 	if err != nil {
 		return false, fmt.Errorf("fence %q: set: %w", v.h.Name, errs.ReplyError(err))
 	}

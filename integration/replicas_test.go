@@ -14,6 +14,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
@@ -345,9 +346,39 @@ func TestReplicaSyncRateLimiters(t *testing.T) {
 	allowed, err = g.Allow(ctx)
 	require.ErrorIs(t, err, redisync.ErrNotReplicated, "an Allow the replica did not acknowledge")
 	require.False(t, allowed)
+	require.ErrorIs(t, l.SetRate(ctx, ratelimit.Overall, 1, time.Minute), redisync.ErrNotReplicated,
+		"a rate the replica did not acknowledge")
 
 	replicas[0].Resume(t)
 	ok, err = l.TryAcquire(ctx, 1, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "granted once the replica acknowledges again")
+}
+
+// A fenced write counts only once the replicas have it: a failover that
+// lost it would lose its token too, and let a staler holder write after.
+func TestReplicaSyncFence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, replicas := replicated(t, 1)
+	c := clienttest.New(t, primary.Client(t))
+	v := fence.New(c, "fenced")
+	ok, err := v.Set(ctx, 5, "a")
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	replicas[0].Pause(t)
+	defer replicas[0].Resume(t)
+	ok, err = v.Set(ctx, 6, "b")
+	require.ErrorIs(t, err, redisync.ErrNotReplicated, "a write the replica did not acknowledge")
+	require.False(t, ok)
+
+	replicas[0].Resume(t)
+	ok, err = v.Set(ctx, 6, "b")
+	require.NoError(t, err, "the same token again, once the replica acknowledges")
+	require.True(t, ok)
+	got, token, err := v.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "b", got)
+	assert.Equal(t, int64(6), token)
 }

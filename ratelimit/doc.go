@@ -55,9 +55,11 @@
 // returns that error too, and what it took stays taken on that primary (it
 // only limits more). So neither a failover nor the old primary of a split
 // brain admits more than the limit, unless a replica that acknowledged
-// is lost as well. Releases, undos and cancels are not waited for: one
-// lost in a failover only limits more. With acknowledgement off, a
-// failover can lose recent grants and admit more.
+// is lost as well. TrySetRate, SetRate and UpdateRate wait too (a lower
+// rate lost in a failover would let the old one admit more) and return
+// ErrNotReplicated when not acknowledged. Releases, undos and cancels are
+// not waited for: one lost in a failover only limits more. With
+// acknowledgement off, a failover can lose recent grants and admit more.
 //
 // # Waiting
 //

@@ -134,11 +134,17 @@ func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int
 		return false, err
 	}
 	k := l.allKeys()
+	// Acknowledged as grants are: a lower rate that a failover lost would
+	// let the old one admit more.
+	ws := l.h.C.Replicas().NewSync()
 	r, err := lua.RateSetRateArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
 		Request: k.request, Mode: mode, RateType: int64(t), Rate: rate, IntervalMillis: core.Millis(interval),
 		KeepAliveMillis: core.Millis(o.keepAlive), Deadline: l.h.C.Requests().Deadline(ctx),
-		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Direct())
+		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Replicas().Runner(ws))
+	if err == nil {
+		err = ws.SyncErr()
+	}
 	if err != nil {
 		return false, l.fail("set rate", err)
 	}
