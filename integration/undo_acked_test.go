@@ -85,12 +85,11 @@ func undoAcknowledgedBeforeDone(t *testing.T, kind string) {
 
 	link.Stall(30 * time.Second) // the replica's acknowledgements are held
 	go func() {
-		// Once the acquisition has run (and reached the replica), the
-		// link is cut both ways: the undo will not reach the replica.
-		for available(primary) != "0" {
+		// Once the acquisition has reached the replica, the link is cut
+		// both ways: the undo (after the wait's second) will not.
+		for available(replica) != "0" {
 			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 		link.Block()
 	}()
 	t.Cleanup(link.Unblock)
