@@ -121,14 +121,27 @@ func (fo *fanout) round(ctx context.Context, r int, measure bool) error {
 }
 
 // allWaiting waits until every waiter on the latch name waits: the
-// clients have completed two requests per waiter since base and every
-// client's subscription is confirmed, for at most 30s.
+// clients count w waits in progress (Stats.Waiting), every client's
+// subscription is confirmed, and no request has been in flight or
+// completed for quietFor (each waiter's check after subscribing is done),
+// for at most 30s. Counting requests per waiter cannot tell: a latch's
+// count read is a script through a Client's script pipeline, and reads
+// made at once share a round trip.
 func (fo *fanout) allWaiting(ctx context.Context, name string, base int64) error {
+	const quietFor = 50 * time.Millisecond
 	rc, w := fo.rc, fo.w
 	deadline := time.Now().Add(30 * time.Second)
+	last, since := int64(-1), time.Now()
 	for {
 		n, idle := rc.completed()
-		if n >= base+int64(2*w) && idle {
+		if n != last || !idle {
+			last, since = n, time.Now()
+		}
+		waiting := 0
+		for _, c := range rc.clients {
+			waiting += c.Stats().Waiting
+		}
+		if waiting == w && time.Since(since) >= quietFor {
 			subs, err := fo.b.meter.PubSubNumSub(ctx, latchChannel(name)).Result()
 			if err != nil {
 				return err
@@ -138,7 +151,7 @@ func (fo *fanout) allWaiting(ctx context.Context, name string, base int64) error
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the %d waiters were not all waiting within 30s (%d of %d requests done)", w, n-base, 2*w)
+			return fmt.Errorf("the %d waiters were not all waiting within 30s (%d waiting, %d requests done)", w, waiting, n-base)
 		}
 		time.Sleep(time.Millisecond)
 	}
