@@ -14,8 +14,11 @@
 --       Returns what the script must return at once (the record of a
 --       re-sent release; -2 for an undo of an acquisition that did not
 --       take place; -1 when the owner does not hold the lock: nothing
---       changed), or nil and count when the release took place and the
---       script goes on to wake waiters and record count.
+--       changed, and -1 recorded under req, so that a copy of the request
+--       delivered later, once the same owner holds the lock again, replays
+--       -1 instead of releasing that new hold), or nil and count when the
+--       release took place and the script goes on to wake waiters and
+--       record count.
 --   take_hold(hash, field, count, lease, fencing, counter, req, deadline, held)
 --       sets the owner's hold count in the lock hash to count with the
 --       lease; an acquisition that starts the hold (count 1) takes a
@@ -58,6 +61,7 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   count = tonumber(count)
   if count > 0 then
     if redis.call('hexists', hash, field) == 0 then
+      record(req, -1, deadline)
       return -1
     end
     redis.call('hset', hash, field, count)
@@ -65,6 +69,7 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
   elseif redis.call('hdel', hash, field) == 0 then
     -- one command for the last release: the owner's field is the lock's
     -- only one (exclusive), so deleting it deletes the hash
+    record(req, -1, deadline)
     return -1
   end
   return nil, count
@@ -82,6 +87,7 @@ local function keep_hold(req, acq, undo, deadline, hash, field, remain)
     return replay
   end
   if redis.call('hexists', hash, field) == 0 then
+    record(req, -1, deadline)
     return -1
   end
   redis.call('pexpire', hash, remain)

@@ -71,6 +71,9 @@ end
 
 local v = redis.call('hget', hash, ARGV[2])
 if not v then
+  -- recorded: a copy delivered later, once the same owner reads again,
+  -- replays this instead of releasing that new hold
+  record(KEYS[3], -1, ARGV[3])
   return -1
 end
 local prefix = head .. ARGV[2] .. tail

@@ -43,6 +43,9 @@ end
 
 local hash = KEYS[1]
 if redis.call('hget', hash, 'mode') ~= 'write' or redis.call('hexists', hash, ARGV[2]) == 0 then
+  -- recorded: a copy delivered later, once the same owner writes again,
+  -- replays this instead of releasing that new hold
+  record(KEYS[3], -1, ARGV[3])
   return -1
 end
 local count = ARGV[8] + 0
