@@ -85,9 +85,21 @@ func acked(c *core.Client, send func(lua.Runner) error) error {
 // ackedAnswered is acked for an undo: it closes ran (once, when not nil)
 // as soon as the primary has run send, acknowledged or not, so that the
 // caller of the failed acquisition can return while the undo waits for
-// the replicas in the background (request.Requests.UndoAnswered).
+// the replicas in the background (request.Requests.UndoAnswered). A reply
+// that waits for the replicas comes only after their wait (its batch's
+// WAIT, up to the timeout, as long as the caller's own wait), so the undo
+// is first sent without it, and ran closes on that reply; then it is sent
+// again through the replicas' wait. The second run changes nothing (the
+// undo applies once: the ledger, or the permits' ids) but is a write (a
+// replay rewrites its record), so the WAIT after it covers the first.
 func ackedAnswered(c *core.Client, ran *answered, send func(lua.Runner) error) error {
 	ws := c.Replicas().NewSync()
+	if ws != nil && ran != nil && !ran.closed() {
+		if err := send(c.Replicas().Runner(nil)); err != nil {
+			return err
+		}
+		ran.close()
+	}
 	if err := send(c.Replicas().Runner(ws)); err != nil {
 		return err
 	}
@@ -102,6 +114,16 @@ type answered struct {
 }
 
 func newAnswered() *answered { return &answered{c: make(chan struct{})} }
+
+// closed reports whether a.c is closed.
+func (a *answered) closed() bool {
+	select {
+	case <-a.c:
+		return true
+	default:
+		return false
+	}
+}
 
 // close closes a.c; a nil a does nothing.
 func (a *answered) close() {
