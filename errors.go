@@ -26,10 +26,10 @@ var (
 	// ErrNotReplicated reports a write that fewer replicas than wanted
 	// acknowledged within the timeout (WithReplicaSync). An acquisition
 	// that returns it is undone: nothing is held. The undo has run on the
-	// primary when the error returns, unless the Client's writes to that
-	// primary are queued behind others waiting for the same replicas (then
-	// within seconds); a semaphore's undo goes on until the replicas have
-	// it. A GCRA rate limiter's Allow, Reserve or Wait is not undone: what
+	// primary when the error returns, unless the Client has many writes to
+	// that primary in flight at once waiting for the same replicas (they go
+	// one batch at a time then, and the undo within seconds); a semaphore's
+	// undo goes on until the replicas have it. A GCRA rate limiter's Allow, Reserve or Wait is not undone: what
 	// it took stays taken on that primary, which only limits more. A
 	// release that returns it took effect on the primary (its error text
 	// says so) and must not be retried: a failover before a replica has it

@@ -18,7 +18,10 @@
 //   - calls that arrive while a batch is in flight wait in the queue and
 //     go together in the next one (at most maxBatch calls and about
 //     maxBatchBytes), sent by a goroutine that drains the queue and then
-//     ends; maxInFlight (1) batches are in flight per primary at once;
+//     ends; one batch is in flight per primary at a time under load, up
+//     to maxInFlight (4) while those in flight carry fewer than
+//     smallInFlight (4) calls in all, so that a few callers are each sent
+//     at once and a batch waiting for its WAIT holds up no other;
 //   - a caller whose context ends while its call waits returns at once
 //     with the context's error; its call goes on in its batch for the
 //     others, and the caller's engine undoes it as after any lost reply.

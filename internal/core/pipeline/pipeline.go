@@ -20,16 +20,31 @@ const (
 	maxBatchBytes = 256 << 10
 )
 
-// maxInFlight is how many batches may be in flight to one primary at once.
-// One: a call that finds a batch in flight waits at most for its reply
-// before being sent, and the batches are largest. Measured with the bench
-// (many-locks, 256 goroutines on 4 Clients, each on a lock of its own,
-// loopback, one run of 2 s per library on a shared 2-CPU machine): one in
-// flight 21,306 lock+unlock/s (mean batch 31 calls), 2.85x redislock in
-// the same run; two in flight 15,764/s (mean batch 16), 2.39x redislock:
-// the server, not the round trip, bounds the rate there, and a second
-// batch only halves the batches. Each batch in flight holds a connection.
-const maxInFlight = 1
+// maxInFlight is how many batches may be in flight to one primary at once,
+// and smallInFlight when more than one may be: a call (or a batch) goes
+// beside the batches in flight only while they carry fewer than
+// smallInFlight calls in all. With a few callers per Client each call is
+// sent at once on a connection of its own, as go-redis alone would, and a
+// small batch held up (a WAIT the replicas do not answer, up to its
+// timeout: an undo re-sent in the background) holds up no other; under load the batches grow past smallInFlight
+// and one is in flight at a time, the largest batches: the server, not
+// the round trip, bounds the rate there, and more batches in flight only
+// make them smaller (many-locks, 256 goroutines on 4 Clients, one lock
+// each, loopback, 2-CPU machine: one in flight 21,306 lock+unlock/s, mean
+// batch 31 calls; two always allowed 15,764/s, mean batch 16). Measured
+// with the bench, both in the same minutes: 16 goroutines on one Client,
+// a lock each (clients-many-locks, one process), 9,453 and 10,311/s with
+// one in flight, 15,463 and 16,777/s with these; many-locks unchanged
+// (46,362 and 48,616/s, then 47,066 and 46,190/s). Each batch in flight
+// holds a connection. Order between calls of different batches is not
+// kept, as it is not between two connections: the scripts' request
+// records make every call apply once whatever the order its copies and
+// undos arrive in (lua/prelude_request.lua), and a call whose caller waits
+// for it is never in flight beside that caller's next call.
+const (
+	maxInFlight   = 4
+	smallInFlight = 4
+)
 
 // queue is the script queue of one primary: calls wait in pending while a
 // batch is in flight, and go together in the next one.
@@ -38,6 +53,8 @@ type queue struct {
 	node     *redis.Client // the primary's client (the latest routed)
 	pending  []*call
 	inFlight int
+	// inFlightCalls is how many calls the batches in flight carry.
+	inFlightCalls int
 	// stats, for the bench (Stats)
 	batches atomic.Uint64
 	calls   atomic.Uint64
@@ -116,21 +133,25 @@ func (r *Replicas) pipelined(ctx context.Context, p *primary, node *redis.Client
 	q := &p.queue
 	q.mu.Lock()
 	q.node = node
-	if q.inFlight < maxInFlight && len(q.pending) == 0 {
+	if len(q.pending) == 0 && q.room() {
 		q.inFlight++
+		q.inFlightCalls++
 		q.mu.Unlock()
 		q.batches.Add(1)
 		q.calls.Add(1)
 		c.one[0] = c
 		r.send(ctx, p, node, c.one[:])
 		c.one[0] = nil
+		q.mu.Lock()
+		q.inFlightCalls--
+		q.mu.Unlock()
 		r.handOn(p)
 		reply, ackErr := c.reply, c.ackErr
 		c.release()
 		return reply, ackErr
 	}
 	q.pending = append(q.pending, c)
-	start := q.inFlight < maxInFlight
+	start := q.room()
 	if start {
 		q.inFlight++
 	}
@@ -154,6 +175,12 @@ func (r *Replicas) pipelined(ctx context.Context, p *primary, node *redis.Client
 		reply.SetErr(ctx.Err())
 		return reply, nil
 	}
+}
+
+// room reports whether one more batch may go now (q.mu held): when none
+// is in flight, or beside small ones (smallInFlight).
+func (q *queue) room() bool {
+	return q.inFlight == 0 || (q.inFlight < maxInFlight && q.inFlightCalls < smallInFlight)
 }
 
 // handOn passes an in-flight slot of p on: to a sender goroutine when
@@ -199,10 +226,14 @@ func (r *Replicas) drain(p *primary) {
 			q.mu.Unlock()
 			return
 		}
+		q.inFlightCalls += len(batch)
 		q.mu.Unlock()
 		q.batches.Add(1)
 		q.calls.Add(uint64(len(batch)))
 		r.send(context.Background(), p, node, batch)
+		q.mu.Lock()
+		q.inFlightCalls -= len(batch)
+		q.mu.Unlock()
 		for i, c := range batch {
 			c.deliver()
 			batch[i] = nil
