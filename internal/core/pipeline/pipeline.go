@@ -26,21 +26,23 @@ const (
 // smallInFlight calls in all. With a few callers per Client each call is
 // sent at once on a connection of its own, as go-redis alone would, and a
 // small batch held up (a WAIT the replicas do not answer, up to its
-// timeout: an undo re-sent in the background) holds up no other; under load the batches grow past smallInFlight
-// and one is in flight at a time, the largest batches: the server, not
-// the round trip, bounds the rate there, and more batches in flight only
-// make them smaller (many-locks, 256 goroutines on 4 Clients, one lock
-// each, loopback, 2-CPU machine: one in flight 21,306 lock+unlock/s, mean
-// batch 31 calls; two always allowed 15,764/s, mean batch 16). Measured
-// with the bench, both in the same minutes: 16 goroutines on one Client,
-// a lock each (clients-many-locks, one process), 9,453 and 10,311/s with
-// one in flight, 15,463 and 16,777/s with these; many-locks unchanged
-// (46,362 and 48,616/s, then 47,066 and 46,190/s). Each batch in flight
-// holds a connection. Order between calls of different batches is not
-// kept, as it is not between two connections: the scripts' request
-// records make every call apply once whatever the order its copies and
-// undos arrive in (lua/prelude_request.lua), and a call whose caller waits
-// for it is never in flight beside that caller's next call.
+// timeout: an undo re-sent in the background) holds up no other. Under
+// load the batches grow past smallInFlight and mostly one is in flight:
+// the server, not the round trip, bounds the rate there, and more batches
+// in flight only make them smaller (many-locks, 256 goroutines on 4
+// Clients, one lock each, loopback, 2-CPU machine: one in flight 21,306
+// lock+unlock/s, mean batch 31 calls; two always allowed 15,764/s, mean
+// batch 16). Measured with the bench, before and after in the same
+// minutes: 4 goroutines on one Client, a lock each (clients-many-locks,
+// one process), 9,453 and 10,311/s with one in flight, 15,463 and
+// 16,777/s with these; many-locks 46,362 and 48,616/s (mean batch 31.6),
+// then 47,066 and 46,190/s (mean batch 16.8, Redis CPU per op the same).
+// Each batch in flight holds a connection. Order between calls of
+// different batches is not kept, as it is not between two connections:
+// the scripts' request records make every call apply once whatever the
+// order its copies and undos arrive in (lua/prelude_request.lua), and a
+// call whose caller waits for it is never in flight beside that caller's
+// next call.
 const (
 	maxInFlight   = 4
 	smallInFlight = 4
