@@ -36,7 +36,10 @@ const (
 // minutes: 4 goroutines on one Client, a lock each (clients-many-locks,
 // one process), 9,453 and 10,311/s with one in flight, 15,463 and
 // 16,777/s with these; many-locks 46,362 and 48,616/s (mean batch 31.6),
-// then 47,066 and 46,190/s (mean batch 16.8, Redis CPU per op the same).
+// then 47,066 and 46,190/s (mean batch 16.8, Redis CPU per op the same);
+// with 128 such processes, where the server is the bound, 11,353 and
+// 10,857/s with one in flight (0.98 round trips per op), 9,677 and
+// 10,717/s with these (2.1: their few calls no longer share one).
 // Each batch in flight holds a connection. Order between calls of
 // different batches is not kept, as it is not between two connections:
 // the scripts' request records make every call apply once whatever the
