@@ -117,11 +117,14 @@ func TestPipelineLostBatchReplyAppliedOnce(t *testing.T) {
 		require.Less(t, round, 20, "no batch of two scripts or more in 20 rounds")
 		require.NoError(t, s.Release(ctx, n)) // as many as are acquired below
 		drop.armed.Store(true)
+		// The locks first, all at once: a semaphore's callers in one Client
+		// take turns, and a few calls at once go side by side (the
+		// pipeline's small batches in flight), not in one batch.
 		errs := together(n, func(i int) error {
-			if err := s.Acquire(ctx, 1); err != nil {
+			if err := locks[i].Lock(ctx); err != nil {
 				return err
 			}
-			if err := locks[i].Lock(ctx); err != nil {
+			if err := s.Acquire(ctx, 1); err != nil {
 				return err
 			}
 			return locks[i].Unlock(ctx)

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -49,8 +50,15 @@ func (r *Recorder) Last() []any {
 	return r.calls[len(r.calls)-1]
 }
 
-// add records one round trip: cmds sent together.
+// add records one round trip: cmds sent together. A new connection's
+// handshake (go-redis's CLIENT SETINFO pipeline, before the first command
+// the caller sends on it) is no round trip of the caller's and is left
+// out: whether a call finds an idle connection or dials one depends on
+// what else the client has in flight at that moment.
 func (r *Recorder) add(cmds ...redis.Cmder) {
+	if handshake(cmds) {
+		return
+	}
 	names := make([]string, 0, len(cmds))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -62,6 +70,23 @@ func (r *Recorder) add(cmds ...redis.Cmder) {
 		}
 	}
 	r.trips = append(r.trips, names)
+}
+
+// handshake reports whether cmds are a new connection's handshake, as
+// go-redis 9.22 sends it: HELLO, CLIENT MAINT_NOTIFICATIONS, then the
+// CLIENT SETINFO pipeline.
+func handshake(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		switch {
+		case strings.EqualFold(cmd.Name(), "hello"):
+		case strings.EqualFold(cmd.Name(), "client") && len(args) >= 2 &&
+			(strings.EqualFold(fmt.Sprint(args[1]), "setinfo") || strings.EqualFold(fmt.Sprint(args[1]), "maint_notifications")):
+		default:
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 // DialHook implements redis.Hook.
