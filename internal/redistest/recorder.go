@@ -51,9 +51,8 @@ func (r *Recorder) Last() []any {
 }
 
 // add records one round trip: cmds sent together. A new connection's
-// handshake (go-redis's CLIENT SETINFO pipeline, before the first command
-// the caller sends on it) is no round trip of the caller's and is left
-// out: whether a call finds an idle connection or dials one depends on
+// handshake (handshake: before the first command the caller sends on it)
+// is no round trip of the caller's and is left out: whether a call finds an idle connection or dials one depends on
 // what else the client has in flight at that moment.
 func (r *Recorder) add(cmds ...redis.Cmder) {
 	if handshake(cmds) {
@@ -77,11 +76,12 @@ func (r *Recorder) add(cmds ...redis.Cmder) {
 // CLIENT SETINFO pipeline.
 func handshake(cmds []redis.Cmder) bool {
 	for _, cmd := range cmds {
-		args := cmd.Args()
-		switch {
-		case strings.EqualFold(cmd.Name(), "hello"):
-		case strings.EqualFold(cmd.Name(), "client") && len(args) >= 2 &&
-			(strings.EqualFold(fmt.Sprint(args[1]), "setinfo") || strings.EqualFold(fmt.Sprint(args[1]), "maint_notifications")):
+		name := strings.ToLower(cmd.Name())
+		if args := cmd.Args(); name == "client" && len(args) >= 2 {
+			name += " " + strings.ToLower(fmt.Sprint(args[1]))
+		}
+		switch name {
+		case "hello", "client setinfo", "client maint_notifications":
 		default:
 			return false
 		}
