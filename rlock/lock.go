@@ -101,17 +101,32 @@ func lockSide(e *core.Lock, kind, msg string, minHold time.Duration) *core.Side 
 // release. msg is what a release publishes ("" for the spin lock, which
 // publishes nothing).
 type lockScripts struct {
-	e                *core.Lock
-	channel, counter string
-	msg              string
-	waiting          core.Waiting  // the same for every wait: made once
-	minHold          time.Duration // WithMinHold; 0: none
+	e       *core.Lock
+	channel string
+	counter string // the fencing counter; "" for a handle without fencing (counterKey)
+	msg     string
+	waiting core.Waiting  // the same for every wait: made once
+	minHold time.Duration // WithMinHold; 0: none
 }
 
 func newLockScripts(e *core.Lock, msg string) *lockScripts {
-	s := &lockScripts{e: e, channel: keys.LockChannel(e.Name), counter: keys.FenceCounter(e.Name), msg: msg}
+	s := &lockScripts{e: e, channel: keys.LockChannel(e.Name), msg: msg}
+	if e.Fencing {
+		s.counter = keys.FenceCounter(e.Name)
+	}
 	s.waiting = core.Waiting{PubSub: &core.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
 	return s
+}
+
+// counterKey returns the fencing counter, which lock_acquire names in any
+// case (it reads it only to fence): a handle without fencing keeps no copy
+// of the name (most handles: it would cost every handle, waiting or
+// holding, its bytes) and makes it for each such call.
+func (s *lockScripts) counterKey() string {
+	if s.counter != "" {
+		return s.counter
+	}
+	return keys.FenceCounter(s.e.Name)
 }
 
 // Field is the owner itself: a lock's hash has one field per owner.
@@ -129,7 +144,7 @@ func (s *lockScripts) RunAcquire(ctx context.Context, req *core.Request) (core.O
 		rep, err := a.Run(ctx, req.Runner)
 		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	}
-	rep, err := lua.LockAcquireArgs{Lock: req.Name, Request: req.ReqKey, Counter: s.counter,
+	rep, err := lua.LockAcquireArgs{Lock: req.Name, Request: req.ReqKey, Counter: s.counterKey(),
 		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline,
 		Fenced: req.Fencing, Count: req.Count, Fence: req.Fence}.Run(ctx, req.Runner)
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)

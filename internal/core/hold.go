@@ -31,16 +31,15 @@ type Hold struct {
 	fence   int64         // fencing token of the acquisition that took it; 0 without fencing
 	done    chan struct{} // Done, made when first asked for (under mu)
 	// start is when the acquisition that started the hold was sent, for
-	// HoldEnd's Duration; primitive labels the hold for observers (set
-	// only when the client has hooks: [Holds.acquiredAs]).
-	start     time.Time
-	primitive string
+	// HoldEnd's Duration.
+	start time.Time
 
 	mu       sync.Mutex
 	count    int64       // hold count the server last reported
 	err      error       // why the hold ended; nil while it lasts
 	timer    *time.Timer // fixed lease: fires at the lease's end
 	renewing bool        // registered with the watchdog
+	inRound  bool        // a renewal round has it (due, below)
 	chain    Chain       // its chain of in-process handoffs (release.go)
 	line     string      // the local line whose caller took it ([Hold.through])
 	// lastOK is when the last write that extended the lease was sent (the
@@ -51,15 +50,15 @@ type Hold struct {
 	// acknowledgement error of a renewal that ran on the primary since.
 	lastOK  time.Time
 	unacked error
-	// due is when the watchdog renews the hold next; inRound, that a
-	// renewal round has it.
-	due     time.Time
-	inRound bool
+	// due is when the watchdog renews the hold next.
+	due time.Time
 	// ctx is the hold's context (Context), made when first asked for;
 	// cancel ends it with the hold's error.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// shut is how Shutdown releases the hold (shutdown.go).
+	// shut is how Shutdown releases the hold (shutdown.go), and the lock
+	// side that took it, which labels it for observers: set when the hold
+	// begins ([Holds.acquiredAs]), never changed (read without mu).
 	shut shutdownRelease
 }
 
@@ -313,7 +312,7 @@ func newHolds(cfg holdsConfig) *Holds {
 // Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
 // the current time as the send time.
 func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return hs.acquiredAs("", time.Now(), key, count, 0, lease, renew)
+	return hs.acquiredAs(shutdownRelease{}, time.Now(), key, count, 0, lease, renew)
 }
 
 // acquiredAs records a successful acquisition of key by this client, after
@@ -326,15 +325,16 @@ func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 // nil for a fixed lease, which then ends by itself when the lease runs out.
 // The caller serializes the owner's operations (ownerLocks).
 //
-// label names the primitive and side for observers (HoldEnd; "" when
-// nobody observes). fence is the fencing token the acquisition took; it
+// shut, for a lock's hold, is how Shutdown releases it: its handle, its
+// side (which labels it for observers: HoldEnd) and the acquisition's
+// request; it is kept when the acquisition starts the hold. fence is the fencing token the acquisition took; it
 // becomes the hold's when the acquisition starts the hold, and is ignored
 // for a re-entry (the hold keeps its token).
-func (hs *Holds) acquiredAs(label string, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
+func (hs *Holds) acquiredAs(shut shutdownRelease, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
 	hs.mu.Lock()
 	h := hs.m[key]
 	if h == nil {
-		h = &Hold{hs: hs, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent, primitive: label,
+		h = &Hold{hs: hs, key: key, renew: renew, lease: lease, fence: fence, lastOK: sent, start: sent, shut: shut,
 			due: sent.Add(lease / 3)}
 		hs.m[key] = h
 	}
@@ -513,7 +513,7 @@ func holdEnded(h *Hold, err error) {
 		return
 	}
 	hk.HoldEnd(HoldEnd{
-		Primitive: h.primitive,
+		Primitive: h.shut.primitive(),
 		Name:      h.Key().Key,
 		Owner:     h.Key().Field,
 		Duration:  time.Since(h.Start()),

@@ -203,11 +203,14 @@ func chainAllows(ch Chain, seq uint64) bool {
 type Offer struct {
 	// Req is the acquisition for the caller: a fresh hold's owner, field,
 	// request key and deadline ([Lock.withFreshOwner]), count, lease,
-	// fencing.
-	Req Request
-	// lock and side, set in a caller's first offer until a releaser
-	// claims it, say that Req is still the base of the caller's
-	// acquisitions (a fresh hold's, with no owner yet): see make.
+	// fencing. Nobody changes it once made: the caller's next offers
+	// share it.
+	Req *Request
+	// base, lock and side, set in a caller's first offer until a releaser
+	// claims or wakes it, are what Req is made from: the base of the
+	// caller's acquisitions (a fresh hold's, with no owner yet; the
+	// acquisition's own, not a copy) and its handle and side: see make.
+	base *Request
 	lock *Lock
 	side *Side
 	done chan struct{} // closed once res is set
@@ -246,11 +249,12 @@ func (o *Offer) make() {
 	if l == nil {
 		return
 	}
-	o.Req = l.withFreshOwner(context.Background(), o.side, o.Req)
-	o.Req.Count = 1
-	o.Req.Lease = l.lease()
-	o.Req.Fencing = l.Fencing
-	o.lock, o.side = nil, nil
+	req := l.withFreshOwner(context.Background(), o.side, *o.base)
+	req.Count = 1
+	req.Lease = l.lease()
+	req.Fencing = l.Fencing
+	o.Req = &req
+	o.base, o.lock, o.side = nil, nil, nil
 }
 
 // finish sets a claimed offer's outcome and wakes its caller.

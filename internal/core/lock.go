@@ -111,21 +111,21 @@ type Lock struct {
 	Fencing bool          // every acquisition takes a fencing token
 
 	gate Gate
-	// Built once (names): the handle's request keys without the sequence
-	// number (requestKey), and the name of the handle's own owner.
+	// Built once (names), for context owners and the record-based path:
+	// the handle's request keys without the sequence number (requestKey),
+	// and the name of the handle's own owner. A fresh hold needs neither
+	// (withFreshOwner builds its key in place).
 	once      sync.Once
 	reqPrefix string
 	ownName   string
-	// freshPrefix is a fresh hold's request key without the owner token:
-	// [keys.RequestPrefix](Name) + "<client id>:"; the owner starts at
-	// ownerAt.
-	freshPrefix string
-	ownerAt     int
 
 	mu     sync.Mutex
-	latest *Hold   // the hold of the latest acquisition through this handle
-	fence  int64   // its fencing token
-	fresh  Request // the request of the latest fresh hold taken through this handle
+	latest *Hold // the hold of the latest acquisition through this handle
+	fence  int64 // its fencing token
+	// fresh is the request of the latest fresh hold taken through this
+	// handle: the hold's own copy, which never changes (its Shutdown
+	// record, release.go), not one more in every handle.
+	fresh *Request
 }
 
 // NewLock returns a handle's engine state. It does no I/O.
@@ -137,10 +137,8 @@ func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
 
 // names builds the names the handle keeps (l.once).
 func (l *Lock) names() {
-	p := keys.RequestPrefix(l.Name)
-	l.reqPrefix = p + l.C.reqs.Prefix()
+	l.reqPrefix = keys.RequestPrefix(l.Name) + l.C.reqs.Prefix()
 	l.ownName = ownerName(l.C.id, l.Token)
-	l.freshPrefix, l.ownerAt = p+l.C.id+":", len(p)
 }
 
 // owner returns the owner of token, [ownerName](id, token), kept for the
@@ -178,16 +176,20 @@ func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Reques
 	if !base.Fresh {
 		return base
 	}
-	l.once.Do(l.names)
-	var buf [256]byte // one allocation, the string, for names up to 200 bytes or so
-	req := string(strconv.AppendUint(append(buf[:0], l.freshPrefix...), freshToken(l.C.freshBase), 10))
-	owner := req[l.ownerAt:]
+	// [keys.Request](Name, "<client id>:<token>") in one allocation, the
+	// string, for names up to 200 bytes or so; the owner starts at at.
+	var buf [256]byte
+	b := keys.AppendRequestPrefix(buf[:0], l.Name)
+	at := len(b)
+	b = append(append(b, l.C.id...), ':')
+	req := string(strconv.AppendUint(b, freshToken(l.C.freshBase), 10))
+	owner := req[at:]
 	if field := s.Scripts.Field(owner); field != owner {
-		req = l.freshPrefix[:l.ownerAt] + field // [keys.Request](Name, field)
+		req = req[:at] + field // [keys.Request](Name, field)
 	}
 	base.ReqKey = req
 	base.Owner = owner
-	base.Field = req[l.ownerAt:]
+	base.Field = req[at:]
 	base.Deadline = l.C.reqs.FreshDeadline(ctx, l.lease())
 	return base
 }
@@ -196,8 +198,12 @@ func (l *Lock) withFreshOwner(ctx context.Context, s *Side, base Request) Reques
 // handle (its owner is empty before any).
 func (l *Lock) freshHold() Request {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.fresh
+	r := l.fresh
+	l.mu.Unlock()
+	if r == nil {
+		return Request{}
+	}
+	return *r
 }
 
 // token checks the handle and returns the owner token acting in ctx and

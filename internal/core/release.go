@@ -156,9 +156,8 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 	if l.Fixed == 0 {
 		renew = s.Scripts.Renewal(req)
 	}
-	h := l.C.holds.acquiredAs(s.label(l.C.opts.Hooks != nil), sent, hk, req.Count, fence, req.Lease, renew)
+	h := l.C.holds.acquiredAs(shutdownRelease{lock: l, side: s, req: freshCopy(req)}, sent, hk, req.Count, fence, req.Lease, renew)
 	tookOwnerless(l, *req) // a hold without a context owner: the name's (lock.go)
-	setShutdown(h, l, s, req)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain
@@ -171,7 +170,7 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		l.fence = h.FencingToken()
 	}
 	if req.Fresh {
-		l.fresh = freshCopy(req)
+		l.fresh = &h.shut.req // the hold's copy, set when it began
 	}
 	l.mu.Unlock()
 }
@@ -194,14 +193,13 @@ type shutdownRelease struct {
 	req  Request
 }
 
-// setShutdown records in h, on the first acquisition of the hold, how
-// Shutdown releases it (in place: no allocation).
-func setShutdown(h *Hold, l *Lock, s *Side, req *Request) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.shut.lock == nil {
-		h.shut = shutdownRelease{lock: l, side: s, req: freshCopy(req)}
+// primitive is the label of the hold for observers: its primitive and
+// side ("" for a hold that is not a lock's).
+func (sr *shutdownRelease) primitive() string {
+	if sr.side == nil {
+		return ""
 	}
+	return sr.side.label(true)
 }
 
 // undo reverts, in the background, an acquisition acq on side s whose
@@ -309,7 +307,7 @@ func (r *releaser) handoff(hk HoldKey) (handed bool, err error) {
 	if o == nil {
 		return false, nil
 	}
-	to := o.Req
+	to := *o.Req
 	h = l.C.holds.beginRelease(hk, 0)
 	sent := time.Now()
 	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
@@ -393,7 +391,7 @@ type acceptor struct {
 // acquisitions are never handed the lock.
 func (a *acceptor) init(l *Lock, s *Side, turn *Turn, base *Request) {
 	*a = acceptor{lock: l, side: s, turn: turn}
-	a.first = Offer{Req: *base, lock: l, side: s, done: make(chan struct{})}
+	a.first = Offer{base: base, lock: l, side: s, done: make(chan struct{})}
 	a.setOffer(&a.first)
 }
 
@@ -493,7 +491,7 @@ func (a *acceptor) takeOffer(end bool) *Offer {
 // the lock ([Lock.record]); an undo in the background when the reply was
 // lost. It gives back the owner's lock [Lines.claim] took.
 func (a *acceptor) accept(o *Offer) bool {
-	l, s, req := a.lock, a.side, o.Req
+	l, s, req := a.lock, a.side, o.Req // made (Offer.make) once claimed or woken
 	hk := HoldKey{Key: req.Name, Field: req.Field}
 	unlock := func() {
 		if o.ol != nil { // nil: a wake-up, not a handoff (Lines.wakeHead)
@@ -503,7 +501,7 @@ func (a *acceptor) accept(o *Offer) bool {
 	r := o.res
 	switch {
 	case r.Unknown:
-		if ok, _ := l.undo(s, req, unlock); !ok {
+		if ok, _ := l.undo(s, *req, unlock); !ok {
 			unlock()
 		}
 		return false
@@ -511,7 +509,7 @@ func (a *acceptor) accept(o *Offer) bool {
 		unlock()
 		return false
 	}
-	l.record(s, &req, hk, r.Sent, r.Fence, r.Chain)
+	l.record(s, req, hk, r.Sent, r.Fence, r.Chain)
 	unlock()
 	return true
 }

@@ -65,9 +65,7 @@ func Shutdown(ctx context.Context, c *Client) error {
 // shutdownHold releases h in Redis whatever its count (the owner's count
 // becomes 0), then ends it with ErrShutdown.
 func shutdownHold(ctx context.Context, h *Hold) error {
-	h.mu.Lock()
-	sr := h.shut
-	h.mu.Unlock()
+	sr := h.shut // never changed
 	defer h.end(ErrShutdown)
 	if sr.lock == nil {
 		return nil // not a lock's: nothing to release here

@@ -194,7 +194,7 @@ func TestWatchdogBatches(t *testing.T) {
 	sent := time.Now() // every hold due at once
 	var holds []*Hold
 	for _, k := range keys {
-		holds = append(holds, w.c.acquiredAs("", sent, HoldKey{Key: k.key, Field: "owner"}, 1, 0, w.lease,
+		holds = append(holds, w.c.acquiredAs(shutdownRelease{}, sent, HoldKey{Key: k.key, Field: "owner"}, 1, 0, w.lease,
 			&RenewSpec{Script: k.script, Keys: []string{k.key}}))
 	}
 	require.Equal(t, len(holds), w.c.Stats().Holds)
@@ -310,7 +310,7 @@ func TestWatchdogApply(t *testing.T) {
 	c := testHolds(t, redistest.Shared(t).Client(t))
 	spec := func(key string) *RenewSpec { return &RenewSpec{Script: renewA, Keys: []string{key}} }
 	acquire := func(key string) *Hold {
-		return c.acquiredAs("", time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
+		return c.acquiredAs(shutdownRelease{}, time.Now().Add(-time.Minute), HoldKey{Key: key, Field: "owner"}, 1, 0, time.Hour, spec(key))
 	}
 	renewed, lost := acquire("renewed"), acquire("lost")
 	k := batchKey{script: renewA, lease: time.Hour}
@@ -363,7 +363,7 @@ func TestWatchdogNetworkErrors(t *testing.T) {
 	c := testHolds(t, rdb)
 	const lease = 300 * time.Millisecond
 	acquire := func(key string, sent time.Time) *Hold {
-		return c.acquiredAs("", sent, HoldKey{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
+		return c.acquiredAs(shutdownRelease{}, sent, HoldKey{Key: key, Field: "owner"}, 1, 0, lease, &RenewSpec{Script: renewA, Keys: []string{key}})
 	}
 	acquired := time.Now()
 	stale := acquire("stale", time.Now().Add(-lease))

@@ -92,6 +92,22 @@ func RequestPrefix(name string) string {
 	return "redisync_request:" + sameSlot(name) + ":"
 }
 
+// AppendRequestPrefix appends RequestPrefix(name) to dst, for a key
+// built in a buffer of the caller's: it allocates nothing of its own.
+func AppendRequestPrefix(dst []byte, name string) []byte {
+	dst = append(dst, "redisync_request:"...)
+	switch {
+	case hasHashTag(name):
+		dst = append(dst, name...) // its first hash tag decides the slot
+	case !strings.ContainsAny(name, "{}"):
+		dst = append(append(append(dst, '{'), name...), '}')
+	default:
+		slotTagsOnce.Do(buildSlotTags)
+		dst = append(append(append(dst, '{'), slotTags[Slot(name)]...), '}')
+	}
+	return append(dst, ':')
+}
+
 // sameSlot returns a string that, embedded in a key after a prefix without
 // braces, gives the key name's cluster slot.
 func sameSlot(name string) string {

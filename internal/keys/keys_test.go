@@ -44,6 +44,17 @@ func TestRequestSharesSlot(t *testing.T) {
 	}
 }
 
+// AppendRequestPrefix builds in a buffer what RequestPrefix returns.
+func TestAppendRequestPrefix(t *testing.T) {
+	for _, name := range []string{"orders:42", "a{b}c", "a}b", "a{}b", "a{b", "}{", "{", "}", "x{y}z{w}", ""} {
+		assert.Equal(t, RequestPrefix(name), string(AppendRequestPrefix([]byte("x"), name))[1:], "%q", name)
+	}
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		var buf [64]byte
+		_ = AppendRequestPrefix(buf[:0], "orders:42")
+	}), "allocations")
+}
+
 // StrayBraces is true exactly when a derived key leaves the name's slot.
 func TestStrayBraces(t *testing.T) {
 	for _, name := range []string{"orders:42", "a{b}c", "{x}", "a}b{c}", "x{y}z{w}"} {
