@@ -29,10 +29,10 @@ func TestClaimRules(t *testing.T) {
 	head := c.lines.Join("r", false)
 	next := c.lines.Join("r", false)
 	na := &acceptor{turn: next}
-	na.setOffer(&Offer{Req: &Request{Name: "r", Field: "next"}, done: make(chan struct{})})
+	na.setOffer(&Offer{Req: &Request{Name: "r", Field: "next"}})
 	assert.Nil(t, c.lines.claim("r", Chain{Start: time.Now(), Last: 0}, &c.owners), "the head accepts no handoff")
 	ha := &acceptor{turn: head}
-	ha.setOffer(&Offer{Req: &Request{Name: "r", Field: "head"}, done: make(chan struct{})})
+	ha.setOffer(&Offer{Req: &Request{Name: "r", Field: "head"}})
 
 	require.True(t, ha.beginAsking(true))
 	assert.Nil(t, c.lines.claim("r", chain, &c.owners), "claimed while the head asks Redis")

@@ -213,7 +213,10 @@ type Offer struct {
 	base *Request
 	lock *Lock
 	side *Side
-	done chan struct{} // closed once res is set
+	// done is closed once res is set; made when first needed
+	// (doneChan): a caller behind the head of the line, which only the
+	// head's wait looks at, has none.
+	done chan struct{}
 	res  offerResult
 	// claimed: a releaser took the offer, holding the owner's lock ol for
 	// the caller, which must take the outcome ([acceptor.takeOffered]).
@@ -257,7 +260,17 @@ func (o *Offer) make() {
 	o.base, o.lock, o.side = nil, nil, nil
 }
 
-// finish sets a claimed offer's outcome and wakes its caller.
+// doneChan returns done, making it first when needed. The lines' lock
+// must be held.
+func (o *Offer) doneChan() chan struct{} {
+	if o.done == nil {
+		o.done = make(chan struct{})
+	}
+	return o.done
+}
+
+// finish sets a claimed offer's outcome and wakes its caller (its done,
+// made when it was claimed).
 func (o *Offer) finish(h offerResult) {
 	o.res = h
 	close(o.done)
@@ -284,6 +297,7 @@ func (ls *Lines) wakeHead(key string) {
 		if o := l.q[0].offer; o != nil && !o.claimed {
 			o.make() // its request is the caller's next offers' (acceptor.takeOffered)
 			o.claimed = true
+			o.doneChan()
 			o.finish(offerResult{})
 		}
 	}

@@ -368,6 +368,7 @@ func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
 		return nil
 	}
 	o.claimed, o.ol = true, ol
+	o.doneChan() // the caller waits for it (acceptor.takeOffer)
 	return o
 }
 
@@ -391,7 +392,7 @@ type acceptor struct {
 // acquisitions are never handed the lock.
 func (a *acceptor) init(l *Lock, s *Side, turn *Turn, base *Request) {
 	*a = acceptor{lock: l, side: s, turn: turn}
-	a.first = Offer{base: base, lock: l, side: s, done: make(chan struct{})}
+	a.first = Offer{base: base, lock: l, side: s}
 	a.setOffer(&a.first)
 }
 
@@ -438,7 +439,7 @@ func (a *acceptor) offerDone() <-chan struct{} {
 	if a.turn.offer == nil {
 		return nil
 	}
-	return a.turn.offer.done
+	return a.turn.offer.doneChan()
 }
 
 // takeOffered takes the outcome of a handoff a releaser claimed, waiting
@@ -453,7 +454,7 @@ func (a *acceptor) takeOffered() bool {
 	if a.accept(o) {
 		return true
 	}
-	a.setOffer(&Offer{Req: a.first.Req, done: make(chan struct{})}) // ready for the next release
+	a.setOffer(&Offer{Req: a.first.Req}) // ready for the next release
 	return false
 }
 
