@@ -327,9 +327,10 @@ func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *
 //
 // shut, for a lock's hold, is how Shutdown releases it: its handle, its
 // side (which labels it for observers: HoldEnd) and the acquisition's
-// request; it is kept when the acquisition starts the hold. fence is the fencing token the acquisition took; it
-// becomes the hold's when the acquisition starts the hold, and is ignored
-// for a re-entry (the hold keeps its token).
+// request; it is kept when the acquisition starts the hold. fence is the
+// fencing token the acquisition took; it becomes the hold's when the
+// acquisition starts the hold, and is ignored for a re-entry (the hold
+// keeps its token).
 func (hs *Holds) acquiredAs(shut shutdownRelease, sent time.Time, key HoldKey, count, fence int64, lease time.Duration, renew *RenewSpec) *Hold {
 	hs.mu.Lock()
 	h := hs.m[key]
