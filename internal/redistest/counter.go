@@ -10,6 +10,9 @@ import (
 // Counter is a go-redis hook that counts the commands a client sends (each
 // command of a pipeline counts): add it with rdb.AddHook to check that an
 // operation sent nothing (a rejected argument) or exactly what it should.
+// A new connection's handshake is left out, as the Recorder leaves it
+// out: whether a call finds an idle connection or dials one depends on
+// what else the client has in flight at that moment.
 type Counter struct{ n atomic.Int64 }
 
 // Load returns the number of commands sent so far.
@@ -21,7 +24,9 @@ func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook.
 func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		if !handshake([]redis.Cmder{cmd}) {
+			c.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
@@ -29,7 +34,9 @@ func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook implements redis.Hook.
 func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
+		if !handshake(cmds) {
+			c.n.Add(int64(len(cmds)))
+		}
 		return next(ctx, cmds)
 	}
 }
