@@ -10,9 +10,10 @@ import (
 // Counter is a go-redis hook that counts the commands a client sends (each
 // command of a pipeline counts): add it with rdb.AddHook to check that an
 // operation sent nothing (a rejected argument) or exactly what it should.
-// A new connection's handshake is left out, as the Recorder leaves it
-// out: whether a call finds an idle connection or dials one depends on
-// what else the client has in flight at that moment.
+// The client's background work is left out, as the Recorder leaves it
+// out (background): a new connection's handshake (whether a call finds an
+// idle connection or dials one depends on what else the client has in
+// flight at that moment) and the Client's clock sample.
 type Counter struct{ n atomic.Int64 }
 
 // Load returns the number of commands sent so far.
@@ -24,7 +25,7 @@ func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook.
 func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !handshake([]redis.Cmder{cmd}) {
+		if !background([]redis.Cmder{cmd}) {
 			c.n.Add(1)
 		}
 		return next(ctx, cmd)
@@ -34,7 +35,7 @@ func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook implements redis.Hook.
 func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !handshake(cmds) {
+		if !background(cmds) {
 			c.n.Add(int64(len(cmds)))
 		}
 		return next(ctx, cmds)

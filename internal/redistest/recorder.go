@@ -50,12 +50,13 @@ func (r *Recorder) Last() []any {
 	return r.calls[len(r.calls)-1]
 }
 
-// add records one round trip: cmds sent together. A new connection's
-// handshake (handshake: before the first command the caller sends on it)
-// is no round trip of the caller's and is left out: whether a call finds an idle connection or dials one depends on
-// what else the client has in flight at that moment.
+// add records one round trip: cmds sent together. The client's
+// background work is no round trip of the caller's and is left out
+// (background): a new connection's handshake (whether a call finds an
+// idle connection or dials one depends on what else the client has in
+// flight at that moment) and the Client's sample of the server's clock.
 func (r *Recorder) add(cmds ...redis.Cmder) {
-	if handshake(cmds) {
+	if background(cmds) {
 		return
 	}
 	names := make([]string, 0, len(cmds))
@@ -69,6 +70,17 @@ func (r *Recorder) add(cmds ...redis.Cmder) {
 		}
 	}
 	r.trips = append(r.trips, names)
+}
+
+// background reports whether cmds are a round trip of the client's own
+// rather than of an operation: a new connection's handshake, or a TIME
+// sent alone, which is how a redisync Client samples the server's clock
+// (in the background when a sample is due: internal/core/request).
+func background(cmds []redis.Cmder) bool {
+	if len(cmds) == 1 && strings.EqualFold(cmds[0].Name(), "time") {
+		return true
+	}
+	return handshake(cmds)
 }
 
 // handshake reports whether cmds are a new connection's handshake, as
