@@ -89,11 +89,15 @@ func Request(name, requestID string) string {
 // RequestPrefix is the part of name's request keys before the request id:
 // Request(name, id) is RequestPrefix(name) + id.
 func RequestPrefix(name string) string {
-	return "redisync_request:" + sameSlot(name) + ":"
+	var buf [128]byte // one allocation, the string, for names up to 100 bytes or so
+	return string(AppendRequestPrefix(buf[:0], name))
 }
 
 // AppendRequestPrefix appends RequestPrefix(name) to dst, for a key
 // built in a buffer of the caller's: it allocates nothing of its own.
+// Between the prefix and the colon stands what gives the key name's
+// cluster slot: name itself when a hash tag decides its slot, else name
+// or, for a name with stray braces, a short string of its slot, in braces.
 func AppendRequestPrefix(dst []byte, name string) []byte {
 	dst = append(dst, "redisync_request:"...)
 	switch {
@@ -106,19 +110,6 @@ func AppendRequestPrefix(dst []byte, name string) []byte {
 		dst = append(append(append(dst, '{'), slotTags[Slot(name)]...), '}')
 	}
 	return append(dst, ':')
-}
-
-// sameSlot returns a string that, embedded in a key after a prefix without
-// braces, gives the key name's cluster slot.
-func sameSlot(name string) string {
-	if hasHashTag(name) {
-		return name // its first hash tag decides the slot
-	}
-	if !strings.ContainsAny(name, "{}") {
-		return "{" + name + "}"
-	}
-	slotTagsOnce.Do(buildSlotTags)
-	return "{" + slotTags[Slot(name)] + "}"
 }
 
 // StrayBraces reports whether name holds braces that form no hash tag

@@ -44,11 +44,15 @@ func TestRequestSharesSlot(t *testing.T) {
 	}
 }
 
-// AppendRequestPrefix builds in a buffer what RequestPrefix returns.
+// AppendRequestPrefix builds in a buffer what RequestPrefix returns: the
+// prefix, then what gives the name's slot, in braces unless the name's
+// own hash tag gives it.
 func TestAppendRequestPrefix(t *testing.T) {
 	for _, name := range []string{"orders:42", "a{b}c", "a}b", "a{}b", "a{b", "}{", "{", "}", "x{y}z{w}", ""} {
 		assert.Equal(t, RequestPrefix(name), string(AppendRequestPrefix([]byte("x"), name))[1:], "%q", name)
 	}
+	assert.Equal(t, "redisync_request:{orders:42}:", RequestPrefix("orders:42"))
+	assert.Equal(t, "redisync_request:a{b}c:", RequestPrefix("a{b}c"))
 	assert.Zero(t, testing.AllocsPerRun(10, func() {
 		var buf [64]byte
 		_ = AppendRequestPrefix(buf[:0], "orders:42")
