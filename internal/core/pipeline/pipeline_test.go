@@ -81,16 +81,22 @@ func TestCancelledCallReturnsAtOnce(t *testing.T) {
 	p := r.primaries.get("")
 	block := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
 	require.NoError(t, block.Run(ctx, rdb).Err())
-	srv.Pause(t) // the first call's batch stays in flight
-	first := make(chan *redis.Cmd, 1)
-	go func() {
-		reply, _ := r.pipelined(ctx, p, rdb, newCall(ctx, block, false))
-		first <- reply
-	}()
+	srv.Pause(t) // the first calls' batches stay in flight
+	// As many batches in flight as may be (maxInFlight, each of one call
+	// sent beside the others): the next call waits in the queue. (A call
+	// sent beside them goes on its caller's goroutine, as a direct call
+	// does, and its context bounds it as go-redis's options say.)
+	first := make(chan *redis.Cmd, maxInFlight)
+	for range maxInFlight {
+		go func() {
+			reply, _ := r.pipelined(ctx, p, rdb, newCall(ctx, block, false))
+			first <- reply
+		}()
+	}
 	require.Eventually(t, func() bool {
 		p.queue.mu.Lock()
 		defer p.queue.mu.Unlock()
-		return p.queue.inFlight == 1
+		return p.queue.inFlight == maxInFlight
 	}, 5*time.Second, time.Millisecond)
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -102,7 +108,9 @@ func TestCancelledCallReturnsAtOnce(t *testing.T) {
 	default:
 	}
 	srv.Resume(t)
-	require.NoError(t, (<-first).Err())
+	for range maxInFlight {
+		require.NoError(t, (<-first).Err())
+	}
 	require.Eventually(t, func() bool {
 		p.queue.mu.Lock()
 		defer p.queue.mu.Unlock()
