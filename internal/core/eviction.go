@@ -177,7 +177,6 @@ func (e *evictions) read(ctx context.Context, primary string, opt *redis.Options
 	if policy == noEviction {
 		return
 	}
-	e.evicting.Add(1)
 	e.log.Warn("redisync: the primary's maxmemory-policy can evict redisync's keys, which all have a TTL: "+
 		"a lock or permit evicted is free for another owner while its holder goes on until its next renewal; "+
 		"only noeviction is safe",
@@ -185,6 +184,9 @@ func (e *evictions) read(ctx context.Context, primary string, opt *redis.Options
 	if e.onEvict != nil {
 		e.onEvict(EvictionPolicy{Primary: primary, Policy: policy})
 	}
+	// counted last: whoever sees it in Stats finds the record and the
+	// Observer's call already made
+	e.evicting.Add(1)
 }
 
 // policyReader returns the options of the connection that reads a
