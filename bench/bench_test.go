@@ -181,6 +181,9 @@ func TestQuickRun(t *testing.T) {
 			if ideal != round4(1/goroutines) || busiest < ideal || least > ideal || busiest > 1 {
 				t.Errorf("%s: busiest %v, least %v, ideal %v share", name, busiest, least, ideal)
 			}
+			if retake, ok := r.Extra["retake_share"]; !ok || retake < 0 || retake > 1 {
+				t.Errorf("%s: re-take share %v (present: %v)", name, retake, ok)
+			}
 		}
 	}
 

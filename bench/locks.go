@@ -417,11 +417,17 @@ type contention struct {
 	// unfinished: waits still going on when the window closed, counted as
 	// long as they had lasted then (the quantiles include them).
 	unfinished []time.Duration
+	// retakes counts the acquisitions within the window made by the
+	// goroutine that made the one before: a lock that lets its releaser
+	// take it again at once (barging past the waiters, as a poller's
+	// release does) re-takes; one that hands it to a waiter does not.
+	retakes int64
 }
 
 // add adds the counts of d to c (same goroutines).
 func (c *contention) add(d contention) {
 	c.acquisitions += d.acquisitions
+	c.retakes += d.retakes
 	for i, n := range d.perGoroutine {
 		c.perGoroutine[i] += n
 	}
@@ -459,6 +465,9 @@ func (c contention) fairness(r *Result) {
 		}
 	}
 	r.Extra["least_goroutine_share"] = round4(least)
+	if c.acquisitions > 0 {
+		r.Extra["retake_share"] = round4(float64(c.retakes) / float64(c.acquisitions))
+	}
 	r.Extra["goroutines_without_acquisition"] = float64(idle)
 	if idle > 0 {
 		if r.Note != "" {
@@ -474,6 +483,7 @@ func (c contention) fairness(r *Result) {
 // waiting when d ends are cancelled; one holding then unlocks.
 func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (contention, error) {
 	var lat, unfinished latencies
+	var last, retakes atomic.Int64 // the goroutine of the latest acquisition (index+1), re-takes
 	res := contention{perGoroutine: make([]int64, len(mutexes))}
 	err := window(ctx, mutexes, d, func(runCtx context.Context, i int, m mutex, deadline time.Time, fail func(error)) {
 		var mine []time.Duration
@@ -496,6 +506,9 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 				return
 			}
 			got := time.Now()
+			if last.Swap(int64(i)+1) == int64(i)+1 && got.Before(deadline) {
+				retakes.Add(1)
+			}
 			if hold > 0 {
 				time.Sleep(hold)
 			}
@@ -514,6 +527,7 @@ func contend(ctx context.Context, mutexes []mutex, d, hold time.Duration) (conte
 	res.waits = lat.sorted()
 	res.acquisitions = int64(len(res.waits))
 	res.unfinished = unfinished.sorted()
+	res.retakes = retakes.Load()
 	return res, err
 }
 

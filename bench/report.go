@@ -249,6 +249,9 @@ func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, t
 		if r.MeanBatch != nil {
 			notes = append(notes, "mean batch "+num(r.MeanBatch, 1)+" calls")
 		}
+		if v, ok := r.Extra["retake_share"]; ok {
+			notes = append(notes, "re-takes "+num(f(100*v), 0)+" %")
+		}
 		if r.Note != "" {
 			notes = append(notes, r.Note)
 		}
@@ -267,6 +270,8 @@ func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, t
 	}
 	fmt.Fprintln(w, "- p50/rtt: p50 as a multiple of the rtt row's p50;")
 	fmt.Fprintln(w, "  busiest / ideal share: the share of the acquisitions the busiest goroutine made, and 1/goroutines;")
+	fmt.Fprintln(w, "  re-takes (contended rows): the share of the acquisitions made by the goroutine that made the one before —")
+	fmt.Fprintln(w, "    the releaser taking the lock again at once, past the goroutines waiting, where a handoff gives it to one of them;")
 	fmt.Fprintln(w, "  round trips/op: requests the clients sent (each command or pipeline, plus pub/sub SUBSCRIBE/UNSUBSCRIBE);")
 	fmt.Fprintln(w, "  commands/op: every command Redis executed (INFO commandstats), including those run inside Lua scripts;")
 	fmt.Fprintln(w, "  bytes: total_net_input_bytes/total_net_output_bytes deltas, pub/sub messages included;")
