@@ -269,11 +269,12 @@ func (o *Offer) doneChan() chan struct{} {
 	return o.done
 }
 
-// finish sets a claimed offer's outcome and wakes its caller (its done,
-// made when it was claimed).
+// finish sets a claimed offer's outcome and wakes its caller. Its done
+// exists when a releaser claimed it ([Lines.claim]); a wake-up
+// ([Lines.wakeHead]) makes it here, under the lines' lock.
 func (o *Offer) finish(h offerResult) {
 	o.res = h
-	close(o.done)
+	close(o.doneChan())
 }
 
 // newChain returns the chain a hold taken from Redis now begins: it serves
@@ -297,7 +298,6 @@ func (ls *Lines) wakeHead(key string) {
 		if o := l.q[0].offer; o != nil && !o.claimed {
 			o.make() // its request is the caller's next offers' (acceptor.takeOffered)
 			o.claimed = true
-			o.doneChan()
 			o.finish(offerResult{})
 		}
 	}
