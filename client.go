@@ -213,7 +213,11 @@ func WithKeyPrefix(prefix string) Option {
 const maxKeyPrefix = 256
 
 // WithLogger sets the logger for events no call can report: renewal
-// failures, lost holds, pub/sub reconnects. The default discards.
+// failures, lost holds, pub/sub reconnects, a primary whose
+// maxmemory-policy can evict locks. Without it, Warn records and above go
+// to slog.Default() (Debug and Info records are dropped); pass a logger
+// with a discarding handler (slog.New(slog.DiscardHandler)) to silence
+// them.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }

@@ -102,9 +102,12 @@
 // SpinLock), rwlock's TryRLock and TryLock, the semaphores' TryAcquire and
 // TryAcquireN, ratelimit.Limiter.TryAcquire and countdown's TryWait end
 // every request by the end of the wait. A request cut that way while ctx
-// lasts is no error: its acquisition, which Redis may still run, is undone
-// in the background (the caller does not wait for the undo; the owner's
-// next operation does), and the call reports false. Cutting a stalled
+// lasts has its acquisition, which Redis may still run, undone in the
+// background (the caller does not wait for the undo; the owner's next
+// operation does). The call reports false when Redis answered an earlier
+// attempt of the wait that the primitive was taken, and otherwise an
+// error: an outage is an error, never "busy", so (false, nil) always
+// means the primitive was seen taken. Cutting a stalled
 // socket read needs the go-redis client's
 // redis.Options.ContextTimeoutEnabled; without it a request on its way
 // lasts until Redis answers or go-redis gives up on it (its ReadTimeout,

@@ -50,6 +50,16 @@ var (
 	// again once the other Client is closed (at once) or its process dies
 	// (within its watchdog timeout).
 	ErrDuplicateID = errs.ErrDuplicateID
+	// ErrStateLost reports that a primitive's state vanished with its
+	// server (a restart without persistence, a failover onto a server that
+	// did not have it) rather than by the operations that end it: the call
+	// did not act on the empty state. A count-down latch's Wait and
+	// TryWait return it when the latch they saw set on one server is
+	// missing on the server that answers now, instead of reporting the
+	// latch open; a latch counted down to zero (by any client, Java
+	// included) or deleted still opens with nil. docs/guarantees.md lists,
+	// per primitive, what a restart, a failover and an eviction do.
+	ErrStateLost = errs.ErrStateLost
 	// ErrNoPermission reports a command, key or channel that the Redis
 	// user (ACL) of the go-redis client may not use: Redis answered
 	// NOPERM, or "ERR The user executing the script can't ..." from inside

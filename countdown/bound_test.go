@@ -17,7 +17,8 @@ import (
 // answer: TryWait(ctx, wait) waited for a read on its way as long as
 // go-redis allowed (its ReadTimeout). Its wait now bounds its reads too (on
 // a go-redis client with ContextTimeoutEnabled): with the server stopped,
-// it returns (false, nil) at the end of its wait. (The channel is
+// it returns an error at the end of its wait: Redis never answered, and
+// an outage is an error, never "still closed". (The channel is
 // subscribed beforehand by another waiter: a subscription to a stopped
 // server is the pub/sub connection's to bound, not the latch's.)
 func TestTryWaitBoundsRequests(t *testing.T) {
@@ -55,6 +56,6 @@ func TestTryWaitBoundsRequests(t *testing.T) {
 	s.Resume(t)
 	cancel()
 	require.ErrorIs(t, <-waiting, context.Canceled)
-	require.NoError(t, r.err)
+	require.Error(t, r.err, "no answer within the wait read as \"still closed\"") // an outage is an error
 	require.False(t, r.ok)
 }

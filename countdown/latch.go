@@ -300,6 +300,13 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 //
 // When ctx ends first, Wait returns an error wrapping ctx.Err() and leaves
 // no subscription behind.
+//
+// A latch lost with its server is not opened: when the latch this wait
+// saw set on one server is missing on the server that answers now (a
+// restart without persistence, a failover onto a replica that did not
+// have it), Wait returns an error wrapping redisync.ErrStateLost. A latch
+// counted down to zero by any client (Java included), or deleted, opens
+// with nil.
 func (l *Latch) Wait(ctx context.Context) error {
 	_, err := l.wait(ctx, 0, true)
 	return err
@@ -307,13 +314,15 @@ func (l *Latch) Wait(ctx context.Context) error {
 
 // TryWait waits at most wait for the count to reach zero (0: a single
 // check). It returns true when the latch is open, (false, nil) when the count
-// was still above zero when the wait ran out, and an error only for a
-// failure (a bad argument, Redis unreachable, ctx ended: then wrapping
-// ctx.Err()). A negative wait is an invalid argument.
+// was read above zero when the wait ran out, and an error for a failure
+// (a bad argument, Redis unreachable or not answering within the wait,
+// the latch lost with its server as Wait says: redisync.ErrStateLost, ctx
+// ended: then wrapping ctx.Err()). A negative wait is an invalid argument.
 //
 // A wait above 0 bounds the reads too: one still on its way when it ends
 // is cut (a stalled read only on a go-redis client with
-// ContextTimeoutEnabled), and TryWait reports false; see “Wait bounds” in
+// ContextTimeoutEnabled); TryWait reports false when an earlier read of
+// the wait answered, and an error when none did; see “Wait bounds” in
 // [redisync].
 func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 	if err := l.h.CheckWait(wait); err != nil {
@@ -331,8 +340,11 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
 	// The zero message opens the latch for every waiter; a set or delete
-	// message may too (a deleted latch is open), so all re-check.
-	open := core.Attempt(l.open)
+	// message may too (a deleted latch is open), so all re-check. The
+	// wait remembers on which server it saw the latch set (watch): found
+	// missing on another, it was lost, not opened.
+	watchOpen := (&watch{l: l}).open
+	open := core.Attempt(watchOpen)
 	if !forever && wait > 0 {
 		// The wait bounds the reads too: one still on its way when the
 		// wait ends is cut (a stalled read only with ContextTimeoutEnabled).
@@ -340,9 +352,11 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 		open = func(ctx context.Context) (bool, time.Duration, error) {
 			rctx, cancel := context.WithDeadline(ctx, end)
 			defer cancel()
-			ok, retry, err := l.open(rctx)
+			ok, retry, err := watchOpen(rctx)
 			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
-				return false, 0, nil // the wait ended: still closed, as far as we know
+				// the wait ended: still closed, as far as Redis answered
+				// before; an error if it never did
+				return false, 0, core.Cut(err)
 			}
 			return ok, retry, err
 		}
@@ -355,12 +369,58 @@ func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok 
 	return ok, nil
 }
 
+// watch is one wait's memory of the latch: the server (its run_id) on
+// which the wait last found the latch set, and the count it read there.
+type watch struct {
+	l     *Latch
+	setOn string
+	count int64
+}
+
 // open is a wait's attempt: whether the count is 0. The count does not
 // change by itself: no retry hint, the client's re-check interval bounds
 // the wait for a lost message.
-func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
-	n, err := l.count(ctx)
-	return err == nil && n == 0, 0, err
+//
+// A latch is open when its key is missing (Redisson's rule), but a key
+// also goes missing when its server lost it: a restart without
+// persistence, a failover onto a replica that did not have it. So each
+// read names the server that answered, and a latch this wait saw set on
+// one server and finds missing on another was lost with its server, not
+// counted down: the wait ends with an error wrapping
+// redisync.ErrStateLost. Found missing on the server that held it, it
+// was counted down to zero or deleted (by any client).
+func (w *watch) open(ctx context.Context) (bool, time.Duration, error) {
+	n, server, err := w.l.read(ctx)
+	switch {
+	case err != nil:
+		return false, 0, err
+	case n > 0:
+		w.setOn, w.count = server, n
+		return false, 0, nil
+	case w.setOn != "" && server != "" && server != w.setOn:
+		return false, 0, fmt.Errorf("the latch, seen set (count %d) on the server with run_id %.8s…, is missing on the server with run_id %.8s… that answers now: lost with its server (a restart without persistence, or a failover onto a server that did not have it), not counted down: %w",
+			w.count, w.setOn, server, redisync.ErrStateLost)
+	}
+	return true, 0, nil
+}
+
+// read returns the latch's count, as count does (with replica
+// acknowledgement on, as a write acknowledged by the replicas), and the
+// run_id of the server that answered (latch_wait.lua).
+func (l *Latch) read(ctx context.Context) (int64, string, error) {
+	sync := l.h.C.Replicas().NewSync()
+	a := lua.LatchWaitArgs{Latch: l.h.Name}
+	if sync != nil {
+		a.Fence = l.fence
+	}
+	rep, err := a.Run(ctx, l.h.C.Replicas().Runner(sync))
+	if err != nil {
+		return 0, "", err
+	}
+	if err := sync.SyncErr(); err != nil {
+		return 0, "", fmt.Errorf("the count read is not on the replicas yet: %w", err)
+	}
+	return rep.Count, rep.Server, nil
 }
 
 // Delete deletes the latch whatever its count, which opens it: its waiters

@@ -17,10 +17,10 @@ var digests = map[string]digest{
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
 	"election_leader.lua":               {sha1: "9435d4ec2a775914896eec99f24ca568a88245d6", fnv: 0x44b6f2fe4c4471ab},
 	"election_proclaim.lua":             {sha1: "c733552481ee28f40f473510214d45ff2ff688cc", fnv: 0xa1cff2d20476be54},
-	"fair_acquire.lua":                  {sha1: "2226d6039d8df9bdb73c0924ec0135a65d12a877", fnv: 0x29f65701a0363de1},
-	"fair_force_unlock.lua":             {sha1: "fe7180bca77eccbb0aefb65875e07e30226c11d2", fnv: 0x019dcc87dae90709},
+	"fair_acquire.lua":                  {sha1: "52cdac14ba231d12cee0f8c9f576cc00733dc8c6", fnv: 0x616695378813f3ce},
+	"fair_force_unlock.lua":             {sha1: "f36fa665246f7c24fbf699453ec01db8a1d3e31b", fnv: 0x8a61081acabd2d5c},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
-	"fair_release.lua":                  {sha1: "bbe5bb15ae09ed2b937a6979c53be9ad152744ff", fnv: 0x43545f60de55ce93},
+	"fair_release.lua":                  {sha1: "13e5d79a4e13b779a78604eccdf22cfa3bad0ad6", fnv: 0x0a2a3527d19282de},
 	"fence_set.lua":                     {sha1: "ef74bba2c06e46fdc947ce2afeb750fb96b5ac7c", fnv: 0x3db1cf637067be30},
 	"gcra_cancel.lua":                   {sha1: "d63e863ee8c174a53f554fcfff82163427c223ed", fnv: 0x2764c03a9bb6e102},
 	"gcra_reset.lua":                    {sha1: "a5d5ce22f619519c5f8f46a3b9f1fa783ad9c889", fnv: 0x3d07f4f6c15d9532},
@@ -29,25 +29,26 @@ var digests = map[string]digest{
 	"latch_count_down.lua":              {sha1: "287e1ef6f63120a4b3360f11d77100df4437abf9", fnv: 0xe191b5016a1a98be},
 	"latch_delete.lua":                  {sha1: "548160599355dea289c257c6ca044ed334c6889f", fnv: 0xd6cc0512c4964822},
 	"latch_try_set_count.lua":           {sha1: "c0542e72858a36313cf649d9e007b4bc556b836b", fnv: 0x112a7979b982ecb7},
-	"lock_acquire.lua":                  {sha1: "d15502a43ffda4fe423554a077a3845da9070d7c", fnv: 0x5decdd2b18be371d},
-	"lock_acquire_fresh.lua":            {sha1: "009d90d5ee047fab99b3efa0dee0d0175744cf92", fnv: 0x874895557f7e95f7},
-	"lock_force_unlock.lua":             {sha1: "1bbd6f5f402dcb7740abdedbd46ec51570ed6492", fnv: 0x4f62053155a48bfd},
+	"latch_wait.lua":                    {sha1: "584eede3536ccb3acbaaded5fa7f1ba05fe525b3", fnv: 0xb8d7982f1d43d52a},
+	"lock_acquire.lua":                  {sha1: "5f41b6ee3aa1ebfa109d9ac34a8f816552d8dbe1", fnv: 0xb5f765a507ce930a},
+	"lock_acquire_fresh.lua":            {sha1: "61a64ee01657261ff4f6522a68e0d96121be06f0", fnv: 0x037c81f317cec7d6},
+	"lock_force_unlock.lua":             {sha1: "5a28df3b7676d7700d1990f9ec57572945865035", fnv: 0xaac0c8fbca019f3e},
 	"lock_handoff.lua":                  {sha1: "1cf66b400c626169fe111498e3914f2b3042a5ff", fnv: 0xbb85174246ace933},
-	"lock_release.lua":                  {sha1: "f5d377969ac7c35224a8763548b8e3a07a1e5ca2", fnv: 0xc161ef483c07aab4},
-	"lock_release_fresh.lua":            {sha1: "09b60e33cac0f731b4977c057701ab50c0280504", fnv: 0xbe3bab7614d3098e},
+	"lock_release.lua":                  {sha1: "b2acfe259f41fad572b2617c37194bf16366e876", fnv: 0xe9e94e0ca867b5f7},
+	"lock_release_fresh.lua":            {sha1: "446caa6259b57eb8bd3b869f38a5cdcd5cbc86d4", fnv: 0x5dc7d5e76ed8f5ed},
 	"ratelimit_acquire.lua":             {sha1: "c646f37e2ef86ddbd2a354c7aa81e45dd34b8db7", fnv: 0x253265dc8bd31906},
 	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
 	"ratelimit_delete.lua":              {sha1: "f20ffca6d03cda30325037b7684a2a5795b56d1a", fnv: 0x5a69ff9f0bb03ffd},
 	"ratelimit_release.lua":             {sha1: "46d1b6c651d2582eec813170f363506bfb6ccc55", fnv: 0x926dc26dfed15590},
 	"ratelimit_set_rate.lua":            {sha1: "75015a4ea0aff355c9fef2cf60b02a4ebbf67a9c", fnv: 0x781c0eb0563e76ce},
-	"renew_lock.lua":                    {sha1: "5c6e7c2af457fb63e11393ad3d729d2d6ae547fe", fnv: 0x33b40caa7a1028ab},
+	"renew_lock.lua":                    {sha1: "012dc10730d09517f3c1f4f0f1a559ee9e47f4b5", fnv: 0xf7ba1cc9639f6063},
 	"renew_read.lua":                    {sha1: "3d4a618d9df94e930db2bda4ff0f1995ba3f360d", fnv: 0x1421cfe3ad0acaf3},
-	"rwlock_force_unlock.lua":           {sha1: "2cb46e5db248b2ea51a4d5c1f0eee56c4b4bd95e", fnv: 0xabe9efab222b2ae7},
-	"rwlock_read_acquire.lua":           {sha1: "7504eaea7c909fd902d816962c9d10be8e37aed8", fnv: 0x653551a45264528c},
-	"rwlock_read_count.lua":             {sha1: "71b9127f1f472bd1df5dbdedd73571138cbafa28", fnv: 0xab68fdbb49b1fac0},
+	"rwlock_force_unlock.lua":           {sha1: "d78d828c3f33423760b2376f1c36abb1411b0ab1", fnv: 0x80e7207455f657de},
+	"rwlock_read_acquire.lua":           {sha1: "36cf7e0a446339c1364e91d5184089d1e30bec24", fnv: 0xa21ba53f56a237d7},
+	"rwlock_read_count.lua":             {sha1: "b619d29cc5235b74d3b8797269d1dd4760eb052b", fnv: 0x0f6a6d361aa537ed},
 	"rwlock_read_release.lua":           {sha1: "851b533f4f688b4444e2f725f090dced26fb6bb4", fnv: 0xbd58ac870b5890f5},
-	"rwlock_write_acquire.lua":          {sha1: "743bb7ecf78a00deca3b2f34ad8956b68fecdc4f", fnv: 0x4fe7df8ed6fd090f},
-	"rwlock_write_acquire_fresh.lua":    {sha1: "763d96f849a28446e5940b2b547c90cfdbac16dd", fnv: 0x8c8da178e7356752},
+	"rwlock_write_acquire.lua":          {sha1: "0af4ef3ae37d2192fbe2d614a3dda2c0d462c707", fnv: 0x978152ebe974e62c},
+	"rwlock_write_acquire_fresh.lua":    {sha1: "99dfb36f4d1381ec3b8402d66b0663e08249927a", fnv: 0x68c8e83c44e217bf},
 	"rwlock_write_handoff.lua":          {sha1: "5f64e01e18f79ddc31a4ca4f2c570560675218bd", fnv: 0x1349d86b19741a81},
 	"rwlock_write_release.lua":          {sha1: "5bc2ffb4e32d11d3535d34dc21dca91470ab827d", fnv: 0x50bf2b8dc73c91e8},
 	"rwlock_write_release_fresh.lua":    {sha1: "8b5e6a03cbc9a10cc0ed015a171ef5483f39b789", fnv: 0xc9b02f028955a300},
@@ -1233,6 +1234,70 @@ func (a LatchTrySetCountArgs) Run(ctx context.Context, r Runner) (int64, error) 
 	return run(ctx, r, a.command()).Int64()
 }
 
+// LatchWaitArgs are the KEYS and ARGV of latch_wait.lua (script LatchWait).
+type LatchWaitArgs struct {
+	// Latch is KEYS[1]: latch counter (the latch's name).
+	Latch string
+	// Fence is KEYS[2]: the caller's fence key in the latch's slot, set for a second (see latch_count.lua); absent without replica acknowledgement (left out when empty).
+	Fence string
+}
+
+// Keys returns latch_wait.lua's KEYS, in order.
+func (a LatchWaitArgs) Keys() []string {
+	keys := make([]string, 0, 2)
+	keys = append(keys, a.Latch)
+	if a.Fence == "" {
+		return keys
+	}
+	keys = append(keys, a.Fence)
+	return keys
+}
+
+// Args returns latch_wait.lua's ARGV, in order.
+func (a LatchWaitArgs) Args() []any {
+	args := make([]any, 0, 0)
+	return args
+}
+
+// command returns latch_wait.lua's call as one EVALSHA command (Command).
+func (a LatchWaitArgs) command() Command {
+	c := &struct {
+		a    LatchWaitArgs
+		args [5]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(LatchWait)
+	args = append(args, &p.Latch)
+	if p.Fence != "" {
+		args = append(args, &p.Fence)
+	}
+	args[2] = len(args) - 3
+	return Command{Script: LatchWait, Args: args}
+}
+
+// LatchWaitReply is latch_wait.lua's reply.
+type LatchWaitReply struct {
+	// Count is element 1 of the reply.
+	Count int64
+	// Server is element 2 of the reply.
+	Server string
+}
+
+// Run runs latch_wait.lua with a on r and decodes its reply.
+func (a LatchWaitArgs) Run(ctx context.Context, r Runner) (LatchWaitReply, error) {
+	res, err := run(ctx, r, a.command()).Slice()
+	var rep LatchWaitReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 2 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Count = replyInt(res[0])
+	rep.Server = replyString(res[1])
+	return rep, nil
+}
+
 // LockAcquireArgs are the KEYS and ARGV of lock_acquire.lua (script LockAcquire).
 type LockAcquireArgs struct {
 	// Lock is KEYS[1]: lock hash (the lock's name).
@@ -1725,7 +1790,7 @@ type LockReleaseFreshArgs struct {
 	MarkUntil int64
 	// Undo is ARGV[5]: "1": undo mode.
 	Undo bool
-	// MinHoldMillis is ARGV[6]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps the owner's field, sets the lock to expire when the minimum hold ends and publishes as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. The mark then lives at least as long, so a copy of the release finds it and does not push the expiry back.
+	// MinHoldMillis is ARGV[6]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps the owner's field with the count 0 (which no renewal extends), sets the lock to expire when the minimum hold ends and publishes as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. The mark then lives at least as long, so a copy of the release finds it and does not push the expiry back.
 	MinHoldMillis int64
 }
 

@@ -8,6 +8,9 @@ var (
 	LatchCountDown = load("latch_count_down.lua", types, request)
 	// LatchCount reads a latch's count as a write (a fence for WAIT); see latch_count.lua.
 	LatchCount = load("latch_count.lua", types)
+	// LatchWait is a waiter's read of a latch's count and of the server's
+	// identity; see latch_wait.lua.
+	LatchWait = load("latch_wait.lua", types)
 	// LatchDelete deletes a latch; see latch_delete.lua.
 	LatchDelete = load("latch_delete.lua", types, request)
 )

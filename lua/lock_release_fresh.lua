@@ -29,7 +29,8 @@
 -- ARGV[5]  undo bool: "1": undo mode
 -- ARGV[6]  minHoldMillis int64: a minimum hold (rlock.WithMinHold) not yet over: the
 --          milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps
---          the owner's field, sets the lock to expire when the minimum hold ends and
+--          the owner's field with the count 0 (which no renewal extends), sets the lock
+--          to expire when the minimum hold ends and
 --          publishes as a release does: the waiter woken re-checks and finds the lock
 --          busy until its expiry, when its re-check (the lock's PTTL) comes.
 --          The mark then lives at least as long, so a copy of the release finds it and
@@ -53,6 +54,10 @@ end
 local field = string.sub(KEYS[2], ARGV[1] + 0)
 if ARGV[5] ~= '1' and tonumber(ARGV[6]) > 0 and redis.call('hexists', KEYS[1], field) == 1 then
   if redis.call('get', KEYS[2]) ~= 'released' then
+    -- count 0: the hold is over, the field only keeps the lock until the
+    -- minimum hold ends; a renewal sent before this release and run after
+    -- it leaves such a field alone (renew_lock)
+    redis.call('hset', KEYS[1], field, 0)
     redis.call('pexpire', KEYS[1], ARGV[6])
     if ARGV[2] ~= '' then
       redis.call(ARGV[3], KEYS[3], ARGV[2]) -- waiters re-check and wait for the expiry

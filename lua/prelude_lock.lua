@@ -76,8 +76,8 @@ local function release_hold(req, acq, undo, deadline, hash, field, count, lease)
 end
 
 -- keep_hold(req, acq, undo, deadline, hash, field, remain): a release
--- within the minimum hold (rlock.WithMinHold) keeps the owner's field and
--- lets the lock expire remain ms from now. It returns the recorded result
+-- within the minimum hold (rlock.WithMinHold) keeps the owner's field,
+-- with the count 0, and lets the lock expire remain ms from now. It returns the recorded result
 -- of a copy that ran already, -1 when the owner does not hold the lock,
 -- or nil once the hold is kept (the caller wakes its waiters, who find the
 -- lock busy and re-check at its expiry, and records 0).
@@ -90,6 +90,9 @@ local function keep_hold(req, acq, undo, deadline, hash, field, remain)
     record(req, -1, deadline)
     return -1
   end
+  -- count 0: no renewal extends the field any more (renew_lock), one sent
+  -- before this release included
+  redis.call('hset', hash, field, 0)
   redis.call('pexpire', hash, remain)
 end
 

@@ -24,10 +24,13 @@
 --                     field no lock has, so that an application's hash under
 --                     a lock's name is refused and left unchanged instead of
 --                     being waited on forever or deleted. A lock's fields
---                     are owners "<client id>:<n>" holding hold counts
---                     (positive integers); with rw (a read-write lock's),
+--                     are owners "<client id>:<token>" (any client of
+--                     Redisson's protocol: the token may be a number, a
+--                     Java thread id, another client's uuid) holding hold
+--                     counts (integers, 0 for a field a release within a
+--                     minimum hold keeps); with rw (a read-write lock's),
 --                     also "mode" (read or write, and present whenever the
---                     hash exists) and writers "<client id>:<n>:write".
+--                     hash exists) and writers "<owner>:write".
 --                     The same rule as internal/layout's (the CLI's).
 local function wrong_type(key)
   error({err = 'REDISYNC_WRONGTYPE key ' .. key .. ' holds a string that is not an integer'})
@@ -57,9 +60,13 @@ local function lock_layout(hash, rw)
         local v = pass == 2 and redis.call('hget', hash, f)
         ok, mode = pass == 1 or v == 'read' or v == 'write', true
       else
-        ok = string.match(f, '^.+:%d+$') ~= nil or (rw and string.match(f, '^.+:%d+:write$') ~= nil)
+        -- an owner "<client id>:<token>" (a redisync token, a Java thread
+        -- id, node-redisson's uuid: any client of Redisson's protocol) or
+        -- a writer "<owner>:write", holding a hold count (0: a release
+        -- within a minimum hold kept the field until the lock expires)
+        ok = string.match(f, '^.+:.+$') ~= nil
         if ok and pass == 2 then
-          ok = string.match(redis.call('hget', hash, f), '^[1-9]%d*$') ~= nil
+          ok = string.match(redis.call('hget', hash, f), '^%d+$') ~= nil
         end
       end
       if not ok then

@@ -1,7 +1,8 @@
 -- renew_lock: extend the leases of watchdog-held locks and write holds of
 -- read-write locks, many in one call, and set each owner's count to the one
 -- the client believes in. A hold whose owner field is gone is not touched
--- (it was released, expired or force-unlocked).
+-- (it was released, expired or force-unlocked), nor one whose count is 0
+-- (released within its minimum hold: kept only until the lock expires).
 --
 -- Common renewal encoding (RenewalBatch, renewal.go):
 -- KEYS[1..] holdKeys: the keys of every hold, in order; here one per hold: the hash
@@ -26,7 +27,9 @@ for i = 1, n do
   local nkeys, nargs = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   local field, count = ARGV[a + 2], ARGV[a + 3]
   local v = redis.call('hget', KEYS[k], field)
-  if v then
+  -- '0': a release within a minimum hold kept the field until the lock
+  -- expires; a renewal sent before that release must not extend it
+  if v and v ~= '0' then
     if v ~= count then
       redis.call('hset', KEYS[k], field, count)
     end

@@ -76,6 +76,10 @@ type acquisition struct {
 	ctxBound bool      // bound is ctx's deadline
 	// cut: TryAcquire with a wait, whose requests end at bound (see try).
 	cut bool
+	// answered: Redis answered an attempt of this wait ("not yet"). A
+	// request the end of the wait cut reports "not granted" only then,
+	// else an error: an outage is no "busy".
+	answered bool
 }
 
 // head asks Redis for the permits as the head of the line (w) until they
@@ -158,11 +162,15 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 		if errs.MayHaveRun(err) {
 			l.undo(n, reqKey, deadline, string(random[:]))
 		}
-		if rctx.Err() != nil && ctx.Err() == nil {
+		if rctx.Err() != nil && ctx.Err() == nil && a.answered {
 			return false, 0, nil // the wait ran out during the request: undone, not granted
+		}
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return false, 0, fmt.Errorf("acquire: no answer from Redis within the wait: %w", err)
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}
+	a.answered = true
 	return a.outcome(r)
 }
 

@@ -170,20 +170,15 @@ func (s *lockScripts) RunRelease(ctx context.Context, req *core.Request) (int64,
 // whole milliseconds left of the minimum hold (WithMinHold), counted from
 // when the acquisition that began the hold was sent; 0 when there is no
 // minimum hold or it is over. The hold is still live in the client while
-// its release is sent. A release for an owner the client holds nothing
-// for (the engine clears what Redis may keep of it) gets -1: what Redis
-// keeps may be the lock that an earlier release kept for the minimum
-// hold, so the release leaves it to its expiry.
+// its release is sent (the engine sends no release for an owner it holds
+// nothing for).
 func (s *lockScripts) minHoldLeft(req *core.Request) int64 {
 	if s.minHold <= 0 || req.Count != 0 || req.UndoKey != "" {
 		return 0
 	}
 	h := s.e.C.Holds().Live(core.HoldKey{Key: req.Name, Field: req.Field})
 	if h == nil {
-		if req.Fresh {
-			return 0 // a fresh hold is released only while live
-		}
-		return -1
+		return 0
 	}
 	left := s.minHold - time.Since(h.Start())
 	if left <= 0 {

@@ -247,7 +247,7 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 			s.undo(ctx, reqKey, raw, lease)
 		}
 		if wasCut(rctx, ctx) {
-			return nil, 0, nil
+			return nil, 0, core.Cut(fmt.Errorf("acquire: %w", err)) // "busy" only if Redis answered before
 		}
 		return nil, 0, fmt.Errorf("acquire: %w", err)
 	}

@@ -149,7 +149,7 @@ func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time
 			led.End(s.h.Name, seq)
 		}
 		if wasCut(rctx, ctx) {
-			return false, 0, nil
+			return false, 0, core.Cut(fmt.Errorf("acquire: %w", err)) // "busy" only if Redis answered before
 		}
 		return false, 0, fmt.Errorf("acquire: %w", err)
 	}

@@ -23,7 +23,8 @@
 //
 // A job's lock is an rlock.Lock (Redisson's layout) named the key prefix
 // (WithKeyPrefix, "gocron:" by default) followed by the job's name, held
-// by the watchdog while the job runs (WithLease, else the Client's lease).
+// by the watchdog while the job runs (WithLease, else the job's interval
+// with ForInterval, else the Client's lease), and fenced with ForInterval.
 //
 // # Elector
 //
@@ -35,8 +36,13 @@
 // # Failures
 //
 // A scheduler that dies during a job keeps the job's lock until its lease
-// runs out (redisync.WithWatchdogTimeout); a tick that falls within it is
-// skipped. A scheduler stalled past its lease loses the lock while its
+// runs out: with ForInterval the lease is the job's interval (WithLease
+// sets another), so the kill delays the job's next run by at most about
+// one interval. A tick that falls within it runs nowhere: every
+// scheduler that finds the lock held by a run of an earlier tick counts
+// the tick (Locker.Unrun) and calls WithOnUnrun's hook, on which an
+// alert can be built; a job still running past its interval is reported
+// the same way. A scheduler stalled past its lease loses the lock while its
 // job may still be running, and the next tick runs elsewhere; gocron does
 // not tell the job, so a job whose runs must not overlap passes the hold's
 // fencing token to what it writes (see rlock.WithFencing), or runs under

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -38,8 +39,20 @@ func WithMinHold(d time.Duration) Option { return func(l *Locker) { l.minHold = 
 // WithLease gives every job's lock a watchdog lease of its own
 // (rlock.WithWatchdogTimeout): a scheduler that dies mid-job frees the
 // job within d, and a tick that falls within it is skipped. The default
-// is the Client's watchdog timeout.
+// is the job's interval for a Locker made by ForInterval, else the
+// Client's watchdog timeout.
 func WithLease(d time.Duration) Option { return func(l *Locker) { l.lease = d } }
+
+// WithOnUnrun calls f when a Locker made by ForInterval finds a job's
+// lock held by a run of an earlier tick: a run still going past its
+// interval, or a scheduler that died while running it and whose lease has
+// not run out. Then no scheduler runs this tick. f gets the job's name
+// and when the holding run took the lock; it runs on gocron's goroutine
+// before Lock returns, so keep it short (count, log, alert). Every
+// scheduler that finds the tick unrun calls it (and counts it: Unrun).
+func WithOnUnrun(f func(job string, heldSince time.Time)) Option {
+	return func(l *Locker) { l.onUnrun = f }
+}
 
 // Locker is a gocron.Locker on redisync: one rlock.Lock per job name,
 // taken with a single attempt (a scheduler that finds it taken skips the
@@ -49,11 +62,14 @@ type Locker struct {
 	prefix  string
 	minHold time.Duration
 	lease   time.Duration
+	every   time.Duration // ForInterval's interval; 0: none
+	onUnrun func(job string, heldSince time.Time)
+	unrun   *atomic.Int64 // shared by the copies ForInterval makes
 }
 
 // NewLocker returns a Locker on c. It does no I/O.
 func NewLocker(c *redisync.Client, opts ...Option) *Locker {
-	l := &Locker{c: c, prefix: "gocron:"}
+	l := &Locker{c: c, prefix: "gocron:", unrun: new(atomic.Int64)}
 	for _, o := range opts {
 		if o != nil {
 			o(l)
@@ -62,15 +78,32 @@ func NewLocker(c *redisync.Client, opts ...Option) *Locker {
 	return l
 }
 
-// ForInterval returns a copy of l whose locks are held at least half of
-// every (the job's interval): schedulers whose clocks differ by less than
-// every/2 run each tick once, and the lock is free before the next tick.
-// Give it to the job with gocron.WithDistributedJobLocker.
+// ForInterval returns a copy of l for jobs that run every interval. Their
+// locks are held at least half of every: schedulers whose clocks differ
+// by less than every/2 run each tick once, and the lock is free before
+// the next tick. Unless WithLease set one, the locks' watchdog lease is
+// every: a scheduler killed during a run frees the job within one
+// interval of its last renewal, so a kill delays the next run by at most
+// about one interval (never the Client's whole lease). The locks are
+// fenced (rlock.WithFencing), which tells a lock taken at this tick from
+// one still held by a run of an earlier tick: such a tick runs nowhere,
+// and is counted (Unrun) and reported (WithOnUnrun). Give it to the job
+// with gocron.WithDistributedJobLocker.
 func (l *Locker) ForInterval(every time.Duration) *Locker {
 	cp := *l
 	cp.minHold = every / 2
+	cp.every = every
+	if cp.lease == 0 {
+		cp.lease = every
+	}
 	return &cp
 }
+
+// Unrun returns how many ticks this Locker (and the copies ForInterval
+// made of it) found unrun: the job's lock held by a run of an earlier
+// tick (see WithOnUnrun). An alert on its growth catches a job stuck or a
+// scheduler dead while running it.
+func (l *Locker) Unrun() int64 { return l.unrun.Load() }
 
 // Lock takes the job's lock in one attempt. It returns an error wrapping
 // ErrJobTaken when another scheduler holds it, so that gocron skips the
@@ -86,6 +119,9 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if l.lease > 0 {
 		opts = append(opts, rlock.WithWatchdogTimeout(l.lease))
 	}
+	if l.every > 0 {
+		opts = append(opts, rlock.WithFencing())
+	}
 	if l.minHold > 0 {
 		opts = append(opts, rlock.WithMinHold(l.minHold))
 		var cancel context.CancelFunc
@@ -98,9 +134,34 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
 	}
 	if !ok {
+		l.checkUnrun(ctx, lk, key)
 		return nil, fmt.Errorf("gocronlock: job %q: %w", key, ErrJobTaken)
 	}
 	return &jobLock{lk: lk}, nil
+}
+
+// checkUnrun counts and reports the tick as unrun when the job's lock
+// (lk, found taken) is held by a run of an earlier tick. A fenced lock's
+// token is never below the Redis server's clock, in microseconds, when
+// it was issued (docs/fencing-tokens.md): the holding run took the lock
+// then. Taken more than half an interval ago, it is not this tick's run
+// (that one takes it within the clock splay ForInterval allows).
+func (l *Locker) checkUnrun(ctx context.Context, lk *rlock.Lock, key string) {
+	if l.every <= 0 {
+		return
+	}
+	info, err := lk.Inspect(ctx)
+	if err != nil || len(info.Holders) == 0 || info.FencingToken <= 0 {
+		return // freed meanwhile, or Redis cannot say
+	}
+	since := time.UnixMicro(info.FencingToken)
+	if time.Since(since) <= l.every/2 {
+		return // this tick's run
+	}
+	l.unrun.Add(1)
+	if l.onUnrun != nil {
+		l.onUnrun(key, since)
+	}
 }
 
 // jobLock is one run's hold of a job's lock.

@@ -29,7 +29,7 @@ const (
 type Options struct {
 	WatchdogTimeout time.Duration // lease of watchdog-renewed holds; renewed every third of it
 	ID              string        // client id; a random UUID when empty
-	Logger          *slog.Logger  // nil discards
+	Logger          *slog.Logger  // nil: Warn records and above to slog.Default()
 	Recheck         time.Duration // cap on a waiter's fallback re-check interval
 	Err             error         // first invalid option, reported by every operation
 	Sharded         ShardedMode   // sharded pub/sub on a Cluster ([Client.PublishCommand])
@@ -98,7 +98,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		o.Recheck = DefaultRecheck
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.New(warnings{slog.Default().Handler()})
 	}
 	if o.ReplicaSync == nil {
 		rs := pipeline.DefaultSettings
@@ -366,3 +366,19 @@ type publishMode struct {
 	mu  sync.Mutex
 	cmd string // "" until decided
 }
+
+// warnings passes the records at Warn and above to h (slog.Default()'s
+// handler): the logger of a client made without one, so that what needs a
+// person's attention (a primary that can evict locks, holds lost, a failed
+// release) is seen, and the Debug and Info records are not.
+type warnings struct{ h slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.h.Enabled(ctx, l)
+}
+
+func (w warnings) Handle(ctx context.Context, r slog.Record) error { return w.h.Handle(ctx, r) }
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler { return warnings{w.h.WithAttrs(as)} }
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.h.WithGroup(name)} }

@@ -122,6 +122,11 @@ type Lock struct {
 	mu     sync.Mutex
 	latest *Hold // the hold of the latest acquisition through this handle
 	fence  int64 // its fencing token
+	// took says, per side (took[1]: a shared side's, an rwlock's read
+	// side), that a caller without a context owner took a hold through
+	// this handle: from then on the handle answers for its own holds only
+	// ("Ownerless holds", below).
+	took [2]bool
 	// fresh is the request of the latest fresh hold taken through this
 	// handle: the hold's own copy, which never changes (its Shutdown
 	// record, release.go), not one more in every handle.
@@ -477,10 +482,14 @@ func (s *Side) label(observed bool) string {
 // fresh holds (they exclude each other in Redis as before, and a release
 // hands the lock on to a waiter of another handle in the local line); the
 // client's registry ([ownerlessRegistry]) lists, per kind and name, the
-// handles whose gate has a holder. A handle asked to release, or for its
-// Hold without a context owner and holding nothing itself, acts on the
-// latest such handle of the name; one that never acquired gives that
-// handle's Done, Err and FencingToken too. So the handle's views of what
+// handles whose gate has a holder. A handle that has never taken a hold
+// without a context owner acts, when asked to release or for its Hold,
+// Done, Err and FencingToken, for the latest such handle of the name.
+// A handle that has taken one answers for the holds it took, and only
+// for them: once they are released, a further Unlock through it is
+// ErrNotHeld and changes nothing, even while another handle of the name
+// holds, so a double Unlock (an Unlock and a deferred one) never frees
+// another request's lock. So the handle's views of what
 // it holds ([Lock.Owner], [Lock.Hold], [Lock.FencingToken], [Lock.Done],
 // [Lock.Err]) are here, at the end of the file, where they are resolved
 // through the registry.
@@ -569,20 +578,43 @@ func (r *ownerlessRegistry) latest(l *Lock) *Lock {
 // ownerlessKeyOf returns the key of the handle's lock in the registry.
 func ownerlessKeyOf(l *Lock) ownerlessKey { return ownerlessKey{kind: l.Kind, name: l.Name} }
 
-// tookOwnerless records, after h was acquired by req through l, when the
-// acquisition is one without a context owner (a fresh hold, or the
-// handle's own owner's), that l holds: it is listed in the registry, last.
-func tookOwnerless(l *Lock, req Request) {
+// tookOwnerless records, after h was acquired by req through l on side s,
+// when the acquisition is one without a context owner (a fresh hold, or
+// the handle's own owner's), that l holds: it is listed in the registry,
+// last, and l answers for its own holds of the side from now on.
+func tookOwnerless(l *Lock, s *Side, req Request) {
 	if req.Fresh || req.Owner == l.owner(l.Token) {
+		l.mu.Lock()
+		l.took[sideIndex(s.Shared)] = true
+		l.mu.Unlock()
 		l.C.ownerless.add(l)
 	}
 }
 
+// sideIndex is the index of a side in [Lock].took: 1 for a shared one.
+func sideIndex(shared bool) int {
+	if shared {
+		return 1
+	}
+	return 0
+}
+
+// tookHere reports whether a caller without a context owner ever took a
+// hold of the side (shared: a read side) through l.
+func tookHere(l *Lock, shared bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.took[sideIndex(shared)]
+}
+
 // ownerlessHolder returns the handle that acts for a call without a
 // context owner on side s through l: l when its gate holds a place of the
-// side, else the latest other handle of the name that does, else l.
+// side or when a hold of the side was ever taken through it (the handle
+// answers for its own holds: once they are released, a second Unlock
+// through it is refused, whoever else holds the name), else the latest
+// other handle of the name that holds, else l.
 func ownerlessHolder(l *Lock, s *Side) *Lock {
-	if l.C == nil || l.gate.Holds(s.Shared) {
+	if l.C == nil || l.gate.Holds(s.Shared) || tookHere(l, s.Shared) {
 		return l
 	}
 	if x := l.C.ownerless.holder(l, s.Shared); x != nil {

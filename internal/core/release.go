@@ -13,10 +13,9 @@ import (
 // Release releases one hold of side s by the owner acting in ctx. It runs
 // on a detached context, so a cancelled ctx still releases. Without a
 // context owner it releases the hold the handle took without one, from any
-// goroutine. It returns an error wrapping [errs.ErrNotHeld] when this
-// client holds nothing for that owner (after clearing what Redis may keep
-// of it), or when Redis no longer had the hold (it was lost). Without a
-// context owner and nothing taken through the handle, it sends nothing.
+// goroutine. It returns an error wrapping [errs.ErrNotHeld], and changes
+// nothing, when this client holds nothing for that owner (it sends
+// nothing then), or when Redis no longer had the hold (it was lost).
 func (l *Lock) Release(ctx context.Context, s *Side) error {
 	token, own, err := l.token(ctx)
 	if err != nil {
@@ -81,13 +80,11 @@ func (r *releaser) release(ctx context.Context) error {
 	cur := l.C.holds.Count(hk)
 	if cur == 0 {
 		// This client holds nothing for the owner (never acquired, lost,
-		// released). Whatever Redis keeps for this client's owner is stale
-		// (a lease about to run out, a field left by a failed release): the
-		// release clears it, and changes nothing else.
-		if _, err := r.send(); err != nil {
-			l.C.log.Debug("redisync: clearing a stale hold failed", "kind", s.Kind, "name", l.Name, "err", err)
-		}
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
+		// released, or held by another process or an earlier Client with
+		// the same id: a hold is never adopted). ErrNotHeld changes
+		// nothing: whatever Redis keeps for the owner is left to its lease
+		// (it is not renewed).
+		return l.fail(s, fmt.Errorf("%sowner %s holds nothing through this Client: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	r.req.Count = cur - 1
 	if handed, err := r.handoff(hk); handed {
@@ -157,7 +154,7 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(shutdownRelease{lock: l, side: s, req: freshCopy(req)}, sent, hk, req.Count, fence, req.Lease, renew)
-	tookOwnerless(l, *req) // a hold without a context owner: the name's (lock.go)
+	tookOwnerless(l, s, *req) // a hold without a context owner: the name's (lock.go)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain

@@ -112,12 +112,40 @@ type loop struct {
 	channel  string
 	deadline time.Time
 	failed   transientErrors
+	// answered: Redis answered the latest attempt that reached it (the
+	// primitive was seen taken). A wait whose last request the end of the
+	// wait cut ([Cut]) reports "busy" only then, and an error otherwise:
+	// an outage is no "busy".
+	answered bool
 }
 
 // next makes the wait's next attempt: the acquisition's
 // ([acquisition.attempt]; force asks Redis even while the lock is held
-// here), or try (an error that ctx caused is ctx's).
+// here), or try (an error that ctx caused is ctx's). An attempt cut by
+// the end of the wait ([Cut]) is cut off: with no error when Redis
+// answered the attempt before it (the primitive was seen taken), else
+// with the error (Redis did not answer within the whole wait, or its
+// last answer was a failure).
 func (l *loop) next(ctx context.Context, force bool) (verdict, time.Duration, error) {
+	v, retry, err := l.attempt(ctx, force)
+	var cut *cutError
+	switch {
+	case errors.As(err, &cut):
+		switch {
+		case l.failed.last != nil:
+			return cutOff, 0, fmt.Errorf("%w (and then: %w)", l.failed.last, err)
+		case l.answered:
+			return cutOff, 0, nil
+		}
+		return cutOff, 0, err
+	case err == nil && v != cutOff:
+		l.answered = true
+	}
+	return v, retry, err
+}
+
+// attempt is [loop.next]'s attempt.
+func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration, error) {
 	if l.acq != nil {
 		return l.acq.attempt(ctx, force)
 	}
@@ -133,6 +161,23 @@ func (l *loop) next(ctx context.Context, force bool) (verdict, time.Duration, er
 	}
 	return missed, retry, err
 }
+
+// Cut marks err, the failure of an attempt's request that the end of its
+// wait cut on its way (a wait that ran out while Redis had not
+// answered), for the wait ([Waits.Until]): such an attempt is no answer.
+// The wait reports "busy" (false, nil) only when Redis answered an attempt
+// before it, and otherwise an error wrapping err: an outage is an error,
+// never "busy".
+func Cut(err error) error { return &cutError{err: err} }
+
+// cutError is an attempt's request cut by the end of its wait ([Cut]).
+type cutError struct{ err error }
+
+func (e *cutError) Error() string {
+	return "no answer from Redis within the wait: " + e.err.Error()
+}
+
+func (e *cutError) Unwrap() error { return e.err }
 
 // pubsub waits on the channel p names where releases are published:
 //
@@ -192,7 +237,7 @@ func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) 
 	for {
 		v, retry, err := l.next(ctx, force)
 		force = false
-		if err != nil && l.absorb(ctx, err) {
+		if err != nil && !single && l.absorb(ctx, err) {
 			// Once waiting, an attempt that failed on the way to Redis
 			// (a connection lost, a node failing over) is made again
 			// later, as a lost message is re-checked: the wait goes on.
@@ -247,7 +292,7 @@ func (l *loop) sleep(ctx context.Context, sub *pubsub.Waiter, timer *time.Timer)
 			return handedOff, false, nil
 		}
 	case <-ctx.Done():
-		return missed, false, errs.CtxError(ctx)
+		return missed, false, l.failed.with(errs.CtxError(ctx))
 	case <-l.w.c.closing:
 		return missed, false, errs.ErrClosed
 	}
@@ -422,7 +467,7 @@ func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) 
 			cut := wasCut(rctx, ctx)
 			undoing = a.interrupted(*req, hk, ol, err, !cut)
 			if cut {
-				return cutOff, 0, nil // the wait ended
+				return cutOff, 0, Cut(fmt.Errorf("%s: %w", a.side.step("acquire"), err)) // the wait ended
 			}
 			return missed, 0, fmt.Errorf("%s: %w", a.side.step("acquire"), err)
 		case out.Err != nil:
@@ -500,6 +545,16 @@ func wasCut(rctx, ctx context.Context) bool {
 type transientErrors struct {
 	last  error
 	pause time.Duration
+}
+
+// with returns err, the end of a wait by ctx, with the last failure
+// that kept the wait's attempts from Redis, if they were failing then
+// (errors.Is finds both).
+func (f *transientErrors) with(err error) error {
+	if f.last == nil {
+		return err
+	}
+	return fmt.Errorf("%w (the attempts were failing: %w)", err, f.last)
 }
 
 // absorb reports whether err is transient; if so it records it and grows

@@ -14,10 +14,11 @@ const writeSuffix = ":write"
 
 // BadField returns a field of hash that no lock has (rw false) or no
 // read-write lock has (rw true), in sorted order, and whether there is
-// one. A lock's fields are owners "<client id>:<n>" (a non-empty client
-// id, a colon, a decimal token) holding hold counts, positive integers; a
-// read-write lock's are also "mode", read or write, and writers
-// "<client id>:<n>:write" holding hold counts.
+// one. A lock's fields are owners "<client id>:<token>" (any client of
+// Redisson's protocol: see [IsOwner]) holding hold counts (non-negative
+// integers: 0 is a field that a release within a minimum hold keeps until
+// the lock expires); a read-write lock's are also "mode", read or write,
+// and writers "<owner>:write" holding hold counts.
 func BadField(hash map[string]string, rw bool) (field string, ok bool) {
 	for _, f := range sortedFields(hash) {
 		v := hash[f]
@@ -50,28 +51,30 @@ func Check(name string, hash map[string]string, rw bool) error {
 	return nil
 }
 
-// IsOwner reports whether f is an owner, "<client id>:<n>": a non-empty
-// client id (a UUID, or a redisync Client's WithID), a colon, and a
-// decimal token (a redisync owner token or a Java thread id).
+// IsOwner reports whether f is an owner, "<client id>:<token>": a
+// non-empty client id (a UUID, or a redisync Client's WithID), a colon,
+// and a non-empty token: a redisync owner token or a Java thread id (a
+// decimal number), or what another client of Redisson's protocol uses
+// (node-redisson: a second UUID). A field is told from an application's
+// by what it holds too (a hold count), not by the token's shape.
 func IsOwner(f string) bool {
-	i := strings.LastIndexByte(f, ':')
-	return i > 0 && isDigits(f[i+1:])
+	i := strings.IndexByte(f, ':')
+	return i > 0 && i < len(f)-1
 }
 
-// isHoldCount reports whether v is a hold count: a positive integer.
+// isHoldCount reports whether v is a hold count: a non-negative decimal
+// integer (0: a field a release within a minimum hold keeps).
 func isHoldCount(v string) bool {
-	n, err := strconv.ParseInt(v, 10, 64)
-	return err == nil && n > 0
-}
-
-// isDigits reports whether s is a non-empty run of decimal digits.
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
 			return false
 		}
 	}
-	return s != ""
+	_, err := strconv.ParseUint(v, 10, 63)
+	return err == nil
 }
 
 // sortedFields returns hash's fields in order, so that the field named

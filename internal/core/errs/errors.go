@@ -21,6 +21,7 @@ var (
 	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
 	ErrWrongType       = errors.New("redisync: key holds data of another type")
 	ErrDuplicateID     = errors.New("redisync: client id in use by another live client")
+	ErrStateLost       = errors.New("redisync: the primitive's state vanished with its server")
 	ErrNoPermission    = errors.New("redisync: refused by the Redis user's ACL")
 	ErrNoAuth          = errors.New("redisync: not authenticated to Redis")
 	ErrOutOfMemory     = errors.New("redisync: Redis is out of memory (maxmemory)")
