@@ -29,7 +29,7 @@ func ExampleTable_Set() {
 	}
 	defer db.Close()
 	_, _ = db.ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, value TEXT NOT NULL, token INTEGER NOT NULL)`)
-	orders := fencesql.Table{Name: "orders"}
+	orders := fencesql.Table{Dialect: fencesql.SQLite, Name: "orders"}
 
 	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
 	defer c.Close()

@@ -27,7 +27,7 @@ func open(t *testing.T) *sql.DB {
 	return db
 }
 
-var state = fencesql.Table{Name: "state", ID: "k", Value: "v", Token: "fence"}
+var state = fencesql.Table{Dialect: fencesql.SQLite, Name: "state", ID: "k", Value: "v", Token: "fence"}
 
 func row(t *testing.T, db *sql.DB, k string) (string, int64) {
 	t.Helper()
@@ -62,7 +62,7 @@ func TestSet(t *testing.T) {
 
 	_, err := state.Set(ctx, db, "x", 0, "x")
 	assert.ErrorIs(t, err, redisync.ErrInvalidArgument)
-	_, err = fencesql.Table{Name: "state; DROP TABLE state"}.Set(ctx, db, "x", 1, "x")
+	_, err = fencesql.Table{Dialect: fencesql.SQLite, Name: "state; DROP TABLE state"}.Set(ctx, db, "x", 1, "x")
 	assert.ErrorIs(t, err, redisync.ErrInvalidArgument)
 }
 
@@ -104,4 +104,12 @@ func TestStaleHoldersRefused(t *testing.T) {
 	for i, ok := range results[:len(tokens)-1] {
 		assert.False(t, ok, "stale holder %d", i)
 	}
+}
+
+func TestDialectRequired(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := fencesql.Table{Name: "state", ID: "k", Value: "v", Token: "fence"}.Set(context.Background(), db, "x", 1, "x")
+	assert.ErrorIs(t, err, redisync.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "fencesql.SQLite")
 }
