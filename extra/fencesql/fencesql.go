@@ -98,9 +98,9 @@ func (t Table) upsert() (string, error) {
 		// Both IFs compare the stored token with the writer's. MySQL
 		// assigns left to right, and a later assignment sees the column as
 		// the earlier ones left it: the value comes first, while the token
-		// is still the stored one. (After a raised token the test passes
-		// as well, since the new token equals the writer's, but the order
-		// does not depend on that.)
+		// is still the stored one. (The other order would give the same
+		// result, as a raised token equals the writer's and passes the
+		// same test, but this one does not rely on it.)
 		return fmt.Sprintf("INSERT INTO %[1]s (%[2]s, %[3]s, %[4]s) VALUES (?, ?, ?) "+
 			"ON DUPLICATE KEY UPDATE "+
 			"%[3]s = IF(%[4]s <= VALUES(%[4]s), VALUES(%[3]s), %[3]s), "+
