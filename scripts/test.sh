@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every check CI runs ("make test", .ci/run):
 #   1. installs redis-server and redis-sentinel with apt-get if missing
-#      (the tests start real Redis servers, clusters and sentinels), ip and
-#      nft when root (the fault suite's netns topology), and a C compiler
-#      if missing (go test -race needs cgo; the netns topology's clock
-#      shim);
+#      (the tests start real Redis servers, clusters and sentinels),
+#      postgresql and mariadb-server if missing (extra/fencesql's tests
+#      start real PostgreSQL and MariaDB servers), ip and nft when root
+#      (the fault suite's netns topology), and a C compiler if missing
+#      (go test -race needs cgo; the netns topology's clock shim);
 #   2. checks that every tracked .go file is gofmt-formatted;
 #   3. runs golangci-lint (.golangci.yml), go vet and go test -race in
 #      every Go module of the repository (each directory holding a go.mod).
@@ -78,15 +79,17 @@ apt_install() {
 		die "apt-get update failed"
 	${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" ||
 		die "apt-get install $* failed"
-	# The Debian packages may start system services on 6379/26379. The tests
-	# use their own free ports, so these are harmless; stop the ones we just
-	# installed anyway to keep the machine quiet.
+	# The Debian packages may start system services (Redis on 6379/26379,
+	# PostgreSQL on 5432, MariaDB on 3306). The tests start their own
+	# servers on free ports or in temporary directories, so these are
+	# harmless; stop the ones we just installed anyway to keep the machine
+	# quiet.
 	local p
 	for p in "$@"; do
 		case $p in
-		redis-server | redis-sentinel)
+		redis-server | redis-sentinel | postgresql | mariadb-server)
 			if have service; then
-				${sudo[@]+"${sudo[@]}"} service "$p" stop >/dev/null 2>&1 || true
+				${sudo[@]+"${sudo[@]}"} service "${p/mariadb-server/mariadb}" stop >/dev/null 2>&1 || true
 			fi
 			;;
 		esac
@@ -108,6 +111,21 @@ fi
 if ! have_bin redis-sentinel; then
 	pkgs+=(redis-sentinel)
 fi
+# extra/fencesql's tests start PostgreSQL (initdb and postgres, which
+# Debian keeps in /usr/lib/postgresql/<version>/bin) and MariaDB (mariadbd,
+# mariadb-install-db); with CI=true they fail without them.
+have_postgres() {
+	have_bin initdb && have_bin postgres && return 0
+	local d
+	for d in /usr/lib/postgresql/*/bin; do
+		[ -x "$d/initdb" ] && [ -x "$d/postgres" ] && return 0
+	done
+	return 1
+}
+have_postgres || pkgs+=(postgresql)
+if ! have_bin mariadbd || ! have_bin mariadb-install-db; then
+	pkgs+=(mariadb-server)
+fi
 # The chaos module's netns topology (one seed in the bounded pass) needs
 # ip and nft; as root it runs, and with CI=true it fails without them.
 if [ "$(id -u)" -eq 0 ]; then
@@ -122,9 +140,9 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 	if have apt-get; then
 		apt_install "${pkgs[@]}"
 	else
-		# Only redis-sentinel or gcc is missing here. Sentinel tests fall
-		# back to "redis-server --sentinel"; go test -race will say what it
-		# needs.
+		# Only redis-sentinel, PostgreSQL, MariaDB or gcc is missing here.
+		# Sentinel tests fall back to "redis-server --sentinel"; the
+		# fencesql tests and go test -race will say what they need.
 		log "warning: cannot install ${pkgs[*]} without apt-get; continuing"
 	fi
 fi

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite"
 
@@ -29,7 +31,7 @@ func ExampleTable_Set() {
 	}
 	defer db.Close()
 	_, _ = db.ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, value TEXT NOT NULL, token INTEGER NOT NULL)`)
-	orders := fencesql.Table{Name: "orders"}
+	orders := fencesql.Table{Dialect: fencesql.SQLite, Name: "orders"}
 
 	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
 	defer c.Close()
@@ -55,4 +57,33 @@ func ExampleTable_Set() {
 	// newer holder writes: true <nil>
 	// stale holder writes: false <nil>
 	// row: shipped
+}
+
+// A Table names its database's dialect; the driver is the application's
+// choice (here pgx's database/sql driver and go-sql-driver/mysql).
+func ExampleDialect() {
+	ctx := context.Background()
+
+	// PostgreSQL: CREATE TABLE orders (id BIGINT PRIMARY KEY, value TEXT NOT NULL, token BIGINT NOT NULL)
+	pg, err := sql.Open("pgx", "postgres://app@localhost:5432/shop")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pg.Close()
+	orders := fencesql.Table{Dialect: fencesql.Postgres, Name: "orders"}
+	ok, err := orders.Set(ctx, pg, 7, 42, "shipped")
+	fmt.Println(ok, err)
+
+	// MySQL or MariaDB: the same table, with ? placeholders and
+	// ON DUPLICATE KEY UPDATE.
+	my, err := sql.Open("mysql", "app@tcp(localhost:3306)/shop")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer my.Close()
+	accounts := fencesql.Table{Dialect: fencesql.MySQL, Name: "accounts", ID: "account_id", Value: "balance", Token: "fence"}
+	ok, err = accounts.Set(ctx, my, "acct-1", 42, 1250)
+	fmt.Println(ok, err)
 }
