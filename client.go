@@ -104,6 +104,11 @@ func (c *Client) Close() error { return c.inner().Close() }
 // http.Server.Shutdown. A release that fails or that ctx cuts leaves its
 // hold to expire with its lease, as Close does, and its error is returned
 // (joined with Close's). A Client closed already returns nil.
+//
+// Stats counts the holds Shutdown released in HoldsReleasedAtShutdown, not
+// in HoldsLost (their HoldEnd has Shutdown set, Lost not), so that an alert
+// on lost holds does not fire at every deploy; the holds it could not
+// release are counted in HoldsLost, as Close's are.
 func (c *Client) Shutdown(ctx context.Context) error { return core.Shutdown(ctx, c.inner()) }
 
 // Option configures a Client.

@@ -3,6 +3,7 @@ package redisync_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,4 +101,76 @@ func TestShutdownBoundedByContext(t *testing.T) {
 	<-l.Done()
 	assert.ErrorIs(t, l.Err(), redisync.ErrClosed)
 	assert.ErrorIs(t, l.Lock(context.Background()), redisync.ErrClosed)
+}
+
+// Shutdown's releases are no losses: after a clean Shutdown of four holds
+// (a plain lock, a context owner's reentrant lock, both sides of two
+// read-write locks) Stats counts none lost and four released at shutdown,
+// and the observer's HoldEnd says Shutdown, not Lost, for each; Close of a
+// hold still counts a loss.
+func TestShutdownReleasesAreNoLosses(t *testing.T) {
+	s := redistest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		ends []redisync.HoldEnd
+	)
+	c := redisync.New(s.Client(t), redisync.WithObserver(redisync.Observer{HoldEnd: func(h redisync.HoldEnd) {
+		mu.Lock()
+		ends = append(ends, h)
+		mu.Unlock()
+	}}))
+	name := redistest.Key(t)
+	owner := redisync.WithOwner(ctx)
+	require.NoError(t, rlock.New(c, name+":plain").Lock(ctx))
+	owned := rlock.New(c, name+":owned")
+	require.NoError(t, owned.Lock(owner))
+	require.NoError(t, owned.Lock(owner))
+	require.NoError(t, rwlock.New(c, name+":r").RLock(ctx))
+	require.NoError(t, rwlock.New(c, name+":w").Lock(ctx))
+	// A hold released before Shutdown is neither.
+	require.NoError(t, rlock.New(c, name+":done").Lock(ctx))
+	require.NoError(t, rlock.New(c, name+":done").Unlock(ctx))
+
+	require.NoError(t, c.Shutdown(ctx))
+	st := c.Stats()
+	assert.Zero(t, st.HoldsLost, "Shutdown's releases counted as losses")
+	assert.EqualValues(t, 4, st.HoldsReleasedAtShutdown)
+	mu.Lock()
+	require.Len(t, ends, 5)
+	shut := 0
+	for _, e := range ends {
+		assert.False(t, e.Lost, "%s", e.Name)
+		if e.Shutdown {
+			shut++
+			assert.ErrorIs(t, e.Err, redisync.ErrLockLost, "what the owner sees")
+			assert.ErrorIs(t, e.Err, redisync.ErrClosed)
+		}
+	}
+	mu.Unlock()
+	assert.Equal(t, 4, shut)
+
+	// Close, by contrast, leaves its holds to expire: lost.
+	c2 := redisync.New(s.Client(t))
+	require.NoError(t, rlock.New(c2, name+":closed").Lock(ctx))
+	require.NoError(t, c2.Close())
+	assert.EqualValues(t, 1, c2.Stats().HoldsLost)
+	assert.Zero(t, c2.Stats().HoldsReleasedAtShutdown)
+}
+
+// A hold Shutdown could not release (its ctx over) is lost, as after
+// Close: it expires with its lease.
+func TestShutdownUnreleasedHoldIsLost(t *testing.T) {
+	s := redistest.Shared(t)
+	c := redisync.New(s.Client(t))
+	l := rlock.New(c, redistest.Key(t))
+	require.NoError(t, l.Lock(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.Shutdown(ctx)
+	assert.EqualValues(t, 1, c.Stats().HoldsLost)
+	assert.Zero(t, c.Stats().HoldsReleasedAtShutdown)
+	assert.ErrorIs(t, l.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, l.Err(), redisync.ErrClosed)
 }

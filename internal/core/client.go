@@ -259,6 +259,7 @@ func (c *Client) Stats() Stats {
 		s.Waits[i] = c.ctr.waits[i].Load()
 	}
 	s.HoldsLost = c.ctr.lost.Load()
+	s.HoldsShutdown = c.ctr.shutdown.Load()
 	s.Renewals = c.ctr.renewed.Load()
 	s.RenewalFailures = c.ctr.renewFailed.Load()
 	s.UndosFailed = c.ctr.undoFailed.Load()

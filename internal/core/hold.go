@@ -505,8 +505,14 @@ func (w *watchdog) remove(h *Hold) {
 // holdEnded counts and reports the end of hold h with err, before its Done
 // closes ([Hold.end]).
 func holdEnded(h *Hold, err error) {
-	lost := errors.Is(err, errs.ErrLockLost)
-	if lost {
+	// A hold Shutdown released was released, not lost, though its owner
+	// sees ErrLockLost: the lock is no longer theirs.
+	shut := err == ErrShutdown
+	lost := !shut && errors.Is(err, errs.ErrLockLost)
+	switch {
+	case shut:
+		h.hs.ctr.shutdown.Add(1)
+	case lost:
 		h.hs.ctr.lost.Add(1)
 	}
 	hk := h.hs.hooks
@@ -519,6 +525,7 @@ func holdEnded(h *Hold, err error) {
 		Owner:     h.Key().Field,
 		Duration:  time.Since(h.Start()),
 		Lost:      lost,
+		Shutdown:  shut,
 		Err:       err,
 	})
 }
