@@ -502,6 +502,10 @@ func (w *watchdog) remove(h *Hold) {
 	w.mu.Unlock()
 }
 
+// ErrShutdown is the cause of the holds [Shutdown] released: lost to
+// their owners, but released, so not counted as lost (holdEnded).
+var ErrShutdown = fmt.Errorf("%w: released by Client.Shutdown (%w)", errs.ErrLockLost, errs.ErrClosed)
+
 // holdEnded counts and reports the end of hold h with err, before its Done
 // closes ([Hold.end]).
 func holdEnded(h *Hold, err error) {

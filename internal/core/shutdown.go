@@ -9,10 +9,6 @@ import (
 	"github.com/redisync/redisync/internal/core/errs"
 )
 
-// ErrShutdown is the cause of the holds Shutdown released: lost to their
-// owners, but released, so not counted as lost ([holdEnded]).
-var ErrShutdown = fmt.Errorf("%w: released by Client.Shutdown (%w)", errs.ErrLockLost, errs.ErrClosed)
-
 // errShutdownUnreleased is the cause of the holds Shutdown ended without
 // a release (it failed, or ctx ended first): they expire with their
 // leases, as after Close, and count as lost.
