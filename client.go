@@ -91,8 +91,8 @@ func (c *Client) Close() error { return c.inner().Close() }
 // lasts. From the moment it starts, every new operation on the Client
 // fails with ErrClosed (an Unlock racing with it included: Shutdown
 // releases that hold), and waits under way end with ErrClosed when it
-// closes the Client; a wait that acquires meanwhile has its hold released
-// too (a few rounds, within ctx). Semaphore permits and latches are not
+// closes the Client; an acquisition already sent to Redis when it starts
+// is waited for (within ctx), and the hold it takes is released too. Semaphore permits and latches are not
 // holds: they are left as they are.
 //
 // Holds of other owners' contexts are ended for them: code still working

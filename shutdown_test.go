@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -173,4 +175,71 @@ func TestShutdownUnreleasedHoldIsLost(t *testing.T) {
 	assert.Zero(t, c.Stats().HoldsReleasedAtShutdown)
 	assert.ErrorIs(t, l.Err(), redisync.ErrLockLost)
 	assert.ErrorIs(t, l.Err(), redisync.ErrClosed)
+}
+
+// holdScripts is a go-redis hook that, once armed, holds the next script
+// call (EVALSHA or EVAL, alone or in a pipeline) before it is sent, until
+// release is closed; sent is closed when it is held.
+type holdScripts struct {
+	armed   atomic.Bool
+	sent    chan struct{}
+	release chan struct{}
+}
+
+func (h *holdScripts) hold(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if n := c.Name(); (n == "evalsha" || n == "eval") && h.armed.CompareAndSwap(true, false) {
+			close(h.sent)
+			<-h.release
+			return
+		}
+	}
+}
+
+func (h *holdScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.hold(cmd); return next(ctx, cmd) }
+}
+func (h *holdScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.hold(cmds...); return next(ctx, cmds) }
+}
+
+// Regression: Shutdown's rounds stopped at the first round that found no
+// live hold, so an acquisition under way when Shutdown started, landing
+// after that round, had its hold ended by Close and left in Redis to
+// expire with its lease, although Shutdown says a wait that acquires
+// meanwhile has its hold released too. Shutdown now waits for the
+// attempts under way (within ctx), and releases what they took.
+func TestShutdownReleasesAnAcquisitionLandingDuringIt(t *testing.T) {
+	s := redistest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rdb := s.Client(t)
+	hook := &holdScripts{sent: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(hook)
+	c := redisync.New(rdb, redisync.WithReplicaSync(0, 0))
+	name := redistest.Key(t)
+	l := rlock.New(c, name)
+	require.NoError(t, l.Lock(ctx)) // the script is loaded, the client warm
+	require.NoError(t, l.Unlock(ctx))
+
+	hook.armed.Store(true)
+	locked := make(chan error, 1)
+	go func() { locked <- l.Lock(ctx) }()
+	<-hook.sent // the acquisition is under way
+	shut := make(chan error, 1)
+	go func() { shut <- c.Shutdown(ctx) }()
+	time.Sleep(100 * time.Millisecond) // Shutdown finds no live hold
+	close(hook.release)
+	require.NoError(t, <-shut)
+	if err := <-locked; err == nil {
+		<-l.Done()
+		assert.ErrorIs(t, l.Err(), redisync.ErrClosed)
+	} else {
+		assert.ErrorIs(t, err, redisync.ErrClosed)
+	}
+	n, err := redistest.Shared(t).Client(t).Exists(ctx, name).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the hold taken during Shutdown was left in Redis")
+	assert.Zero(t, c.Stats().HoldsLost)
 }

@@ -78,6 +78,10 @@ type Client struct {
 	// shutting is set when Shutdown starts: operations fail with
 	// ErrClosed (shutdown.go).
 	shutting atomic.Bool
+	// attempts counts the acquisition attempts under way
+	// ([acquisition.attempt]): Shutdown waits for them, and releases the
+	// holds they took.
+	attempts atomic.Int64
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration

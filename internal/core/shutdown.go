@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
 )
@@ -18,9 +19,9 @@ var errShutdownUnreleased = fmt.Errorf("%w: ended by Client.Shutdown, not releas
 // it no longer the owner's in Redis: lost before Shutdown.
 var errShutdownGone = fmt.Errorf("%w: Client.Shutdown found it gone from Redis (%w)", errs.ErrLockLost, errs.ErrClosed)
 
-// shutdownRounds bounds the rounds of Shutdown: a wait under way when it
-// began may take a hold meanwhile, which the next round releases.
-const shutdownRounds = 5
+// shutdownPoll is how often Shutdown looks again for the holds of the
+// acquisition attempts under way when it found no hold.
+const shutdownPoll = time.Millisecond
 
 // Shutdown releases every live hold of the client c, whatever its owner
 // (callers without a context owner, context owners), at most while ctx
@@ -44,10 +45,24 @@ func Shutdown(ctx context.Context, c *Client) error {
 		mu   sync.Mutex
 		fail []error
 	)
-	for range shutdownRounds {
+	// Rounds until no hold is live and no acquisition attempt is under
+	// way: an attempt sent before Shutdown began may take a hold after a
+	// round, which the next round releases. No new attempt starts
+	// (shutting), and each round ends every hold it finds, so the rounds
+	// end.
+	for ctx.Err() == nil {
 		live := c.holds.all()
-		if len(live) == 0 || ctx.Err() != nil {
-			break
+		if len(live) == 0 {
+			if c.attempts.Load() == 0 {
+				break
+			}
+			t := time.NewTimer(shutdownPoll)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			continue
 		}
 		var wg sync.WaitGroup
 		for _, h := range live {
