@@ -266,18 +266,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // repl-timeout). Without acknowledgement, a plain GET.
 func (l *Latch) count(ctx context.Context) (int64, error) {
 	if !l.h.C.Replicas().On() {
-		s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
-		if errors.Is(err, redis.Nil) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
-		}
-		return max(n, 0), nil
+		return l.get(ctx)
 	}
 	sync := l.h.C.Replicas().NewSync()
 	n, err := lua.LatchCountArgs{Latch: l.h.Name, Fence: l.fence}.
@@ -289,6 +278,23 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("the count read is not on the replicas yet: %w", err)
 	}
 	return n, nil
+}
+
+// get reads the counter with a GET: absent or not positive is 0. It
+// writes nothing and waits for no replica.
+func (l *Latch) get(ctx context.Context) (int64, error) {
+	s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
+	}
+	return max(n, 0), nil
 }
 
 // Wait blocks until the count is zero, as long as ctx allows. A latch that
