@@ -56,6 +56,9 @@ func (r *Report) writeText(w io.Writer) error {
 			state = "closed"
 		}
 		line("count", "%d (%s)", *r.Count, state)
+	case kindCounter:
+		line("value", "%d: a latch's count or a semaphore's available permits", *r.Count)
+		line("waiters", "%s subscribed to %s or %s", clients(r.Waiters), keys.LatchChannel(r.Name), keys.SemaphoreChannel(r.Name))
 	}
 	switch {
 	case r.Type == kindFair:
