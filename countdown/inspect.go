@@ -21,7 +21,7 @@ type Info struct {
 // primary, which may include count-downs its replicas have not received
 // yet (use Count for a count to act on).
 func (l *Latch) Inspect(ctx context.Context) (Info, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return Info{}, err
 	}
 	n, err := l.get(ctx)

@@ -195,7 +195,7 @@ const maxCount = 1 << 53
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	if n <= 0 || n > maxCount {
@@ -224,7 +224,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // After a network error it may or may not have taken effect, and calling
 // again may apply it twice. See “Errors and retries” in [redisync].
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := l.h.C.Background().Detached(ctx)
@@ -243,7 +243,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 // of changes not on the replicas yet, fails with an error wrapping
 // redisync.ErrNotReplicated, and so do the waits' reads.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := l.count(ctx)
@@ -331,7 +331,7 @@ func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 // wait is Wait and TryWait after their argument checks: one observed wait
 // (core.Client.BeginWait), in which "acquired" means the latch was open.
 func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok bool, err error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
@@ -378,7 +378,7 @@ func (l *Latch) open(ctx context.Context) (bool, time.Duration, error) {
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	res, err := l.run(ctx, deleteLatch, 0)

@@ -43,7 +43,7 @@ type Holder struct {
 // redisync.ErrWrongType; Inspect only reads.
 func (h *handle) Inspect(ctx context.Context) (Info, error) {
 	h = h.state()
-	if err := h.e.Check(); err != nil {
+	if err := h.e.Check(ctx); err != nil {
 		return Info{}, err
 	}
 	s, err := h.read(ctx, h.fair())

@@ -35,6 +35,9 @@ func Shutdown(ctx context.Context, c *Client) error {
 	if c == nil || c.bg == nil {
 		return c.Check()
 	}
+	if ctx == nil {
+		return fmt.Errorf("%w: Shutdown: nil context", errs.ErrInvalidArgument)
+	}
 	select {
 	case <-c.closing:
 		return nil // closed already
