@@ -278,5 +278,11 @@
 //	                channel (redisync's own, not Redisson's)
 //
 // redisync adds short-lived request keys redisync_request:{name}:<id> (see
-// Retries). Redis 6.2 or newer is supported; 7.x is tested.
+// Retries); for a name longer than 256 bytes they hold its first 64 bytes
+// (up to any brace), a digest of it and a short tag of its Cluster slot
+// instead of the whole name, so that a long name does not leave a record
+// as long behind each call. Names have no length limit of their own (a
+// Redis key may have 512 MB), but the primitive's own keys and channels
+// repeat the name, as in Redisson. Redis 6.2 or newer is supported; 7.x is
+// tested.
 package redisync

@@ -350,6 +350,21 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	_, err = g.Inspect(ctx)
 	require.NoError(t, err)
 	require.NoError(t, g.Reset(ctx))
+
+	// A long name: its request keys hold its first bytes, the prefix among them.
+	long := name + ":long:" + strings.Repeat("n", 1000)
+	ll := rlock.New(c1, long)
+	require.NoError(t, ll.Lock(ctx))
+	require.NoError(t, ll.Unlock(ctx))
+	require.NoError(t, ll.Lock(owner))
+	require.NoError(t, ll.Unlock(owner))
+	ls := semaphore.New(c1, long)
+	_, err = ls.TrySetPermits(ctx, 1)
+	require.NoError(t, err)
+	require.NoError(t, ls.Acquire(ctx, 1))
+	require.NoError(t, ls.Release(ctx, 1))
+	_, err = ls.Delete(ctx)
+	require.NoError(t, err)
 }
 
 // aclEvents runs the lock events (keyspace notifications): the Events of
