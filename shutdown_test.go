@@ -3,6 +3,9 @@ package redisync_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,7 +121,9 @@ func TestShutdownReleasesAreNoLosses(t *testing.T) {
 		mu   sync.Mutex
 		ends []redisync.HoldEnd
 	)
-	c := redisync.New(s.Client(t), redisync.WithObserver(redisync.Observer{HoldEnd: func(h redisync.HoldEnd) {
+	var logged strings.Builder
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c := redisync.New(s.Client(t), redisync.WithLogger(logger), redisync.WithObserver(redisync.Observer{HoldEnd: func(h redisync.HoldEnd) {
 		mu.Lock()
 		ends = append(ends, h)
 		mu.Unlock()
@@ -152,6 +157,7 @@ func TestShutdownReleasesAreNoLosses(t *testing.T) {
 	}
 	mu.Unlock()
 	assert.Equal(t, 4, shut)
+	assert.NotContains(t, logged.String(), "hold ended", "no warning for Shutdown's releases")
 
 	// Close, by contrast, leaves its holds to expire: lost.
 	c2 := redisync.New(s.Client(t))
@@ -175,6 +181,18 @@ func TestShutdownUnreleasedHoldIsLost(t *testing.T) {
 	assert.Zero(t, c.Stats().HoldsReleasedAtShutdown)
 	assert.ErrorIs(t, l.Err(), redisync.ErrLockLost)
 	assert.ErrorIs(t, l.Err(), redisync.ErrClosed)
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // holdScripts is a go-redis hook that, once armed, holds the next script

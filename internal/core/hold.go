@@ -202,7 +202,11 @@ func (h *Hold) end(err error) {
 	h.hs.mu.Unlock()
 	// Log and observe before closing Done, so that whoever reacts to Done
 	// finds the record already written and the counters already counted.
-	if err != errs.ErrNotHeld {
+	switch err {
+	case errs.ErrNotHeld: // released by its owner
+	case ErrShutdown: // released by Shutdown: a deploy's routine, no warning
+		h.hs.log.Debug("redisync: hold released by Shutdown", "key", h.key.Key, "owner", h.key.Field)
+	default:
 		h.hs.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
 	holdEnded(h, err)
