@@ -91,8 +91,8 @@ func (c *Client) Close() error { return c.inner().Close() }
 // lasts. From the moment it starts, every new operation on the Client
 // fails with ErrClosed (an Unlock racing with it included: Shutdown
 // releases that hold), and waits under way end with ErrClosed when it
-// closes the Client; a wait that acquires meanwhile has its hold released
-// too (a few rounds, within ctx). Semaphore permits and latches are not
+// closes the Client; an acquisition already sent to Redis when it starts
+// is waited for (within ctx), and the hold it takes is released too. Semaphore permits and latches are not
 // holds: they are left as they are.
 //
 // Holds of other owners' contexts are ended for them: code still working
@@ -104,6 +104,11 @@ func (c *Client) Close() error { return c.inner().Close() }
 // http.Server.Shutdown. A release that fails or that ctx cuts leaves its
 // hold to expire with its lease, as Close does, and its error is returned
 // (joined with Close's). A Client closed already returns nil.
+//
+// Stats counts the holds Shutdown released in HoldsReleasedAtShutdown, not
+// in HoldsLost (their HoldEnd has Shutdown set, Lost not), so that an alert
+// on lost holds does not fire at every deploy; the holds it could not
+// release are counted in HoldsLost, as Close's are.
 func (c *Client) Shutdown(ctx context.Context) error { return core.Shutdown(ctx, c.inner()) }
 
 // Option configures a Client.

@@ -143,8 +143,9 @@
 //
 // # Errors and retries
 //
-// Invalid arguments (an empty name, a negative wait or lease, n ≤ 0 permits)
-// are reported before anything is sent, wrapping ErrInvalidArgument;
+// Invalid arguments (an empty name, a negative wait or lease, n ≤ 0 permits,
+// a nil context.Context) are reported before anything is sent, wrapping
+// ErrInvalidArgument;
 // constructors never fail. Releasing what the caller does not hold returns
 // ErrNotHeld and changes nothing. Releases (Unlock, RUnlock, Release,
 // CountDown) still run when ctx is already cancelled, on a detached context
@@ -156,9 +157,13 @@
 // rather than made by its constructor (var l rlock.Lock), a handle on a
 // nil Client or a zero one (&redisync.Client{}), and a zero MultiLock
 // return an error wrapping ErrInvalidArgument from every operation and
-// send nothing (a zero Client's Close too). A nil context.Context panics,
-// as in the standard library ("Do not pass a nil Context", package
-// context): every call that talks to Redis needs one.
+// send nothing (a zero Client's Close too). So is a nil context.Context
+// ("Do not pass a nil Context", package context): every method that takes
+// one returns an error wrapping ErrInvalidArgument that says "nil
+// context", and sends nothing; those without an error (a lock's Hold)
+// return what they would for an owner that holds nothing.
+// (redisync.WithOwner, a context.WithValue, panics on a nil parent as the
+// standard library does.)
 //
 // A key that holds another type than the primitive's layout (a list where a
 // lock's hash belongs, a hash or a string that is not a number where a
@@ -276,5 +281,11 @@
 //	                channel (redisync's own, not Redisson's)
 //
 // redisync adds short-lived request keys redisync_request:{name}:<id> (see
-// Retries). Redis 6.2 or newer is supported; 7.x is tested.
+// Retries); for a name longer than 256 bytes they hold its first 64 bytes
+// (up to any brace), a digest of it and a short tag of its Cluster slot
+// instead of the whole name, so that a long name does not leave a record
+// as long behind each call. Names have no length limit of their own (a
+// Redis key may have 512 MB), but the primitive's own keys and channels
+// repeat the name, as in Redisson. Redis 6.2 or newer is supported; 7.x is
+// tested.
 package redisync

@@ -17,7 +17,8 @@ var (
 	// ErrClosed reports a call on a closed Client.
 	ErrClosed = errs.ErrClosed
 	// ErrInvalidArgument reports a bad argument (an empty name, a negative
-	// duration, n ≤ 0 permits, a nil client, ...). Nothing was sent to Redis.
+	// duration, n ≤ 0 permits, a nil client, a nil context, ...). Nothing
+	// was sent to Redis.
 	ErrInvalidArgument = errs.ErrInvalidArgument
 	// ErrUpgrade reports a request for a read-write lock's write side by an
 	// owner that holds only its read side. Redisson deadlocks there;

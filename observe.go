@@ -138,9 +138,14 @@ type HoldEnd struct {
 	// Lost is true when the hold ended without being released: Err then
 	// wraps ErrLockLost (renewal found it gone, no renewal succeeded within
 	// the lease, its fixed lease ran out, it was force-unlocked, or the
-	// Client was closed while holding it). Otherwise Err wraps ErrNotHeld.
+	// Client was closed, or shut down without a release, while holding it).
 	Lost bool
-	Err  error
+	// Shutdown is true when Client.Shutdown released the hold: it was
+	// released, so Lost is false, but Err wraps ErrLockLost and ErrClosed,
+	// as its owner sees it (the lock is no longer theirs). When both are
+	// false, the owner released it and Err wraps ErrNotHeld.
+	Shutdown bool
+	Err      error
 }
 
 // EvictionPolicy names a primary whose maxmemory-policy can evict the
@@ -169,8 +174,14 @@ type Stats struct {
 	// Acquisitions and waits (as Observer.WaitStart lists them) by result.
 	Acquired, Busy, TimedOut, Cancelled, Errors uint64
 	// HoldsLost counts lock holds that ended without being released
-	// (HoldEnd.Lost), Close included.
+	// (HoldEnd.Lost), Close included: an alert on it does not fire for a
+	// clean Shutdown.
 	HoldsLost uint64
+	// HoldsReleasedAtShutdown counts lock holds Shutdown released in Redis
+	// (HoldEnd.Shutdown), whatever their owner: not losses, though their
+	// owners see ErrLockLost. A hold Shutdown could not release (its ctx
+	// ended, Redis failed) is counted in HoldsLost instead.
+	HoldsReleasedAtShutdown uint64
 	// Renewals counts hold renewals that succeeded; RenewalFailures, hold
 	// renewals whose call failed with an error (RenewalTick).
 	Renewals, RenewalFailures uint64
@@ -244,23 +255,24 @@ func (s Stats) Waits(r WaitResult) uint64 {
 func (c *Client) Stats() Stats {
 	s := c.inner().Stats()
 	return Stats{
-		Acquired:              s.Waits[core.WaitAcquired],
-		Busy:                  s.Waits[core.WaitBusy],
-		TimedOut:              s.Waits[core.WaitTimedOut],
-		Cancelled:             s.Waits[core.WaitCancelled],
-		Errors:                s.Waits[core.WaitError],
-		HoldsLost:             s.HoldsLost,
-		Renewals:              s.Renewals,
-		RenewalFailures:       s.RenewalFailures,
-		UndosFailed:           s.UndosFailed,
-		ReleasesFailed:        s.ReleasesFailed,
-		RenewalsNotReplicated: s.RenewalsNotReplicated,
-		HoldsLostUnreplicated: s.HoldsLostUnreplicated,
-		PubSubReconnects:      s.PubSubReconnects,
-		EvictingPrimaries:     s.EvictingPrimaries,
-		Holds:                 s.Holds,
-		Waiting:               s.Waiting,
-		PubSubChannels:        s.PubSubChannels,
+		Acquired:                s.Waits[core.WaitAcquired],
+		Busy:                    s.Waits[core.WaitBusy],
+		TimedOut:                s.Waits[core.WaitTimedOut],
+		Cancelled:               s.Waits[core.WaitCancelled],
+		Errors:                  s.Waits[core.WaitError],
+		HoldsLost:               s.HoldsLost,
+		HoldsReleasedAtShutdown: s.HoldsShutdown,
+		Renewals:                s.Renewals,
+		RenewalFailures:         s.RenewalFailures,
+		UndosFailed:             s.UndosFailed,
+		ReleasesFailed:          s.ReleasesFailed,
+		RenewalsNotReplicated:   s.RenewalsNotReplicated,
+		HoldsLostUnreplicated:   s.HoldsLostUnreplicated,
+		PubSubReconnects:        s.PubSubReconnects,
+		EvictingPrimaries:       s.EvictingPrimaries,
+		Holds:                   s.Holds,
+		Waiting:                 s.Waiting,
+		PubSubChannels:          s.PubSubChannels,
 	}
 }
 

@@ -13,6 +13,10 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/election"
+	"github.com/redisync/redisync/fence"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
@@ -148,4 +152,78 @@ func zeroArgs(t *testing.T, ft reflect.Type) []reflect.Value {
 		args = append(args, a.Convert(at))
 	}
 	return args
+}
+
+// A nil context is an invalid argument: every method of every primitive
+// that takes a context, called with a nil one on a valid handle, returns
+// an error wrapping ErrInvalidArgument (the ones without an error return
+// do not panic) and sends nothing. Before, each panicked with a bare
+// nil-pointer dereference.
+func TestNilContext(t *testing.T) {
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	sent := &redistest.Counter{}
+	rdb.AddHook(sent)
+	c := clienttest.New(t, rdb)
+	handles := map[string]any{
+		"rlock.Lock":                   rlock.New(c, "x"),
+		"rlock.FairLock":               rlock.NewFair(c, "x"),
+		"rlock.SpinLock":               rlock.NewSpin(c, "x"),
+		"rwlock.RWLock":                rwlock.New(c, "x"),
+		"rwlock.RWLock.ReadLocker":     rwlock.New(c, "x").ReadLocker(),
+		"semaphore.Semaphore":          semaphore.New(c, "x"),
+		"semaphore.ExpirableSemaphore": semaphore.NewExpirable(c, "x"),
+		"countdown.Latch":              countdown.New(c, "x"),
+		"ratelimit.Limiter":            ratelimit.New(c, "x"),
+		"ratelimit.GCRA":               ratelimit.NewGCRA(c, "x", ratelimit.Limit{Rate: 10, Period: time.Second, Burst: 10}),
+		"multilock.MultiLock":          multilock.New(rlock.New(c, "x"), rlock.New(c, "y")),
+		"multilock.RedLock":            multilock.NewRedLock(rlock.New(c, "x"), rlock.New(c, "y"), rlock.New(c, "z")),
+		"election.Election":            election.New(c, "x"),
+		"fence.Value":                  fence.New(c, "x"),
+	}
+	for name, h := range handles {
+		t.Run(name, func(t *testing.T) { callWithNilContext(t, h) })
+	}
+	var nilCtx context.Context
+	require.ErrorIs(t, c.Shutdown(nilCtx), redisync.ErrInvalidArgument)
+	assert.Zero(t, sent.Load(), "nothing sent for a nil context")
+
+	ctx := context.Background()
+	lead, err := election.New(c, redistest.Key(t)).Campaign(ctx, "v")
+	require.NoError(t, err)
+	before := sent.Load()
+	t.Run("election.Leadership", func(t *testing.T) { callWithNilContext(t, lead) })
+	assert.Equal(t, before, sent.Load(), "nothing sent for a nil context")
+	require.NoError(t, lead.Err(), "a refused Resign ends nothing")
+	require.NoError(t, lead.Resign(ctx))
+}
+
+// callWithNilContext calls every exported method of h that takes a
+// context, with a nil one (see TestNilContext).
+func callWithNilContext(t *testing.T, h any) {
+	t.Helper()
+	v := reflect.ValueOf(h)
+	ctxType := reflect.TypeFor[context.Context]()
+	called := 0
+	for i := range v.NumMethod() {
+		m, name := v.Method(i), v.Type().Method(i).Name
+		if m.Type().NumIn() == 0 || m.Type().In(0) != ctxType {
+			continue
+		}
+		called++
+		t.Run(name, func(t *testing.T) {
+			args := zeroArgs(t, m.Type())
+			args[0] = reflect.Zero(ctxType)
+			var out []reflect.Value
+			require.NotPanics(t, func() { out = m.Call(args) }, "%T.%s", h, name)
+			for _, o := range out {
+				if o.Type() == reflect.TypeFor[error]() {
+					err, _ := o.Interface().(error)
+					assert.ErrorIs(t, err, redisync.ErrInvalidArgument, "%T.%s", h, name)
+					assert.ErrorContains(t, err, "nil context", "%T.%s", h, name)
+				}
+			}
+		})
+	}
+	require.Positive(t, called)
 }

@@ -195,7 +195,7 @@ const maxCount = 1 << 53
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	if n <= 0 || n > maxCount {
@@ -224,7 +224,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // After a network error it may or may not have taken effect, and calling
 // again may apply it twice. See “Errors and retries” in [redisync].
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := l.h.C.Background().Detached(ctx)
@@ -243,7 +243,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 // of changes not on the replicas yet, fails with an error wrapping
 // redisync.ErrNotReplicated, and so do the waits' reads.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := l.count(ctx)
@@ -266,18 +266,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // repl-timeout). Without acknowledgement, a plain GET.
 func (l *Latch) count(ctx context.Context) (int64, error) {
 	if !l.h.C.Replicas().On() {
-		s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
-		if errors.Is(err, redis.Nil) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
-		}
-		return max(n, 0), nil
+		return l.get(ctx)
 	}
 	sync := l.h.C.Replicas().NewSync()
 	n, err := lua.LatchCountArgs{Latch: l.h.Name, Fence: l.fence}.
@@ -289,6 +278,23 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("the count read is not on the replicas yet: %w", err)
 	}
 	return n, nil
+}
+
+// get reads the counter with a GET: absent or not positive is 0. It
+// writes nothing and waits for no replica.
+func (l *Latch) get(ctx context.Context) (int64, error) {
+	s, err := l.h.C.Redis().Get(ctx, l.h.Name).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: count %q is not an integer", redisync.ErrWrongType, s)
+	}
+	return max(n, 0), nil
 }
 
 // Wait blocks until the count is zero, as long as ctx allows. A latch that
@@ -334,7 +340,7 @@ func (l *Latch) TryWait(ctx context.Context, wait time.Duration) (bool, error) {
 // wait is Wait and TryWait after their argument checks: one observed wait
 // (core.Client.BeginWait), in which "acquired" means the latch was open.
 func (l *Latch) wait(ctx context.Context, wait time.Duration, forever bool) (ok bool, err error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	ctx, obs := l.h.C.BeginWait(ctx, l.h.Kind, "", l.h.Name, forever, wait)
@@ -432,7 +438,7 @@ func (l *Latch) read(ctx context.Context) (int64, string, error) {
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	res, err := l.run(ctx, deleteLatch, 0)

@@ -79,7 +79,7 @@ func (e *Election) Name() string { return e.h.Name }
 // When ctx ends first Campaign returns an error wrapping ctx.Err() and
 // leaves nothing behind: no hold, no place in the queue.
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
-	if err := e.h.Check(); err != nil {
+	if err := e.h.Check(ctx); err != nil {
 		return nil, err
 	}
 	for {
@@ -133,7 +133,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*Leadership, err
 // Leader returns the current leader: its value, term and since when it
 // leads. It returns an error wrapping ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if err := e.h.Check(); err != nil {
+	if err := e.h.Check(ctx); err != nil {
 		return Leader{}, err
 	}
 	rep, err := e.read(ctx)
@@ -236,6 +236,9 @@ func (l *Leadership) Err() error {
 // redisync.ErrNotReplicated: it took effect on the primary.
 func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	e := l.e
+	if ctx == nil {
+		return fmt.Errorf("%w: election %q: proclaim: nil context", redisync.ErrInvalidArgument, e.h.Name)
+	}
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, err)
 	}
@@ -267,6 +270,9 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 // ended already (a loss, an earlier Resign), and the release's error when
 // that failed (the lease then frees the lock).
 func (l *Leadership) Resign(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: election %q: resign: nil context", redisync.ErrInvalidArgument, l.e.h.Name)
+	}
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("election %q: resign: %w (%w)", l.e.h.Name, redisync.ErrNotHeld, err)
 	}

@@ -32,7 +32,7 @@ import (
 // still delivered: it led.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader)
-	if e.h.Check() != nil || !e.h.C.Background().Track() {
+	if e.h.Check(ctx) != nil || !e.h.C.Background().Track() {
 		close(out)
 		return out
 	}

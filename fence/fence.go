@@ -58,7 +58,7 @@ func (v *Value) Name() string { return v.h.Name }
 // and an error wrapping redisync.ErrNotReplicated: it took place on the
 // primary, and calling Set again with the same token is safe.
 func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error) {
-	if err := v.h.Check(); err != nil {
+	if err := v.h.Check(ctx); err != nil {
 		return false, err
 	}
 	if token < 1 || token > maxToken {
@@ -82,7 +82,7 @@ func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error
 // was written. A key of another layout gives an error wrapping
 // redisync.ErrWrongType.
 func (v *Value) Get(ctx context.Context) (value string, token int64, err error) {
-	if err := v.h.Check(); err != nil {
+	if err := v.h.Check(ctx); err != nil {
 		return "", 0, err
 	}
 	vals, err := v.h.C.Redis().HMGet(ctx, v.h.Name, "value", "token").Result()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/election"
+	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
@@ -93,13 +97,24 @@ func (n *names) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 
 // A Redis user with SECURITY.md's least-privilege rule for the prefix
 // "app:" (one key pattern, one channel pattern) runs every primitive of
-// Clients made with WithKeyPrefix("app:"), on names without the prefix: nothing it sends (in the foreground or the
-// background: renewals, pub/sub, replica counts) and no key or channel it
-// names is refused. Redis's ACL LOG, which records every refusal, stays
-// empty. The test fails when the code starts sending a command or naming a
-// key the rule does not cover.
+// Clients made with WithKeyPrefix("app:"), on names without the prefix,
+// on a primary with a replica (so replica acknowledgement sends INFO and
+// WAIT) and keyspace notifications on (lock events, KeyspaceEventsOn as
+// SECURITY.md advises): nothing it sends (in the foreground or the
+// background: renewals, pub/sub, replica counts, Shutdown) and no key or
+// channel it names is refused. Redis's ACL LOG, which records every
+// refusal, stays empty. The test fails when the code starts sending a
+// command or naming a key the rule does not cover.
 func TestACLLeastPrivilege(t *testing.T) {
-	s := redistest.Start(t)
+	s := redistest.Start(t, redistest.WithArgs("--notify-keyspace-events", "Kgx", "--repl-diskless-sync-delay", "0"))
+	replica := redistest.Start(t)
+	replica.Do(t, "REPLICAOF", "127.0.0.1", s.Port())
+	redistest.Eventually(t, 20*time.Second, "the replica online", func() error {
+		if n := connectedReplicas(t, s); n != 1 {
+			return fmt.Errorf("%d replicas connected", n)
+		}
+		return nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rec := &names{}
@@ -108,22 +123,75 @@ func TestACLLeastPrivilege(t *testing.T) {
 			t.Logf("ACL LOG: %v", s.Do(t, "ACL", "LOG"))
 		}
 	})
-	user := s.User(t, aclRule(t)...)
+	rule := aclRule(t)
+	user := s.User(t, rule...)
 	newClient := func(opts ...redisync.Option) *redisync.Client {
 		rdb := s.Client(t, user)
 		rdb.AddHook(rec)
 		return clienttest.New(t, rdb, append([]redisync.Option{redisync.WithRecheckInterval(time.Minute),
-			redisync.WithWatchdogTimeout(time.Second), redisync.WithKeyPrefix("app:")}, opts...)...)
+			redisync.WithWatchdogTimeout(time.Second), redisync.WithKeyPrefix("app:"),
+			redisync.WithKeyspaceEvents(redisync.KeyspaceEventsOn)}, opts...)...)
 	}
 	c1 := newClient(redisync.WithID("worker-1"))
 	c2 := newClient()
-	aclRound(t, ctx, c1, c2, redistest.Key(t))
+	name := redistest.Key(t)
+	aclRound(t, ctx, c1, c2, name)
+	aclEvents(t, ctx, c1, c2, name)
+	aclElection(t, ctx, c1, c2, name)
+	aclFence(t, ctx, c1, name)
 	time.Sleep(time.Second) // a renewal or two of the watchdog (its timeout is 1s)
-	require.NoError(t, c1.Close())
+
+	// Shutdown releases the holds left, then closes.
+	require.NoError(t, rlock.New(c1, name+":shut").Lock(ctx))
+	require.NoError(t, rwlock.New(c1, name+":shutrw").RLock(ctx))
+	require.NoError(t, c1.Shutdown(ctx))
 	require.NoError(t, c2.Close())
-	t.Logf("commands sent: %v", rec.list())
-	log := s.Do(t, "ACL", "LOG")
+
+	sent := rec.list()
+	t.Logf("commands sent: %v", sent)
+	log := s.Do(t, "ACL", "LOG") // pub/sub commands included: go-redis's hooks do not see them
 	assert.Empty(t, log, "Redis refused commands, keys or channels of the least-privilege user")
+	for _, cmd := range []string{"evalsha", "wait", "info", "hmget", "lrange"} {
+		assert.Contains(t, sent, cmd, "the round sends %s (a primitive left out?)", cmd)
+	}
+	for _, cmd := range sent {
+		if !handshakeCommand[cmd] {
+			assert.Contains(t, rule, "+"+cmd, "the client sent %s, which the rule does not grant", cmd)
+		}
+	}
+}
+
+// handshakeCommand are the commands go-redis sends on a new connection,
+// which need no permission (HELLO, AUTH) or whose refusal it ignores and
+// SECURITY.md discusses apart (CLIENT SETINFO, CLIENT MAINT_NOTIFICATIONS).
+var handshakeCommand = map[string]bool{"hello": true, "auth": true, "client|setinfo": true, "client|maint_notifications": true}
+
+// Every command the scripts call by name (redis.call, redis.pcall) is in
+// SECURITY.md's rule: Redis checks a script's commands against the user,
+// and a command a script calls only on a rare path (a replay, a
+// Redisson-written key) would otherwise be found by a user in production.
+// The commands a script takes from ARGV are PUBLISH and SPUBLISH.
+func TestACLRuleCoversScripts(t *testing.T) {
+	rule := aclRule(t)
+	files, err := filepath.Glob("../lua/*.lua")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	call := regexp.MustCompile(`redis\.p?call\(\s*'([A-Za-z]+)'`)
+	seen := map[string]bool{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			seen[strings.ToLower(m[1])] = true
+		}
+	}
+	require.Contains(t, seen, "hset", "the pattern finds the scripts' calls")
+	for _, cmd := range []string{"publish", "spublish"} {
+		seen[cmd] = true
+	}
+	for cmd := range seen {
+		assert.Contains(t, rule, "+"+cmd, "a script calls %s, which SECURITY.md's rule does not grant", cmd)
+	}
 }
 
 // aclRound runs a smoke round of every primitive, named name plus a
@@ -147,6 +215,14 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	waitFor("lock", func() error { return w.Lock(ctx) }, func() error { return l.Unlock(owner) })
 	_, err := w.TTL(ctx)
 	require.NoError(t, err)
+	_, err = w.IsLocked(ctx)
+	require.NoError(t, err)
+	_, err = w.IsHeld(ctx)
+	require.NoError(t, err)
+	_, err = w.HoldCount(ctx)
+	require.NoError(t, err)
+	_, err = w.Inspect(ctx)
+	require.NoError(t, err)
 	require.NoError(t, w.Unlock(ctx))
 	_, err = l.ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -154,6 +230,11 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	f, fw := rlock.NewFair(c1, name+":fair"), rlock.NewFair(c2, name+":fair")
 	require.NoError(t, f.Lock(ctx))
 	waitFor("fair lock", func() error { return fw.Lock(ctx) }, func() error { return f.Unlock(ctx) })
+	_, err = f.Inspect(ctx) // with its queue
+	require.NoError(t, err)
+	ok, err := f.TryLock(ctx, 10*time.Millisecond) // a timed-out wait leaves the queue
+	require.NoError(t, err)
+	assert.False(t, ok)
 	require.NoError(t, fw.Unlock(ctx))
 	_, err = f.ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -171,6 +252,12 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	r1, r2 := rwlock.New(c1, name+":rw"), rwlock.New(c2, name+":rw")
 	require.NoError(t, r1.RLock(ctx))
 	waitFor("writer", func() error { return r2.Lock(ctx) }, func() error { return r1.RUnlock(ctx) })
+	_, err = r1.Inspect(ctx)
+	require.NoError(t, err)
+	_, err = r1.IsWriteLocked(ctx)
+	require.NoError(t, err)
+	_, err = r2.WriteHoldCount(ctx)
+	require.NoError(t, err)
 	require.NoError(t, r2.Unlock(ctx))
 	_, err = r1.ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -182,7 +269,11 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	require.NoError(t, s1.Acquire(ctx, 1))
 	waitFor("semaphore", func() error { return s2.Acquire(ctx, 1) }, func() error { return s1.Release(ctx, 1) })
 	require.NoError(t, s2.Release(ctx, 1))
-	ok, err := s1.ReleaseIfExists(ctx, 1)
+	_, err = s1.Inspect(ctx)
+	require.NoError(t, err)
+	_, err = s1.AvailablePermits(ctx)
+	require.NoError(t, err)
+	ok, err = s1.ReleaseIfExists(ctx, 1)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	require.NoError(t, s1.AddPermits(ctx, 1))
@@ -205,12 +296,20 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	require.NoError(t, e2.Release(ctx, id2))
 	_, err = e1.Permits(ctx)
 	require.NoError(t, err)
+	_, err = e1.Inspect(ctx)
+	require.NoError(t, err)
+	_, err = e1.AcquiredPermits(ctx)
+	require.NoError(t, err)
 	_, err = e1.Delete(ctx)
 	require.NoError(t, err)
 
 	// latch.
 	l1, l2 := countdown.New(c1, name+":latch"), countdown.New(c2, name+":latch")
 	_, err = l1.TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	_, err = l1.Count(ctx)
+	require.NoError(t, err)
+	_, err = l1.Inspect(ctx)
 	require.NoError(t, err)
 	waitFor("latch", func() error { return l2.Wait(ctx) }, func() error { return l1.CountDown(ctx) })
 	_, err = l1.Delete(ctx)
@@ -235,6 +334,10 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 		require.NoError(t, lim.Release(ctx, 1))
 		_, err = lim.AvailablePermits(ctx)
 		require.NoError(t, err)
+		_, err = lim.Config(ctx)
+		require.NoError(t, err)
+		_, err = lim.Inspect(ctx)
+		require.NoError(t, err)
 		_, err = lim.Delete(ctx)
 		require.NoError(t, err)
 	}
@@ -244,7 +347,110 @@ func aclRound(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name s
 	r, err := g.Reserve(ctx, 1)
 	require.NoError(t, err)
 	require.NoError(t, r.Cancel(ctx))
+	_, err = g.Inspect(ctx)
+	require.NoError(t, err)
 	require.NoError(t, g.Reset(ctx))
+
+	// A long name: its request keys hold its first bytes, the prefix among them.
+	long := name + ":long:" + strings.Repeat("n", 1000)
+	ll := rlock.New(c1, long)
+	require.NoError(t, ll.Lock(ctx))
+	require.NoError(t, ll.Unlock(ctx))
+	require.NoError(t, ll.Lock(owner))
+	require.NoError(t, ll.Unlock(owner))
+	ls := semaphore.New(c1, long)
+	_, err = ls.TrySetPermits(ctx, 1)
+	require.NoError(t, err)
+	require.NoError(t, ls.Acquire(ctx, 1))
+	require.NoError(t, ls.Release(ctx, 1))
+	_, err = ls.Delete(ctx)
+	require.NoError(t, err)
+}
+
+// aclEvents runs the lock events (keyspace notifications): the Events of
+// a lock and a read-write lock, and a watched hold that a ForceUnlock of
+// the other client ends within a round trip.
+func aclEvents(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name string) {
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := rlock.New(c1, name+":ev")
+	events, err := l.Events(ectx)
+	require.NoError(t, err)
+	rw := rwlock.New(c1, name+":evrw")
+	rwEvents, err := rw.Events(ectx)
+	require.NoError(t, err)
+
+	require.NoError(t, l.Lock(ctx))
+	hold := l.Hold(ctx)
+	_ = hold.Done() // watched: subscribes to the key's notifications
+	_, err = rlock.New(c2, name+":ev").ForceUnlock(ctx)
+	require.NoError(t, err)
+	select {
+	case <-hold.Done():
+		require.ErrorIs(t, hold.Err(), redisync.ErrLockLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold did not end after a ForceUnlock")
+	}
+	require.NoError(t, rw.Lock(ctx))
+	require.NoError(t, rw.Unlock(ctx))
+	for what, ch := range map[string]<-chan redisync.KeyEvent{"lock": events, "rwlock": rwEvents} {
+		select {
+		case ev := <-ch:
+			assert.Equal(t, redisync.KeyDeleted, ev.Kind, what)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no key event", what)
+		}
+	}
+}
+
+// aclElection runs an election: a leader proclaims, a follower observes
+// and reads it, a second candidate waits and leads after the first
+// resigns.
+func aclElection(t *testing.T, ctx context.Context, c1, c2 *redisync.Client, name string) {
+	e1, e2 := election.New(c1, name+":elect"), election.New(c2, name+":elect")
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	observed := e1.Observe(octx)
+	la, err := e1.Campaign(ctx, "a")
+	require.NoError(t, err)
+	require.NoError(t, la.Proclaim(ctx, "a2"))
+	lead, err := e2.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "a2", lead.Value)
+	won := make(chan error, 1)
+	var lb *election.Leadership
+	go func() {
+		var err error
+		lb, err = e2.Campaign(ctx, "b")
+		won <- err
+	}()
+	clienttest.WaitWaiters(t, 1, c2)
+	require.NoError(t, la.Resign(ctx))
+	waitDone(t, "election", won)
+	for _, want := range []string{"a", "a2", "b"} {
+		select {
+		case got := <-observed:
+			assert.Equal(t, want, got.Value)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("observer: no leader %q", want)
+		}
+	}
+	require.NoError(t, lb.Resign(ctx))
+}
+
+// aclFence writes a fenced value with a lock's token and reads it back.
+func aclFence(t *testing.T, ctx context.Context, c *redisync.Client, name string) {
+	l := rlock.New(c, name+":fenced", rlock.WithFencing())
+	require.NoError(t, l.Lock(ctx))
+	v := fence.New(c, name+":value")
+	ok, err := v.Set(ctx, l.FencingToken(), "x")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	got, token, err := v.Get(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "x", got)
+	assert.Equal(t, l.FencingToken(), token)
+	require.NoError(t, l.Unlock(ctx))
 }
 
 // A wait whose subscription the ACL refuses fails at once with

@@ -322,6 +322,48 @@ func TestReplicaSyncLatchReadsWhatTheReplicasHave(t *testing.T) {
 	require.NoError(t, l.Wait(ctx))
 }
 
+// Regression: a latch's Inspect, documented as only reading, went through
+// Count, which with replica acknowledgement on writes the client's fence
+// key and sends WAIT. Inspect now sends one GET: nothing written, nothing
+// waited for, a snapshot as the other Inspects are (Count still reads as
+// a write, acknowledged).
+func TestLatchInspectOnlyReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, _ := replicated(t, 1)
+	rdb := primary.Client(t)
+	rec := &redistest.Recorder{}
+	rdb.AddHook(rec)
+	c := clienttest.New(t, rdb, redisync.WithReplicaSync(1, time.Second))
+	l := countdown.New(c, "latch")
+	ok, err := l.TrySetCount(ctx, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = l.Count(ctx) // the client knows its replica count
+	require.NoError(t, err)
+	rec.Reset()
+	dirty := func() string {
+		for _, line := range strings.Split(primary.Client(t).Info(ctx, "persistence").Val(), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "rdb_changes_since_last_save:"); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	before := dirty()
+	info, err := l.Inspect(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, info.Count)
+	assert.Equal(t, [][]string{{"get"}}, rec.Trips(), "Inspect: one GET")
+	assert.Equal(t, before, dirty(), "Inspect wrote nothing")
+
+	rec.Reset()
+	_, err = l.Count(ctx)
+	require.NoError(t, err)
+	trips := fmt.Sprint(rec.Trips())
+	assert.Contains(t, trips, "wait", "Count is acknowledged by the replica")
+}
+
 // The rate limiters' grants wait for the replicas too: a grant only the
 // primary has would be lost in a failover, and the old primary of a split
 // brain would grant beside the promoted one, admitting more than the

@@ -121,6 +121,9 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 // for a busy member is that member's TryLock, which it cuts: see “Wait
 // bounds” in [redisync].
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
 	if wait < 0 {
 		return false, fmt.Errorf("%w: %s: negative wait %v", redisync.ErrInvalidArgument, m.g.kind, wait)
 	}
@@ -128,7 +131,7 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (bool, erro
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever bool) (bool, error) {
-	if err := m.check(); err != nil {
+	if err := m.check(ctx); err != nil {
 		return false, err
 	}
 	if ctx.Err() != nil {
@@ -179,7 +182,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever boo
 // ([redisync.ErrNotReplicated]; a network error, after which its lease
 // frees it): never repeat it. See “Errors and retries” in [redisync].
 func (m *MultiLock) Unlock(ctx context.Context) error {
-	if err := m.check(); err != nil {
+	if err := m.check(ctx); err != nil {
 		return err
 	}
 	if _, ok := redisync.OwnerToken(ctx); !ok {
@@ -196,14 +199,21 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	return m.take.unlock(ctx)
 }
 
-// check returns the error every call reports before doing anything: the
-// invalid construction's, or for a zero value (declared, not made by New
-// or NewRedLock), an error wrapping redisync.ErrInvalidArgument.
-func (m *MultiLock) check() error {
+// check returns the error every call with ctx reports before doing
+// anything: the invalid construction's, or for a zero value (declared, not
+// made by New or NewRedLock) or a nil ctx, an error wrapping
+// redisync.ErrInvalidArgument.
+func (m *MultiLock) check(ctx context.Context) error {
 	if m.take == nil {
 		return fmt.Errorf("%w: zero MultiLock (make one with multilock.New or NewRedLock)", redisync.ErrInvalidArgument)
 	}
-	return m.err
+	if m.err != nil {
+		return m.err
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: %s: nil context", redisync.ErrInvalidArgument, m.g.kind)
+	}
+	return nil
 }
 
 var _ redisync.Locker = (*MultiLock)(nil)

@@ -32,7 +32,7 @@ const scanCount = 1000
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (l *Limiter) Delete(ctx context.Context) (bool, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return false, err
 	}
 	k := l.allKeys()

@@ -112,7 +112,7 @@ func (g *GCRA) Allow(ctx context.Context) (bool, error) {
 // After a network error it may have taken its events: calling again is
 // safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) AllowN(ctx context.Context, n int64) (Result, error) {
-	if err := g.checkN(n); err != nil {
+	if err := g.checkN(ctx, n); err != nil {
 		return Result{}, err
 	}
 	if n > g.limit.Burst {
@@ -200,7 +200,7 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 // After a network error it may have taken its events: calling again is
 // safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) Reserve(ctx context.Context, n int64) (*Reservation, error) {
-	if err := g.checkN(n); err != nil {
+	if err := g.checkN(ctx, n); err != nil {
 		return nil, err
 	}
 	if n > g.limit.Burst {
@@ -233,7 +233,7 @@ func (g *GCRA) Wait(ctx context.Context) error { return g.WaitN(ctx, 1) }
 // After a network error it may have taken its events: calling again is
 // safe, and at worst limits more. See “Errors and retries” in [redisync].
 func (g *GCRA) WaitN(ctx context.Context, n int64) (err error) {
-	if err := g.checkN(n); err != nil {
+	if err := g.checkN(ctx, n); err != nil {
 		return err
 	}
 	if n > g.limit.Burst {
@@ -284,7 +284,7 @@ func (g *GCRA) WaitN(ctx context.Context, n int64) (err error) {
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (g *GCRA) Reset(ctx context.Context) error {
-	if err := g.h.Check(); err != nil {
+	if err := g.h.Check(ctx); err != nil {
 		return err
 	}
 	if _, err := (lua.GCRAResetArgs{Limiter: g.h.Name}).Run(ctx, g.h.C.Direct()); err != nil {
@@ -338,8 +338,8 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	return t, nil
 }
 
-func (g *GCRA) checkN(n int64) error {
-	if err := g.h.Check(); err != nil {
+func (g *GCRA) checkN(ctx context.Context, n int64) error {
+	if err := g.h.Check(ctx); err != nil {
 		return err
 	}
 	if n <= 0 {

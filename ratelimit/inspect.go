@@ -41,7 +41,7 @@ type GCRAInfo struct {
 // server's clock, pipelined) and takes nothing. A key of another layout
 // gives an error wrapping redisync.ErrWrongType.
 func (g *GCRA) Inspect(ctx context.Context) (GCRAInfo, error) {
-	if err := g.h.Check(); err != nil {
+	if err := g.h.Check(ctx); err != nil {
 		return GCRAInfo{}, err
 	}
 	var (

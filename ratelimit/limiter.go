@@ -130,7 +130,7 @@ func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := l.checkRate(t, rate, interval, o); err != nil {
+	if err := l.checkRate(ctx, t, rate, interval, o); err != nil {
 		return false, err
 	}
 	k := l.allKeys()
@@ -152,8 +152,8 @@ func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int
 }
 
 // checkRate checks a rate's arguments.
-func (l *Limiter) checkRate(t RateType, rate int64, interval time.Duration, o rateOptions) error {
-	if err := l.h.Check(); err != nil {
+func (l *Limiter) checkRate(ctx context.Context, t RateType, rate int64, interval time.Duration, o rateOptions) error {
+	if err := l.h.Check(ctx); err != nil {
 		return err
 	}
 	switch {
@@ -174,7 +174,7 @@ func (l *Limiter) checkRate(t RateType, rate int64, interval time.Duration, o ra
 // Config returns the limiter's configuration, or an error wrapping
 // ErrNotInitialized when no rate is set.
 func (l *Limiter) Config(ctx context.Context) (Config, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return Config{}, err
 	}
 	m, err := l.h.C.Redis().HGetAll(ctx, l.h.Name).Result()
@@ -226,7 +226,7 @@ func parseConfig(m map[string]string, fail func(string, error) error) (Config, e
 // After any error nothing is held, and calling again is safe. See “Errors
 // and retries” and “Wait bounds” in [redisync].
 func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
-	if err := l.checkN(n); err != nil {
+	if err := l.checkN(ctx, n); err != nil {
 		return false, err
 	}
 	if err := l.h.CheckWait(wait); err != nil {
@@ -243,15 +243,15 @@ func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) (
 // After any error nothing is held, and calling again is safe. See “Errors
 // and retries” in [redisync].
 func (l *Limiter) Acquire(ctx context.Context, n int64) error {
-	if err := l.checkN(n); err != nil {
+	if err := l.checkN(ctx, n); err != nil {
 		return err
 	}
 	_, err := l.acquire(ctx, n, true, 0)
 	return err
 }
 
-func (l *Limiter) checkN(n int64) error {
-	if err := l.h.Check(); err != nil {
+func (l *Limiter) checkN(ctx context.Context, n int64) error {
+	if err := l.h.Check(ctx); err != nil {
 		return err
 	}
 	if n <= 0 {
@@ -304,7 +304,7 @@ func (l *Limiter) undo(n int64, acquireKey string, deadline int64, random string
 // After a network error it may or may not have taken effect, and calling
 // again may apply it twice. See “Errors and retries” in [redisync].
 func (l *Limiter) Release(ctx context.Context, n int64) error {
-	if err := l.checkN(n); err != nil {
+	if err := l.checkN(ctx, n); err != nil {
 		return err
 	}
 	ctx, cancel := l.h.C.Background().Detached(ctx)
@@ -333,7 +333,7 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 // PerClient limiter, this Client's. It is never above the rate, and an
 // error wrapping ErrNotInitialized when no rate is set.
 func (l *Limiter) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := l.h.Check(); err != nil {
+	if err := l.h.Check(ctx); err != nil {
 		return 0, err
 	}
 	k := l.stateKeys()

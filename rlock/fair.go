@@ -183,7 +183,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if l.e == nil {
 		return l.handle.ForceUnlock(ctx) // a zero value: the check's error
 	}
-	if err := l.e.Check(); err != nil {
+	if err := l.e.Check(ctx); err != nil {
 		return false, err
 	}
 	fail := func(err error) (bool, error) {

@@ -24,8 +24,9 @@ type Info struct {
 	FencingToken int64         // the fencing counter's value; 0 when never fenced
 	// Queue lists the owners waiting in a fair lock's queue, the next in
 	// turn first (the list redisson_lock_queue:{name}), dead waiters not
-	// yet dropped included; nil for a Lock and a SpinLock, which have no
-	// queue.
+	// yet dropped included: empty, not nil, when nobody waits. It is nil
+	// for a Lock and a SpinLock, which have no queue (fmt's %v prints a
+	// nil slice as [] too: compare with nil to tell).
 	Queue []string
 }
 
@@ -43,7 +44,7 @@ type Holder struct {
 // redisync.ErrWrongType; Inspect only reads.
 func (h *handle) Inspect(ctx context.Context) (Info, error) {
 	h = h.state()
-	if err := h.e.Check(); err != nil {
+	if err := h.e.Check(ctx); err != nil {
 		return Info{}, err
 	}
 	s, err := h.read(ctx, h.fair())

@@ -64,6 +64,12 @@ func TestInspect(t *testing.T) {
 					assert.Len(t, rec.Trips(), 1, "one round trip: %v", rec.Trips())
 				}
 				require.Len(t, info.Holders, 1)
+				if kind == "fair lock" {
+					assert.NotNil(t, info.Queue, "a fair lock's queue, empty")
+					assert.Empty(t, info.Queue)
+				} else {
+					assert.Nil(t, info.Queue, "no queue") // printed "Queue:[]" by %+v
+				}
 				assert.Equal(t, tc.c.ID()+":"+formatToken(tok), info.Holders[0].Owner)
 				assert.EqualValues(t, 2, info.Holders[0].Count)
 				assert.Greater(t, info.TTL, 20*time.Second, "the watchdog's 30 s lease")

@@ -314,7 +314,7 @@ func (h *handle) Unlock(ctx context.Context) error {
 // is safe. See “Errors and retries” in [redisync].
 func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	h = h.state()
-	if err := h.e.Check(); err != nil {
+	if err := h.e.Check(ctx); err != nil {
 		return false, err
 	}
 	pub, err := h.e.C.PublishCommand(ctx)
@@ -336,7 +336,7 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 // application's hash), gives an error wrapping redisync.ErrWrongType.
 func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	h = h.state()
-	if err := h.e.Check(); err != nil {
+	if err := h.e.Check(ctx); err != nil {
 		return false, err
 	}
 	s, err := h.read(ctx, false)
@@ -374,7 +374,7 @@ func (h *handle) HoldCount(ctx context.Context) (int64, error) {
 // redisync.ErrWrongType.
 func (h *handle) TTL(ctx context.Context) (time.Duration, error) {
 	h = h.state()
-	if err := h.e.Check(); err != nil {
+	if err := h.e.Check(ctx); err != nil {
 		return 0, err
 	}
 	s, err := h.read(ctx, false)
@@ -447,7 +447,7 @@ func (h *handle) Err() error { return h.state().e.Err() }
 // (redisync.WithKeyspaceEvents).
 func (h *handle) Events(ctx context.Context) (<-chan redisync.KeyEvent, error) {
 	h = h.state()
-	if err := h.e.Check(); err != nil {
+	if err := h.e.Check(ctx); err != nil {
 		return nil, err
 	}
 	return keyevents.Stream(ctx, h.e.C, h.e.Kind, h.e.Given, h.e.Name)

@@ -47,7 +47,7 @@ type Holder struct {
 // error wrapping redisync.ErrWrongType; Inspect only reads.
 func (rw *RWLock) Inspect(ctx context.Context) (Info, error) {
 	rw = rw.state()
-	if err := rw.e.Check(); err != nil {
+	if err := rw.e.Check(ctx); err != nil {
 		return Info{}, err
 	}
 	var (

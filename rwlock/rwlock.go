@@ -123,7 +123,7 @@ func (rw *RWLock) state() *RWLock {
 // (redisync.WithKeyspaceEvents).
 func (rw *RWLock) Events(ctx context.Context) (<-chan redisync.KeyEvent, error) {
 	rw = rw.state()
-	if err := rw.e.Check(); err != nil {
+	if err := rw.e.Check(ctx); err != nil {
 		return nil, err
 	}
 	return keyevents.Stream(ctx, rw.e.C, rw.e.Kind, rw.e.Given, rw.e.Name)
@@ -268,7 +268,7 @@ func (rw *RWLock) Unlock(ctx context.Context) error {
 // is safe. See “Errors and retries” in [redisync].
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	rw = rw.state()
-	if err := rw.e.Check(); err != nil {
+	if err := rw.e.Check(ctx); err != nil {
 		return false, err
 	}
 	pub, err := rw.e.C.PublishCommand(ctx)
@@ -299,7 +299,7 @@ func (rw *RWLock) mode(ctx context.Context) (string, error) {
 // (layout.Check).
 func (rw *RWLock) hash(ctx context.Context) (map[string]string, error) {
 	rw = rw.state()
-	if err := rw.e.Check(); err != nil {
+	if err := rw.e.Check(ctx); err != nil {
 		return nil, err
 	}
 	hash, err := rw.e.C.Redis().HGetAll(ctx, rw.e.Name).Result()

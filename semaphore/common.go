@@ -34,8 +34,8 @@ func (b *base) fail(op string, err error) error {
 }
 
 // checkN checks a permit count for an acquisition or a release.
-func (b *base) checkN(n int64) error {
-	if err := b.h.Check(); err != nil {
+func (b *base) checkN(ctx context.Context, n int64) error {
+	if err := b.h.Check(ctx); err != nil {
 		return err
 	}
 	if n <= 0 || n > maxPermits {
@@ -46,8 +46,8 @@ func (b *base) checkN(n int64) error {
 
 // checkIDs checks the number of permits of one acquisition of the
 // expirable semaphore, each an id in the script call.
-func (b *base) checkIDs(n int64) error {
-	if err := b.h.Check(); err != nil {
+func (b *base) checkIDs(ctx context.Context, n int64) error {
+	if err := b.h.Check(ctx); err != nil {
 		return err
 	}
 	if n <= 0 || n > maxIDs {
@@ -100,7 +100,7 @@ func (b *base) requestKey() string { return keys.Request(b.h.Name, b.h.C.Request
 // trySet runs semaphore_try_set.lua; expirable says whether expired permits
 // are given back first.
 func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error) {
-	if err := b.h.Check(); err != nil {
+	if err := b.h.Check(ctx); err != nil {
 		return false, err
 	}
 	if n < 0 || n > maxPermits {
@@ -126,7 +126,7 @@ func (b *base) trySet(ctx context.Context, n int64, expirable bool) (bool, error
 
 // add runs semaphore_add.lua.
 func (b *base) add(ctx context.Context, n int64, expirable bool) error {
-	if err := b.h.Check(); err != nil {
+	if err := b.h.Check(ctx); err != nil {
 		return err
 	}
 	if n < -maxPermits || n > maxPermits {
@@ -161,7 +161,7 @@ func (b *base) timeouts(expirable bool) string {
 
 // del runs semaphore_delete.lua on the given keys.
 func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
-	if err := b.h.Check(); err != nil {
+	if err := b.h.Check(ctx); err != nil {
 		return false, err
 	}
 	del := lua.SemaphoreDeleteArgs{Request: b.requestKey(), Deleted: keys,

@@ -73,7 +73,7 @@ func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, 
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return err
 	}
 	if n < 0 || n > maxPermits {
@@ -141,7 +141,7 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (
 // After any error nothing is held, and calling again is safe. See “Errors
 // and retries” in [redisync].
 func (s *ExpirableSemaphore) AcquireN(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
-	if err := s.checkIDs(n); err != nil {
+	if err := s.checkIDs(ctx, n); err != nil {
 		return nil, err
 	}
 	if err := s.h.CheckPermitLease(lease); err != nil {
@@ -185,7 +185,7 @@ func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Du
 // client with ContextTimeoutEnabled) and undone, and the call reports
 // false; see “Wait bounds” in [redisync].
 func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lease time.Duration) ([]string, bool, error) {
-	if err := s.checkIDs(n); err != nil {
+	if err := s.checkIDs(ctx, n); err != nil {
 		return nil, false, err
 	}
 	if err := s.h.CheckWait(wait); err != nil {
@@ -320,7 +320,7 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 // network error, after which it goes on in the background): never repeat
 // it. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return err
 	}
 	if len(ids) == 0 || len(ids) > maxIDs {
@@ -386,7 +386,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 // After a network error it may or may not have taken effect; calling again
 // is safe. See “Errors and retries” in [redisync].
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return false, err
 	}
 	raw, ok := decodeID(id)
@@ -419,7 +419,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 // redisync.ErrNotHeld when the permit is unknown or expired. An id that is
 // not 32 hex characters is an invalid argument.
 func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return 0, err
 	}
 	raw, ok := decodeID(id)
@@ -446,7 +446,7 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 // state returns the available and acquired permits, after giving expired
 // permits back.
 func (s *ExpirableSemaphore) state(ctx context.Context) (available, acquired int64, err error) {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return 0, 0, err
 	}
 	pub, err := s.h.C.PublishCommand(ctx)

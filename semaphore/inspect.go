@@ -57,7 +57,7 @@ const neverExpires = 922337203685477
 // key of another layout gives an error wrapping redisync.ErrWrongType;
 // Inspect only reads.
 func (s *ExpirableSemaphore) Inspect(ctx context.Context) (ExpirableInfo, error) {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return ExpirableInfo{}, err
 	}
 	var (

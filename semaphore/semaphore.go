@@ -79,7 +79,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // After any error nothing is held, and calling again is safe. See “Errors
 // and retries” in [redisync].
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
-	if err := s.checkN(n); err != nil {
+	if err := s.checkN(ctx, n); err != nil {
 		return err
 	}
 	_, err := s.acquire(ctx, n, true, 0)
@@ -104,7 +104,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // client with ContextTimeoutEnabled) and undone, and the call reports
 // false; see “Wait bounds” in [redisync].
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
-	if err := s.checkN(n); err != nil {
+	if err := s.checkN(ctx, n); err != nil {
 		return false, err
 	}
 	if err := s.h.CheckWait(wait); err != nil {
@@ -215,7 +215,7 @@ func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 // network error, after which it goes on in the background): never repeat
 // it. See “Errors and retries” in [redisync].
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
-	if err := s.checkN(n); err != nil {
+	if err := s.checkN(ctx, n); err != nil {
 		return err
 	}
 	ctx, cancel := s.h.C.Background().Detached(ctx)
@@ -264,7 +264,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 // existed when the request ran is then not known to the caller. See
 // “Errors and retries” in [redisync].
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
-	if err := s.checkN(n); err != nil {
+	if err := s.checkN(ctx, n); err != nil {
 		return false, err
 	}
 	ctx, cancel := s.h.C.Background().Detached(ctx)
@@ -351,7 +351,7 @@ func (s *Semaphore) completeLost(seq, n int64, deadline *int64, run func(context
 // name) reads as 0, not as an error: Acquire on it waits until someone
 // calls TrySetPermits, AddPermits or Release.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return 0, err
 	}
 	n, err := s.h.C.Redis().Get(ctx, s.h.Name).Int64()
@@ -373,7 +373,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // After a network error it may or may not have taken effect, and calling
 // again may apply it twice. See “Errors and retries” in [redisync].
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
-	if err := s.h.Check(); err != nil {
+	if err := s.h.Check(ctx); err != nil {
 		return 0, err
 	}
 	drain := lua.SemaphoreDrainArgs{Semaphore: s.h.Name, Request: s.requestKey(),

@@ -109,9 +109,11 @@
 //   - any other string holding an integer is a semaphore (available
 //     permits) or a latch (count). Both are stored alike, so inspect decides
 //     by which channel has waiters (redisson_sc:{NAME} or
-//     redisson_countdownlatch__channel__{NAME}); a negative value can only be
-//     a semaphore's. It says "guessed" in its output when it decided so, and
-//     -type sets the type instead;
+//     redisson_countdownlatch__channel__{NAME}), and says "guessed"; a
+//     negative value can only be a semaphore's. With no waiters, or
+//     waiters on both channels, it says "latch or semaphore" (JSON type
+//     latch_or_semaphore, with the value as both count and permits); -type
+//     sets the type instead;
 //   - a hash of rate, interval, type and perhaps keepAliveTime, all
 //     integers, is a rate limiter's config (Redisson's RRateLimiter).
 //

@@ -40,12 +40,15 @@ type Report struct {
 	Name string `json:"name"`
 	// Type is lock, fair_lock, rwlock, semaphore, expirable_semaphore,
 	// latch, rate_limiter or gcra (only with -type gcra: its key is a
-	// plain string); none when nothing is stored under the name
-	// (then Exists is false, and inspect exits with status 0: nothing
-	// stored is an answer, not an error).
+	// plain string); latch_or_semaphore for a string holding an integer
+	// ≥ 0 that no waiter tells apart (Count and Permits then both hold
+	// it; -type latch or -type semaphore says which); none when nothing
+	// is stored under the name (then Exists is false, and inspect exits
+	// with status 0: nothing stored is an answer, not an error).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
-	// a latch and the type was inferred (see Reason); -type forces it.
+	// a latch and the type was inferred from the one channel that has
+	// waiters (see Reason); -type forces it.
 	Guessed bool `json:"guessed"`
 	// Reason says how the type was recognised.
 	Reason string `json:"reason"`
@@ -71,7 +74,8 @@ type Report struct {
 	Permits *int64 `json:"permits,omitempty"`
 	// Acquired lists an expirable semaphore's acquired permits.
 	Acquired []Permit `json:"acquired,omitempty"`
-	// Count is a latch's count (0: open).
+	// Count is a latch's count (0: open); for latch_or_semaphore, the
+	// value as a latch would read it.
 	Count *int64 `json:"count,omitempty"`
 	// RateLimit is a rate limiter's state (inspect_ratelimit.go).
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
@@ -81,7 +85,8 @@ type Report struct {
 	// fair lock's waiters each subscribe to their own channel, Channel +
 	// ":" + their owner.
 	Channel string `json:"channel,omitempty"`
-	// Waiters is how many connections are subscribed to Channel: one per
+	// Waiters is how many connections are subscribed to Channel (for
+	// latch_or_semaphore, to the latch's and the semaphore's): one per
 	// waiting client (a redisync Client or a Redisson instance), however
 	// many of its goroutines or threads wait. For a fair lock it is the
 	// sum over the queued owners' channels: one per queued owner whose
@@ -162,9 +167,10 @@ its holders (client id, owner token, hold count), mode, leases, last
 fencing token issued, permits, count, and how many clients wait on its
 channel. An owner token is a redisync owner token or a Java thread id. It
 recognises the type from the keys it finds. A semaphore and a latch are
-stored alike (a string); inspect then tells them apart by which channel
-has waiters, says in its output that it guessed, and -type sets the type
-instead.
+stored alike (a string holding an integer); inspect then tells them
+apart by which channel has waiters, and says that it guessed; with no
+waiters (or waiters on both) it shows "latch or semaphore". -type sets
+the type instead.
 
 A lock is a hash whose fields are owners "<client id>:<n>" holding hold
 counts; a read-write lock's hash also has a mode field (read or write)
@@ -334,6 +340,14 @@ func (r *Report) fill(ctx context.Context, rdb redis.UniversalClient, s *snapsho
 			return err
 		}
 		r.Count = &info.Count
+	case kindCounter: // one value, read as both
+		info, err := semaphore.New(c, r.Name).Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		n := info.Available
+		r.Permits, r.Count = &n, &n
+		r.Waiters = s.subs[keys.SemaphoreChannel(r.Name)] + s.subs[keys.LatchChannel(r.Name)]
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func classifyString(s *snapshot, name string, forced kind) (kind, bool, string, 
 		return kindSemaphore, false, "a negative string value without a permit zset: only a semaphore's permits go below zero; " + noPermitsOut, nil
 	}
 	k, reason := guessCounter(s.subs[keys.SemaphoreChannel(name)], s.subs[keys.LatchChannel(name)])
-	return k, true, reason, nil
+	return k, k != kindCounter, reason, nil
 }
 
 // noPermitsOut ends the reason of a semaphore found without a permit zset.
@@ -223,18 +223,18 @@ const noPermitsOut = "a counted semaphore, or an expirable one with no permits o
 
 // guessCounter decides between a semaphore and a latch by the waiters on
 // their channels (a semaphore's and an expirable semaphore's are the
-// same).
+// same): waiters on one channel only make it a guess of that kind;
+// otherwise it is kindCounter, a latch or a semaphore.
 func guessCounter(semSubs, latchSubs int64) (kind, string) {
-	const what = "a string without a permit zset, as a semaphore (" + noPermitsOut + ") or a latch is"
 	switch {
 	case semSubs > 0 && latchSubs == 0:
-		return kindSemaphore, fmt.Sprintf("%s; %s on the semaphore channel, none on the latch channel; -type latch if it is a latch", what, waitText(semSubs))
+		return kindSemaphore, fmt.Sprintf("stored as a latch is; %s on the semaphore channel, none on the latch's; -type latch if it is one", waitText(semSubs))
 	case latchSubs > 0 && semSubs == 0:
-		return kindLatch, fmt.Sprintf("%s; %s on the latch channel, none on the semaphore channel; -type semaphore if it is a semaphore", what, waitText(latchSubs))
+		return kindLatch, fmt.Sprintf("stored as a semaphore is; %s on the latch channel, none on the semaphore's; -type semaphore if it is one", waitText(latchSubs))
 	case latchSubs > 0:
-		return kindSemaphore, what + ", with waiters on both channels; -type latch if it is a latch"
+		return kindCounter, "stored alike, and waiters on both channels; -type latch or semaphore says which"
 	}
-	return kindSemaphore, what + ", and no waiters to tell them apart; -type latch if it is a latch"
+	return kindCounter, "stored alike, and no waiters tell which; -type latch, semaphore or expirable_semaphore says which"
 }
 
 // classifyNone recognises a primitive whose main key does not exist by

@@ -22,6 +22,11 @@ const (
 	// kindNone is the type of a report on a name under which nothing is
 	// stored (Redis's TYPE says "none" too). It is not a -type value.
 	kindNone kind = "none"
+	// kindCounter is the type of a report on a string holding an integer
+	// ≥ 0 that no waiter tells apart: a latch's count or a semaphore's
+	// available permits, which are stored alike. It is not a -type value:
+	// -type latch or -type semaphore says which.
+	kindCounter kind = "latch_or_semaphore"
 )
 
 var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirable, kindLatch, kindRateLimiter}
@@ -43,6 +48,8 @@ func (k kind) title() string {
 		return "expirable semaphore"
 	case kindRateLimiter:
 		return "rate limiter"
+	case kindCounter:
+		return "latch or semaphore"
 	}
 	return string(k)
 }
@@ -75,8 +82,8 @@ func (k kind) channel(name string) string {
 		return keys.RWChannel(name)
 	case kindLatch:
 		return keys.LatchChannel(name)
-	case kindRateLimiter:
-		return ""
+	case kindRateLimiter, kindCounter:
+		return "" // a counter's waiters: on both channels (Report.Waiters)
 	}
 	return keys.SemaphoreChannel(name)
 }

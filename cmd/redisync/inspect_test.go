@@ -256,15 +256,27 @@ func TestInspectLatch(t *testing.T) {
 }
 
 // TestInspectUndecidedString: without waiters the layout cannot tell a
-// semaphore from a latch: semaphore, guessed; -type latch settles it. A
-// negative value is a semaphore's.
+// semaphore from a latch: "latch or semaphore", with the value as both;
+// -type latch settles it. A negative value is a semaphore's. Before, a
+// latch with no waiters (count 5) was shown as a semaphore with 5
+// permits available, with a long note that it was a guess.
 func TestInspectUndecidedString(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	plain := redistest.Key(t, "plain")
 	rdb(t).Set(ctx, plain, 4, 0)
-	if r := inspectJSON(t, plain); r.Type != kindSemaphore || !r.Guessed || *r.Permits != 4 {
-		t.Errorf("report %+v: want a guessed semaphore with 4 permits", r)
+	if r := inspectJSON(t, plain); r.Type != kindCounter || r.Guessed || *r.Permits != 4 || *r.Count != 4 || r.Channel != "" {
+		t.Errorf("report %+v: want a latch or semaphore of 4, not guessed", r)
+	}
+	latch := redistest.Key(t, "latch")
+	if _, err := countdown.New(clienttest.Shared(t), latch).TrySetCount(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	res := runCmd(t, nil, "inspect", "-redis", testURL(t), latch)
+	typeLine := "type:     latch or semaphore (stored alike, and no waiters tell which; -type latch, semaphore or expirable_semaphore says which)\n"
+	if res.code != 0 || !strings.Contains(res.stdout, typeLine) || !strings.Contains(res.stdout, "value:    5: a latch's count or a semaphore's available permits\n") ||
+		strings.Contains(res.stdout, "permits:") || strings.Contains(res.stdout, "guessed") {
+		t.Errorf("text: exit %d, stdout:\n%s\nwant a latch or semaphore of 5", res.code, res.stdout)
 	}
 	if r := inspectJSON(t, plain, "-type", "latch"); r.Type != kindLatch || r.Guessed || *r.Count != 4 {
 		t.Errorf("-type latch: report %+v: want a latch with count 4, not guessed", r)
@@ -298,12 +310,12 @@ func TestInspectExpirableNoPermitsOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := inspectJSON(t, name)
-	if r.Type != kindSemaphore || r.Permits == nil || *r.Permits != 2 || len(r.Acquired) != 0 ||
-		!strings.Contains(r.Reason, "or an expirable one with no permits out") {
-		t.Errorf("report %+v: want a semaphore with 2 permits whose reason names an expirable one with no permits out", r)
+	if r.Type != kindCounter || r.Permits == nil || *r.Permits != 2 || len(r.Acquired) != 0 ||
+		!strings.Contains(r.Reason, "-type latch, semaphore or expirable_semaphore") {
+		t.Errorf("report %+v: want a latch or semaphore of 2 whose reason names -type expirable_semaphore", r)
 	}
 	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
-	if res.code != 0 || !strings.Contains(res.stdout, "an expirable one with no permits out") {
+	if res.code != 0 || !strings.Contains(res.stdout, "expirable_semaphore") {
 		t.Errorf("text: exit %d, stdout %q: want the expirable semaphore named", res.code, res.stdout)
 	}
 	if r := inspectJSON(t, name, "-type", "expirable_semaphore"); r.Type != kindExpirable || r.Guessed || *r.Permits != 2 {

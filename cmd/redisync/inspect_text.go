@@ -50,12 +50,8 @@ func (r *Report) writeText(w io.Writer) error {
 		default:
 			line("expiry", "in %s unless the limiter is used (keepAliveTime)", msText(*r.TTLMillis))
 		}
-	case kindLatch:
-		state := "open"
-		if *r.Count > 0 {
-			state = "closed"
-		}
-		line("count", "%d (%s)", *r.Count, state)
+	case kindLatch, kindCounter:
+		r.writeCount(line)
 	}
 	switch {
 	case r.Type == kindFair:
@@ -64,6 +60,21 @@ func (r *Report) writeText(w io.Writer) error {
 		line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
 	}
 	return tw.Flush()
+}
+
+// writeCount prints a latch's count, or the value of a latch or semaphore
+// and the waiters on both channels.
+func (r *Report) writeCount(line func(label, format string, args ...any)) {
+	if r.Type == kindCounter {
+		line("value", "%d: a latch's count or a semaphore's available permits", *r.Count)
+		line("waiters", "%s subscribed to %s or %s", clients(r.Waiters), keys.LatchChannel(r.Name), keys.SemaphoreChannel(r.Name))
+		return
+	}
+	state := "open"
+	if *r.Count > 0 {
+		state = "closed"
+	}
+	line("count", "%d (%s)", *r.Count, state)
 }
 
 // writeHolders prints a lock's, fair lock's or read-write lock's state and

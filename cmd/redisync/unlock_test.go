@@ -189,7 +189,7 @@ func TestUnlockRefuses(t *testing.T) {
 		// Regression (issue 40): exit 2 ("bad command line") where the
 		// command line was right and unlock failed.
 		{[]string{"-force", name}, 1, "stdin is not a terminal, so unlock cannot ask for confirmation: pass -yes"},
-		{[]string{"-force", "-yes", sem}, 1, "is a semaphore: unlock frees only locks and read-write locks"},
+		{[]string{"-force", "-yes", sem}, 1, "is a latch or semaphore: unlock frees only locks and read-write locks"},
 		// Regression: the message said "is a expirable semaphore".
 		{[]string{"-force", "-yes", xsem}, 1, `"` + xsem + `" is an expirable semaphore: unlock frees only`},
 		{[]string{"-force", "-yes", missing}, 1, "is not locked"},

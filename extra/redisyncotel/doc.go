@@ -14,16 +14,17 @@
 //
 // All under the instrumentation scope ScopeName; durations in seconds.
 //
-//	redisync.acquisitions        counter    {call}       redisync.primitive, redisync.result
-//	redisync.wait.duration       histogram  s            redisync.primitive, redisync.result
-//	redisync.hold.duration       histogram  s            redisync.primitive, redisync.hold.end
-//	redisync.holds.lost          counter    {hold}       redisync.primitive
-//	redisync.renewals            counter    {renewal}
-//	redisync.renewal.failures    counter    {renewal}
-//	redisync.pubsub.reconnects   counter    {reconnect}  (observable)
-//	redisync.pubsub.channels     gauge      {channel}    (observable)
-//	redisync.holds               gauge      {hold}       (observable)
-//	redisync.waiting             gauge      {call}       (observable)
+//	redisync.acquisitions                counter    {call}       redisync.primitive, redisync.result
+//	redisync.wait.duration               histogram  s            redisync.primitive, redisync.result
+//	redisync.hold.duration               histogram  s            redisync.primitive, redisync.hold.end
+//	redisync.holds.lost                  counter    {hold}       redisync.primitive
+//	redisync.holds.released_at_shutdown  counter    {hold}       redisync.primitive
+//	redisync.renewals                    counter    {renewal}
+//	redisync.renewal.failures            counter    {renewal}
+//	redisync.pubsub.reconnects           counter    {reconnect}  (observable)
+//	redisync.pubsub.channels             gauge      {channel}    (observable)
+//	redisync.holds                       gauge      {hold}       (observable)
+//	redisync.waiting                     gauge      {call}       (observable)
 //
 // An acquisition is any call that may wait: Lock, TryLock, RLock and
 // TryRLock of every lock kind, Acquire and TryAcquire (and their N forms)
@@ -45,9 +46,13 @@
 //
 // A hold is one owner's hold on a lock, from the acquisition that took it
 // to the release that ended it (reentrant acquisitions extend it) or its
-// loss; redisync.hold.end is "released" or "lost". Semaphore permits are
-// not holds. Closing a Client that still holds locks counts them as lost:
-// they are not released and expire with their lease.
+// loss; redisync.hold.end is "released", "lost" or "shutdown". Semaphore
+// permits are not holds. Closing a Client that still holds locks counts
+// them as lost: they are not released and expire with their lease.
+// Client.Shutdown releases them instead: those it released are "shutdown"
+// and counted in redisync.holds.released_at_shutdown, not in
+// redisync.holds.lost (an alert on losses does not fire at every deploy);
+// those it could not release (its context ended, Redis failed) are lost.
 //
 // Renewals and failures count holds, per watchdog round: a round that
 // renews 3 holds adds 3. A failure is a renewal call that failed with an

@@ -27,7 +27,8 @@ const (
 	// ResultKey is how an acquisition or wait ended: "acquired", "busy",
 	// "timed_out", "cancelled", "error" (redisync.WaitResult).
 	ResultKey = attribute.Key("redisync.result")
-	// HoldEndKey is how a hold ended: "released" or "lost".
+	// HoldEndKey is how a hold ended: "released", "lost", or "shutdown"
+	// (released by Client.Shutdown: no loss).
 	HoldEndKey = attribute.Key("redisync.hold.end")
 	// NameKey is the primitive's name; on spans only, since names are
 	// unbounded.
@@ -88,6 +89,7 @@ type observer struct {
 	waitDuration    metric.Float64Histogram
 	holdDuration    metric.Float64Histogram
 	holdsLost       metric.Int64Counter
+	holdsShutdown   metric.Int64Counter
 	renewals        metric.Int64Counter
 	renewalFailures metric.Int64Counter
 	reconnects      metric.Int64ObservableCounter
@@ -141,6 +143,11 @@ func newObserver(cfg config) *observer {
 	if o.holdsLost, err = m.Int64Counter("redisync.holds.lost",
 		metric.WithUnit("{hold}"),
 		metric.WithDescription("Lock holds that ended without being released: found gone, not renewed within the lease, fixed lease expired, or Client closed.")); err != nil {
+		otel.Handle(err)
+	}
+	if o.holdsShutdown, err = m.Int64Counter("redisync.holds.released_at_shutdown",
+		metric.WithUnit("{hold}"),
+		metric.WithDescription("Lock holds released by Client.Shutdown: not losses, though their owners see ErrLockLost.")); err != nil {
 		otel.Handle(err)
 	}
 	if o.renewals, err = m.Int64Counter("redisync.renewals",
@@ -241,14 +248,20 @@ func (o *observer) waitEnd(ctx context.Context, w redisync.WaitEnd) {
 func (o *observer) holdEnd(h redisync.HoldEnd) {
 	ctx := context.Background()
 	end := "released"
-	if h.Lost {
+	switch {
+	case h.Lost:
 		end = "lost"
+	case h.Shutdown:
+		end = "shutdown"
 	}
 	if o.holdDuration != nil {
 		o.holdDuration.Record(ctx, h.Duration.Seconds(), o.measurement(attrKey{primitive: h.Primitive, result: end, hold: true}))
 	}
 	if h.Lost && o.holdsLost != nil {
 		o.holdsLost.Add(ctx, 1, o.measurement(attrKey{primitive: h.Primitive, hold: true}))
+	}
+	if h.Shutdown && o.holdsShutdown != nil {
+		o.holdsShutdown.Add(ctx, 1, o.measurement(attrKey{primitive: h.Primitive, hold: true}))
 	}
 }
 

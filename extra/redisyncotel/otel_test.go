@@ -511,3 +511,22 @@ func dump(ms map[string]metricdata.Metrics) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
+
+// Client.Shutdown's releases are no losses: "shutdown" holds and
+// redisync.holds.released_at_shutdown, nothing in redisync.holds.lost.
+func TestShutdownReleasesAreNotLost(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	tel := newTelemetry(t)
+	c := redisync.New(s.Client(t), tel.option())
+	name := redistest.Key(t)
+	for i := range 3 {
+		require.NoError(t, rlock.New(c, fmt.Sprintf("%s:%d", name, i)).Lock(ctx))
+	}
+	require.NoError(t, c.Shutdown(ctx))
+	ms := tel.metrics(t)
+	assert.Equal(t, int64(3), value(t, ms, "redisync.holds.released_at_shutdown", "redisync.primitive=rlock"))
+	assert.Equal(t, int64(3), value(t, ms, "redisync.hold.duration", "redisync.primitive=rlock", "redisync.hold.end=shutdown"))
+	assert.Zero(t, value(t, ms, "redisync.holds.lost"))
+	assert.Equal(t, "{hold}", ms["redisync.holds.released_at_shutdown"].Unit)
+}

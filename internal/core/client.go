@@ -78,6 +78,10 @@ type Client struct {
 	// shutting is set when Shutdown starts: operations fail with
 	// ErrClosed (shutdown.go).
 	shutting atomic.Bool
+	// attempts counts the acquisition attempts under way
+	// ([acquisition.attempt]): Shutdown waits for them, and releases the
+	// holds they took.
+	attempts atomic.Int64
 	// reg is the registration of an explicit client id (register.go); nil
 	// for a random one.
 	reg *registration
@@ -259,6 +263,7 @@ func (c *Client) Stats() Stats {
 		s.Waits[i] = c.ctr.waits[i].Load()
 	}
 	s.HoldsLost = c.ctr.lost.Load()
+	s.HoldsShutdown = c.ctr.shutdown.Load()
 	s.Renewals = c.ctr.renewed.Load()
 	s.RenewalFailures = c.ctr.renewFailed.Load()
 	s.UndosFailed = c.ctr.undoFailed.Load()

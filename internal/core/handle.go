@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -56,14 +57,20 @@ func NewHandle(c *Client, kind, name string) Handle {
 	return Handle{C: c, Name: full, Given: name, Kind: kind, Token: NewToken()}
 }
 
-// Check returns the error to report before sending anything: the client's
+// Check returns the error to report before sending anything, for an
+// operation called with ctx: [errs.ErrInvalidArgument] for a nil ctx
+// (every operation calls Check first with its ctx, so a nil one is an
+// error rather than a nil-pointer panic further on), the client's
 // ([errs.ErrInvalidArgument] for a nil client or a bad option, [errs.ErrClosed] after
 // Close), [errs.ErrInvalidArgument] for an empty name, or on a Cluster for a
 // name whose braces form no hash tag ([keys.StrayBraces]: the keys and
 // channels Redisson derives from it would land in another slot, and a
 // script could fail part-way), unless OwnSlot, or the handle's invalid
 // option (OptErr).
-func (h *Handle) Check() error {
+func (h *Handle) Check(ctx context.Context) error {
+	if ctx == nil {
+		return h.Invalid("nil context")
+	}
 	if err := h.C.Check(); err != nil {
 		return err
 	}

@@ -202,7 +202,11 @@ func (h *Hold) end(err error) {
 	h.hs.mu.Unlock()
 	// Log and observe before closing Done, so that whoever reacts to Done
 	// finds the record already written and the counters already counted.
-	if err != errs.ErrNotHeld {
+	switch err {
+	case errs.ErrNotHeld: // released by its owner
+	case ErrShutdown: // released by Shutdown: a deploy's routine, no warning
+		h.hs.log.Debug("redisync: hold released by Shutdown", "key", h.key.Key, "owner", h.key.Field)
+	default:
 		h.hs.log.Warn("redisync: hold ended", "key", h.key.Key, "owner", h.key.Field, "err", err)
 	}
 	holdEnded(h, err)
@@ -502,11 +506,21 @@ func (w *watchdog) remove(h *Hold) {
 	w.mu.Unlock()
 }
 
+// ErrShutdown is the cause of the holds [Shutdown] released: lost to
+// their owners, but released, so not counted as lost (holdEnded).
+var ErrShutdown = fmt.Errorf("%w: released by Client.Shutdown (%w)", errs.ErrLockLost, errs.ErrClosed)
+
 // holdEnded counts and reports the end of hold h with err, before its Done
 // closes ([Hold.end]).
 func holdEnded(h *Hold, err error) {
-	lost := errors.Is(err, errs.ErrLockLost)
-	if lost {
+	// A hold Shutdown released was released, not lost, though its owner
+	// sees ErrLockLost: the lock is no longer theirs.
+	shut := err == ErrShutdown
+	lost := !shut && errors.Is(err, errs.ErrLockLost)
+	switch {
+	case shut:
+		h.hs.ctr.shutdown.Add(1)
+	case lost:
 		h.hs.ctr.lost.Add(1)
 	}
 	hk := h.hs.hooks
@@ -519,6 +533,7 @@ func holdEnded(h *Hold, err error) {
 		Owner:     h.Key().Field,
 		Duration:  time.Since(h.Start()),
 		Lost:      lost,
+		Shutdown:  shut,
 		Err:       err,
 	})
 }

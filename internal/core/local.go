@@ -67,8 +67,13 @@ func WithOwnerToken(ctx context.Context, t uint64) context.Context {
 	return context.WithValue(ctx, ownerKey{}, t)
 }
 
-// OwnerToken returns the owner token ctx carries and whether it carries one.
+// OwnerToken returns the owner token ctx carries and whether it carries
+// one. A nil ctx carries none (the operation's check then refuses it:
+// [Handle.Check]).
 func OwnerToken(ctx context.Context) (uint64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
 	t, ok := ctx.Value(ownerKey{}).(uint64)
 	return t, ok
 }

@@ -214,7 +214,7 @@ func (l *Lock) freshHold() Request {
 // token checks the handle and returns the owner token acting in ctx and
 // whether ctx carries it (else it is the handle's own).
 func (l *Lock) token(ctx context.Context) (uint64, bool, error) {
-	if err := l.Check(); err != nil {
+	if err := l.Check(ctx); err != nil {
 		return 0, false, err
 	}
 	t, ok := OwnerToken(ctx)

@@ -131,8 +131,11 @@ type HoldEnd struct {
 	Name      string // the primitive's name (its hash key)
 	Owner     string // the owner's field in the hash
 	Duration  time.Duration
-	Lost      bool  // ended with [errs.ErrLockLost]
-	Err       error // why it ended: [errs.ErrNotHeld] (released) or an [errs.ErrLockLost]
+	Lost      bool // ended with [errs.ErrLockLost], not released
+	// Shutdown: released by [Shutdown] (Lost false; Err is [ErrShutdown],
+	// which wraps [errs.ErrLockLost] for the owner)
+	Shutdown bool
+	Err      error // why it ended: [errs.ErrNotHeld] (released), [ErrShutdown] or an [errs.ErrLockLost]
 }
 
 // Hooks receive events; nil fields are skipped. They run on the goroutine
@@ -152,6 +155,7 @@ type counters struct {
 	waits       [numWaitResults]atomic.Uint64
 	waiting     atomic.Int64
 	lost        atomic.Uint64
+	shutdown    atomic.Uint64 // holds Shutdown released ([ErrShutdown])
 	renewed     atomic.Uint64
 	renewFailed atomic.Uint64
 	undoFailed  atomic.Uint64 // undos that never got an answer ([Lock.undo], [request.Requests.Undo])
@@ -173,6 +177,7 @@ type counters struct {
 type Stats struct {
 	Waits                 [numWaitResults]uint64 // by WaitResult
 	HoldsLost             uint64
+	HoldsShutdown         uint64 // holds released by Shutdown (not lost)
 	Renewals              uint64
 	RenewalFailures       uint64
 	UndosFailed           uint64 // undos of interrupted acquisitions that never reached Redis

@@ -391,6 +391,11 @@ func (a *acquisition) accepting() bool { return a.acceptor.turn != nil }
 // makes one, uncut, as a single attempt does. An error that ctx caused is
 // ctx's.
 func (a *acquisition) attempt(ctx context.Context, force bool) (verdict, time.Duration, error) {
+	// Counted before the check below: Shutdown, which sets shutting
+	// before it reads the count, either sees this attempt or makes it
+	// fail the check.
+	a.lock.C.attempts.Add(1)
+	defer a.lock.C.attempts.Add(-1)
 	if a.accepting() {
 		acc := &a.acceptor
 		if !acc.beginAsking(force) {

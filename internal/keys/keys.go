@@ -10,6 +10,8 @@
 package keys
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +84,8 @@ func LatchChannel(name string) string {
 // form a hash tag ("a}b", "a{}b", "a{b"), where Tag would not. Request ids
 // are a client's (request.Requests.Prefix and a sequence number, which
 // hold no ':'), or a lock's owner field for the mark of a fresh hold ("<client id>:<token>").
+// A name longer than LongName bytes is not repeated in full: see
+// AppendRequestPrefix.
 func Request(name, requestID string) string {
 	return RequestPrefix(name) + requestID
 }
@@ -94,13 +98,32 @@ func RequestPrefix(name string) string {
 }
 
 // AppendRequestPrefix appends RequestPrefix(name) to dst, for a key
-// built in a buffer of the caller's: it allocates nothing of its own.
+// built in a buffer of the caller's: it allocates nothing of its own (for
+// a name of at most LongName bytes).
 // Between the prefix and the colon stands what gives the key name's
 // cluster slot: name itself when a hash tag decides its slot, else name
 // or, for a name with stray braces, a short string of its slot, in braces.
+//
+// A name longer than LongName bytes stands as its first bytes (up to
+// longNameHead, and before any brace: so a key prefix and an ACL key
+// pattern on it still match), "~", 32 hex digits of its SHA-256, and a
+// short string of its slot in braces: a request record stays about 150
+// bytes whatever the name's length (a 1 MiB name would otherwise leave a
+// 1 MiB record for each call, kept a few tens of seconds), in the name's
+// slot, and distinct for distinct names.
 func AppendRequestPrefix(dst []byte, name string) []byte {
 	dst = append(dst, "redisync_request:"...)
 	switch {
+	case len(name) > LongName:
+		head := name[:longNameHead]
+		if i := strings.IndexAny(head, "{}"); i >= 0 {
+			head = head[:i]
+		}
+		sum := sha256.Sum256([]byte(name))
+		dst = append(append(dst, head...), '~')
+		dst = hex.AppendEncode(dst, sum[:16])
+		slotTagsOnce.Do(buildSlotTags)
+		dst = append(append(append(dst, '{'), slotTags[Slot(name)]...), '}')
 	case hasHashTag(name):
 		dst = append(dst, name...) // its first hash tag decides the slot
 	case !strings.ContainsAny(name, "{}"):
@@ -111,6 +134,14 @@ func AppendRequestPrefix(dst []byte, name string) []byte {
 	}
 	return append(dst, ':')
 }
+
+// LongName is the longest name whose request records hold it in full
+// (AppendRequestPrefix).
+const LongName = 256
+
+// longNameHead is how many of a long name's first bytes its request
+// records keep.
+const longNameHead = 64
 
 // StrayBraces reports whether name holds braces that form no hash tag
 // ("a}b", "a{}b", "a{b"): the keys and channels derived from it (Tag,
@@ -161,21 +192,32 @@ func Slot(key string) int {
 	return int(crc16(key) % 16384)
 }
 
-// crc16 is CRC-16/XMODEM (polynomial 0x1021), the one Redis Cluster uses.
+// crc16 is CRC-16/XMODEM (polynomial 0x1021), the one Redis Cluster uses,
+// a byte at a time (crc16Table): a long name's slot (AppendRequestPrefix)
+// costs about a millisecond per MiB.
 func crc16(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for b := 0; b < 8; b++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+// crc16Table[b] is the CRC of the byte b shifted through the register.
+var crc16Table = func() (t [256]uint16) {
+	for b := range t {
+		crc := uint16(b) << 8
+		for range 8 {
 			if crc&0x8000 != 0 {
 				crc = crc<<1 ^ 0x1021
 			} else {
 				crc <<= 1
 			}
 		}
+		t[b] = crc
 	}
-	return crc
-}
+	return t
+}()
 
 // Itoa is strconv.FormatInt for the hold numbers in timeout key names.
 func Itoa(n int64) string { return strconv.FormatInt(n, 10) }

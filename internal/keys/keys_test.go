@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,5 +69,38 @@ func TestStrayBraces(t *testing.T) {
 	}
 	for _, name := range []string{"a}b", "a{}b", "a{b", "}{", "{", "}"} {
 		assert.True(t, StrayBraces(name), name)
+	}
+}
+
+// A name longer than LongName is not repeated in full in its request
+// keys: they stay short (a 1 MiB name left a 1 MiB record per call),
+// share the name's slot, start with the name's first bytes (before any
+// brace: a key prefix and ACL key patterns on it still match), and differ
+// for names that differ anywhere, the last byte included.
+func TestRequestOfLongName(t *testing.T) {
+	mib := strings.Repeat("n", 1<<20)
+	names := []string{
+		"app:" + strings.Repeat("x", LongName-4), // the longest kept in full
+		"app:" + strings.Repeat("x", LongName-3),
+		"app:" + mib, "app:" + mib[1:] + "m",
+		"app:{tenant}:" + mib, "app:" + strings.Repeat("y", 10) + "{" + mib + "}",
+		"app:a}b" + mib, "app:" + strings.Repeat("z", 100) + "{" + mib,
+	}
+	seen := map[string]string{}
+	for i, name := range names {
+		p := RequestPrefix(name)
+		assert.Equal(t, Slot(name), Slot(Request(name, "c:1")), "Request(%.40q…)", name)
+		assert.Equal(t, p, string(AppendRequestPrefix(nil, name)))
+		if i == 0 {
+			assert.Equal(t, "redisync_request:{"+name+"}:", p, "kept in full")
+			continue
+		}
+		assert.LessOrEqual(t, len(p), 140, "%q", p)
+		assert.True(t, strings.HasPrefix(p, "redisync_request:app:"), "%q", p)
+		assert.Equal(t, p, RequestPrefix(strings.Clone(name)), "the same for the same name")
+		if other, ok := seen[p]; ok {
+			t.Errorf("%q: the same prefix for two names (%.40q…)", p, other)
+		}
+		seen[p] = name
 	}
 }
