@@ -40,7 +40,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 		ok, err := l.gate.Enter(ctx, s.Shared, forever, within, l.C.closing)
 		if err != nil || !ok {
 			if err != nil {
-				err = l.fail(s, err)
+				err = s.fail(l.Name, err)
 			}
 			return false, err
 		}
@@ -61,7 +61,7 @@ func (l *Lock) Acquire(ctx context.Context, s *Side, forever bool, within time.D
 		l.gate.Leave(s.Shared)
 	}
 	if err != nil {
-		return false, l.fail(s, err)
+		return false, s.fail(l.Name, err)
 	}
 	return ok, nil
 }
@@ -79,11 +79,17 @@ func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Dura
 	defer t.Leave()
 	if s.Handoff != nil && a.base.Fresh {
 		// A caller without a context owner holds nothing while it
-		// waits (the gate), so a handoff gives it a fresh hold.
-		a.acceptor.init(l, s, t, &a.base)
+		// waits (the gate), so a handoff gives it a fresh hold. One that
+		// waits behind others is ready for it at once; the head of the
+		// line when it first sleeps ([acquisition.handed]).
+		a.turn = t
+		t.AcceptHandoffs(&a.handoff)
+		if t.Waits() {
+			a.handoff.Open(a.handoffRequest())
+		}
 	}
 	if ok, err := t.Await(ctx, forever, bound(forever, within, start).Wait); !ok || err != nil {
-		if a.accepting() && a.acceptor.withdraw() {
+		if a.accepting() && a.withdraw() {
 			return true, nil // handed the lock as the wait ended
 		}
 		return false, err
@@ -147,7 +153,7 @@ func (a *acquisition) wait(ctx context.Context, turn *Turn, b Bound) (v verdict,
 	}
 	if a.accepting() {
 		defer func() {
-			if v != acquired && a.acceptor.withdraw() {
+			if v != acquired && a.withdraw() {
 				v, err = handedOff, nil // handed the lock as the wait ended
 			}
 		}()

@@ -6,27 +6,28 @@
 // # Where things live
 //
 // core is one package, in files by job, from the top down: the lock's
-// acquisition and its wait (acquire.go); the waiting loop every wait
-// shares, and the lock's attempt it makes (wait.go); Shutdown
-// (shutdown.go); the release, with the handoff and the waiter's side of
-// it (release.go); the lock engine with its Side and its Request, and the
-// handles of one name as one mutex (lock.go); a handle's checks and the
-// lease rule (handle.go); the Client with its options, checks and
-// counters' readers (client.go); the id's registration (register.go);
-// live holds (hold.go) and their watchdog (watchdog.go), which re-checks
-// a watched hold at once when its key's keyspace notification says it
-// was deleted or expired (events.go); the client's
-// local lines and their offers (line.go); the counters and hooks of
-// observation (observe.go); the eviction watch (eviction.go); and what the
-// process decides alone: owner tokens, owner locks and a handle's gate
-// (local.go). Each file stands above those it uses, but for four uses
-// running back up, each from a type that holds one declared above it
-// (TestLayout lists them): the Client holds the registry of its handles
-// (client.go to lock.go), a hold how Shutdown releases it (hold.go to
-// release.go), the holds their watchdog, which renews them (watchdog.go
-// to hold.go), and a waiter's offer the lock it is made for (line.go to
-// lock.go). The holds, the waits and observation know no Client: they are
-// given what they report to. Beside the package, packages with a narrow
+// acquisition (acquire.go); the waiting loop every wait shares, the lock's
+// attempt it makes and the waiter's side of the in-process handoff
+// (wait.go); Shutdown (shutdown.go); the release, with the releaser's
+// side of the handoff (release.go); the lock engine with its Side, and
+// the handles of one name as one mutex (lock.go); a handle's checks and
+// the lease rule (handle.go); the Client with its options, checks and
+// counters' readers (client.go); live holds (hold.go); the client's local
+// lines (line.go); the in-process handoff, one part with a waiter's side
+// and a releaser's side, and the chains it goes on (handoff.go); the
+// id's registration (register.go); a lock's script call (request.go); the
+// watchdog (watchdog.go), which re-checks a watched hold at once when its
+// key's keyspace notification says it was deleted or expired
+// (events.go); the counters and hooks of observation (observe.go); the
+// eviction watch (eviction.go); and what the process decides alone:
+// owner tokens, owner locks and a handle's gate (local.go). Each file
+// stands above those it uses, but for three uses running back up, each
+// from a type that holds one declared above it (TestLayout lists them):
+// the Client holds the registry of its handles (client.go to lock.go), a
+// hold how Shutdown releases it (hold.go to release.go), and the holds
+// their watchdog, which renews them (watchdog.go to hold.go). The holds,
+// the waits and observation know no Client: they are given what they
+// report to. Beside the package, packages with a narrow
 // contract and no call back into the engine: request (ids, deadlines by
 // the server's clock, re-sends, settles, undos, the ledger), pipeline
 // (the script pipeline: the runner of state-changing scripts and replica
@@ -47,24 +48,28 @@
 //     owner in ctx, the handle's own) and the base of the requests
 //     (Lock.baseRequest: a fresh hold's, with no owner yet), passes the
 //     handle's gate ([Gate.Enter], local.go), and makes the call's
-//     [acquisition] (wait.go; one allocation), whose methods are its
-//     steps: acquisition.inLine joins the client's local line
-//     ([Lines.Join], [Turn.Await], line.go), readies the caller's acceptor
-//     for handoffs, and at the head runs [acquisition.wait], the lock's one
-//     wait. It returns what the wait came to ([verdict]: acquired, handed
-//     off, missed, cut off).
+//     [acquisition] (wait.go; one allocation, its [Handoff] in it), whose
+//     methods are its steps: acquisition.inLine joins the client's local
+//     line ([Lines.Join], [Turn.Await], line.go), makes the caller one a
+//     releaser may hand the lock to ([Turn.AcceptHandoffs]), and at the
+//     head runs [acquisition.wait], the lock's one wait. It returns what
+//     the wait came to ([verdict]: acquired, handed off, missed, cut off).
 //  3. wait.go: the wait's loop: an attempt (loop.next, the
 //     acquisition's [acquisition.attempt]); subscribe and attempt again;
 //     then sleep (loop.sleep) until a message, the retry hint
 //     ([RetryAfterPTTL] of the holder's PTTL, capped by the re-check
-//     interval), a handoff, ctx or Close, and attempt again. The
-//     subscription goes on to the next caller in the line (Turn.passOn).
-//  4. wait.go, below the loop: [acquisition.attempt] asks the caller's
-//     acceptor whether it may ask Redis ([acceptor.beginAsking]), takes a
-//     new fresh owner ([Lock.withFreshOwner], lock.go) and, holding the
-//     owner's lock (acquisition.asOwner, [ownerLocks]), prepares the
-//     request (acquisition.prepare: its count, lease, request key,
-//     deadline and runner) and sends it with the side's script:
+//     interval), a handoff ([acquisition.handed]: the first sleep opens
+//     the caller's Handoff with the acquisition a releaser is to make for
+//     it, made on the caller's goroutine), ctx or Close, and attempt
+//     again. The subscription goes on to the next caller in the line
+//     (Turn.passOn).
+//  4. wait.go, below the loop: [acquisition.attempt] asks whether the
+//     caller may ask Redis ([acquisition.ask]: not while the lock is held
+//     here, nor once a releaser claimed its Handoff), takes a new fresh
+//     owner ([Lock.withFreshOwner], lock.go) and, holding the owner's
+//     lock (acquisition.asOwner, [ownerLocks]), prepares the request
+//     (acquisition.prepare: its count, lease, request key, deadline and
+//     runner) and sends it with the side's script:
 //     lockScripts.RunAcquire (rlock/lock.go) sends
 //     lua/lock_acquire_fresh.lua through its typed binding. With a wait,
 //     each attempt is cut at the end of the wait. On success
@@ -79,15 +84,14 @@
 //
 //  5. release.go: [Lock.Release] makes a [releaser]: releaser.release
 //     takes the owner's lock, and [releaser.handoff], when the hold's
-//     chain allows it, claims the offer of the caller at the head of the
-//     line ([Lines.claim], beside it), runs the side's handoff script
+//     chain allows it, claims the Handoff of the caller at the head of
+//     the line ([Lines.Claim], line.go), runs the side's handoff script
 //     (lockScripts.RunHandoff: lua/lock_handoff.lua releases the hold and
 //     acquires the lock for the caller's request in one script) and
-//     finishes the offer ([Offer], line.go).
-//  6. release.go, after the releaser's handoff: the caller's [acceptor]
-//     takes the offer's outcome (acceptor.takeOffered, acceptor.accept)
-//     and records the hold with [Lock.record], on the chain it goes on
-//     with.
+//     finishes the Handoff ([Handoff.Finish], handoff.go).
+//  6. wait.go, the caller's side: its sleep ends on [Handoff.Handed];
+//     [acquisition.takeHanded] takes the outcome ([Handoff.Take]) and
+//     records the hold with [Lock.record], on the chain it goes on with.
 //
 // Read by contract, not opened: the checks and the lease rule
 // ([Handle.Check], [Handle.Lease] in handle.go), the gate and the owner
@@ -178,9 +182,9 @@
 //     Redis.
 //   - handoff: a release that hands the lock off to the head of the line
 //     in the same script that acquires it for that caller.
-//   - offer: the head's readiness to be handed the lock: the acquisition
-//     to make for it and where its outcome goes ([Offer]).
-//   - acceptor: the caller's side of a handoff ([acceptor]).
+//   - Handoff: a waiting caller's readiness to be handed the lock: the
+//     acquisition to make for it and where its outcome goes ([Handoff]),
+//     with a waiter's side and a releaser's side (handoff.go).
 //   - releaser: one Unlock's steps ([releaser]), a handoff's or not.
 //   - chain: the handoffs that followed one hold taken from Redis,
 //     bounded so that other processes get their turn ([Chain]).

@@ -24,7 +24,7 @@ var glossaryTerms = []string{
 	"hold", "owner", "fresh hold", "owner's lock", "gate", "side", "request",
 	"request key", "deadline", "acquisition", "attempt", "wait", "cut",
 	"line", "turn", "head", "subscription passed on", "held here",
-	"handoff", "offer", "acceptor", "releaser", "chain", "undo", "settle",
+	"handoff", "Handoff", "releaser", "chain", "undo", "settle",
 	"pipeline",
 }
 

@@ -48,14 +48,26 @@ type Turn struct {
 	// so that the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
 	// seq is the caller's arrival in the client (Lines.seq), which
-	// decides whether a handoff chain may serve it ([chainAllows]).
+	// decides whether a handoff chain may serve it ([Chain]).
 	seq uint64
-	// offer is set while the turn accepts a handoff ([acceptor.setOffer],
-	// [Lines.claim]); asking while it asks Redis itself
-	// ([acceptor.beginAsking]), when none is made.
-	offer  *Offer
-	asking bool
+	// handoff is set while the caller accepts handoffs
+	// ([Turn.AcceptHandoffs]): a releaser claims it at the head of the
+	// line ([Lines.Claim]).
+	handoff *Handoff
 }
+
+// AcceptHandoffs makes the turn's caller one that a releaser of this
+// client may hand the lock to, through h, once it is at the head of the
+// line and h is open ([Handoff.Open]).
+func (t *Turn) AcceptHandoffs(h *Handoff) {
+	t.ls.mu.Lock()
+	t.handoff = h
+	t.ls.mu.Unlock()
+}
+
+// Waits reports whether the caller joined behind others: it waits for its
+// turn.
+func (t *Turn) Waits() bool { return t.ready != readyNow }
 
 // passOn gives the turn a subscription to pass on (nil: none): Leave
 // passes it to the next caller in the line, or closes it when nobody
@@ -186,97 +198,6 @@ func (ls *Lines) heldHere(key string) bool {
 	return ls.held[key] > 0
 }
 
-// HandoffWindow is how long a chain of in-process handoffs may also serve
-// callers that arrived after it began.
-const HandoffWindow = time.Millisecond
-
-// chainAllows reports whether the chain ch may hand the lock off to the
-// caller that arrived as seq.
-func chainAllows(ch Chain, seq uint64) bool {
-	return seq <= ch.Last || time.Since(ch.Start) < HandoffWindow
-}
-
-// Offer is a caller's readiness, while it waits in a local line, to be
-// handed the lock: the acquisition to make for it, and where the outcome
-// goes. A releaser claims it ([Lines.claim]) only while the caller is at
-// the head of the line and not asking Redis itself.
-type Offer struct {
-	// Req is the acquisition for the caller: a fresh hold's owner, field,
-	// request key and deadline ([Lock.withFreshOwner]), count, lease,
-	// fencing. Nobody changes it once made: the caller's next offers
-	// share it.
-	Req *Request
-	// base, lock and side, set in a caller's first offer until a releaser
-	// claims or wakes it, are what Req is made from: the base of the
-	// caller's acquisitions (a fresh hold's, with no owner yet; the
-	// acquisition's own, not a copy) and its handle and side: see make.
-	base *Request
-	lock *Lock
-	side *Side
-	// done is closed once res is set; made when first needed
-	// (doneChan): a caller behind the head of the line, which only the
-	// head's wait looks at, has none.
-	done chan struct{}
-	res  offerResult
-	// claimed: a releaser took the offer, holding the owner's lock ol for
-	// the caller, which must take the outcome ([acceptor.takeOffered]).
-	claimed bool
-	ol      *ownerLock
-}
-
-// offerResult is the outcome of a handoff, for the caller it was made
-// for.
-type offerResult struct {
-	// Acquired: the caller holds the lock (count Req.Count, fencing token
-	// Fence), from Sent on: the lease began after Sent.
-	Acquired bool
-	Fence    int64
-	Sent     time.Time
-	Chain    Chain // the chain the hold goes on with
-	// Unknown: the handoff's reply was lost; the acquisition may or may
-	// not have happened, and the caller must undo it ([Lock.undo]).
-	Unknown bool
-}
-
-// make makes the request of a caller's first offer when a releaser claims
-// or wakes it, under the lines' lock: a new fresh owner
-// ([Lock.withFreshOwner]; its context is only the request deadline's,
-// which uses no value of it), count 1, the lock's lease and fencing. It is
-// made then,
-// not when the caller joins the line: the owner costs an allocation (its
-// request key), which an acquisition that is never handed the lock (most
-// are) does not make; rlock's TestLockAllocs counts it. Other offers are
-// made already.
-func (o *Offer) make() {
-	l := o.lock
-	if l == nil {
-		return
-	}
-	req := l.withFreshOwner(context.Background(), o.side, *o.base)
-	req.Count = 1
-	req.Lease = l.lease()
-	req.Fencing = l.Fencing
-	o.Req = &req
-	o.base, o.lock, o.side = nil, nil, nil
-}
-
-// doneChan returns done, making it first when needed. The lines' lock
-// must be held.
-func (o *Offer) doneChan() chan struct{} {
-	if o.done == nil {
-		o.done = make(chan struct{})
-	}
-	return o.done
-}
-
-// finish sets a claimed offer's outcome and wakes its caller. Its done
-// exists when a releaser claimed it ([Lines.claim]); a wake-up
-// ([Lines.wakeHead]) makes it here, under the lines' lock.
-func (o *Offer) finish(h offerResult) {
-	o.res = h
-	close(o.doneChan())
-}
-
 // newChain returns the chain a hold taken from Redis now begins: it serves
 // every caller of the client already waiting.
 func (ls *Lines) newChain() Chain {
@@ -291,24 +212,37 @@ func (ls *Lines) wake(key string) {
 	ls.wakeHead(key)
 }
 
-// wakeHead wakes the head of the line key if it waits for a handoff, with
+// wakeHead wakes the head of the line key if it accepts handoffs, with
 // an empty outcome (not handed: it asks Redis). ls.mu must be held.
 func (ls *Lines) wakeHead(key string) {
 	if l := ls.m[key]; l != nil && len(l.q) > 0 {
-		if o := l.q[0].offer; o != nil && !o.claimed {
-			o.make() // its request is the caller's next offers' (acceptor.takeOffered)
-			o.claimed = true
-			o.finish(offerResult{})
+		if h := l.q[0].handoff; h != nil {
+			h.wake()
 		}
 	}
 }
 
-// Chain is where a hold stands in a chain of in-process handoffs
-// (release.go): when the chain began (a hold taken from Redis) and the last
-// arrival in the local line ([Turn]) it serves in any case.
-type Chain struct {
-	Start time.Time
-	Last  uint64
+// Claim is for the releaser of the last hold of a lock whose local line is
+// key: when the caller at the head of the line accepts a handoff now
+// ([Handoff]: open, not asking Redis, its owner's lock free) and the
+// releasing hold's chain allows it, it claims the caller's Handoff and
+// returns it with the acquisition to make for the caller; the releaser
+// must Finish it. nil otherwise.
+func (ls *Lines) Claim(key string, chain Chain, owners *ownerLocks) (*Handoff, *Request) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil || len(l.q) == 0 {
+		return nil, nil
+	}
+	t := l.q[0]
+	if t.handoff == nil || !chain.allows(t.seq) {
+		return nil, nil
+	}
+	if req := t.handoff.claim(owners); req != nil {
+		return t.handoff, req
+	}
+	return nil, nil
 }
 
 // LockLine returns the key of the local line of a lock's waiters (a
@@ -355,7 +289,7 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 }
 
 // HeadAccepts reports whether the caller at the head of the line key
-// would accept a handoff now ([Lines.claim]'s conditions but the chain's
+// would accept a handoff now ([Lines.Claim]'s conditions but the chain's
 // and the owner's lock), for tests that need a release to be a handoff.
 func (ls *Lines) HeadAccepts(key string) bool {
 	ls.mu.Lock()
@@ -364,8 +298,8 @@ func (ls *Lines) HeadAccepts(key string) bool {
 	if l == nil || len(l.q) == 0 {
 		return false
 	}
-	t := l.q[0]
-	return t.offer != nil && !t.offer.claimed && !t.asking
+	h := l.q[0].handoff
+	return h != nil && h.accepts()
 }
 
 // Len returns the number of callers in the line key, for tests.

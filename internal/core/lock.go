@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core/errs"
-	"github.com/redisync/redisync/internal/core/pipeline"
 	"github.com/redisync/redisync/internal/core/request"
 	"github.com/redisync/redisync/internal/keys"
-	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -140,10 +138,12 @@ func NewLock(c *Client, kind, name string) *Lock {
 
 func (l *Lock) lease() time.Duration { return l.Lease(l.Fixed) }
 
-// names builds the names the handle keeps (l.once).
-func (l *Lock) names() {
-	l.reqPrefix = keys.RequestPrefix(l.Name) + l.C.reqs.Prefix()
-	l.ownName = ownerName(l.C.id, l.Token)
+// buildNames builds the names l keeps, once ([Lock].once).
+func buildNames(l *Lock) {
+	l.once.Do(func() {
+		l.reqPrefix = keys.RequestPrefix(l.Name) + l.C.reqs.Prefix()
+		l.ownName = ownerName(l.C.id, l.Token)
+	})
 }
 
 // owner returns the owner of token, [ownerName](id, token), kept for the
@@ -152,14 +152,14 @@ func (l *Lock) owner(token uint64) string {
 	if token != l.Token {
 		return ownerName(l.C.id, token)
 	}
-	l.once.Do(l.names)
+	buildNames(l)
 	return l.ownName
 }
 
 // requestKey returns a new request key on the lock, the same as
 // [keys.Request](l.Name, id) but built from a prefix kept in the handle.
 func (l *Lock) requestKey() string {
-	l.once.Do(l.names)
+	buildNames(l)
 	return l.reqPrefix + strconv.FormatUint(l.C.reqs.Next(), 36)
 }
 
@@ -239,11 +239,11 @@ func (l *Lock) baseRequest(s *Side, token uint64, own bool) Request {
 	return Request{Name: l.Name, Owner: owner, Field: s.Scripts.Field(owner)}
 }
 
-// fail wraps err, the failure of an operation on side s, with the kind and
-// name of the lock, mapping a wrong-type reply to [errs.ErrWrongType]
-// ([errs.ReplyError]).
-func (l *Lock) fail(s *Side, err error) error {
-	return fmt.Errorf("%s %q: %w", s.Kind, l.Name, errs.ReplyError(err))
+// fail wraps err, the failure of an operation on the side of the lock
+// name, with the kind and name of the lock, mapping a wrong-type reply to
+// [errs.ErrWrongType] ([errs.ReplyError]).
+func (s *Side) fail(name string, err error) error {
+	return fmt.Errorf("%s %q: %w", s.Kind, name, errs.ReplyError(err))
 }
 
 // ForceEnded ends every hold of this client on the lock (any owner), after
@@ -358,80 +358,6 @@ func (s *Side) sideOf() string {
 	}
 	return s.Part + " side, "
 }
-
-// Request is one script call of a lock for one owner: an acquisition, a
-// release, an undo or a handoff.
-type Request struct {
-	Name  string // the lock's name: its hash key
-	Owner string // "<client id>:<token>"
-	Field string // the owner's field in the hash ([Scripts].Field of Owner)
-	// Count is the owner's hold count once the call has taken effect, as
-	// this client counts it: the scripts set it rather than add to what
-	// Redis has. 0 in a release frees the owner's hold.
-	Count int64
-	Lease time.Duration
-	// Fencing: the lock is fenced; an acquisition that starts a hold
-	// (Count 1) takes a fencing token (INCR of the counter).
-	Fencing bool
-	// Fence, in a re-entry (Count > 1), is the hold's fencing token (0 for
-	// a hold without one), which the script records and returns instead of
-	// taking a new one.
-	Fence  int64
-	ReqKey string // where the script records its result
-	// UndoKey, in a release, turns it into the undo of the acquisition
-	// recorded under UndoKey: the release happens only if that acquisition
-	// took place, and marks it cancelled otherwise.
-	UndoKey string
-	// Publish is the command a release publishes with
-	// ([Client.PublishCommand]: "publish", or "spublish" for sharded
-	// pub/sub on a Cluster).
-	Publish string
-	// Fresh marks a fresh hold (see "Fresh holds" above): its owner was
-	// made for one acquisition and holds the lock once, never again. Its
-	// acquisition, release and undo share one request key,
-	// [keys.Request](Name, Field), and ReqKey is that key in all three.
-	Fresh bool
-	// Sync, when set, makes the script call wait for replicas: the engine
-	// sets it on acquisitions, releases and in-process handoffs
-	// ([pipeline.Replicas.NewSyncIn]), never on undos and renewals.
-	Sync *pipeline.Sync
-	// sync is where Sync points in the engine's acquisitions and releases:
-	// the Request is on the heap already, so the Sync costs no allocation
-	// of its own.
-	sync pipeline.Sync
-	// Deadline is the request's deadline by the server's clock (epoch ms):
-	// a fresh hold's acquisition's ([request.Requests.FreshDeadline]),
-	// kept in the hold's release and undo, whose marks must outlive it;
-	// any other request's, [request.Requests.Deadline] when it is sent.
-	// The engine sets it.
-	Deadline int64
-	// MarkUntil, in a fresh hold's release, undo or handoff, is until when
-	// its mark lives ([request.Requests.MarkUntil] of Deadline). The
-	// engine sets it.
-	MarkUntil int64
-	// Runner sends the script: the replica runner of Sync
-	// ([pipeline.Replicas.Runner]), or the client's plain one for a
-	// handoff ([Client.Direct]). The engine sets it.
-	Runner lua.Runner
-}
-
-// LeaseMillis is the lease in the whole milliseconds the scripts take.
-func (req *Request) LeaseMillis() int64 { return Millis(req.Lease) }
-
-// Undoes returns, for a release, whether it undoes an acquisition
-// (UndoKey set) and the request key of the acquisition it undoes or
-// releases: UndoKey in an undo, else ReqKey (the scripts' UndoRequest).
-func (req *Request) Undoes() (undo bool, key string) {
-	if req.UndoKey != "" {
-		return true, req.UndoKey
-	}
-	return false, req.ReqKey
-}
-
-// FieldAt returns where a fresh hold's field starts in its request key
-// key, which ends with it (1-based, as Lua's string.sub counts): the fresh
-// scripts read the field from there instead of being sent it again.
-func FieldAt(key, field string) int { return len(key) - len(field) + 1 }
 
 // ForcedMarkTTL is how long, in milliseconds, a force unlock's marks on the
 // request keys of fresh holds live: past the deadline of any copy of their

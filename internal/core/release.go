@@ -32,13 +32,13 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	base := l.baseRequest(s, token, own)
 	if !own {
 		if !l.gate.Holds(s.Shared) {
-			return l.fail(s, fmt.Errorf("%snot locked through this handle: %w", s.sideOf(), errs.ErrNotHeld))
+			return s.fail(l.Name, fmt.Errorf("%snot locked through this handle: %w", s.sideOf(), errs.ErrNotHeld))
 		}
 		defer l.gate.Leave(s.Shared)
 		if s.Fresh {
 			// The hold the handle took without a context owner.
 			if base = l.freshHold(); base.Owner == "" {
-				return l.fail(s, fmt.Errorf("%snot locked through this handle: %w", s.sideOf(), errs.ErrNotHeld))
+				return s.fail(l.Name, fmt.Errorf("%snot locked through this handle: %w", s.sideOf(), errs.ErrNotHeld))
 			}
 		}
 	}
@@ -69,13 +69,13 @@ func (r *releaser) release(ctx context.Context) error {
 	r.ctx = ctx
 	ol, err := l.C.owners.lock(ctx, hk)
 	if err != nil {
-		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+		return s.fail(l.Name, fmt.Errorf("%s: %w", s.step("release"), err))
 	}
 	defer r.unlockSettled(hk, ol)
 	r.req.Lease = l.lease()
 	l.setRequestKey(&r.req)
 	if r.req.Publish, err = l.C.PublishCommand(ctx); err != nil {
-		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+		return s.fail(l.Name, fmt.Errorf("%s: %w", s.step("release"), err))
 	}
 	cur := l.C.holds.Count(hk)
 	if cur == 0 {
@@ -84,7 +84,7 @@ func (r *releaser) release(ctx context.Context) error {
 		// the same id: a hold is never adopted). ErrNotHeld changes
 		// nothing: whatever Redis keeps for the owner is left to its lease
 		// (it is not renewed).
-		return l.fail(s, fmt.Errorf("%sowner %s holds nothing through this Client: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
+		return s.fail(l.Name, fmt.Errorf("%sowner %s holds nothing through this Client: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	}
 	r.req.Count = cur - 1
 	if handed, err := r.handoff(hk); handed {
@@ -100,11 +100,11 @@ func (r *releaser) release(ctx context.Context) error {
 	}
 	switch {
 	case err != nil:
-		return l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+		return s.fail(l.Name, fmt.Errorf("%s: %w", s.step("release"), err))
 	case remaining < 0:
-		return l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
+		return s.fail(l.Name, fmt.Errorf("%sowner %s: %w", s.sideOf(), base.Owner, errs.ErrNotHeld))
 	case r.req.Sync.SyncErr() != nil:
-		return l.fail(s, fmt.Errorf("%s on the primary, so it took effect and must not be retried: %w", s.step("released"), r.req.Sync.Err))
+		return s.fail(l.Name, fmt.Errorf("%s on the primary, so it took effect and must not be retried: %w", s.step("released"), r.req.Sync.Err))
 	}
 	return nil
 }
@@ -248,46 +248,14 @@ func (l *Lock) undo(s *Side, acq Request, unlock func()) (bool, <-chan struct{})
 	return true, done
 }
 
-// In-process handoff.
-//
-// When a hold ends and the next caller in the client's local line for the
-// lock waits (and is not asking Redis at that moment), the release and that
-// caller's acquisition are one script ([Handoffer].RunHandoff): the lock
-// goes from one owner to the next in one round trip, with no PUBLISH and no
-// waiter woken to try again. While the lock is held through the line
-// ([Lines.heldHere]), its head does not ask Redis at all: the release hands
-// the lock off to it, or publishes (a message makes the head ask Redis even
-// before this client has counted the hold ended), or the hold is lost and
-// the head is woken in-process ([Lines.left]). Other processes see the
-// lock held all along; their waiters re-check when its lease would end,
-// and are woken by the release that ends the chain of handoffs. A caller
-// that took the lock from Redis drops the line's subscription
-// ([acquisition.inLine]), so that the next head subscribes anew, at the
-// end of the channel's subscribers: Redis delivers in subscription order,
-// and the other processes' waiters hear the next release first.
-//
-// So that they get their turn, a chain is bounded as Go's sync.Mutex bounds
-// its fast path: a hold taken from Redis starts a chain, and a release hands
-// the lock off only to a caller that was already waiting when the chain
-// began, or while the chain is younger than HandoffWindow. Past both, the
-// release frees the lock in Redis and publishes, and the next local caller
-// competes with everyone else. Every caller waiting in this client when a
-// chain begins is served by it, so no caller of this client waits for more
-// than one chain of its own client per chain of every other process.
-//
-// The releaser's side first: [releaser.handoff] claims the offer of the
-// caller at the head of the line ([Lines.claim]: the turn's [Offer],
-// line.go, the acquisition to make for it), runs the script and finishes
-// the offer. The waiter's side after it: its [acceptor], which the wait
-// asks before each attempt ([acceptor.beginAsking]) and takes a handoff
-// with ([acceptor.takeOffered], [acceptor.withdraw]).
+// The releaser's side of the in-process handoff (handoff.go).
 
 // handoff hands the lock off, when the release r.req ends the owner's
 // hold hk on a side with handoffs, to the caller at the head of the lock's
-// local line, if the hold's chain allows it: it claims the caller's offer
-// ([Lines.claim]), then releases the hold and acquires the lock for that
-// caller in one script; the caller's wait ends with the outcome
-// ([Offer].finish). It reports false, having sent nothing, when there is
+// local line, if the hold's chain allows it: it claims the caller's
+// [Handoff] ([Lines.Claim]), then releases the hold and acquires the lock
+// for that caller in one script; the caller's wait ends with the outcome
+// ([Handoff.Finish]). It reports false, having sent nothing, when there is
 // no caller to hand the lock off to (the release frees the lock in Redis
 // instead), and otherwise answers the releaser as Release does.
 func (r *releaser) handoff(hk HoldKey) (handed bool, err error) {
@@ -300,18 +268,18 @@ func (r *releaser) handoff(hk HoldKey) (handed bool, err error) {
 		return false, nil
 	}
 	chain := h.Chain()
-	o := l.C.lines.claim(s.Line, chain, &l.C.owners)
-	if o == nil {
+	ho, next := l.C.lines.Claim(s.Line, chain, &l.C.owners)
+	if ho == nil {
 		return false, nil
 	}
-	to := *o.Req
+	to := *next
 	h = l.C.holds.beginRelease(hk, 0)
 	sent := time.Now()
 	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
 	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
 	req.Runner = l.C.replicas.Runner(req.Sync)
 	out, err := s.Handoff.RunHandoff(ctx, req, &to)
-	result := offerResult{Sent: sent, Chain: chain}
+	result := HandoffResult{Sent: sent, Chain: chain}
 	if err == nil {
 		if serr := req.Sync.SyncErr(); serr != nil {
 			// Handed off on the primary: the waiter holds it, but a
@@ -332,182 +300,12 @@ func (r *releaser) handoff(hk HoldKey) (handed bool, err error) {
 	case out.Acquired:
 		result.Acquired, result.Fence = true, out.Fence
 	}
-	o.finish(result)
+	ho.Finish(result)
 	switch {
 	case err != nil:
-		return true, l.fail(s, fmt.Errorf("%s: %w", s.step("release"), err))
+		return true, s.fail(l.Name, fmt.Errorf("%s: %w", s.step("release"), err))
 	case out.Remaining < 0:
-		return true, l.fail(s, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
+		return true, s.fail(l.Name, fmt.Errorf("%sowner %s: %w", s.sideOf(), req.Owner, errs.ErrNotHeld))
 	}
 	return true, nil
-}
-
-// claim is for the releaser of the last hold of a lock whose local line is
-// key: it returns the offer of the caller at the head of the line when it
-// accepts a handoff, is not asking Redis, the chain allows it and its
-// owner's lock is free; the offer is then claimed (the owner's lock taken
-// for the caller) and the releaser must finish it. nil otherwise.
-func (ls *Lines) claim(key string, chain Chain, owners *ownerLocks) *Offer {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.m[key]
-	if l == nil || len(l.q) == 0 {
-		return nil
-	}
-	t := l.q[0]
-	o := t.offer
-	if o == nil || o.claimed || t.asking || !chainAllows(chain, t.seq) {
-		return nil
-	}
-	o.make()
-	ol, ok := owners.tryLock(HoldKey{Key: o.Req.Name, Field: o.Req.Field})
-	if !ok {
-		return nil
-	}
-	o.claimed, o.ol = true, ol
-	o.doneChan() // the caller waits for it (acceptor.takeOffer)
-	return o
-}
-
-// acceptor lets a caller waiting in a lock's local line be handed the lock
-// ([acquisition.acceptor]).
-type acceptor struct {
-	lock *Lock
-	side *Side
-	// first is the turn's first offer, allocated with the acceptor
-	// (accept makes the next ones); its Req, once made ([Offer.make]), is
-	// the acquisition a releaser makes for the caller, which nobody
-	// changes.
-	first Offer
-	turn  *Turn
-}
-
-// init makes a the acceptor by which the caller's turn accepts handoffs of
-// a fresh hold (base is a fresh hold's request without an owner yet:
-// [Lock.withFreshOwner] gives it one). The first offer's request is made
-// by the releaser that claims it ([Offer.make]), not here: most
-// acquisitions are never handed the lock.
-func (a *acceptor) init(l *Lock, s *Side, turn *Turn, base *Request) {
-	*a = acceptor{lock: l, side: s, turn: turn}
-	a.first = Offer{base: base, lock: l, side: s}
-	a.setOffer(&a.first)
-}
-
-// setOffer makes the caller's turn accept handoffs with o, a new offer,
-// until a releaser claims it ([Lines.claim]) or the caller withdraws.
-func (a *acceptor) setOffer(o *Offer) {
-	a.turn.ls.mu.Lock()
-	a.turn.offer = o
-	a.turn.ls.mu.Unlock()
-}
-
-// beginAsking reports whether the caller may ask Redis now, and marks its
-// turn as doing so, so that no releaser claims its offer meanwhile
-// (endAsking ends the mark): false once a releaser has claimed the offer
-// (takeOffered then gives the outcome), and, unless force, while a caller
-// of this client holds the lock ([Lines.heldHere]: its release hands it
-// off or publishes).
-func (a *acceptor) beginAsking(force bool) bool {
-	if !force && a.lock.C.lines.heldHere(a.side.Line) {
-		return false
-	}
-	t := a.turn
-	t.ls.mu.Lock()
-	defer t.ls.mu.Unlock()
-	if t.offer != nil && t.offer.claimed {
-		return false
-	}
-	t.asking = true
-	return true
-}
-
-// endAsking ends a beginAsking.
-func (a *acceptor) endAsking() {
-	a.turn.ls.mu.Lock()
-	a.turn.asking = false
-	a.turn.ls.mu.Unlock()
-}
-
-// offerDone returns a channel closed when a releaser has finished a
-// handoff to the caller, or woken it (nil without an offer).
-func (a *acceptor) offerDone() <-chan struct{} {
-	a.turn.ls.mu.Lock()
-	defer a.turn.ls.mu.Unlock()
-	if a.turn.offer == nil {
-		return nil
-	}
-	return a.turn.offer.doneChan()
-}
-
-// takeOffered takes the outcome of a handoff a releaser claimed, waiting
-// for it, and reports whether the caller now holds the lock
-// ([acceptor.accept]); otherwise the turn accepts the next one. false too
-// when none was claimed.
-func (a *acceptor) takeOffered() bool {
-	o := a.takeOffer(false)
-	if o == nil {
-		return false
-	}
-	if a.accept(o) {
-		return true
-	}
-	a.setOffer(&Offer{Req: a.first.Req}) // ready for the next release
-	return false
-}
-
-// withdraw ends the caller's readiness when its wait ends, taking the
-// outcome of a handoff claimed at that moment: it reports whether the
-// caller holds the lock after all.
-func (a *acceptor) withdraw() bool {
-	o := a.takeOffer(true)
-	return o != nil && a.accept(o)
-}
-
-// takeOffer returns the turn's offer when a releaser claimed it, after
-// waiting for the outcome (the releaser's script is bounded by its
-// timeout), and nil otherwise. The turn accepts no handoff after it
-// returned one, nor after a withdrawal (end), which ends an unclaimed
-// offer too.
-func (a *acceptor) takeOffer(end bool) *Offer {
-	t := a.turn
-	t.ls.mu.Lock()
-	o := t.offer
-	if o == nil || (!o.claimed && !end) {
-		t.ls.mu.Unlock()
-		return nil
-	}
-	t.offer = nil
-	t.ls.mu.Unlock()
-	if !o.claimed {
-		return nil
-	}
-	<-o.done
-	return o
-}
-
-// accept takes the outcome of the handoff o: the hold when the caller got
-// the lock ([Lock.record]); an undo in the background when the reply was
-// lost. It gives back the owner's lock [Lines.claim] took.
-func (a *acceptor) accept(o *Offer) bool {
-	l, s, req := a.lock, a.side, o.Req // made (Offer.make) once claimed or woken
-	hk := HoldKey{Key: req.Name, Field: req.Field}
-	unlock := func() {
-		if o.ol != nil { // nil: a wake-up, not a handoff (Lines.wakeHead)
-			l.C.owners.unlock(hk, o.ol)
-		}
-	}
-	r := o.res
-	switch {
-	case r.Unknown:
-		if ok, _ := l.undo(s, *req, unlock); !ok {
-			unlock()
-		}
-		return false
-	case !r.Acquired:
-		unlock()
-		return false
-	}
-	l.record(s, req, hk, r.Sent, r.Fence, r.Chain)
-	unlock()
-	return true
 }

@@ -98,7 +98,7 @@ func shutdownHold(ctx context.Context, h *Hold) error {
 	l, s, c := sr.lock, sr.side, sr.lock.C
 	ol, err := c.owners.lock(ctx, h.key)
 	if err != nil {
-		return l.fail(s, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
+		return s.fail(l.Name, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
 	}
 	defer c.owners.unlock(h.key, ol)
 	if h.Count() == 0 {
@@ -109,14 +109,14 @@ func shutdownHold(ctx context.Context, h *Hold) error {
 	req.Lease = l.lease()
 	l.setRequestKey(&req)
 	if req.Publish, err = c.PublishCommand(ctx); err != nil {
-		return l.fail(s, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
+		return s.fail(l.Name, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
 	}
 	c.holds.beginRelease(h.key, 0) // no renewal from now on
 	r := releaser{lock: l, ctx: ctx, side: s, req: req}
 	remaining, err := r.run()
 	switch {
 	case err != nil:
-		return l.fail(s, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
+		return s.fail(l.Name, fmt.Errorf("shutdown %s: %w", s.step("release"), err))
 	case remaining < 0:
 		end = errShutdownGone // lost before Shutdown came to it
 	default:

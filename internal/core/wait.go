@@ -99,8 +99,8 @@ func RetryAfterPTTL(pttl int64) time.Duration {
 // An acquisition waits as its side says ([Scripts].Waiting): spinning, or
 // on the lock's channel. A caller with a turn in the client's local line
 // waits on the subscription the line passes on, and, when it accepts
-// handoffs ([acquisition.acceptor]), may be handed the lock by a releaser
-// of this client between its attempts.
+// handoffs (its [Handoff]), may be handed the lock by a releaser of this
+// client between its attempts.
 
 // loop is one wait under way: its acquisition (acq), or else the attempt
 // of a semaphore or a latch (try); its channel and deadline (zero: none),
@@ -128,9 +128,8 @@ type loop struct {
 // last answer was a failure).
 func (l *loop) next(ctx context.Context, force bool) (verdict, time.Duration, error) {
 	v, retry, err := l.attempt(ctx, force)
-	var cut *cutError
 	switch {
-	case errors.As(err, &cut):
+	case err != nil && isCut(err):
 		switch {
 		case l.failed.last != nil:
 			return cutOff, 0, fmt.Errorf("%w (and then: %w)", l.failed.last, err)
@@ -172,6 +171,12 @@ func Cut(err error) error { return &cutError{err: err} }
 
 // cutError is an attempt's request cut by the end of its wait ([Cut]).
 type cutError struct{ err error }
+
+// isCut reports whether err is, or wraps, a [Cut] error.
+func isCut(err error) bool {
+	var cut *cutError
+	return errors.As(err, &cut)
+}
 
 func (e *cutError) Error() string {
 	return "no answer from Redis within the wait: " + e.err.Error()
@@ -281,14 +286,14 @@ func (l *loop) absorb(ctx context.Context, err error) bool {
 func (l *loop) sleep(ctx context.Context, sub *pubsub.Waiter, timer *time.Timer) (v verdict, msg bool, err error) {
 	var offered <-chan struct{}
 	if l.acq != nil && l.acq.accepting() {
-		offered = l.acq.acceptor.offerDone()
+		offered = l.acq.handed()
 	}
 	select {
 	case <-sub.C():
 		return missed, true, nil
 	case <-timer.C:
 	case <-offered:
-		if l.acq.acceptor.takeOffered() {
+		if l.acq.takeHanded() {
 			return handedOff, false, nil
 		}
 	case <-ctx.Done():
@@ -374,17 +379,20 @@ type acquisition struct {
 	base      Request
 	end       time.Time
 	attempted bool
-	acceptor  acceptor // its turn is set when the caller accepts handoffs
+	// turn is the caller's in a local line when it accepts handoffs
+	// (handoff), nil otherwise.
+	turn    *Turn
+	handoff Handoff
 }
 
 // accepting reports whether the caller accepts handoffs.
-func (a *acquisition) accepting() bool { return a.acceptor.turn != nil }
+func (a *acquisition) accepting() bool { return a.turn != nil }
 
 // attempt is one attempt of the acquisition in a wait, for the owner of
 // a.base (for a fresh hold, a new owner per attempt), cut at the end of
-// the wait. When the caller accepts handoffs, it is made only when the
-// acceptor lets it ask Redis ([acceptor.beginAsking]; force asks even
-// while the lock is held here), and otherwise the caller takes the
+// the wait. When the caller accepts handoffs, it is made only when it may
+// ask Redis ([acquisition.ask]; force asks even while the lock is held
+// here), and otherwise the caller takes the
 // outcome of a handoff claimed meanwhile, if any (handedOff). No attempt
 // is made once the wait has ended, but the first: a wait that ended
 // before its first attempt (in the local line, or on a slow machine)
@@ -397,18 +405,17 @@ func (a *acquisition) attempt(ctx context.Context, force bool) (verdict, time.Du
 	a.lock.C.attempts.Add(1)
 	defer a.lock.C.attempts.Add(-1)
 	if a.accepting() {
-		acc := &a.acceptor
-		if !acc.beginAsking(force) {
-			if acc.takeOffered() {
+		if !a.ask(force) {
+			if a.takeHanded() {
 				return handedOff, 0, nil
 			}
 			// Not handed (a release that was no handoff woke the waiter),
 			// or nothing came: one more look, which may allow an attempt now.
-			if !acc.beginAsking(force) {
+			if !a.ask(force) {
 				return missed, 0, nil
 			}
 		}
-		defer acc.endAsking()
+		defer a.handoff.DoneAsking()
 	}
 	if err := a.lock.C.Check(); err != nil {
 		return missed, 0, err
@@ -588,4 +595,86 @@ func transient(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, redis.ErrPoolTimeout) || (errs.IsReply(err) && errs.NotRun(err))
+}
+
+// The waiter's side of the in-process handoff (handoff.go): the caller,
+// waiting in the lock's local line, may be handed the lock by a releaser
+// of this client between its attempts.
+
+// handoffRequest makes, on the caller's goroutine, the acquisition a
+// releaser makes for it: a new fresh owner ([Lock.withFreshOwner]; its
+// context is only the request deadline's, which uses no value of it),
+// count 1, the lock's lease and fencing. An acquisition that never waits
+// makes none: the owner costs an allocation (its request key), which
+// rlock's TestLockAllocs counts.
+func (a *acquisition) handoffRequest() *Request {
+	l := a.lock
+	req := l.withFreshOwner(context.Background(), a.side, a.base)
+	req.Count = 1
+	req.Lease = l.lease()
+	req.Fencing = l.Fencing
+	return &req
+}
+
+// ask reports whether the caller may ask Redis now ([Handoff.Ask]): not
+// while a caller of this client holds the lock, unless force
+// ([Lines.heldHere]: its release hands it off or publishes), nor once a
+// releaser claimed the caller's handoff.
+func (a *acquisition) ask(force bool) bool {
+	if !force && a.lock.C.lines.heldHere(a.side.Line) {
+		return false
+	}
+	return a.handoff.Ask()
+}
+
+// handed returns the channel the caller sleeps on for a handoff, opening
+// its Handoff first when it is not yet.
+func (a *acquisition) handed() <-chan struct{} {
+	if !a.handoff.Opened() {
+		a.handoff.Open(a.handoffRequest())
+	}
+	return a.handoff.Handed()
+}
+
+// takeHanded takes the outcome of a handoff a releaser claimed
+// ([Handoff.Take]) and reports whether the caller holds the lock now
+// (accept).
+func (a *acquisition) takeHanded() bool {
+	res, req, ol, ok := a.handoff.Take()
+	return ok && a.accept(res, req, ol)
+}
+
+// withdraw ends the caller's readiness when its wait ends
+// ([Handoff.Withdraw]), and reports whether a handoff claimed at that
+// moment gave it the lock after all.
+func (a *acquisition) withdraw() bool {
+	res, req, ol, ok := a.handoff.Withdraw()
+	return ok && a.accept(res, req, ol)
+}
+
+// accept takes the outcome res of a handoff, the acquisition req: the
+// hold when the caller got the lock ([Lock.record]); an undo in the
+// background when the reply was lost. It gives back the owner's lock ol
+// that [Lines.Claim] took (nil: a wake-up, not a handoff).
+func (a *acquisition) accept(res HandoffResult, req *Request, ol *ownerLock) bool {
+	l, s := a.lock, a.side
+	hk := HoldKey{Key: req.Name, Field: req.Field}
+	unlock := func() {
+		if ol != nil {
+			l.C.owners.unlock(hk, ol)
+		}
+	}
+	switch {
+	case res.Unknown:
+		if ok, _ := l.undo(s, *req, unlock); !ok {
+			unlock()
+		}
+		return false
+	case !res.Acquired:
+		unlock()
+		return false
+	}
+	l.record(s, req, hk, res.Sent, res.Fence, res.Chain)
+	unlock()
+	return true
 }
