@@ -5,7 +5,7 @@ GO ?= go
 # Every Go module in the repository (directories holding a go.mod).
 MODULES = $(shell find . -name go.mod -not -path "./.git/*" -not -path "*/testdata/*" -not -path "*/vendor/*" -exec dirname {} \; | LC_ALL=C sort)
 
-.PHONY: test vet fmt lint demo bench bench-scale chaos
+.PHONY: test vet fmt lint demo work bench bench-scale chaos
 
 # Install redis-server if missing, check gofmt, then go vet and
 # go test -race in every module. See scripts/test.sh.
@@ -29,6 +29,16 @@ fmt:
 # Run the demo against a local Redis.
 demo:
 	$(GO) run ./cmd/redisync demo
+
+# A go.work of every module, for editors (gopls) and commands across the
+# modules from the root. It is not committed: in a workspace the go
+# command selects the highest version any module requires, so the root's
+# commands (the README's demo) would build with other versions than its
+# go.mod gives its users, and download them first. Every other module
+# reaches the root through a replace directive and builds without it.
+work:
+	rm -f go.work go.work.sum
+	$(GO) work init $(MODULES)
 
 # Run the benchmarks (the bench module); BENCHFLAGS="--redis host:port" uses an existing server.
 bench:

@@ -15,9 +15,9 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 start=$SECONDS
-# Each module is vetted and tested on its own, as its users build it: the
-# repository's go.work (for editors) must not change what a test runs
-# against.
+# Each module is vetted and tested on its own, as its users build it: a
+# go.work made with "make work" (for editors) must not change what a test
+# runs against.
 export GOWORK=off
 
 log() { printf '==> %s\n' "$*"; }
