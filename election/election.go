@@ -59,8 +59,9 @@ func New(c *redisync.Client, name string, opts ...Option) *Election {
 	return e
 }
 
-// Name returns the election's name, which is also the key of its lock.
-func (e *Election) Name() string { return e.h.Name }
+// Name returns the election's name, as given to New. It is also the key
+// of its lock, after the Client's key prefix (redisync.WithKeyPrefix).
+func (e *Election) Name() string { return e.h.Given }
 
 // Campaign blocks until the caller leads the election, or ctx ends.
 // Candidates are served in the order they campaigned, across processes:
