@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -125,7 +126,9 @@ func (e *Election) campaign(ctx context.Context, value string) (*Leadership, err
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
-		_ = l.end(ctx, fmt.Errorf("%w: campaign failed", redisync.ErrNotHeld))
+		// A Proclaim refused has ended the leadership already: end
+		// sends its release once.
+		_, _ = l.end(ctx, fmt.Errorf("%w: campaign failed", redisync.ErrNotHeld))
 		return nil, fmt.Errorf("election %q: campaign: %w", e.h.Name, err)
 	}
 	return l, nil
@@ -165,6 +168,7 @@ type Leadership struct {
 	term   int64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	ended  atomic.Bool // end has run: the leadership's one release is sent
 }
 
 // follow ends the leadership, on this process's clock, when the lease of
@@ -182,7 +186,7 @@ func (l *Leadership) follow(hold *redisync.Hold) {
 		end := last.Add(lease - lease/10)
 		if !time.Now().Before(end) {
 			lost := fmt.Errorf("%w: no renewal succeeded within the lease of %v", redisync.ErrLockLost, lease)
-			_ = l.end(context.Background(), lost)
+			_, _ = l.end(context.Background(), lost)
 			return
 		}
 		timer.Reset(time.Until(end))
@@ -196,10 +200,15 @@ func (l *Leadership) follow(hold *redisync.Hold) {
 
 // end ends the leadership with cause, first in this process (its Context
 // is done before anything is sent), then in Redis: the lock is released,
-// which wakes the next candidate. It returns the release's error.
-func (l *Leadership) end(ctx context.Context, cause error) error {
+// which wakes the next candidate. Only the first call releases (first is
+// true); a later one changes nothing, whatever its cause. It returns the
+// release's error.
+func (l *Leadership) end(ctx context.Context, cause error) (first bool, err error) {
 	l.cancel(cause)
-	return l.e.lock.Unlock(redisync.WithOwnerToken(ctx, l.token)) // Unlock runs detached
+	if l.ended.Swap(true) {
+		return false, nil
+	}
+	return true, l.e.lock.Unlock(redisync.WithOwnerToken(ctx, l.token)) // Unlock runs detached
 }
 
 // Term returns the leadership's term: the fencing token its acquisition
@@ -253,7 +262,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, errs.ReplyError(err))
 	case rep.Code == lua.ElectionProclaimNotLeader, rep.Code == lua.ElectionProclaimStale:
 		lost := fmt.Errorf("%w: the lock was no longer held at proclaim", redisync.ErrLockLost)
-		_ = l.end(ctx, lost) // stop leading here too; the lock is someone else's or nobody's
+		_, _ = l.end(ctx, lost) // stop leading here too; the lock is someone else's or nobody's
 		return fmt.Errorf("election %q: proclaim: not the leader (%w): %w", e.h.Name, lost, redisync.ErrNotHeld)
 	case sync.SyncErr() != nil:
 		return fmt.Errorf("election %q: proclaim took effect on the primary: %w", e.h.Name, sync.Err)
@@ -271,7 +280,11 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("election %q: resign: %w (%w)", l.e.h.Name, redisync.ErrNotHeld, err)
 	}
-	if err := l.end(ctx, fmt.Errorf("%w: resigned", redisync.ErrNotHeld)); err != nil {
+	first, err := l.end(ctx, fmt.Errorf("%w: resigned", redisync.ErrNotHeld))
+	switch {
+	case !first: // ended meanwhile (a loss, a Resign of another goroutine)
+		return fmt.Errorf("election %q: resign: %w (%w)", l.e.h.Name, redisync.ErrNotHeld, context.Cause(l.ctx))
+	case err != nil:
 		return fmt.Errorf("election %q: resign: %w", l.e.h.Name, err)
 	}
 	return nil
