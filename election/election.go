@@ -116,11 +116,17 @@ func (e *Election) campaign(ctx context.Context, value string) (*Leadership, err
 		l.ctx, l.cancel = context.WithCancelCause(context.Background())
 		l.cancel(fmt.Errorf("%w: lost as it was won", redisync.ErrLockLost))
 	} else {
-		// A child of the hold's context: the hold's end (a loss found by
-		// the watchdog, Close) cancels it at once, with the hold's cause.
+		// A child of the hold's context: the hold's end cancels it at
+		// once, with the hold's cause. The engine ends the hold by the
+		// one rule of every watchdog-renewed hold: when its lease, from
+		// the last write Redis (and, with acknowledgement on, its
+		// replicas) acknowledged, less a margin for the clocks, has run
+		// out on this process's clock, whether or not a renewal is still
+		// on its way. Redis keeps the lock at least that long, so the
+		// leadership ends before another candidate can win.
 		l.ctx, l.cancel = context.WithCancelCause(hold.Context())
 		l.term = hold.FencingToken()
-		go l.follow(hold)
+		go l.follow()
 	}
 	if err := l.Proclaim(ctx, value); err != nil {
 		if ctx.Err() != nil {
@@ -171,31 +177,15 @@ type Leadership struct {
 	ended  atomic.Bool // end has run: the leadership's one release is sent
 }
 
-// follow ends the leadership, on this process's clock, when the lease of
-// its last renewal runs out (less a tenth, for timers that fire late)
-// though the watchdog has not noticed yet: its renewal may hang on a network that holds its bytes. Redis
-// keeps the lock at least until then, so the leadership ends before
-// another candidate can win. The lock is then released, in case a late
-// renewal kept it.
-func (l *Leadership) follow(hold *redisync.Hold) {
-	ch := (*core.Hold)(hold)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		last, lease := ch.Renewed()
-		end := last.Add(lease - lease/10)
-		if !time.Now().Before(end) {
-			lost := fmt.Errorf("%w: no renewal succeeded within the lease of %v", redisync.ErrLockLost, lease)
-			_, _ = l.end(context.Background(), lost)
-			return
-		}
-		timer.Reset(time.Until(end))
-		select {
-		case <-l.ctx.Done(): // also when the hold ended
-			return
-		case <-timer.C:
-		}
-	}
+// follow waits for the leadership's end and, when it ended with its hold
+// (a loss the watchdog found, the hold's lease run out on this process's
+// clock, the Client's Close) rather than by end, sends its release all
+// the same: a renewal that reached Redis late may have kept the lock,
+// which the release clears, waking the next candidate at once. The
+// release then finds nothing to do otherwise.
+func (l *Leadership) follow() {
+	<-l.ctx.Done()
+	_, _ = l.end(context.Background(), context.Cause(l.ctx))
 }
 
 // end ends the leadership with cause, first in this process (its Context

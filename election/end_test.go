@@ -2,6 +2,8 @@ package election_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/redisync/redisync/internal/clienttest"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rlock"
 )
 
 // scriptHook is a go-redis hook that counts a client's calls of one
@@ -81,4 +84,43 @@ func TestRefusedProclaimReleasesOnce(t *testing.T) {
 	assert.ErrorIs(t, err, redisync.ErrLockLost)
 	time.Sleep(200 * time.Millisecond) // a release sent in the background would be counted by now
 	assert.EqualValues(t, 1, hook.n.Load(), "fair_release calls")
+}
+
+// A leader cut off from Redis stops leading by the engine's one lease
+// rule: its leadership ends when its hold does (the last acknowledged
+// write + the lease − the margin), with the hold's own cause, and not
+// earlier by a clock of the election's own.
+func TestLeadershipEndsWithItsHold(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t)
+	const lease = time.Second
+	c, proxy := clienttest.Proxied(t, s, redis.Options{MaxRetries: -1})
+	e := election.New(c, name, election.WithLease(lease))
+	l, err := e.Campaign(ctx, "x")
+	require.NoError(t, err)
+	fields, err := s.Client(t).HKeys(ctx, name).Result()
+	require.NoError(t, err)
+	require.Len(t, fields, 1)
+	token, err := strconv.ParseUint(fields[0][strings.LastIndexByte(fields[0], ':')+1:], 10, 64)
+	require.NoError(t, err)
+	hold := rlock.NewFair(c, name).Hold(redisync.WithOwnerToken(ctx, token))
+	require.NotNil(t, hold, "the leader's hold")
+
+	proxy.Block()
+	defer proxy.Unblock()
+	cut := time.Now()
+	select {
+	case <-l.Done():
+	case <-time.After(lease + 2*time.Second):
+		t.Fatalf("the leadership still lives %v after its network was cut", lease+2*time.Second)
+	}
+	t.Logf("the leadership ended %v after the network was cut (lease %v)", time.Since(cut), lease)
+	select {
+	case <-hold.Done():
+	default:
+		t.Fatal("the leadership ended before its hold")
+	}
+	assert.ErrorIs(t, l.Err(), redisync.ErrLockLost)
+	assert.Equal(t, hold.Err(), l.Err(), "the leadership's cause is its hold's")
 }
