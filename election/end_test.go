@@ -117,7 +117,7 @@ func TestLeadershipEndsWithItsHold(t *testing.T) {
 	}
 	t.Logf("the leadership ended %v after the network was cut (lease %v)", time.Since(cut), lease)
 	select {
-	case <-hold.Done():
+	case <-hold.Context().Done(): // the leadership's parent
 	default:
 		t.Fatal("the leadership ended before its hold")
 	}
