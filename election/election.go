@@ -153,7 +153,13 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if rep.Live != lua.ElectionLeaderLive {
 		return Leader{}, fmt.Errorf("election %q: %w", e.h.Name, ErrNoLeader)
 	}
-	return Leader{Value: rep.Value, Term: rep.Term, Since: time.UnixMilli(rep.Since)}, nil
+	return newLeader(rep.Value, rep.Term, rep.Since), nil
+}
+
+// newLeader is the leader of a record: its value, term and start in
+// epoch milliseconds by the server's clock.
+func newLeader(value string, term, sinceMillis int64) Leader {
+	return Leader{Value: value, Term: term, Since: time.UnixMilli(sinceMillis)}
 }
 
 // read runs election_leader.
