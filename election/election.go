@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -180,7 +180,8 @@ type Leadership struct {
 	term   int64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	ended  atomic.Bool // end has run: the leadership's one release is sent
+	mu     sync.Mutex
+	ended  bool // end has run: the leadership's one release is sent (under mu)
 }
 
 // follow waits for the leadership's end and, when it ended with its hold
@@ -200,8 +201,11 @@ func (l *Leadership) follow() {
 // true); a later one changes nothing, whatever its cause. It returns the
 // release's error.
 func (l *Leadership) end(ctx context.Context, cause error) (first bool, err error) {
-	l.cancel(cause)
-	if l.ended.Swap(true) {
+	l.mu.Lock()
+	first, l.ended = !l.ended, true
+	l.cancel(cause) // under mu: a later call finds the leadership ended
+	l.mu.Unlock()
+	if !first {
 		return false, nil
 	}
 	return true, l.e.lock.Unlock(redisync.WithOwnerToken(ctx, l.token)) // Unlock runs detached
