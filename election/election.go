@@ -247,7 +247,7 @@ func (l *Leadership) Err() error {
 func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	e := l.e
 	if err := l.Err(); err != nil {
-		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, err)
+		return fmt.Errorf("election %q: proclaim: %w (%w)", e.h.Name, redisync.ErrNotHeld, err)
 	}
 	pub, err := e.h.C.PublishCommand(ctx)
 	if err != nil {
