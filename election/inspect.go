@@ -1,0 +1,189 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/core/errs"
+	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/internal/layout"
+)
+
+// Info is a snapshot of an election as Redis holds it, for operators:
+// who leads, who waits, and which keys the election keeps. Inspect reads
+// it in one round trip.
+type Info struct {
+	// Leader is the latest leader record: the current leader's when
+	// Leading, else the last leader's (its value, term and start); the
+	// zero Leader when no record exists.
+	Leader Leader
+	// Leading reports whether Leader still leads: the owner that wrote
+	// the record holds the election's lock.
+	Leading bool
+	// Owner is the owner that wrote the latest record, "<client id>:<owner
+	// token>", as its field in the lock hash; "" without a record.
+	Owner string
+	// Holder is the owner holding the election's lock; "" when it is
+	// free. A Holder that is not Owner is an owner that is no candidate
+	// (a Redisson RLock on the election's name), or a candidate that has
+	// just won and not yet written its record.
+	Holder string
+	// TTL is the lock's remaining lease; 0 when it is free.
+	TTL time.Duration
+	// LastTerm is the fencing counter: the latest term issued, which the
+	// next leader's term exceeds; 0 when the counter does not exist.
+	LastTerm int64
+	// Candidates are the candidates waiting for their turn, the next in
+	// turn first (the fair lock's queue), dead ones not yet dropped
+	// included.
+	Candidates []Candidate
+	// Records is how many leader records the log ({name}:leaders) keeps.
+	Records int64
+	// Keys are the election's keys that exist, with their expiry; see
+	// Key.
+	Keys []Key
+}
+
+// Candidate is one candidate waiting in an election's queue.
+type Candidate struct {
+	// Owner is the candidate, "<client id>:<owner token>".
+	Owner string
+	// Deadline is how long the candidate's place has left, by the
+	// server's clock: a live candidate pushes it further (by the queue's
+	// waiter timeout, 5s) at each of its re-checks. Zero or less: its
+	// process stopped re-checking (it died or was cut off); it is dropped
+	// from the queue once it is at its head, by the next candidate's
+	// attempt or the leader's release, and Delete removes it.
+	Deadline time.Duration
+}
+
+// Dead reports whether the candidate's deadline has passed.
+func (c Candidate) Dead() bool { return c.Deadline <= 0 }
+
+// Key is one key of an election.
+type Key struct {
+	// Name is the key, in Redis (after the Client's key prefix).
+	Name string
+	// Type is its Redis type: hash, list, zset or string.
+	Type string
+	// TTL is its remaining time to live; -1ns when it has none. Only
+	// the lock has one, its lease: the other keys stay until Delete (see
+	// the package documentation, "Keys").
+	TTL time.Duration
+}
+
+// electionKeys lists an election's keys: the lock, the leader record and
+// log, the queue and its deadlines, the fencing counter.
+func electionKeys(name string) []string {
+	return []string{name, keys.ElectionLeader(name), keys.ElectionLog(name),
+		keys.FairQueue(name), keys.FairTimeouts(name), keys.FenceCounter(name)}
+}
+
+// Inspect reads the election's state in one round trip (one pipeline to
+// the node of the name's slot; not a transaction, so a change between its
+// reads may show half done): the latest leader record and whether its
+// leader leads, the lock's holder and lease, the candidates in their
+// order with their deadlines, the last term issued and the election's
+// keys with their expiry. It only reads: a dead candidate is reported
+// (Candidate.Dead), not dropped. A key of another type than the
+// election's layout, or a lock hash whose fields are not owners, gives an
+// error wrapping redisync.ErrWrongType.
+func (e *Election) Inspect(ctx context.Context) (Info, error) {
+	if err := e.h.Check(); err != nil {
+		return Info{}, err
+	}
+	name := e.h.Name
+	ks := electionKeys(name)
+	var (
+		lock    *redis.MapStringStringCmd
+		pttl    *redis.DurationCmd
+		record  *redis.SliceCmd
+		logLen  *redis.IntCmd
+		queue   *redis.StringSliceCmd
+		dl      *redis.ZSliceCmd
+		counter *redis.StringCmd
+		now     *redis.TimeCmd
+		types   = make([]*redis.StatusCmd, len(ks))
+		ttls    = make([]*redis.DurationCmd, len(ks))
+	)
+	cmds, err := e.h.C.Redis().Pipelined(ctx, func(p redis.Pipeliner) error {
+		lock = p.HGetAll(ctx, name)
+		pttl = p.PTTL(ctx, name)
+		record = p.HMGet(ctx, keys.ElectionLeader(name), "owner", "term", "since", "value")
+		logLen = p.LLen(ctx, keys.ElectionLog(name))
+		queue = p.LRange(ctx, keys.FairQueue(name), 0, -1)
+		dl = p.ZRangeWithScores(ctx, keys.FairTimeouts(name), 0, -1)
+		counter = p.Get(ctx, keys.FenceCounter(name))
+		now = p.Time(ctx)
+		for i, k := range ks {
+			types[i], ttls[i] = p.Type(ctx, k), p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, c := range cmds { // the first error but a missing counter's
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return Info{}, e.inspectErr(err)
+			}
+		}
+	}
+	if err := layout.Check(name, lock.Val(), false); err != nil {
+		return Info{}, fmt.Errorf("election %q: %w", name, err)
+	}
+	info := Info{Records: logLen.Val()}
+	for owner := range lock.Val() {
+		info.Holder = owner // one owner: the lock is exclusive
+	}
+	if d := pttl.Val(); info.Holder != "" && d > 0 {
+		info.TTL = d
+	}
+	if v, err := counter.Result(); err == nil {
+		if info.LastTerm, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return Info{}, e.inspectErr(err)
+		}
+	}
+	if rec := record.Val(); len(rec) == 4 && rec[0] != nil {
+		info.Owner, _ = rec[0].(string)
+		term, _ := rec[1].(string)
+		since, _ := rec[2].(string)
+		value, _ := rec[3].(string)
+		t, err1 := strconv.ParseInt(term, 10, 64)
+		s, err2 := strconv.ParseInt(since, 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return Info{}, e.inspectErr(err)
+		}
+		info.Leader = newLeader(value, t, s)
+		_, info.Leading = lock.Val()[info.Owner]
+	}
+	deadlines := make(map[string]float64, len(dl.Val()))
+	for _, z := range dl.Val() {
+		owner, _ := z.Member.(string)
+		deadlines[owner] = z.Score
+	}
+	for _, owner := range queue.Val() {
+		c := Candidate{Owner: owner} // no deadline: dead
+		if d, ok := deadlines[owner]; ok {
+			c.Deadline = time.UnixMilli(int64(d)).Sub(now.Val())
+		}
+		info.Candidates = append(info.Candidates, c)
+	}
+	for i, k := range ks {
+		if t := types[i].Val(); t != "none" {
+			ttl := ttls[i].Val()
+			if ttl < 0 {
+				ttl = -1
+			}
+			info.Keys = append(info.Keys, Key{Name: k, Type: t, TTL: ttl})
+		}
+	}
+	return info, nil
+}
+
+func (e *Election) inspectErr(err error) error {
+	return fmt.Errorf("election %q: inspect: %w", e.h.Name, errs.ReplyError(err))
+}
