@@ -130,6 +130,14 @@ func (o *observer) check(ctx context.Context) bool {
 	if !o.started {
 		o.start(rep)
 	}
+	if rep.Seq < o.seq {
+		// The records were deleted (Delete) or lost with their server,
+		// and began again below the observer's sequence number
+		// (election_proclaim.lua numbers a new sequence from the server's
+		// clock, so it runs above the one before unless that clock was
+		// set back): the log is all new.
+		o.seq = 0
+	}
 	switch {
 	case rep.Seq <= o.seq:
 		return true
