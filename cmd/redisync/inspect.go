@@ -39,8 +39,8 @@ const maxReadHolds = 1000
 type Report struct {
 	Name string `json:"name"`
 	// Type is lock, fair_lock, rwlock, semaphore, expirable_semaphore,
-	// latch, rate_limiter or gcra (only with -type gcra: its key is a
-	// plain string); none when nothing is stored under the name
+	// latch, rate_limiter, gcra (only with -type gcra: its key is a
+	// plain string) or election; none when nothing is stored under the name
 	// (then Exists is false, and inspect exits with status 0: nothing
 	// stored is an answer, not an error).
 	Type kind `json:"type"`
@@ -49,7 +49,8 @@ type Report struct {
 	Guessed bool `json:"guessed"`
 	// Reason says how the type was recognised.
 	Reason string `json:"reason"`
-	// Exists reports whether the primitive's main key (its name) exists.
+	// Exists reports whether the primitive's main key (its name) exists;
+	// for an election, whether its lock is held.
 	Exists bool `json:"exists"`
 	// TTLMillis is the main key's remaining time to live in milliseconds,
 	// -1 without expiry; absent when the key does not exist. For a lock it
@@ -60,10 +61,12 @@ type Report struct {
 	// Holders are a lock's, fair lock's or read-write lock's owners.
 	Holders []Holder `json:"holders,omitempty"`
 	// Queue is a fair lock's line of waiting owners, head first (the list
-	// redisson_lock_queue:{name}); an empty array when none waits.
+	// redisson_lock_queue:{name}), an election's candidates; an empty
+	// array when none waits.
 	Queue []QueueEntry `json:"queue,omitzero"`
 	// FenceToken is the last fencing token issued for a lock or fair lock
-	// (the counter redisson_lock_token:{name}), when it exists.
+	// (the counter redisson_lock_token:{name}), when it exists; for an
+	// election, the last term issued.
 	FenceToken *int64 `json:"fence_token,omitempty"`
 	// Permits is a semaphore's count of available permits (0 when the key
 	// does not exist; it may be negative). An expirable semaphore's
@@ -75,11 +78,14 @@ type Report struct {
 	Count *int64 `json:"count,omitempty"`
 	// RateLimit is a rate limiter's state (inspect_ratelimit.go).
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Election is an election's leader, lock holder, records and keys
+	// (inspect_election.go); its candidates are Queue.
+	Election *ElectionReport `json:"election,omitempty"`
 	// Channel is the pub/sub channel the primitive's waiters subscribe to;
 	// absent when Type is none, rate_limiter or gcra (a rate limiter has
 	// no channel: its waiters sleep until Redis says permits are back). A
-	// fair lock's waiters each subscribe to their own channel, Channel +
-	// ":" + their owner.
+	// fair lock's waiters (an election's candidates) each subscribe to
+	// their own channel, Channel + ":" + their owner.
 	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel: one per
 	// waiting client (a redisync Client or a Redisson instance), however
@@ -157,7 +163,8 @@ type inspectOptions struct {
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
 
 Inspect shows the lock, fair lock, read-write lock, semaphore, expirable
-semaphore, latch or rate limiter stored under NAME in Redisson's layout:
+semaphore, latch, rate limiter or election stored under NAME in Redisson's
+layout:
 its holders (client id, owner token, hold count), mode, leases, last
 fencing token issued, permits, count, and how many clients wait on its
 channel. An owner token is a redisync owner token or a Java thread id. It
@@ -183,6 +190,17 @@ passed is dead, and is dropped once it is at the head of the queue, by
 the next operation on the lock. A fair lock nobody waits for looks like a
 lock; -type fair_lock shows it as a fair lock.
 
+An election (package election) is a fair lock on NAME with a leader
+record {NAME}:leader and its log {NAME}:leaders; NAME may also be either
+of those two keys. Inspect shows its leader (the value it proclaimed, its
+term and since when, by the server's clock) or the last leader when
+nobody leads, who holds its lock, the candidates waiting, next in turn
+first, with their deadlines as a fair lock's queue, the last term issued,
+how many records the log keeps, every key of the election with its
+expiry (only the lock has one: 'redisync delete' removes the others), and
+the clients observing it (subscribed to redisync_election:{NAME}).
+-type fair_lock shows an election's lock alone.
+
 A GCRA limiter's key (a string) is shown only with -type gcra: its
 theoretical arrival time (TAT), which is when the limiter is back to a
 full burst, and how long until then. The key holds no limit, so inspect
@@ -196,8 +214,12 @@ On a Redis Cluster the counts of all nodes are added up.
 
 -json prints the report as a JSON object. Its "type" is one of lock,
 fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter,
-gcra (the -type values) or none. A fair lock's has a "queue" array (owner,
-client_id, owner_token, deadline_ms_left, dead), head first.
+gcra, election (the -type values) or none. A fair lock's has a "queue"
+array (owner, client_id, owner_token, deadline_ms_left, dead), head
+first; so has an election's, of its candidates, and an "election" object:
+"leader" (value, term, since, owner, client_id, owner_token), "leading",
+"holder", "records", "keys" (key, type, ttl_ms: -1 without expiry),
+"channel" and "observers".
 
 When nothing is stored under NAME (no key, no permit zset, no fair lock
 queue, no fencing counter, no waiters), inspect says so ("nothing stored")
@@ -268,6 +290,9 @@ func dialFor(ctx context.Context, flagValue string) (*server, error) {
 // errNotPrimitive, unless anyHash and it is a hash (see classify).
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind, anyHash bool) (*Report, error) {
 	if r, ok, err := inspectRateLimit(ctx, rdb, name, forced); ok {
+		return r, err
+	}
+	if r, ok, err := inspectElection(ctx, rdb, name, forced); ok {
 		return r, err
 	}
 	s, err := readSnapshot(ctx, rdb, name)

@@ -31,6 +31,10 @@ func (r *Report) writeText(w io.Writer) error {
 		r.writeRateLimit(line)
 		return tw.Flush()
 	}
+	if r.Election != nil {
+		r.writeElection(tw)
+		return tw.Flush()
+	}
 	switch r.Type {
 	case kindLock, kindFair, kindRWLock:
 		r.writeHolders(tw)

@@ -210,7 +210,7 @@ func TestJSONTypeSpelling(t *testing.T) {
 		}
 	}
 	res := runCmd(t, nil, "inspect", "-type", "fair", "-redis", testURL(t), rw)
-	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown type "fair" (want one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter, gcra)`) {
+	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown type "fair" (want one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter, election, gcra)`) {
 		t.Errorf("-type fair: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
