@@ -77,13 +77,6 @@ type Key struct {
 	TTL time.Duration
 }
 
-// electionKeys lists an election's keys: the lock, the leader record and
-// log, the queue and its deadlines, the fencing counter.
-func electionKeys(name string) []string {
-	return []string{name, keys.ElectionLeader(name), keys.ElectionLog(name),
-		keys.FairQueue(name), keys.FairTimeouts(name), keys.FenceCounter(name)}
-}
-
 // Inspect reads the election's state in one round trip (one pipeline to
 // the node of the name's slot; not a transaction, so a change between its
 // reads may show half done): the latest leader record and whether its
@@ -98,7 +91,7 @@ func (e *Election) Inspect(ctx context.Context) (Info, error) {
 		return Info{}, err
 	}
 	name := e.h.Name
-	ks := electionKeys(name)
+	ks := keys.ElectionKeys(name)
 	var (
 		lock    *redis.MapStringStringCmd
 		pttl    *redis.DurationCmd

@@ -34,14 +34,14 @@ func TestDeleteElection(t *testing.T) {
 	assert.Equal(t, exitError, res.code)
 	assert.Contains(t, res.stderr, `its lock is held by the leader "v1"`)
 	assert.Contains(t, res.stderr, "pass -force")
-	assert.EqualValues(t, 4, rdb(t).Exists(ctx, electionKeyNames(name)...).Val(), "nothing deleted")
+	assert.EqualValues(t, 4, rdb(t).Exists(ctx, keys.ElectionKeys(name)...).Val(), "nothing deleted")
 	assert.NoError(t, l.Err())
 
 	res = runCmd(t, nil, "delete", "-yes", "-force", "-redis", testURL(t), name)
 	require.Equal(t, exitOK, res.code, res.stderr)
 	assert.Contains(t, res.stdout, `deleted election "`+name+`": `+name+", ")
 	assert.Contains(t, res.stdout, `its lock was held by the leader "v1"`)
-	assert.Zero(t, rdb(t).Exists(ctx, electionKeyNames(name)...).Val(), "every key deleted")
+	assert.Zero(t, rdb(t).Exists(ctx, keys.ElectionKeys(name)...).Val(), "every key deleted")
 	select {
 	case <-l.Done():
 	case <-time.After(3 * time.Second):
@@ -56,7 +56,7 @@ func TestDeleteElection(t *testing.T) {
 	res = runCmd(t, nil, "delete", "-yes", "-redis", testURL(t), keys.ElectionLeader(name))
 	require.Equal(t, exitOK, res.code, res.stderr)
 	assert.Contains(t, res.stdout, `deleted election "`+name+`"`)
-	assert.Zero(t, rdb(t).Exists(ctx, electionKeyNames(name)...).Val(), "every key deleted")
+	assert.Zero(t, rdb(t).Exists(ctx, keys.ElectionKeys(name)...).Val(), "every key deleted")
 	res = runCmd(t, nil, "delete", "-yes", "-redis", testURL(t), name)
 	assert.Equal(t, exitOK, res.code)
 	assert.Contains(t, res.stdout, "nothing to delete")
@@ -92,8 +92,8 @@ func TestDeleteElectionConfirm(t *testing.T) {
 	assert.Equal(t, exitError, res.code)
 	assert.Contains(t, res.stderr, `Delete election "`+name+`" (3 keys)? [y/N]`)
 	assert.True(t, strings.HasSuffix(res.stderr, "redisync: delete: not deleted: confirmation declined\n"), res.stderr)
-	assert.EqualValues(t, 3, rdb(t).Exists(ctx, electionKeyNames(name)...).Val())
+	assert.EqualValues(t, 3, rdb(t).Exists(ctx, keys.ElectionKeys(name)...).Val())
 	res = runCmd(t, strings.NewReader("yes\n"), "delete", "-redis", testURL(t), name)
 	assert.Equal(t, exitOK, res.code)
-	assert.Zero(t, rdb(t).Exists(ctx, electionKeyNames(name)...).Val())
+	assert.Zero(t, rdb(t).Exists(ctx, keys.ElectionKeys(name)...).Val())
 }

@@ -19,17 +19,7 @@ import (
 // electionCleanup deletes the election name's keys at the end of the
 // test.
 func electionCleanup(t *testing.T, name string) {
-	t.Cleanup(func() {
-		rdb(t).Del(context.Background(), name, keys.ElectionLeader(name), keys.ElectionLog(name),
-			keys.FairQueue(name), keys.FairTimeouts(name), keys.FenceCounter(name))
-	})
-}
-
-// electionKeyNames lists the keys of the election name, in the order
-// inspect shows them.
-func electionKeyNames(name string) []string {
-	return []string{name, keys.ElectionLeader(name), keys.ElectionLog(name),
-		keys.FairQueue(name), keys.FairTimeouts(name), keys.FenceCounter(name)}
+	t.Cleanup(func() { rdb(t).Del(context.Background(), keys.ElectionKeys(name)...) })
 }
 
 // TestInspectElection: an election with a leader, a live candidate
@@ -96,7 +86,7 @@ func TestInspectElection(t *testing.T) {
 			assert.EqualValues(t, -1, k.TTLMillis, "%s: no expiry", k.Key)
 		}
 	}
-	assert.Equal(t, electionKeyNames(name), got)
+	assert.Equal(t, keys.ElectionKeys(name), got)
 
 	// By its record's and its log's names: the same election.
 	for _, key := range []string{keys.ElectionLeader(name), keys.ElectionLog(name)} {
