@@ -48,7 +48,7 @@ type ElectionReport struct {
 	// until "redisync delete" (election.Election.Delete) removes them.
 	Keys []ElectionKey `json:"keys"`
 	// Channel is where the election's new records are published, and
-	// Observers how many clients subscribe to it (election.Observe).
+	// Observers how many clients subscribe to it (election.Election.Observe).
 	Channel   string `json:"channel"`
 	Observers int64  `json:"observers"`
 }
