@@ -90,91 +90,125 @@ func (e *Election) Inspect(ctx context.Context) (Info, error) {
 	if err := e.h.Check(); err != nil {
 		return Info{}, err
 	}
-	name := e.h.Name
-	ks := keys.ElectionKeys(name)
-	var (
-		lock    *redis.MapStringStringCmd
-		pttl    *redis.DurationCmd
-		record  *redis.SliceCmd
-		logLen  *redis.IntCmd
-		queue   *redis.StringSliceCmd
-		dl      *redis.ZSliceCmd
-		counter *redis.StringCmd
-		now     *redis.TimeCmd
-		types   = make([]*redis.StatusCmd, len(ks))
-		ttls    = make([]*redis.DurationCmd, len(ks))
-	)
-	cmds, err := e.h.C.Redis().Pipelined(ctx, func(p redis.Pipeliner) error {
-		lock = p.HGetAll(ctx, name)
-		pttl = p.PTTL(ctx, name)
-		record = p.HMGet(ctx, keys.ElectionLeader(name), "owner", "term", "since", "value")
-		logLen = p.LLen(ctx, keys.ElectionLog(name))
-		queue = p.LRange(ctx, keys.FairQueue(name), 0, -1)
-		dl = p.ZRangeWithScores(ctx, keys.FairTimeouts(name), 0, -1)
-		counter = p.Get(ctx, keys.FenceCounter(name))
-		now = p.Time(ctx)
-		for i, k := range ks {
-			types[i], ttls[i] = p.Type(ctx, k), p.PTTL(ctx, k)
-		}
-		return nil
-	})
-	if err != nil {
-		for _, c := range cmds { // the first error but a missing counter's
-			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-				return Info{}, e.inspectErr(err)
-			}
-		}
+	var r reads
+	if err := r.read(ctx, e.h.C.Redis(), e.h.Name); err != nil {
+		return Info{}, e.inspectErr(err)
 	}
-	if err := layout.Check(name, lock.Val(), false); err != nil {
-		return Info{}, fmt.Errorf("election %q: %w", name, err)
+	lock := r.lock.Val()
+	if err := layout.Check(e.h.Name, lock, false); err != nil {
+		return Info{}, fmt.Errorf("election %q: %w", e.h.Name, err)
 	}
-	info := Info{Records: logLen.Val()}
-	for owner := range lock.Val() {
+	info := Info{Records: r.logLen.Val(), Candidates: r.candidates(), Keys: r.keys()}
+	for owner := range lock {
 		info.Holder = owner // one owner: the lock is exclusive
 	}
-	if d := pttl.Val(); info.Holder != "" && d > 0 {
+	if d := r.pttl.Val(); info.Holder != "" && d > 0 {
 		info.TTL = d
 	}
-	if v, err := counter.Result(); err == nil {
+	var err error
+	if v, gone := r.counter.Result(); gone == nil {
 		if info.LastTerm, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return Info{}, e.inspectErr(err)
 		}
 	}
-	if rec := record.Val(); len(rec) == 4 && rec[0] != nil {
-		info.Owner, _ = rec[0].(string)
-		term, _ := rec[1].(string)
-		since, _ := rec[2].(string)
-		value, _ := rec[3].(string)
-		t, err1 := strconv.ParseInt(term, 10, 64)
-		s, err2 := strconv.ParseInt(since, 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			return Info{}, e.inspectErr(err)
-		}
-		info.Leader = newLeader(value, t, s)
-		_, info.Leading = lock.Val()[info.Owner]
+	if info.Leader, info.Owner, err = r.leader(); err != nil {
+		return Info{}, e.inspectErr(err)
 	}
-	deadlines := make(map[string]float64, len(dl.Val()))
-	for _, z := range dl.Val() {
+	_, info.Leading = lock[info.Owner]
+	return info, nil
+}
+
+// reads are Inspect's reads of an election's keys, sent in one pipeline.
+type reads struct {
+	ks      []string // keys.ElectionKeys
+	lock    *redis.MapStringStringCmd
+	pttl    *redis.DurationCmd
+	record  *redis.SliceCmd
+	logLen  *redis.IntCmd
+	queue   *redis.StringSliceCmd
+	dl      *redis.ZSliceCmd
+	counter *redis.StringCmd
+	now     *redis.TimeCmd
+	types   []*redis.StatusCmd
+	ttls    []*redis.DurationCmd
+}
+
+// read sends the reads of the election called name (every key in its
+// slot) and returns the first error but a missing counter's.
+func (r *reads) read(ctx context.Context, rdb redis.UniversalClient, name string) error {
+	r.ks = keys.ElectionKeys(name)
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		r.lock = p.HGetAll(ctx, name)
+		r.pttl = p.PTTL(ctx, name)
+		r.record = p.HMGet(ctx, keys.ElectionLeader(name), "owner", "term", "since", "value")
+		r.logLen = p.LLen(ctx, keys.ElectionLog(name))
+		r.queue = p.LRange(ctx, keys.FairQueue(name), 0, -1)
+		r.dl = p.ZRangeWithScores(ctx, keys.FairTimeouts(name), 0, -1)
+		r.counter = p.Get(ctx, keys.FenceCounter(name))
+		r.now = p.Time(ctx)
+		for _, k := range r.ks {
+			r.types, r.ttls = append(r.types, p.Type(ctx, k)), append(r.ttls, p.PTTL(ctx, k))
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}
+
+// leader returns the latest leader record and the owner that wrote it;
+// the zero Leader and "" without a record.
+func (r *reads) leader() (Leader, string, error) {
+	rec := r.record.Val()
+	if len(rec) != 4 || rec[0] == nil {
+		return Leader{}, "", nil
+	}
+	owner, _ := rec[0].(string)
+	term, _ := rec[1].(string)
+	since, _ := rec[2].(string)
+	value, _ := rec[3].(string)
+	t, err1 := strconv.ParseInt(term, 10, 64)
+	s, err2 := strconv.ParseInt(since, 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Leader{}, "", err
+	}
+	return newLeader(value, t, s), owner, nil
+}
+
+// candidates lists the queue, next in turn first, with what is left of
+// each deadline by the server's clock.
+func (r *reads) candidates() []Candidate {
+	deadlines := make(map[string]float64, len(r.dl.Val()))
+	for _, z := range r.dl.Val() {
 		owner, _ := z.Member.(string)
 		deadlines[owner] = z.Score
 	}
-	for _, owner := range queue.Val() {
+	var cs []Candidate
+	for _, owner := range r.queue.Val() {
 		c := Candidate{Owner: owner} // no deadline: dead
 		if d, ok := deadlines[owner]; ok {
-			c.Deadline = time.UnixMilli(int64(d)).Sub(now.Val())
+			c.Deadline = time.UnixMilli(int64(d)).Sub(r.now.Val())
 		}
-		info.Candidates = append(info.Candidates, c)
+		cs = append(cs, c)
 	}
-	for i, k := range ks {
-		if t := types[i].Val(); t != "none" {
-			ttl := ttls[i].Val()
-			if ttl < 0 {
-				ttl = -1
-			}
-			info.Keys = append(info.Keys, Key{Name: k, Type: t, TTL: ttl})
+	return cs
+}
+
+// keys lists the election's keys that exist, with their expiry.
+func (r *reads) keys() []Key {
+	var ks []Key
+	for i, k := range r.ks {
+		if t := r.types[i].Val(); t != "none" {
+			ks = append(ks, Key{Name: k, Type: t, TTL: max(r.ttls[i].Val(), -1)})
 		}
 	}
-	return info, nil
+	return ks
 }
 
 func (e *Election) inspectErr(err error) error {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/election"
 )
@@ -76,42 +78,70 @@ func runDelete(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	rdb := srv.rdb
 	defer rdb.Close()
 
+	r, err := deletable(ctx, rdb, name, o.force)
+	if err != nil || r == nil {
+		if r == nil && err == nil {
+			fmt.Fprintf(stdout, "nothing stored under %q: nothing to delete\n", name)
+		}
+		return err
+	}
+	if !o.yes {
+		if err := askDelete(ctx, r, stdin, stderr); err != nil {
+			return err
+		}
+	}
+	return deleteElection(ctx, rdb, r, o.force, stdout)
+}
+
+// deletable inspects name and returns its report if it is an election
+// that delete may remove: free, or force. It returns nil, nil when
+// nothing is stored under name.
+func deletable(ctx context.Context, rdb redis.UniversalClient, name string, force bool) (*Report, error) {
 	r, err := inspect(ctx, rdb, name, "", false)
 	switch {
 	case errors.Is(err, errNotFound):
-		fmt.Fprintf(stdout, "nothing stored under %q: nothing to delete\n", name)
-		return nil
+		return nil, nil
 	case errors.Is(err, errNotPrimitive):
-		return fmt.Errorf("%w; not deleted, left as it is", err)
+		return nil, fmt.Errorf("%w; not deleted, left as it is", err)
 	case err != nil:
-		return err
+		return nil, err
 	case r.Type != kindElection:
-		return fmt.Errorf("%q is %s: delete removes elections only; nothing deleted", name, r.Type.withArticle())
-	case r.Exists && !o.force:
-		return fmt.Errorf("election %q: its lock is held by %s: not deleted; resign first, or pass -force to delete it all the same (the leadership ends)",
+		return nil, fmt.Errorf("%q is %s: delete removes elections only; nothing deleted", name, r.Type.withArticle())
+	case r.Exists && !force:
+		return nil, fmt.Errorf("election %q: its lock is held by %s: not deleted; resign first, or pass -force to delete it all the same (the leadership ends)",
 			r.Name, holderText(r))
 	}
-	if !o.yes {
-		if err := r.writeText(stderr); err != nil {
-			return err
-		}
-		q := fmt.Sprintf("Delete election %q (%s)?", r.Name, plural(len(r.Election.Keys), "key"))
-		if r.Exists {
-			q = fmt.Sprintf("Delete election %q (%s), ending the leadership of %s?", r.Name, plural(len(r.Election.Keys), "key"), holderText(r))
-		}
-		ok, err := confirm(ctx, stdin, stderr, q, "not deleted")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errors.New("not deleted: confirmation declined")
-		}
+	return r, nil
+}
+
+// askDelete shows the election r reports on stderr and asks whether to
+// delete it; an error unless the answer is yes.
+func askDelete(ctx context.Context, r *Report, stdin io.Reader, stderr io.Writer) error {
+	if err := r.writeText(stderr); err != nil {
+		return err
 	}
+	q := fmt.Sprintf("Delete election %q (%s)?", r.Name, plural(len(r.Election.Keys), "key"))
+	if r.Exists {
+		q = fmt.Sprintf("Delete election %q (%s), ending the leadership of %s?", r.Name, plural(len(r.Election.Keys), "key"), holderText(r))
+	}
+	ok, err := confirm(ctx, stdin, stderr, q, "not deleted")
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return errors.New("not deleted: confirmation declined")
+	}
+	return nil
+}
+
+// deleteElection deletes the election r reports through the library
+// (ForceDelete with force) and says what it deleted.
+func deleteElection(ctx context.Context, rdb redis.UniversalClient, r *Report, force bool, stdout io.Writer) error {
 	c := redisync.New(rdb)
 	defer c.Close()
 	e := election.New(c, r.Name)
 	del := e.Delete
-	if o.force {
+	if force {
 		del = e.ForceDelete
 	}
 	deleted, err := del(ctx)

@@ -227,28 +227,52 @@ func electionReport(name, reason string, info election.Info) *Report {
 // writeElection prints an election's state for people: the leader, the
 // lock's holder, the candidates, the last term, the records and keys.
 func (r *Report) writeElection(w io.Writer) {
-	el, now := r.Election, time.Now()
+	el := r.Election
+	r.writeLeader(w)
+	r.writeCandidates(w)
+	if r.FenceToken != nil {
+		fmt.Fprintf(w, "terms:\tlast term issued %d (%s); the next leader's is larger\n", *r.FenceToken, keys.FenceCounter(r.Name))
+	}
+	fmt.Fprintf(w, "records:\t%s in %s\n", plural(int(el.Records), "leader record"), keys.ElectionLog(r.Name))
+	for _, k := range el.Keys {
+		ttl := keyTTLText(k.TTLMillis)
+		if k.Key == r.Name {
+			ttl = leaseText(k.TTLMillis) // the lock's
+		}
+		fmt.Fprintf(w, "key:\t%s\t%s\t%s\n", k.Key, k.Type, ttl)
+	}
+	fmt.Fprintf(w, "observers:\t%s subscribed to %s\n", clients(el.Observers), el.Channel)
+	fmt.Fprintf(w, "waiters:\t%s subscribed to the candidates' channels %s:<owner>\n", clients(r.Waiters), r.Channel)
+}
+
+// writeLeader prints an election's leader (or last leader) and its
+// lock's state and holder.
+func (r *Report) writeLeader(w io.Writer) {
+	el := r.Election
 	switch l := el.Leader; {
 	case l == nil:
 		fmt.Fprintf(w, "leader:\tnone: no leader record\n")
 	case el.Leading:
-		fmt.Fprintf(w, "leader:\t%q, term %d, since %s (%s ago)\n", l.Value, l.Term, l.Since.Format(time.RFC3339Nano), since(now, l.Since))
+		fmt.Fprintf(w, "leader:\t%q, term %d, since %s (%s ago)\n", l.Value, l.Term, l.Since.Format(time.RFC3339Nano), since(time.Now(), l.Since))
 		fmt.Fprintf(w, "leader's owner:\tclient %s\towner token %s\n", l.ClientID, tokenText(l.OwnerToken))
 	default:
 		fmt.Fprintf(w, "leader:\tnone: the last leader, %q (term %d, since %s), no longer holds the lock\n",
 			l.Value, l.Term, l.Since.Format(time.RFC3339Nano))
 	}
-	state := "free"
-	if r.Exists {
-		state = "held by the leader, " + leaseText(*r.TTLMillis)
-		if !el.Leading {
-			state = "held by an owner that wrote no leader record (a lock that is no candidate's, or a winner about to write its record), " + leaseText(*r.TTLMillis)
-		}
+	switch {
+	case !r.Exists:
+		fmt.Fprintf(w, "lock:\tfree\n")
+	case el.Leading:
+		fmt.Fprintf(w, "lock:\theld by the leader, %s\n", leaseText(*r.TTLMillis))
+	default:
+		fmt.Fprintf(w, "lock:\theld by an owner that wrote no leader record (a lock that is no candidate's, or a winner about to write its record), %s\n",
+			leaseText(*r.TTLMillis))
+		fmt.Fprintf(w, "holder:\tclient %s\towner token %s\n", el.Holder.ClientID, tokenText(el.Holder.OwnerToken))
 	}
-	fmt.Fprintf(w, "lock:\t%s\n", state)
-	if h := el.Holder; h != nil && !el.Leading {
-		fmt.Fprintf(w, "holder:\tclient %s\towner token %s\n", h.ClientID, tokenText(h.OwnerToken))
-	}
+}
+
+// writeCandidates prints an election's candidates, next in turn first.
+func (r *Report) writeCandidates(w io.Writer) {
 	dead := 0
 	for _, e := range r.Queue {
 		if e.Dead {
@@ -268,19 +292,6 @@ func (r *Report) writeElection(w io.Writer) {
 		atHead = atHead && e.Dead
 		fmt.Fprintf(w, "candidate:\t#%d\tclient %s\towner token %s\t%s\n", i+1, e.ClientID, tokenText(e.OwnerToken), e.deadlineText(atHead))
 	}
-	if r.FenceToken != nil {
-		fmt.Fprintf(w, "terms:\tlast term issued %d (%s); the next leader's is larger\n", *r.FenceToken, keys.FenceCounter(r.Name))
-	}
-	fmt.Fprintf(w, "records:\t%s in %s\n", plural(int(el.Records), "leader record"), keys.ElectionLog(r.Name))
-	for _, k := range el.Keys {
-		ttl := keyTTLText(k.TTLMillis)
-		if k.Key == r.Name {
-			ttl = leaseText(k.TTLMillis) // the lock's
-		}
-		fmt.Fprintf(w, "key:\t%s\t%s\t%s\n", k.Key, k.Type, ttl)
-	}
-	fmt.Fprintf(w, "observers:\t%s subscribed to %s\n", clients(el.Observers), el.Channel)
-	fmt.Fprintf(w, "waiters:\t%s subscribed to the candidates' channels %s:<owner>\n", clients(r.Waiters), r.Channel)
 }
 
 // keyTTLText describes an election key's expiry.

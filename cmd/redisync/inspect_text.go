@@ -27,12 +27,7 @@ func (r *Report) writeText(w io.Writer) error {
 	} else {
 		line("type", "%s (%s)", r.Type.title(), r.Reason)
 	}
-	if r.RateLimit != nil {
-		r.writeRateLimit(line)
-		return tw.Flush()
-	}
-	if r.Election != nil {
-		r.writeElection(tw)
+	if r.writeOwn(tw, line) {
 		return tw.Flush()
 	}
 	switch r.Type {
@@ -68,6 +63,20 @@ func (r *Report) writeText(w io.Writer) error {
 		line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
 	}
 	return tw.Flush()
+}
+
+// writeOwn prints the state of the kinds that have a text of their own,
+// rate limiters and elections, and reports whether r is one.
+func (r *Report) writeOwn(w io.Writer, line func(label, format string, args ...any)) bool {
+	switch {
+	case r.RateLimit != nil:
+		r.writeRateLimit(line)
+	case r.Election != nil:
+		r.writeElection(w)
+	default:
+		return false
+	}
+	return true
 }
 
 // writeHolders prints a lock's, fair lock's or read-write lock's state and
