@@ -62,10 +62,15 @@
 //     growing when their counter is lost (a restart without persistence,
 //     eviction, a failover): docs/fencing-tokens.md.
 //
-// Only maxmemory-policy noeviction is safe. Every key redisync writes has a
-// TTL, so every other policy (volatile-* included) may evict a lock while
-// it is held: another owner takes it while its holder learns at its next
-// renewal, with an ErrLockLost whose text names eviction. The Client reads
+// Only maxmemory-policy noeviction is safe. Every lock's hash has a TTL
+// (its lease), so every other policy (volatile-* included) may evict a
+// lock while it is held: another owner takes it while its holder learns at
+// its next renewal, with an ErrLockLost whose text names eviction. The keys
+// that hold a primitive's state between holds have no TTL, on purpose (the
+// fencing counter, a fair lock's queue, a semaphore's permits, a latch's
+// count, a rate limiter's state without keepAliveTime, a fenced value, an
+// election's records): "Key layout" below marks them, and
+// docs/fencing-tokens.md says why for each. The Client reads
 // each primary's policy when it first connects to it and warns (a log
 // record at Warn, Stats.EvictingPrimaries, Observer.Eviction) when it is
 // not noeviction.
@@ -262,23 +267,34 @@
 //
 //	lock            hash name: field "<client id>:<token>" = hold count; PEXPIRE = lease
 //	                channel redisson_lock__channel:{name} (release publishes "0")
-//	fenced lock     as lock, plus counter redisson_lock_token:{name}
+//	fenced lock     as lock, plus counter redisson_lock_token:{name} (no TTL)
+//	fair lock       as lock, plus list redisson_lock_queue:{name} of waiting
+//	                owners and zset redisson_lock_timeout:{name} of their
+//	                deadlines (epoch ms) (no TTL); a waiter's channel
+//	                redisson_lock__channel:{name}:<owner>
 //	read-write lock hash name: "mode" = read|write, reader fields "<owner>",
 //	                writer field "<owner>:write"; per read hold a key
 //	                {name}:<owner>:rwlock_timeout:<n>; channel redisson_rwlock:{name}
-//	semaphore       string name = available permits; channel redisson_sc:{name}
+//	semaphore       string name = available permits (no TTL); channel redisson_sc:{name}
 //	expirable sem.  as semaphore, plus zset {name}:timeout of 16-byte permit ids
-//	                scored by expiry (epoch ms)
-//	latch           string name = count, deleted at zero;
+//	                scored by expiry (epoch ms) (no TTL)
+//	latch           string name = count, deleted at zero (no TTL);
 //	                channel redisson_countdownlatch__channel__{name}
 //	rate limiter    hash name: rate, interval (ms), type (0 overall,
 //	                1 per client), keepAliveTime (ms); string {name}:value
 //	                (permits left) and zset {name}:permits of grants (score:
 //	                grant time, epoch ms); per client {name}:value:<client id>
 //	                and {name}:permits:<client id>; redisync adds the set
-//	                {name}:clients; no channel
+//	                {name}:clients; no channel. Without keepAliveTime no TTL,
+//	                with it every key has that TTL
 //	GCRA limiter    string name = theoretical arrival time (epoch µs); no
 //	                channel (redisync's own, not Redisson's)
+//	fenced value    hash name: value, token (no TTL); package fence,
+//	                redisync's own
+//	election        fair lock name, fenced (the term is its token); hash
+//	                {name}:leader (the latest leader record) and list
+//	                {name}:leaders (the latest 64) (no TTL); channel
+//	                redisync_election:{name}; package election, redisync's own
 //
 // redisync adds short-lived request keys redisync_request:{name}:<id> (see
 // Retries); for a name longer than 256 bytes they hold its first 64 bytes
@@ -286,6 +302,10 @@
 // instead of the whole name, so that a long name does not leave a record
 // as long behind each call. Names have no length limit of their own (a
 // Redis key may have 512 MB), but the primitive's own keys and channels
-// repeat the name, as in Redisson. Redis 6.2 or newer is supported; 7.x is
-// tested.
+// repeat the name, as in Redisson.
+// Per Client there is a registration key and, for each counted semaphore
+// it uses, a ledger, all with a TTL. Keys marked "no TTL" stay until
+// their primitive's Delete (or, for a fencing counter, for good);
+// docs/fencing-tokens.md says why each has none. Redis 6.2 or newer is
+// supported; 7.x is tested.
 package redisync

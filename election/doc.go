@@ -29,8 +29,25 @@
 // record also goes to the list {name}:leaders (the latest 64) and its
 // sequence number is published on redisync_election:{name}, where
 // observers are woken. Every key and the channel share the name's hash
-// tag, hence its slot on a Cluster. The two record keys have no expiry:
-// they are small, and the next leader overwrites them.
+// tag, hence its slot on a Cluster.
+//
+// # Keys
+//
+// Only the lock has an expiry, its lease. The other keys are kept without
+// one, as Redisson keeps a fair lock's: the leader record and its log
+// (small; the next leader's record overwrites the one and joins the
+// other, and Leader and observers read the last leader there), the
+// fencing counter (terms must keep growing from one leadership to the
+// next), and the queue and its deadlines (they empty as candidates are
+// served or give up). A candidate whose process died while it waited
+// leaves its place in the queue until its deadline (the waiter timeout,
+// 5s, after its last re-check) has passed and it is at the head: the
+// next candidate's attempt, or the leader's release, drops it then, and
+// the next live candidate is served. Inspect shows all of it, a dead
+// candidate flagged; Delete removes the keys of an election no service
+// runs any more (refused while someone leads; ForceDelete ends the
+// leadership too). The command redisync (cmd/redisync) does both from
+// the shell: "redisync inspect NAME", "redisync delete NAME".
 //
 // # Failures
 //
@@ -42,10 +59,13 @@
 // latest a third of the queue's waiter timeout, 5s by default, after the
 // expiry). A leader that cannot renew sees its Context end by its own
 // clock before the lease can run out in Redis, so two leaders' Contexts
-// are never live at once; a leader stalled longer than that (a stopped
-// process) may still write after the next leader took over, which is
-// what the term is for: have the resources the leader writes to refuse a
-// term lower than one they have seen.
+// are never live at once: the leadership ends with its lock hold, by the
+// rule of every watchdog-renewed hold (the lease, counted from the last
+// write Redis and its replicas acknowledged, less a margin for the
+// clocks), whether or not a renewal is still on its way. A leader stalled
+// longer than that (a stopped process) may still write after the next
+// leader took over, which is what the term is for: have the resources the
+// leader writes to refuse a term lower than one they have seen.
 // Resign hands over at once: the next candidate is woken by the release.
 //
 // With replica acknowledgement on (redisync.WithReplicaSync, on by

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -59,8 +60,9 @@ func New(c *redisync.Client, name string, opts ...Option) *Election {
 	return e
 }
 
-// Name returns the election's name, which is also the key of its lock.
-func (e *Election) Name() string { return e.h.Name }
+// Name returns the election's name, as given to New. It is also the key
+// of its lock, after the Client's key prefix (redisync.WithKeyPrefix).
+func (e *Election) Name() string { return e.h.Given }
 
 // Campaign blocks until the caller leads the election, or ctx ends.
 // Candidates are served in the order they campaigned, across processes:
@@ -114,17 +116,25 @@ func (e *Election) campaign(ctx context.Context, value string) (*Leadership, err
 		l.ctx, l.cancel = context.WithCancelCause(context.Background())
 		l.cancel(fmt.Errorf("%w: lost as it was won", redisync.ErrLockLost))
 	} else {
-		// A child of the hold's context: the hold's end (a loss found by
-		// the watchdog, Close) cancels it at once, with the hold's cause.
+		// A child of the hold's context: the hold's end cancels it at
+		// once, with the hold's cause. The engine ends the hold by the
+		// one rule of every watchdog-renewed hold: when its lease, from
+		// the last write Redis (and, with acknowledgement on, its
+		// replicas) acknowledged, less a margin for the clocks, has run
+		// out on this process's clock, whether or not a renewal is still
+		// on its way. Redis keeps the lock at least that long, so the
+		// leadership ends before another candidate can win.
 		l.ctx, l.cancel = context.WithCancelCause(hold.Context())
 		l.term = hold.FencingToken()
-		go l.follow(hold)
+		go l.follow()
 	}
 	if err := l.Proclaim(ctx, value); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
-		_ = l.end(ctx, fmt.Errorf("%w: campaign failed", redisync.ErrNotHeld))
+		// A Proclaim refused has ended the leadership already: end
+		// sends its release once.
+		_, _ = l.end(ctx, fmt.Errorf("%w: campaign failed", redisync.ErrNotHeld))
 		return nil, fmt.Errorf("election %q: campaign: %w", e.h.Name, err)
 	}
 	return l, nil
@@ -143,7 +153,13 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if rep.Live != lua.ElectionLeaderLive {
 		return Leader{}, fmt.Errorf("election %q: %w", e.h.Name, ErrNoLeader)
 	}
-	return Leader{Value: rep.Value, Term: rep.Term, Since: time.UnixMilli(rep.Since)}, nil
+	return newLeader(rep.Value, rep.Term, rep.Since), nil
+}
+
+// newLeader is the leader of a record: its value, term and start in
+// epoch milliseconds by the server's clock.
+func newLeader(value string, term, sinceMillis int64) Leader {
+	return Leader{Value: value, Term: term, Since: time.UnixMilli(sinceMillis)}
 }
 
 // read runs election_leader.
@@ -164,41 +180,35 @@ type Leadership struct {
 	term   int64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	ended  bool // end has run: the leadership's one release is sent (under mu)
 }
 
-// follow ends the leadership, on this process's clock, when the lease of
-// its last renewal runs out (less a tenth, for timers that fire late)
-// though the watchdog has not noticed yet: its renewal may hang on a network that holds its bytes. Redis
-// keeps the lock at least until then, so the leadership ends before
-// another candidate can win. The lock is then released, in case a late
-// renewal kept it.
-func (l *Leadership) follow(hold *redisync.Hold) {
-	ch := (*core.Hold)(hold)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		last, lease := ch.Renewed()
-		end := last.Add(lease - lease/10)
-		if !time.Now().Before(end) {
-			lost := fmt.Errorf("%w: no renewal succeeded within the lease of %v", redisync.ErrLockLost, lease)
-			_ = l.end(context.Background(), lost)
-			return
-		}
-		timer.Reset(time.Until(end))
-		select {
-		case <-l.ctx.Done(): // also when the hold ended
-			return
-		case <-timer.C:
-		}
-	}
+// follow waits for the leadership's end and, when it ended with its hold
+// (a loss the watchdog found, the hold's lease run out on this process's
+// clock, the Client's Close) rather than by end, sends its release all
+// the same: a renewal that reached Redis late may have kept the lock,
+// which the release clears, waking the next candidate at once. The
+// release then finds nothing to do otherwise.
+func (l *Leadership) follow() {
+	<-l.ctx.Done()
+	_, _ = l.end(context.Background(), context.Cause(l.ctx))
 }
 
 // end ends the leadership with cause, first in this process (its Context
 // is done before anything is sent), then in Redis: the lock is released,
-// which wakes the next candidate. It returns the release's error.
-func (l *Leadership) end(ctx context.Context, cause error) error {
-	l.cancel(cause)
-	return l.e.lock.Unlock(redisync.WithOwnerToken(ctx, l.token)) // Unlock runs detached
+// which wakes the next candidate. Only the first call releases (first is
+// true); a later one changes nothing, whatever its cause. It returns the
+// release's error.
+func (l *Leadership) end(ctx context.Context, cause error) (first bool, err error) {
+	l.mu.Lock()
+	first, l.ended = !l.ended, true
+	l.cancel(cause) // under mu: a later call finds the leadership ended
+	l.mu.Unlock()
+	if !first {
+		return false, nil
+	}
+	return true, l.e.lock.Unlock(redisync.WithOwnerToken(ctx, l.token)) // Unlock runs detached
 }
 
 // Term returns the leadership's term: the fencing token its acquisition
@@ -240,7 +250,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("%w: election %q: proclaim: nil context", redisync.ErrInvalidArgument, e.h.Name)
 	}
 	if err := l.Err(); err != nil {
-		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, err)
+		return fmt.Errorf("election %q: proclaim: %w (%w)", e.h.Name, redisync.ErrNotHeld, err)
 	}
 	pub, err := e.h.C.PublishCommand(ctx)
 	if err != nil {
@@ -255,7 +265,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, errs.ReplyError(err))
 	case rep.Code == lua.ElectionProclaimNotLeader, rep.Code == lua.ElectionProclaimStale:
 		lost := fmt.Errorf("%w: the lock was no longer held at proclaim", redisync.ErrLockLost)
-		_ = l.end(ctx, lost) // stop leading here too; the lock is someone else's or nobody's
+		_, _ = l.end(ctx, lost) // stop leading here too; the lock is someone else's or nobody's
 		return fmt.Errorf("election %q: proclaim: not the leader (%w): %w", e.h.Name, lost, redisync.ErrNotHeld)
 	case sync.SyncErr() != nil:
 		return fmt.Errorf("election %q: proclaim took effect on the primary: %w", e.h.Name, sync.Err)
@@ -276,7 +286,11 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("election %q: resign: %w (%w)", l.e.h.Name, redisync.ErrNotHeld, err)
 	}
-	if err := l.end(ctx, fmt.Errorf("%w: resigned", redisync.ErrNotHeld)); err != nil {
+	first, err := l.end(ctx, fmt.Errorf("%w: resigned", redisync.ErrNotHeld))
+	switch {
+	case !first: // ended meanwhile (a loss, a Resign of another goroutine)
+		return fmt.Errorf("election %q: resign: %w (%w)", l.e.h.Name, redisync.ErrNotHeld, context.Cause(l.ctx))
+	case err != nil:
 		return fmt.Errorf("election %q: resign: %w", l.e.h.Name, err)
 	}
 	return nil

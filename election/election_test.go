@@ -380,3 +380,20 @@ func TestExclusion(t *testing.T) {
 		return redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1}), p
 	}, s.Client(t))
 }
+
+// Regression (B1): with redisync.WithKeyPrefix, Name returns the name
+// given, as every other handle's does; the keys carry the prefix.
+func TestNameWithKeyPrefix(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t)
+	const prefix = "app1:"
+	e := election.New(clienttest.New(t, s.Client(t), redisync.WithKeyPrefix(prefix)), name)
+	assert.Equal(t, name, e.Name())
+	l, err := e.Campaign(ctx, "x")
+	require.NoError(t, err)
+	n, err := s.Client(t).Exists(ctx, prefix+name, "{"+prefix+name+"}:leader").Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, n, "the lock and the record are under the prefixed name")
+	require.NoError(t, l.Resign(ctx))
+}

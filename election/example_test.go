@@ -80,3 +80,46 @@ func ExampleElection_Leader() {
 	// nobody leads yet
 	// host-b:9090 true
 }
+
+func ExampleElection_Inspect() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+	e := election.New(c, fmt.Sprintf("example:inspected:%d", time.Now().UnixNano()))
+
+	l, _ := e.Campaign(ctx, "host-c:8080")
+	defer l.Resign(context.Background())
+	info, err := e.Inspect(ctx)
+	if err != nil {
+		fmt.Println("inspect:", err)
+		return
+	}
+	fmt.Println(info.Leader.Value, info.Leading, len(info.Candidates), "waiting")
+	for _, k := range info.Keys {
+		fmt.Println(k.Type, k.TTL > 0) // only the lock expires
+	}
+	// Output:
+	// host-c:8080 true 0 waiting
+	// hash true
+	// hash false
+	// list false
+	// string false
+}
+
+func ExampleElection_Delete() {
+	ctx := context.Background()
+	c := redisync.New(redis.NewClient(&redis.Options{Addr: exampleAddr}))
+	defer c.Close()
+	e := election.New(c, fmt.Sprintf("example:retired:%d", time.Now().UnixNano()))
+
+	l, _ := e.Campaign(ctx, "host-d:8080")
+	if _, err := e.Delete(ctx); errors.Is(err, election.ErrLeading) {
+		fmt.Println("refused while someone leads")
+	}
+	_ = l.Resign(ctx)
+	deleted, err := e.Delete(ctx) // the election is no longer run: its keys go
+	fmt.Println(deleted, err)
+	// Output:
+	// refused while someone leads
+	// true <nil>
+}

@@ -40,19 +40,13 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	// The current record is read before Observe returns, so that every
 	// leader elected after it returns is delivered (from the log when its
 	// message comes before the subscription); a failed read is made again
-	// by the observer.
+	// by the observer's first check.
 	if rep, err := e.read(ctx); err == nil {
-		o.started, o.seq = true, rep.Seq
-		if rep.Live == lua.ElectionLeaderLive {
-			o.first = &Leader{Value: rep.Value, Term: rep.Term, Since: time.UnixMilli(rep.Since)}
-		}
+		o.start(rep)
 	}
 	go func() {
 		defer e.h.C.Background().Untrack()
 		defer close(out)
-		if o.first != nil && !o.deliver(ctx, *o.first) {
-			return
-		}
 		o.run(ctx)
 	}()
 	return out
@@ -64,8 +58,17 @@ type observer struct {
 	out     chan<- Leader
 	seq     int64 // the last record read
 	last    Leader
-	started bool
-	first   *Leader // the leader read when Observe was called, delivered first
+	started bool // seq is set (start)
+}
+
+// start sets where the observer starts from the first record it read:
+// just before it when its leader leads (so that check delivers it
+// first, and the records after it in order), after it otherwise.
+func (o *observer) start(rep lua.ElectionLeaderReply) {
+	o.started, o.seq = true, rep.Seq
+	if rep.Live == lua.ElectionLeaderLive {
+		o.seq--
+	}
 }
 
 // run subscribes, reads the current leader, then waits for messages (or
@@ -104,9 +107,6 @@ func (o *observer) run(ctx context.Context) {
 		timer.Reset(recheck)
 		select {
 		case <-wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
 		case <-timer.C:
 		case <-ctx.Done():
 			return
@@ -128,19 +128,22 @@ func (o *observer) check(ctx context.Context) bool {
 		return ctx.Err() == nil
 	}
 	if !o.started {
-		o.started = true
-		o.seq = rep.Seq
-		if rep.Live == lua.ElectionLeaderLive {
-			return o.deliver(ctx, Leader{Value: rep.Value, Term: rep.Term, Since: time.UnixMilli(rep.Since)})
-		}
-		return true
+		o.start(rep)
+	}
+	if rep.Seq < o.seq {
+		// The records were deleted (Delete) or lost with their server,
+		// and began again below the observer's sequence number
+		// (election_proclaim.lua numbers a new sequence from the server's
+		// clock, so it runs above the one before unless that clock was
+		// set back): the log is all new.
+		o.seq = 0
 	}
 	switch {
 	case rep.Seq <= o.seq:
 		return true
 	case rep.Seq == o.seq+1:
 		o.seq = rep.Seq
-		return o.deliver(ctx, Leader{Value: rep.Value, Term: rep.Term, Since: time.UnixMilli(rep.Since)})
+		return o.deliver(ctx, newLeader(rep.Value, rep.Term, rep.Since))
 	}
 	// Missed records: read them from the log.
 	missed, err := o.missed(ctx, rep.Seq)
@@ -175,7 +178,7 @@ func (o *observer) missed(ctx context.Context, upTo int64) ([]Leader, error) {
 		if err1 != nil || err2 != nil || err3 != nil || seq <= o.seq || seq > upTo {
 			continue
 		}
-		missed = append(missed, Leader{Value: parts[3], Term: term, Since: time.UnixMilli(since)})
+		missed = append(missed, newLeader(parts[3], term, since))
 	}
 	return missed, nil
 }

@@ -75,7 +75,21 @@ func TestCluster(t *testing.T) {
 	lead, err := e.Leader(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "x", lead.Value)
+	// Inspect and Delete too: one node's reads, one script in the slot.
+	info, err := e.Inspect(ctx)
+	require.NoError(t, err)
+	assert.True(t, info.Leading)
+	assert.Equal(t, "x", info.Leader.Value)
+	assert.Len(t, info.Keys, 4, "lock, record, log, counter")
+	_, err = e.Delete(ctx)
+	require.ErrorIs(t, err, election.ErrLeading)
 	require.NoError(t, l.Resign(ctx))
+	deleted, err := e.Delete(ctx)
+	require.NoError(t, err)
+	assert.True(t, deleted)
+	info, err = e.Inspect(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, info.Keys)
 }
 
 // Takeover times with a 3 s lease: the leader's Client closed without

@@ -33,8 +33,9 @@ func New(c *redisync.Client, name string) *Value {
 	return &Value{h: core.NewHandle((*core.Client)(c), "fence", name)}
 }
 
-// Name returns the value's name, which is also its Redis key.
-func (v *Value) Name() string { return v.h.Name }
+// Name returns the value's name, as given to New. It is also its Redis
+// key, after the Client's key prefix (redisync.WithKeyPrefix).
+func (v *Value) Name() string { return v.h.Given }
 
 // Set writes value with the writer's fencing token (Hold.FencingToken or
 // Lock.FencingToken of a lock taken with rlock.WithFencing) when no higher

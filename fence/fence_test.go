@@ -119,3 +119,21 @@ func TestCluster(t *testing.T) {
 		assert.EqualValues(t, 3, tok)
 	}
 }
+
+// Regression (B1): with redisync.WithKeyPrefix, Name returns the name
+// given, as every other handle's does; the key carries the prefix.
+func TestNameWithKeyPrefix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	name := redistest.Key(t, "v")
+	const prefix = "app1:"
+	v := fence.New(clienttest.New(t, s.Client(t), redisync.WithKeyPrefix(prefix)), name)
+	assert.Equal(t, name, v.Name())
+	ok, err := v.Set(ctx, 3, "x")
+	require.NoError(t, err)
+	require.True(t, ok)
+	n, err := s.Client(t).Exists(ctx, prefix+name).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "the value is under the prefixed name")
+}

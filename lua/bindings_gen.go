@@ -15,8 +15,9 @@ import (
 var digests = map[string]digest{
 	"client_register.lua":               {sha1: "a46e72ee0efa09b183cc4520808cfc3f7731624e", fnv: 0x973ebb54efa4f453},
 	"client_unregister.lua":             {sha1: "dbd7622779db836dbbf0b3c07de4ac05326295f3", fnv: 0x4e94ce4e63fe2ac2},
+	"election_delete.lua":               {sha1: "7a9abc7ec6202b00c07690f14ab06ef9832cd30b", fnv: 0xcfb00e0d00a4d2c6},
 	"election_leader.lua":               {sha1: "9435d4ec2a775914896eec99f24ca568a88245d6", fnv: 0x44b6f2fe4c4471ab},
-	"election_proclaim.lua":             {sha1: "c733552481ee28f40f473510214d45ff2ff688cc", fnv: 0xa1cff2d20476be54},
+	"election_proclaim.lua":             {sha1: "0efb2b8c1fb9b0d68bb00aad6864ec50e031ce2a", fnv: 0xa3e9bcc00177f717},
 	"fair_acquire.lua":                  {sha1: "52cdac14ba231d12cee0f8c9f576cc00733dc8c6", fnv: 0x616695378813f3ce},
 	"fair_force_unlock.lua":             {sha1: "f36fa665246f7c24fbf699453ec01db8a1d3e31b", fnv: 0x8a61081acabd2d5c},
 	"fair_leave.lua":                    {sha1: "429e5c4684891e609400e1c806a27d0f0b7adc1d", fnv: 0x5fe3efde1106db46},
@@ -167,6 +168,119 @@ const (
 // Run runs client_unregister.lua with a on r and returns its reply, code.
 func (a ClientUnregisterArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
+}
+
+// ElectionDeleteArgs are the KEYS and ARGV of election_delete.lua (script ElectionDelete).
+type ElectionDeleteArgs struct {
+	// Lock is KEYS[1]: the election's lock hash (its name).
+	Lock string
+	// Leader is KEYS[2]: the leader record hash ({name}:leader).
+	Leader string
+	// Log is KEYS[3]: the records' log list ({name}:leaders).
+	Log string
+	// Queue is KEYS[4]: the candidates' queue list (redisson_lock_queue:{name}).
+	Queue string
+	// Timeouts is KEYS[5]: the candidates' deadlines zset (redisson_lock_timeout:{name}).
+	Timeouts string
+	// Counter is KEYS[6]: the fencing counter (redisson_lock_token:{name}).
+	Counter string
+	// ChannelPrefix is KEYS[7]: the candidates' channel prefix (redisson_lock__channel:{name}); a candidate's channel is KEYS[7] .. ':' .. owner.
+	ChannelPrefix string
+	// Channel is KEYS[8]: the election's channel (redisync_election:{name}).
+	Channel string
+	// Force is ARGV[1]: "1": delete the lock too, whoever holds it.
+	Force bool
+	// Publish is ARGV[2]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
+	Publish string
+	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock: a copy delivered after it is refused (REDISYNC_LATE) and changes nothing.
+	Deadline int64
+	// RequestPrefix is ARGV[4]: prefix of the request keys of fresh holds (lock_force_unlock's ARGV[4]).
+	RequestPrefix string
+	// MarkTTLMillis is ARGV[5]: how long their marks live, in milliseconds (lock_force_unlock's ARGV[5]).
+	MarkTTLMillis int64
+}
+
+// Keys returns election_delete.lua's KEYS, in order.
+func (a ElectionDeleteArgs) Keys() []string {
+	keys := make([]string, 0, 8)
+	keys = append(keys, a.Lock)
+	keys = append(keys, a.Leader)
+	keys = append(keys, a.Log)
+	keys = append(keys, a.Queue)
+	keys = append(keys, a.Timeouts)
+	keys = append(keys, a.Counter)
+	keys = append(keys, a.ChannelPrefix)
+	keys = append(keys, a.Channel)
+	return keys
+}
+
+// Args returns election_delete.lua's ARGV, in order.
+func (a ElectionDeleteArgs) Args() []any {
+	args := make([]any, 0, 5)
+	args = append(args, flag(a.Force))
+	args = append(args, str(a.Publish))
+	args = append(args, a.Deadline)
+	args = append(args, str(a.RequestPrefix))
+	args = append(args, a.MarkTTLMillis)
+	return args
+}
+
+// command returns election_delete.lua's call as one EVALSHA command (Command).
+func (a ElectionDeleteArgs) command() Command {
+	c := &struct {
+		a    ElectionDeleteArgs
+		args [16]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(ElectionDelete)
+	args = append(args, &p.Lock)
+	args = append(args, &p.Leader)
+	args = append(args, &p.Log)
+	args = append(args, &p.Queue)
+	args = append(args, &p.Timeouts)
+	args = append(args, &p.Counter)
+	args = append(args, &p.ChannelPrefix)
+	args = append(args, &p.Channel)
+	args[2] = len(args) - 3
+	args = append(args, flag(p.Force))
+	args = append(args, &p.Publish)
+	args = append(args, &p.Deadline)
+	args = append(args, &p.RequestPrefix)
+	args = append(args, &p.MarkTTLMillis)
+	return Command{Script: ElectionDelete, Args: args}
+}
+
+// Reply codes of election_delete.lua.
+const (
+	// ElectionDeleteDeleted is the reply code 1: the election's keys were deleted.
+	ElectionDeleteDeleted = 1
+	// ElectionDeleteAbsent is the reply code 0: no key of the election existed.
+	ElectionDeleteAbsent = 0
+	// ElectionDeleteHeld is the reply code -1: the lock is held and force is not set: nothing changed.
+	ElectionDeleteHeld = -1
+)
+
+// ElectionDeleteReply is election_delete.lua's reply.
+type ElectionDeleteReply struct {
+	// Code is element 1 of the reply.
+	Code int64
+	// Holder is element 2 of the reply.
+	Holder string
+}
+
+// Run runs election_delete.lua with a on r and decodes its reply.
+func (a ElectionDeleteArgs) Run(ctx context.Context, r Runner) (ElectionDeleteReply, error) {
+	res, err := run(ctx, r, a.command()).Slice()
+	var rep ElectionDeleteReply
+	if err != nil {
+		return rep, err
+	}
+	if len(res) < 2 {
+		return rep, fmt.Errorf("unexpected reply %v", res)
+	}
+	rep.Code = replyInt(res[0])
+	rep.Holder = replyString(res[1])
+	return rep, nil
 }
 
 // ElectionLeaderArgs are the KEYS and ARGV of election_leader.lua (script ElectionLeader).

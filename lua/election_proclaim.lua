@@ -9,7 +9,11 @@
 -- entries) and its number is published on the election's channel, where
 -- observers are woken; they read the record, and the log when they missed
 -- some. "since" is when the term was first recorded, by the server's clock;
--- a re-proclaim in the same term keeps it.
+-- a re-proclaim in the same term keeps it. The first record (none before,
+-- or the records were deleted or lost with their server) is numbered with
+-- its since, the server's clock in milliseconds, so that a sequence begun
+-- again runs above the one before and observers take its records for new
+-- ones.
 --
 -- KEYS[1]  lock: the election's lock hash (its name)
 -- KEYS[2]  leader: the leader hash ({name}:leader): term, since, value, owner, seq
@@ -52,9 +56,12 @@ if not (cur[1] and tonumber(cur[1]) == term and since) then
   local t = redis.call('time')
   since = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
 end
-local seq = (tonumber(cur[3]) or 0) + 1
+local seq = since -- the first record: see the header
+if cur[3] then
+  seq = string.format('%.0f', tonumber(cur[3]) + 1)
+end
 redis.call('hset', KEYS[2], 'term', ARGV[2], 'since', since, 'value', ARGV[3], 'owner', ARGV[1], 'seq', seq)
 redis.call('lpush', KEYS[3], seq .. ':' .. ARGV[2] .. ':' .. since .. ':' .. ARGV[3])
 redis.call('ltrim', KEYS[3], 0, tonumber(ARGV[5]) - 1)
 redis.call(ARGV[4], KEYS[4], seq)
-return {1, seq, tonumber(since)}
+return {1, tonumber(seq), tonumber(since)}

@@ -1,5 +1,6 @@
 // Redisync shows redisync's distributed primitives at work, and lets
-// operators see who holds a lock, semaphore or latch and free a stuck lock.
+// operators see who holds a lock, semaphore or latch and who leads an
+// election, free a stuck lock, and delete an election no service runs.
 // It reads and writes Redisson 3.x's data layout, so it works on what Go
 // services using redisync and Java services using Redisson hold.
 //
@@ -10,8 +11,9 @@
 // The commands are:
 //
 //	demo     show the primitives at work between simulated processes
-//	inspect  show who holds a lock, semaphore or latch, and who waits
+//	inspect  show who holds a lock, semaphore or latch, who leads an election, and who waits
 //	unlock   force-release a lock, fair lock or read-write lock and wake its waiters
+//	delete   delete an election's keys (its leader record, log, queue and term counter)
 //	version  print the module version, source revision and Go version
 //
 // Flags may come before or after the arguments, with one dash or two, and
@@ -90,7 +92,7 @@
 //   - a hash whose fields are all owners is a lock: its owners with their
 //     hold counts, its remaining lease, and the last fencing token issued
 //     (redisson_lock_token:{NAME}) when there is one. An owner field is
-//     "<client id>:<n>" (a redisync Client's ID or a Redisson UUID, a
+//     "<client id>:<owner token>" (a redisync Client's ID or a Redisson UUID, a
 //     colon, a decimal owner token or Java thread id) holding a hold
 //     count, a positive integer;
 //   - a lock (held or free) with a waiting queue redisson_lock_queue:{NAME}
@@ -115,7 +117,17 @@
 //     latch_or_semaphore, with the value as both count and permits); -type
 //     sets the type instead;
 //   - a hash of rate, interval, type and perhaps keepAliveTime, all
-//     integers, is a rate limiter's config (Redisson's RRateLimiter).
+//     integers, is a rate limiter's config (Redisson's RRateLimiter);
+//   - a name with a leader record {NAME}:leader (a hash) or its log
+//     {NAME}:leaders (a list) is an election (package election), and so
+//     is either of those two keys' own name: the leader (the value it
+//     proclaimed, its term and since when) or, when nobody leads, the
+//     last one; who holds its lock (a fair lock on NAME); its candidates,
+//     next in turn first, with their deadlines as a fair lock's queue;
+//     the last term issued; how many records the log keeps; each of its
+//     keys with its expiry (only the lock has one); and how many clients
+//     observe it (redisync_election:{NAME}). -type fair_lock shows its
+//     lock alone.
 //
 // A ratelimit.GCRA's key, a string holding an integer, is shown only with
 // -type gcra: its theoretical arrival time (TAT, epoch µs, JSON "tat_us")
@@ -142,9 +154,12 @@
 //
 // -json prints the Report as one JSON object, for scripts. Its "type" is
 // one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch,
-// rate_limiter and gcra, the -type values, or none. A fair lock's has a "queue" array
-// of QueueEntry, head first: owner, client_id, owner_token,
-// deadline_ms_left and dead. When nothing is stored under NAME (no key, no
+// rate_limiter, election and gcra, the -type values, or none. A fair
+// lock's has a "queue" array of QueueEntry, head first: owner, client_id,
+// owner_token, deadline_ms_left and dead; so has an election's, of its
+// candidates, and an "election" object (ElectionReport): its leader
+// record, whether it leads, the lock's holder, the records kept, its keys
+// with their ttl_ms (-1: no expiry), its channel and observers. When nothing is stored under NAME (no key, no
 // permit zset, no fair lock queue, no fencing counter, no waiters) inspect
 // says so ("nothing stored") and exits with status 0: a free lock, or a
 // semaphore or latch never set, leaves no key, so that is an answer, not a
@@ -191,5 +206,25 @@
 // redisync/Redisson primitive (an application's hash, a list, a string
 // that is not a count), and semaphores, latches and rate limiters, which
 // have no holder to free. -any force-unlocks a hash of any other layout
-// anyway, deleting it.
+// anyway, deleting it. An election's lock is unlocked as a fair lock: the
+// leadership ends and the next candidate leads.
+//
+// # Delete
+//
+//	redisync delete [-force] [-yes] [-prefix P] [-redis URL] NAME
+//
+// Delete removes an election (package election) no service runs any
+// more, with election.Election.Delete: the keys it keeps without an
+// expiry, its leader record {NAME}:leader and log {NAME}:leaders, its
+// candidates' queue redisson_lock_queue:{NAME} and deadlines
+// redisson_lock_timeout:{NAME}, and its fencing counter
+// redisson_lock_token:{NAME}. NAME may be the election's name, its
+// record's or its log's. While its lock is held (by its leader, or by an
+// owner that is no candidate) delete refuses, names the holder and
+// changes nothing; -force deletes the lock too
+// (election.Election.ForceDelete), and the leadership ends at the
+// leader's next renewal. It shows the election and asks for confirmation
+// as unlock does (-yes skips the question). Nothing stored under NAME is
+// nothing to delete (status 0); another primitive is refused and left
+// intact (status 1).
 package main

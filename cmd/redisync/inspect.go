@@ -39,12 +39,12 @@ const maxReadHolds = 1000
 type Report struct {
 	Name string `json:"name"`
 	// Type is lock, fair_lock, rwlock, semaphore, expirable_semaphore,
-	// latch, rate_limiter or gcra (only with -type gcra: its key is a
-	// plain string); latch_or_semaphore for a string holding an integer
-	// ≥ 0 that no waiter tells apart (Count and Permits then both hold
-	// it; -type latch or -type semaphore says which); none when nothing
-	// is stored under the name (then Exists is false, and inspect exits
-	// with status 0: nothing stored is an answer, not an error).
+	// latch, rate_limiter, gcra (only with -type gcra: its key is a
+	// plain string) or election; latch_or_semaphore for a string holding
+	// an integer ≥ 0 that no waiter tells apart (Count and Permits then
+	// both hold it; -type latch or -type semaphore says which); none when
+	// nothing is stored under the name (then Exists is false, and inspect
+	// exits with status 0: nothing stored is an answer, not an error).
 	Type kind `json:"type"`
 	// Guessed is true when the layout alone could not tell a semaphore from
 	// a latch and the type was inferred from the one channel that has
@@ -52,7 +52,8 @@ type Report struct {
 	Guessed bool `json:"guessed"`
 	// Reason says how the type was recognised.
 	Reason string `json:"reason"`
-	// Exists reports whether the primitive's main key (its name) exists.
+	// Exists reports whether the primitive's main key (its name) exists;
+	// for an election, whether its lock is held.
 	Exists bool `json:"exists"`
 	// TTLMillis is the main key's remaining time to live in milliseconds,
 	// -1 without expiry; absent when the key does not exist. For a lock it
@@ -63,10 +64,12 @@ type Report struct {
 	// Holders are a lock's, fair lock's or read-write lock's owners.
 	Holders []Holder `json:"holders,omitempty"`
 	// Queue is a fair lock's line of waiting owners, head first (the list
-	// redisson_lock_queue:{name}); an empty array when none waits.
+	// redisson_lock_queue:{name}), an election's candidates; an empty
+	// array when none waits.
 	Queue []QueueEntry `json:"queue,omitzero"`
 	// FenceToken is the last fencing token issued for a lock or fair lock
-	// (the counter redisson_lock_token:{name}), when it exists.
+	// (the counter redisson_lock_token:{name}), when it exists; for an
+	// election, the last term issued.
 	FenceToken *int64 `json:"fence_token,omitempty"`
 	// Permits is a semaphore's count of available permits (0 when the key
 	// does not exist; it may be negative). An expirable semaphore's
@@ -79,11 +82,14 @@ type Report struct {
 	Count *int64 `json:"count,omitempty"`
 	// RateLimit is a rate limiter's state (inspect_ratelimit.go).
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Election is an election's leader, lock holder, records and keys
+	// (inspect_election.go); its candidates are Queue.
+	Election *ElectionReport `json:"election,omitempty"`
 	// Channel is the pub/sub channel the primitive's waiters subscribe to;
 	// absent when Type is none, rate_limiter or gcra (a rate limiter has
 	// no channel: its waiters sleep until Redis says permits are back). A
-	// fair lock's waiters each subscribe to their own channel, Channel +
-	// ":" + their owner.
+	// fair lock's waiters (an election's candidates) each subscribe to
+	// their own channel, Channel + ":" + their owner.
 	Channel string `json:"channel,omitempty"`
 	// Waiters is how many connections are subscribed to Channel (for
 	// latch_or_semaphore, to the latch's and the semaphore's): one per
@@ -162,7 +168,8 @@ type inspectOptions struct {
 const inspectHead = `usage: redisync inspect [-redis URL] [-json] [-type TYPE] NAME
 
 Inspect shows the lock, fair lock, read-write lock, semaphore, expirable
-semaphore, latch or rate limiter stored under NAME in Redisson's layout:
+semaphore, latch, rate limiter or election stored under NAME in Redisson's
+layout:
 its holders (client id, owner token, hold count), mode, leases, last
 fencing token issued, permits, count, and how many clients wait on its
 channel. An owner token is a redisync owner token or a Java thread id. It
@@ -172,9 +179,9 @@ apart by which channel has waiters, and says that it guessed; with no
 waiters (or waiters on both) it shows "latch or semaphore". -type sets
 the type instead.
 
-A lock is a hash whose fields are owners "<client id>:<n>" holding hold
+A lock is a hash whose fields are owners "<client id>:<owner token>" holding hold
 counts; a read-write lock's hash also has a mode field (read or write)
-and its writer is "<client id>:<n>:write"; a rate limiter's hash has
+and its writer is "<client id>:<owner token>:write"; a rate limiter's hash has
 rate, interval, type and perhaps keepAliveTime. Anything else (an
 application's hash, a list, a string that is not an integer) is "not a
 redisync/Redisson primitive": inspect says which fields or type it found
@@ -189,6 +196,17 @@ passed is dead, and is dropped once it is at the head of the queue, by
 the next operation on the lock. A fair lock nobody waits for looks like a
 lock; -type fair_lock shows it as a fair lock.
 
+An election (package election) is a fair lock on NAME with a leader
+record {NAME}:leader and its log {NAME}:leaders; NAME may also be either
+of those two keys. Inspect shows its leader (the value it proclaimed, its
+term and since when, by the server's clock) or the last leader when
+nobody leads, who holds its lock, the candidates waiting, next in turn
+first, with their deadlines as a fair lock's queue, the last term issued,
+how many records the log keeps, every key of the election with its
+expiry (only the lock has one: 'redisync delete' removes the others), and
+the clients observing it (subscribed to redisync_election:{NAME}).
+-type fair_lock shows an election's lock alone.
+
 A GCRA limiter's key (a string) is shown only with -type gcra: its
 theoretical arrival time (TAT), which is when the limiter is back to a
 full burst, and how long until then. The key holds no limit, so inspect
@@ -202,8 +220,12 @@ On a Redis Cluster the counts of all nodes are added up.
 
 -json prints the report as a JSON object. Its "type" is one of lock,
 fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter,
-gcra (the -type values) or none. A fair lock's has a "queue" array (owner,
-client_id, owner_token, deadline_ms_left, dead), head first.
+gcra, election (the -type values) or none. A fair lock's has a "queue"
+array (owner, client_id, owner_token, deadline_ms_left, dead), head
+first; so has an election's, of its candidates, and an "election" object:
+"leader" (value, term, since, owner, client_id, owner_token), "leading",
+"holder", "records", "keys" (key, type, ttl_ms: -1 without expiry),
+"channel" and "observers".
 
 When nothing is stored under NAME (no key, no permit zset, no fair lock
 queue, no fencing counter, no waiters), inspect says so ("nothing stored")
@@ -274,6 +296,9 @@ func dialFor(ctx context.Context, flagValue string) (*server, error) {
 // errNotPrimitive, unless anyHash and it is a hash (see classify).
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string, forced kind, anyHash bool) (*Report, error) {
 	if r, ok, err := inspectRateLimit(ctx, rdb, name, forced); ok {
+		return r, err
+	}
+	if r, ok, err := inspectElection(ctx, rdb, name, forced); ok {
 		return r, err
 	}
 	s, err := readSnapshot(ctx, rdb, name)
@@ -515,23 +540,15 @@ func readLeases(ctx context.Context, rdb redis.UniversalClient, name string, hs 
 	return hs, nil
 }
 
-// newHolder splits an owner "<client id>:<owner token>" at its last colon.
+// newHolder splits an owner "<client id>:<owner token>" at its last
+// colon (the token of another client of Redisson's protocol may be no
+// number: node-redisson's is a UUID).
 func newHolder(owner, side string, count int64) Holder {
 	h := Holder{Owner: owner, ClientID: owner, Side: side, Count: count}
-	if i := strings.LastIndexByte(owner, ':'); i >= 0 && i < len(owner)-1 && isDigits(owner[i+1:]) {
+	if i := strings.LastIndexByte(owner, ':'); i >= 0 && i < len(owner)-1 {
 		h.ClientID, h.OwnerToken = owner[:i], owner[i+1:]
 	}
 	return h
-}
-
-// isDigits reports whether s is a non-empty run of decimal digits.
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // permits lists an expirable semaphore's acquired permits as the

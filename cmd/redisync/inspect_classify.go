@@ -31,7 +31,7 @@ func classify(s *snapshot, name string, forced kind, anyHash bool) (kind, bool, 
 // write, and owner fields), a lock (owner fields only; a fair lock when a
 // waiting queue or timeouts zset exists too) or a rate limiter's config
 // (rate, interval, type, keepAliveTime). An owner field is
-// "<client id>:<n>" (a read-write lock's writer "<client id>:<n>:write")
+// "<client id>:<owner token>" (a read-write lock's writer "<client id>:<owner token>:write")
 // and holds a hold count, a positive integer. Any other hash is not a
 // primitive, unless anyHash. -type lock shows a fair lock as a lock (it is
 // one, without its queue); -type fair_lock shows a lock as a fair lock
@@ -69,7 +69,7 @@ func lockHashLayout(hash map[string]string, name string, anyHash bool) (string, 
 	case !ok:
 		return "a hash of owner fields", nil
 	case !anyHash:
-		return "", fmt.Errorf("%q is %w: a hash with %s (a lock's fields are owners \"<client id>:<n>\" holding hold counts, a read-write lock's also a mode read or write; a rate limiter's are rate, interval and type)",
+		return "", fmt.Errorf("%q is %w: a hash with %s (a lock's fields are owners \"<client id>:<owner token>\" holding hold counts, a read-write lock's also a mode read or write; a rate limiter's are rate, interval and type)",
 			name, errNotLockHash, fieldsText(hash, bad))
 	case rw:
 		return fmt.Sprintf("a hash with a mode field and %s, not a read-write lock's layout; taken as one because of -any", fieldsText(hash, bad)), nil

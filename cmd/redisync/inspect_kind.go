@@ -29,13 +29,15 @@ const (
 	kindCounter kind = "latch_or_semaphore"
 )
 
-var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirable, kindLatch, kindRateLimiter}
+var allKinds = []kind{kindLock, kindFair, kindRWLock, kindSemaphore, kindExpirable, kindLatch, kindRateLimiter, kindElection}
 
 // ownChannel reports whether the kind's waiters subscribe to a channel no
 // other kind uses: an expirable semaphore shares the semaphore's, a fair
-// lock's waiters each have their own, under the lock's channel, and a rate
-// limiter has none.
-func (k kind) ownChannel() bool { return k != kindExpirable && k != kindFair && !k.rateLimit() }
+// lock's waiters (and an election's candidates) each have their own, under
+// the lock's channel, and a rate limiter has none.
+func (k kind) ownChannel() bool {
+	return k != kindExpirable && k != kindFair && k != kindElection && !k.rateLimit()
+}
 
 // title is the kind's name in prose.
 func (k kind) title() string {
@@ -76,7 +78,7 @@ func withArticle(phrase string) string {
 // limiter, which has no channel.
 func (k kind) channel(name string) string {
 	switch k {
-	case kindLock, kindFair:
+	case kindLock, kindFair, kindElection:
 		return keys.LockChannel(name)
 	case kindRWLock:
 		return keys.RWChannel(name)

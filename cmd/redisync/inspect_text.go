@@ -27,8 +27,7 @@ func (r *Report) writeText(w io.Writer) error {
 	} else {
 		line("type", "%s (%s)", r.Type.title(), r.Reason)
 	}
-	if r.RateLimit != nil {
-		r.writeRateLimit(line)
+	if r.writeOwn(tw, line) {
 		return tw.Flush()
 	}
 	switch r.Type {
@@ -75,6 +74,20 @@ func (r *Report) writeCount(line func(label, format string, args ...any)) {
 		state = "closed"
 	}
 	line("count", "%d (%s)", *r.Count, state)
+}
+
+// writeOwn prints the state of the kinds that have a text of their own,
+// rate limiters and elections, and reports whether r is one.
+func (r *Report) writeOwn(w io.Writer, line func(label, format string, args ...any)) bool {
+	switch {
+	case r.RateLimit != nil:
+		r.writeRateLimit(line)
+	case r.Election != nil:
+		r.writeElection(w)
+	default:
+		return false
+	}
+	return true
 }
 
 // writeHolders prints a lock's, fair lock's or read-write lock's state and

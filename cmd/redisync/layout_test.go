@@ -56,7 +56,7 @@ func TestUnlockApplicationHash(t *testing.T) {
 }
 
 // TestLayouts: which hashes are recognised as what. A hash is a lock only
-// if every field is an owner "<client id>:<n>" holding a positive hold
+// if every field is an owner "<client id>:<owner token>" holding a hold
 // count, a read-write lock if it also has mode read or write (and its
 // writer is "<owner>:write"), a rate limiter if it is rate, interval,
 // type and perhaps keepAliveTime; anything else is not a primitive, and
@@ -80,12 +80,15 @@ func TestLayouts(t *testing.T) {
 
 		{"application hash", map[string]string{"email": "a@b.c", "name": "Ann"}, ""},
 		{"owner-like field, text value", map[string]string{"session:1": "{\"user\":7}"}, ""},
-		{"hold count 0", map[string]string{javaID + ":1": "0"}, ""},
+		{"hold count 0 (a minimum hold's kept field)", map[string]string{javaID + ":1": "0"}, kindLock},
+		{"node-redisson owner", map[string]string{javaID + ":" + uuid.NewString(): "1"}, kindLock},
+		{"negative hold count", map[string]string{javaID + ":1": "-1"}, ""},
 		{"no token", map[string]string{javaID: "1"}, ""},
 		{"empty client id", map[string]string{":1": "1"}, ""},
-		{"token not decimal", map[string]string{javaID + ":1a": "1"}, ""},
+		{"token not decimal (another client's)", map[string]string{javaID + ":1a": "1"}, kindLock},
+		{"empty token", map[string]string{javaID + ":": "1"}, ""},
 		{"one bad field among owners", map[string]string{javaID + ":1": "1", "note": "x"}, ""},
-		{"writer without mode", map[string]string{javaID + ":1:write": "1"}, ""},
+		{"writer without mode (an owner's shape)", map[string]string{javaID + ":1:write": "1"}, kindLock},
 		{"mode of another kind", map[string]string{"mode": "exclusive", javaID + ":1": "1"}, ""},
 		{"mode with other fields", map[string]string{"mode": "read", "title": "x"}, ""},
 		{"rate limiter with another field", map[string]string{"rate": "10", "interval": "1000", "type": "0", "owner": "x"}, ""},
@@ -210,7 +213,7 @@ func TestJSONTypeSpelling(t *testing.T) {
 		}
 	}
 	res := runCmd(t, nil, "inspect", "-type", "fair", "-redis", testURL(t), rw)
-	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown type "fair" (want one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter, gcra)`) {
+	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown type "fair" (want one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch, rate_limiter, election, gcra)`) {
 		t.Errorf("-type fair: exit %d, stderr %q", res.code, res.stderr)
 	}
 }

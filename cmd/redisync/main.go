@@ -58,6 +58,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runInspect(ctx, rest, stdout, stderr)
 	case "unlock":
 		err = runUnlock(ctx, rest, stdin, stdout, stderr)
+	case "delete":
+		err = runDelete(ctx, rest, stdin, stdout, stderr)
 	case "version":
 		err = runVersion(rest, stdout)
 	case "help", "-h", "-help", "--help":
@@ -70,7 +72,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 const mainUsage = `redisync runs redisync's demo and inspects or frees distributed locks,
-read-write locks, semaphores and latches stored in Redis in Redisson's layout.
+read-write locks, semaphores, latches and elections stored in Redis in
+Redisson's layout.
 
 Usage:
 
@@ -79,8 +82,9 @@ Usage:
 The commands are:
 
 	demo      show the primitives at work between simulated processes
-	inspect   show who holds a lock, semaphore or latch, and who waits
+	inspect   show who holds a lock, semaphore or latch, who leads an election, and who waits
 	unlock    force-release a lock, fair lock or read-write lock and wake its waiters
+	delete    delete an election's keys (its leader record, log, queue and term counter)
 	version   print the module version, source revision and Go version
 
 The Redis server is the -redis flag's URL, or else the REDIS_URL
@@ -114,6 +118,8 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		fs, _ = inspectFlags()
 	case "unlock":
 		fs, _ = unlockFlags()
+	case "delete":
+		fs, _ = deleteFlags()
 	case "version":
 		fs = versionFlags()
 	default:

@@ -48,8 +48,8 @@ is not a terminal (without it unlock changes nothing and exits with
 status 1). -force is always required.
 
 Unlock frees only what is laid out as a lock: a hash whose fields are
-owners "<client id>:<n>" holding hold counts (a read-write lock's also a
-mode field, read or write, and its writer "<client id>:<n>:write").
+owners "<client id>:<owner token>" holding hold counts (a read-write lock's also a
+mode field, read or write, and its writer "<client id>:<owner token>:write").
 Anything else is refused and left intact: a key that is not a
 redisync/Redisson primitive (an application's hash such as a user
 profile, a list, a string that is not a count), and semaphores, latches
@@ -112,7 +112,7 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err := r.writeText(stderr); err != nil {
 			return err
 		}
-		ok, err := confirm(ctx, stdin, stderr, fmt.Sprintf("Force-unlock %s %q, held by %s?", r.Type.title(), name, plural(owners(r.Holders), "owner")))
+		ok, err := confirm(ctx, stdin, stderr, fmt.Sprintf("Force-unlock %s %q, held by %s?", r.Type.title(), name, plural(owners(r.Holders), "owner")), "not unlocked")
 		if err != nil {
 			return err
 		}
@@ -128,6 +128,11 @@ func runUnlock(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // of another layout (not a rate limiter's).
 func unlockable(ctx context.Context, rdb redis.UniversalClient, name string, anyHash bool) (*Report, error) {
 	r, err := inspect(ctx, rdb, name, "", anyHash)
+	if err == nil && r.Type == kindElection {
+		// An election's lock is a fair lock: unlock frees it (the
+		// leadership ends) and wakes the next candidate.
+		r, err = inspect(ctx, rdb, r.Name, kindFair, anyHash)
+	}
 	switch {
 	case errors.Is(err, errNotFound):
 		return nil, fmt.Errorf("%q is not locked: no such key", name)
@@ -268,8 +273,9 @@ func (n *fairNext) write(w io.Writer) {
 
 // confirm asks question on stderr and reads the answer from stdin: "y" or
 // "yes" (any case) confirms, any other answer declines (false, nil). It
-// fails when stdin ends without an answer or ctx ends first.
-func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question string) (bool, error) {
+// fails when stdin ends without an answer (an error starting with
+// undone, "not unlocked" say) or ctx ends first.
+func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question, undone string) (bool, error) {
 	fmt.Fprintf(stderr, "%s [y/N] ", question)
 	answer := make(chan string, 1)
 	go func() {
@@ -284,7 +290,7 @@ func confirm(ctx context.Context, stdin io.Reader, stderr io.Writer, question st
 		a := strings.ToLower(strings.TrimSpace(line))
 		if line == "" {
 			fmt.Fprintln(stderr)
-			return false, errors.New("not unlocked: no answer on stdin (pass -yes to skip the question)")
+			return false, errors.New(undone + ": no answer on stdin (pass -yes to skip the question)")
 		}
 		return a == "y" || a == "yes", nil
 	}
