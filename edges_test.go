@@ -238,6 +238,30 @@ func TestOutageIsAnError(t *testing.T) {
 		assert.False(t, ok, what)
 		assert.Error(t, err, "%s: an outage read as busy", what)
 	}
+
+	// A caller behind another of the same Client in the local line: the
+	// head's attempt gets no answer, and the one behind, whose wait runs
+	// out in the line, is told so, not "busy".
+	head := make(chan error, 1)
+	go func() {
+		_, err := rlock.New(c, name).TryLock(ctx, 1500*time.Millisecond)
+		head <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ok, err = rlock.New(c, name).TryLock(ctx, 300*time.Millisecond)
+	assert.False(t, ok)
+	assert.Error(t, err, "the caller behind the head: an outage read as busy")
+	assert.Error(t, <-head)
+	semHead := make(chan error, 1)
+	go func() {
+		_, err := sem.TryAcquire(ctx, 1, 1500*time.Millisecond)
+		semHead <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ok, err = sem.TryAcquire(ctx, 1, 300*time.Millisecond)
+	assert.False(t, ok)
+	assert.Error(t, err, "the semaphore's caller behind the head: an outage read as busy")
+	assert.Error(t, <-semHead)
 }
 
 // A Redis restart without persistence opened every count-down latch: a

@@ -59,5 +59,17 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 	if !forever {
 		b.Wait = max(wait-time.Since(start), 0)
 	}
-	return c.Waits().Until(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, try)
+	// The callers behind learn how the head's attempts end: an outage is
+	// an error for them too, not "busy".
+	reported := func(ctx context.Context) (bool, time.Duration, error) {
+		t.Asking()
+		ok, retry, err := try(ctx)
+		failed := err // nil: Redis answered
+		if ctx.Err() != nil {
+			failed = nil // the caller gave up: no answer expected, none missing
+		}
+		t.Report(failed)
+		return ok, retry, err
+	}
+	return c.Waits().Until(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, reported)
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,17 @@ type Lines struct {
 	held map[string]int
 	// seq counts arrivals in the lines (Turn.seq).
 	seq atomic.Uint64
+	// heads keeps, per line, how the head's attempts stand
+	// ([Turn.Asking], [Turn.Report]), for the callers behind it.
+	heads map[string]headState
+}
+
+// headState is how the attempts of a line's head stand: the failure that
+// kept its latest attempt from Redis, and since when an attempt of it has
+// been on its way without an answer (zero: none).
+type headState struct {
+	failed error
+	since  time.Time
 }
 
 // line is the queue of callers for one resource; q[0] is the head, the only
@@ -50,6 +62,8 @@ type Turn struct {
 	// seq is the caller's arrival in the client (Lines.seq), which
 	// decides whether a handoff chain may serve it ([Chain]).
 	seq uint64
+	// joined is when the caller joined the line.
+	joined time.Time
 	// handoff is set while the caller accepts handoffs
 	// ([Turn.AcceptHandoffs]): a releaser claims it at the head of the
 	// line ([Lines.Claim]).
@@ -110,6 +124,7 @@ func (ls *Lines) Join(key string, onlyIfEmpty bool) *Turn {
 	t := &Turn{ls: ls, key: key, ready: readyNow, seq: ls.seq.Add(1)} // the head's turn is now
 	if len(l.q) > 0 {
 		t.ready = make(chan struct{})
+		t.joined = time.Now()
 	}
 	l.q = append(l.q, t)
 	return t
@@ -144,11 +159,13 @@ func (t *Turn) Leave() {
 		if i == 0 && len(l.q) > 0 {
 			l.q[0].sub, sub = sub, nil
 			close(l.q[0].ready)
+			delete(ls.heads, t.key) // the next head's attempts are its own
 		}
 		break
 	}
 	if len(l.q) == 0 {
 		delete(ls.m, t.key)
+		delete(ls.heads, t.key)
 		l.q = l.q[:0]
 		linePool.Put(l)
 	}
@@ -261,7 +278,9 @@ var linePool = sync.Pool{New: func() any { return &line{q: make([]*Turn, 0, 4)} 
 
 // Await waits until the turn is at the head of its line. forever waits
 // until ctx ends; otherwise at most wait. It returns (true, nil) at the
-// head, (false, nil) when the wait ran out, and an error wrapping ctx.Err()
+// head, (false, nil) when the wait ran out while the head's attempts got
+// Redis's answer (an error wrapping the failure that kept them from Redis
+// otherwise: an outage is no "busy", [Turn.Report]), and an error wrapping ctx.Err()
 // (or [errs.ErrClosed]) when ctx ended or the Client closed first. It does not
 // leave the line.
 func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (bool, error) {
@@ -280,7 +299,7 @@ func (t *Turn) Await(ctx context.Context, forever bool, wait time.Duration) (boo
 	case <-t.ready:
 		return true, nil
 	case <-timeout:
-		return false, nil
+		return false, t.ls.failure(t.key, t.joined)
 	case <-ctx.Done():
 		return false, errs.CtxError(ctx)
 	case <-t.ls.closing:
@@ -310,4 +329,58 @@ func (ls *Lines) Len(key string) int {
 		return len(l.q)
 	}
 	return 0
+}
+
+// Asking records that the turn's caller, at the head of its line, sends
+// an attempt to Redis now ([Turn.Report] records how it ends).
+func (t *Turn) Asking() {
+	ls := t.ls
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.heads == nil {
+		ls.heads = make(map[string]headState)
+	}
+	h := ls.heads[t.key]
+	if h.since.IsZero() {
+		h.since = time.Now()
+		ls.heads[t.key] = h
+	}
+}
+
+// Report records how the latest attempt of the turn's caller, at the head
+// of its line, ended: err nil when Redis answered it, else the failure that
+// kept it from Redis (a lost connection, a failover, no answer within the
+// wait). A caller behind it whose wait for its turn runs out while the
+// head's attempts fail, or while one has been on its way since before the
+// caller joined, returns an error instead of "busy" ([Turn.Await]): an
+// outage is no "busy".
+func (t *Turn) Report(err error) {
+	ls := t.ls
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if err == nil {
+		delete(ls.heads, t.key)
+		return
+	}
+	if ls.heads == nil {
+		ls.heads = make(map[string]headState)
+	}
+	ls.heads[t.key] = headState{failed: err}
+}
+
+// failure returns why a wait behind the head of the line key, joined at
+// joined, that ran out got no answer from Redis: the head's latest failure,
+// or its attempt on its way since before joined; nil when the head's
+// attempts were answered (the primitive was seen taken).
+func (ls *Lines) failure(key string, joined time.Time) error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	h := ls.heads[key]
+	switch {
+	case h.failed != nil:
+		return fmt.Errorf("the attempts of the caller ahead in this client failed: %w", h.failed)
+	case !h.since.IsZero() && !joined.IsZero() && h.since.Before(joined):
+		return fmt.Errorf("no answer from Redis within the wait: the attempt of the caller ahead in this client has waited since %s", h.since.Format(time.RFC3339Nano))
+	}
+	return nil
 }

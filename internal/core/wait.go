@@ -112,6 +112,9 @@ type loop struct {
 	channel  string
 	deadline time.Time
 	failed   transientErrors
+	// turn, in a local line, is the caller's at its head: the callers
+	// behind it learn how its attempts end ([Turn.Report]).
+	turn *Turn
 	// answered: Redis answered the latest attempt that reached it (the
 	// primitive was seen taken). A wait whose last request the end of the
 	// wait cut ([Cut]) reports "busy" only then, and an error otherwise:
@@ -127,7 +130,17 @@ type loop struct {
 // with the error (Redis did not answer within the whole wait, or its
 // last answer was a failure).
 func (l *loop) next(ctx context.Context, force bool) (verdict, time.Duration, error) {
+	if l.turn != nil {
+		l.turn.Asking()
+	}
 	v, retry, err := l.attempt(ctx, force)
+	if l.turn != nil {
+		var failed error // an answer (Redis's refusal included), or the caller gave up
+		if err != nil && ctx.Err() == nil && (transient(err) || isCut(err)) {
+			failed = err
+		}
+		l.turn.Report(failed)
+	}
 	switch {
 	case err != nil && isCut(err):
 		switch {
@@ -207,6 +220,7 @@ func (e *cutError) Unwrap() error { return e.err }
 // subscription is closed before pubsub returns.
 func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verdict, error) {
 	var sub *pubsub.Waiter
+	l.turn = turn
 	if turn != nil {
 		defer func() { turn.passOn(sub) }()
 		if sub = turn.passedOn(); sub != nil {
