@@ -63,7 +63,7 @@ type Client struct {
 	closing   <-chan struct{}
 	closeOnce sync.Once
 
-	replicas *pipeline.Replicas // the script pipeline and replica acknowledgement (package pipeline)
+	replicas *pipeline.Pipeline // the script pipeline, which waits for replicas (package pipeline)
 	// freshBase is added to the tokens of fresh holds' owners ([freshToken]):
 	// random, 13 decimal digits.
 	freshBase uint64
@@ -162,14 +162,13 @@ func (c *Client) Mux() *pubsub.Mux { return c.mux }
 // re-sends, settles and undos (package request).
 func (c *Client) Requests() *request.Requests { return c.reqs }
 
-// Replicas returns the client's replica acknowledgement: the runners of
-// script bindings, which wait for replicas when given a Sync (package
-// replica).
-func (c *Client) Replicas() *pipeline.Replicas { return c.replicas }
+// Pipeline returns the client's script pipeline: the runners of script
+// bindings, which wait for replicas when given a Sync (package pipeline).
+func (c *Client) Pipeline() *pipeline.Pipeline { return c.replicas }
 
 // Direct returns the runner of script bindings for the scripts that do
 // not wait for replicas: through the client's script pipeline
-// (pipeline.Replicas.Runner(nil)).
+// (pipeline.Pipeline.Runner(nil)).
 func (c *Client) Direct() lua.Runner { return c.replicas.Runner(nil) }
 
 // Lines returns the client's local lines, in which its callers waiting

@@ -95,7 +95,7 @@
 // the local line's turns ([Lines.Join], [Turn.Await], [Turn.Leave] in
 // line.go), the holds' records (hold.go), the request's deadline
 // ([request.Requests.FreshDeadline]), the script pipeline
-// ([pipeline.Replicas.Runner]), the pub/sub subscription
+// ([pipeline.Pipeline.Runner]), the pub/sub subscription
 // ([pubsub.Mux.Subscribe]) and the generated binding
 // ([lua.LockAcquireFreshArgs]).
 //
@@ -113,7 +113,7 @@
 // the next caller in the line, and goes (UNSUBSCRIBE) when the line
 // empties or the caller took the lock from Redis. Each EVALSHA goes
 // through the client's script pipeline for the primary
-// ([pipeline.Replicas.Runner]): sent at once when nothing is in flight,
+// ([pipeline.Pipeline.Runner]): sent at once when nothing is in flight,
 // else with the other calls that arrived meanwhile, in one batch; when
 // the primary has replicas, one WAIT ends the batch. The Unlock that
 // hands the lock off to the head of the line sends one EVALSHA
@@ -191,5 +191,5 @@
 //     owner's next request ([request.Requests.Settle]).
 //   - pipeline: the client's script pipeline per primary, the one door of
 //     state-changing scripts to Redis, which waits for replicas
-//     ([pipeline.Replicas]).
+//     ([pipeline.Pipeline]).
 package core

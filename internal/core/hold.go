@@ -292,7 +292,7 @@ type Holds struct {
 // holdsConfig is what a client's holds need from it.
 type holdsConfig struct {
 	Cluster bool               // renewals batch per slot
-	Pipe    *pipeline.Replicas // renewals go through the script pipeline and wait for replicas as acquisitions do
+	Pipe    *pipeline.Pipeline // renewals go through the script pipeline and wait for replicas as acquisitions do
 	Context context.Context    // done when the client closes: renewal rounds stop
 	Closing <-chan struct{}    // closed when the client closes: renewals stop
 	Log     *slog.Logger

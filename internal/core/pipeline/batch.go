@@ -70,9 +70,9 @@ func (ac *acks) ackFor(calls []*call, n int) (ack, bool) {
 // slot, on the primary node (p's) in one pipeline, and waits for the
 // replicas when a call asks for it: see the package doc. Each call gets
 // its own reply (and ackErr); an error of one does not fail the others.
-func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
-	n, id, verify := r.acks.countFor(ctx, p, node, calls)
-	a, wait := r.acks.ackFor(calls, n)
+func (pl *Pipeline) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
+	n, id, verify := pl.acks.countFor(ctx, p, node, calls)
+	a, wait := pl.acks.ackFor(calls, n)
 	var learn *redis.StringCmd
 	if n == unknown {
 		// Not known yet (no call waits, or the first read failed): read
@@ -90,11 +90,11 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 		if !wait && !verify && learn == nil && len(pending) == 1 {
 			_ = node.Process(ctx, pending[0].reply) // no pipeline to build
 		} else {
-			r.batch(ctx, p, node, pending, plan{learn: learn, wait: wait, a: a, verify: verify, expect: id})
+			pl.batch(ctx, p, node, pending, plan{learn: learn, wait: wait, a: a, verify: verify, expect: id})
 		}
-		pending = r.noScript(ctx, pending, try)
+		pending = pl.noScript(ctx, pending, try)
 		if wait {
-			a, wait = r.acks.ackFor(pending, n) // what is left of their bound
+			a, wait = pl.acks.ackFor(pending, n) // what is left of their bound
 		}
 	}
 }
@@ -111,33 +111,33 @@ type plan struct {
 	expect string
 }
 
-// batch runs calls in one pipeline on node as pl says, and settles them
+// batch runs calls in one pipeline on node as how says, and settles them
 // (settle) or learns the count (learn).
-func (r *Replicas) batch(ctx context.Context, p *primary, node *redis.Client, calls []*call, pl plan) {
+func (pl *Pipeline) batch(ctx context.Context, p *primary, node *redis.Client, calls []*call, how plan) {
 	pipe := node.Pipeline()
-	if pl.learn != nil {
-		_ = pipe.Process(ctx, pl.learn)
+	if how.learn != nil {
+		_ = pipe.Process(ctx, how.learn)
 	}
 	for _, c := range calls {
 		_ = pipe.Process(ctx, c.reply)
 	}
 	var acked *redis.IntCmd
-	if pl.wait {
-		acked = redis.NewIntCmd(ctx, "wait", pl.a.want, pl.a.ms)
+	if how.wait {
+		acked = redis.NewIntCmd(ctx, "wait", how.a.want, how.a.ms)
 		_ = pipe.Process(ctx, acked)
 	}
 	var role *redis.StringCmd
-	if pl.verify {
+	if how.verify {
 		role = newRole(ctx)
 		_ = pipe.Process(ctx, role)
 	}
-	stop := r.acks.wake(node, pl.wait, pl.a.ms)
+	stop := pl.acks.wake(node, how.wait, how.a.ms)
 	_, _ = pipe.Exec(ctx)
 	stop()
-	if pl.verify {
-		r.acks.settle(p, calls, pl.a, acked, role, pl.expect)
-	} else if pl.learn != nil {
-		r.acks.learn(p, pl.learn)
+	if how.verify {
+		pl.acks.settle(p, calls, how.a, acked, role, how.expect)
+	} else if how.learn != nil {
+		pl.acks.learn(p, how.learn)
 	}
 }
 
@@ -202,7 +202,7 @@ func (ac *acks) learn(p *primary, role *redis.StringCmd) {
 // noScript returns the calls of a batch that the server refused for
 // lacking their script, made ready to be sent again with the script's
 // source (EVAL loads it); none after the second try.
-func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call {
+func (pl *Pipeline) noScript(ctx context.Context, calls []*call, try int) []*call {
 	var again []*call
 	for _, c := range calls {
 		if lua.NoScript(c.reply.Err()) && try == 0 {

@@ -5,7 +5,7 @@
 //
 // # Tour
 //
-// A typed script binding runs through a Runner (Replicas.Runner): a Sync
+// A typed script binding runs through a Runner (Pipeline.Runner): a Sync
 // for a call that waits for the replicas (acquisitions, releases,
 // handoffs, count-downs), the plain runner otherwise (undos, settles, the
 // other scripts). Both end in EvalCommand (eval.go), which finds the
@@ -148,5 +148,5 @@
 //     replication id: the most replicas seen online, and since when fewer.
 //
 // It imports bg, errs and lua; package core gives each client one
-// Replicas.
+// Pipeline.
 package pipeline
