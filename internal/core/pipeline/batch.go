@@ -78,7 +78,7 @@ func (pl *Pipeline) send(ctx context.Context, p *primary, node *redis.Client, ca
 		// Not known yet (no call waits, or the first read failed): read
 		// with the batch (INFO replication first), which waits for nothing.
 		wait = false
-		learn = newRole(ctx)
+		learn = newInfoReplication(ctx)
 	}
 	// A batch that waits is judged by the primary that ran it, always.
 	verify = verify || wait
@@ -101,8 +101,8 @@ func (pl *Pipeline) send(ctx context.Context, p *primary, node *redis.Client, ca
 
 // plan is what one pipeline of a batch carries besides its calls: a read
 // of a count not known yet first (learn), a WAIT for a (wait), and the
-// role of the server that ran it last (verify), judged against the
-// replication id the count is of (expect).
+// INFO replication of the server that ran it last (verify), judged
+// against the replication id the count is of (expect).
 type plan struct {
 	learn  *redis.StringCmd
 	wait   bool
@@ -126,16 +126,16 @@ func (pl *Pipeline) batch(ctx context.Context, p *primary, node *redis.Client, c
 		acked = redis.NewIntCmd(ctx, "wait", how.a.want, how.a.ms)
 		_ = pipe.Process(ctx, acked)
 	}
-	var role *redis.StringCmd
+	var info *redis.StringCmd
 	if how.verify {
-		role = newRole(ctx)
-		_ = pipe.Process(ctx, role)
+		info = newInfoReplication(ctx)
+		_ = pipe.Process(ctx, info)
 	}
 	stop := pl.acks.wake(node, how.wait, how.a.ms)
 	_, _ = pipe.Exec(ctx)
 	stop()
 	if how.verify {
-		pl.acks.settle(p, calls, how.a, acked, role, how.expect)
+		pl.acks.settle(p, calls, how.a, acked, info, how.expect)
 	} else if how.learn != nil {
 		pl.acks.learn(p, how.learn)
 	}
@@ -144,7 +144,7 @@ func (pl *Pipeline) batch(ctx context.Context, p *primary, node *redis.Client, c
 // countFor returns the count a batch of calls waits for on p, read first
 // (readFirst) when it is not known yet and a call waits for replicas, the
 // replication id of the primary it is of, and whether the batch must
-// read the role of the primary that runs it (count).
+// read the INFO replication of the primary that runs it (count).
 func (ac *acks) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, id string, verify bool) {
 	n, id, verify = ac.count(p, node)
 	if n == unknown && anySync(calls) {
@@ -175,11 +175,11 @@ func anySync(calls []*call) bool {
 func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) (n int, id string, verify bool) {
 	rctx, cancel := context.WithTimeout(ctx, ac.sync.Timeout)
 	defer cancel()
-	role := newRole(rctx)
-	_ = node.Process(rctx, role)
-	ac.learn(p, role)
-	if role.Err() != nil && !errs.IsReply(role.Err()) {
-		ac.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", role.Err())
+	info := newInfoReplication(rctx)
+	_ = node.Process(rctx, info)
+	ac.learn(p, info)
+	if info.Err() != nil && !errs.IsReply(info.Err()) {
+		ac.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", info.Err())
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -191,10 +191,10 @@ func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) (
 // unknown. A failed read changes nothing (the next batch reads again); a
 // server that refuses INFO replication has its count read again in
 // the background, as one with no replica.
-func (ac *acks) learn(p *primary, role *redis.StringCmd) {
-	if n, id, ok := roleReplicas(role); ok {
+func (ac *acks) learn(p *primary, info *redis.StringCmd) {
+	if n, id, ok := parseReplication(info); ok {
 		p.set(n, id)
-	} else if errs.IsReply(role.Err()) {
+	} else if errs.IsReply(info.Err()) {
 		p.set(0, "")
 	}
 }
@@ -214,8 +214,8 @@ func (pl *Pipeline) noScript(ctx context.Context, calls []*call, try int) []*cal
 }
 
 // settle sets each call's ackErr from a batch's WAIT (acked, nil when the
-// batch waited for none) and the INFO replication read after it (role),
-// and records the count role read. expect is the replication id of the
+// batch waited for none) and the INFO replication read after it (info),
+// and records the count info read. expect is the replication id of the
 // primary whose count the batch waited for.
 //
 // A batch is judged by the primary that ran it: when that is not the
@@ -230,18 +230,19 @@ func (pl *Pipeline) noScript(ctx context.Context, calls []*call, try int) []*cal
 // reply with it, when the primary that ran it has fewer replicas online
 // than it is counted with, even when it is the
 // primary the client expected: a client whose last batch ran on the old
-// primary expects it. A role that cannot be read fails them too: which
-// primary has the writes is then unknown.
+// primary expects it. An INFO replication that cannot be read, or that
+// is not a primary's, fails them too: which primary has the writes is
+// then unknown.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
 // now (one gone since the count was read), counting a replica that
 // dropped out of the count within the last Forget (want).
-func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.StringCmd, expect string) {
-	now, ran, ok := roleReplicas(role)
+func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, info *redis.StringCmd, expect string) {
+	now, ran, ok := parseReplication(info)
 	if ok {
 		p.set(now, ran)
 	}
-	err := ac.verdict(p, a, acked, ranOn{now, ran, ok, role}, expect)
+	err := ac.verdict(p, a, acked, ranOn{now, ran, ok, info}, expect)
 	stale := err // which primary ran the batch is not known
 	if ok {
 		stale = ac.stale(p, ran, now)
@@ -270,13 +271,14 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, ro
 	}
 }
 
-// ranOn is the role a batch read after its writes: the replicas online
-// (now) of the primary ran, or not ok (role's error, or not a primary).
+// ranOn is what a batch read of the server that ran it (INFO replication,
+// after its writes): the replicas online (now) of the primary ran, or not
+// ok (info's error, or not a primary).
 type ranOn struct {
 	now  int
 	ran  string
 	ok   bool
-	role *redis.StringCmd
+	info *redis.StringCmd
 }
 
 // verdict returns the acknowledgement error of a batch that waited as a
@@ -288,7 +290,7 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	if acked != nil {
 		got, werr = acked.Result()
 	}
-	now, ran, ok, role := r.now, r.ran, r.ok, r.role
+	now, ran, ok, info := r.now, r.ran, r.ok, r.info
 	need := func() int64 {
 		n := p.judge(ran, now, ac.sync.Forget)
 		if ac.sync.Replicas != All {
@@ -300,7 +302,7 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	case werr != nil:
 		return fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
 	case !ok:
-		return fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, roleErr(role))
+		return fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, infoErr(info))
 	case ran != expect:
 		if n := need(); got < n {
 			return fmt.Errorf("%w: the writes ran on another primary than the one counted (replication id %s, not %s), and %d of its %d replicas acknowledged them",
@@ -326,10 +328,10 @@ func (ac *acks) stale(p *primary, ran string, now int) error {
 	return nil
 }
 
-// roleErr says why role read no primary's replication: its error, or the
-// role it read.
-func roleErr(role *redis.StringCmd) any {
-	if err := role.Err(); err != nil {
+// infoErr says why info (INFO replication) read no primary's
+// replication: its error, or that the server is not a primary.
+func infoErr(info *redis.StringCmd) any {
+	if err := info.Err(); err != nil {
 		return err
 	}
 	return "not a primary"
