@@ -238,14 +238,14 @@ func (pl *Pipeline) noScript(ctx context.Context, calls []*call, try int) []*cal
 // now (one gone since the count was read), counting a replica that
 // dropped out of the count within the last Forget (want).
 func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, info *redis.StringCmd, expect string) {
-	now, ran, ok := parseReplication(info)
+	online, ran, ok := parseReplication(info)
 	if ok {
-		p.set(now, ran)
+		p.set(online, ran)
 	}
-	err := ac.verdict(p, a, acked, ranOn{now, ran, ok, info}, expect)
+	err := ac.verdict(p, a, acked, ranOn{online, ran, ok, info}, expect)
 	stale := err // which primary ran the batch is not known
 	if ok {
-		stale = ac.stale(p, ran, now)
+		stale = ac.stale(p, ran, online)
 	}
 	for _, c := range calls {
 		switch {
@@ -272,13 +272,13 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, in
 }
 
 // ranOn is what a batch read of the server that ran it (INFO replication,
-// after its writes): the replicas online (now) of the primary ran, or not
-// ok (info's error, or not a primary).
+// after its writes): the replicas online of the primary ran, or not ok
+// (info's error, or not a primary).
 type ranOn struct {
-	now  int
-	ran  string
-	ok   bool
-	info *redis.StringCmd
+	online int
+	ran    string
+	ok     bool
+	info   *redis.StringCmd
 }
 
 // verdict returns the acknowledgement error of a batch that waited as a
@@ -290,9 +290,9 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	if acked != nil {
 		got, werr = acked.Result()
 	}
-	now, ran, ok, info := r.now, r.ran, r.ok, r.info
+	online, ran, ok, info := r.online, r.ran, r.ok, r.info
 	need := func() int64 {
-		n := p.judge(ran, now, ac.sync.Forget)
+		n := p.judge(ran, online, ac.sync.Forget)
 		if ac.sync.Replicas != All {
 			n = min(n, ac.sync.Replicas)
 		}
@@ -318,12 +318,12 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 }
 
 // stale returns the error of the calls of a batch (or the reads of Read)
-// that ran on the primary ran, which has now replicas online: nil when it
-// has every replica it is counted with (primary.judge).
-func (ac *acks) stale(p *primary, ran string, now int) error {
-	if n := p.judge(ran, now, ac.sync.Forget); now < n {
+// that ran on the primary ran, which has online replicas online: nil when
+// it has every replica it is counted with (primary.judge).
+func (ac *acks) stale(p *primary, ran string, online int) error {
+	if n := p.judge(ran, online, ac.sync.Forget); online < n {
 		return fmt.Errorf("%w: the primary that answered (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards what it has",
-			errs.ErrNotReplicated, ran, now, n)
+			errs.ErrNotReplicated, ran, online, n)
 	}
 	return nil
 }
