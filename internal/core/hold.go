@@ -313,12 +313,6 @@ func newHolds(cfg holdsConfig) *Holds {
 	return hs
 }
 
-// Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
-// the current time as the send time.
-func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return hs.acquiredAs(shutdownRelease{}, time.Now(), key, count, 0, lease, renew)
-}
-
 // acquiredAs records a successful acquisition of key by this client, after
 // which the owner's hold count is count, as this client counts it (the
 // script set it in Redis). sent is when the acquiring command was sent:
