@@ -164,10 +164,11 @@ func anySync(calls []*call) bool {
 }
 
 // readFirst reads the count of a primary not read yet before the first
-// batch that waits for its replicas (INFO replication, one round trip once per primary
-// for the client's life, bounded by WithReplicaSync's timeout), and returns
-// what count returns then; unknown when the read failed, which fails nothing: that batch then
-// reads it in its own pipeline and waits for no replica. The batch cannot
+// batch that waits for its replicas (INFO replication, a round trip of its
+// own, bounded by WithReplicaSync's timeout: once per primary, again only
+// after a failed read), and returns what count returns then; unknown when
+// the read failed, which fails nothing: that batch then reads it in its
+// own pipeline and waits for no replica. The batch cannot
 // read it in its own pipeline and still wait: WAIT must follow the writes
 // on their connection, and its count is known only from the reply; a
 // write not acknowledged because its count was not known yet would be a
@@ -317,9 +318,9 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
 }
 
-// stale returns the error of the calls of a batch (or the reads of Read)
-// that ran on the primary ran, which has online replicas online: nil when
-// it has every replica it is counted with (primary.judge).
+// stale returns the error of the calls of a batch that ran on the
+// primary ran, which has online replicas online: nil when it has every
+// replica it is counted with (primary.judge).
 func (ac *acks) stale(p *primary, ran string, online int) error {
 	if n := p.judge(ran, online, ac.sync.Forget); online < n {
 		return fmt.Errorf("%w: the primary that answered (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards what it has",

@@ -22,7 +22,8 @@ const replicaProbe = time.Second
 // count (readReplicas).
 const replicaReadTimeout = 5 * time.Second
 
-// unknown is the count of a primary not read yet, or forgotten (forget).
+// unknown is the count of a primary not read yet: never read, or every
+// read failed.
 const unknown = -1
 
 // primary is what a client knows of one primary: how many replicas it has
