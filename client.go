@@ -50,7 +50,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		Hooks:           hooks(o.observers),
 		ReplicaSync:     o.replicaSync,
 		KeyPrefix:       o.keyPrefix,
-		Keyspace:        o.keyspace.mux(),
+		Keyspace:        o.keyspace,
 	}))
 	attach(c, o.observers)
 	return c

@@ -62,14 +62,16 @@ func (k KeyEventKind) String() string {
 // KeyspaceEventsMode says whether a Client uses Redis keyspace
 // notifications of its locks' keys: for the Events of the lock kinds, and
 // so that a hold's Done closes within a round trip when its key is
-// deleted or expires (see docs/lock-events.md).
+// deleted or expires (see docs/lock-events.md). It is the mode of the
+// Client's pub/sub multiplexer (pubsub.KeyspaceMode), under the name the
+// Client's option takes; its String is "auto", "on" or "off".
 //
 // Redis publishes them only when the node that holds the key has
 // notify-keyspace-events with K (keyspace channels), g (del) and x
 // (expired), or K and A: for example CONFIG SET notify-keyspace-events
 // Kgx. (Redisson's lock listeners use the keyevent channels, E: KEgx
 // serves both.)
-type KeyspaceEventsMode int
+type KeyspaceEventsMode = pubsub.KeyspaceMode
 
 const (
 	// KeyspaceEventsAuto reads notify-keyspace-events (CONFIG GET) on the
@@ -78,41 +80,17 @@ const (
 	// ErrKeyspaceEventsOff, and holds rely on the watchdog's re-check
 	// alone; when the ACL user may not run CONFIG GET, Events returns an
 	// error wrapping ErrNoPermission that says so.
-	KeyspaceEventsAuto KeyspaceEventsMode = iota
+	KeyspaceEventsAuto KeyspaceEventsMode = pubsub.KeyspaceAuto
 	// KeyspaceEventsOn declares the flags set: the Client subscribes
 	// without reading them (for an ACL user without +config|get). With
 	// the flags off no notification comes: Events never fires, and holds
 	// rely on the watchdog's re-check.
-	KeyspaceEventsOn
+	KeyspaceEventsOn KeyspaceEventsMode = pubsub.KeyspaceOn
 	// KeyspaceEventsOff never subscribes to keyspace notifications:
 	// Events returns an error wrapping ErrKeyspaceEventsOff, and holds
 	// rely on the watchdog's re-check alone, as before redisync had them.
-	KeyspaceEventsOff
+	KeyspaceEventsOff KeyspaceEventsMode = pubsub.KeyspaceOff
 )
-
-// String returns "auto", "on" or "off".
-func (m KeyspaceEventsMode) String() string {
-	switch m {
-	case KeyspaceEventsAuto:
-		return "auto"
-	case KeyspaceEventsOn:
-		return "on"
-	case KeyspaceEventsOff:
-		return "off"
-	}
-	return "KeyspaceEventsMode(" + strconv.Itoa(int(m)) + ")"
-}
-
-// mux returns m as the pub/sub multiplexer's mode.
-func (m KeyspaceEventsMode) mux() pubsub.KeyspaceMode {
-	switch m {
-	case KeyspaceEventsOn:
-		return pubsub.KeyspaceOn
-	case KeyspaceEventsOff:
-		return pubsub.KeyspaceOff
-	}
-	return pubsub.KeyspaceAuto
-}
 
 // WithKeyspaceEvents sets whether the Client uses Redis keyspace
 // notifications of its locks' keys (see KeyspaceEventsMode). When they
@@ -130,7 +108,7 @@ func (m KeyspaceEventsMode) mux() pubsub.KeyspaceMode {
 func WithKeyspaceEvents(m KeyspaceEventsMode) Option {
 	return func(o *options) {
 		if m < KeyspaceEventsAuto || m > KeyspaceEventsOff {
-			o.invalid("keyspace events mode %v, must be KeyspaceEventsAuto, KeyspaceEventsOn or KeyspaceEventsOff", m)
+			o.invalid("keyspace events mode %d, must be KeyspaceEventsAuto, KeyspaceEventsOn or KeyspaceEventsOff", m)
 			return
 		}
 		o.keyspace = m

@@ -148,7 +148,7 @@ func pipelineTotals() (batches, calls int64) {
 	pipelines.mu.Lock()
 	defer pipelines.mu.Unlock()
 	for _, c := range pipelines.clients {
-		st := (*core.Client)(c).Replicas().Stats()
+		st := (*core.Client)(c).Pipeline().Stats()
 		batches += int64(st.Batches)
 		calls += int64(st.Calls)
 	}

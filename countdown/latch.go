@@ -144,19 +144,19 @@ func (l *Latch) run(ctx context.Context, op latchOp, n int64) (int64, error) {
 	// lost in a failover would leave a latch that never opens, a set or a
 	// delete lost so would open or close it again behind the callers'
 	// backs (a set latch read open lets its waiters through).
-	sync := l.h.C.Replicas().NewSync()
+	sync := l.h.C.Pipeline().NewSync()
 	var res int64
 	err = l.h.C.Requests().Resend(ctx, func() (err error) {
 		switch op {
 		case trySetCount:
 			res, err = lua.LatchTrySetCountArgs{Latch: l.h.Name, Request: request, Channel: channel, Count: n,
-				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Pipeline().Runner(sync))
 		case countDown:
 			res, err = lua.LatchCountDownArgs{Latch: l.h.Name, Request: request, Channel: channel,
-				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Pipeline().Runner(sync))
 		default:
 			res, err = lua.LatchDeleteArgs{Latch: l.h.Name, Request: request, Channel: channel,
-				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Replicas().Runner(sync))
+				Deadline: deadline, Message: msg, Publish: pub, ChannelArg: channelArg}.Run(ctx, l.h.C.Pipeline().Runner(sync))
 		}
 		return err
 	})
@@ -265,12 +265,12 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // lists does not suffice (it lists its promoted replica until its
 // repl-timeout). Without acknowledgement, a plain GET.
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	if !l.h.C.Replicas().On() {
+	if !l.h.C.Pipeline().On() {
 		return l.get(ctx)
 	}
-	sync := l.h.C.Replicas().NewSync()
+	sync := l.h.C.Pipeline().NewSync()
 	n, err := lua.LatchCountArgs{Latch: l.h.Name, Fence: l.fence}.
-		Run(ctx, l.h.C.Replicas().Runner(sync))
+		Run(ctx, l.h.C.Pipeline().Runner(sync))
 	if err != nil {
 		return 0, err
 	}
@@ -414,12 +414,12 @@ func (w *watch) open(ctx context.Context) (bool, time.Duration, error) {
 // acknowledgement on, as a write acknowledged by the replicas), and the
 // run_id of the server that answered (latch_wait.lua).
 func (l *Latch) read(ctx context.Context) (int64, string, error) {
-	sync := l.h.C.Replicas().NewSync()
+	sync := l.h.C.Pipeline().NewSync()
 	a := lua.LatchWaitArgs{Latch: l.h.Name}
 	if sync != nil {
 		a.Fence = l.fence
 	}
-	rep, err := a.Run(ctx, l.h.C.Replicas().Runner(sync))
+	rep, err := a.Run(ctx, l.h.C.Pipeline().Runner(sync))
 	if err != nil {
 		return 0, "", err
 	}

@@ -256,10 +256,10 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	if err != nil {
 		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, errs.ReplyError(err))
 	}
-	sync := e.h.C.Replicas().NewSync()
+	sync := e.h.C.Pipeline().NewSync()
 	rep, err := lua.ElectionProclaimArgs{Lock: e.h.Name, Leader: keys.ElectionLeader(e.h.Name),
 		Log: keys.ElectionLog(e.h.Name), Channel: keys.ElectionChannel(e.h.Name), Field: l.field,
-		Term: l.term, Value: value, Publish: pub, Keep: logKeep}.Run(ctx, e.h.C.Replicas().Runner(sync))
+		Term: l.term, Value: value, Publish: pub, Keep: logKeep}.Run(ctx, e.h.C.Pipeline().Runner(sync))
 	switch {
 	case err != nil:
 		return fmt.Errorf("election %q: proclaim: %w", e.h.Name, errs.ReplyError(err))

@@ -65,8 +65,8 @@ func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error
 	if token < 1 || token > maxToken {
 		return false, v.h.Invalid("fencing token %d, must be from 1 to 2^53", token)
 	}
-	ws := v.h.C.Replicas().NewSync()
-	n, err := lua.FenceSetArgs{Fenced: v.h.Name, Token: token, Data: value}.Run(ctx, v.h.C.Replicas().Runner(ws))
+	ws := v.h.C.Pipeline().NewSync()
+	n, err := lua.FenceSetArgs{Fenced: v.h.Name, Token: token, Data: value}.Run(ctx, v.h.C.Pipeline().Runner(ws))
 	if err == nil && n == lua.FenceSetWritten && ws.SyncErr() != nil {
 		// Written on the primary only: a failover may lose the write and
 		// the token with it, and let a staler holder write after.

@@ -207,7 +207,7 @@ func TestPipelineGroupCommit(t *testing.T) {
 		require.NoError(t, err, "caller %d", i)
 	}
 	waits := waitCalls(t, primary) - before
-	st := (*core.Client)(c).Replicas().Stats()
+	st := (*core.Client)(c).Pipeline().Stats()
 	t.Logf("%d WAITs for %d acquisitions and releases; %d calls in %d batches", waits, 2*n, st.Calls, st.Batches)
 	assert.Positive(t, waits)
 	assert.Less(t, waits, 2*n, "WAITs: one a batch")

@@ -18,7 +18,7 @@ func TestComposeKeepsWhatIsNamed(t *testing.T) {
 	for name, with := range composedWith {
 		own, err := files.ReadFile(name)
 		require.NoError(t, err)
-		src := composed[name]
+		src, _ := Composed(name)
 		require.True(t, strings.HasSuffix(src, string(own)), name)
 		defined := map[string]string{}
 		for _, f := range with {

@@ -104,7 +104,7 @@
 // <Script><Code> (LockAcquireAcquired, LockReleaseNotHeld).
 //
 // A Runner sends the script: Direct runs it on a go-redis client
-// ((*redis.Script).Run); internal/core/pipeline.Replicas.Runner gives one
+// ((*redis.Script).Run); internal/core/pipeline.Pipeline.Runner gives one
 // that runs it through the client's script pipeline, which also waits for
 // replicas when asked to.
 //

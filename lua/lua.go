@@ -17,11 +17,10 @@ import (
 //go:embed *.lua
 var files embed.FS
 
-// registry maps file names to the scripts built from them, composed to
-// their composed source.
+// registry maps file names to the scripts built from them (their composed
+// source: boxedScripts).
 var (
 	registry = map[string]*redis.Script{}
-	composed = map[string]string{}
 	// composedWith maps file names to the preludes they were composed
 	// with, for tests.
 	composedWith = map[string][]string{}
@@ -82,7 +81,6 @@ func load(name string, with ...string) *redis.Script {
 	src := compose.Compose(parts, with, read(name))
 	s := withDigest(src, digestOf(name, src))
 	registry[name] = s
-	composed[name] = src
 	composedWith[name] = with
 	boxedScripts[s] = boxedScript{sha: s.Hash(), src: src}
 	return s
@@ -133,10 +131,6 @@ func (p presetDigest) ScriptLoad(context.Context, string) *redis.StringCmd {
 	return redis.NewStringResult(p.sha, nil)
 }
 
-// Preludes returns the file names of the preludes scripts are composed
-// with.
-func Preludes() []string { return append([]string(nil), preludes...) }
-
 // Names returns the file names of every script, sorted.
 func Names() []string {
 	names := make([]string, 0, len(registry))
@@ -152,13 +146,6 @@ func Names() []string {
 func Source(name string) (string, bool) {
 	b, err := files.ReadFile(name)
 	return string(b), err == nil
-}
-
-// Composed returns the source the named script runs: the definitions of
-// its preludes that it uses, then its own text (see compose).
-func Composed(name string) (string, bool) {
-	src, ok := composed[name]
-	return src, ok
 }
 
 // Script returns the script built from the named file, or nil.

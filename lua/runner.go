@@ -10,7 +10,7 @@ import (
 // Runner runs a script with its KEYS and ARGV. The bindings (the Run
 // method of each <Script>Args, bindings_gen.go) send their scripts through
 // one, so the caller chooses how: Direct, or the engine's runner that waits
-// for replicas (internal/core/pipeline.Replicas.Runner).
+// for replicas (internal/core/pipeline.Pipeline.Runner).
 type Runner interface {
 	Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd
 }

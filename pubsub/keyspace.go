@@ -23,7 +23,9 @@ import (
 // slot map names another master (a migration, a failover).
 
 // KeyspaceMode says whether Keyspace subscribes, and whether it first
-// asks the key's node which notifications it publishes.
+// asks the key's node which notifications it publishes. A Client's option
+// sets it under the name redisync.KeyspaceEventsMode, an alias of this
+// type.
 type KeyspaceMode int
 
 const (
@@ -38,6 +40,19 @@ const (
 	// redisync.ErrKeyspaceEventsOff.
 	KeyspaceOff
 )
+
+// String returns "auto", "on" or "off".
+func (m KeyspaceMode) String() string {
+	switch m {
+	case KeyspaceAuto:
+		return "auto"
+	case KeyspaceOn:
+		return "on"
+	case KeyspaceOff:
+		return "off"
+	}
+	return "KeyspaceMode(" + strconv.Itoa(int(m)) + ")"
+}
 
 // Keyspace events the Mux passes on (Waiter.Events); every other
 // notification of the key (expire, hset, ...) is dropped on arrival.

@@ -155,3 +155,15 @@ func TestKeyspaceClusterFailover(t *testing.T) {
 	require.NoError(t, cc.Del(ctx, key).Err())
 	assert.Equal(t, []string{pubsub.EventDel}, event(t, w, 5*time.Second))
 }
+
+// The Client's keyspace events mode is this type: its option's values are
+// the Mux's, and they print as the option's documentation names them.
+func TestKeyspaceModeIsTheClientsMode(t *testing.T) {
+	var m redisync.KeyspaceEventsMode = pubsub.KeyspaceOn
+	assert.Equal(t, redisync.KeyspaceEventsOn, m)
+	assert.Equal(t, pubsub.KeyspaceAuto, redisync.KeyspaceEventsAuto)
+	assert.Equal(t, pubsub.KeyspaceOff, redisync.KeyspaceEventsOff)
+	for mode, want := range map[pubsub.KeyspaceMode]string{pubsub.KeyspaceAuto: "auto", pubsub.KeyspaceOn: "on", pubsub.KeyspaceOff: "off", 7: "KeyspaceMode(7)"} {
+		assert.Equal(t, want, mode.String())
+	}
+}

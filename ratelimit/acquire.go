@@ -147,11 +147,11 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 		rctx, cancel = context.WithDeadline(ctx, a.bound)
 		defer cancel()
 	}
-	ws := l.h.C.Replicas().NewSync()
+	ws := l.h.C.Pipeline().NewSync()
 	r, err := lua.RateAcquireArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValue: k.clientValue, ClientPermits: k.clientPermits, Clients: k.clients,
 		Request: reqKey, N: n, Deadline: deadline, Random: string(random[:]),
-		ClientID: l.h.C.ID()}.Run(rctx, l.h.C.Replicas().Runner(ws))
+		ClientID: l.h.C.ID()}.Run(rctx, l.h.C.Pipeline().Runner(ws))
 	if err == nil && r.Code == lua.RateAcquireGranted && ws.SyncErr() != nil {
 		// Granted on the primary only: a failover may lose the grant and
 		// admit more than the rate, and the old primary of a split brain

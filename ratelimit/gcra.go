@@ -316,8 +316,8 @@ func (g *GCRA) take(ctx context.Context, n, longest int64) (taken, error) {
 	if longest != 0 {
 		a.Request, a.LongestMicros, a.Deadline, a.Record = g.requestKey(), longest, g.h.C.Requests().Deadline(ctx), true
 	}
-	ws := g.h.C.Replicas().NewSync()
-	v, err := a.Run(ctx, g.h.C.Replicas().Runner(ws))
+	ws := g.h.C.Pipeline().NewSync()
+	v, err := a.Run(ctx, g.h.C.Pipeline().Runner(ws))
 	if err != nil {
 		return taken{}, err
 	}

@@ -136,12 +136,12 @@ func (l *Limiter) setRate(ctx context.Context, mode string, t RateType, rate int
 	k := l.allKeys()
 	// Acknowledged as grants are: a lower rate that a failover lost would
 	// let the old one admit more.
-	ws := l.h.C.Replicas().NewSync()
+	ws := l.h.C.Pipeline().NewSync()
 	r, err := lua.RateSetRateArgs{Limiter: k.limiter, Value: k.value, Permits: k.permits,
 		ClientValuePrefix: k.clientValuePrefix, ClientPermitsPrefix: k.clientPermitsPrefix, Clients: k.clients,
 		Request: k.request, Mode: mode, RateType: int64(t), Rate: rate, IntervalMillis: core.Millis(interval),
 		KeepAliveMillis: core.Millis(o.keepAlive), Deadline: l.h.C.Requests().Deadline(ctx),
-		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Replicas().Runner(ws))
+		ClientID: l.h.C.ID()}.Run(ctx, l.h.C.Pipeline().Runner(ws))
 	if err == nil {
 		err = ws.SyncErr()
 	}

@@ -233,12 +233,12 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		raw[i] = string(b[:])
 	}
 	reqKey := s.requestKey()
-	sync := s.h.C.Replicas().NewSync()
+	sync := s.h.C.Pipeline().NewSync()
 	rctx, cancel := cutAt(ctx, end)
 	defer cancel()
 	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
-		Permits: raw}.Run(rctx, s.h.C.Replicas().Runner(sync))
+		Permits: raw}.Run(rctx, s.h.C.Pipeline().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -349,9 +349,9 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Permits: raws}
 	var rep lua.SemaphorePermitReleaseReply
-	sync := s.h.C.Replicas().NewSync()
+	sync := s.h.C.Pipeline().NewSync()
 	err = s.h.C.Requests().Resend(ctx, func() (err error) {
-		rep, err = release.Run(ctx, s.h.C.Replicas().Runner(sync))
+		rep, err = release.Run(ctx, s.h.C.Pipeline().Runner(sync))
 		return err
 	})
 	if err != nil {

@@ -93,14 +93,14 @@ func acked(c *core.Client, send func(lua.Runner) error) error {
 // undo applies once: the ledger, or the permits' ids) but is a write (a
 // replay rewrites its record), so the WAIT after it covers the first.
 func ackedAnswered(c *core.Client, ran *answered, send func(lua.Runner) error) error {
-	ws := c.Replicas().NewSync()
+	ws := c.Pipeline().NewSync()
 	if ws != nil && ran != nil && !ran.closed() {
-		if err := send(c.Replicas().Runner(nil)); err != nil {
+		if err := send(c.Pipeline().Runner(nil)); err != nil {
 			return err
 		}
 		ran.close()
 	}
-	if err := send(c.Replicas().Runner(ws)); err != nil {
+	if err := send(c.Pipeline().Runner(ws)); err != nil {
 		return err
 	}
 	ran.close()

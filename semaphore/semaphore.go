@@ -134,11 +134,11 @@ func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time
 	}
 	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
-	sync := s.h.C.Replicas().NewSync()
+	sync := s.h.C.Pipeline().NewSync()
 	rctx, cancel := cutAt(ctx, end)
 	defer cancel()
 	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: n,
-		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(rctx, s.h.C.Replicas().Runner(sync))
+		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(rctx, s.h.C.Pipeline().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -226,11 +226,11 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	}
 	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
-	sync := s.h.C.Replicas().NewSync()
+	sync := s.h.C.Pipeline().NewSync()
 	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
 	err = s.h.C.Requests().Resend(ctx, func() error {
-		_, err := release.Run(ctx, s.h.C.Replicas().Runner(sync))
+		_, err := release.Run(ctx, s.h.C.Pipeline().Runner(sync))
 		return err
 	})
 	if err == nil && sync.SyncErr() != nil {
@@ -275,12 +275,12 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 	}
 	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
-	sync := s.h.C.Replicas().NewSync()
+	sync := s.h.C.Pipeline().NewSync()
 	release := lua.SemaphoreReleaseIfExistsArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
 	var r lua.SemaphoreReleaseIfExistsReply
 	err = s.h.C.Requests().Resend(ctx, func() (err error) {
-		r, err = release.Run(ctx, s.h.C.Replicas().Runner(sync))
+		r, err = release.Run(ctx, s.h.C.Pipeline().Runner(sync))
 		return err
 	})
 	if err == nil && r.Code == lua.SemaphoreReleaseIfExistsReleased && sync.SyncErr() != nil {

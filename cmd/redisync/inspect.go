@@ -522,7 +522,7 @@ func readLeases(ctx context.Context, rdb redis.UniversalClient, name string, hs 
 			continue
 		}
 		for n := int64(1); n <= hs[i].Count && total < maxReadHolds; n++ {
-			key := keys.RWTimeoutPrefix(name, hs[i].Owner) + ":" + keys.Itoa(n)
+			key := keys.RWTimeoutKey(name, hs[i].Owner, n)
 			refs = append(refs, ref{i, pipe.Do(ctx, "pttl", key)})
 			total++
 		}

@@ -21,8 +21,8 @@
 //		gocron.WithName("report"),
 //		gocron.WithDistributedJobLocker(locker.ForInterval(time.Minute)))
 //
-// A job's lock is an rlock.Lock (Redisson's layout) named the key prefix
-// (WithKeyPrefix, "gocron:" by default) followed by the job's name, held
+// A job's lock is an rlock.Lock (Redisson's layout) named the lock prefix
+// (WithLockPrefix, "gocron:" by default) followed by the job's name, held
 // by the watchdog while the job runs (WithLease, else the job's interval
 // with ForInterval, else the Client's lease), and fenced with ForInterval.
 //

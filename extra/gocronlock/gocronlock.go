@@ -27,9 +27,12 @@ var ErrNotLeader = errors.New("gocronlock: not the leader")
 // Option configures a Locker.
 type Option func(*Locker)
 
-// WithKeyPrefix sets what is put before a job's name to make its lock's
-// name. The default is "gocron:".
-func WithKeyPrefix(prefix string) Option { return func(l *Locker) { l.prefix = prefix } }
+// WithLockPrefix sets what is put before a job's name to make its lock's
+// name: the job "report" is locked as the rlock.Lock "gocron:report" by
+// default. It is not the Client's key prefix (redisync.WithKeyPrefix),
+// which goes before every key the Client derives, this lock's included.
+// The default is "gocron:".
+func WithLockPrefix(prefix string) Option { return func(l *Locker) { l.prefix = prefix } }
 
 // WithMinHold holds every job's lock at least d from its acquisition
 // (rlock.WithMinHold). The default is no minimum hold; ForInterval sets

@@ -164,3 +164,20 @@ func TestElector(t *testing.T) {
 		return nil
 	})
 }
+
+// A job's lock is named the Locker's lock prefix and the job's name, and
+// the Client's key prefix goes before both: the two prefixes are not one.
+func TestLockPrefixIsNotTheKeyPrefix(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	rdb := srv.Client(t)
+	job := redistest.Key(t)
+	c := redisync.New(rdb, redisync.WithKeyPrefix("app:"))
+	t.Cleanup(func() { _ = c.Close() })
+	l, err := gocronlock.NewLocker(c, gocronlock.WithLockPrefix("jobs:")).Lock(ctx, job)
+	require.NoError(t, err)
+	n, err := rdb.Exists(ctx, "app:jobs:"+job).Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the lock's key is the key prefix, the lock prefix, then the job")
+	require.NoError(t, l.Unlock(ctx))
+}

@@ -63,7 +63,7 @@ type Client struct {
 	closing   <-chan struct{}
 	closeOnce sync.Once
 
-	replicas *pipeline.Replicas // the script pipeline and replica acknowledgement (package pipeline)
+	pipe *pipeline.Pipeline // the script pipeline, which waits for replicas (package pipeline)
 	// freshBase is added to the tokens of fresh holds' owners ([freshToken]):
 	// random, 13 decimal digits.
 	freshBase uint64
@@ -121,7 +121,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 	c.closing = c.bg.Closing()
 	c.lines.closing = c.closing
 	c.reqs = request.New(rdb, o.Logger, c.bg, &c.ctr.undoFailed, &c.ctr.releaseFailed)
-	c.replicas = pipeline.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
+	c.pipe = pipeline.New(rdb, *o.ReplicaSync, c.bg, o.Logger)
 	c.freshBase = 1<<40 + rand.Uint64N(1<<40)
 	if explicit {
 		c.reg = newRegistration(o.KeyPrefix, o.ID, lua.Direct{Client: rdb}, o.WatchdogTimeout, c.bg, o.Logger)
@@ -136,7 +136,7 @@ func NewClient(rdb redis.UniversalClient, o Options) *Client {
 		c.evict.watch(rdb, c.bg, o.Logger, onEvict)
 		c.OnClose(c.evict.stop)
 	}
-	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.replicas, Context: c.bg.Context(),
+	c.holds = newHolds(holdsConfig{Cluster: c.cluster, Pipe: c.pipe, Context: c.bg.Context(),
 		Closing: c.closing, Log: o.Logger,
 		Lines: &c.lines, Ctr: &c.ctr, Hooks: o.Hooks, Evict: &c.evict, Mux: c.mux, Bg: c.bg})
 	return c
@@ -162,15 +162,14 @@ func (c *Client) Mux() *pubsub.Mux { return c.mux }
 // re-sends, settles and undos (package request).
 func (c *Client) Requests() *request.Requests { return c.reqs }
 
-// Replicas returns the client's replica acknowledgement: the runners of
-// script bindings, which wait for replicas when given a Sync (package
-// replica).
-func (c *Client) Replicas() *pipeline.Replicas { return c.replicas }
+// Pipeline returns the client's script pipeline: the runners of script
+// bindings, which wait for replicas when given a Sync (package pipeline).
+func (c *Client) Pipeline() *pipeline.Pipeline { return c.pipe }
 
 // Direct returns the runner of script bindings for the scripts that do
 // not wait for replicas: through the client's script pipeline
-// (pipeline.Replicas.Runner(nil)).
-func (c *Client) Direct() lua.Runner { return c.replicas.Runner(nil) }
+// (pipeline.Pipeline.Runner(nil)).
+func (c *Client) Direct() lua.Runner { return c.pipe.Runner(nil) }
 
 // Lines returns the client's local lines, in which its callers waiting
 // for one lock or semaphore line up (line.go).

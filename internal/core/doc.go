@@ -99,25 +99,29 @@
 // the local line's turns ([Lines.Join], [Turn.Await], [Turn.Leave] in
 // line.go), the holds' records (hold.go), the request's deadline
 // ([request.Requests.FreshDeadline]), the script pipeline
-// ([pipeline.Replicas.Runner]), the pub/sub subscription
+// ([pipeline.Pipeline.Runner]), the pub/sub subscription
 // ([pubsub.Mux.Subscribe]) and the generated binding
 // ([lua.LockAcquireFreshArgs]).
 //
 // What Lock sends to Redis, in order, on a single node without replicas:
-// INFO replication, once per primary for the client's life, before its first batch
-// that waits for replicas (the script pipeline counts them; with none it
-// waits for nothing); EVALSHA
-// lock_acquire_fresh (EVAL when the server lacks the script); on the
-// client's one pub/sub connection SUBSCRIBE redisson_lock__channel:{name}
-// (SSUBSCRIBE on a sharded Cluster), waited for until confirmed; EVALSHA
-// lock_acquire_fresh again, for a new fresh owner; then, after each
-// message or retry hint, EVALSHA lock_acquire_fresh until it answers
-// "acquired". The first request of a client also reads the server's clock
-// (TIME) in the background, for the deadlines. The subscription stays for
-// the next caller in the line, and goes (UNSUBSCRIBE) when the line
-// empties or the caller took the lock from Redis. Each EVALSHA goes
-// through the client's script pipeline for the primary
-// ([pipeline.Replicas.Runner]): sent at once when nothing is in flight,
+// INFO replication, in a round trip of its own before the client's first
+// batch that waits for replicas (the script pipeline counts them; with
+// none it waits for nothing); EVALSHA lock_acquire_fresh (EVAL when the
+// server lacks the script); on the client's one pub/sub connection
+// SUBSCRIBE redisson_lock__channel:{name} (SSUBSCRIBE on a sharded
+// Cluster), waited for until confirmed; EVALSHA lock_acquire_fresh again,
+// for a new fresh owner; then, after each message or retry hint, EVALSHA
+// lock_acquire_fresh until it answers "acquired". In the background, off
+// the caller's path: INFO replication again at most once a second while
+// batches go, since a primary without replicas may have one attached
+// since (the pipeline's replicaProbe), and TIME, the server's clock for
+// the deadlines, at the client's first request and then at most every
+// 30 s while requests go (the request package's clockResample). The
+// subscription stays for the next caller in the line, and goes
+// (UNSUBSCRIBE) when the line empties or the caller took the lock from
+// Redis. Each EVALSHA goes through the client's script pipeline for the
+// primary
+// ([pipeline.Pipeline.Runner]): sent at once when nothing is in flight,
 // else with the other calls that arrived meanwhile, in one batch; when
 // the primary has replicas, one WAIT ends the batch. The Unlock that
 // hands the lock off to the head of the line sends one EVALSHA
@@ -195,5 +199,5 @@
 //     owner's next request ([request.Requests.Settle]).
 //   - pipeline: the client's script pipeline per primary, the one door of
 //     state-changing scripts to Redis, which waits for replicas
-//     ([pipeline.Replicas]).
+//     ([pipeline.Pipeline]).
 package core

@@ -2,6 +2,7 @@ package core
 
 import (
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -64,9 +65,15 @@ func TestDocNamesFilesThatExist(t *testing.T) {
 // after a link, [X].Y) names a declaration that exists, and so does every
 // qualified name in a comment's prose (Type.member, pkg.Name,
 // pkg.Type.member) whose first part is a type of the file's package or a
-// package of the repository; in the engine (internal/core/...), every name in
-// prose written as Go names are (holdEnding, HeldHere) is one too. Names of other modules' packages (the
-// standard library, go-redis) are not checked.
+// package of the repository, and every name qualified by a package's path
+// (internal/core/pipeline.Pipeline.Runner) whose path is the repository's;
+// a package named in prose ("(package request)", "the request package")
+// is one of the repository's, the file's imports or the standard
+// library's. In the engine (internal/core/...), every name in prose
+// written as Go names are (holdEnding, HeldHere) is one too, and a
+// one-letter name in a function's doc comment ("after h was acquired")
+// is one of the function's parameters, results or receiver. Names of
+// other modules' packages (go-redis) are not checked.
 func TestDocReferencesResolve(t *testing.T) {
 	repo := loadRepo(t, filepath.Join("..", ".."))
 	if len(repo.pkgs) < 20 {
@@ -79,6 +86,7 @@ func TestDocReferencesResolve(t *testing.T) {
 				continue // it shows the forms of the links
 			}
 			stale = append(stale, repo.check(p, f)...)
+			stale = append(stale, repo.checkGroups(p, f)...)
 		}
 	}
 	for _, s := range stale {
@@ -391,7 +399,7 @@ var (
 	// parentheses, or possessive ("(Through)", "an Op's").
 	nounName = regexp.MustCompile(`(\(|\b[Aa]n? )([A-Z][a-z]\w*)(?:\)|'s\b)`)
 	// notMember are words after a dot that make a file or a host name.
-	notMember = map[string]bool{"go": true, "lua": true, "md": true, "mod": true, "sum": true, "json": true, "yml": true, "io": true, "com": true, "org": true, "dev": true, "sh": true}
+	notMember = map[string]bool{"go": true, "lua": true, "md": true, "c": true, "mod": true, "sum": true, "json": true, "yml": true, "io": true, "com": true, "org": true, "dev": true, "sh": true}
 )
 
 // check returns the stale references in f's comments, "file:line: ref".
@@ -446,6 +454,137 @@ func (r *docRepo) check(p *declPkg, f *docFile) []string {
 		}
 	}
 	return stale
+}
+
+var (
+	// pkgMention is a package named in prose: "(package X", "the X package".
+	pkgMention = regexp.MustCompile(`\(package\s+([a-z][a-z0-9]*)\b|\b[Tt]he\s+([a-z][a-z0-9]*)\s+package\b`)
+	// pathName is a name qualified by its package's path, with a member
+	// or not: internal/keys.Request, internal/core/pipeline.Pipeline.Runner.
+	pathName = regexp.MustCompile(`(^|[^\w./-])((?:[a-z0-9_]+/)+[a-z0-9_]+)\.([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\b`)
+	// oneLetter is a one-letter name in prose (not "a"), not a unit after
+	// a number (checked apart) nor an abbreviation ("i.e.").
+	oneLetter = regexp.MustCompile(`(^|[\s(\[])([b-z])([\s,:;)\]']|\.(?:\s|$)|$)`)
+	// notPackage are words before "package" that name no package.
+	notPackage = map[string]bool{"root": true, "same": true, "main": true, "whole": true, "test": true, "standard": true, "own": true, "other": true}
+)
+
+// checkGroups returns the stale references read in each comment group as
+// one text, since they may span its lines: the packages named in prose
+// and the names qualified by a package's path; in the engine also the
+// one-letter names of functions' doc comments that are no parameter.
+func (r *docRepo) checkGroups(p *declPkg, f *docFile) []string {
+	var stale []string
+	rel := f.name
+	if i := strings.Index(rel, string(filepath.Separator)+".."+string(filepath.Separator)); i >= 0 {
+		rel = rel[i+4:]
+	}
+	report := func(cg *ast.CommentGroup, text string, at int, ref string) {
+		line := f.fset.Position(cg.Pos()).Line + strings.Count(text[:at], "\n")
+		stale = append(stale, rel+":"+strconv.Itoa(line)+": "+ref)
+	}
+	for _, cg := range f.ast.Comments {
+		text := groupText(cg)
+		for _, m := range pkgMention.FindAllStringSubmatchIndex(text, -1) {
+			at := m[2]
+			if at < 0 {
+				at = m[4]
+			}
+			name := text[at:max(m[3], m[5])]
+			if !notPackage[name] && !r.isPackage(p, f, name) {
+				report(cg, text, at, "package "+name)
+			}
+		}
+		for _, m := range pathName.FindAllStringSubmatchIndex(text, -1) {
+			dir, name, member := text[m[4]:m[5]], text[m[6]:m[7]], ""
+			if m[8] >= 0 {
+				member = text[m[8]:m[9]]
+			}
+			if !r.resolvePath(dir, name, member) {
+				report(cg, text, m[4], text[m[4]:max(m[7], m[9])])
+			}
+		}
+	}
+	if !strings.Contains(p.path, "/internal/core") {
+		return stale
+	}
+	for _, d := range f.ast.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Doc == nil {
+			continue
+		}
+		params := map[string]bool{}
+		for _, fl := range []*ast.FieldList{fd.Recv, fd.Type.TypeParams, fd.Type.Params, fd.Type.Results} {
+			if fl == nil {
+				continue
+			}
+			for _, field := range fl.List {
+				for _, n := range field.Names {
+					params[n.Name] = true
+				}
+			}
+		}
+		text := groupText(fd.Doc)
+		for _, m := range oneLetter.FindAllStringSubmatchIndex(text, -1) {
+			name := text[m[4]:m[5]]
+			before := strings.TrimRight(text[:m[4]], " ")
+			if params[name] || p.names[name] || before != "" && before[len(before)-1] >= '0' && before[len(before)-1] <= '9' {
+				continue // a parameter, a package-level name, or a unit (5 s)
+			}
+			report(fd.Doc, text, m[4], name+" (no parameter of "+fd.Name.Name+")")
+		}
+	}
+	return stale
+}
+
+// groupText returns the prose of a comment group (prose), its comment
+// markers removed, one line per line of the file.
+func groupText(cg *ast.CommentGroup) string {
+	lines := make([]string, 0, len(cg.List))
+	for _, c := range cg.List {
+		t := prose(c.Text)
+		t = strings.TrimPrefix(strings.TrimPrefix(t, "//"), "/*")
+		lines = append(lines, strings.TrimSuffix(t, "*/"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// isPackage reports whether name, named as a package in a comment of f,
+// is one: f's package, one f imports, one of the repository's, or one of
+// the standard library's.
+func (r *docRepo) isPackage(p *declPkg, f *docFile, name string) bool {
+	if name == p.name || f.imports[name] != "" || len(r.byName[name]) > 0 {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(build.Default.GOROOT, "src", name))
+	return err == nil
+}
+
+// resolvePath reports whether dir.name (dir.name.member, when member is
+// set) names a declaration, when dir is the path of one of the
+// repository's packages (from a module's root, or whole); a path of
+// another module's or the standard library's is not checked, nor a file
+// (dir/name.go). A path that starts with a directory of the repository's
+// root but is no package of it is stale: the package moved.
+func (r *docRepo) resolvePath(dir, name, member string) bool {
+	if notMember[name] || (member != "" && notMember[member]) {
+		return true
+	}
+	for key, q := range r.pkgs {
+		if key != q.path || q.path != dir && !strings.HasSuffix(q.path, "/"+dir) {
+			continue // an external test package, or another path
+		}
+		if member == "" {
+			return q.names[name]
+		}
+		return q.members[name] != nil && r.hasMember(q, name, member, 0)
+	}
+	first, _, _ := strings.Cut(dir, "/")
+	if _, err := os.Stat(filepath.Join(build.Default.GOROOT, "src", dir)); err == nil {
+		return true
+	}
+	st, err := os.Stat(filepath.Join("..", "..", first))
+	return err != nil || !st.IsDir()
 }
 
 // prose returns a comment's text with its code blocks (lines indented
@@ -562,4 +701,84 @@ func (r *docRepo) resolve(p *declPkg, f *docFile, parts []string, link bool) (ok
 		}
 	}
 	return false, true
+}
+
+// mdName is a qualified name at the start of a Markdown code span:
+// `pkg.Name`, `pkg.Type.Method(…)`.
+var mdName = regexp.MustCompile("`([a-z]\\w*(?:\\.[A-Za-z_]\\w*){1,2})\\b")
+
+// TestMarkdownNamesResolve: every name a Markdown file of the repository
+// (README, docs/, FAULTS.md; not the changelog, whose entries name what
+// was then) writes in a code span qualified by
+// one of the repository's packages (`rlock.WithFencing`,
+// `redisync.Client.Stats`) names a declaration that exists. Names of
+// other packages (`errors.Is`, `redis.NewClient`) and a variable's
+// (`l.Lock`) are not checked.
+func TestMarkdownNamesResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	repo := loadRepo(t, root)
+	var stale []string
+	files := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "node_modules", "testdata", ".git":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".md") || d.Name() == "CHANGELOG.md" {
+			return nil // a history names what was, renamed since
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		rel, _ := filepath.Rel(root, p)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range mdName.FindAllStringSubmatch(line, -1) {
+				parts := strings.Split(m[1], ".")
+				if len(repo.byName[parts[0]]) == 0 || notMember[parts[1]] || !ast.IsExported(parts[1]) {
+					continue // another package, a file, a metric's name (redisync.wait.duration)
+				}
+				if !repo.resolveMarkdown(parts) {
+					stale = append(stale, rel+":"+strconv.Itoa(i+1)+": "+m[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stale {
+		t.Errorf("stale name: %s", s)
+	}
+	t.Logf("%d Markdown files, %d stale names", files, len(stale))
+}
+
+// resolveMarkdown reports whether parts (pkg, Name, member) name a
+// declaration of a package of the repository of that name, its tests'
+// included (`rlock.TestFencingTokensGrowAcrossRestart`).
+func (r *docRepo) resolveMarkdown(parts []string) bool {
+	var qs []*declPkg
+	for _, ip := range r.byName[parts[0]] {
+		qs = append(qs, r.pkgs[ip], r.pkgs[ip+"_test"])
+	}
+	for _, q := range qs {
+		switch {
+		case q == nil:
+		case len(parts) == 2 && q.names[parts[1]]:
+			return true
+		case len(parts) == 3 && q.members[parts[1]] != nil && r.hasMember(q, parts[1], parts[2], 0):
+			return true
+		case len(parts) == 3 && q.names[parts[1]] && q.members[parts[1]] == nil:
+			return true // a function's or a variable's member: a call's result (not checked)
+		}
+	}
+	return false
 }

@@ -280,7 +280,7 @@ type Holds struct {
 // holdsConfig is what a client's holds need from it.
 type holdsConfig struct {
 	Cluster bool               // renewals batch per slot
-	Pipe    *pipeline.Replicas // renewals go through the script pipeline and wait for replicas as acquisitions do
+	Pipe    *pipeline.Pipeline // renewals go through the script pipeline and wait for replicas as acquisitions do
 	Context context.Context    // done when the client closes: renewal rounds stop
 	Closing <-chan struct{}    // closed when the client closes: renewals stop
 	Log     *slog.Logger
@@ -299,12 +299,6 @@ func newHolds(cfg holdsConfig) *Holds {
 	hs.wd = watchdog{hs: hs, pipe: cfg.Pipe, cluster: cfg.Cluster, ctx: cfg.Context, wake: make(chan struct{}, 1),
 		mux: cfg.Mux, bg: cfg.Bg}
 	return hs
-}
-
-// Acquired is [Holds.acquiredAs], unlabelled and without a fencing token, with
-// the current time as the send time.
-func (hs *Holds) Acquired(key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
-	return hs.acquiredAs(shutdownRelease{}, time.Now(), key, count, 0, lease, renew)
 }
 
 // acquiredAs records a successful acquisition of key by this client, after

@@ -504,10 +504,11 @@ func (r *ownerlessRegistry) latest(l *Lock) *Lock {
 // ownerlessKeyOf returns the key of the handle's lock in the registry.
 func ownerlessKeyOf(l *Lock) ownerlessKey { return ownerlessKey{kind: l.Kind, name: l.Name} }
 
-// tookOwnerless records, after h was acquired by req through l on side s,
-// when the acquisition is one without a context owner (a fresh hold, or
-// the handle's own owner's), that l holds: it is listed in the registry,
-// last, and l answers for its own holds of the side from now on.
+// tookOwnerless records, after req took a hold through l on side s
+// ([Lock.record]), when the acquisition is one without a context owner (a
+// fresh hold, or the handle's own owner's), that l holds: it is listed in
+// the registry, last, and l answers for its own holds of the side from
+// now on.
 func tookOwnerless(l *Lock, s *Side, req Request) {
 	if req.Fresh || req.Owner == l.owner(l.Token) {
 		l.mu.Lock()

@@ -76,8 +76,8 @@ func TestOwnerTokensRandom(t *testing.T) {
 func TestTookKeepsNoSync(t *testing.T) {
 	c := NewClient(nil, Options{ID: "client-id"})
 	req := &Request{Name: "orders", Owner: "client-id:1", Fresh: true}
-	req.Sync = c.replicas.NewSyncIn(&req.sync)
-	req.Runner = c.replicas.Runner(req.Sync)
+	req.Sync = c.pipe.NewSyncIn(&req.sync)
+	req.Runner = c.pipe.Runner(req.Sync)
 	require.NotNil(t, req.Sync, "replica acknowledgement is on by default")
 	kept := freshCopy(req)
 	assert.Equal(t, req.Owner, kept.Owner)

@@ -90,7 +90,7 @@ func (r *releaser) release(ctx context.Context) error {
 	if handed, err := r.handoff(hk); handed {
 		return err
 	}
-	r.req.Sync = l.C.replicas.NewSyncIn(&r.req.sync)
+	r.req.Sync = l.C.pipe.NewSyncIn(&r.req.sync)
 	h := l.C.holds.beginRelease(hk, r.req.Count)
 	sent := time.Now()
 	remaining, err := r.send()
@@ -128,7 +128,7 @@ func (r *releaser) run() (int64, error) {
 	} else {
 		req.Deadline = c.reqs.Deadline(ctx)
 	}
-	req.Runner = c.replicas.Runner(req.Sync)
+	req.Runner = c.pipe.Runner(req.Sync)
 	return r.side.Scripts.RunRelease(ctx, req)
 }
 
@@ -276,8 +276,8 @@ func (r *releaser) handoff(hk HoldKey) (handed bool, err error) {
 	h = l.C.holds.beginRelease(hk, 0)
 	sent := time.Now()
 	req.MarkUntil = l.C.reqs.MarkUntil(ctx, req.Deadline)
-	req.Sync = l.C.replicas.NewSyncIn(&req.sync) // a handoff waits for the replicas too
-	req.Runner = l.C.replicas.Runner(req.Sync)
+	req.Sync = l.C.pipe.NewSyncIn(&req.sync) // a handoff waits for the replicas too
+	req.Runner = l.C.pipe.Runner(req.Sync)
 	out, err := s.Handoff.RunHandoff(ctx, req, &to)
 	result := HandoffResult{Sent: sent, Chain: chain}
 	if err == nil {

@@ -41,7 +41,7 @@ type Request struct {
 	Fresh bool
 	// Sync, when set, makes the script call wait for replicas: the engine
 	// sets it on acquisitions, releases and in-process handoffs
-	// ([pipeline.Replicas.NewSyncIn]), never on undos and renewals.
+	// ([pipeline.Pipeline.NewSyncIn]), never on undos and renewals.
 	Sync *pipeline.Sync
 	// sync is where Sync points in the engine's acquisitions and releases:
 	// the Request is on the heap already, so the Sync costs no allocation
@@ -58,7 +58,7 @@ type Request struct {
 	// engine sets it.
 	MarkUntil int64
 	// Runner sends the script: the replica runner of Sync
-	// ([pipeline.Replicas.Runner]), or the client's plain one for a
+	// ([pipeline.Pipeline.Runner]), or the client's plain one for a
 	// handoff ([Client.Direct]). The engine sets it.
 	Runner lua.Runner
 }

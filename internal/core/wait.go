@@ -527,11 +527,11 @@ func (a *acquisition) prepare(ctx context.Context, req *Request, base Request, h
 	req.Lease = l.lease()
 	req.Fencing = l.Fencing
 	l.setRequestKey(req)
-	req.Sync = l.C.replicas.NewSyncIn(&req.sync)
+	req.Sync = l.C.pipe.NewSyncIn(&req.sync)
 	if !req.Fresh {
 		req.Deadline = l.C.reqs.Deadline(ctx)
 	}
-	req.Runner = l.C.replicas.Runner(req.Sync)
+	req.Runner = l.C.pipe.Runner(req.Sync)
 }
 
 // interrupted answers an acquisition req that failed with err: without a

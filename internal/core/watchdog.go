@@ -57,7 +57,7 @@ func LeaseMargin(lease time.Duration) time.Duration {
 // A renewal extends a hold only when acknowledged (ack): see Hold.lastOK.
 type watchdog struct {
 	hs      *Holds
-	pipe    *pipeline.Replicas
+	pipe    *pipeline.Pipeline
 	cluster bool
 	ctx     context.Context // done when the client closes: rounds stop
 	wake    chan struct{}   // a round ended, or a hold due earlier was added

@@ -140,12 +140,18 @@ func newWatchdogSetup(t *testing.T, timeout time.Duration) *watchdogSetup {
 	return &watchdogSetup{c: testHolds(t, rdb), lease: timeout, rdb: rdb, pipes: pipes, cmd: rdb}
 }
 
+// holdAcquired records an acquisition of key in hs as the engine does
+// ([Holds.acquiredAs]), unlabelled and without a fencing token, sent now.
+func holdAcquired(hs *Holds, key HoldKey, count int64, lease time.Duration, renew *RenewSpec) *Hold {
+	return hs.acquiredAs(shutdownRelease{}, time.Now(), key, count, 0, lease, renew)
+}
+
 // hold creates key in Redis and registers a watchdog hold on it renewed
 // with script.
 func (w *watchdogSetup) hold(t *testing.T, key string, script *redis.Script) *Hold {
 	t.Helper()
 	require.NoError(t, w.cmd.Set(context.Background(), key, "1", time.Minute).Err())
-	return w.c.Acquired(HoldKey{Key: key, Field: "owner"}, 1, w.lease, &RenewSpec{Script: script, Keys: []string{key}})
+	return holdAcquired(w.c, HoldKey{Key: key, Field: "owner"}, 1, w.lease, &RenewSpec{Script: script, Keys: []string{key}})
 }
 
 // ticks waits until the watchdog has completed n more rounds.
@@ -227,7 +233,7 @@ func TestWatchdogPerHoldLease(t *testing.T) {
 	name := redistest.Key(t, "hold")
 	short := w.hold(t, name+":short", renewA)
 	require.NoError(t, w.cmd.Set(context.Background(), name+":long", "1", time.Minute).Err())
-	long := w.c.Acquired(HoldKey{Key: name + ":long", Field: "owner"}, 1, time.Hour, &RenewSpec{Script: renewA, Keys: []string{name + ":long"}})
+	long := holdAcquired(w.c, HoldKey{Key: name + ":long", Field: "owner"}, 1, time.Hour, &RenewSpec{Script: renewA, Keys: []string{name + ":long"}})
 	w.ticks(t, 3)
 	require.NoError(t, short.Err())
 	require.NoError(t, long.Err())

@@ -70,15 +70,15 @@ func (ac *acks) ackFor(calls []*call, n int) (ack, bool) {
 // slot, on the primary node (p's) in one pipeline, and waits for the
 // replicas when a call asks for it: see the package doc. Each call gets
 // its own reply (and ackErr); an error of one does not fail the others.
-func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
-	n, id, verify := r.acks.countFor(ctx, p, node, calls)
-	a, wait := r.acks.ackFor(calls, n)
+func (pl *Pipeline) send(ctx context.Context, p *primary, node *redis.Client, calls []*call) {
+	n, id, verify := pl.acks.countFor(ctx, p, node, calls)
+	a, wait := pl.acks.ackFor(calls, n)
 	var learn *redis.StringCmd
 	if n == unknown {
 		// Not known yet (no call waits, or the first read failed): read
 		// with the batch (INFO replication first), which waits for nothing.
 		wait = false
-		learn = newRole(ctx)
+		learn = newInfoReplication(ctx)
 	}
 	// A batch that waits is judged by the primary that ran it, always.
 	verify = verify || wait
@@ -90,19 +90,19 @@ func (r *Replicas) send(ctx context.Context, p *primary, node *redis.Client, cal
 		if !wait && !verify && learn == nil && len(pending) == 1 {
 			_ = node.Process(ctx, pending[0].reply) // no pipeline to build
 		} else {
-			r.batch(ctx, p, node, pending, plan{learn: learn, wait: wait, a: a, verify: verify, expect: id})
+			pl.batch(ctx, p, node, pending, plan{learn: learn, wait: wait, a: a, verify: verify, expect: id})
 		}
-		pending = r.noScript(ctx, pending, try)
+		pending = pl.noScript(ctx, pending, try)
 		if wait {
-			a, wait = r.acks.ackFor(pending, n) // what is left of their bound
+			a, wait = pl.acks.ackFor(pending, n) // what is left of their bound
 		}
 	}
 }
 
 // plan is what one pipeline of a batch carries besides its calls: a read
 // of a count not known yet first (learn), a WAIT for a (wait), and the
-// role of the server that ran it last (verify), judged against the
-// replication id the count is of (expect).
+// INFO replication of the server that ran it last (verify), judged
+// against the replication id the count is of (expect).
 type plan struct {
 	learn  *redis.StringCmd
 	wait   bool
@@ -111,40 +111,40 @@ type plan struct {
 	expect string
 }
 
-// batch runs calls in one pipeline on node as pl says, and settles them
+// batch runs calls in one pipeline on node as how says, and settles them
 // (settle) or learns the count (learn).
-func (r *Replicas) batch(ctx context.Context, p *primary, node *redis.Client, calls []*call, pl plan) {
+func (pl *Pipeline) batch(ctx context.Context, p *primary, node *redis.Client, calls []*call, how plan) {
 	pipe := node.Pipeline()
-	if pl.learn != nil {
-		_ = pipe.Process(ctx, pl.learn)
+	if how.learn != nil {
+		_ = pipe.Process(ctx, how.learn)
 	}
 	for _, c := range calls {
 		_ = pipe.Process(ctx, c.reply)
 	}
 	var acked *redis.IntCmd
-	if pl.wait {
-		acked = redis.NewIntCmd(ctx, "wait", pl.a.want, pl.a.ms)
+	if how.wait {
+		acked = redis.NewIntCmd(ctx, "wait", how.a.want, how.a.ms)
 		_ = pipe.Process(ctx, acked)
 	}
-	var role *redis.StringCmd
-	if pl.verify {
-		role = newRole(ctx)
-		_ = pipe.Process(ctx, role)
+	var info *redis.StringCmd
+	if how.verify {
+		info = newInfoReplication(ctx)
+		_ = pipe.Process(ctx, info)
 	}
-	stop := r.acks.wake(node, pl.wait, pl.a.ms)
+	stop := pl.acks.wake(node, how.wait, how.a.ms)
 	_, _ = pipe.Exec(ctx)
 	stop()
-	if pl.verify {
-		r.acks.settle(p, calls, pl.a, acked, role, pl.expect)
-	} else if pl.learn != nil {
-		r.acks.learn(p, pl.learn)
+	if how.verify {
+		pl.acks.settle(p, calls, how.a, acked, info, how.expect)
+	} else if how.learn != nil {
+		pl.acks.learn(p, how.learn)
 	}
 }
 
 // countFor returns the count a batch of calls waits for on p, read first
 // (readFirst) when it is not known yet and a call waits for replicas, the
 // replication id of the primary it is of, and whether the batch must
-// read the role of the primary that runs it (count).
+// read the INFO replication of the primary that runs it (count).
 func (ac *acks) countFor(ctx context.Context, p *primary, node *redis.Client, calls []*call) (n int, id string, verify bool) {
 	n, id, verify = ac.count(p, node)
 	if n == unknown && anySync(calls) {
@@ -164,10 +164,11 @@ func anySync(calls []*call) bool {
 }
 
 // readFirst reads the count of a primary not read yet before the first
-// batch that waits for its replicas (INFO replication, one round trip once per primary
-// for the client's life, bounded by WithReplicaSync's timeout), and returns
-// what count returns then; unknown when the read failed, which fails nothing: that batch then
-// reads it in its own pipeline and waits for no replica. The batch cannot
+// batch that waits for its replicas (INFO replication, a round trip of its
+// own, bounded by WithReplicaSync's timeout: once per primary, again only
+// after a failed read), and returns what count returns then; unknown when
+// the read failed, which fails nothing: that batch then reads it in its
+// own pipeline and waits for no replica. The batch cannot
 // read it in its own pipeline and still wait: WAIT must follow the writes
 // on their connection, and its count is known only from the reply; a
 // write not acknowledged because its count was not known yet would be a
@@ -175,11 +176,11 @@ func anySync(calls []*call) bool {
 func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) (n int, id string, verify bool) {
 	rctx, cancel := context.WithTimeout(ctx, ac.sync.Timeout)
 	defer cancel()
-	role := newRole(rctx)
-	_ = node.Process(rctx, role)
-	ac.learn(p, role)
-	if role.Err() != nil && !errs.IsReply(role.Err()) {
-		ac.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", role.Err())
+	info := newInfoReplication(rctx)
+	_ = node.Process(rctx, info)
+	ac.learn(p, info)
+	if info.Err() != nil && !errs.IsReply(info.Err()) {
+		ac.log.Debug("redisync: could not read the primary's replicas; this batch waits for none", "err", info.Err())
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -191,10 +192,10 @@ func (ac *acks) readFirst(ctx context.Context, p *primary, node *redis.Client) (
 // unknown. A failed read changes nothing (the next batch reads again); a
 // server that refuses INFO replication has its count read again in
 // the background, as one with no replica.
-func (ac *acks) learn(p *primary, role *redis.StringCmd) {
-	if n, id, ok := roleReplicas(role); ok {
+func (ac *acks) learn(p *primary, info *redis.StringCmd) {
+	if n, id, ok := parseReplication(info); ok {
 		p.set(n, id)
-	} else if errs.IsReply(role.Err()) {
+	} else if errs.IsReply(info.Err()) {
 		p.set(0, "")
 	}
 }
@@ -202,7 +203,7 @@ func (ac *acks) learn(p *primary, role *redis.StringCmd) {
 // noScript returns the calls of a batch that the server refused for
 // lacking their script, made ready to be sent again with the script's
 // source (EVAL loads it); none after the second try.
-func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call {
+func (pl *Pipeline) noScript(ctx context.Context, calls []*call, try int) []*call {
 	var again []*call
 	for _, c := range calls {
 		if lua.NoScript(c.reply.Err()) && try == 0 {
@@ -214,8 +215,8 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 }
 
 // settle sets each call's ackErr from a batch's WAIT (acked, nil when the
-// batch waited for none) and the INFO replication read after it (role),
-// and records the count role read. expect is the replication id of the
+// batch waited for none) and the INFO replication read after it (info),
+// and records the count info read. expect is the replication id of the
 // primary whose count the batch waited for.
 //
 // A batch is judged by the primary that ran it: when that is not the
@@ -230,21 +231,22 @@ func (r *Replicas) noScript(ctx context.Context, calls []*call, try int) []*call
 // reply with it, when the primary that ran it has fewer replicas online
 // than it is counted with, even when it is the
 // primary the client expected: a client whose last batch ran on the old
-// primary expects it. A role that cannot be read fails them too: which
-// primary has the writes is then unknown.
+// primary expects it. An INFO replication that cannot be read, or that
+// is not a primary's, fails them too: which primary has the writes is
+// then unknown.
 // Fewer acknowledgements than wanted acknowledge a call all the same when
 // the client waits for every replica and the primary has no more online
 // now (one gone since the count was read), counting a replica that
 // dropped out of the count within the last Forget (want).
-func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, role *redis.StringCmd, expect string) {
-	now, ran, ok := roleReplicas(role)
+func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, info *redis.StringCmd, expect string) {
+	online, ran, ok := parseReplication(info)
 	if ok {
-		p.set(now, ran)
+		p.set(online, ran)
 	}
-	err := ac.verdict(p, a, acked, ranOn{now, ran, ok, role}, expect)
+	err := ac.verdict(p, a, acked, ranOn{online, ran, ok, info}, expect)
 	stale := err // which primary ran the batch is not known
 	if ok {
-		stale = ac.stale(p, ran, now)
+		stale = ac.stale(p, ran, online)
 	}
 	for _, c := range calls {
 		switch {
@@ -270,13 +272,14 @@ func (ac *acks) settle(p *primary, calls []*call, a ack, acked *redis.IntCmd, ro
 	}
 }
 
-// ranOn is the role a batch read after its writes: the replicas online
-// (now) of the primary ran, or not ok (role's error, or not a primary).
+// ranOn is what a batch read of the server that ran it (INFO replication,
+// after its writes): the replicas online of the primary ran, or not ok
+// (info's error, or not a primary).
 type ranOn struct {
-	now  int
-	ran  string
-	ok   bool
-	role *redis.StringCmd
+	online int
+	ran    string
+	ok     bool
+	info   *redis.StringCmd
 }
 
 // verdict returns the acknowledgement error of a batch that waited as a
@@ -288,9 +291,9 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	if acked != nil {
 		got, werr = acked.Result()
 	}
-	now, ran, ok, role := r.now, r.ran, r.ok, r.role
+	online, ran, ok, info := r.online, r.ran, r.ok, r.info
 	need := func() int64 {
-		n := p.judge(ran, now, ac.sync.Forget)
+		n := p.judge(ran, online, ac.sync.Forget)
 		if ac.sync.Replicas != All {
 			n = min(n, ac.sync.Replicas)
 		}
@@ -300,7 +303,7 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	case werr != nil:
 		return fmt.Errorf("%w: WAIT failed: %w", errs.ErrNotReplicated, werr)
 	case !ok:
-		return fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, roleErr(role))
+		return fmt.Errorf("%w: could not read which primary ran the writes (%v)", errs.ErrNotReplicated, infoErr(info))
 	case ran != expect:
 		if n := need(); got < n {
 			return fmt.Errorf("%w: the writes ran on another primary than the one counted (replication id %s, not %s), and %d of its %d replicas acknowledged them",
@@ -315,21 +318,21 @@ func (ac *acks) verdict(p *primary, a ack, acked *redis.IntCmd, r ranOn, expect 
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.ErrNotReplicated, got, a.want, ac.sync.Timeout)
 }
 
-// stale returns the error of the calls of a batch (or the reads of Read)
-// that ran on the primary ran, which has now replicas online: nil when it
-// has every replica it is counted with (primary.judge).
-func (ac *acks) stale(p *primary, ran string, now int) error {
-	if n := p.judge(ran, now, ac.sync.Forget); now < n {
+// stale returns the error of the calls of a batch that ran on the
+// primary ran, which has online replicas online: nil when it has every
+// replica it is counted with (primary.judge).
+func (ac *acks) stale(p *primary, ran string, online int) error {
+	if n := p.judge(ran, online, ac.sync.Forget); online < n {
 		return fmt.Errorf("%w: the primary that answered (replication id %s) has %d of the %d replicas it had: it may be an old primary about to be demoted, which discards what it has",
-			errs.ErrNotReplicated, ran, now, n)
+			errs.ErrNotReplicated, ran, online, n)
 	}
 	return nil
 }
 
-// roleErr says why role read no primary's replication: its error, or the
-// role it read.
-func roleErr(role *redis.StringCmd) any {
-	if err := role.Err(); err != nil {
+// infoErr says why info (INFO replication) read no primary's
+// replication: its error, or that the server is not a primary.
+func infoErr(info *redis.StringCmd) any {
+	if err := info.Err(); err != nil {
 		return err
 	}
 	return "not a primary"

@@ -22,7 +22,8 @@ const replicaProbe = time.Second
 // count (readReplicas).
 const replicaReadTimeout = 5 * time.Second
 
-// unknown is the count of a primary not read yet, or forgotten (forget).
+// unknown is the count of a primary not read yet: never read, or every
+// read failed.
 const unknown = -1
 
 // primary is what a client knows of one primary: how many replicas it has
@@ -92,8 +93,8 @@ func (ps *primaries) get(key string) *primary {
 
 // count returns the count a batch waits for (want: the last count read,
 // or the replicas seen within the last Forget; unknown if none), the
-// replication id it is of, and whether the batch must read the primary's
-// role after its writes (verify: every batch with a call that waits for
+// replication id it is of, and whether the batch must read the INFO
+// replication of the primary that runs it after its writes (verify: every batch with a call that waits for
 // replicas, once this primary has had a replica within Forget; see
 // verify); it starts a background read of a count of 0 that is due (a
 // replica attached since).
@@ -214,9 +215,9 @@ func (p *primary) judge(id string, n int, forget time.Duration) int {
 // readReplicas reads the number of replicas of node again, in the
 // background: an error keeps the last count.
 func (ac *acks) readReplicas(ctx context.Context, p *primary, node *redis.Client) {
-	info := newRole(ctx)
+	info := newInfoReplication(ctx)
 	_ = node.Process(ctx, info)
-	n, id, ok := roleReplicas(info)
+	n, id, ok := parseReplication(info)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reading = false
@@ -235,14 +236,14 @@ func (ac *acks) readReplicas(ctx context.Context, p *primary, node *redis.Client
 	p.setLocked(n, id, time.Now())
 }
 
-// newRole returns an INFO replication command, not sent: it reads the
-// role, the online replicas and the replication id of the node that runs
-// a batch, in the batch's own pipeline.
-func newRole(ctx context.Context) *redis.StringCmd {
+// newInfoReplication returns an INFO replication command, not sent: it
+// reads the role, the online replicas and the replication id of a node
+// (parseReplication), alone or in a batch's own pipeline.
+func newInfoReplication(ctx context.Context) *redis.StringCmd {
 	return redis.NewStringCmd(ctx, "info", "replication")
 }
 
-// roleReplicas returns the number of online replicas in an INFO
+// parseReplication returns the number of online replicas in an INFO
 // replication reply (those still loading their first copy of the data
 // set, a full synchronisation, cannot acknowledge anything yet, and are
 // not counted until they can) and the primary's replication id
@@ -255,7 +256,7 @@ func newRole(ctx context.Context) *redis.StringCmd {
 // online, and counting it twice would make the client wait, for Forget,
 // for a second replica that does not exist (WAIT then never has it, and
 // every write on that primary fails with ErrNotReplicated).
-func roleReplicas(cmd *redis.StringCmd) (n int, id string, ok bool) {
+func parseReplication(cmd *redis.StringCmd) (n int, id string, ok bool) {
 	info, err := cmd.Result()
 	if err != nil {
 		return 0, "", false

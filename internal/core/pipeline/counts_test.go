@@ -7,12 +7,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestRoleReplicasCountsEachReplicaOnce: a replica that reconnected after
+// TestParseReplicationCountsEachReplicaOnce: a replica that reconnected after
 // a short cut, while the primary still lists its old link, is one
 // replica (netcluster seed 3: counted as two, the client waited for a
 // second replica that did not exist, and every write on that primary
 // failed for minutes).
-func TestRoleReplicasCountsEachReplicaOnce(t *testing.T) {
+func TestParseReplicationCountsEachReplicaOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		info string
@@ -33,9 +33,9 @@ func TestRoleReplicasCountsEachReplicaOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := redis.NewStringCmd(context.Background(), "info", "replication")
 			cmd.SetVal(tc.info)
-			n, id, ok := roleReplicas(cmd)
+			n, id, ok := parseReplication(cmd)
 			if n != tc.n || ok != tc.ok || id != "abc" {
-				t.Fatalf("roleReplicas = %d, %q, %v; want %d, \"abc\", %v", n, id, ok, tc.n, tc.ok)
+				t.Fatalf("parseReplication = %d, %q, %v; want %d, \"abc\", %v", n, id, ok, tc.n, tc.ok)
 			}
 		})
 	}

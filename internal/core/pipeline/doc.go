@@ -5,7 +5,7 @@
 //
 // # Tour
 //
-// A typed script binding runs through a Runner (Replicas.Runner): a Sync
+// A typed script binding runs through a Runner (Pipeline.Runner): a Sync
 // for a call that waits for the replicas (acquisitions, releases,
 // handoffs, count-downs), the plain runner otherwise (undos, settles, the
 // other scripts). Both end in EvalCommand (eval.go), which finds the
@@ -54,16 +54,18 @@
 // acknowledged lease runs out).
 //
 // The number of replicas of each primary follows the primary the scripts
-// ran on. It is read in a round trip of its own once per primary for the
-// client's life, before the first batch that waits for replicas (INFO replication,
-// bounded by the timeout, readFirst): WAIT must follow the writes on their
-// connection, and a first batch that read the count in its own pipeline
-// could not wait, leaving writes a failover may lose although their
-// callers were told they were safe. A failed read fails nothing: that
-// batch reads the count in its own pipeline (INFO replication first) and waits for no
-// replica. A batch that does not wait reads a count not known yet in its
-// own pipeline, never alone. A primary with none is read again in the
-// background every replicaProbe. A failed read fails nothing.
+// ran on. It is read in a round trip of its own before the first batch
+// that waits for replicas (INFO replication, bounded by the timeout,
+// readFirst: once per primary, again only after a failed read): WAIT must
+// follow the writes on their connection, and a first batch that read the
+// count in its own pipeline could not wait, leaving writes a failover may
+// lose although their callers were told they were safe. A failed read
+// fails nothing: that batch reads the count in its own pipeline (INFO
+// replication first) and waits for no replica. A batch that does not wait
+// reads a count not known yet in its own pipeline, never alone. A
+// primary with none is read again in the background, at most every
+// replicaProbe (1 s) while batches go, so that a replica attached since
+// is waited for.
 //
 // A batch is judged by the primary that ran it. Once a primary the client
 // reached within Settings.Forget had a replica, every batch reads the
@@ -148,5 +150,5 @@
 //     replication id: the most replicas seen online, and since when fewer.
 //
 // It imports bg, errs and lua; package core gives each client one
-// Replicas.
+// Pipeline.
 package pipeline

@@ -41,10 +41,11 @@ var DefaultSettings = Settings{Replicas: All, Timeout: time.Second, Forget: Defa
 // on reports whether acknowledgement is wanted.
 func (r Settings) on() bool { return r.Replicas != 0 && r.Timeout > 0 }
 
-// Replicas is one client's script pipeline: its primaries' script queues
-// (pipeline.go), the batches (batch.go), and the replicas'
-// acknowledgement of what it wrote (acks).
-type Replicas struct {
+// Pipeline is one client's script pipeline, its one door to Redis for
+// state-changing scripts: its primaries' script queues (pipeline.go), the
+// batches (batch.go), and the replicas' acknowledgement of what it wrote
+// (acks).
+type Pipeline struct {
 	rdb       redis.UniversalClient
 	bg        *bg.Group
 	primaries primaries
@@ -61,45 +62,45 @@ type acks struct {
 	log  *slog.Logger
 }
 
-// New returns the replica acknowledgement of a client over rdb, waiting as
-// rs says, reading replica counts again in g, logging to log. It does no
-// I/O.
-func New(rdb redis.UniversalClient, rs Settings, g *bg.Group, log *slog.Logger) *Replicas {
+// New returns the script pipeline of a client over rdb, waiting for
+// replicas as rs says, reading replica counts again in g, logging to log.
+// It does no I/O.
+func New(rdb redis.UniversalClient, rs Settings, g *bg.Group, log *slog.Logger) *Pipeline {
 	if rs.Forget == 0 {
 		rs.Forget = DefaultForget
 	}
-	return &Replicas{rdb: rdb, bg: g, acks: acks{sync: rs, bg: g, log: log}}
+	return &Pipeline{rdb: rdb, bg: g, acks: acks{sync: rs, bg: g, log: log}}
 }
 
 // On reports whether the client waits for replicas at all.
-func (r *Replicas) On() bool { return r.acks.sync.on() }
+func (pl *Pipeline) On() bool { return pl.acks.sync.on() }
 
 // Settings returns what the client waits for.
-func (r *Replicas) Settings() Settings { return r.acks.sync }
+func (pl *Pipeline) Settings() Settings { return pl.acks.sync }
 
 // Sync is one script call's replica acknowledgement: Eval sets Err when
 // the write was not acknowledged by enough replicas in time.
 type Sync struct {
-	Err error
-	r   *Replicas // whose Eval runs the call (Run)
+	Err  error
+	pipe *Pipeline // whose Eval runs the call (Run)
 }
 
 // NewSync returns a Sync for one call when the client waits for replicas,
 // nil otherwise.
-func (r *Replicas) NewSync() *Sync {
-	if !r.acks.sync.on() {
+func (pl *Pipeline) NewSync() *Sync {
+	if !pl.acks.sync.on() {
 		return nil
 	}
-	return &Sync{r: r}
+	return &Sync{pipe: pl}
 }
 
 // NewSyncIn is NewSync in storage the caller has already (a Request's, which
 // is on the heap anyway): no allocation of its own per call.
-func (r *Replicas) NewSyncIn(s *Sync) *Sync {
-	if !r.acks.sync.on() {
+func (pl *Pipeline) NewSyncIn(s *Sync) *Sync {
+	if !pl.acks.sync.on() {
 		return nil
 	}
-	*s = Sync{r: r}
+	*s = Sync{pipe: pl}
 	return s
 }
 
@@ -113,8 +114,8 @@ func (s *Sync) SyncErr() error {
 
 // Eval runs script (EVALSHA, EVAL when the server lacks it) with keys and
 // args: EvalCommand of its command.
-func (r *Replicas) Eval(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return r.EvalCommand(ctx, sync, lua.NewCommand(script, keys, args))
+func (pl *Pipeline) Eval(ctx context.Context, sync *Sync, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return pl.EvalCommand(ctx, sync, lua.NewCommand(script, keys, args))
 }
 
 // EvalCommand runs a script's command (EVALSHA, EVAL when the server lacks
@@ -125,21 +126,21 @@ func (r *Replicas) Eval(ctx context.Context, sync *Sync, script *redis.Script, k
 // when fewer replicas than wanted acknowledged within the timeout. The
 // command returned is the script's; when ctx ends first, one with ctx's
 // error (the call goes on in its batch, as a call whose reply was lost).
-func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
+func (pl *Pipeline) EvalCommand(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
 	for pause := 20 * time.Millisecond; ; pause *= 2 {
-		reply := r.eval(ctx, sync, cmd)
+		reply := pl.eval(ctx, sync, cmd)
 		// A Cluster's slot that moved (a failover, a migration): the
 		// script did not run on the node this client took for its
 		// master. Only this call is sent again: without sync through
 		// go-redis's cluster client, which follows the redirection
 		// itself; with sync to the slot's master once the client knows
 		// it (WAIT must go to the node that runs the script).
-		cc, cluster := r.rdb.(*redis.ClusterClient)
+		cc, cluster := pl.rdb.(*redis.ClusterClient)
 		if !cluster || !redirected(reply.Err()) {
 			return reply
 		}
 		if sync == nil {
-			return cmd.Run(ctx, r.rdb)
+			return cmd.Run(ctx, pl.rdb)
 		}
 		if pause > time.Second {
 			return reply
@@ -156,43 +157,43 @@ func (r *Replicas) EvalCommand(ctx context.Context, sync *Sync, cmd lua.Command)
 }
 
 // Run implements lua.Runner: a Sync is the runner of the engine for its
-// call, which runs a script binding through Replicas.Eval with it, so an
+// call, which runs a script binding through Pipeline.Eval with it, so an
 // acquisition or release waits for the replicas. A pointer in an
 // interface needs no allocation, as a struct of a client and a Sync would
 // at every call.
 func (s *Sync) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return s.r.Eval(ctx, s, script, keys, args...)
+	return s.pipe.Eval(ctx, s, script, keys, args...)
 }
 
 // RunCommand implements lua.CommandRunner.
 func (s *Sync) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
-	return s.r.EvalCommand(ctx, s, call)
+	return s.pipe.EvalCommand(ctx, s, call)
 }
 
 // plainRunner is the lua.Runner of the engine's calls without replica
-// acknowledgement (Replicas.Runner(nil)): a plain EVALSHA (EVAL when the
+// acknowledgement (Pipeline.Runner(nil)): a plain EVALSHA (EVAL when the
 // server lacks the script) on the client's connection, through Eval.
-type plainRunner Replicas
+type plainRunner Pipeline
 
 // Run implements lua.Runner.
 func (p *plainRunner) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return (*Replicas)(p).Eval(ctx, nil, script, keys, args...)
+	return (*Pipeline)(p).Eval(ctx, nil, script, keys, args...)
 }
 
 // RunCommand implements lua.CommandRunner.
 func (p *plainRunner) RunCommand(ctx context.Context, call lua.Command) *redis.Cmd {
-	return (*Replicas)(p).EvalCommand(ctx, nil, call)
+	return (*Pipeline)(p).EvalCommand(ctx, nil, call)
 }
 
 // Runner returns the runner of script bindings that goes through Eval with
 // sync (nil: no replica acknowledgement). A Sync made by this client runs
 // its own call (Sync.Run).
-func (r *Replicas) Runner(sync *Sync) lua.Runner {
+func (pl *Pipeline) Runner(sync *Sync) lua.Runner {
 	if sync == nil {
-		return (*plainRunner)(r)
+		return (*plainRunner)(pl)
 	}
-	if sync.r == nil {
-		sync.r = r
+	if sync.pipe == nil {
+		sync.pipe = pl
 	}
 	return sync
 }
@@ -215,17 +216,17 @@ func redirected(err error) bool {
 }
 
 // eval is one try of EvalCommand: the call through its primary's queue.
-func (r *Replicas) eval(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
-	node, addr, err := r.primaryFor(ctx, cmd.FirstKey())
+func (pl *Pipeline) eval(ctx context.Context, sync *Sync, cmd lua.Command) *redis.Cmd {
+	node, addr, err := pl.primaryFor(ctx, cmd.FirstKey())
 	if err != nil {
 		reply := redis.NewCmd(ctx)
 		reply.SetErr(err)
 		return reply
 	}
 	if node == nil {
-		return cmd.Run(ctx, r.rdb)
+		return cmd.Run(ctx, pl.rdb)
 	}
-	reply, ackErr := r.pipelined(ctx, r.primaries.get(addr), node, newCall(ctx, cmd, sync != nil))
+	reply, ackErr := pl.pipelined(ctx, pl.primaries.get(addr), node, newCall(ctx, cmd, sync != nil))
 	if sync != nil {
 		sync.Err = ackErr
 	}
@@ -235,8 +236,8 @@ func (r *Replicas) eval(ctx context.Context, sync *Sync, cmd lua.Command) *redis
 // primaryFor returns the client of the primary that runs a script on keys,
 // and a name for it; nil for a client kind that cannot be pipelined to one
 // node (a Ring): then nothing is waited for.
-func (r *Replicas) primaryFor(ctx context.Context, key string) (*redis.Client, string, error) {
-	switch r := r.rdb.(type) {
+func (pl *Pipeline) primaryFor(ctx context.Context, key string) (*redis.Client, string, error) {
+	switch r := pl.rdb.(type) {
 	case *redis.Client:
 		return r, "", nil
 	case *redis.ClusterClient:

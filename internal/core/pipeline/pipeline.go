@@ -73,11 +73,11 @@ type Stats struct {
 }
 
 // Stats returns the batches sent so far, on every primary.
-func (r *Replicas) Stats() Stats {
+func (pl *Pipeline) Stats() Stats {
 	var s Stats
-	r.primaries.mu.RLock()
-	defer r.primaries.mu.RUnlock()
-	for _, p := range r.primaries.m {
+	pl.primaries.mu.RLock()
+	defer pl.primaries.mu.RUnlock()
+	for _, p := range pl.primaries.m {
 		s.Batches += p.queue.batches.Load()
 		s.Calls += p.queue.calls.Load()
 	}
@@ -134,7 +134,7 @@ func (c *call) size() int {
 // waits in the queue for the next batch; when ctx ends first, pipelined
 // returns a reply with ctx's error at once: the call goes on in its batch
 // for the others, and its caller undoes it as after any reply lost.
-func (r *Replicas) pipelined(ctx context.Context, p *primary, node *redis.Client, c *call) (*redis.Cmd, error) {
+func (pl *Pipeline) pipelined(ctx context.Context, p *primary, node *redis.Client, c *call) (*redis.Cmd, error) {
 	q := &p.queue
 	q.mu.Lock()
 	q.node = node
@@ -145,12 +145,12 @@ func (r *Replicas) pipelined(ctx context.Context, p *primary, node *redis.Client
 		q.batches.Add(1)
 		q.calls.Add(1)
 		c.one[0] = c
-		r.send(ctx, p, node, c.one[:])
+		pl.send(ctx, p, node, c.one[:])
 		c.one[0] = nil
 		q.mu.Lock()
 		q.inFlightCalls--
 		q.mu.Unlock()
-		r.handOn(p)
+		pl.handOn(p)
 		reply, ackErr := c.reply, c.ackErr
 		c.release()
 		return reply, ackErr
@@ -162,7 +162,7 @@ func (r *Replicas) pipelined(ctx context.Context, p *primary, node *redis.Client
 	}
 	q.mu.Unlock()
 	if start {
-		r.handOn(p)
+		pl.handOn(p)
 	}
 	select {
 	case <-c.done:
@@ -190,7 +190,7 @@ func (q *queue) room() bool {
 
 // handOn passes an in-flight slot of p on: to a sender goroutine when
 // calls are pending, else back to the queue.
-func (r *Replicas) handOn(p *primary) {
+func (pl *Pipeline) handOn(p *primary) {
 	q := &p.queue
 	q.mu.Lock()
 	if len(q.pending) == 0 {
@@ -199,27 +199,27 @@ func (r *Replicas) handOn(p *primary) {
 		return
 	}
 	q.mu.Unlock()
-	if !r.startSender(p) {
-		r.drain(p) // the client is closing: this caller sends
+	if !pl.startSender(p) {
+		pl.drain(p) // the client is closing: this caller sends
 	}
 }
 
 // startSender starts a goroutine that sends p's batches until none is
 // pending, and reports false when the client is closing.
-func (r *Replicas) startSender(p *primary) bool {
-	if !r.bg.Track() {
+func (pl *Pipeline) startSender(p *primary) bool {
+	if !pl.bg.Track() {
 		return false
 	}
 	go func() {
-		defer r.bg.Untrack()
-		r.drain(p)
+		defer pl.bg.Untrack()
+		pl.drain(p)
 	}()
 	return true
 }
 
 // drain sends p's pending calls, a batch at a time, until none is left,
 // then ends its part of the in-flight count.
-func (r *Replicas) drain(p *primary) {
+func (pl *Pipeline) drain(p *primary) {
 	q := &p.queue
 	var batch []*call
 	for {
@@ -235,7 +235,7 @@ func (r *Replicas) drain(p *primary) {
 		q.mu.Unlock()
 		q.batches.Add(1)
 		q.calls.Add(uint64(len(batch)))
-		r.send(context.Background(), p, node, batch)
+		pl.send(context.Background(), p, node, batch)
 		q.mu.Lock()
 		q.inFlightCalls -= len(batch)
 		q.mu.Unlock()

@@ -20,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func newReplicas(t *testing.T, rdb redis.UniversalClient) *Replicas {
+func newPipeline(t *testing.T, rdb redis.UniversalClient) *Pipeline {
 	g := bg.New()
 	t.Cleanup(func() { g.Close(); g.Wait() })
 	return New(rdb, DefaultSettings, g, slog.New(slog.DiscardHandler))
@@ -33,7 +33,7 @@ func TestNoScriptResendsOnlyThoseCalls(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	r := newReplicas(t, rdb)
+	r := newPipeline(t, rdb)
 	loaded := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
 	require.NoError(t, loaded.Run(ctx, rdb).Err()) // EVAL: loaded now
 	var tr redistest.Recorder
@@ -77,7 +77,7 @@ func TestCancelledCallReturnsAtOnce(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	r := newReplicas(t, rdb)
+	r := newPipeline(t, rdb)
 	p := r.primaries.get("")
 	block := lua.NewCommand(lua.RWReadCount, []string{"rw"}, []any{"f", "p"})
 	require.NoError(t, block.Run(ctx, rdb).Err())
