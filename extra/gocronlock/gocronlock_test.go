@@ -181,3 +181,59 @@ func TestLockPrefixIsNotTheKeyPrefix(t *testing.T) {
 	assert.Equal(t, int64(1), n, "the lock's key is the key prefix, the lock prefix, then the job")
 	require.NoError(t, l.Unlock(ctx))
 }
+
+// A scheduler killed during a job kept the job's lock for the Client's
+// whole lease (30 s), and the ticks in between ran nowhere, with no error
+// anywhere. ForInterval's lease is the interval, and a tick found held by
+// a run of an earlier tick is counted and reported.
+func TestForIntervalLeaseAndUnrunTicks(t *testing.T) {
+	const every = time.Second
+	srv := redistest.Shared(t)
+	ctx := context.Background()
+	job := redistest.Key(t)
+
+	dead := redisync.New(srv.Client(t)) // the Client's lease stays 30 s
+	l := gocronlock.NewLocker(dead).ForInterval(every)
+	lk, err := l.Lock(ctx, job)
+	require.NoError(t, err)
+	require.NotNil(t, lk)
+	ttl, err := srv.Client(t).PTTL(ctx, "gocron:"+job).Result()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ttl, every, "the job's lease is its interval, not the Client's 30 s")
+	require.NoError(t, dead.Close()) // killed: no Unlock, no renewal
+
+	var mu sync.Mutex
+	var reported []string
+	live := clientOf(t, srv)
+	other := gocronlock.NewLocker(live, gocronlock.WithOnUnrun(func(job string, since time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, job)
+	})).ForInterval(every)
+	time.Sleep(every/2 + 100*time.Millisecond) // the next tick, past the minimum hold's splay
+	_, err = other.Lock(ctx, job)
+	if err == nil {
+		t.Fatal("the dead scheduler's lock was free within its lease")
+	}
+	require.ErrorIs(t, err, gocronlock.ErrJobTaken)
+	assert.EqualValues(t, 1, other.Unrun(), "the tick the dead scheduler's lock keeps is counted")
+	mu.Lock()
+	assert.Equal(t, []string{job}, reported)
+	mu.Unlock()
+
+	// Within about one interval of the kill the job runs again.
+	redistest.Eventually(t, 2*every, "the job's lock free after the dead scheduler's lease", func() error {
+		lk, err := other.Lock(ctx, job)
+		if err != nil {
+			return err
+		}
+		return lk.Unlock(ctx)
+	})
+}
+
+func clientOf(t *testing.T, srv *redistest.Server) *redisync.Client {
+	t.Helper()
+	c := redisync.New(srv.Client(t))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
