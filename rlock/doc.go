@@ -53,7 +53,7 @@
 // servers' clocks agree to within the failover's duration). A Redisson
 // (Java) client that acquires first after a loss INCRs the missing key and
 // gets 1, which a resource that rejects stale tokens refuses until a Go
-// client takes the lock again. See docs/fencing-tokens.md.
+// client takes the lock again. See docs/fencing.md.
 //
 // A handle's Done, Err and FencingToken describe the latest hold taken
 // through the handle, by whichever owner. Hold(ctx) returns the caller's
