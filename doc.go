@@ -26,13 +26,11 @@
 //
 // # A Redis lock is a lease, not a mutex
 //
-// A lock held in Redis lasts as long as its lease. Without a fixed lease the
-// Client's watchdog renews it every third of the watchdog timeout (default
-// 30s) while the process lives; a crashed process's locks expire within one
-// timeout. But a process that stops for longer than the lease (a GC pause, a
-// stopped VM, a partition from Redis) loses the lock while it still thinks it
-// holds it, and a failover of an asynchronously replicated Redis can lose a
-// lock outright. redisync gives the tools to live with that:
+// A lock held in Redis lasts as long as its lease, which the Client's
+// watchdog renews while the process lives: a process that stops for longer
+// than the lease loses the lock while it may still think it holds it
+// (docs/guarantees.md says it fully, docs/leases.md what a failover can
+// lose). redisync gives the tools to live with that:
 //
 //   - With replica acknowledgement on (WithReplicaSync, the default), a
 //     hold is only as long as what its replicas have: its lease runs, on
