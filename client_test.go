@@ -3,7 +3,9 @@ package redisync_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,4 +77,28 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
+}
+
+// Warnings nobody saw: without WithLogger, Warn records went to a
+// logger that discards. They go to slog.Default() now.
+func TestWarningsGoToTheDefaultLogger(t *testing.T) {
+	var buf syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	s := redistest.Start(t, redistest.WithArgs("--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"))
+	c := redisync.New(s.Client(t))
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	l := rlock.New(c, redistest.Key(t))
+	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+	redistest.Eventually(t, 5*time.Second, "the eviction warning in slog.Default()", func() error {
+		if !strings.Contains(buf.String(), "level=WARN") {
+			return errors.New("no Warn record yet")
+		}
+		return nil
+	})
+	assert.NotContains(t, buf.String(), "level=DEBUG", "Debug records stay out")
 }

@@ -26,13 +26,11 @@
 //
 // # A Redis lock is a lease, not a mutex
 //
-// A lock held in Redis lasts as long as its lease. Without a fixed lease the
-// Client's watchdog renews it every third of the watchdog timeout (default
-// 30s) while the process lives; a crashed process's locks expire within one
-// timeout. But a process that stops for longer than the lease (a GC pause, a
-// stopped VM, a partition from Redis) loses the lock while it still thinks it
-// holds it, and a failover of an asynchronously replicated Redis can lose a
-// lock outright. redisync gives the tools to live with that:
+// A lock held in Redis lasts as long as its lease, which the Client's
+// watchdog renews while the process lives: a process that stops for longer
+// than the lease loses the lock while it may still think it holds it
+// (docs/guarantees.md says it fully, docs/leases.md what a failover can
+// lose). redisync gives the tools to live with that:
 //
 //   - With replica acknowledgement on (WithReplicaSync, the default), a
 //     hold is only as long as what its replicas have: its lease runs, on
@@ -60,7 +58,7 @@
 //     the largest token it has seen and rejects smaller ones is safe even
 //     against a holder that lost its lock without knowing. Tokens keep
 //     growing when their counter is lost (a restart without persistence,
-//     eviction, a failover): docs/fencing-tokens.md.
+//     eviction, a failover): docs/fencing.md.
 //
 // Only maxmemory-policy noeviction is safe. Every lock's hash has a TTL
 // (its lease), so every other policy (volatile-* included) may evict a
@@ -70,7 +68,7 @@
 // fencing counter, a fair lock's queue, a semaphore's permits, a latch's
 // count, a rate limiter's state without keepAliveTime, a fenced value, an
 // election's records): "Key layout" below marks them, and
-// docs/fencing-tokens.md says why for each. The Client reads
+// docs/fencing.md says why for each. The Client reads
 // each primary's policy when it first connects to it and warns (a log
 // record at Warn, Stats.EvictingPrimaries, Observer.Eviction) when it is
 // not noeviction.
@@ -306,6 +304,6 @@
 // Per Client there is a registration key and, for each counted semaphore
 // it uses, a ledger, all with a TTL. Keys marked "no TTL" stay until
 // their primitive's Delete (or, for a fencing counter, for good);
-// docs/fencing-tokens.md says why each has none. Redis 6.2 or newer is
+// docs/fencing.md says why each has none. Redis 6.2 or newer is
 // supported; 7.x is tested.
 package redisync

@@ -50,7 +50,7 @@ type Observer struct {
 	// background, when go-redis first connects to a primary (after a
 	// Sentinel failover, the new one; on a Cluster, each node); a read
 	// that fails changes nothing. Each also logs a warning and counts in
-	// Stats.EvictingPrimaries. See docs/fencing-tokens.md.
+	// Stats.EvictingPrimaries. See docs/fencing.md.
 	Eviction func(p EvictionPolicy)
 	// Attach is called once by New with the new Client, before New
 	// returns, so that the observer can read its gauges (Client.Stats). The

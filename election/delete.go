@@ -32,7 +32,7 @@ var ErrLeading = errors.New("redisync: the election's lock is held")
 // their next re-check. Terms keep growing after the counter is deleted:
 // the next term is at least the server's clock in microseconds, above
 // every term issued before (the floor that protects a counter lost to a
-// restart; see docs/fencing-tokens.md). Observers are told, and go on
+// restart; see docs/fencing.md). Observers are told, and go on
 // with the next leader. A key of another type than the election's layout
 // gives an error wrapping redisync.ErrWrongType, and nothing is deleted.
 //

@@ -1,15 +1,14 @@
 // Package fence keeps a value in Redis that only the newest lock holder
 // may write: a fencing token checked at the resource.
 //
-// A lock in Redis is a lease: a holder paused longer than its lease (a GC
-// pause, a stalled VM, a network partition) may still believe it holds the
-// lock after another process took it, and its late write then overwrites
-// the newer holder's. A fencing token (rlock.WithFencing: every hold gets
-// a larger number than every earlier hold) stops that only where the
-// resource compares it. A [Value] is such a resource: it stores the value
-// with the highest token that wrote it, and [Value.Set] with a lower token
-// is refused, in one script, so no check-then-write race is left between
-// two writers.
+// A lock in Redis is a lease (docs/guarantees.md): a holder paused longer
+// than its lease may still believe it holds the lock after another process
+// took it, and its late write then overwrites the newer holder's. A fencing
+// token (rlock.WithFencing: every hold gets a larger number than every
+// earlier hold) stops that only where the resource compares it. A [Value] is
+// such a resource: it stores the value with the highest token that wrote it,
+// and [Value.Set] with a lower token is refused, in one script, so no
+// check-then-write race is left between two writers.
 //
 //	l := rlock.New(c, "orders:7", rlock.WithFencing())
 //	if err := l.Lock(ctx); err != nil { ... }

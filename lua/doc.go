@@ -1,6 +1,9 @@
 // Package lua holds every Lua script redisync runs, one operation per .lua
 // file, embedded with go:embed and wrapped once as a package-level
-// *redis.Script.
+// *redis.Script. It is the engine's: the primitives' packages run their
+// scripts through its typed bindings and the Client's script pipeline;
+// applications need not import it (docs/architecture.md draws where it
+// sits).
 //
 // Each file starts with a header naming what it does, its KEYS, its ARGV and
 // what it returns. Scripts are sent as (*redis.Script).Run sends them:

@@ -1,6 +1,8 @@
 // Package pubsub multiplexes the waiters of one redisync client over a
 // single Redis pub/sub connection (in sharded mode on a Cluster, one per
-// master).
+// master). It is the engine's: the Client owns one Mux, and the
+// primitives' packages and internal/core wait through it; applications
+// need not import it (docs/architecture.md draws where it sits).
 //
 // Every primitive that waits (a lock, a semaphore, a latch) subscribes to its
 // Redis channel through the client's Mux. A channel is subscribed when its

@@ -32,15 +32,15 @@
 // fixed lease instead, with no renewal: the lock is gone when it runs out,
 // whatever the holder is doing.
 //
-// A Redis lock is a lease, not a mutex. Watch Done (closed when the hold
-// ends: released, expired, or found gone by the watchdog, which notices a
-// force unlock at its next renewal, up to a third of the watchdog timeout
-// later) and stop the guarded work when it closes; Err says why. When the
-// server publishes keyspace notifications (notify-keyspace-events Kgx),
-// a watched hold (Done or Context asked for) learns within a round trip
-// that its key was deleted or expired: see "Lock events" below. For
-// correctness under pauses and partitions, use WithFencing and have the
-// guarded resource reject stale tokens.
+// A Redis lock is a lease, not a mutex (docs/guarantees.md). Watch Done
+// (closed when the hold ends: released, expired, or found gone by the
+// watchdog, which notices a force unlock at its next renewal, up to a third
+// of the watchdog timeout later) and stop the guarded work when it closes;
+// Err says why. When the server publishes keyspace notifications
+// (notify-keyspace-events Kgx), a watched hold (Done or Context asked for)
+// learns within a round trip that its key was deleted or expired: see "Lock
+// events" below. For correctness under pauses and partitions, use
+// WithFencing and have the guarded resource reject stale tokens.
 //
 // Fencing tokens never go backwards, also when their counter is lost (a
 // restart of a server without persistence, an eviction, a failover to a
@@ -53,7 +53,7 @@
 // servers' clocks agree to within the failover's duration). A Redisson
 // (Java) client that acquires first after a loss INCRs the missing key and
 // gets 1, which a resource that rejects stale tokens refuses until a Go
-// client takes the lock again. See docs/fencing-tokens.md.
+// client takes the lock again. See docs/fencing.md.
 //
 // A handle's Done, Err and FencingToken describe the latest hold taken
 // through the handle, by whichever owner. Hold(ctx) returns the caller's

@@ -146,7 +146,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 // checkUnrun counts and reports the tick as unrun when the job's lock
 // (lk, found taken) is held by a run of an earlier tick. A fenced lock's
 // token is never below the Redis server's clock, in microseconds, when
-// it was issued (docs/fencing-tokens.md): the holding run took the lock
+// it was issued (docs/fencing.md): the holding run took the lock
 // then. Taken more than half an interval ago, it is not this tick's run
 // (that one takes it within the clock splay ForInterval allows).
 func (l *Locker) checkUnrun(ctx context.Context, lk *rlock.Lock, key string) {

@@ -1,7 +1,8 @@
 // Package core is the lock engine every redisync primitive shares, and the
 // client state behind redisync.Client. Users do not import it; the
-// primitives' packages do. The engine's design (owners, exactly once,
-// fresh holds) is written at the top of lock.go.
+// primitives' packages do. The engine's design is written below ("The
+// lock engine", "Ownerless holds"); docs/architecture.md draws the whole
+// library, and how a call travels from a handle to Redis.
 //
 // # Where things live
 //
@@ -140,6 +141,123 @@
 // its replicas did not acknowledge ([errs.ErrNotReplicated]) is undone the
 // same way before the error returns.
 //
+// # The lock engine
+//
+// Every hold-based lock — rlock's Lock, FairLock and SpinLock, and both
+// sides of rwlock's RWLock — is a Lock (a handle's state) driven through a
+// Side (a kind of hold: its scripts, its owner field, how its waiters
+// wait). The engine does the rest once: owners and the local gate, the
+// request / undo / hold bookkeeping, waiting, release, renewal, Done and
+// Err.
+//
+// Owners. A context carrying an owner (WithOwner) makes every handle act for
+// that owner, which re-enters what it holds: hold counts, as Redisson's per
+// thread. Without one, a handle acts for its own owner token, and its local
+// gate makes the goroutines calling through it exclude each other as
+// sync.Mutex's (sync.RWMutex's for an rwlock) callers do, waiting locally
+// in arrival order; such a handle is never reentrant. On a side that takes
+// fresh holds ([Side.Fresh]: the lock, the spin lock and the rwlock's write
+// side), such a caller does not use the handle's token in Redis either: see
+// Fresh holds.
+//
+// The client is the authority over its own owners' hold counts. Every
+// acquisition and release tells Redis the count the owner has once it takes
+// effect, as this client counts it, and the scripts set that count instead
+// of adding to whatever Redis has. So a count left in Redis by a release
+// whose reply was lost, or by a late copy of a request, is never adopted
+// into a hold: the next acquisition overwrites it, and the watchdog renews
+// exactly the holds this client believes in, with the counts it believes
+// in (the renewal scripts set them too). Operations of one owner on one
+// lock are serialized in the client, so the count they send is exact.
+//
+// Exactly once. A copy of a request may reach Redis at any later time: a
+// go-redis re-send after a lost reply, or a request held up in the network
+// and delivered after the client gave up on it. Each state-changing script
+// records its result under a request key ([keys.Request]) and returns the
+// record when a copy of the same request runs again; and each request
+// carries a deadline by the Redis server's clock ([request.Requests.Deadline]: the time
+// go-redis may take to re-send, converted with a measured offset), checked
+// in the script with TIME: a copy that finds no record after the deadline
+// is refused and changes nothing. The record lives until just past the
+// deadline, so a copy either finds it or is refused, and no record outlives
+// its purpose (lua/prelude_request.lua). Owner-based locks have a second
+// defence: the scripts set the count the client believes in, so a
+// duplicate that slipped through would change nothing. An acquisition whose
+// reply is lost is undone by a release in undo mode, which marks the
+// acquisition cancelled if it has not run yet, so a later copy of it does
+// nothing either. This is the record-based path, for context owners, the
+// fair lock and the rwlock's read side; fresh holds take a cheaper one.
+//
+// Fresh holds. A caller without a context owner on a Fresh side holds the
+// lock at most once at a time through its handle (the gate), so its hold
+// count is always 1. Each of its acquisition attempts takes an owner of its
+// own: a new token ([freshToken]), the owner "<client id>:<token>"
+// in Redisson's layout as any other ([Lock.withFreshOwner]), whose field is
+// the side's
+// ([Scripts.Field]: the owner itself for a lock, "<owner>:write" for an
+// rwlock's write side); the handle remembers the owner of the hold it took
+// (the field fresh of [Lock]) and releases that one. As that owner's field in the hash
+// serves one hold and no other, the field is the acquisition's record while
+// the hold lasts, and the hold's request key, [keys.Request](name, field),
+// shared by its acquisition, release and undo, carries the marks that
+// outlive it (the rwlock's write side: lua/rwlock_write_acquire_fresh.lua and
+// lua/rwlock_write_release_fresh.lua, the same steps with the field "mode"):
+//
+//   - acquisition (lua/lock_acquire_fresh.lua): when neither the hash nor
+//     the request key exists, refuse a late copy (TIME), then HSET, PEXPIRE
+//     (and INCR for fencing); no record. Otherwise it changes nothing: a
+//     copy finding the field answers "acquired" (a re-send), one finding a
+//     mark answers "cancelled", else "held by another";
+//   - release (lua/lock_release_fresh.lua): HDEL of the field, PUBLISH, and
+//     the mark "released" on the request key until a second past the later
+//     of the acquisition's deadline and the release's own. A copy of the
+//     acquisition in time finds the mark and changes nothing; a later one
+//     is refused; a re-sent release finds the mark and answers 0 again; a
+//     late release deletes a field nobody uses any more. No TIME needed;
+//   - undo: the mark "cancelled" and HDEL of the field (a publish if that
+//     freed the lock), the same however often it runs;
+//   - a force unlock marks the request keys of every field it deletes.
+//
+// For the field to outlive every copy of the acquisition that could still
+// be accepted, the acquisition's deadline comes at least two seconds
+// before its lease ends ([request.Requests.FreshDeadline]); a lease too short for that makes
+// the script record the acquisition as the record-based path does. So a
+// fresh hold costs 9 commands in Redis per lock and unlock (8 for the spin
+// lock, which publishes nothing; 11 for an rwlock's write side, which also
+// deletes the field "mode"), against 14 on the record-based path (19 for
+// the rwlock's write side), and is exactly once as that one is, save for a
+// lock deleted from outside redisync (DEL, a Redisson forceUnlock), which
+// leaves no mark.
+//
+// # Ownerless holds
+//
+// Without a context owner, a lock handle is a distributed sync.Mutex (an
+// rwlock handle a sync.RWMutex), and the handles of one name on one
+// client are one such mutex: what a caller without a context owner holds
+// belongs to the client and the name, not only to the handle it called
+// through, so any handle of the name releases it (Redisson's users call
+// getLock(name) wherever they need it, and the handle made for the Unlock
+// is not the one made for the Lock). Each handle keeps its gate and its
+// fresh holds (they exclude each other in Redis as before, and a release
+// hands the lock on to a waiter of another handle in the local line); the
+// client's registry ([ownerlessRegistry]) lists, per kind and name, the
+// handles whose gate has a holder. A handle that has never taken a hold
+// without a context owner acts, when asked to release or for its Hold,
+// Done, Err and FencingToken, for the latest such handle of the name.
+// A handle that has taken one answers for the holds it took, and only
+// for them: once they are released, a further Unlock through it is
+// ErrNotHeld and changes nothing, even while another handle of the name
+// holds, so a double Unlock (an Unlock and a deferred one) never frees
+// another request's lock. So the handle's views of what
+// it holds ([Lock.Owner], [Lock.Hold], [Lock.FencingToken], [Lock.Done],
+// [Lock.Err]) are resolved through the registry (at the end of lock.go).
+//
+// The registry holds its handles strongly while they hold: a handle
+// dropped (garbage-collected) while it holds stays reachable from the
+// client, where a new handle of the name finds and releases its hold, so
+// no hold is renewed that nothing can release. A handle leaves the
+// registry when its gate empties.
+//
 // # Glossary
 //
 // The terms of the walk, one name each:
@@ -150,7 +268,7 @@
 //     (WithOwner), a handle's own, or a fresh hold's.
 //   - fresh hold: the hold of a caller without a context owner on a Fresh
 //     side: a new owner for one hold, whose field in the hash is its record
-//     (see "Fresh holds" in lock.go).
+//     (see "Fresh holds" below).
 //   - owner's lock: the client's lock that serializes one owner's
 //     operations on one lock ([ownerLocks]), so the counts it sends are
 //     exact.
