@@ -71,7 +71,7 @@ type Client struct {
 	holds  *Holds // live holds and their watchdog (hold.go, watchdog.go)
 	owners ownerLocks
 	// ownerless: the handles that hold without a context owner, per lock
-	// (lock.go: "Ownerless holds").
+	// (doc.go: "Ownerless holds").
 	ownerless ownerlessRegistry
 	lines     Lines
 	ctr       counters // what Stats reads and OnClose keeps (observe.go)

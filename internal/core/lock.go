@@ -37,7 +37,7 @@ type Lock struct {
 	// took says, per side (took[1]: a shared side's, an rwlock's read
 	// side), that a caller without a context owner took a hold through
 	// this handle: from then on the handle answers for its own holds only
-	// ("Ownerless holds", below).
+	// (doc.go: "Ownerless holds").
 	took [2]bool
 	// fresh is the request of the latest fresh hold taken through this
 	// handle: the hold's own copy, which never changes (its Shutdown
@@ -470,7 +470,7 @@ func ownerlessOf(ctx context.Context, l *Lock, s *Side) *Lock {
 // s: without a context owner, on a Fresh side, the owner of the latest
 // fresh hold taken through the handle, if any, else the handle's own;
 // when the handle holds nothing, those of the latest other handle of the
-// name that does ("Ownerless holds", above).
+// name that does (doc.go: "Ownerless holds").
 func (l *Lock) Owner(ctx context.Context, s *Side) (string, error) {
 	l = ownerlessOf(ctx, l, s)
 	t, own, err := l.token(ctx)

@@ -24,7 +24,7 @@ func (l *Lock) Release(ctx context.Context, s *Side) error {
 	if !own {
 		if x := ownerlessHolder(l, s); x != l {
 			// Held through another handle of the name: one mutex
-			// (lock.go: "Ownerless holds").
+			// (doc.go: "Ownerless holds").
 			return x.Release(ctx, s)
 		}
 		defer l.C.ownerless.drop(l) // after the gate's Leave
