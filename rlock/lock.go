@@ -275,9 +275,13 @@ func (h *handle) TryLock(ctx context.Context, wait time.Duration) (bool, error) 
 // Unlock releases one hold: the hold count drops by one, and at zero the
 // lock is deleted and its waiters are woken. Without a context owner it
 // releases the hold taken through this handle without one, from any
-// goroutine, or when this handle holds none, the one taken through
-// another handle of the name on the Client (one mutex); with one, a hold
-// of that owner. Renewal of the hold stops
+// goroutine; a handle that has never taken a hold releases the one taken
+// through another handle of the name on the Client (one mutex: Redisson's
+// getLock(name).unlock()). A handle answers for the holds it took: once
+// they are released, a second Unlock through it (an Unlock and a deferred
+// one) is ErrNotHeld, even while another handle of the name holds, whose
+// hold it never frees. With a context owner, it releases a hold of that
+// owner. Renewal of the hold stops
 // before the release is sent, whatever its outcome. Unlock runs even when
 // ctx is already cancelled (on a detached context with a bounded timeout),
 // so a deferred Unlock after a cancelled request still releases.
@@ -343,8 +347,10 @@ func (h *handle) IsLocked(ctx context.Context) (bool, error) {
 	return len(s.hash) > 0, err
 }
 
-// IsHeld reports whether the caller's owner (the context's, else the
-// handle's own) holds the lock.
+// IsHeld reports whether the caller's owner holds the lock: the
+// context's owner, or without one the hold the handle acts for (the holds
+// taken through it; for a handle that never took one, the Client's hold
+// of the name without a context owner, whichever handle took it).
 func (h *handle) IsHeld(ctx context.Context) (bool, error) {
 	n, err := h.HoldCount(ctx)
 	return n > 0, err
