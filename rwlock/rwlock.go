@@ -208,15 +208,17 @@ func (rw *RWLock) TryLock(ctx context.Context, wait time.Duration) (bool, error)
 }
 
 // RUnlock releases one read hold: without a context owner, one taken
-// through this handle without one (from any goroutine), or when it holds
-// none, through another handle of the name on the Client; with one, one
-// of that owner's. When the last read hold of the last reader goes, the lock
+// through this handle without one (from any goroutine), or for a handle
+// that has never taken one, through another handle of the name on the
+// Client (a handle answers for the holds it took: once they are released,
+// a further RUnlock through it is ErrNotHeld, whoever else holds); with
+// one, one of that owner's. When the last read hold of the last reader goes, the lock
 // is deleted and one waiting writer is woken. Renewal of the hold stops
 // before the release is sent, whatever its outcome. RUnlock runs even when
 // ctx is already cancelled (on a detached context with a bounded timeout),
 // and a release re-sent by go-redis after a lost reply is applied once.
 //
-// It returns an error wrapping redisync.ErrNotHeld, and releases nothing,
+// It returns an error wrapping redisync.ErrNotHeld, and changes nothing,
 // when the owner holds no live read hold: its lease ran out, someone
 // force-unlocked the lock, or it never took one.
 //
@@ -239,8 +241,10 @@ func (rw *RWLock) RUnlock(ctx context.Context) error {
 }
 
 // Unlock releases one write hold (without a context owner, the one taken
-// through this handle without one, or when it holds none, through another
-// handle of the name on the Client). The last one wakes every waiter: the
+// through this handle without one, or for a handle that has never taken
+// one, through another handle of the name on the Client; once the
+// handle's own is released, a second Unlock through it is ErrNotHeld and
+// frees no other handle's hold). The last one wakes every waiter: the
 // lock is then free, or read-locked when the owner still holds read holds
 // (a downgrade), and waiting readers get in at once. Renewal of the hold
 // stops before the release is sent, whatever its outcome. Unlock runs even
