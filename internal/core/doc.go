@@ -91,7 +91,7 @@
 //     acquires the lock for the caller's request in one script) and
 //     finishes the Handoff ([Handoff.Finish], handoff.go).
 //  6. wait.go, the caller's side: its sleep ends on [Handoff.Handed];
-//     [acquisition.takeHanded] takes the outcome ([Handoff.Take]) and
+//     [acquisition.takeHanded] takes the outcome ([Handoff.take]) and
 //     records the hold with [Lock.record], on the chain it goes on with.
 //
 // Read by contract, not opened: the checks and the lease rule

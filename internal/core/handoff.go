@@ -39,8 +39,8 @@ import (
 //     acquisition a releaser is to make for it (made on the waiter's
 //     goroutine, the first time it sleeps), [Handoff.Ask] and
 //     [Handoff.DoneAsking] around each of its own attempts,
-//     [Handoff.Handed] to sleep on, [Handoff.Take] for the outcome, and
-//     [Handoff.Withdraw] when its wait ends;
+//     [Handoff.Handed] to sleep on, [Handoff.take] for the outcome, and
+//     [Handoff.withdraw] when its wait ends;
 //   - the releaser's side (release.go): [Lines.Claim] finds the head of the
 //     line and claims its Handoff ([Handoff.claim]), the releaser runs the
 //     script and [Handoff.Finish]es it; [Lines.wake] wakes it without a
@@ -77,7 +77,7 @@ type Handoff struct {
 	req     *Request
 	asking  bool // the caller is asking Redis: no claim meanwhile
 	closed  bool // withdrawn: no claim, no wake
-	claimed bool // a releaser took it (or woke it); Take gives the outcome
+	claimed bool // a releaser took it (or woke it); take gives the outcome
 	woken   bool // woken before Open: Open finishes it at once
 	ol      *ownerLock
 	done    chan struct{} // closed once res is set; made when first needed
@@ -126,7 +126,7 @@ func (h *Handoff) Opened() bool {
 
 // Ask reports whether the caller may ask Redis now, and marks it as doing
 // so, so that no releaser claims it meanwhile (DoneAsking ends the mark):
-// false once a releaser has claimed it (Take then gives the outcome).
+// false once a releaser has claimed it (take then gives the outcome).
 func (h *Handoff) Ask() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -152,24 +152,24 @@ func (h *Handoff) Handed() <-chan struct{} {
 	return h.doneLocked()
 }
 
-// Take returns the outcome of a handoff a releaser claimed, waiting for
+// take returns the outcome of a handoff a releaser claimed, waiting for
 // it (the releaser's script is bounded by its timeout), the acquisition
 // it was, and the owner's lock the releaser took for the caller (nil for
 // a wake-up), which the caller gives back; ok is false when none was
 // claimed. The caller is ready for the next handoff after it, unless it
 // got the lock.
-func (h *Handoff) Take() (res HandoffResult, req *Request, ol *ownerLock, ok bool) {
-	return h.take(false)
+func (h *Handoff) take() (res HandoffResult, req *Request, ol *ownerLock, ok bool) {
+	return h.collect(false)
 }
 
-// Withdraw ends the caller's readiness when its wait ends, and returns,
-// as Take, the outcome of a handoff claimed at that moment, if any.
-func (h *Handoff) Withdraw() (res HandoffResult, req *Request, ol *ownerLock, ok bool) {
-	return h.take(true)
+// withdraw ends the caller's readiness when its wait ends, and returns,
+// as take, the outcome of a handoff claimed at that moment, if any.
+func (h *Handoff) withdraw() (res HandoffResult, req *Request, ol *ownerLock, ok bool) {
+	return h.collect(true)
 }
 
-// take is Take, and with end Withdraw.
-func (h *Handoff) take(end bool) (res HandoffResult, req *Request, ol *ownerLock, ok bool) {
+// collect is take, and with end withdraw.
+func (h *Handoff) collect(end bool) (res HandoffResult, req *Request, ol *ownerLock, ok bool) {
 	h.mu.Lock()
 	if end {
 		h.closed = true
@@ -208,7 +208,7 @@ func (h *Handoff) claim(owners *ownerLocks) *Request {
 		return nil
 	}
 	h.claimed, h.ol = true, ol
-	h.doneLocked() // the caller waits for it (Take)
+	h.doneLocked() // the caller waits for it (take)
 	return h.req
 }
 

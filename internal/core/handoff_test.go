@@ -21,7 +21,7 @@ func TestChainAllows(t *testing.T) {
 }
 
 // Claim takes only the head's Handoff, never before it opened nor while
-// the head asks Redis, and only once; Withdraw returns a claimed handoff
+// the head asks Redis, and only once; withdraw returns a claimed handoff
 // with its outcome.
 func TestClaimRules(t *testing.T) {
 	c := lineClient(t)
@@ -52,13 +52,13 @@ func TestClaimRules(t *testing.T) {
 	assert.Nil(t, again, "claimed twice")
 	assert.False(t, hh.Ask(), "a claimed head asks Redis")
 	h.Finish(HandoffResult{Acquired: true, Fence: 7})
-	res, got, ol, ok := hh.Withdraw()
+	res, got, ol, ok := hh.withdraw()
 	require.True(t, ok)
 	assert.Equal(t, "head", got.Field)
 	assert.True(t, res.Acquired)
 	assert.EqualValues(t, 7, res.Fence)
 	c.owners.unlock(HoldKey{Key: "r", Field: "head"}, ol)
-	_, _, _, ok = hh.Withdraw()
+	_, _, _, ok = hh.withdraw()
 	assert.False(t, ok, "withdrawn twice")
 	head.Leave()
 	next.Leave()
@@ -78,7 +78,7 @@ func TestWakeBeforeOpen(t *testing.T) {
 	default:
 		t.Fatal("the wake-up before Open was lost")
 	}
-	res, req, ol, ok := h.Take()
+	res, req, ol, ok := h.take()
 	require.True(t, ok)
 	assert.False(t, res.Acquired)
 	assert.Nil(t, ol, "a wake-up takes no owner's lock")

@@ -651,18 +651,18 @@ func (a *acquisition) handed() <-chan struct{} {
 }
 
 // takeHanded takes the outcome of a handoff a releaser claimed
-// ([Handoff.Take]) and reports whether the caller holds the lock now
+// ([Handoff.take]) and reports whether the caller holds the lock now
 // (accept).
 func (a *acquisition) takeHanded() bool {
-	res, req, ol, ok := a.handoff.Take()
+	res, req, ol, ok := a.handoff.take()
 	return ok && a.accept(res, req, ol)
 }
 
 // withdraw ends the caller's readiness when its wait ends
-// ([Handoff.Withdraw]), and reports whether a handoff claimed at that
+// ([Handoff.withdraw]), and reports whether a handoff claimed at that
 // moment gave it the lock after all.
 func (a *acquisition) withdraw() bool {
-	res, req, ol, ok := a.handoff.Withdraw()
+	res, req, ol, ok := a.handoff.withdraw()
 	return ok && a.accept(res, req, ol)
 }
 
