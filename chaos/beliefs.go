@@ -49,6 +49,10 @@ type belief struct {
 	token  int64
 	// acqCall is when the acquisition was called.
 	acqCall int64
+	// cause is the hold's Err when its Done closed (lost), and lockLost
+	// whether it wraps redisync.ErrLockLost.
+	cause    string
+	lockLost bool
 }
 
 // beliefs collects the workers' beliefs.

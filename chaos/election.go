@@ -1,0 +1,165 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/election"
+)
+
+// The election (package election) in the workload: workers campaign now
+// and then (a Campaign bounded by 0.1 to 1.5 s), lead for a hold time and
+// resign; an observer on client 0 follows it with Observe for the whole
+// run. Each leadership is a belief (beliefs.go) from Campaign's return to
+// the Resign call or to the moment its Done closed, so the belief check
+// finds two live leaderships at once; the terms, like fencing tokens,
+// must be unique and increase in real-time order; and Observe must
+// deliver the leaders in term order, every term won at least once.
+
+// electionName is the workload's election.
+const electionName = "chaos:election"
+
+// electionWaiterTimeout is the election's fair lock's waiter timeout
+// (rlock's default): a candidate's queue entry whose leave was lost is
+// dropped within it.
+const electionWaiterTimeout = 5 * time.Second
+
+// observerWorker is the history's worker number of the observer.
+const observerWorker = 2000
+
+// observer follows the election with Observe for the whole run.
+type observer struct {
+	start  int64 // when Observe returned
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	got    []Op // ElectObserve ops, in delivery order
+}
+
+// startObserver starts following the election on client 0.
+func (r *run) startObserver() {
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &observer{cancel: cancel, done: make(chan struct{})}
+	r.parts.obs = o
+	ch := election.New(r.clients[0], electionName).Observe(ctx)
+	o.start = r.h.Now()
+	go func() {
+		defer close(o.done)
+		for l := range ch {
+			at := r.h.Now()
+			op := Op{Worker: observerWorker, Object: electionName, Kind: ElectObserve, Token: l.Term, Err: l.Value, Call: at, Return: at}
+			r.h.Add(op)
+			o.mu.Lock()
+			o.got = append(o.got, op)
+			o.mu.Unlock()
+		}
+	}()
+}
+
+// stopObserver ends the observer.
+func (r *run) stopObserver() {
+	if o := r.parts.obs; o != nil {
+		o.cancel()
+		<-o.done
+	}
+}
+
+// electionOp campaigns (bounded by a wait of 0.1 to 1.5 s), leads for a
+// hold time (cut short if the leadership ends) and resigns.
+func (w *worker) electionOp() {
+	ctx, cancel := context.WithTimeout(context.Background(), between(w.rng, 100*time.Millisecond, 1500*time.Millisecond))
+	defer cancel()
+	call := w.run.h.Now()
+	l, err := w.election.Campaign(ctx, fmt.Sprintf("w%d", w.id))
+	ret := w.run.h.Now()
+	op := Op{Worker: w.id, Object: electionName, Kind: ElectWin, Call: call, Return: ret}
+	switch {
+	case err == nil:
+		op.Outcome, op.Token = OK, l.Term()
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		op.Outcome = Refused // not won within its wait
+	default:
+		op.Outcome, op.Err = Unknown, err.Error()
+	}
+	w.run.h.Add(op)
+	if err != nil {
+		return
+	}
+	lostAt := w.keep(l, w.holdTime())
+	rc := w.run.h.Now()
+	w.believed(belief{object: electionName, mode: beliefExclusive, from: ret, token: op.Token, acqCall: call}, rc, lostAt, l)
+	rctx, rcancel := context.WithTimeout(context.Background(), opTimeout)
+	err = l.Resign(rctx)
+	rcancel()
+	w.run.h.Add(Op{Worker: w.id, Object: electionName, Kind: ElectResign, Token: op.Token, Outcome: outcome(true, err), Err: errText(err),
+		Call: rc, Return: w.run.h.Now(), AcqCall: call})
+}
+
+// checkElection checks the terms and what the observer delivered, and
+// returns the summary line. Two live leaderships at once are the belief
+// check's.
+func (hc historyCheck) checkElection(ops []Op) string {
+	r := hc.r
+	var wins []Op
+	won := map[int64]Op{}
+	for _, op := range ops {
+		if op.Object == electionName && op.Kind == ElectWin && op.Outcome == OK {
+			wins = append(wins, op)
+			won[op.Token] = op
+		}
+	}
+	bad := hc.tokens(electionName, "election terms", wins)
+	var got []Op
+	start := int64(1 << 62)
+	if o := r.parts.obs; o != nil {
+		o.mu.Lock()
+		got = append(got, o.got...)
+		o.mu.Unlock()
+		start = o.start
+	}
+	// Observe: in term order (a term again only with another value).
+	seen := map[int64]bool{}
+	for i, op := range got {
+		seen[op.Token] = true
+		if i > 0 && op.Token < got[i-1].Token {
+			bad++
+			r.violate(Violation{At: op.Call, Check: "election observe", Detail: fmt.Sprintf(
+				"Observe delivered term %d after term %d", op.Token, got[i-1].Token), Excerpt: []string{got[i-1].String(), op.String()}})
+		}
+	}
+	// Every term won since the observer started is delivered. After a
+	// restart without data the election's record sequence starts again
+	// from 1, below the last an observer read, and the observer delivers
+	// nothing until it passes that again: counted apart, naming the
+	// restart (a limit of Observe across a restart without data).
+	var missing []Op
+	for _, op := range wins {
+		if !seen[op.Token] && op.Call > start {
+			missing = append(missing, op)
+		}
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].Call < missing[j].Call })
+	for _, op := range missing {
+		r.violate(Violation{At: op.Return, Check: "election observe", Detail: fmt.Sprintf(
+			"term %d (w%d, won at %.3fs) never delivered by Observe", op.Token, op.Worker, sec(op.Return)),
+			Apart: r.wipeBefore(op.Call)})
+	}
+	return fmt.Sprintf("election: %d leaderships won (terms unique and increasing in real-time order: %v), %d leaders delivered by Observe in term order, %d terms won not delivered",
+		len(wins), bad == 0, len(got), len(missing))
+}
+
+// wipeBefore names the last restart without data before at ("" if none):
+// the election's records went with it.
+func (r *run) wipeBefore(at int64) string {
+	why := ""
+	for _, s := range r.state.lossesList() {
+		if s.kind == FaultWipe && s.start < at {
+			why = fmt.Sprintf("the election's records vanished with the server's data at %.3fs, and Observe's record sequence restarted below the one it had read", sec(s.start))
+		}
+	}
+	return why
+}
