@@ -65,6 +65,7 @@ type run struct {
 
 	beliefs       beliefs       // what the workers believed they held, when (beliefs.go)
 	beliefOverlap time.Duration // the longest overlap of two holders' beliefs
+	overlaps      []overlap     // the overlaps beyond the margin
 
 	state  stateFaults // the restarts without data and the evictions (statefaults.go)
 	parts  parts       // the election, the schedulers and the fences (parts.go)

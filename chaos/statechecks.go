@@ -209,13 +209,16 @@ func (r *run) clientFaulted(c int, from, to int64) bool {
 	return false
 }
 
-// windowFigures returns, per state loss, what fencing stopped in its
-// window (stale writes the registers and the fences refused).
+// windowFigures returns, per state loss, what its window cost and what
+// fencing stopped there: the overlaps of two holders' beliefs beyond the
+// margin that began in it (counted apart), and the stale writes the
+// registers and the fences refused.
 func (r *run) windowFigures(ops []Op, losses []stateLoss) []string {
 	var lines []string
 	for _, s := range losses {
 		from, to := s.start, s.end+int64(r.stateAfter())
-		var regRefused, fenceRefused int
+		var regRefused, fenceRefused, n int
+		var longest time.Duration
 		for _, op := range ops {
 			if op.Call < from || op.Call > to || op.Outcome != Refused {
 				continue
@@ -227,8 +230,14 @@ func (r *run) windowFigures(ops []Op, losses []stateLoss) []string {
 				fenceRefused++
 			}
 		}
-		lines = append(lines, fmt.Sprintf("%s at [%.3fs, %.3fs]: in its window (to %.3fs) the fenced registers refused %d stale writes, the fences %d",
-			s.kind, sec(s.start), sec(s.end), sec(to), regRefused, fenceRefused))
+		for _, o := range r.overlaps {
+			if o.at >= from-int64(rateInterval) && o.at <= to {
+				n++
+				longest = max(longest, o.d)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s at [%.3fs, %.3fs]: in its window (to %.3fs) two holders believed they held at once %d times (counted apart; the longest %v); the fenced registers refused %d stale writes, the fences %d",
+			s.kind, sec(s.start), sec(s.end), sec(to), n, longest.Round(time.Millisecond), regRefused, fenceRefused))
 	}
 	return lines
 }
