@@ -262,6 +262,12 @@ func (in *injector) inject(k FaultKind) Fault {
 		f.End = r.h.Now()
 		return f
 	}
+	switch k {
+	case FaultWipe:
+		return in.restartEmpty(f)
+	case FaultEvict:
+		return in.memoryPressure(f)
+	}
 	return in.injectFault(k, f)
 }
 
@@ -311,10 +317,6 @@ func (in *injector) injectFault(k FaultKind, f Fault) Fault {
 		rs := r.sent.Replicas[0]
 		r.sent.RestartReplica(t, 0, true)
 		f.Detail = rs.Addr() + " restarted empty, synchronised again"
-	case FaultWipe:
-		return in.restartEmpty(f)
-	case FaultEvict:
-		return in.memoryPressure(f)
 	case FaultScriptFlush:
 		f.Client = -1
 		f.Detail = r.admin(t, "SCRIPT", "FLUSH")

@@ -175,30 +175,13 @@ func (hc historyCheck) checkSchedulers(ops []Op) string {
 			byTick[op.N] = append(byTick[op.N], op)
 		}
 	}
-	double, lateRuns := 0, 0
+	lateRuns := 0
 	for _, op := range runs {
 		if op.Return-op.N*int64(s.every) > int64(s.every/2) {
 			lateRuns++
 		}
 	}
-	for tick, rs := range byTick {
-		if len(rs) > 1 {
-			double++
-			v := Violation{At: rs[1].Call, Check: "jobs", Detail: fmt.Sprintf("tick %d (%.3fs) run %d times", tick, sec(tick*int64(s.every)), len(rs)),
-				Excerpt: opStrings(rs)}
-			for _, op := range rs {
-				if op.Return-tick*int64(s.every) > int64(s.every/2) {
-					// Lock bounds its attempt by a quarter of the
-					// interval, but only a go-redis client with
-					// ContextTimeoutEnabled cuts a request on its way
-					// (gocronlock's doc); the suite's clients have not.
-					v.Apart = fmt.Sprintf("w%d's Lock returned %v after the tick: its request was not cut (no ContextTimeoutEnabled)",
-						op.Worker, time.Duration(op.Return-tick*int64(s.every)).Round(time.Millisecond))
-				}
-			}
-			r.violate(v)
-		}
-	}
+	double := hc.doubleRuns(byTick, s.every)
 	unrun := 0
 	for tick := first; tick <= last; tick++ {
 		if len(byTick[tick]) == 0 {
@@ -215,6 +198,32 @@ func (hc historyCheck) checkSchedulers(ops []Op) string {
 	s.mu.Unlock()
 	return fmt.Sprintf("jobs: %d schedulers, a job every %v: %d runs (%d of them acquired more than half an interval after their tick), %d ticks run twice, %d of %d ticks unrun (the Lockers counted %d unrun: Locker.Unrun), %d Lock calls found it taken, %d failed; %d kills, %d judged, %d not run again within %v",
 		s.n, s.every, len(runs), lateRuns, double, unrun, max(last-first+1, 0), counted, taken, failed, len(kills), judged, late, 2*s.every+500*time.Millisecond)
+}
+
+// doubleRuns reports the ticks of byTick run more than once and returns
+// how many.
+func (hc historyCheck) doubleRuns(byTick map[int64][]Op, every time.Duration) int {
+	double := 0
+	for tick, rs := range byTick {
+		if len(rs) < 2 {
+			continue
+		}
+		double++
+		v := Violation{At: rs[1].Call, Check: "jobs", Detail: fmt.Sprintf("tick %d (%.3fs) run %d times", tick, sec(tick*int64(every)), len(rs)),
+			Excerpt: opStrings(rs)}
+		for _, op := range rs {
+			if late := time.Duration(op.Return - tick*int64(every)); late > every/2 {
+				// Lock bounds its attempt by a quarter of the interval,
+				// but only a go-redis client with ContextTimeoutEnabled
+				// cuts a request on its way (gocronlock's doc); the
+				// suite's clients have not.
+				v.Apart = fmt.Sprintf("w%d's Lock returned %v after the tick: its request was not cut (no ContextTimeoutEnabled)",
+					op.Worker, late.Round(time.Millisecond))
+			}
+		}
+		hc.r.violate(v)
+	}
+	return double
 }
 
 // kills checks that the job ran again within its bound after each kill

@@ -255,14 +255,11 @@ func (w *worker) loop(stop <-chan struct{}) {
 			return
 		default:
 		}
-		switch k := w.rng.IntN(100); {
+		switch k := w.pick(); {
 		case k < 25:
 			w.lockOp(w.rng.IntN(len(w.locks)), false)
 		case k < 40:
 			w.rwOp(w.rng.IntN(2) == 0, false)
-		case k < 55 && w.run.state.gated.Load(), k < 70 && w.run.state.gated.Load():
-			// the semaphores are left alone during a state loss (statefaults.go)
-			w.lockOp(w.rng.IntN(len(w.locks)), false)
 		case k < 55:
 			w.semOp(false)
 		case k < 70:
@@ -285,6 +282,17 @@ func (w *worker) loop(stop <-chan struct{}) {
 			w.latchOp(w.rng.IntN(len(w.latches)))
 		}
 	}
+}
+
+// pick picks the next operation (see loop): a number below 100; while
+// the semaphores are left alone (a state loss, statefaults.go), a lock
+// operation instead of theirs.
+func (w *worker) pick() int {
+	k := w.rng.IntN(100)
+	if k >= 40 && k < 70 && w.run.state.gated.Load() {
+		return 0
+	}
+	return k
 }
 
 // outcome classifies a call's error.
