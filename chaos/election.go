@@ -131,11 +131,9 @@ func (hc historyCheck) checkElection(ops []Op) string {
 				"Observe delivered term %d after term %d", op.Token, got[i-1].Token), Excerpt: []string{got[i-1].String(), op.String()}})
 		}
 	}
-	// Every term won since the observer started is delivered. After a
-	// restart without data the election's record sequence starts again
-	// from 1, below the last an observer read, and the observer delivers
-	// nothing until it passes that again: counted apart, naming the
-	// restart (a limit of Observe across a restart without data).
+	// Every term won since the observer started is delivered, across
+	// restarts without data too (the records' sequence starts again below
+	// the observer's, which then reads the log anew).
 	var missing []Op
 	for _, op := range wins {
 		if !seen[op.Token] && op.Call > start {
@@ -145,21 +143,8 @@ func (hc historyCheck) checkElection(ops []Op) string {
 	sort.Slice(missing, func(i, j int) bool { return missing[i].Call < missing[j].Call })
 	for _, op := range missing {
 		r.violate(Violation{At: op.Return, Check: "election observe", Detail: fmt.Sprintf(
-			"term %d (w%d, won at %.3fs) never delivered by Observe", op.Token, op.Worker, sec(op.Return)),
-			Apart: r.wipeBefore(op.Call)})
+			"term %d (w%d, won at %.3fs) never delivered by Observe", op.Token, op.Worker, sec(op.Return))})
 	}
 	return fmt.Sprintf("election: %d leaderships won (terms unique and increasing in real-time order: %v), %d leaders delivered by Observe in term order, %d terms won not delivered",
 		len(wins), bad == 0, len(got), len(missing))
-}
-
-// wipeBefore names the last restart without data before at ("" if none):
-// the election's records went with it.
-func (r *run) wipeBefore(at int64) string {
-	why := ""
-	for _, s := range r.state.lossesList() {
-		if s.kind == FaultWipe && s.start < at {
-			why = fmt.Sprintf("the election's records vanished with the server's data at %.3fs, and Observe's record sequence restarted below the one it had read", sec(s.start))
-		}
-	}
-	return why
 }

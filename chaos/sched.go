@@ -54,8 +54,11 @@ type schedulers struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
+	stopped int64 // when the schedulers were stopped (history clock)
+
 	mu      sync.Mutex
 	lockers []*gocronlock.Locker // every incarnation's, for Unrun
+	born    [][]int64            // per scheduler, when each incarnation's Client was created
 	taken   int                  // Lock calls that found the job taken
 	failed  int                  // Lock calls that failed (Redis)
 }
@@ -65,6 +68,7 @@ func (r *run) startSchedulers() {
 	s := &schedulers{r: r, every: 500*time.Millisecond + time.Duration(r.cfg.Seed%3)*250*time.Millisecond,
 		n: min(3, len(r.rdbs)), stop: make(chan struct{})}
 	r.parts.sched = s
+	s.born = make([][]int64, s.n)
 	for i := range s.n {
 		s.wg.Add(1)
 		go func() {
@@ -78,6 +82,7 @@ func (r *run) startSchedulers() {
 // stopSchedulers stops the schedulers and waits for them.
 func (r *run) stopSchedulers() {
 	if s := r.parts.sched; s != nil && s.stop != nil {
+		s.stopped = r.h.Now()
 		close(s.stop)
 		s.wg.Wait()
 		s.stop = nil
@@ -90,9 +95,10 @@ func (s *schedulers) run(i int) {
 	for inc := 0; ; inc++ {
 		c := redisync.New(s.r.rdbs[i], redisync.WithID(fmt.Sprintf("chaos-s%d-%d-%d", i, s.r.cfg.Seed, inc)),
 			redisync.WithRecheckInterval(s.r.cfg.Recheck), redisync.WithLogger(s.r.logger(i)))
-		l := gocronlock.NewLocker(c, gocronlock.WithKeyPrefix(jobPrefix)).ForInterval(s.every)
+		l := gocronlock.NewLocker(c, gocronlock.WithLockPrefix(jobPrefix)).ForInterval(s.every)
 		s.mu.Lock()
 		s.lockers = append(s.lockers, l)
+		s.born[i] = append(s.born[i], s.r.h.Now())
 		s.mu.Unlock()
 		killed := s.ticks(i, rng, l, c)
 		if !killed {
@@ -181,7 +187,7 @@ func (hc historyCheck) checkSchedulers(ops []Op) string {
 			lateRuns++
 		}
 	}
-	double := hc.doubleRuns(byTick, s.every)
+	double := hc.doubleRuns(byTick, s)
 	unrun := 0
 	for tick := first; tick <= last; tick++ {
 		if len(byTick[tick]) == 0 {
@@ -202,7 +208,8 @@ func (hc historyCheck) checkSchedulers(ops []Op) string {
 
 // doubleRuns reports the ticks of byTick run more than once and returns
 // how many.
-func (hc historyCheck) doubleRuns(byTick map[int64][]Op, every time.Duration) int {
+func (hc historyCheck) doubleRuns(byTick map[int64][]Op, s *schedulers) int {
+	every := s.every
 	double := 0
 	for tick, rs := range byTick {
 		if len(rs) < 2 {
@@ -212,6 +219,9 @@ func (hc historyCheck) doubleRuns(byTick map[int64][]Op, every time.Duration) in
 		v := Violation{At: rs[1].Call, Check: "jobs", Detail: fmt.Sprintf("tick %d (%.3fs) run %d times", tick, sec(tick*int64(every)), len(rs)),
 			Excerpt: opStrings(rs)}
 		for _, op := range rs {
+			if why := hc.r.bornInFailover(s, op); why != "" {
+				v.Apart = why
+			}
 			if late := time.Duration(op.Return - tick*int64(every)); late > every/2 {
 				// Lock bounds its attempt by a quarter of the interval,
 				// but only a go-redis client with ContextTimeoutEnabled
@@ -226,6 +236,36 @@ func (hc historyCheck) doubleRuns(byTick map[int64][]Op, every time.Duration) in
 	return double
 }
 
+// bornInFailover names why run op may have taken the job's lock without
+// its primary's replicas ("" if not): its scheduler's Client was created
+// during a server fault of a topology with replicas (a failover, a split
+// brain). A Client waits for the replicas it has seen on a primary; one
+// whose first primary is the old primary of a split brain, or a
+// promoted replica, counts none there and waits for none (the library's
+// documented limit), so a lock taken on the old primary is not refused.
+func (r *run) bornInFailover(s *schedulers, op Op) string {
+	if r.cfg.Topology == Single {
+		return ""
+	}
+	s.mu.Lock()
+	born := append([]int64(nil), s.born[op.Worker-schedWorker]...)
+	s.mu.Unlock()
+	var since int64
+	for _, b := range born {
+		if b <= op.Call {
+			since = b
+		}
+	}
+	r.faultsMu.Lock()
+	defer r.faultsMu.Unlock()
+	for _, f := range r.faults {
+		if f.Client < 0 && f.Kind != FaultScriptFlush && f.Kind != FaultKillPubSub && f.Target != "redlock" && since >= f.Start && since <= f.End {
+			return fmt.Sprintf("scheduler %d's Client was created at %.3fs during %s: it counts the replicas it has seen on a primary, none there", op.Worker-schedWorker, sec(since), f.Kind)
+		}
+	}
+	return ""
+}
+
 // kills checks that the job ran again within its bound after each kill
 // judged (no fault acting on the servers or on every other scheduler's
 // client meanwhile); it returns the kills judged and those late.
@@ -234,6 +274,9 @@ func (hc historyCheck) kills(runs, kills []Op, s *schedulers) (judged, late int)
 	bound := int64(2*s.every + 500*time.Millisecond)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Call < runs[j].Call })
 	for _, k := range kills {
+		if k.Call+bound > s.stopped {
+			continue // the schedulers stopped before its bound
+		}
 		if !r.schedulersReachable(k.Worker-schedWorker, s.n, kills, k.Call, k.Call+bound) {
 			continue
 		}
