@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -99,6 +100,23 @@ func (w *worker) electionOp() {
 		Call: rc, Return: w.run.h.Now(), AcqCall: call})
 }
 
+// twoPrimaries names a fault that gave two primaries at once (a split
+// brain) between from and to ("" if none). Observe reads the election's
+// record on whichever primary its connection reaches, and after a split
+// brain heals a Sentinel client's connections opened before it reach
+// the old primary until it is demoted: a term won meanwhile on the new
+// one that the observer missed is counted apart, naming the fault.
+func (r *run) twoPrimaries(from, to int64) string {
+	r.faultsMu.Lock()
+	defer r.faultsMu.Unlock()
+	for _, f := range r.faults {
+		if slices.Contains(splitBrainKinds, f.Kind) && f.Start <= to && f.End >= from {
+			return fmt.Sprintf("won during %s [%.3fs, %.3fs]: two primaries, and Observe reads whichever its connection reaches", f.Kind, sec(f.Start), sec(f.End))
+		}
+	}
+	return ""
+}
+
 // checkElection checks the terms and what the observer delivered, and
 // returns the summary line. Two live leaderships at once are the belief
 // check's.
@@ -143,7 +161,8 @@ func (hc historyCheck) checkElection(ops []Op) string {
 	sort.Slice(missing, func(i, j int) bool { return missing[i].Call < missing[j].Call })
 	for _, op := range missing {
 		r.violate(Violation{At: op.Return, Check: "election observe", Detail: fmt.Sprintf(
-			"term %d (w%d, won at %.3fs) never delivered by Observe", op.Token, op.Worker, sec(op.Return))})
+			"term %d (w%d, won at %.3fs) never delivered by Observe", op.Token, op.Worker, sec(op.Return)),
+			Apart: r.twoPrimaries(op.Call, op.Return)})
 	}
 	return fmt.Sprintf("election: %d leaderships won (terms unique and increasing in real-time order: %v), %d leaders delivered by Observe in term order, %d terms won not delivered",
 		len(wins), bad == 0, len(got), len(missing))
