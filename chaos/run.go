@@ -105,7 +105,7 @@ func (r *run) violate(v Violation) {
 	r.seenAgain = append(r.seenAgain, 0)
 	r.vmu.Unlock()
 	r.logf("VIOLATION %s: %s", v.Check, v.Detail)
-	if os.Getenv("CHAOS_DEBUG") != "" {
+	if os.Getenv("CHAOS_DEBUG") != "" { // with CHAOS_LOG=1: each violation's excerpt as it is found
 		for _, l := range v.Excerpt {
 			r.logf("    %s", l)
 		}
