@@ -52,7 +52,8 @@ bench-scale:
 
 # The fault suite (the chaos module), longer than the bounded pass that
 # "make test" runs: SEEDS seeds from SEED on, a DURATION fault phase each,
-# in the topologies CHAOS_TOPOLOGY names: single (one server), replicated
+# in the topologies CHAOS_TOPOLOGY names: single (one server, restarted
+# without its data and put under memory pressure among its faults), replicated
 # (a primary, a replica and a sentinel, with failovers, stalled replicas
 # and replicas restarted empty among the faults), cluster (a Redis Cluster
 # of three masters with a replica each, with masters killed and their

@@ -49,6 +49,17 @@ type belief struct {
 	token  int64
 	// acqCall is when the acquisition was called.
 	acqCall int64
+	// cause is the hold's Err when its Done closed (lost), and lockLost
+	// whether it wraps redisync.ErrLockLost.
+	cause    string
+	lockLost bool
+}
+
+// overlap is one overlap of two holders' beliefs beyond the margin: when
+// the second began, and how long.
+type overlap struct {
+	at int64
+	d  time.Duration
 }
 
 // beliefs collects the workers' beliefs.
@@ -113,6 +124,7 @@ func (r *run) checkBeliefs(bs []belief) string {
 					continue
 				}
 				overlaps++
+				r.overlaps = append(r.overlaps, overlap{at: b.from, d: time.Duration(ov)})
 				r.violate(Violation{At: b.from, Check: "mutual exclusion (clients' beliefs)", Detail: fmt.Sprintf(
 					"%s: w%d and w%d both believed they held it for %v (margin %v): %s and %s",
 					o, a.worker, b.worker, time.Duration(ov).Round(time.Millisecond), r.cfg.BeliefMargin, a, b),

@@ -100,6 +100,18 @@
 // recorded with its call and return times and its outcome; a call that
 // failed with a network error is indeterminate.
 //
+// Beside those: the workers campaign in an election now and then (a
+// Campaign bounded by 0.1 to 1.5 s), lead for a hold time and resign, and
+// an observer on client 0 follows it with Observe (election.go); every
+// holder of a lock of lockNames writes the lock's fenced value
+// (fence.Value.Set) with its token when it has acquired it and again after
+// its hold time, and reads it back (fences.go); three job schedulers, each
+// with a Client of its own on one of the first three clients'
+// connections, run a job at every tick of an interval of 500 ms, 750 ms
+// or 1 s through gocronlock's Locker.ForInterval, and now and then one is
+// killed while it runs the job (its Client closed, the lock left to its
+// lease) and comes back later (sched.go).
+//
 // # Faults
 //
 // In both topologies: dropped replies (the primary ran the command, the
@@ -110,6 +122,16 @@
 // and SIGCONT of the primary (shorter than the sentinel's down-after),
 // SIGKILL and restart of the primary (the AOF keeps the data; no
 // failover), SCRIPT FLUSH and CLIENT KILL TYPE pubsub on the primary.
+//
+// In Single also the faults that make state vanish (statefaults.go): the
+// server restarted without its data (SIGKILL, its RDB and AOF deleted,
+// started empty), and memory pressure (the server runs with
+// maxmemory-policy volatile-lru and no maxmemory; the fault sets a
+// maxmemory just above the memory used and writes filler keys, so the
+// keys with a TTL, the locks' among them, are evicted and writes refused
+// with OOM, for 1.5 to 4 s). The semaphores are left idle across both and
+// set again after them. The first cycle has a restart without data among
+// its first three faults and memory pressure fourth or fifth.
 //
 // In Replicated also: failovers (SIGKILL of the primary, half the time
 // while the replica is paused for 50 to 800ms, so that the acquisitions
@@ -209,6 +231,27 @@
 //     TTL included). make chaos STRICT_PERMITS=1 (PermitsStrict) lets
 //     failed releases explain a loss (a finding naming them),
 //     STRICT_PERMITS=0 (PermitsLoose) failed acquisitions as well.
+//   - the election: never two live leaderships at once (the belief
+//     check, on the leaderships' Done), terms unique and increasing in
+//     real-time order, Observe delivering the leaders in term order and
+//     every term won.
+//   - the fences: a successful write or a read never carries a token
+//     below one a successful write returned before it was called (a stale
+//     token never overwrites a newer one); refused writes are counted.
+//   - the jobs: at most one run per tick, and after a scheduler is killed
+//     during a run the job runs again within two intervals and half a
+//     second (judged when no fault acts on the servers or on every other
+//     scheduler); ticks unrun and Locker.Unrun are reported.
+//   - a restart without data: every hold it took is reported lost (Done
+//     with ErrLockLost, or a release answering ErrNotHeld); no latch wait
+//     that saw its latch set returns nil (a Wait on a latch set to 1
+//     across each restart must return ErrStateLost); fencing tokens never
+//     go back. Memory pressure: every hold whose key Redis reported
+//     evicted is reported lost, naming eviction. What the other checks
+//     find in their windows is counted apart (Report.Unsurvivable): no
+//     Redis lock survives either fault.
+//   - the foreign client (Config.Foreign): every Go call on its locks in
+//     the history, none answering ErrWrongType.
 //   - no keys left at the end beyond the documented ones (request records,
 //     fencing counters, the semaphores' counts, and the fair lock's queue of
 //     waiters whose leave was lost, each due to be dropped within the

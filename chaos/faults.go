@@ -185,6 +185,8 @@ func (r *run) faultKinds() []FaultKind {
 		kinds = append(kinds, replicatedKinds...)
 	case r.cl != nil:
 		kinds = append(kinds, clusterKinds...)
+	case r.cfg.Topology == Single:
+		kinds = append(kinds, stateKinds...)
 	}
 	if r.rl != nil {
 		kinds = append(kinds, redlockKinds...)
@@ -195,7 +197,8 @@ func (r *run) faultKinds() []FaultKind {
 // cycle returns one cycle of the schedule: kinds in a seeded random
 // order. The first cycle has a failover among its first three faults (in
 // netns a split brain, or a kill without split brains), and on a Cluster
-// a migration fourth.
+// a migration fourth; on a single server a restart without data among
+// its first three and memory pressure fourth or fifth.
 func (r *run) cycle(rng *rand.Rand, kinds []FaultKind, first bool) []FaultKind {
 	order := append([]FaultKind(nil), kinds...)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -216,6 +219,14 @@ func (r *run) cycle(rng *rand.Rand, kinds []FaultKind, first bool) []FaultKind {
 	if r.cl != nil {
 		// A migration among the first four faults too.
 		i, j := slices.Index(order, FaultMigrate), 3
+		order[i], order[j] = order[j], order[i]
+	}
+	if r.cfg.Topology == Single {
+		// A restart without data among the first three faults, memory
+		// pressure fourth or fifth, so that a short run has both.
+		i, j := slices.Index(order, FaultWipe), rng.IntN(3)
+		order[i], order[j] = order[j], order[i]
+		i, j = slices.Index(order, FaultEvict), 3+rng.IntN(2)
 		order[i], order[j] = order[j], order[i]
 	}
 	return order
@@ -250,6 +261,12 @@ func (in *injector) inject(k FaultKind) Fault {
 	if r.cl != nil && in.injectCluster(k, &f) {
 		f.End = r.h.Now()
 		return f
+	}
+	switch k {
+	case FaultWipe:
+		return in.restartEmpty(f)
+	case FaultEvict:
+		return in.memoryPressure(f)
 	}
 	return in.injectFault(k, f)
 }

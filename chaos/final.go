@@ -42,12 +42,17 @@ func (r *run) checkFinalState(t testing.TB) {
 // of dead waiters (checkFairQueue).
 func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 	allowed := map[string]bool{semName: true, xsemName: true, rateName: true,
-		keys.RateValue(rateName): true, keys.RatePermits(rateName): true, gcraName: true}
+		keys.RateValue(rateName): true, keys.RatePermits(rateName): true, gcraName: true,
+		// the election's records (no expiry: the next leader overwrites
+		// them) and term counter, the job lock's fencing counter
+		keys.ElectionLeader(electionName): true, keys.ElectionLog(electionName): true,
+		keys.FenceCounter(electionName): true, keys.FenceCounter(jobPrefix + jobName): true}
 	for _, n := range lockNames {
 		allowed[keys.FenceCounter(n)] = true
+		allowed[fenceName(n)] = true // the fenced values: no expiry
 	}
 	fairQueue, fairTimeouts := keys.FairQueue(fairName), keys.FairTimeouts(fairName)
-	fairChecked := false
+	fairChecked, electionChecked := false, false
 	for _, k := range all {
 		switch {
 		case allowed[k]:
@@ -65,7 +70,12 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 		case k == fairQueue || k == fairTimeouts:
 			if !fairChecked {
 				fairChecked = true
-				r.checkFairQueue(ctx, fairQueue, fairTimeouts)
+				r.checkFairQueue(ctx, fairName, fairQueue, fairTimeouts, fairWaiterTimeout)
+			}
+		case k == keys.FairQueue(electionName) || k == keys.FairTimeouts(electionName):
+			if !electionChecked {
+				electionChecked = true
+				r.checkFairQueue(ctx, electionName, keys.FairQueue(electionName), keys.FairTimeouts(electionName), electionWaiterTimeout)
 			}
 		case k == keys.SemaphoreTimeouts(xsemName):
 			// checked with the expirable semaphore (checkExpirableAtEnd)
@@ -116,35 +126,36 @@ func (r *run) checkExpirableAtEnd(ctx context.Context) {
 	}
 }
 
-// checkFairQueue judges the fair lock's queue left at the end: the entries
+// checkFairQueue judges the queue of fair lock lock (the workload's fair
+// lock, or the election's, with their waiterTimeout) left at the end: the entries
 // of waiters whose leave was lost to a fault, which stay until an
 // acquisition drops them as dead. Each must be scored in the timeouts zset
 // with a deadline no later than the waiter timeout from now (a waiter that
 // gave up no longer pushes it), and the list and the zset must agree.
-func (r *run) checkFairQueue(ctx context.Context, queue, timeouts string) {
+func (r *run) checkFairQueue(ctx context.Context, lock, queue, timeouts string, waiterTimeout time.Duration) {
 	q, qerr := r.adminRDB.LRange(ctx, queue, 0, -1).Result()
 	z, zerr := r.adminRDB.ZRangeWithScores(ctx, timeouts, 0, -1).Result()
 	now, terr := r.adminRDB.Time(ctx).Result()
 	if qerr != nil || zerr != nil || terr != nil {
-		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s queue unreadable: %v %v %v", fairName, qerr, zerr, terr)})
+		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s queue unreadable: %v %v %v", lock, qerr, zerr, terr)})
 		return
 	}
-	bound := float64(now.Add(fairWaiterTimeout).UnixMilli())
+	bound := float64(now.Add(waiterTimeout).UnixMilli())
 	scored := map[string]bool{}
 	for _, m := range z {
 		scored[fmt.Sprint(m.Member)] = true
 		if m.Score > bound {
 			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: waiter %v still scored %d ms ahead with nobody waiting",
-				fairName, m.Member, int64(m.Score)-now.UnixMilli())})
+				lock, m.Member, int64(m.Score)-now.UnixMilli())})
 		}
 	}
 	if len(q) != len(z) {
-		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: queue %v and timeouts %v disagree", fairName, q, z)})
+		r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: queue %v and timeouts %v disagree", lock, q, z)})
 		return
 	}
 	for _, e := range q {
 		if !scored[e] {
-			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: queued %s has no deadline", fairName, e)})
+			r.violate(Violation{Check: "leftover keys", Detail: fmt.Sprintf("fair lock %s: queued %s has no deadline", lock, e)})
 		}
 	}
 }
@@ -181,6 +192,16 @@ func (r *run) checkHistory(ops []Op, rep *Report) {
 	// Fencing: tokens unique, positive, and increasing in real-time order.
 	for _, name := range lockNames {
 		hc.fencing(name, ops)
+	}
+	// The election, the schedulers, the fences, the state losses and the
+	// foreign client.
+	rep.Checks = append(rep.Checks, hc.checkElection(ops), r.checkFences(ops))
+	if l := hc.checkSchedulers(ops); l != "" {
+		rep.Checks = append(rep.Checks, l)
+	}
+	rep.Checks = append(rep.Checks, r.checkStateLosses(ops, r.beliefs.list())...)
+	if l := r.checkForeign(ops); l != "" {
+		rep.Checks = append(rep.Checks, l)
 	}
 	for _, op := range ops {
 		if op.Err == earlyLoss {
@@ -224,31 +245,38 @@ func (hc historyCheck) linearizable(name string, model porcupine.Model, part []p
 // fencing checks the fencing tokens of lock name's acquisitions in ops:
 // unique, positive, and increasing in real-time order.
 func (hc historyCheck) fencing(name string, ops []Op) {
-	r, rep := hc.r, hc.rep
 	var acq []Op
 	for _, op := range ops {
 		if op.Object == name && op.Kind == LockAcquire && op.Outcome == OK && !isForeign(op) {
 			acq = append(acq, op)
 		}
 	}
+	bad := hc.tokens(name, "fencing", acq)
+	hc.rep.Checks = append(hc.rep.Checks, fmt.Sprintf("fencing on %s: %d acquisitions, tokens unique and increasing in real-time order: %v", name, len(acq), bad == 0))
+}
+
+// tokens checks the tokens of the acquisitions acq (in call order) of
+// object name: unique, positive, and increasing in real-time order; check
+// names the violations. It returns how many it found.
+func (hc historyCheck) tokens(name, check string, acq []Op) int {
+	r := hc.r
 	bad := 0
 	seen := map[int64]Op{}
 	for _, op := range acq {
 		if prev, dup := seen[op.Token]; dup || op.Token <= 0 {
 			bad++
-			r.violate(Violation{At: op.Call, Check: "fencing", Detail: fmt.Sprintf("%s: token %d given twice or not positive", name, op.Token),
+			r.violate(Violation{At: op.Call, Check: check, Detail: fmt.Sprintf("%s: token %d given twice or not positive", name, op.Token),
 				Excerpt: []string{prev.String(), op.String()}})
 		}
 		seen[op.Token] = op
 	}
-	bad += hc.tokenOrder(name, acq)
-	rep.Checks = append(rep.Checks, fmt.Sprintf("fencing on %s: %d acquisitions, tokens unique and increasing in real-time order: %v", name, len(acq), bad == 0))
+	return bad + hc.tokenOrder(name, check, acq)
 }
 
-// tokenOrder checks that every acquisition of lock name that returned
+// tokenOrder checks that every acquisition of object name that returned
 // before another was called has a lower token; acq is in call order. It
-// returns how many violations it found.
-func (hc historyCheck) tokenOrder(name string, acq []Op) int {
+// returns how many violations (of check) it found.
+func (hc historyCheck) tokenOrder(name, check string, acq []Op) int {
 	r := hc.r
 	bad := 0
 	byReturn := append([]Op(nil), acq...)
@@ -265,7 +293,7 @@ func (hc historyCheck) tokenOrder(name string, acq []Op) int {
 		}
 		if op.Token <= maxTok {
 			bad++
-			r.violate(Violation{At: op.Call, Check: "fencing", Detail: fmt.Sprintf("%s: token %d after token %d was returned", name, op.Token, maxTok),
+			r.violate(Violation{At: op.Call, Check: check, Detail: fmt.Sprintf("%s: token %d after token %d was returned", name, op.Token, maxTok),
 				Excerpt: []string{maxOp.String(), op.String()}})
 		}
 	}

@@ -3,16 +3,21 @@ package chaos
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redisync/redisync"
 
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -183,4 +188,76 @@ func (r *run) foreignLine(f *foreignProc, line []byte) {
 	default:
 		r.logf("foreign client: unknown call %q", fmt.Sprint(c.Op))
 	}
+}
+
+// goCalls counts the Go workers' calls on the foreign client's locks (with
+// or without it), and those that found a lock "of another type"
+// (ErrWrongType): node-redisson's owner field, "<uuid>:<uuid>", must be
+// taken for a holder's.
+type goCalls struct {
+	calls, wrongType atomic.Int64
+}
+
+// call counts a call on lock name.
+func (g *goCalls) call(name string) {
+	if slices.Contains(foreignLocks, name) {
+		g.calls.Add(1)
+	}
+}
+
+// returned notes the error of a call on lock name.
+func (g *goCalls) returned(name string, err error) {
+	if slices.Contains(foreignLocks, name) && errors.Is(err, redisync.ErrWrongType) {
+		g.wrongType.Add(1)
+	}
+}
+
+// checkForeign checks, with the foreign client, that the history accounts
+// for every Go call on its locks and that none found its holds "of
+// another type"; it returns the summary line ("" without it).
+func (r *run) checkForeign(ops []Op) string {
+	if !r.cfg.Foreign || r.cfg.Topology != Single {
+		return ""
+	}
+	var goOps, foreign, waited int
+	var beliefs []belief
+	for _, b := range r.beliefs.list() {
+		if b.worker >= foreignWorker {
+			beliefs = append(beliefs, b)
+		}
+	}
+	for _, op := range ops {
+		if !slices.Contains(foreignLocks, op.Object) {
+			continue
+		}
+		switch {
+		case isForeign(op):
+			foreign++
+		case op.Kind == LockAcquire || op.Kind == LockRelease:
+			goOps++
+			if op.Kind == LockAcquire && op.Outcome == Refused && heldByForeign(beliefs, op) {
+				waited++
+			}
+		}
+	}
+	calls, wrong := r.goCall.calls.Load(), r.goCall.wrongType.Load()
+	if int64(goOps) != calls {
+		r.violate(Violation{Check: "foreign client", Detail: fmt.Sprintf("the Go workers made %d calls on %v, the history records %d", calls, foreignLocks, goOps)})
+	}
+	if wrong > 0 {
+		r.violate(Violation{Check: "foreign client", Detail: fmt.Sprintf("%d Go calls on %v found node-redisson's hold of another type (ErrWrongType)", wrong, foreignLocks)})
+	}
+	return fmt.Sprintf("foreign client: %d node-redisson calls; %d Go calls on its locks, all in the history: %v; %d Go acquisitions refused while node-redisson held the lock (waited on it as a holder); %d answered ErrWrongType",
+		foreign, calls, int64(goOps) == calls, waited, wrong)
+}
+
+// heldByForeign tells whether the foreign client believed it held op's
+// lock for the whole of op's call.
+func heldByForeign(bs []belief, op Op) bool {
+	for _, b := range bs {
+		if b.object == op.Object && b.from <= op.Call && b.to >= op.Return {
+			return true
+		}
+	}
+	return false
 }

@@ -62,6 +62,15 @@ const (
 	LatchCount    Kind = "count"   // Count; N is the count read
 	RegisterWrite Kind = "write"   // a fenced register write with Token
 	RateAcquire   Kind = "rate"    // ratelimit Limiter.TryAcquire of N permits
+	Wiped         Kind = "wiped"   // synthetic: the object's state vanished with its server (a restart without its data, an eviction)
+
+	ElectWin     Kind = "campaign" // election Campaign; Token is the term
+	ElectResign  Kind = "resign"   // Leadership.Resign
+	ElectObserve Kind = "observed" // a leader Observe delivered; Token is its term
+	JobRun       Kind = "job"      // a scheduler ran the job; N is the tick, Token the lock's fencing token
+	JobKill      Kind = "killed"   // a scheduler killed while running the job (its Client closed)
+	FenceSet     Kind = "fset"     // fence.Value.Set with Token
+	FenceGet     Kind = "fget"     // fence.Value.Get; Token is the token read
 )
 
 // Op is one recorded call. Times are nanoseconds since the run started.

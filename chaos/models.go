@@ -123,6 +123,8 @@ var LockModel = porcupine.Model{
 		op := in.(Op)
 		bit := uint64(1) << uint(op.Worker)
 		switch op.Kind {
+		case Wiped: // the lock vanished with its server: nobody holds it
+			return true, lockState{holder: -1}
 		case LockAcquire, WriteAcquire:
 			if s.holder != -1 || s.readers != 0 {
 				return false, s
@@ -361,6 +363,10 @@ func latchOps(ops []Op, b Bounds) []porcupine.Operation {
 			if op.Outcome != Unknown {
 				out = append(out, porcupineOp(op, op.Call, op.Return))
 			}
+		case Wiped:
+			if slices.Contains(latchNames, op.Object) {
+				out = append(out, porcupineOp(op, op.Call, op.Return))
+			}
 		}
 	}
 	return out
@@ -373,6 +379,8 @@ func latchOps(ops []Op, b Bounds) []porcupine.Operation {
 // requests included, so it returns false when Redis did not answer within
 // it (stopped, partitioned), whatever the count. That an open latch wakes
 // its waiters is checked by the liveness round, whose waits are not cut.
+// A Wiped op (the latch vanished with its server's data) leaves it not
+// set.
 var LatchModel = porcupine.NondeterministicModel{
 	Partition: partitionByObject,
 	Init:      func() []any { return []any{int64(0)} },
@@ -380,6 +388,8 @@ var LatchModel = porcupine.NondeterministicModel{
 		c := state.(int64)
 		op := in.(Op)
 		switch op.Kind {
+		case Wiped: // the latch vanished with its server: not set
+			return []any{int64(0)}
 		case LatchSet:
 			switch op.Outcome {
 			case OK:

@@ -156,7 +156,7 @@ func (w *worker) redlockOp() {
 	lostAt := w.keepMajority(w.holdTime())
 	w.state.begin(redlockName)
 	rc := w.run.h.Now()
-	w.believed(belief{object: redlockName, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt)
+	w.believed(belief{object: redlockName, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt, nil)
 	err = w.redlock.Unlock(w.ctx)
 	w.released(redlockName, LockRelease, LockLoss, call, rc, err, lostAt)
 	w.state.end(redlockName, held{})

@@ -65,6 +65,11 @@ type run struct {
 
 	beliefs       beliefs       // what the workers believed they held, when (beliefs.go)
 	beliefOverlap time.Duration // the longest overlap of two holders' beliefs
+	overlaps      []overlap     // the overlaps beyond the margin
+
+	state  stateFaults // the restarts without data and the evictions (statefaults.go)
+	parts  parts       // the election, the schedulers and the fences (parts.go)
+	goCall goCalls     // the Go workers' calls on the foreign client's locks (foreign.go)
 }
 
 // Violation is one failed check.
@@ -74,11 +79,17 @@ type Violation struct {
 	Detail  string
 	Excerpt []string // the history around it
 	HTML    string   // porcupine's visualization, if written
+	// Apart, when set, says why it is counted apart with the faults no
+	// lock survives (Report.Unsurvivable) whatever its time.
+	Apart string
 }
 
 func (v Violation) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", v.Check, v.Detail)
+	if v.Apart != "" {
+		fmt.Fprintf(&b, " (counted apart: %s)", v.Apart)
+	}
 	if v.HTML != "" {
 		fmt.Fprintf(&b, "\n  porcupine visualization: %s", v.HTML)
 	}
@@ -94,6 +105,11 @@ func (r *run) violate(v Violation) {
 	r.seenAgain = append(r.seenAgain, 0)
 	r.vmu.Unlock()
 	r.logf("VIOLATION %s: %s", v.Check, v.Detail)
+	if os.Getenv("CHAOS_DEBUG") != "" { // with CHAOS_LOG=1: each violation's excerpt as it is found
+		for _, l := range v.Excerpt {
+			r.logf("    %s", l)
+		}
+	}
 }
 
 // violateOnce records v the first time key is found and counts the later

@@ -19,7 +19,9 @@ import (
 func Run(t testing.TB, cfg Config) *Report {
 	t.Helper()
 	cfg.defaults()
-	r := &run{cfg: cfg}
+	// The history's clock starts first: the clients' warnings at their
+	// first connection (an evicting policy) are stamped with it.
+	r := &run{cfg: cfg, h: NewHistory()}
 	r.startTopology(t)
 	r.openClients()
 	t.Cleanup(r.closeClients)
@@ -27,6 +29,8 @@ func Run(t testing.TB, cfg Config) *Report {
 	if cfg.Foreign && cfg.Topology == Single {
 		r.startForeign(t)
 	}
+	r.startParts()
+	t.Cleanup(func() { r.stopSchedulers(); r.stopObserver(); r.stopEvictions() })
 
 	// Fault phase: the workload runs while the schedule injects faults.
 	stop := make(chan struct{})
@@ -50,12 +54,15 @@ func Run(t testing.TB, cfg Config) *Report {
 	r.logf("faults over")
 	close(stop)
 	wg.Wait()
+	r.stopSchedulers()
 	r.stopForeign()
 	faultPhaseEnd := r.h.Now()
 
 	r.settleAndProbe(t)
 	close(samplerStop)
 	<-samplerDone
+	r.stopObserver()
+	r.stopEvictions()
 	r.logf("workload over")
 
 	// Final state, with every client closed.
@@ -120,7 +127,6 @@ func (r *run) setUp(t testing.TB) {
 	r.recordTTL = r.measureRecordTTL(t)
 	r.liveBound = cfg.Recheck + 2*time.Second
 
-	r.h = NewHistory()
 	for range lockNames {
 		r.registers = append(r.registers, &register{})
 	}

@@ -103,7 +103,7 @@ func (r *run) startTopology(t testing.TB) {
 			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 2,
 		})
 	} else {
-		r.srv = redistest.Start(t, redistest.WithArgs(serverArgs...))
+		r.srv = redistest.Start(t, redistest.WithArgs(append(append([]string(nil), serverArgs...), singleServerArgs...)...))
 		r.servers = []*redistest.Server{r.srv}
 		r.adminRDB = redis.NewClient(&redis.Options{
 			Addr: r.srv.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,

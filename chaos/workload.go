@@ -9,6 +9,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/election"
+	"github.com/redisync/redisync/fence"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
@@ -181,6 +183,10 @@ type worker struct {
 	// rlMembers its members, one per master.
 	redlock   *multilock.MultiLock
 	rlMembers []*rlock.Lock
+	// election is the workload's election (parts.go), fences the fenced
+	// values its lock holders write (one per lock of lockNames).
+	election *election.Election
+	fences   []*fence.Value
 }
 
 func newWorker(r *run, id int, c *redisync.Client) *worker {
@@ -193,15 +199,17 @@ func newWorker(r *run, id int, c *redisync.Client) *worker {
 		state: workerState{holds: map[string]held{}},
 		rw:    rwlock.New(c, rwName),
 		// A handle of its own, as a caller without an owner has.
-		rwFresh: rwlock.New(c, rwName),
-		sem:     semaphore.New(c, semName),
-		xsem:    semaphore.NewExpirable(c, xsemName),
-		rate:    ratelimit.New(c, rateName),
-		gcra:    ratelimit.NewGCRA(c, gcraName, gcraLimit),
+		rwFresh:  rwlock.New(c, rwName),
+		sem:      semaphore.New(c, semName),
+		xsem:     semaphore.NewExpirable(c, xsemName),
+		rate:     ratelimit.New(c, rateName),
+		gcra:     ratelimit.NewGCRA(c, gcraName, gcraLimit),
+		election: election.New(c, electionName),
 	}
 	for _, n := range lockNames {
 		w.locks = append(w.locks, openLock(c, n))
 		w.fresh = append(w.fresh, openLock(c, n))
+		w.fences = append(w.fences, fence.New(c, fenceName(n)))
 	}
 	for _, n := range latchNames {
 		w.latches = append(w.latches, countdown.New(c, n))
@@ -247,7 +255,7 @@ func (w *worker) loop(stop <-chan struct{}) {
 			return
 		default:
 		}
-		switch k := w.rng.IntN(100); {
+		switch k := w.pick(); {
 		case k < 25:
 			w.lockOp(w.rng.IntN(len(w.locks)), false)
 		case k < 40:
@@ -268,10 +276,23 @@ func (w *worker) loop(stop <-chan struct{}) {
 			} else {
 				w.multiOp()
 			}
+		case k < 87:
+			w.electionOp()
 		default:
 			w.latchOp(w.rng.IntN(len(w.latches)))
 		}
 	}
+}
+
+// pick picks the next operation (see loop): a number below 100; while
+// the semaphores are left alone (a state loss, statefaults.go), a lock
+// operation instead of theirs.
+func (w *worker) pick() int {
+	k := w.rng.IntN(100)
+	if k >= 40 && k < 70 && w.run.state.gated.Load() {
+		return 0
+	}
+	return k
 }
 
 // outcome classifies a call's error.
@@ -349,11 +370,17 @@ func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
 
 // believed records what w believed it held, b, from b.from until the
 // release call rc or the moment lostAt (if not 0) it saw the hold's Done
-// close, whichever was first.
-func (w *worker) believed(b belief, rc, lostAt int64) {
+// close, whichever was first; l (nil for permits) is the hold, whose Err
+// then says why it ended.
+func (w *worker) believed(b belief, rc, lostAt int64, l loser) {
 	b.worker, b.to = w.id, rc
 	if lostAt != 0 && lostAt < rc {
 		b.to, b.lost = lostAt, true
+		if l != nil {
+			if err := l.Err(); err != nil {
+				b.cause, b.lockLost = err.Error(), errors.Is(err, redisync.ErrLockLost)
+			}
+		}
 	}
 	w.run.beliefs.add(b)
 }
@@ -361,13 +388,14 @@ func (w *worker) believed(b belief, rc, lostAt int64) {
 // released records a release and, when it found the hold gone or the hold
 // was seen lost, the loss: between the acquisition's call plus the lease
 // less the library's margin (earliestLoss: neither Redis nor the library
-// can have ended it before) and the release's return.
+// can have ended it before), or a state loss before that (lossFloor), and
+// the release's return.
 func (w *worker) released(object string, rel, loss Kind, acqCall int64, call int64, err error, lostAt int64) {
 	ret := w.run.h.Now()
 	out := outcome(true, err)
 	w.run.h.Add(Op{Worker: w.id, Object: object, Kind: rel, Outcome: out, Err: errText(err), Call: call, Return: ret, AcqCall: acqCall})
 	if out == NotHeld || lostAt != 0 && out != Unknown {
-		w.run.addLoss(Op{Worker: w.id, Object: object, Kind: loss, Return: ret}, acqCall+int64(w.run.earliestLoss()))
+		w.run.addLoss(Op{Worker: w.id, Object: object, Kind: loss, Return: ret}, w.run.lossFloor(acqCall))
 	}
 }
 
@@ -383,6 +411,7 @@ func (w *worker) lockOp(i int, live bool) {
 	ctx, cancel := w.opContextOf(octx, live)
 	defer cancel()
 	w.state.begin(name)
+	w.run.goCall.call(name)
 	call := w.run.h.Now()
 	var ok bool
 	var err error
@@ -393,6 +422,7 @@ func (w *worker) lockOp(i int, live bool) {
 		ok, err = l.TryLock(ctx, w.acquireWait())
 	}
 	ret := w.run.h.Now()
+	w.run.goCall.returned(name, err)
 	op := Op{Worker: w.id, Object: name, Kind: LockAcquire, Outcome: outcome(ok, err), Err: errText(err), Call: call, Return: ret}
 	if ok {
 		op.Token = l.FencingToken()
@@ -406,16 +436,20 @@ func (w *worker) lockOp(i int, live bool) {
 	w.state.end(name, held{n: 1, since: call})
 	reg := w.run.registers[i]
 	w.writeRegister(reg, name, op.Token)
+	w.writeFence(i, op.Token, live)
 	d := w.holdTime()
 	if live {
 		d = liveHold
 	}
 	lostAt := w.keep(l, d)
 	w.writeRegister(reg, name, op.Token)
+	w.writeFence(i, op.Token, live)
 	w.state.begin(name)
 	rc := w.run.h.Now()
-	w.believed(belief{object: name, mode: beliefExclusive, from: ret, token: op.Token, acqCall: call}, rc, lostAt)
+	w.believed(belief{object: name, mode: beliefExclusive, from: ret, token: op.Token, acqCall: call}, rc, lostAt, l)
+	w.run.goCall.call(name)
 	err = l.Unlock(octx)
+	w.run.goCall.returned(name, err)
 	w.released(name, LockRelease, LockLoss, call, rc, err, lostAt)
 	w.state.end(name, held{})
 }
@@ -480,7 +514,7 @@ func (w *worker) rwOp(read, live bool) {
 	if read {
 		mode = beliefRead
 	}
-	w.believed(belief{object: rwName, mode: mode, from: ret, acqCall: call}, rc, lostAt)
+	w.believed(belief{object: rwName, mode: mode, from: ret, acqCall: call}, rc, lostAt, rw)
 	if read {
 		err = rw.RUnlock(octx)
 	} else {
@@ -524,7 +558,7 @@ func (w *worker) semOp(live bool) {
 	time.Sleep(d)
 	w.state.begin(semName)
 	rc := w.run.h.Now()
-	w.believed(belief{object: semName, mode: beliefPermits, n: n, from: ret, acqCall: call}, rc, 0)
+	w.believed(belief{object: semName, mode: beliefPermits, n: n, from: ret, acqCall: call}, rc, 0, nil)
 	err = w.sem.Release(w.ctx, n)
 	w.run.h.Add(Op{Worker: w.id, Object: semName, Kind: SemRelease, N: n, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(semName, held{})
@@ -578,7 +612,7 @@ func (w *worker) xsemOp(live bool) {
 	if !noLease {
 		end = min(rc, call+int64(lease))
 	}
-	w.believed(belief{object: xsemName, mode: beliefPermits, n: n, from: ret, acqCall: call}, end, 0)
+	w.believed(belief{object: xsemName, mode: beliefPermits, n: n, from: ret, acqCall: call}, end, 0, nil)
 	err = w.xsem.Release(w.ctx, ids...)
 	w.run.h.Add(Op{Worker: w.id, Object: xsemName, Kind: XRelease, N: n, IDs: ids, Outcome: outcome(true, err), Err: errText(err), Call: rc, Return: w.run.h.Now()})
 	w.state.end(xsemName, held{})
@@ -615,8 +649,8 @@ func (w *worker) multiOp() {
 		w.state.begin(n)
 	}
 	rc := w.run.h.Now()
-	for _, n := range multiNames {
-		w.believed(belief{object: n, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt)
+	for i, n := range multiNames {
+		w.believed(belief{object: n, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt, w.members[i])
 	}
 	err = w.multi.Unlock(w.ctx)
 	for _, n := range multiNames {
@@ -699,6 +733,9 @@ func (w *worker) latchOp(i int) {
 	case k < 85:
 		ok, err := l.TryWait(ctx, w.acquireWait())
 		op.Kind, op.Outcome, op.Err = LatchWait, outcome(ok, err), errText(err)
+		if errors.Is(err, redisync.ErrStateLost) {
+			w.run.state.waitsErr.Add(1)
+		}
 	default:
 		n, err := l.Count(ctx)
 		op.Kind, op.N, op.Outcome, op.Err = LatchCount, n, outcome(true, err), errText(err)

@@ -223,6 +223,18 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// RestartEmpty kills the server (SIGKILL), deletes what it persisted (the
+// RDB file and the append-only files) and starts it again on the same port
+// and directory, empty: a restart without its data, whatever its
+// persistence options. It returns when the server answers PING, and fails
+// the test as Restart does.
+func (s *Server) RestartEmpty(t testing.TB) {
+	t.Helper()
+	s.Stop(t)
+	s.wipe(t)
+	s.Restart(t)
+}
+
 // wipe deletes what a stopped local server persisted in its directory
 // (the RDB file and the append-only files), so that its next start is
 // empty. It keeps a cluster node's nodes.conf and a sentinel's config.
