@@ -115,6 +115,8 @@ func (l *Locker) Unrun() int64 { return l.unrun.Load() }
 // within half of it gives up (and its acquisition, if it was on its way,
 // is undone): a scheduler that slow could take the lock after the
 // minimum hold of the run that took this tick, and run the tick again.
+// A lock whose reply came later than that all the same (a request not cut
+// at its deadline) is given back and the run skipped, with ErrJobTaken.
 // Cutting a request on its way needs a go-redis client with
 // ContextTimeoutEnabled.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
@@ -132,6 +134,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		defer cancel()
 	}
 	lk := rlock.New(l.c, l.prefix+key, opts...)
+	start := time.Now()
 	ok, err := lk.TryLock(ctx, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gocronlock: job %q: %w", key, err)
@@ -140,6 +143,15 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		l.checkUnrun(ctx, lk, key)
 		return nil, fmt.Errorf("gocronlock: job %q: %w", key, ErrJobTaken)
 	}
+	if late := time.Since(start); l.minHold > 0 && late > l.minHold/2 {
+		// The reply came too late to trust the tick to this scheduler (a
+		// request go-redis did not cut at ctx's deadline: without
+		// ContextTimeoutEnabled): another may have run it already, past
+		// this hold's minimum hold. The hold is given back (it stays until
+		// its minimum hold ends) and the run skipped.
+		_ = lk.Unlock(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("gocronlock: job %q: the lock came %v after the call, past half the minimum hold: %w", key, late.Round(time.Millisecond), ErrJobTaken)
+	}
 	return &jobLock{lk: lk}, nil
 }
 
@@ -147,7 +159,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 // (lk, found taken) is held by a run of an earlier tick. A fenced lock's
 // token is never below the Redis server's clock, in microseconds, when
 // it was issued (docs/fencing.md): the holding run took the lock
-// then. Taken more than half an interval ago, it is not this tick's run
+// then, as the server's clock (TIME) tells. Taken more than half an interval ago, it is not this tick's run
 // (that one takes it within the clock splay ForInterval allows).
 func (l *Locker) checkUnrun(ctx context.Context, lk *rlock.Lock, key string) {
 	if l.every <= 0 {
@@ -157,8 +169,15 @@ func (l *Locker) checkUnrun(ctx context.Context, lk *rlock.Lock, key string) {
 	if err != nil || len(info.Holders) == 0 || info.FencingToken <= 0 {
 		return // freed meanwhile, or Redis cannot say
 	}
+	// The token is by the server's clock: compare it with the server's
+	// clock, not this scheduler's, which may be off by more than the
+	// splay.
+	now, err := l.c.Redis().Time(ctx).Result()
+	if err != nil {
+		return
+	}
 	since := time.UnixMicro(info.FencingToken)
-	if time.Since(since) <= l.every/2 {
+	if now.Sub(since) <= l.every/2 {
 		return // this tick's run
 	}
 	l.unrun.Add(1)
