@@ -9,6 +9,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.18.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
@@ -17,5 +18,4 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.30.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
