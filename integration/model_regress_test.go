@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/clienttest"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// Regression tests from the contract model (TestContractModel): each is a
+// shrunk sequence the model found, as a plain test.
+
+// The model's sequence (every lock kind; without context owners, on one
+// Client): h0.Lock, h0.Unlock, h1.Lock, h0.Unlock. The second Unlock
+// through h0, whose hold was released, must return ErrNotHeld and change
+// nothing (API.md, "Changed for this round": a handle that took a hold
+// answers for the holds it took); it released h1's hold, so another
+// process could take the lock while h1 worked.
+func TestModelDoubleUnlockLeavesAnotherHandlesHold(t *testing.T) {
+	t.Skip("known: a released ownerless handle's Unlock releases another handle's hold (issue's finding 1, being fixed in internal/core)")
+	s := redistest.Shared(t)
+	c := clienttest.New(t, s.Client(t))
+	other := clienttest.New(t, s.Client(t))
+	ctx := context.Background()
+	for _, kind := range []string{"lock", "fair", "spin"} {
+		t.Run(kind, func(t *testing.T) {
+			name := redistest.Key(t)
+			h0, h1 := newLockAPI(kind, c, name), newLockAPI(kind, c, name)
+			require.NoError(t, h0.Lock(ctx))
+			require.NoError(t, h0.Unlock(ctx))
+			require.NoError(t, h1.Lock(ctx))
+			assert.ErrorIs(t, h0.Unlock(ctx), redisync.ErrNotHeld, "a second Unlock through a released handle")
+			assert.NoError(t, h1.Err(), "h1's hold ended")
+			ok, err := newLockAPI(kind, other, name).TryLock(ctx, 0)
+			require.NoError(t, err)
+			assert.False(t, ok, "another Client took the lock h1 holds")
+			assert.NoError(t, h1.Unlock(ctx))
+		})
+	}
+	t.Run("rwlock write side", func(t *testing.T) {
+		name := redistest.Key(t)
+		h0, h1 := rwlock.New(c, name), rwlock.New(c, name)
+		require.NoError(t, h0.Lock(ctx))
+		require.NoError(t, h0.Unlock(ctx))
+		require.NoError(t, h1.Lock(ctx))
+		assert.ErrorIs(t, h0.Unlock(ctx), redisync.ErrNotHeld, "a second Unlock through a released handle")
+		assert.NoError(t, h1.Err(), "h1's hold ended")
+		wl, err := rwlock.New(other, name).IsWriteLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, wl, "the write hold h1 took is gone")
+		assert.NoError(t, h1.Unlock(ctx))
+	})
+	t.Run("rwlock read side", func(t *testing.T) {
+		name := redistest.Key(t)
+		h0, h1 := rwlock.New(c, name), rwlock.New(c, name)
+		require.NoError(t, h0.RLock(ctx))
+		require.NoError(t, h0.RUnlock(ctx))
+		require.NoError(t, h1.RLock(ctx))
+		assert.ErrorIs(t, h0.RUnlock(ctx), redisync.ErrNotHeld, "a second RUnlock through a released handle")
+		n, err := h1.ReadHoldCount(ctx)
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n, "h1's read hold is gone")
+		assert.NoError(t, h1.RUnlock(ctx))
+	})
+}
+
+// The model's shrunk sequence on the read-write lock (one Client, no
+// context owners): rw0, with a 30 ms lease, takes the write side and its
+// lease runs out; rw1, which never acquired, Unlocks (ErrNotHeld: it
+// acts for the Client's hold, rw0's lost one); rw1 takes the write side;
+// rw0 Unlocks. rw0 took a hold, so it answers for its own holds only: its
+// hold is lost, the Unlock must be ErrNotHeld. It returned nil and
+// released rw1's write hold.
+func TestModelUnlockAfterLeaseRanOutLeavesAnotherHandlesHold(t *testing.T) {
+	t.Skip("known: a handle whose ownerless hold ended acts for another handle's hold (issue's finding 1, being fixed in internal/core)")
+	c := clienttest.Shared(t)
+	ctx := context.Background()
+	name := redistest.Key(t)
+	rw0 := rwlock.New(c, name, rwlock.WithLease(30*time.Millisecond))
+	rw1 := rwlock.New(c, name)
+	ok, err := rw0.TryLock(ctx, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case <-rw0.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the 30 ms lease did not run out")
+	}
+	require.ErrorIs(t, rw0.Err(), redisync.ErrLockLost)
+	assert.ErrorIs(t, rw1.Unlock(ctx), redisync.ErrNotHeld)
+	require.NoError(t, rw1.Lock(ctx))
+	assert.ErrorIs(t, rw0.Unlock(ctx), redisync.ErrNotHeld, "rw0's hold ran out: its Unlock releases nothing")
+	assert.NoError(t, rw1.Err(), "rw1's write hold ended")
+	n, err := rw1.WriteHoldCount(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n)
+	assert.NoError(t, rw1.Unlock(ctx))
+}
+
+// The model's shrunk sequence (one Client): h0 takes the lock without a
+// context owner; h0.ForceUnlock (the hold is lost: h0's Done closes with
+// ErrLockLost); h0.TryLock with context owner 1 takes it again. h1, a
+// handle that never acquired, acts for the Client's hold without a
+// context owner (API.md, "Changed for this round"), and there is none:
+// its Done must be closed. It follows owner 1's hold instead (open, Err
+// nil): the latest acquisition through h0, whatever its owner.
+func TestModelNeverAcquiredHandleFollowsOwnerHold(t *testing.T) {
+	t.Skip("known: a handle that never acquired follows another handle's latest hold, even a context owner's")
+	c := clienttest.Shared(t)
+	ctx := context.Background()
+	for _, kind := range []string{"lock", "fair", "spin"} {
+		t.Run(kind, func(t *testing.T) {
+			name := redistest.Key(t)
+			h0, h1 := newLockAPI(kind, c, name), newLockAPI(kind, c, name)
+			require.NoError(t, h0.Lock(ctx))
+			existed, err := h0.ForceUnlock(ctx)
+			require.NoError(t, err)
+			require.True(t, existed)
+			owner := redisync.WithOwner(ctx)
+			ok, err := h0.TryLock(owner, 0)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Nil(t, h1.Hold(ctx), "the Client has no hold without a context owner")
+			select {
+			case <-h1.Done():
+			default:
+				t.Errorf("h1's Done is open: it follows owner 1's hold (Err %v)", h1.Err())
+			}
+			assert.Error(t, h1.Err())
+			require.NoError(t, h0.Unlock(owner))
+		})
+	}
+}
