@@ -211,7 +211,75 @@ func (w *world) lockActions() map[string]func() {
 		"lock/Query":          w.lockQuery,
 		"lock/LeaseRunsOut":   w.lockLeaseRunsOut,
 		"lock/WaitForRelease": w.lockWaitForRelease,
+		"lock/RaceTryLock":    w.lockRaceTryLock,
 	}
+}
+
+// lockRaceTryLock has 2 to 4 goroutines TryLock the free lock at once,
+// each through a drawn handle (the same one or not) with a drawn owner
+// (distinct owners): exactly one gets it.
+func (w *world) lockRaceTryLock() {
+	l := w.lock
+	if l.holder != nil {
+		w.t.Skip("the lock is taken")
+	}
+	n := rapid.IntRange(2, 4).Draw(w.t, "goroutines")
+	type racer struct {
+		h *lhandle
+		o int
+	}
+	var rs []racer
+	used := map[lowner]bool{}
+	for range n {
+		h := w.drawLockHandle(false)
+		o := w.drawOwner("owner")
+		own := lowner{client: h.client, handle: h.id}
+		if o != noOwner {
+			own = w.ctxOwner(h.client, o)
+		}
+		if w.clients[h.client].closed || (o == noOwner && h.busy) || used[own] {
+			w.t.Skip("a racer that cannot take the lock, or the same owner twice")
+		}
+		used[own] = true
+		rs = append(rs, racer{h, o})
+	}
+	w.stepf("lock: %d goroutines TryLock(0) at once: %v", n, rs)
+	type result struct {
+		ok  bool
+		err error
+		ctx context.Context
+	}
+	results := make([]result, n)
+	done := make(chan struct{})
+	start := make(chan struct{})
+	for i, r := range rs {
+		ctx := w.ownerCtx(r.o)
+		results[i].ctx = ctx
+		w.call()
+		go func() {
+			defer func() { done <- struct{}{} }()
+			<-start
+			results[i].ok, results[i].err = r.h.api.TryLock(ctx, 0)
+		}()
+	}
+	close(start)
+	for range rs {
+		<-done
+	}
+	winner := -1
+	for i, r := range results {
+		w.wantErr("a racing TryLock", r.err, nil)
+		if r.ok {
+			if winner >= 0 {
+				w.failf("lock: two racing TryLocks got the lock: %v and %v", rs[winner], rs[i])
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		w.failf("lock: none of %d racing TryLocks on the free lock got it", n)
+	}
+	w.lockTook(rs[winner].h, rs[winner].o, results[winner].ctx, false)
 }
 
 func (w *world) lockTryLock() {

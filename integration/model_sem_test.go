@@ -34,7 +34,53 @@ func (w *world) semActions() map[string]func() {
 		"sem/Drain":           w.semDrain,
 		"sem/Delete":          w.semDelete,
 		"sem/AcquireWaits":    w.semAcquireWaits,
+		"sem/RaceTryAcquire":  w.semRaceTryAcquire,
 	}
+}
+
+// semRaceTryAcquire has 2 to 4 goroutines TryAcquire(1) at once, through
+// drawn Clients: exactly as many get a permit as were available (at most
+// one each).
+func (w *world) semRaceTryAcquire() {
+	m := w.sem
+	n := rapid.IntRange(2, 4).Draw(w.t, "goroutines")
+	var cs []int
+	for range n {
+		cs = append(cs, rapid.SampledFrom(w.openClients()).Draw(w.t, "client"))
+	}
+	w.stepf("sem: %d goroutines on Clients %v TryAcquire(1, 0) at once, %d available", n, cs, m.avail)
+	oks := make([]bool, n)
+	errs := make([]error, n)
+	done := make(chan struct{})
+	start := make(chan struct{})
+	for i, c := range cs {
+		s := semaphore.New(w.clients[c].c, m.name)
+		w.call()
+		go func() {
+			defer func() { done <- struct{}{} }()
+			<-start
+			oks[i], errs[i] = s.TryAcquire(w.ctx, 1, 0)
+		}()
+	}
+	close(start)
+	for range cs {
+		<-done
+	}
+	got := int64(0)
+	for i := range cs {
+		w.wantErr("a racing TryAcquire", errs[i], nil)
+		if oks[i] {
+			got++
+		}
+	}
+	want := min(max(m.avail, 0), int64(n))
+	if modelKnown["zero-wait-line"] && got < want && got > 0 {
+		want = got // fewer, when racers of one Client met in its line
+	}
+	if got != want {
+		w.failf("sem: %d of %d racing TryAcquire(1) got a permit, the model says %d (%d available)", got, n, want, m.avail)
+	}
+	m.avail -= got
 }
 
 // semHandle draws a Client and returns a new handle on it (handles of a
