@@ -212,6 +212,144 @@ func (w *world) lockActions() map[string]func() {
 		"lock/LeaseRunsOut":   w.lockLeaseRunsOut,
 		"lock/WaitForRelease": w.lockWaitForRelease,
 		"lock/RaceTryLock":    w.lockRaceTryLock,
+		"lock/ShutdownWakes":  w.lockShutdownWakes,
+		"lock/FairOrder":      w.lockFairOrder,
+	}
+}
+
+// lockShutdownWakes has a caller of another Client Lock the taken lock in
+// a goroutine, then shuts the holder's Client down: its holds are
+// released, so the waiter gets the lock at once; a waiter of the Client
+// shut down (drawn) ends with ErrClosed instead.
+func (w *world) lockShutdownWakes() {
+	l := w.lock
+	if l.holder == nil || w.clients[l.holder.client].closed || len(w.openClients()) < 2 {
+		w.t.Skip("no holder to shut down, or no other Client")
+	}
+	hc := l.holder.client
+	h := w.drawLockHandle(false)
+	o := w.drawOwner("waiter owner")
+	if h.client == hc || w.clients[h.client].closed {
+		w.t.Skip("the waiter must be of another open Client")
+	}
+	if o == noOwner && h.busy {
+		w.t.Skip("the waiter's handle holds")
+	}
+	// A second waiter on the Client shut down, whose wait ends.
+	var ch *lhandle
+	if rapid.Bool().Draw(w.t, "a waiter on the Client shut down") {
+		ch = w.drawLockHandle(false)
+		if ch.client != hc || ch.busy {
+			w.t.Skip("not a waiter of the Client shut down")
+		}
+	}
+	ctx := w.ownerCtx(o)
+	w.stepf("lock %v %s: Lock in a goroutine (and %v of the holder's Client: %v); Shutdown of the holder's Client c%d", h, ownerName(o), ch, ch != nil, hc)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, cres := make(chan error, 1), make(chan error, 1)
+	w.call()
+	go func() { res <- h.api.Lock(wctx) }()
+	if ch != nil {
+		w.call()
+		go func() { cres <- ch.api.Lock(wctx) }()
+	}
+	if err, done := waitResult(res, modelStillWaiting); done {
+		w.failf("lock %v: Lock returned %v while the lock was held", h, err)
+	}
+	sctx, scancel := context.WithTimeout(w.ctx, 10*time.Second)
+	defer scancel()
+	w.call()
+	w.wantErr("Shutdown", w.clients[hc].c.Shutdown(sctx), nil)
+	w.clients[hc].closed = true
+	w.endHoldsOf(hc, holdShutdown)
+	w.lock.shutdownClient(hc)
+	w.rw.shutdownClient(hc)
+	err, done := waitResult(res, modelWakeWithin)
+	if !done {
+		cancel()
+		<-res
+		w.failf("lock %v: Lock still waiting %v after the holder's Client shut down", h, modelWakeWithin)
+	}
+	w.wantErr("Lock after the holder's Shutdown", err, nil)
+	if ch != nil {
+		err, done := waitResult(cres, modelWakeWithin)
+		if !done {
+			cancel()
+			<-cres
+			w.failf("lock %v: a wait of the Client shut down still waiting %v after Shutdown", ch, modelWakeWithin)
+		}
+		w.wantErr("a wait of the Client shut down", err, redisync.ErrClosed)
+	}
+	w.lockTook(h, o, ctx, false)
+}
+
+// lockFairOrder, on a fair lock held by one owner, starts two waiters of
+// other owners one after the other (the second once the first is in the
+// queue), releases: the first gets the lock and the second waits; releases
+// again: the second gets it.
+func (w *world) lockFairOrder() {
+	l := w.lock
+	if l.kind != "fair" || l.holder == nil || w.clients[l.holder.client].closed {
+		w.t.Skip("not a fair lock held by a releasable holder")
+	}
+	type waiter struct {
+		h   *lhandle
+		o   int
+		own lowner
+		ctx context.Context
+		res chan error
+	}
+	var ws []*waiter
+	for i := range 2 {
+		h := w.drawLockHandle(false)
+		o := w.drawOwner(fmt.Sprintf("waiter %d owner", i))
+		own := lowner{client: h.client, handle: h.id}
+		if o != noOwner {
+			own = w.ctxOwner(h.client, o)
+		}
+		if w.clients[h.client].closed || own == *l.holder || (o == noOwner && h.busy) || (i == 1 && own == ws[0].own) ||
+			(i == 1 && o == noOwner && h == ws[0].h) {
+			w.t.Skip("a waiter that would not wait in Redis's queue")
+		}
+		ws = append(ws, &waiter{h: h, o: o, own: own, ctx: w.ownerCtx(o), res: make(chan error, 1)})
+	}
+	w.stepf("fair lock: %v %s, then %v %s, wait; the holder %v releases twice", ws[0].h, ownerName(ws[0].o), ws[1].h, ownerName(ws[1].o), *l.holder)
+	insp := newLockAPI(l.kind, w.obs, l.name)
+	for i, x := range ws {
+		w.call()
+		lctx, lcancel := context.WithTimeout(x.ctx, 10*time.Second)
+		defer lcancel()
+		go func() { x.res <- x.h.api.Lock(lctx) }()
+		deadline := time.Now().Add(modelWakeWithin)
+		for {
+			info, err := insp.Inspect(w.ctx)
+			w.wantErr("Inspect", err, nil)
+			if len(info.Queue) == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				w.failf("fair lock: waiter %d not in the queue after %v: %v", i, modelWakeWithin, info.Queue)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i, x := range ws {
+		rh, ro := w.lockReleaserOf(*l.holder)
+		for l.holder != nil {
+			w.lockUnlockAs(rh, ro)
+		}
+		err, done := waitResult(x.res, modelWakeWithin)
+		if !done {
+			w.failf("fair lock: waiter %d still waiting %v after the release", i, modelWakeWithin)
+		}
+		w.wantErr("a fair waiter", err, nil)
+		w.lockTook(x.h, x.o, x.ctx, false)
+		if i == 0 {
+			if err, done := waitResult(ws[1].res, modelStillWaiting); done {
+				w.failf("fair lock: the second waiter returned %v before the first released", err)
+			}
+		}
 	}
 }
 

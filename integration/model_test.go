@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,6 +95,7 @@ func TestContractModel(t *testing.T) {
 		rt.Repeat(w.actions())
 	})
 	t.Logf("model: %d sequences, %d calls, %v", worlds, modelCalls.Load()-calls, time.Since(start).Round(time.Second))
+	t.Logf("model: steps run: %s", stepCounts())
 }
 
 // mclient is one Client of a world.
@@ -139,6 +143,7 @@ type world struct {
 	obs     *redisync.Client // reads for the invariant checks; never holds
 	owners  []mowner
 	holds   []*mhold
+	focus   string // the primitive whose steps the world takes, or "all"
 
 	lock  *mlock
 	rw    *mrw
@@ -169,36 +174,61 @@ func newWorld(t *rapid.T, env *modelEnv) *world {
 		w.owners = append(w.owners, mowner{ctx: ctx, token: tok})
 	}
 	kind := rapid.SampledFrom([]string{"lock", "fair", "spin"}).Draw(t, "lock kind")
+	// Most worlds call one primitive only, so that a sequence goes deep.
+	w.focus = rapid.SampledFrom([]string{"lock", "lock", "rw", "rw", "sem", "xsem", "latch", "all"}).Draw(t, "focus")
 	w.lock = &mlock{kind: kind, name: name + ":lock"}
 	w.rw = &mrw{name: name + ":rw"}
 	w.sem = &msem{name: name + ":sem"}
 	w.xsem = &mxsem{name: name + ":xsem"}
 	w.latch = &mlatch{name: name + ":latch"}
-	w.stepf("world %s: %d clients, lock kind %s", name, nc, kind)
+	w.stepf("world %s: %d clients, lock kind %s, steps on %s", name, nc, kind, w.focus)
 	return w
 }
 
 // actions returns the world's steps, and its invariant check under "".
 func (w *world) actions() map[string]func(*rapid.T) {
 	acts := map[string]func(*rapid.T){
-		"":                w.bind(w.check),
-		"client/Close":    w.bind(w.clientClose),
-		"client/Shutdown": w.bind(w.clientShutdown),
+		"": w.bind("", w.check),
 	}
-	for _, m := range []map[string]func(){w.lockActions(), w.rwActions(), w.semActions(), w.xsemActions(), w.latchActions()} {
+	steps := map[string]map[string]func(){
+		"lock": w.lockActions(), "rw": w.rwActions(), "sem": w.semActions(), "xsem": w.xsemActions(), "latch": w.latchActions(),
+	}
+	steps["client"] = map[string]func(){"client/CloseOrShutdown": w.clientEnd}
+	for kind, m := range steps {
+		if w.focus != "all" && kind != w.focus && kind != "client" {
+			continue
+		}
 		for k, f := range m {
-			acts[k] = w.bind(f)
+			acts[k] = w.bind(k, f)
 		}
 	}
 	return acts
 }
 
+// modelSteps counts the steps of each kind that ran (not skipped).
+var modelSteps sync.Map // name → *atomic.Int64
+
 // bind makes f a rapid action that runs with the step's *rapid.T.
-func (w *world) bind(f func()) func(*rapid.T) {
+func (w *world) bind(name string, f func()) func(*rapid.T) {
 	return func(t *rapid.T) {
 		w.t = t
 		f()
+		if name != "" {
+			n, _ := modelSteps.LoadOrStore(name, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
 	}
+}
+
+// stepCounts lists modelSteps.
+func stepCounts() string {
+	var out []string
+	modelSteps.Range(func(k, v any) bool {
+		out = append(out, fmt.Sprintf("%s %d", k, v.(*atomic.Int64).Load()))
+		return true
+	})
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // stepf logs a step (rapid prints the log of the shrunk sequence).
@@ -412,6 +442,15 @@ func (w *world) endHoldsOf(c int, s holdState) {
 		if h.client == c {
 			h.end(s)
 		}
+	}
+}
+
+// clientEnd closes a Client or shuts it down (drawn).
+func (w *world) clientEnd() {
+	if rapid.Bool().Draw(w.t, "shutdown") {
+		w.clientShutdown()
+	} else {
+		w.clientClose()
 	}
 }
 
