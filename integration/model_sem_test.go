@@ -275,6 +275,77 @@ func (w *world) xsemActions() map[string]func() {
 		"xsem/Lease":         w.xsemLease,
 		"xsem/Delete":        w.xsemDelete,
 		"xsem/PermitExpires": w.xsemExpires,
+		"xsem/AcquireWaits":  w.xsemAcquireWaits,
+	}
+}
+
+// xsemAcquireWaits has AcquireN(n) wait in a goroutine while fewer than n
+// permits are available, then gives permits back through another Client
+// (releasing held ids when there are, else AddPermits), and expects the
+// AcquireN to return n ids.
+func (w *world) xsemAcquireWaits() {
+	m := w.xsem
+	open := w.openClients()
+	n := rapid.Int64Range(1, 2).Draw(w.t, "n")
+	if m.avail >= n {
+		w.t.Skip("AcquireN would not wait")
+	}
+	wc := rapid.SampledFrom(open).Draw(w.t, "waiter client")
+	rc := rapid.SampledFrom(open).Draw(w.t, "releaser client")
+	missing := n - m.avail
+	live := m.liveIDs()
+	release := live[:min(int64(len(live)), missing)]
+	add := missing - int64(len(release))
+	w.stepf("xsem c%d: AcquireN(%d) in a goroutine; c%d releases %d ids and adds %d permits", wc, n, rc, len(release), add)
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
+	defer cancel()
+	type result struct {
+		ids []string
+		err error
+	}
+	res := make(chan result, 1)
+	w.call()
+	go func() {
+		ids, err := semaphore.NewExpirable(w.clients[wc].c, m.name).AcquireN(ctx, n, time.Minute)
+		res <- result{ids, err}
+	}()
+	select {
+	case r := <-res:
+		w.failf("xsem: AcquireN(%d) returned %v with %d available", n, r.err, m.avail)
+	case <-time.After(modelStillWaiting):
+	}
+	s := semaphore.NewExpirable(w.clients[rc].c, m.name)
+	if len(release) > 0 {
+		w.call()
+		w.wantErr("xsem Release", s.Release(w.ctx, release...), nil)
+		for _, id := range release {
+			delete(m.ids, id)
+			m.dead = append(m.dead, id)
+		}
+	}
+	if add > 0 {
+		w.call()
+		w.wantErr("xsem AddPermits", s.AddPermits(w.ctx, add), nil)
+		m.exists = true
+	}
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(modelWakeWithin):
+		cancel()
+		<-res
+		w.failf("xsem: AcquireN(%d) still waiting %v after the permits came back", n, modelWakeWithin)
+	}
+	w.wantErr("xsem AcquireN after the release", r.err, nil)
+	if int64(len(r.ids)) != n {
+		w.failf("xsem: AcquireN(%d) gave %d ids", n, len(r.ids))
+	}
+	m.avail = 0
+	if m.ids == nil {
+		m.ids = make(map[string]bool)
+	}
+	for _, id := range r.ids {
+		m.ids[id] = false
 	}
 }
 
@@ -621,6 +692,16 @@ func (w *world) latchWaitOpens() {
 		w.failf("latch: Wait returned %v with count %d", err, m.count)
 	}
 	l := countdown.New(w.clients[rc].c, m.name)
+	if rapid.Bool().Draw(w.t, "open with Delete") {
+		w.stepf("latch c%d: Delete instead", rc)
+		w.call()
+		ok, err := l.Delete(w.ctx)
+		w.wantErr("latch Delete", err, nil)
+		if !ok {
+			w.failf("latch: Delete of a set latch = false")
+		}
+		m.count = 0
+	}
 	for m.count > 0 {
 		w.call()
 		w.wantErr("latch CountDown", l.CountDown(w.ctx), nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -143,7 +144,8 @@ type world struct {
 	obs     *redisync.Client // reads for the invariant checks; never holds
 	owners  []mowner
 	holds   []*mhold
-	focus   string // the primitive whose steps the world takes, or "all"
+	focus   string   // the primitive whose steps the world takes, or "all"
+	log     []string // the steps so far, for a failure that rapid cannot replay
 
 	lock  *mlock
 	rw    *mrw
@@ -175,7 +177,11 @@ func newWorld(t *rapid.T, env *modelEnv) *world {
 	}
 	kind := rapid.SampledFrom([]string{"lock", "fair", "spin"}).Draw(t, "lock kind")
 	// Most worlds call one primitive only, so that a sequence goes deep.
+	// MODEL_FOCUS=rw (lock, sem, xsem, latch, all) keeps every world on one.
 	w.focus = rapid.SampledFrom([]string{"lock", "lock", "rw", "rw", "sem", "xsem", "latch", "all"}).Draw(t, "focus")
+	if f := os.Getenv("MODEL_FOCUS"); f != "" {
+		w.focus = f
+	}
 	w.lock = &mlock{kind: kind, name: name + ":lock"}
 	w.rw = &mrw{name: name + ":rw"}
 	w.sem = &msem{name: name + ":sem"}
@@ -235,12 +241,15 @@ func stepCounts() string {
 func (w *world) stepf(format string, args ...any) {
 	w.t.Helper()
 	w.t.Logf(format, args...)
+	w.log = append(w.log, fmt.Sprintf(format, args...))
 }
 
 // failf reports a mismatch between the library and the model.
+// The message ends with the world's steps, since a failure that depends
+// on timing may not replay, and rapid then prints the replay's log.
 func (w *world) failf(format string, args ...any) {
 	w.t.Helper()
-	w.t.Fatalf("MISMATCH: "+format, args...)
+	w.t.Fatalf("MISMATCH: %s\nthe steps of this sequence:\n\t%s", fmt.Sprintf(format, args...), strings.Join(w.log, "\n\t"))
 }
 
 // call counts one library call.
