@@ -183,3 +183,68 @@ func TestModelRacingZeroWaitTryAcquireSeesPermits(t *testing.T) {
 	}
 	assert.Zero(t, short, "of 50 rounds, %d had a TryAcquire(1, 0) return false with 3 permits available", short)
 }
+
+// The model's sequence (its replay from the fail file; the failure
+// depends on timing): on a server publishing keyspace events, owner 1
+// takes a read hold, the model asks the hold's Done (as its check after
+// every step does), and owner 1 takes a second read hold at once. Redis
+// must count 2 read holds; it counted 1. The same for every lock kind and
+// both sides of the read-write lock: Lock, Hold(ctx).Done(), Lock again
+// by the same owner; HoldCount ("how many Unlocks free the lock") and
+// Inspect then say 1 in some rounds (10–30 % here) while two Unlocks are
+// needed: asking for Done starts watching the key, and the re-check it
+// starts (the renewal script) writes back the hold count the client had
+// before the re-entry, over the re-entry's. The client's own count stays
+// right (the next release or renewal writes it back), so the lock is not
+// freed early by this Client; but until then Redis, and every reader of
+// it (HoldCount, Inspect, another process, Redisson), counts one hold
+// too few.
+func TestModelReentryRightAfterDoneIsCounted(t *testing.T) {
+	t.Skip("known: the re-check that Hold.Done starts (keyspace events) writes back a hold count older than a re-entry made meanwhile")
+	s := redistest.Start(t, redistest.WithArgs("--notify-keyspace-events", "KEA"))
+	c := clienttest.New(t, s.Client(t))
+	ctx := context.Background()
+	const rounds = 100
+	type sideOps struct {
+		lock, unlock func(context.Context) error
+		hold         func(context.Context) *redisync.Hold
+		count        func(context.Context) (int64, error)
+	}
+	kinds := map[string]func(name string) sideOps{
+		"rw write": func(name string) sideOps {
+			h := rwlock.New(c, name)
+			return sideOps{h.Lock, h.Unlock, h.WriteHold, h.WriteHoldCount}
+		},
+		"rw read": func(name string) sideOps {
+			h := rwlock.New(c, name)
+			return sideOps{h.RLock, h.RUnlock, h.ReadHold, h.ReadHoldCount}
+		},
+	}
+	for _, kind := range []string{"lock", "fair", "spin"} {
+		kinds[kind] = func(name string) sideOps {
+			h := newLockAPI(kind, c, name)
+			return sideOps{h.Lock, h.Unlock, h.Hold, h.HoldCount}
+		}
+	}
+	for kind, side := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			short := 0
+			for range rounds {
+				ops := side(redistest.Key(t))
+				owner := redisync.WithOwner(ctx)
+				require.NoError(t, ops.lock(owner))
+				_ = ops.hold(owner).Done()
+				require.NoError(t, ops.lock(owner))
+				time.Sleep(5 * time.Millisecond) // the work under the lock
+				n, err := ops.count(owner)
+				require.NoError(t, err)
+				if n != 2 {
+					short++
+				}
+				require.NoError(t, ops.unlock(owner))
+				require.NoError(t, ops.unlock(owner))
+			}
+			assert.Zero(t, short, "of %d rounds, %d counted %s re-entry short", rounds, short, kind)
+		})
+	}
+}
