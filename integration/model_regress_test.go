@@ -191,16 +191,19 @@ func TestModelRacingZeroWaitTryAcquireSeesPermits(t *testing.T) {
 // must count 2 read holds; it counted 1. The same for every lock kind and
 // both sides of the read-write lock: Lock, Hold(ctx).Done(), Lock again
 // by the same owner; HoldCount ("how many Unlocks free the lock") and
-// Inspect then say 1 in some rounds (10–30 % here) while two Unlocks are
-// needed: asking for Done starts watching the key, and the re-check it
-// starts (the renewal script) writes back the hold count the client had
-// before the re-entry, over the re-entry's. The client's own count stays
-// right (the next release or renewal writes it back), so the lock is not
-// freed early by this Client; but until then Redis, and every reader of
-// it (HoldCount, Inspect, another process, Redisson), counts one hold
-// too few.
+// Inspect then say 1 in about 40 % of the rounds here while two Unlocks
+// are needed. A renewal carries the hold count the client believed in
+// when the renewal was built, and sets it in Redis; one built before a
+// re-entry and run after it writes the older count over the re-entry's.
+// Asking for Done starts watching the key with an immediate re-check (a
+// renewal), which makes that likely; a periodic renewal falling on a
+// re-entry can do the same. The client's own count stays right (its
+// next release or renewal writes it back), so this Client does not free
+// the lock early; but until then Redis, and every reader of it
+// (HoldCount, Inspect, another process, Redisson), counts one hold too
+// few.
 func TestModelReentryRightAfterDoneIsCounted(t *testing.T) {
-	t.Skip("known: the re-check that Hold.Done starts (keyspace events) writes back a hold count older than a re-entry made meanwhile")
+	t.Skip("known: a renewal (here the re-check Hold.Done starts) writes back a hold count older than a re-entry made meanwhile")
 	s := redistest.Start(t, redistest.WithArgs("--notify-keyspace-events", "KEA"))
 	c := clienttest.New(t, s.Client(t))
 	ctx := context.Background()

@@ -535,8 +535,8 @@ var modelKnown = map[string]bool{
 	// Client asks Redis, permits available
 	// (TestModelRacingZeroWaitTryAcquireSeesPermits).
 	"zero-wait-line": true,
-	// The re-check that asking for a Hold's Done starts writes back a hold
-	// count older than a re-entry made meanwhile
+	// A renewal (the re-check that asking for a Hold's Done starts) writes
+	// back a hold count older than a re-entry made meanwhile
 	// (TestModelReentryRightAfterDoneIsCounted).
 	"done-recheck-count": true,
 }
