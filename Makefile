@@ -5,7 +5,7 @@ GO ?= go
 # Every Go module in the repository (directories holding a go.mod).
 MODULES = $(shell find . -name go.mod -not -path "./.git/*" -not -path "*/testdata/*" -not -path "*/vendor/*" -exec dirname {} \; | LC_ALL=C sort)
 
-.PHONY: test vet fmt lint demo work bench bench-scale chaos
+.PHONY: test vet fmt lint demo work bench bench-scale chaos model
 
 # Install redis-server if missing, check gofmt, then go vet and
 # go test -race in every module. See scripts/test.sh.
@@ -25,6 +25,15 @@ vet:
 # gofmt every .go file in place, listing the ones it changed.
 fmt:
 	@find . -name "*.go" -not -path "./.git/*" -print0 | xargs -0 -r gofmt -l -w
+
+# The contract model (integration/model_test.go) longer than the bounded
+# run of "make test" (100 sequences): MODEL_CHECKS random call sequences
+# against a real redis-server, each compared call by call with the model
+# of API.md. A failure prints the shrunk sequence and how to replay it.
+# Example: make model MODEL_CHECKS=20000
+MODEL_CHECKS ?= 5000
+model:
+	GOWORK=off $(GO) test -race -count=1 -v -run 'TestContractModel$$' -timeout 0 ./integration/ -rapid.checks=$(MODEL_CHECKS)
 
 # Run the demo against a local Redis.
 demo:

@@ -9,6 +9,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.18.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -11,5 +11,10 @@
 // Cluster, long names, a server that cannot run scripts, outages, the
 // snapshots of Inspect). The tests of package redisync's own API (the
 // Client, its options, Shutdown, the Observer and Stats) and its Examples
-// stay beside it in the repository's root.
+// stay beside it in the repository's root. It also holds the contract
+// model (model_test.go): an executable model of the public contract of the
+// lock kinds, the read-write lock, the semaphores and the latch, checked
+// against random call sequences (pgregory.net/rapid's state machines) on a
+// real redis-server, with the sequences it found as regression tests
+// (model_regress_test.go).
 package integration

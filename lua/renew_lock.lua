@@ -1,8 +1,11 @@
 -- renew_lock: extend the leases of watchdog-held locks and write holds of
--- read-write locks, many in one call, and set each owner's count to the one
--- the client believes in. A hold whose owner field is gone is not touched
--- (it was released, expired or force-unlocked), nor one whose count is 0
--- (released within its minimum hold: kept only until the lock expires).
+-- read-write locks, many in one call. The owner's count is left as it is:
+-- a renewal built before a re-entry or a release of the owner may run
+-- after it, and must not undo it (the owner's acquisitions and releases,
+-- which the client serializes, set the count it believes in). A hold
+-- whose owner field is gone is not touched (it was released, expired or
+-- force-unlocked), nor one whose count is 0 (released within its minimum
+-- hold: kept only until the lock expires).
 --
 -- Common renewal encoding (RenewalBatch, renewal.go):
 -- KEYS[1..] holdKeys: the keys of every hold, in order; here one per hold: the hash
@@ -30,9 +33,6 @@ for i = 1, n do
   -- '0': a release within a minimum hold kept the field until the lock
   -- expires; a renewal sent before that release must not extend it
   if v and v ~= '0' then
-    if v ~= count then
-      redis.call('hset', KEYS[k], field, count)
-    end
     redis.call('pexpire', KEYS[k], lease)
     res[i] = 1
   else

@@ -1,9 +1,12 @@
 -- renew_read: extend the leases of watchdog-held read holds of read-write
 -- locks, many in one call. For each hold, every timeout key of the owner's
 -- read holds (<prefix>:1 .. <prefix>:<count>) gets the lease again, and the
--- hash's TTL becomes at least the lease; holds Redis keeps beyond the count
--- the client believes in (left by a release whose reply was lost) are
--- dropped. A hold is gone, and not touched, when its owner's reader field is
+-- hash's TTL becomes at least the lease. The stored count is left as it
+-- is: a renewal built before a re-entry or a release of the owner may run
+-- after it, and must not undo it (the owner's acquisitions and releases,
+-- which this client serializes, set the count; holds Redis keeps beyond
+-- it, left by a release whose reply was lost, are not renewed and expire
+-- with their own timeout keys). A hold is gone, and not touched, when its owner's reader field is
 -- missing (released, force-unlocked) or none of its timeout keys is alive
 -- (they expired).
 --
@@ -43,12 +46,6 @@ for h = 1, n do
       end
     end
     if ok == 1 then
-      if stored > count then
-        redis.call('hset', KEYS[k], field, count)
-        for i = count + 1, stored do
-          redis.call('del', prefix .. ':' .. i)
-        end
-      end
       if redis.call('pttl', KEYS[k]) < lease then
         redis.call('pexpire', KEYS[k], lease)
       end

@@ -165,10 +165,12 @@
 // effect, as this client counts it, and the scripts set that count instead
 // of adding to whatever Redis has. So a count left in Redis by a release
 // whose reply was lost, or by a late copy of a request, is never adopted
-// into a hold: the next acquisition overwrites it, and the watchdog renews
-// exactly the holds this client believes in, with the counts it believes
-// in (the renewal scripts set them too). Operations of one owner on one
-// lock are serialized in the client, so the count they send is exact.
+// into a hold: the next acquisition or release overwrites it, and the
+// watchdog renews exactly the holds this client believes in. Operations
+// of one owner on one lock are serialized in the client, so the count they
+// send is exact; a renewal is not serialized with them (one built before a
+// re-entry may run after it), so it extends the lease and leaves the count
+// alone.
 //
 // Exactly once. A copy of a request may reach Redis at any later time: a
 // go-redis re-send after a lost reply, or a request held up in the network

@@ -39,6 +39,11 @@ type Lock struct {
 	// this handle: from then on the handle answers for its own holds only
 	// (doc.go: "Ownerless holds").
 	took [2]bool
+	// oless and ofence are the hold of the latest acquisition through this
+	// handle without a context owner, and its fencing token: what a
+	// handle of the name that never acquired acts for (latestHold).
+	oless  *Hold
+	ofence int64
 	// fresh is the request of the latest fresh hold taken through this
 	// handle: the hold's own copy, which never changes (its Shutdown
 	// record, release.go), not one more in every handle.
@@ -395,10 +400,14 @@ func ownerlessKeyOf(l *Lock) ownerlessKey { return ownerlessKey{kind: l.Kind, na
 // fresh hold, or the handle's own owner's), that l holds: it is listed in
 // the registry, last, and l answers for its own holds of the side from
 // now on.
-func tookOwnerless(l *Lock, s *Side, req Request) {
+func tookOwnerless(l *Lock, s *Side, req Request, h *Hold) {
 	if req.Fresh || req.Owner == l.owner(l.Token) {
 		l.mu.Lock()
 		l.took[sideIndex(s.Shared)] = true
+		l.oless = h
+		if l.Fencing {
+			l.ofence = h.FencingToken()
+		}
 		l.mu.Unlock()
 		l.C.ownerless.add(l)
 	}
@@ -448,8 +457,10 @@ func latestHold(l *Lock) (*Hold, int64) {
 		return h, fence
 	}
 	if x := l.C.ownerless.latest(l); x != nil {
+		// Its latest hold without a context owner: the Client's hold of
+		// the name, not a context owner's it took since.
 		x.mu.Lock()
-		h, fence = x.latest, x.fence
+		h, fence = x.oless, x.ofence
 		x.mu.Unlock()
 	}
 	return h, fence

@@ -154,7 +154,7 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 		renew = s.Scripts.Renewal(req)
 	}
 	h := l.C.holds.acquiredAs(shutdownRelease{lock: l, side: s, req: freshCopy(req)}, sent, hk, req.Count, fence, req.Lease, renew)
-	tookOwnerless(l, s, *req) // a hold without a context owner: the name's (lock.go)
+	tookOwnerless(l, s, *req, h) // a hold without a context owner: the name's (lock.go)
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain
