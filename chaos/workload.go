@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -368,6 +369,26 @@ func (w *worker) keep(l loser, d time.Duration) (lostAt int64) {
 	}
 }
 
+// watchDone watches the hold l from now on; the function it returns stops
+// watching and gives when l's Done closed (0: not before the stop).
+func (w *worker) watchDone(l loser) func() int64 {
+	var at atomic.Int64
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-l.Done():
+			at.Store(w.run.h.Now())
+		case <-quit:
+		}
+	}()
+	return func() int64 {
+		close(quit)
+		<-done
+		return at.Load()
+	}
+}
+
 // believed records what w believed it held, b, from b.from until the
 // release call rc or the moment lostAt (if not 0) it saw the hold's Done
 // close, whichever was first; l (nil for permits) is the hold, whose Err
@@ -434,6 +455,9 @@ func (w *worker) lockOp(i int, live bool) {
 		return
 	}
 	w.state.end(name, held{n: 1, since: call})
+	// The belief lasts until Done closes, also while the fence is written
+	// (a fence call can wait up to fenceTimeout, past the hold's end).
+	doneAt := w.watchDone(l)
 	reg := w.run.registers[i]
 	w.writeRegister(reg, name, op.Token)
 	w.writeFence(i, op.Token, live)
@@ -446,6 +470,9 @@ func (w *worker) lockOp(i int, live bool) {
 	w.writeFence(i, op.Token, live)
 	w.state.begin(name)
 	rc := w.run.h.Now()
+	if at := doneAt(); at != 0 && (lostAt == 0 || at < lostAt) {
+		lostAt = at
+	}
 	w.believed(belief{object: name, mode: beliefExclusive, from: ret, token: op.Token, acqCall: call}, rc, lostAt, l)
 	w.run.goCall.call(name)
 	err = l.Unlock(octx)
