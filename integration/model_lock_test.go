@@ -271,7 +271,7 @@ func (w *world) lockShutdownWakes() {
 	err, done := waitResult(res, modelWakeWithin)
 	if !done {
 		cancel()
-		_ = <-res // the cancelled wait's answer: it ended
+		<-res // the cancelled wait ends
 		w.failf("lock %v: Lock still waiting %v after the holder's Client shut down", h, modelWakeWithin)
 	}
 	w.wantErr("Lock after the holder's Shutdown", err, nil)
@@ -279,7 +279,7 @@ func (w *world) lockShutdownWakes() {
 		err, done := waitResult(cres, modelWakeWithin)
 		if !done {
 			cancel()
-			_ = <-cres // the cancelled wait's answer: it ended
+			<-cres // the cancelled wait ends
 			w.failf("lock %v: a wait of the Client shut down still waiting %v after Shutdown", ch, modelWakeWithin)
 		}
 		// It ends with ErrClosed, or it acquired just before the Client
