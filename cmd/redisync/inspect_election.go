@@ -273,25 +273,8 @@ func (r *Report) writeLeader(w io.Writer) {
 
 // writeCandidates prints an election's candidates, next in turn first.
 func (r *Report) writeCandidates(w io.Writer) {
-	dead := 0
-	for _, e := range r.Queue {
-		if e.Dead {
-			dead++
-		}
-	}
-	switch {
-	case len(r.Queue) == 0:
-		fmt.Fprintf(w, "candidates:\tnone waiting\n")
-	case dead == 0:
-		fmt.Fprintf(w, "candidates:\t%s waiting, next in turn first\n", plural(len(r.Queue), "candidate"))
-	default:
-		fmt.Fprintf(w, "candidates:\t%s waiting, next in turn first, %d of them dead\n", plural(len(r.Queue), "candidate"), dead)
-	}
-	atHead := true // no live candidate before this one
-	for i, e := range r.Queue {
-		atHead = atHead && e.Dead
-		fmt.Fprintf(w, "candidate:\t#%d\tclient %s\towner token %s\t%s\n", i+1, e.ClientID, tokenText(e.OwnerToken), e.deadlineText(atHead))
-	}
+	r.writeWaiting(w, waitingText{label: "candidates", entry: "candidate", noun: "candidate",
+		empty: "none waiting", order: "next in turn first"})
 }
 
 // keyTTLText describes an election key's expiry.

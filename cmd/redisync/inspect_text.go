@@ -132,6 +132,17 @@ func tokenText(token string) string {
 // queue only, so a dead entry behind a live one stays until it is at the
 // head.
 func (r *Report) writeQueue(w io.Writer) {
+	r.writeWaiting(w, waitingText{label: "queue", entry: "queued", noun: "owner",
+		empty: "empty: no owner waits its turn", order: "head first"})
+}
+
+// waitingText is how a fair queue is printed: for a fair lock's waiting
+// owners, or an election's candidates.
+type waitingText struct{ label, entry, noun, empty, order string }
+
+// writeWaiting prints a fair queue (r.Queue), head first, with each
+// entry's deadline and how many entries are dead.
+func (r *Report) writeWaiting(w io.Writer, t waitingText) {
 	dead := 0
 	for _, e := range r.Queue {
 		if e.Dead {
@@ -140,16 +151,16 @@ func (r *Report) writeQueue(w io.Writer) {
 	}
 	switch {
 	case len(r.Queue) == 0:
-		fmt.Fprintf(w, "queue:\tempty: no owner waits its turn\n")
+		fmt.Fprintf(w, "%s:\t%s\n", t.label, t.empty)
 	case dead == 0:
-		fmt.Fprintf(w, "queue:\t%s waiting, head first\n", plural(len(r.Queue), "owner"))
+		fmt.Fprintf(w, "%s:\t%s waiting, %s\n", t.label, plural(len(r.Queue), t.noun), t.order)
 	default:
-		fmt.Fprintf(w, "queue:\t%s waiting, head first, %d of them dead\n", plural(len(r.Queue), "owner"), dead)
+		fmt.Fprintf(w, "%s:\t%s waiting, %s, %d of them dead\n", t.label, plural(len(r.Queue), t.noun), t.order, dead)
 	}
 	atHead := true // no live entry before this one
 	for i, e := range r.Queue {
 		atHead = atHead && e.Dead
-		fmt.Fprintf(w, "queued:\t#%d\tclient %s\towner token %s\t%s\n", i+1, e.ClientID, tokenText(e.OwnerToken), e.deadlineText(atHead))
+		fmt.Fprintf(w, "%s:\t#%d\tclient %s\towner token %s\t%s\n", t.entry, i+1, e.ClientID, tokenText(e.OwnerToken), e.deadlineText(atHead))
 	}
 }
 
