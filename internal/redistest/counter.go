@@ -13,7 +13,9 @@ import (
 // The client's background work is left out, as the Recorder leaves it
 // out (background): a new connection's handshake (whether a call finds an
 // idle connection or dials one depends on what else the client has in
-// flight at that moment) and the Client's clock sample.
+// flight at that moment) and the Client's clock sample, and also the
+// probes it sends in the background (probe: INFO, CONFIG GET), which may
+// arrive after the operation that started them returned.
 type Counter struct{ n atomic.Int64 }
 
 // Load returns the number of commands sent so far.
@@ -25,7 +27,7 @@ func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook.
 func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !background([]redis.Cmder{cmd}) {
+		if cmds := []redis.Cmder{cmd}; !background(cmds) && !probe(cmds) {
 			c.n.Add(1)
 		}
 		return next(ctx, cmd)
@@ -35,7 +37,7 @@ func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook implements redis.Hook.
 func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !background(cmds) {
+		if !background(cmds) && !probe(cmds) {
 			c.n.Add(int64(len(cmds)))
 		}
 		return next(ctx, cmds)

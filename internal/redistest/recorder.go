@@ -83,6 +83,26 @@ func background(cmds []redis.Cmder) bool {
 	return handshake(cmds)
 }
 
+// probe reports whether cmds are one of the probes a Client sends alone,
+// in the background, after a dial or a first use: INFO (the primary's
+// replicas), CONFIG GET (its eviction policy, its
+// notify-keyspace-events). They may arrive after the operation that
+// started them returned, so a [Counter] leaves them out; a [Recorder]
+// keeps them, for the tests that count them.
+func probe(cmds []redis.Cmder) bool {
+	if len(cmds) != 1 {
+		return false
+	}
+	args := cmds[0].Args()
+	switch name := strings.ToLower(cmds[0].Name()); {
+	case name == "info":
+		return true
+	case name == "config" && len(args) >= 2:
+		return strings.EqualFold(fmt.Sprint(args[1]), "get")
+	}
+	return false
+}
+
 // handshake reports whether cmds are a new connection's handshake, as
 // go-redis 9.22 sends it: HELLO, CLIENT MAINT_NOTIFICATIONS, then the
 // CLIENT SETINFO pipeline.
