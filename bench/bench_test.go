@@ -589,6 +589,41 @@ func TestFitExponent(t *testing.T) {
 	}
 }
 
+// TestSubtractMarks checks that the marks' cost leaves a row's figures.
+func TestSubtractMarks(t *testing.T) {
+	u := usage{cpu: 1000 * time.Microsecond, childCPU: 3000 * time.Microsecond, commands: 50, bytesIn: 900, bytesOut: 400, keys: 11,
+		byCommand: map[string]int64{"set": 10, "evalsha": 40}, usecBy: map[string]int64{"set": 30, "evalsha": 400}}
+	u.subtractMarks(10, markCost{serverCPU: 15 * time.Microsecond, clientCPU: 20 * time.Microsecond, usec: 2, bytesIn: 50, bytesOut: 20})
+	if u.cpu != 850*time.Microsecond || u.childCPU != 2800*time.Microsecond || u.commands != 40 || u.bytesIn != 400 || u.bytesOut != 200 || u.keys != 10 {
+		t.Errorf("after the marks: %+v", u)
+	}
+	if _, ok := u.byCommand["set"]; ok || u.byCommand["evalsha"] != 40 || u.usecBy["evalsha"] != 400 {
+		t.Errorf("commands after the marks: %v, %v", u.byCommand, u.usecBy)
+	}
+}
+
+// TestOnLock checks a clients-one row's figures from its processes'.
+func TestOnLock(t *testing.T) {
+	m := &merged{pairs: 300, cross: 150, procs: []ProcessFigures{
+		{Acquisitions: 200, CrossProcessHandoffs: 100, LongestWaitMs: 3},
+		{Acquisitions: 100, CrossProcessHandoffs: 50, LongestWaitMs: 9},
+		{Acquisitions: 0, LongestWaitMs: 2000},
+	}}
+	r := Result{Extra: map[string]float64{}}
+	m.onLock(&r, 3, 2*time.Second)
+	want := map[string]float64{"cross_process_handoffs_per_s": 75, "cross_process_share": 0.5, "min_acquisitions_per_process": 0,
+		"max_acquisitions_per_process": 200, "fair_share_per_process": 100, "min_to_fair_share": 0, "max_to_fair_share": 2,
+		"processes_without_acquisition": 1, "longest_wait_ms": 2000}
+	for k, v := range want {
+		if r.Extra[k] != v {
+			t.Errorf("%s = %v, want %v", k, r.Extra[k], v)
+		}
+	}
+	if !strings.Contains(r.Note, "1 of 3 processes took none") || len(r.Processes) != 3 {
+		t.Errorf("note %q, %d processes", r.Note, len(r.Processes))
+	}
+}
+
 // TestQuickCurves runs the scale scenarios with tiny sizes for redisync
 // and redislock, and checks their rows, curves (with exponents) and
 // charts.
@@ -614,10 +649,40 @@ func TestQuickCurves(t *testing.T) {
 			rows[r.Scenario+" "+r.Library]++
 		}
 	}
-	for _, sc := range []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany, scClusterMasters} {
+	for _, sc := range []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsSem, scClientsMany, scClusterMasters} {
 		if rows[sc+" redisync"] != 2 {
 			t.Errorf("%s: %d redisync rows, want 2 (one per size)", sc, rows[sc+" redisync"])
 		}
+	}
+	if rows[scClientsOne+" redisync-fair"] != 2 {
+		t.Errorf("%s: %d redisync-fair rows, want 2", scClientsOne, rows[scClientsOne+" redisync-fair"])
+	}
+	// The rows on one lock or semaphore count each process's
+	// acquisitions, the cross-process handoffs and the marks.
+	for _, r := range rep.Results {
+		if r.Scenario != scClientsOne && r.Scenario != scClientsSem {
+			continue
+		}
+		var acq, cross int64
+		for _, p := range r.Processes {
+			acq += p.Acquisitions
+			cross += p.CrossProcessHandoffs
+		}
+		c := r.Extra["clients"]
+		if len(r.Processes) != int(c) || acq != r.Ops || float64(cross) != r.Extra["cross_process_handoffs"] || r.Ops == 0 {
+			t.Errorf("%s %s C=%v: %d processes, %d acquisitions (row %d), %d cross (row %v)",
+				r.Scenario, r.Library, c, len(r.Processes), acq, r.Ops, cross, r.Extra["cross_process_handoffs"])
+		}
+		if r.Extra["marks"] < float64(r.Ops) || r.Extra["mark_redis_cpu_us_each"] <= 0 || r.Extra["longest_wait_ms"] <= 0 {
+			t.Errorf("%s %s C=%v: marks %v for %d acquisitions, a mark's Redis CPU %v µs, longest wait %v ms",
+				r.Scenario, r.Library, c, r.Extra["marks"], r.Ops, r.Extra["mark_redis_cpu_us_each"], r.Extra["longest_wait_ms"])
+		}
+		if c == 1 && cross != 0 {
+			t.Errorf("%s %s: %d cross-process handoffs with one process", r.Scenario, r.Library, cross)
+		}
+	}
+	if !strings.Contains(stdout.String(), "Client processes on one lock or semaphore") {
+		t.Error("the table has no clients section")
 	}
 	if rows[scMemory+" redisync"] != 1 || rows[scMemory+" redislock"] != 1 {
 		t.Errorf("redis-memory rows: %v", rows)

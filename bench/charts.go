@@ -187,9 +187,9 @@ func (bc barChart) better(a, b float64) bool {
 // positive points.
 func drawCurve(path, scenario, metric string, curves []Curve) (bool, error) {
 	p := plot.New()
-	p.Title.Text = scenario + ": " + strings.ReplaceAll(metric, "_", " ")
+	p.Title.Text = scenario + ": " + curveLabel(scenario, metric)
 	p.X.Label.Text = sizeLabel[scenario]
-	p.Y.Label.Text = strings.ReplaceAll(metric, "_", " ")
+	p.Y.Label.Text = curveLabel(scenario, metric)
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
@@ -237,9 +237,29 @@ var sizeLabel = map[string]string{
 	scWaiters16:      "waiting goroutines (W), over 16 clients",
 	scHolds:          "locks held by one client (N)",
 	scContendedLocks: "contended locks (L), 2 goroutines each",
-	scClientsOne:     "client processes on one lock",
+	scClientsOne:     "client processes on one lock (C)",
+	scClientsSem:     "client processes on one semaphore of max(1, C/4) permits (C)",
 	scClientsMany:    "client processes, 4 locks each",
 	scClusterMasters: "Cluster masters",
+}
+
+// clientsOneLabels name the figures of the clients-one-* curves.
+var clientsOneLabels = map[string]string{
+	"ops_per_sec":                  "acquisitions/s",
+	"cross_process_handoffs_per_s": "cross-process handoffs/s",
+	"min_to_fair_share":            "fewest acquisitions of a process ÷ fair share",
+	"longest_wait_ms":              "longest wait for Lock, ms",
+	"p99_ms":                       "p99 wait for Lock, ms",
+	"server_cpu_us_per_op":         "Redis CPU µs per acquisition",
+	"client_cpu_us_per_op":         "client CPU µs per acquisition",
+}
+
+// curveLabel names figure metric of a scale scenario's curve.
+func curveLabel(scenario, metric string) string {
+	if l, ok := clientsOneLabels[metric]; ok && (scenario == scClientsOne || scenario == scClientsSem) {
+		return l
+	}
+	return strings.ReplaceAll(metric, "_", " ")
 }
 
 // logTicks marks 1, 2 and 5 times each power of ten on a log axis, with

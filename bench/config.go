@@ -44,10 +44,13 @@ type config struct {
 	// The scale scenarios (curves.go): the sizes of each curve, the
 	// window over which waiting is measured, the bound of a waiters run's
 	// drain, and the operations of the redis-memory scenario.
-	ScaleWaiters      []int
-	ScaleHolds        []int
-	ScaleLocksSizes   []int
-	ScaleClients      []int
+	ScaleWaiters    []int
+	ScaleHolds      []int
+	ScaleLocksSizes []int
+	ScaleClients    []int
+	// ClientsMarks: the clients-one-* children mark each acquisition
+	// (clients.go, markedPairs), to count cross-process handoffs.
+	ClientsMarks      bool
 	ScaleMasters      []int
 	ScaleWindow       time.Duration
 	ScaleDrainTimeout time.Duration
@@ -102,7 +105,8 @@ func defaultConfig() config {
 		ScaleWaiters:        []int{10, 100, 1000, 10000},
 		ScaleHolds:          []int{1000, 10000, 100000},
 		ScaleLocksSizes:     []int{1, 100, 10000},
-		ScaleClients:        []int{1, 16, 128},
+		ScaleClients:        []int{1, 4, 16, 64, 128},
+		ClientsMarks:        true,
 		ScaleMasters:        []int{1, 3},
 		ScaleWindow:         2 * time.Second,
 		ScaleDrainTimeout:   60 * time.Second,
@@ -294,11 +298,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	fs.DurationVar(&cfg.ScaleWindow, "scale-window", cfg.ScaleWindow, "how long the cost of waiting is measured in the waiters-* scale scenarios")
 	fs.DurationVar(&cfg.ScaleDrainTimeout, "scale-drain-timeout", cfg.ScaleDrainTimeout, "a waiters-* run whose waiters have not all held the lock by then, or a held-locks run that has not taken its locks by then, is cut (its row says how many did)")
+	fs.BoolVar(&cfg.ClientsMarks, "clients-marks", cfg.ClientsMarks, "in clients-one-lock and clients-one-semaphore, each child writes its id into a mark key between Lock and Unlock (SET key id GET, on a connection of its own; its cost taken out of the rows' figures) to count cross-process handoffs; false leaves the marks out, and the count with them")
 	fs.IntVar(&cfg.ScaleMemoryOps, "scale-memory-ops", cfg.ScaleMemoryOps, "operations of each primitive in the redis-memory scale scenario")
 	fs.StringVar(&cfg.Charts, "charts", "charts", "directory, relative to -out's, where the SVG charts are drawn (\"\" for none)")
 	fs.StringVar(&cfg.Redraw, "redraw", "", "draw the charts of an existing results.json `file` (into -charts next to it) and run nothing")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all but the scale ones: "+strings.Join(allScenarios, ",")+"; scale scenarios, \"curves\" for all of them: "+strings.Join(curveScenarios, ",")+")")
-	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks, scripts and clients-one-lock only); \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
+	libraries := fs.String("libraries", "", "comma-separated libraries to run (redisync, redisync-fair, redisync-spin, redsync, redislock, redislock-linear10ms, redislock-default, rueidislock, pubsub-floor (handoff only), redisson-floor (uncontended, many-locks, scripts and clients-one-lock only); clients-one-semaphore runs redisync only; \"redisync\" selects all three of its kinds, \"redislock\" both strategies; default all)")
 	quick := fs.Bool("quick", false, "tiny sizes for a smoke run (flags given explicitly still apply)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

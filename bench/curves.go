@@ -39,9 +39,11 @@ const (
 	// scContendedLocks: L locks, each with two goroutines contending.
 	scContendedLocks = "contended-locks"
 	// scClientsOne, scClientsMany: C child processes on one lock, and
-	// each on locks of its own (clients.go).
+	// each on locks of its own; scClientsSem: C child processes on one
+	// semaphore of max(1, C/4) permits (clients.go).
 	scClientsOne  = "clients-one-lock"
 	scClientsMany = "clients-many-locks"
+	scClientsSem  = "clients-one-semaphore"
 	// scMemory: the keys a primitive leaves behind per operation
 	// (memory.go).
 	scMemory = "redis-memory"
@@ -49,7 +51,7 @@ const (
 
 // curveScenarios are the scale scenarios, in the order they run; the
 // pseudo-scenario "curves" selects them all.
-var curveScenarios = []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsMany, scClusterMasters, scMemory}
+var curveScenarios = []string{scWaiters1, scWaiters16, scHolds, scContendedLocks, scClientsOne, scClientsSem, scClientsMany, scClusterMasters, scMemory}
 
 // scaleLibraries are the libraries of the scale scenarios: redisync's
 // lock and the peers that wait in their own ways (redislock with its 10 ms
@@ -794,10 +796,16 @@ var curveMetrics = map[string][]string{
 	scWaiters16:      {"redis_cpu_ms_per_s_waiting", "commands_per_s_waiting", "heap_bytes_per_waiter", "goroutines_per_waiter", "p50_ms", "p99_ms", "all_held_seconds", "client_cpu_us_per_op"},
 	scHolds:          {"redis_cpu_ms_per_s", "client_cpu_ms_per_s", "round_trips_per_tick", "heap_bytes_per_hold"},
 	scContendedLocks: {"ops_per_sec", "subscribe_unsubscribe_per_op", "peak_pubsub_channels", "server_cpu_us_per_op", "client_cpu_us_per_op"},
-	scClientsOne:     {"ops_per_sec", "connections", "server_cpu_us_per_op", "client_cpu_us_per_op"},
+	scClientsOne:     clientsOneMetrics,
+	scClientsSem:     clientsOneMetrics,
 	scClientsMany:    {"ops_per_sec", "connections", "server_cpu_us_per_op", "client_cpu_us_per_op"},
 	scClusterMasters: {"ops_per_sec", "server_cpu_us_per_op", "redis_cpu_us_per_op_per_master", "client_cpu_us_per_op"},
 }
+
+// clientsOneMetrics are the figures the curves of the clients-one-lock
+// and clients-one-semaphore rows follow.
+var clientsOneMetrics = []string{"ops_per_sec", "cross_process_handoffs_per_s", "min_to_fair_share", "longest_wait_ms", "p99_ms",
+	"connections", "server_cpu_us_per_op", "client_cpu_us_per_op"}
 
 // curveMetric returns figure name of row r, and whether it has one.
 func curveMetric(r Result, name string) (float64, bool) {

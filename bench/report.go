@@ -123,7 +123,11 @@ type Result struct {
 	ExecUs map[string]float64 `json:"exec_us_per_op_by_name,omitempty"`
 	// Extra holds scenario-specific figures (fan-out, ticks).
 	Extra map[string]float64 `json:"extra,omitempty"`
-	Note  string             `json:"note,omitempty"`
+	// Processes are the figures of each child process of a
+	// clients-one-lock or clients-one-semaphore row, in the order they
+	// were started.
+	Processes []ProcessFigures `json:"processes,omitempty"`
+	Note      string           `json:"note,omitempty"`
 }
 
 // f rounds v to 4 significant digits (at least 3 decimals below 1) and
@@ -279,6 +283,7 @@ func writeMarkdown(w io.Writer, e env, results []Result, scripts []ScriptCost, t
 	fmt.Fprintln(w, "  client CPU: user+sys CPU time of the bench process (getrusage; in clients-curve its child workers') per op;")
 	fmt.Fprintln(w, "  allocs/op (uncontended rows): heap allocations of the tool's process per lock+unlock (runtime.MemStats).")
 	writeScripts(w, scripts)
+	writeClients(w, results, curves)
 	writeCurves(w, curves)
 	writeTargets(w, targets, results)
 	if outPath != "" {
@@ -322,4 +327,78 @@ func bytesCell(r Result) string {
 		return "–"
 	}
 	return strings.Join([]string{num(r.BytesInPerOp, 0), num(r.BytesOutPerOp, 0)}, " / ")
+}
+
+// writeClients prints the rows of client processes on one lock or
+// semaphore with what a fair comparison of them needs: acquisitions and
+// cross-process handoffs per second, the fewest and most acquisitions of
+// a process against the fair share, the longest wait, and the Redis and
+// client CPU per acquisition; then, per library, the growth exponent of
+// the Redis CPU per acquisition and of the rate over the processes.
+func writeClients(w io.Writer, results []Result, curves []Curve) {
+	var rows []Result
+	for _, r := range results {
+		if r.Scenario == scClientsOne || r.Scenario == scClientsSem {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nClient processes on one lock or semaphore (C processes, one goroutine each):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | library | C | acq/s | cross-process handoffs/s | acq per process min / max | ÷ fair share | longest wait ms | p99 wait ms | Redis CPU µs/acq | client CPU µs/acq |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	x := func(r Result, k string, d int) string {
+		v, ok := r.Extra[k]
+		if !ok {
+			return "–"
+		}
+		return num(f(v), d)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Library, x(r, "clients", 0), num(r.OpsPerSec, 0), x(r, "cross_process_handoffs_per_s", 0),
+			x(r, "min_acquisitions_per_process", 0), x(r, "max_acquisitions_per_process", 0),
+			x(r, "min_to_fair_share", 2), x(r, "max_to_fair_share", 2), x(r, "longest_wait_ms", 3), num(r.P99ms, 3),
+			num(r.ServerCPUusPerOp, 1), num(r.ClientCPUusPerOp, 1))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "- cross-process handoffs: acquisitions whose mark (SET key id GET between Lock and Unlock) held another process's id;")
+	fmt.Fprintln(w, "  fair share: acquisitions / C; longest wait: the longest wait for Lock of any process, a wait unfinished at the window's end included;")
+	fmt.Fprintln(w, "  Redis and client CPU: the marks' cost taken out at the price of one mark measured alone (see each row's op).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Growth over C (figure ∝ C^k, least squares on log-log):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | library | k of Redis CPU µs/acq | k of acq/s | C |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---|")
+	type key struct{ sc, lib string }
+	exps := map[key][2]*float64{}
+	var order []key
+	sizes := map[key][]float64{}
+	for _, c := range curves {
+		if c.Scenario != scClientsOne && c.Scenario != scClientsSem {
+			continue
+		}
+		k := key{c.Scenario, c.Library}
+		e, seen := exps[k]
+		if !seen {
+			order = append(order, k)
+		}
+		switch c.Metric {
+		case "server_cpu_us_per_op":
+			e[0] = c.Exponent
+			sizes[k] = c.Sizes
+		case "ops_per_sec":
+			e[1] = c.Exponent
+		}
+		exps[k] = e
+	}
+	for _, k := range order {
+		var cs []string
+		for _, s := range sizes[k] {
+			cs = append(cs, strconv.FormatFloat(s, 'f', -1, 64))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", k.sc, k.lib, num(exps[k][0], 2), num(exps[k][1], 2), strings.Join(cs, ", "))
+	}
 }

@@ -176,7 +176,7 @@ func (b *bench) curveScenario(ctx context.Context, sc string) ([]Result, error) 
 		return b.holdsCurve(ctx)
 	case scContendedLocks:
 		return b.contendedLocksCurve(ctx)
-	case scClientsOne, scClientsMany:
+	case scClientsOne, scClientsSem, scClientsMany:
 		return b.clientsCurve(ctx, sc)
 	case scMemory:
 		return b.memoryCurve(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -12,6 +13,10 @@ type permit struct{ s *semaphore.Semaphore }
 
 func (p permit) Lock(ctx context.Context) error   { return p.s.Acquire(ctx, 1) }
 func (p permit) Unlock(ctx context.Context) error { return p.s.Release(ctx, 1) }
+
+// newPermit is the lock kind of the clients-one-semaphore rows: a handle
+// on semaphore key, one permit at a time.
+func newPermit(c *redisync.Client, key string) mutex { return permit{semaphore.New(c, key)} }
 
 // semaphore measures acquisitions per second of a semaphore with Permits
 // permits under Goroutines contenders spread over Clients clients, each
