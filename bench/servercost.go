@@ -84,16 +84,23 @@ func serverCostLibs() []serverCostLib {
 		return field, "redisync_request:{" + lock + "}:" + field
 	}
 	channel := func(lock string) string { return "redisson_lock__channel:{" + lock + "}" }
+	// the lock's queue of waiting Clients, which the library's scripts name
+	// on every call (lua/prelude_wake.lua); uncontended, it stays empty
+	waiters := func(lock string) string { return "redisync_lock_waiters:{" + lock + "}" }
+	waitState := func(lock string) string { return "redisync_lock_wait_state:{" + lock + "}" }
 	lease := serverCostLease.Milliseconds()
 	freshAcquire := func(lock string, n int64) lua.LockAcquireFreshArgs {
 		field, req := fields(lock, n)
 		return lua.LockAcquireFreshArgs{Lock: lock, Request: req, LeaseMillis: lease,
+			Waiters: waiters(lock), WaitState: waitState(lock), Client: serverCostClient, AliveMillis: 15000,
 			FieldAt: int64(len(req) - len(field) + 1), Deadline: time.Now().Add(serverCostLease - 2*time.Second).UnixMilli()}
 	}
 	freshRelease := func(lock string, n int64) lua.LockReleaseFreshArgs {
 		field, req := fields(lock, n)
 		return lua.LockReleaseFreshArgs{Lock: lock, Request: req, Channel: channel(lock),
-			FieldAt: int64(len(req) - len(field) + 1), Message: "0", Publish: "publish",
+			Waiters: waiters(lock), WaitState: waitState(lock), Probe: true, AliveMillis: 15000,
+			WakePrefix: "redisync_lock_wake:{" + lock + "}:",
+			FieldAt:    int64(len(req) - len(field) + 1), Message: "0", Publish: "publish",
 			MarkUntil: time.Now().Add(serverCostTTL + time.Second).UnixMilli()}
 	}
 	return []serverCostLib{

@@ -31,12 +31,13 @@ var digests = map[string]digest{
 	"latch_delete.lua":                  {sha1: "548160599355dea289c257c6ca044ed334c6889f", fnv: 0xd6cc0512c4964822},
 	"latch_try_set_count.lua":           {sha1: "c0542e72858a36313cf649d9e007b4bc556b836b", fnv: 0x112a7979b982ecb7},
 	"latch_wait.lua":                    {sha1: "584eede3536ccb3acbaaded5fa7f1ba05fe525b3", fnv: 0xb8d7982f1d43d52a},
-	"lock_acquire.lua":                  {sha1: "5f41b6ee3aa1ebfa109d9ac34a8f816552d8dbe1", fnv: 0xb5f765a507ce930a},
-	"lock_acquire_fresh.lua":            {sha1: "61a64ee01657261ff4f6522a68e0d96121be06f0", fnv: 0x037c81f317cec7d6},
+	"lock_acquire.lua":                  {sha1: "67b25554204f6a6c903a4dff57f0e5dcce8867cd", fnv: 0x21ab4ab1a01a77f5},
+	"lock_acquire_fresh.lua":            {sha1: "5c0ebdf6d36ada3513cdf8a7f8013cd07bc270a0", fnv: 0xc1b5dc17b1b67b19},
 	"lock_force_unlock.lua":             {sha1: "5a28df3b7676d7700d1990f9ec57572945865035", fnv: 0xaac0c8fbca019f3e},
-	"lock_handoff.lua":                  {sha1: "1cf66b400c626169fe111498e3914f2b3042a5ff", fnv: 0xbb85174246ace933},
-	"lock_release.lua":                  {sha1: "b2acfe259f41fad572b2617c37194bf16366e876", fnv: 0xe9e94e0ca867b5f7},
-	"lock_release_fresh.lua":            {sha1: "446caa6259b57eb8bd3b869f38a5cdcd5cbc86d4", fnv: 0x5dc7d5e76ed8f5ed},
+	"lock_handoff.lua":                  {sha1: "b08d445430196043bf20a695095e698dbe3cb13d", fnv: 0x8c4a2d5d369e72bf},
+	"lock_release.lua":                  {sha1: "ff75a8ac4b82cb6d14d4e6462787aa7e0efa467a", fnv: 0x36ee1bc8d3588ff1},
+	"lock_release_fresh.lua":            {sha1: "3825cd5d13afaa8f63985e54a171cc0ee06e5e73", fnv: 0xa35e35d91edcbfbc},
+	"lock_wait_leave.lua":               {sha1: "72057bc6c4d62978e8de1dc05ac2319d756dd718", fnv: 0x4c89c7946ce44fbb},
 	"ratelimit_acquire.lua":             {sha1: "c646f37e2ef86ddbd2a354c7aa81e45dd34b8db7", fnv: 0x253265dc8bd31906},
 	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
 	"ratelimit_delete.lua":              {sha1: "f20ffca6d03cda30325037b7684a2a5795b56d1a", fnv: 0x5a69ff9f0bb03ffd},
@@ -1420,6 +1421,10 @@ type LockAcquireArgs struct {
 	Request string
 	// Counter is KEYS[3]: fencing counter (read only when ARGV[4] == "1").
 	Counter string
+	// Waiters is KEYS[4]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[5]: the queue's state: when each waiting Client counts as alive, and the holder recorded (prelude_wake).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
 	// Field is ARGV[2]: owner field "<client id>:<token>".
@@ -1432,26 +1437,37 @@ type LockAcquireArgs struct {
 	Count int64
 	// Fence is ARGV[6]: in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a hold without one), recorded and returned; ignored otherwise.
 	Fence int64
+	// Client is ARGV[7]: the Client's id, by which it waits in the queue KEYS[4]; "" for a Client that never queues (the spin lock).
+	Client string
+	// Join is ARGV[8]: "1": when the lock is busy, the Client joins the queue (or stays in it) for ARGV[9] ms (prelude_wake's wait_join); "0" not.
+	Join bool
+	// AliveMillis is ARGV[9]: how long the Client counts as alive in the queue from now.
+	AliveMillis int64
 }
 
 // Keys returns lock_acquire.lua's KEYS, in order.
 func (a LockAcquireArgs) Keys() []string {
-	keys := make([]string, 0, 3)
+	keys := make([]string, 0, 5)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.Counter)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns lock_acquire.lua's ARGV, in order.
 func (a LockAcquireArgs) Args() []any {
-	args := make([]any, 0, 6)
+	args := make([]any, 0, 9)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Fenced))
 	args = append(args, a.Count)
 	args = append(args, a.Fence)
+	args = append(args, str(a.Client))
+	args = append(args, flag(a.Join))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -1459,13 +1475,15 @@ func (a LockAcquireArgs) Args() []any {
 func (a LockAcquireArgs) command() Command {
 	c := &struct {
 		a    LockAcquireArgs
-		args [12]any
+		args [17]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockAcquire)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Counter)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Field)
@@ -1473,6 +1491,9 @@ func (a LockAcquireArgs) command() Command {
 	args = append(args, flag(p.Fenced))
 	args = append(args, &p.Count)
 	args = append(args, &p.Fence)
+	args = append(args, &p.Client)
+	args = append(args, flag(p.Join))
+	args = append(args, &p.AliveMillis)
 	return Command{Script: LockAcquire, Args: args}
 }
 
@@ -1522,7 +1543,11 @@ type LockAcquireFreshArgs struct {
 	Lock string
 	// Request is KEYS[2]: request key of the hold: keys.Request(name, owner field), that is a prefix and then the field.
 	Request string
-	// Counter is KEYS[3]: fencing counter (only when ARGV[4] == "1"; may be left out otherwise) (left out when empty).
+	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state: when each waiting Client counts as alive, and the holder recorded (prelude_wake).
+	WaitState string
+	// Counter is KEYS[5]: fencing counter (only when ARGV[4] == "1"; may be left out otherwise) (left out when empty).
 	Counter string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
@@ -1530,15 +1555,23 @@ type LockAcquireFreshArgs struct {
 	FieldAt int64
 	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Fenced is ARGV[4]: "1" to take a fencing token (INCR of KEYS[3], raised to the server's clock in microseconds: prelude_lock's next_token), "0" not to.
+	// Fenced is ARGV[4]: "1" to take a fencing token (INCR of KEYS[5], raised to the server's clock in microseconds: prelude_lock's next_token), "0" not to.
 	Fenced bool
+	// Client is ARGV[5]: the Client's id, by which it waits in the queue KEYS[3]; "" for a Client that never queues (the spin lock).
+	Client string
+	// Join is ARGV[6]: "1": when the lock is busy, the Client joins the queue (or stays in it) for ARGV[7] ms (prelude_wake's wait_join); "0" not (an attempt made before the Client listens on its channel).
+	Join bool
+	// AliveMillis is ARGV[7]: how long the Client counts as alive in the queue from now.
+	AliveMillis int64
 }
 
 // Keys returns lock_acquire_fresh.lua's KEYS, in order.
 func (a LockAcquireFreshArgs) Keys() []string {
-	keys := make([]string, 0, 3)
+	keys := make([]string, 0, 5)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	if a.Counter == "" {
 		return keys
 	}
@@ -1548,11 +1581,14 @@ func (a LockAcquireFreshArgs) Keys() []string {
 
 // Args returns lock_acquire_fresh.lua's ARGV, in order.
 func (a LockAcquireFreshArgs) Args() []any {
-	args := make([]any, 0, 4)
+	args := make([]any, 0, 7)
 	args = append(args, a.LeaseMillis)
 	args = append(args, a.FieldAt)
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Fenced))
+	args = append(args, str(a.Client))
+	args = append(args, flag(a.Join))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -1560,12 +1596,14 @@ func (a LockAcquireFreshArgs) Args() []any {
 func (a LockAcquireFreshArgs) command() Command {
 	c := &struct {
 		a    LockAcquireFreshArgs
-		args [10]any
+		args [15]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockAcquireFresh)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	if p.Counter != "" {
 		args = append(args, &p.Counter)
 	}
@@ -1574,6 +1612,9 @@ func (a LockAcquireFreshArgs) command() Command {
 	args = append(args, &p.FieldAt)
 	args = append(args, &p.Deadline)
 	args = append(args, flag(p.Fenced))
+	args = append(args, &p.Client)
+	args = append(args, flag(p.Join))
+	args = append(args, &p.AliveMillis)
 	return Command{Script: LockAcquireFresh, Args: args}
 }
 
@@ -1692,7 +1733,11 @@ type LockHandoffArgs struct {
 	NextRequest string
 	// Channel is KEYS[4]: lock channel (published only when the lock is freed instead).
 	Channel string
-	// Counter is KEYS[5]: fencing counter (only when ARGV[6] == "1"; may be left out otherwise) (left out when empty).
+	// Waiters is KEYS[5]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[6]: the queue's state (prelude_wake).
+	WaitState string
+	// Counter is KEYS[7]: fencing counter (only when ARGV[6] == "1"; may be left out otherwise) (left out when empty).
 	Counter string
 	// FieldAt is ARGV[1]: where the releasing owner's field starts in KEYS[2] (1-based).
 	FieldAt int64
@@ -1708,15 +1753,23 @@ type LockHandoffArgs struct {
 	Fenced bool
 	// Publish is ARGV[7]: publish command: "publish", or "spublish".
 	Publish string
+	// WakePrefix is ARGV[8]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[5] on KEYS[4] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[9]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Client is ARGV[10]: the Client's id: the next owner's hold is recorded as the holder in the queue's state when Clients wait (prelude_wake's wait_took).
+	Client string
 }
 
 // Keys returns lock_handoff.lua's KEYS, in order.
 func (a LockHandoffArgs) Keys() []string {
-	keys := make([]string, 0, 5)
+	keys := make([]string, 0, 7)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.NextRequest)
 	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	if a.Counter == "" {
 		return keys
 	}
@@ -1726,7 +1779,7 @@ func (a LockHandoffArgs) Keys() []string {
 
 // Args returns lock_handoff.lua's ARGV, in order.
 func (a LockHandoffArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 10)
 	args = append(args, a.FieldAt)
 	args = append(args, a.NextFieldAt)
 	args = append(args, a.MarkUntil)
@@ -1734,6 +1787,9 @@ func (a LockHandoffArgs) Args() []any {
 	args = append(args, str(a.Message))
 	args = append(args, flag(a.Fenced))
 	args = append(args, str(a.Publish))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Client))
 	return args
 }
 
@@ -1741,7 +1797,7 @@ func (a LockHandoffArgs) Args() []any {
 func (a LockHandoffArgs) command() Command {
 	c := &struct {
 		a    LockHandoffArgs
-		args [15]any
+		args [20]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockHandoff)
@@ -1749,6 +1805,8 @@ func (a LockHandoffArgs) command() Command {
 	args = append(args, &p.Request)
 	args = append(args, &p.NextRequest)
 	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	if p.Counter != "" {
 		args = append(args, &p.Counter)
 	}
@@ -1760,6 +1818,9 @@ func (a LockHandoffArgs) command() Command {
 	args = append(args, &p.Message)
 	args = append(args, flag(p.Fenced))
 	args = append(args, &p.Publish)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Client)
 	return Command{Script: LockHandoff, Args: args}
 }
 
@@ -1807,6 +1868,10 @@ type LockReleaseArgs struct {
 	Request string
 	// UndoRequest is KEYS[4]: undo mode only: the request key of the acquisition to undo.
 	UndoRequest string
+	// Waiters is KEYS[5]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[6]: the queue's state (prelude_wake).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds (re-set while holds remain).
 	LeaseMillis int64
 	// Field is ARGV[2]: owner field.
@@ -1823,21 +1888,31 @@ type LockReleaseArgs struct {
 	Publish string
 	// MinHoldMillis is ARGV[8]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. When it is above 0 and the release frees the owner's hold (ARGV[6] is 0; not an undo), the owner's field is kept, the lock expires when the minimum hold ends and ARGV[4] is published as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. -1: the client holds nothing for the owner and clears what Redis may keep of it, which may be the field a release within the minimum hold kept: nothing is changed (a stale field expires with its lease).
 	MinHoldMillis int64
+	// WakePrefix is ARGV[9]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[4] on KEYS[2] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[10]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Stay is ARGV[11]: the releasing Client's id when its own callers still wait for the lock (it joins the queue before the wake-up), else "".
+	Stay string
+	// AliveMillis is ARGV[12]: how long a Client joining the queue counts as alive.
+	AliveMillis int64
 }
 
 // Keys returns lock_release.lua's KEYS, in order.
 func (a LockReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.UndoRequest)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns lock_release.lua's ARGV, in order.
 func (a LockReleaseArgs) Args() []any {
-	args := make([]any, 0, 8)
+	args := make([]any, 0, 12)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
@@ -1846,6 +1921,10 @@ func (a LockReleaseArgs) Args() []any {
 	args = append(args, a.Count)
 	args = append(args, str(a.Publish))
 	args = append(args, a.MinHoldMillis)
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Stay))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -1853,7 +1932,7 @@ func (a LockReleaseArgs) Args() []any {
 func (a LockReleaseArgs) command() Command {
 	c := &struct {
 		a    LockReleaseArgs
-		args [15]any
+		args [21]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockRelease)
@@ -1861,6 +1940,8 @@ func (a LockReleaseArgs) command() Command {
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
 	args = append(args, &p.UndoRequest)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Field)
@@ -1870,6 +1951,10 @@ func (a LockReleaseArgs) command() Command {
 	args = append(args, &p.Count)
 	args = append(args, &p.Publish)
 	args = append(args, &p.MinHoldMillis)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Stay)
+	args = append(args, &p.AliveMillis)
 	return Command{Script: LockRelease, Args: args}
 }
 
@@ -1894,6 +1979,10 @@ type LockReleaseFreshArgs struct {
 	Request string
 	// Channel is KEYS[3]: lock channel (redisson_lock__channel:{name}).
 	Channel string
+	// Waiters is KEYS[4]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[5]: the queue's state (prelude_wake).
+	WaitState string
 	// FieldAt is ARGV[1]: where the owner field starts in KEYS[2] (1-based).
 	FieldAt int64
 	// Message is ARGV[2]: message published when the lock is freed ("0"), or "" for none.
@@ -1906,26 +1995,40 @@ type LockReleaseFreshArgs struct {
 	Undo bool
 	// MinHoldMillis is ARGV[6]: a minimum hold (rlock.WithMinHold) not yet over: the milliseconds left of it; 0 when none. Above 0 a release (not an undo) keeps the owner's field with the count 0 (which no renewal extends), sets the lock to expire when the minimum hold ends and publishes as a release does: the waiter woken re-checks and finds the lock busy until its expiry, when its re-check (the lock's PTTL) comes. The mark then lives at least as long, so a copy of the release finds it and does not push the expiry back.
 	MinHoldMillis int64
+	// WakePrefix is ARGV[7]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[2] on KEYS[3] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[8]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Stay is ARGV[9]: the releasing Client's id when its own callers still wait for the lock (it joins the queue before the wake-up), else "".
+	Stay string
+	// AliveMillis is ARGV[10]: how long a Client joining the queue counts as alive.
+	AliveMillis int64
 }
 
 // Keys returns lock_release_fresh.lua's KEYS, in order.
 func (a LockReleaseFreshArgs) Keys() []string {
-	keys := make([]string, 0, 3)
+	keys := make([]string, 0, 5)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns lock_release_fresh.lua's ARGV, in order.
 func (a LockReleaseFreshArgs) Args() []any {
-	args := make([]any, 0, 6)
+	args := make([]any, 0, 10)
 	args = append(args, a.FieldAt)
 	args = append(args, str(a.Message))
 	args = append(args, str(a.Publish))
 	args = append(args, a.MarkUntil)
 	args = append(args, flag(a.Undo))
 	args = append(args, a.MinHoldMillis)
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Stay))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -1933,13 +2036,15 @@ func (a LockReleaseFreshArgs) Args() []any {
 func (a LockReleaseFreshArgs) command() Command {
 	c := &struct {
 		a    LockReleaseFreshArgs
-		args [12]any
+		args [18]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockReleaseFresh)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.FieldAt)
 	args = append(args, &p.Message)
@@ -1947,6 +2052,10 @@ func (a LockReleaseFreshArgs) command() Command {
 	args = append(args, &p.MarkUntil)
 	args = append(args, flag(p.Undo))
 	args = append(args, &p.MinHoldMillis)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Stay)
+	args = append(args, &p.AliveMillis)
 	return Command{Script: LockReleaseFresh, Args: args}
 }
 
@@ -1960,6 +2069,71 @@ const (
 
 // Run runs lock_release_fresh.lua with a on r and returns its reply, remaining.
 func (a LockReleaseFreshArgs) Run(ctx context.Context, r Runner) (int64, error) {
+	return run(ctx, r, a.command()).Int64()
+}
+
+// LockWaitLeaveArgs are the KEYS and ARGV of lock_wait_leave.lua (script LockWaitLeave).
+type LockWaitLeaveArgs struct {
+	// Lock is KEYS[1]: lock hash.
+	Lock string
+	// Channel is KEYS[2]: lock channel (redisson_lock__channel:{name}).
+	Channel string
+	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state (prelude_wake).
+	WaitState string
+	// Client is ARGV[1]: the Client's id.
+	Client string
+	// WakePrefix is ARGV[2]: the waiting Clients' channels: this prefix and a Client's id.
+	WakePrefix string
+	// Publish is ARGV[3]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
+	Publish string
+	// Probe is ARGV[4]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+}
+
+// Keys returns lock_wait_leave.lua's KEYS, in order.
+func (a LockWaitLeaveArgs) Keys() []string {
+	keys := make([]string, 0, 4)
+	keys = append(keys, a.Lock)
+	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
+	return keys
+}
+
+// Args returns lock_wait_leave.lua's ARGV, in order.
+func (a LockWaitLeaveArgs) Args() []any {
+	args := make([]any, 0, 4)
+	args = append(args, str(a.Client))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, str(a.Publish))
+	args = append(args, flag(a.Probe))
+	return args
+}
+
+// command returns lock_wait_leave.lua's call as one EVALSHA command (Command).
+func (a LockWaitLeaveArgs) command() Command {
+	c := &struct {
+		a    LockWaitLeaveArgs
+		args [11]any
+	}{a: a} // one allocation for the copy and the slice
+	args, p := c.args[:3], &c.a
+	args[0], args[1] = evalsha, sha(LockWaitLeave)
+	args = append(args, &p.Lock)
+	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
+	args[2] = len(args) - 3
+	args = append(args, &p.Client)
+	args = append(args, &p.WakePrefix)
+	args = append(args, &p.Publish)
+	args = append(args, flag(p.Probe))
+	return Command{Script: LockWaitLeave, Args: args}
+}
+
+// Run runs lock_wait_leave.lua with a on r and returns its reply, left.
+func (a LockWaitLeaveArgs) Run(ctx context.Context, r Runner) (int64, error) {
 	return run(ctx, r, a.command()).Int64()
 }
 

@@ -21,7 +21,9 @@
 -- KEYS[2]  request: request key of the releasing hold: a prefix and then its field
 -- KEYS[3]  nextRequest: request key of the next owner's hold: a prefix and its field
 -- KEYS[4]  channel: lock channel (published only when the lock is freed instead)
--- KEYS[5]  counter?: fencing counter (only when ARGV[6] == "1"; may be left out
+-- KEYS[5]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[6]  waitState: the queue's state (prelude_wake)
+-- KEYS[7]  counter?: fencing counter (only when ARGV[6] == "1"; may be left out
 --          otherwise)
 -- ARGV[1]  fieldAt int64: where the releasing owner's field starts in KEYS[2] (1-based)
 -- ARGV[2]  nextFieldAt int64: where the next owner's field starts in KEYS[3] (1-based)
@@ -31,6 +33,11 @@
 -- ARGV[5]  message string: message published when the lock is freed instead ("" for none)
 -- ARGV[6]  fenced bool: "1" to take a fencing token for the next owner, "0" not to
 -- ARGV[7]  publish string: publish command: "publish", or "spublish"
+-- ARGV[8]  wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[5] on KEYS[4] alone (prelude_wake's wait_freed)
+-- ARGV[9]  probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[10] client string: the Client's id: the next owner's hold is recorded as the
+--          holder in the queue's state when Clients wait (prelude_wake's wait_took)
 --
 -- Returns {0, 1, fencing token (0 without fencing)} when the lock was
 --         handed over (also for a re-sent copy);
@@ -39,7 +46,7 @@
 --         {-1, 0, 0} when the releasing owner does not hold the lock:
 --         nothing changed.
 --         An error reply (WRONGTYPE, or REDISYNC_WRONGTYPE) when the lock is
---         fenced and its counter KEYS[5] holds another type than an integer
+--         fenced and its counter KEYS[7] holds another type than an integer
 --         string: checked first, so nothing changed.
 --
 -- Reply    {remaining, acquired, fence}
@@ -51,6 +58,10 @@
 if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[7], KEYS[4], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[4] .. ': nothing was changed')
 end
+local denied = wait_denied(ARGV[7], ARGV[8])
+if denied then
+  return denied
+end
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, ARGV[2] + 0)
 if ARGV[6] == '1' then
@@ -58,9 +69,9 @@ if ARGV[6] == '1' then
   -- (WRONGTYPE at the GET) or a string that INCR would refuse fails here,
   -- with nothing changed (prelude_types' number_at, written out: this
   -- script loads no prelude)
-  local v = redis.call('get', KEYS[5])
+  local v = redis.call('get', KEYS[7])
   if v and not string.match(v, '^%-?%d+$') then
-    error({err = 'REDISYNC_WRONGTYPE key ' .. KEYS[5] .. ' holds a string that is not an integer'})
+    error({err = 'REDISYNC_WRONGTYPE key ' .. KEYS[7] .. ' holds a string that is not an integer'})
   end
 end
 if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then
@@ -73,15 +84,13 @@ if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then
   end
   local token = 0
   if ARGV[6] == '1' then
-    token = tonumber(redis.call('get', KEYS[5])) or 0
+    token = tonumber(redis.call('get', KEYS[7])) or 0
   end
   return {0, 1, token}
 end
 redis.call('set', from, 'released', 'pxat', ARGV[3])
 if redis.call('exists', to) == 1 then
-  if ARGV[5] ~= '' then
-    redis.call(ARGV[7], KEYS[4], ARGV[5])
-  end
+  wait_freed(KEYS[5], KEYS[6], ARGV[8], ARGV[7], KEYS[4], ARGV[5], ARGV[9], '', 0, hash)
   return {0, 0, 0}
 end
 redis.call('hset', hash, next_field, '1')
@@ -90,12 +99,15 @@ local token = 0
 if ARGV[6] == '1' then
   -- raised to the server's clock in microseconds (prelude_lock's
   -- next_token, written out: the only clock this script reads)
-  token = redis.call('incr', KEYS[5])
+  token = redis.call('incr', KEYS[7])
   local t = redis.call('time')
   local floor = t[1] * 1000000 + t[2]
   if token < floor then
-    redis.call('set', KEYS[5], string.format('%d', floor))
+    redis.call('set', KEYS[7], string.format('%d', floor))
     token = floor
   end
+end
+if ARGV[10] ~= '' then
+  wait_took(KEYS[5], KEYS[6], ARGV[10], next_field)
 end
 return {0, 1, token}

@@ -8,6 +8,8 @@
 -- KEYS[2]  channel: lock channel (redisson_lock__channel:{name})
 -- KEYS[3]  request: request key of this release
 -- KEYS[4]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- KEYS[5]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[6]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  leaseMillis int64: lease in milliseconds (re-set while holds remain)
 -- ARGV[2]  field string: owner field
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
@@ -27,6 +29,12 @@
 --          -1: the client holds nothing for the owner and clears what Redis may keep
 --          of it, which may be the field a release within the minimum hold kept:
 --          nothing is changed (a stale field expires with its lease).
+-- ARGV[9]  wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[4] on KEYS[2] alone (prelude_wake's wait_freed)
+-- ARGV[10] probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[11] stay string: the releasing Client's id when its own callers still wait for the
+--          lock (it joins the queue before the wake-up), else ""
+-- ARGV[12] aliveMillis int64: how long a Client joining the queue counts as alive
 --
 -- Returns the owner's remaining hold count (0: the lock was freed);
 --         -1 when the owner does not hold the lock (nothing changed);
@@ -41,6 +49,10 @@
 if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[7], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[2] .. ': nothing was changed')
 end
+local denied = wait_denied(ARGV[7], ARGV[9])
+if denied then
+  return denied
+end
 if tonumber(ARGV[8]) < 0 then
   return -1
 end
@@ -49,9 +61,8 @@ if ARGV[5] ~= '1' and ARGV[6] == '0' and tonumber(ARGV[8]) > 0 then
   if kept then
     return kept
   end
-  if ARGV[4] ~= '' then
-    redis.call(ARGV[7], KEYS[2], ARGV[4]) -- waiters re-check and wait for the expiry
-  end
+  -- the waiter woken re-checks and waits for the expiry
+  wait_freed(KEYS[5], KEYS[6], ARGV[9], ARGV[7], KEYS[2], ARGV[4], ARGV[10], ARGV[11], ARGV[12], KEYS[1])
   record(KEYS[3], 0, ARGV[3])
   return 0
 end
@@ -59,8 +70,8 @@ local done, count = release_hold(KEYS[3], KEYS[4], ARGV[5], ARGV[3], KEYS[1], AR
 if done then
   return done
 end
-if count == 0 and ARGV[4] ~= '' then
-  redis.call(ARGV[7], KEYS[2], ARGV[4])
+if count == 0 then
+  wait_freed(KEYS[5], KEYS[6], ARGV[9], ARGV[7], KEYS[2], ARGV[4], ARGV[10], ARGV[11], ARGV[12], KEYS[1])
 end
 record(KEYS[3], count, ARGV[3])
 return count

@@ -20,6 +20,8 @@
 -- KEYS[2]  request: request key of the hold (its acquisition's KEYS[2]): a prefix
 --          and then the owner field
 -- KEYS[3]  channel: lock channel (redisson_lock__channel:{name})
+-- KEYS[4]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[5]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  fieldAt int64: where the owner field starts in KEYS[2] (1-based)
 -- ARGV[2]  message string: message published when the lock is freed ("0"), or "" for none
 -- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
@@ -35,6 +37,12 @@
 --          busy until its expiry, when its re-check (the lock's PTTL) comes.
 --          The mark then lives at least as long, so a copy of the release finds it and
 --          does not push the expiry back.
+-- ARGV[7]  wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[2] on KEYS[3] alone (prelude_wake's wait_freed)
+-- ARGV[8]  probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[9]  stay string: the releasing Client's id when its own callers still wait for the
+--          lock (it joins the queue before the wake-up), else ""
+-- ARGV[10] aliveMillis int64: how long a Client joining the queue counts as alive
 --
 -- Returns 0 when the hold was released (also for a re-sent release);
 --         -1 when the owner does not hold the lock (its lease ran out, or
@@ -51,6 +59,10 @@
 if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
 end
+local denied = wait_denied(ARGV[3], ARGV[7])
+if denied then
+  return denied
+end
 local field = string.sub(KEYS[2], ARGV[1] + 0)
 if ARGV[5] ~= '1' and tonumber(ARGV[6]) > 0 and redis.call('hexists', KEYS[1], field) == 1 then
   if redis.call('get', KEYS[2]) ~= 'released' then
@@ -59,9 +71,8 @@ if ARGV[5] ~= '1' and tonumber(ARGV[6]) > 0 and redis.call('hexists', KEYS[1], f
     -- it leaves such a field alone (renew_lock)
     redis.call('hset', KEYS[1], field, 0)
     redis.call('pexpire', KEYS[1], ARGV[6])
-    if ARGV[2] ~= '' then
-      redis.call(ARGV[3], KEYS[3], ARGV[2]) -- waiters re-check and wait for the expiry
-    end
+    -- the waiter woken re-checks and waits for the expiry
+    wait_freed(KEYS[4], KEYS[5], ARGV[7], ARGV[3], KEYS[3], ARGV[2], ARGV[8], ARGV[9], ARGV[10], KEYS[1])
     redis.call('set', KEYS[2], 'released', 'pxat', ARGV[4])
     if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) then
       redis.call('pexpire', KEYS[2], ARGV[6])
@@ -70,8 +81,8 @@ if ARGV[5] ~= '1' and tonumber(ARGV[6]) > 0 and redis.call('hexists', KEYS[1], f
   return 0
 end
 local freed = redis.call('hdel', KEYS[1], field) == 1
-if freed and ARGV[2] ~= '' then
-  redis.call(ARGV[3], KEYS[3], ARGV[2])
+if freed then
+  wait_freed(KEYS[4], KEYS[5], ARGV[7], ARGV[3], KEYS[3], ARGV[2], ARGV[8], ARGV[9], ARGV[10], KEYS[1])
 end
 if ARGV[5] == '1' then
   redis.call('set', KEYS[2], 'cancelled', 'pxat', ARGV[4])

@@ -48,13 +48,16 @@ const (
 	// ledger: a client's ledger of its requests on a counted semaphore
 	// (prelude_ledger.lua), after request (it calls refuse_late).
 	ledger = "prelude_ledger.lua"
+	// wake: the lock's queue of waiting Clients, by which a release wakes
+	// one of them (prelude_wake.lua), for the lock's scripts.
+	wake = "prelude_wake.lua"
 	// types: checks that a string key holds a number (prelude_types.lua),
 	// for the semaphores' and the latch's scripts; it comes first.
 	types = "prelude_types.lua"
 )
 
 // preludes lists the prelude files, for tests.
-var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types, ledger}
+var preludes = []string{request, rwlockHelpers, permits, fairHelpers, lockHelpers, types, ledger, wake}
 
 // load wraps an embedded file once as a *redis.Script, after the
 // definitions of the given preludes that it uses (see compose). A missing

@@ -153,6 +153,12 @@ type Waiter struct {
 	ch     *channel
 	c      chan struct{}
 	closed bool
+	// also is the waiter's registration on a second channel (Also), which
+	// shares c; nil when none. secondary marks such a registration.
+	also      *Waiter
+	secondary bool
+	// onClose runs once, after Close (OnClose).
+	onClose func()
 	// events are a keyspace channel's notifications not yet taken
 	// (Events), at most maxKept, the oldest dropped first.
 	events []string
@@ -223,6 +229,12 @@ func (m *Mux) Subscribe(ctx context.Context, name string, wake Policy) (*Waiter,
 // its connection is known: node for a channel of a Cluster node (sharded,
 // or a keyspace channel of key), nil for the classic connection.
 func (m *Mux) subscribe(ctx context.Context, name, key string, wake Policy, node *conn) (*Waiter, error) {
+	return m.subscribeInto(ctx, name, key, wake, node, nil)
+}
+
+// subscribeInto is subscribe; with into, the new waiter is into's
+// registration on a second channel (Also): it wakes into's C.
+func (m *Mux) subscribeInto(ctx context.Context, name, key string, wake Policy, node *conn, into *Waiter) (*Waiter, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -241,7 +253,12 @@ func (m *Mux) subscribe(ctx context.Context, name, key string, wake Policy, node
 		}
 	}
 	ch.orphaned = false
-	w := &Waiter{m: m, ch: ch, c: make(chan struct{}, 1)}
+	w := &Waiter{m: m, ch: ch}
+	if into != nil {
+		w.c, w.secondary = into.c, true
+	} else {
+		w.c = make(chan struct{}, 1)
+	}
 	ch.waiters = append(ch.waiters, w)
 	ready := ch.ready
 	m.mu.Unlock()
@@ -328,6 +345,74 @@ func (m *Mux) classicLocked() *conn {
 // C receives a value each time the waiter is woken. One wake-up is buffered.
 func (w *Waiter) C() <-chan struct{} { return w.c }
 
+// Also registers w on a second channel, name, subscribed as Subscribe
+// does: a message there wakes w as one on its own channel does (on the
+// same C). A waiter has at most one second channel: Also on a waiter that
+// has one (Along) does nothing. Close ends both registrations; Drop ends
+// the second one alone.
+func (w *Waiter) Also(ctx context.Context, name string, wake Policy) error {
+	if w.Along() {
+		return nil
+	}
+	m := w.m
+	var node *conn
+	if m.cluster != nil && m.opts.Sharded != nil {
+		sharded, err := m.opts.Sharded(ctx)
+		if err != nil {
+			return fmt.Errorf("redisync/pubsub: subscribe %q: %w", name, err)
+		}
+		if sharded {
+			if node, err = m.shardConn(ctx, name); err != nil {
+				return fmt.Errorf("redisync/pubsub: subscribe %q: %w", name, err)
+			}
+		}
+	}
+	sec, err := m.subscribeInto(ctx, name, "", wake, node, w)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if w.closed || w.also != nil {
+		m.mu.Unlock()
+		sec.Close()
+		return nil
+	}
+	w.also = sec
+	m.mu.Unlock()
+	return nil
+}
+
+// Along reports whether w is registered on a second channel (Also).
+func (w *Waiter) Along() bool {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return w.also != nil
+}
+
+// Drop ends w's registration on its second channel (Also), if any.
+func (w *Waiter) Drop() {
+	w.m.mu.Lock()
+	sec := w.also
+	w.also = nil
+	w.m.mu.Unlock()
+	if sec != nil {
+		sec.Close()
+	}
+}
+
+// OnClose sets f to run once w is closed (after Close, outside the
+// multiplexer's lock); on a closed waiter it runs f at once.
+func (w *Waiter) OnClose(f func()) {
+	w.m.mu.Lock()
+	if !w.closed {
+		w.onClose = f
+		w.m.mu.Unlock()
+		return
+	}
+	w.m.mu.Unlock()
+	f()
+}
+
 // Close removes the waiter. A wake-up it received but did not consume is
 // passed on to the next waiter, so leaving never swallows one. When the last
 // waiter of a channel leaves, the channel is unsubscribed. Close is
@@ -335,10 +420,25 @@ func (w *Waiter) C() <-chan struct{} { return w.c }
 func (w *Waiter) Close() {
 	m := w.m
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if w.closed {
+		m.mu.Unlock()
 		return
 	}
+	sec, done := w.also, w.onClose
+	w.also, w.onClose = nil, nil
+	w.closeLocked()
+	m.mu.Unlock()
+	if sec != nil {
+		sec.Close()
+	}
+	if done != nil {
+		done()
+	}
+}
+
+// closeLocked is Close under m.mu, for w's own registration.
+func (w *Waiter) closeLocked() {
+	m := w.m
 	w.closed = true
 	ch := w.ch
 	for i, o := range ch.waiters {
@@ -347,10 +447,12 @@ func (w *Waiter) Close() {
 			break
 		}
 	}
-	select {
-	case <-w.c:
-		ch.signal(1)
-	default:
+	if !w.secondary { // a second channel's registration shares its waiter's wake-ups
+		select {
+		case <-w.c:
+			ch.signal(1)
+		default:
+		}
 	}
 	if len(ch.waiters) > 0 || m.chans[ch.name] != ch {
 		return
@@ -475,7 +577,11 @@ func (m *Mux) Stats() Stats {
 		if ch.conn == nil {
 			s.Unrouted++
 		}
-		s.Waiters += len(ch.waiters)
+		for _, w := range ch.waiters {
+			if !w.secondary { // a waiter's second channel (Also) is the same waiter
+				s.Waiters++
+			}
+		}
 	}
 	return s
 }

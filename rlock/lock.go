@@ -84,14 +84,14 @@ func newHandle(c *redisync.Client, kind, name string, opts []Option) handle {
 // with msg "" and a spin wait): the lock's scripts (lockScripts), which
 // also hand the lock on within the client's local line.
 func lockSide(e *core.Lock, kind, msg string, minHold time.Duration) *core.Side {
-	scripts := newLockScripts(e, msg)
+	scripts := newLockScripts(e, msg).queued()
 	scripts.minHold = minHold
 	if minHold > 0 {
 		// A release within the minimum hold keeps the lock: it must
 		// not hand it on either.
-		return &core.Side{Kind: kind, Fresh: true, Scripts: scripts}
+		return &core.Side{Kind: kind, Fresh: true, Scripts: scripts, Queue: &scripts.queue}
 	}
-	return &core.Side{Kind: kind, Fresh: true, Scripts: scripts, Handoff: scripts}
+	return &core.Side{Kind: kind, Fresh: true, Scripts: scripts, Handoff: scripts, Queue: &scripts.queue}
 }
 
 // lockScripts are the lock's scripts: lock_acquire and lock_release on the
@@ -103,6 +103,9 @@ func lockSide(e *core.Lock, kind, msg string, minHold time.Duration) *core.Side 
 type lockScripts struct {
 	e       *core.Lock
 	channel string
+	// queue is the lock's queue of waiting Clients (prelude_wake); its
+	// keys are empty for the spin lock, which does not queue.
+	queue   core.Queue
 	counter string // the fencing counter; "" for a handle without fencing (counterKey)
 	msg     string
 	waiting core.Waiting  // the same for every wait: made once
@@ -114,8 +117,41 @@ func newLockScripts(e *core.Lock, msg string) *lockScripts {
 	if e.Fencing {
 		s.counter = keys.FenceCounter(e.Name)
 	}
-	s.waiting = core.Waiting{PubSub: &core.PubSub{Channel: s.channel, Wake: pubsub.WakeOne}}
 	return s
+}
+
+// queued makes s the scripts of a lock whose waiters queue (the lock's:
+// not the spin lock's, which spins, nor the fair lock's, which queues its
+// owners): its waiters wait in the lock's queue of waiting Clients
+// (prelude_wake), and the other scripts name the queue's keys.
+func (s *lockScripts) queued() *lockScripts {
+	e := s.e
+	s.queue = core.Queue{Lock: e.Name, Channel: s.channel, Waiters: keys.LockWaiters(e.Name), State: keys.LockWaitState(e.Name)}
+	if s.msg != "" {
+		// a lock whose releases publish: its waiters queue (the spin
+		// lock's spin)
+		s.queue.WakePrefix = keys.LockWakePrefix(e.Name)
+		s.waiting = core.Waiting{PubSub: &core.PubSub{Channel: s.channel, Wake: pubsub.WakeOne, Queue: &s.queue}}
+	}
+	return s
+}
+
+// client returns the Client's id for the queue's scripts: "" for the
+// spin lock, which does not queue.
+func (s *lockScripts) client() string {
+	if s.queue.WakePrefix == "" {
+		return ""
+	}
+	return s.e.C.ID()
+}
+
+// stay returns the id of the releasing Client when req, a release, keeps
+// it in the queue (its callers still wait: [core.Request].Stay), else "".
+func (s *lockScripts) stay(req *core.Request) string {
+	if !req.Stay {
+		return ""
+	}
+	return s.client()
 }
 
 // counterKey returns the fencing counter, which lock_acquire names in any
@@ -136,8 +172,10 @@ func (s *lockScripts) Field(owner string) string { return owner }
 func (s *lockScripts) RunAcquire(ctx context.Context, req *core.Request) (core.Outcome, error) {
 	if req.Fresh {
 		a := lua.LockAcquireFreshArgs{Lock: req.Name, Request: req.ReqKey,
+			Waiters: s.queue.Waiters, WaitState: s.queue.State,
 			LeaseMillis: req.LeaseMillis(), FieldAt: int64(core.FieldAt(req.ReqKey, req.Field)),
-			Deadline: req.Deadline, Fenced: req.Fencing}
+			Deadline: req.Deadline, Fenced: req.Fencing,
+			Client: s.client(), Join: req.Join, AliveMillis: core.AliveMillis(s.e.C)}
 		if req.Fencing {
 			a.Counter = s.counter // otherwise left out: spare its bytes
 		}
@@ -145,8 +183,10 @@ func (s *lockScripts) RunAcquire(ctx context.Context, req *core.Request) (core.O
 		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	}
 	rep, err := lua.LockAcquireArgs{Lock: req.Name, Request: req.ReqKey, Counter: s.counterKey(),
+		Waiters: s.queue.Waiters, WaitState: s.queue.State,
 		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline,
-		Fenced: req.Fencing, Count: req.Count, Fence: req.Fence}.Run(ctx, req.Runner)
+		Fenced: req.Fencing, Count: req.Count, Fence: req.Fence,
+		Client: s.client(), Join: req.Join, AliveMillis: core.AliveMillis(s.e.C)}.Run(ctx, req.Runner)
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 }
 
@@ -158,12 +198,18 @@ func (s *lockScripts) RunRelease(ctx context.Context, req *core.Request) (int64,
 		// undo). Its mark outlives the acquisition's deadline and this
 		// request's.
 		return lua.LockReleaseFreshArgs{Lock: req.Name, Request: undoKey, Channel: s.channel,
+			Waiters: s.queue.Waiters, WaitState: s.queue.State,
 			FieldAt: int64(core.FieldAt(undoKey, req.Field)), Message: s.msg, Publish: req.Publish,
-			MarkUntil: req.MarkUntil, Undo: undo, MinHoldMillis: s.minHoldLeft(req)}.Run(ctx, req.Runner)
+			MarkUntil: req.MarkUntil, Undo: undo, MinHoldMillis: s.minHoldLeft(req),
+			WakePrefix: s.queue.WakePrefix, Probe: core.Probe(s.e.C, req.Publish), Stay: s.stay(req),
+			AliveMillis: core.AliveMillis(s.e.C)}.Run(ctx, req.Runner)
 	}
 	return lua.LockReleaseArgs{Lock: req.Name, Channel: s.channel, Request: req.ReqKey, UndoRequest: undoKey,
+		Waiters: s.queue.Waiters, WaitState: s.queue.State,
 		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline, Message: s.msg,
-		Undo: undo, Count: req.Count, Publish: req.Publish, MinHoldMillis: s.minHoldLeft(req)}.Run(ctx, req.Runner)
+		Undo: undo, Count: req.Count, Publish: req.Publish, MinHoldMillis: s.minHoldLeft(req),
+		WakePrefix: s.queue.WakePrefix, Probe: core.Probe(s.e.C, req.Publish), Stay: s.stay(req),
+		AliveMillis: core.AliveMillis(s.e.C)}.Run(ctx, req.Runner)
 }
 
 // minHoldLeft returns, for a release that ends a hold (not an undo), the
@@ -190,9 +236,11 @@ func (s *lockScripts) minHoldLeft(req *core.Request) int64 {
 // RunHandoff runs lock_handoff: from's fresh hold ends and to's begins.
 func (s *lockScripts) RunHandoff(ctx context.Context, from, to *core.Request) (core.HandoffOutcome, error) {
 	a := lua.LockHandoffArgs{Lock: from.Name, Request: from.ReqKey, NextRequest: to.ReqKey, Channel: s.channel,
+		Waiters: s.queue.Waiters, WaitState: s.queue.State,
 		FieldAt: int64(core.FieldAt(from.ReqKey, from.Field)), NextFieldAt: int64(core.FieldAt(to.ReqKey, to.Field)),
 		MarkUntil: from.MarkUntil, NextLeaseMillis: to.LeaseMillis(),
-		Message: s.msg, Fenced: to.Fencing, Publish: from.Publish}
+		Message: s.msg, Fenced: to.Fencing, Publish: from.Publish,
+		WakePrefix: s.queue.WakePrefix, Probe: core.Probe(s.e.C, from.Publish), Client: s.client()}
 	if to.Fencing {
 		a.Counter = s.counter
 	}
@@ -228,7 +276,9 @@ func lockOutcome(code, value, fence int64, err error) (core.Outcome, error) {
 	case code == lua.LockAcquireLost:
 		return core.Outcome{Lost: true}, nil
 	}
-	return core.Outcome{Retry: core.RetryAfterPTTL(value)}, nil
+	// busy: the third element, when the attempt joined the queue, says
+	// whether the holder is foreign (prelude_wake's wait_join)
+	return core.Outcome{Retry: core.RetryAfterPTTL(value), Foreign: fence == 1}, nil
 }
 
 // Name returns the lock's name, which is also its Redis key (after the

@@ -315,7 +315,10 @@ func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 		}
 		return wc.Mux().Stats().Waiters == 50
 	}, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, 50, wc.Mux().Stats().Channels)
+	// each lock's waiters listen on the client's own channel of the lock,
+	// and, while the holder is one the lock's queue did not record (it took
+	// the lock while nobody waited), on the lock's channel too
+	assert.LessOrEqual(t, wc.Mux().Stats().Channels, 100)
 	conns := pubsubConnections(t, rdb)
 	t.Logf("pub/sub connections with 200 waiters on 50 locks: %d", conns)
 	assert.LessOrEqual(t, conns, 2)
@@ -324,7 +327,7 @@ func TestWaitersShareOneConnectionAndLeaveNoSubscription(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Eventually(t, func() bool {
-		chans, err := rdb.PubSubChannels(ctx, "redisson_lock__channel:*").Result()
+		chans, err := rdb.PubSubChannels(ctx, "redis*_lock_*").Result()
 		return err == nil && len(chans) == 0
 	}, 5*time.Second, 10*time.Millisecond, "lock channels left subscribed")
 	assert.Equal(t, pubsub0, (*core.Client)(waiting).Mux().Stats().Waiters)

@@ -21,7 +21,7 @@ type SpinLock struct{ handle }
 func NewSpin(c *redisync.Client, name string, opts ...Option) *SpinLock {
 	h := newHandle(c, "spin lock", name, opts)
 	// No local line, so no handoff: every waiter spins in Redis.
-	ls := newLockScripts(h.e, "")
+	ls := newLockScripts(h.e, "").queued() // its scripts name the queue; its waiters spin
 	ls.minHold = h.opts.minHold
 	h.side = &core.Side{Kind: "spin lock", Fresh: true, Scripts: &spinScripts{
 		lockScripts: *ls,

@@ -218,6 +218,21 @@ func (c *Client) PublishCommand(ctx context.Context) (string, error) {
 	return c.pub.cmd, nil
 }
 
+// Probe reports whether a publish of c with cmd (from [Client.PublishCommand])
+// counts every receiver, so that a release may rely on the count: on a
+// single node, through Sentinel, and with sharded pub/sub on a Cluster;
+// not with classic pub/sub on a Cluster, where a node counts its own
+// subscribers only.
+func Probe(c *Client, cmd string) bool {
+	_, cluster := c.rdb.(*redis.ClusterClient)
+	return !cluster || cmd == SPublish
+}
+
+// AliveMillis is how long c, waiting in a lock's queue, counts as
+// alive after each of its attempts (lua/prelude_wake.lua): three re-check
+// intervals, since a waiter attempts at least once in each.
+func AliveMillis(c *Client) int64 { return Millis(3 * c.opts.Recheck) }
+
 // Sharded reports whether the client's waiters subscribe with SSUBSCRIBE
 // (PublishCommand is "spublish"); errors are PublishCommand's.
 func (c *Client) Sharded(ctx context.Context) (bool, error) {

@@ -35,6 +35,37 @@ type Lines struct {
 	// heads keeps, per line, how the head's attempts stand
 	// ([Turn.Asking], [Turn.Report]), for the callers behind it.
 	heads map[string]headState
+	// queued records, by the key of their queue, the locks whose queue of
+	// waiting Clients (queue.go) this client joined and has not left as
+	// far as it knows: an attempt that found the lock busy joined it, a
+	// hold taken since left it (the scripts take the client out of the
+	// queue at every acquisition). Only a wait that ends while the client
+	// is queued leaves it with a script of its own (waitEnded).
+	queued map[string]struct{}
+}
+
+// setQueued records whether the client is in the lock's queue key.
+func (ls *Lines) setQueued(key string, in bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	switch {
+	case in && ls.queued == nil:
+		ls.queued = map[string]struct{}{key: {}}
+	case in:
+		ls.queued[key] = struct{}{}
+	default:
+		delete(ls.queued, key)
+	}
+}
+
+// takeQueued reports whether the client is in the lock's queue key, and
+// forgets it.
+func (ls *Lines) takeQueued(key string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	_, in := ls.queued[key]
+	delete(ls.queued, key)
+	return in
 }
 
 // headState is how the attempts of a line's head stand: the failure that

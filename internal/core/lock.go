@@ -193,6 +193,9 @@ type Side struct {
 	Line string
 	// Scripts runs the side's scripts and says how its waiters wait.
 	Scripts Scripts
+	// Queue, when set, is the lock's queue of waiting Clients, in which
+	// the side's waits queue ([PubSub].Queue names it too).
+	Queue *Queue
 	// Handoff, when set (with Line and Fresh), hands a fresh hold on to
 	// the next caller in the line in one script (release.go); nil: a
 	// release always frees the lock in Redis.
@@ -237,6 +240,19 @@ type Waiting struct {
 type PubSub struct {
 	Channel string        // where releases are published
 	Wake    pubsub.Policy // how many local waiters one message wakes
+	// Queue, when set, makes the wait one in the lock's queue of waiting
+	// Clients (lua/prelude_wake.lua): the Client listens on its own
+	// channel, where a release wakes the first Client of the queue, and on
+	// Channel too only while the lock's holder is foreign
+	// ([Outcome].Foreign). Nil: every waiter listens on Channel.
+	Queue *Queue
+}
+
+// Queue names a lock's queue of waiting Clients (lua/prelude_wake.lua):
+// its keys, the lock and its channel, and the prefix of the Clients' own
+// channels.
+type Queue struct {
+	Lock, Channel, Waiters, State, WakePrefix string
 }
 
 // Spin is a wait without pub/sub (see loop.spin): no subscription, a
@@ -294,6 +310,10 @@ type Outcome struct {
 	// Err refuses the acquisition for good ([errs.ErrUpgrade]); nothing
 	// changed.
 	Err error
+	// Foreign: not acquired, and the holder is not the one the lock's
+	// queue recorded ([PubSub].Queue): the waiter listens on the lock's
+	// channel too.
+	Foreign bool
 }
 
 // HandoffOutcome is the result of one [Handoffer].RunHandoff call.

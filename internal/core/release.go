@@ -90,11 +90,18 @@ func (r *releaser) release(ctx context.Context) error {
 	if handed, err := r.handoff(hk); handed {
 		return err
 	}
+	// Callers of this client still waiting (none took the lock over):
+	// the client joins the lock's queue, if it has one, before the release
+	// wakes its first client.
+	r.req.Stay = r.req.Count == 0 && s.Line != "" && l.C.lines.Len(s.Line) > 0
 	r.req.Sync = l.C.pipe.NewSyncIn(&r.req.sync)
 	h := l.C.holds.beginRelease(hk, r.req.Count)
 	sent := time.Now()
 	remaining, err := r.send()
 	h.released(r.req.Count, remaining, err, sent)
+	if q := s.Queue; q != nil && r.req.Stay && err == nil && remaining == 0 {
+		l.C.lines.setQueued(q.Waiters, true) // the release put the client in the queue
+	}
 	if err != nil && r.req.Count == 0 && s.Line != "" {
 		l.C.lines.wake(s.Line) // the release may not have published
 	}
@@ -155,6 +162,9 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 	}
 	h := l.C.holds.acquiredAs(shutdownRelease{lock: l, side: s, req: freshCopy(req)}, sent, hk, req.Count, fence, req.Lease, renew)
 	tookOwnerless(l, s, *req, h) // a hold without a context owner: the name's (lock.go)
+	if q := s.Queue; q != nil && req.Count == 1 {
+		l.C.lines.setQueued(q.Waiters, false) // the acquisition took the client out of the queue
+	}
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {
 			chain = l.C.lines.newChain() // a hold taken from Redis begins a chain

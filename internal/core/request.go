@@ -34,6 +34,13 @@ type Request struct {
 	// ([Client.PublishCommand]: "publish", or "spublish" for sharded
 	// pub/sub on a Cluster).
 	Publish string
+	// Join, in an acquisition of a queued side ([PubSub].Queue), makes the
+	// Client join the lock's queue of waiting Clients when the lock is busy
+	// (set once the Client listens on its own channel: an attempt before
+	// that joins nothing). Stay, in a release, is set when callers of this
+	// Client still wait for the lock: the Client joins the queue before
+	// the release wakes its first Client.
+	Join, Stay bool
 	// Fresh marks a fresh hold (see "Fresh holds" above): its owner was
 	// made for one acquisition and holds the lock once, never again. Its
 	// acquisition, release and undo share one request key,

@@ -115,6 +115,8 @@ type loop struct {
 	// turn, in a local line, is the caller's at its head: the callers
 	// behind it learn how its attempts end ([Turn.Report]).
 	turn *Turn
+	// ps is the channel the wait is on (pubsub), nil for a spinning one.
+	ps *PubSub
 	// answered: Redis answered the latest attempt that reached it (the
 	// primitive was seen taken). A wait whose last request the end of the
 	// wait cut ([Cut]) reports "busy" only then, and an error otherwise:
@@ -218,12 +220,20 @@ func (e *cutError) Unwrap() error { return e.err }
 // between them, and no release unseen) and starts at 3, and passes it on
 // to the turn when it ends instead of closing it. Without, the
 // subscription is closed before pubsub returns.
+//
+// With a queue ([PubSub].Queue), the subscription is to the Client's own
+// channel, and an attempt made once it is confirmed joins the lock's queue
+// of waiting Clients (lua/prelude_wake.lua), which the Client leaves when
+// the subscription closes (nobody of this Client waits any more) or an
+// acquisition succeeds; while the holder is foreign the subscription
+// takes in the lock's channel too (run).
 func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verdict, error) {
 	var sub *pubsub.Waiter
-	l.turn = turn
+	l.turn, l.ps = turn, p
 	if turn != nil {
 		defer func() { turn.passOn(sub) }()
 		if sub = turn.passedOn(); sub != nil {
+			l.joining()
 			return l.run(ctx, sub, false, b.single())
 		}
 	}
@@ -237,13 +247,56 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verd
 		subCtx, cancel = context.WithDeadline(ctx, l.deadline)
 		defer cancel()
 	}
-	if sub, err = l.w.c.mux.Subscribe(subCtx, p.Channel, p.Wake); err != nil {
+	channel := p.Channel
+	if p.Queue != nil {
+		channel = p.Queue.WakePrefix + l.w.c.id
+	}
+	if sub, err = l.w.c.mux.Subscribe(subCtx, channel, p.Wake); err != nil {
 		return l.subscribeFailed(ctx, err)
+	}
+	if p.Queue != nil {
+		q := *p.Queue
+		sub.OnClose(func() { waitEnded(l.w.c, q) })
+		l.joining()
 	}
 	if turn == nil {
 		defer sub.Close()
 	}
 	return l.run(ctx, sub, true, false)
+}
+
+// joining makes the wait's attempts join the lock's queue of waiting
+// Clients from now on, when it has one: the Client listens on its own
+// channel.
+func (l *loop) joining() {
+	if l.acq != nil && l.ps != nil && l.ps.Queue != nil {
+		l.acq.join, l.acq.queue = true, l.ps.Queue
+	}
+}
+
+// listen makes sub, a queued wait's subscription, take in the lock's
+// channel too while the latest attempt found a foreign holder
+// ([Outcome].Foreign), and leave it otherwise. It reports whether it
+// subscribed now: the next attempt is made at once (a release published
+// before the subscription took effect reached nobody).
+func (l *loop) listen(ctx context.Context, sub *pubsub.Waiter) bool {
+	if l.acq == nil || l.ps == nil || l.ps.Queue == nil {
+		return false
+	}
+	switch along := sub.Along(); {
+	case l.acq.foreign && !along:
+		if err := sub.Also(ctx, l.ps.Channel, l.ps.Wake); err != nil {
+			// The wait goes on with its re-checks (at the holder's
+			// expiry at the latest): a foreign release unheard is a
+			// delay, not an error.
+			l.w.c.log.Debug("redisync: listening on the lock's channel failed", "channel", l.ps.Channel, "err", err)
+			return false
+		}
+		return true
+	case !l.acq.foreign && along:
+		sub.Drop()
+	}
+	return false
 }
 
 // run attempts, then sleeps on sub until a message, the retry hint, a
@@ -266,6 +319,10 @@ func (l *loop) run(ctx context.Context, sub *pubsub.Waiter, force, single bool) 
 		}
 		if v != missed || err != nil || single {
 			return v, err
+		}
+		if l.listen(ctx, sub) {
+			force = true
+			continue
 		}
 		d, more := l.w.pause(l.deadline, retry)
 		if !more {
@@ -397,6 +454,13 @@ type acquisition struct {
 	// (handoff), nil otherwise.
 	turn    *Turn
 	handoff Handoff
+	// join: the attempts join the lock's queue of waiting Clients
+	// ([Request].Join); foreign: the latest attempt found the lock held
+	// by a holder the queue did not record ([Outcome].Foreign).
+	join, foreign bool
+	// queue is the lock's queue of waiting Clients when the side's waits
+	// queue (set with join).
+	queue *Queue
 }
 
 // accepting reports whether the caller accepts handoffs.
@@ -502,6 +566,10 @@ func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) 
 			c.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
+			a.foreign = out.Foreign
+			if req.Join {
+				c.lines.setQueued(a.queue.Waiters, true)
+			}
 			return missed, out.Retry, nil
 		}
 		a.lock.record(a.side, req, hk, sent, out.Fence, Chain{})
@@ -526,6 +594,7 @@ func (a *acquisition) prepare(ctx context.Context, req *Request, base Request, h
 	}
 	req.Lease = l.lease()
 	req.Fencing = l.Fencing
+	req.Join = a.join
 	l.setRequestKey(req)
 	req.Sync = l.C.pipe.NewSyncIn(&req.sync)
 	if !req.Fresh {

@@ -33,6 +33,20 @@ func ClientRegistration(id string) string { return Prefix("redisync:client", id)
 // LockChannel is the channel a lock's release is published on.
 func LockChannel(name string) string { return Prefix("redisson_lock__channel", name) }
 
+// LockWaiters is the lock's queue of waiting redisync Clients, a sorted
+// set of their ids by arrival (lua/prelude_wake.lua): the release wakes
+// the first live one. Redisson's scripts never read it.
+func LockWaiters(name string) string { return Prefix("redisync_lock_waiters", name) }
+
+// LockWaitState is the state of the lock's queue of waiting Clients, a
+// hash: until when each counts as alive, and the holder recorded
+// (lua/prelude_wake.lua).
+func LockWaitState(name string) string { return Prefix("redisync_lock_wait_state", name) }
+
+// LockWakePrefix is the prefix of the waiting Clients' own channels: the
+// Client of id c listens on LockWakePrefix(name) + c.
+func LockWakePrefix(name string) string { return Prefix("redisync_lock_wake", name) + ":" }
+
 // FenceCounter is the fenced lock's token counter; unlock never deletes it.
 func FenceCounter(name string) string { return Prefix("redisson_lock_token", name) }
 

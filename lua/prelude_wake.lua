@@ -1,0 +1,142 @@
+-- prelude_wake: the lock's queue of waiting processes, by which a release
+-- wakes one redisync process instead of every one (docs/wake.md). It is
+-- prepended to the lock's acquire, release, handoff and leave scripts when
+-- they are loaded. It defines local functions only and runs no command by
+-- itself. Times come from the server's clock (TIME).
+--
+-- The queue is two keys in the lock's hash slot, which Redisson's scripts
+-- never read:
+--   waiters  a sorted set: one member per waiting redisync Client (its
+--            client id), scored by when it joined (epoch ms): arrival order
+--   state    a hash: each waiting Client's id -> until when it counts as
+--            alive (epoch ms), refreshed by each of its attempts; and the
+--            field "" -> the owner field of the latest hold redisync took
+--            while Clients waited (the holder a waiter may rely on for a
+--            wake-up; a holder not recorded there is foreign: a Redisson
+--            client's, or a hold taken while nobody queued)
+-- Each waiting Client listens on its own channel, the wake prefix and its
+-- id; the Client woken is the live one that joined first.
+--
+-- KEYS     none of its own: the functions take the keys they touch
+-- ARGV     none of its own
+-- Returns  nothing. It defines:
+--   wait_join(waiters, state, id, ttl, hash)
+--       the Client id waits for the lock hash: it joins the queue (a Client
+--       queued already keeps its place) and counts as alive for ttl ms.
+--       Returns 1 when the Client is the first in the queue and the lock's
+--       holder is not the one recorded (foreign): the Client then also
+--       listens on Redisson's channel, where a release that knows nothing
+--       of the queue publishes; 0 otherwise (the Clients behind the first
+--       are woken in their turn by a redisync release, which the first
+--       Client's is once it took the lock). So at most one redisync Client
+--       listens there, and a release that publishes there for it wakes it
+--       alone.
+--   wait_took(waiters, state, id, field)
+--       after an acquisition by the owner field of the Client id: when
+--       Clients wait, the Client leaves the queue and field is recorded as
+--       the holder.
+--   wait_wake(waiters, state, prefix, publish, channel, msg, probe)
+--       after a release that frees the lock: publishes msg with publish
+--       ("publish" or "spublish") on the channel of the live Client that
+--       joined first, dropping the Clients before it whose time ran out.
+--       With probe "1" (a single node, a Sentinel primary, sharded pub/sub
+--       on a Cluster: where the publish's count of receivers is the whole
+--       count) a Client that did not receive the message (it listens no
+--       more: its process died, or it left) is dropped too and the next one
+--       woken; and msg is published on Redisson's channel only when
+--       somebody listens there (a Redisson waiter, or a redisync waiter
+--       behind a foreign holder). With probe "0" (classic pub/sub on a
+--       Cluster, where counts are per node) msg is always published there.
+--   wait_freed(waiters, state, prefix, publish, channel, msg, probe, stay, alive, hash)
+--       a release's wake-up: nothing when msg is "" (the spin lock); msg on
+--       channel alone when prefix is "" (a Client that does not queue);
+--       else, when stay is a Client id (the releasing Client, whose own
+--       callers still wait), that Client joins the queue first (for alive
+--       ms), and then wait_wake.
+--   wait_denied(publish, prefix)
+--       before anything is written: an error reply when the ACL user may
+--       not publish with publish on the waiters' channels (prefix ..
+--       "*"), nil otherwise (Redis 7.0+; see package lua, "Permissions").
+local function wait_clock()
+  local t = redis.call('time')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+
+local function wait_join(waiters, state, id, ttl, hash)
+  local now = wait_clock()
+  ttl = tonumber(ttl)
+  redis.call('zadd', waiters, 'NX', now, id)
+  redis.call('hset', state, id, now + ttl)
+  if redis.call('pttl', waiters) < ttl then
+    redis.call('pexpire', waiters, ttl)
+  end
+  if redis.call('pttl', state) < ttl then
+    redis.call('pexpire', state, ttl)
+  end
+  local holder = redis.call('hget', state, '')
+  if holder and redis.call('hexists', hash, holder) == 1 then
+    return 0
+  end
+  if redis.call('zrange', waiters, 0, 0)[1] ~= id then
+    return 0 -- a release wakes the first Client; only it need hear a foreign one
+  end
+  return 1
+end
+
+local function wait_took(waiters, state, id, field)
+  if redis.call('exists', waiters) == 0 then
+    return
+  end
+  redis.call('zrem', waiters, id)
+  redis.call('hdel', state, id)
+  redis.call('hset', state, '', field)
+end
+
+local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
+  local now
+  for _ = 1, 16 do
+    local head = redis.call('zrange', waiters, 0, 0)[1]
+    if not head then
+      break
+    end
+    now = now or wait_clock()
+    local alive = tonumber(redis.call('hget', state, head))
+    if alive and alive >= now then
+      if redis.call(publish, prefix .. head, msg) > 0 or probe ~= '1' then
+        break
+      end
+    end
+    redis.call('zrem', waiters, head)
+    redis.call('hdel', state, head)
+  end
+  if probe == '1' then
+    local sub = 'numsub'
+    if publish == 'spublish' then
+      sub = 'shardnumsub'
+    end
+    if redis.call('pubsub', sub, channel)[2] == 0 then
+      return
+    end
+  end
+  redis.call(publish, channel, msg)
+end
+
+local function wait_freed(waiters, state, prefix, publish, channel, msg, probe, stay, alive, hash)
+  if msg == '' then
+    return
+  end
+  if prefix == '' then
+    redis.call(publish, channel, msg)
+    return
+  end
+  if stay ~= '' then
+    wait_join(waiters, state, stay, alive, hash)
+  end
+  wait_wake(waiters, state, prefix, publish, channel, msg, probe)
+end
+
+local function wait_denied(publish, prefix)
+  if redis.acl_check_cmd and publish ~= '' and prefix ~= '' and not redis.acl_check_cmd(publish, prefix .. 'x', '0') then
+    return redis.error_reply('NOPERM this user has no permissions to ' .. publish .. ' to ' .. prefix .. '*: nothing was changed')
+  end
+end
