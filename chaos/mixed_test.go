@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,6 +49,51 @@ func TestMixedFleet(t *testing.T) {
 		assert.Less(t, time.Since(start), 3*time.Second, "woken by node-redisson's release, not its 30 s lease")
 		node.expect(t, "unlocked")
 		require.NoError(t, l.Unlock(ctx))
+	})
+
+	t.Run("Go processes queued behind node-redisson", func(t *testing.T) {
+		// Two Clients (processes) queue behind node-redisson's hold: the
+		// first listens on Redisson's channel too (the holder is foreign)
+		// and node-redisson's release wakes it; the second is woken by the
+		// first's release, in its turn.
+		name := redistest.Key(t)
+		node := startNode(t, dir, host, port, "hold", name, "700")
+		node.expect(t, "held")
+		var got []chan time.Time
+		var wg sync.WaitGroup
+		defer wg.Wait() // before the Clients close
+		for i := range 2 {
+			gc := redisync.New(s.Client(t), redisync.WithRecheckInterval(time.Minute))
+			t.Cleanup(func() { _ = gc.Close() })
+			done := make(chan time.Time, 1)
+			got = append(got, done)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l := rlock.New(gc, name)
+				if err := l.Lock(ctx); err != nil {
+					t.Errorf("Go client %d: %v", i, err)
+					return
+				}
+				done <- time.Now()
+				time.Sleep(100 * time.Millisecond)
+				assert.NoError(t, l.Unlock(ctx))
+			}()
+			require.Eventually(t, func() bool {
+				n, err := s.Client(t).ZCard(ctx, "redisync_lock_waiters:{"+name+"}").Result()
+				return err == nil && n == int64(i+1)
+			}, 5*time.Second, 5*time.Millisecond, "Go client %d queued", i)
+		}
+		start := time.Now()
+		first := <-got[0]
+		assert.Less(t, first.Sub(start), 3*time.Second, "the first Go client woken by node-redisson's release")
+		node.expect(t, "unlocked")
+		select {
+		case second := <-got[1]:
+			assert.Less(t, second.Sub(first), 2*time.Second, "the second woken by the first's release")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the second Go client not woken by the first's release")
+		}
 	})
 
 	t.Run("node-redisson waits for Go", func(t *testing.T) {

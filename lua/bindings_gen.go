@@ -31,13 +31,13 @@ var digests = map[string]digest{
 	"latch_delete.lua":                  {sha1: "548160599355dea289c257c6ca044ed334c6889f", fnv: 0xd6cc0512c4964822},
 	"latch_try_set_count.lua":           {sha1: "c0542e72858a36313cf649d9e007b4bc556b836b", fnv: 0x112a7979b982ecb7},
 	"latch_wait.lua":                    {sha1: "584eede3536ccb3acbaaded5fa7f1ba05fe525b3", fnv: 0xb8d7982f1d43d52a},
-	"lock_acquire.lua":                  {sha1: "67b25554204f6a6c903a4dff57f0e5dcce8867cd", fnv: 0x21ab4ab1a01a77f5},
-	"lock_acquire_fresh.lua":            {sha1: "5c0ebdf6d36ada3513cdf8a7f8013cd07bc270a0", fnv: 0xc1b5dc17b1b67b19},
-	"lock_force_unlock.lua":             {sha1: "5a28df3b7676d7700d1990f9ec57572945865035", fnv: 0xaac0c8fbca019f3e},
-	"lock_handoff.lua":                  {sha1: "b08d445430196043bf20a695095e698dbe3cb13d", fnv: 0x8c4a2d5d369e72bf},
-	"lock_release.lua":                  {sha1: "ff75a8ac4b82cb6d14d4e6462787aa7e0efa467a", fnv: 0x36ee1bc8d3588ff1},
-	"lock_release_fresh.lua":            {sha1: "3825cd5d13afaa8f63985e54a171cc0ee06e5e73", fnv: 0xa35e35d91edcbfbc},
-	"lock_wait_leave.lua":               {sha1: "72057bc6c4d62978e8de1dc05ac2319d756dd718", fnv: 0x4c89c7946ce44fbb},
+	"lock_acquire.lua":                  {sha1: "5fd465a4555e96364e324048b7a09b5f4aecca87", fnv: 0xf51f6a3ac3ea700f},
+	"lock_acquire_fresh.lua":            {sha1: "2c45c3545cb28337a4f13eb4d86d981f4b304025", fnv: 0xdc9132af1ac03e9f},
+	"lock_force_unlock.lua":             {sha1: "6156ff3490f547669564ee71ef1af36f65e5db11", fnv: 0xa89600826041a063},
+	"lock_handoff.lua":                  {sha1: "99ec02b04e9e1361da537807b1c1e726e8c4b652", fnv: 0x38e3a30cc76ab13f},
+	"lock_release.lua":                  {sha1: "b35a5406e120960ad6a12d7f43efef376d00b2dc", fnv: 0x5a0e4ee9d5ece881},
+	"lock_release_fresh.lua":            {sha1: "f6c78bbac0f6924bd747fd197ad721fe801b6e4d", fnv: 0xfb444d58a3f0c3cc},
+	"lock_wait_leave.lua":               {sha1: "c15e0d308ef36870d736c168a16374a04387d345", fnv: 0x15266664d3ce50eb},
 	"ratelimit_acquire.lua":             {sha1: "c646f37e2ef86ddbd2a354c7aa81e45dd34b8db7", fnv: 0x253265dc8bd31906},
 	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
 	"ratelimit_delete.lua":              {sha1: "f20ffca6d03cda30325037b7684a2a5795b56d1a", fnv: 0x5a69ff9f0bb03ffd},
@@ -1421,9 +1421,9 @@ type LockAcquireArgs struct {
 	Request string
 	// Counter is KEYS[3]: fencing counter (read only when ARGV[4] == "1").
 	Counter string
-	// Waiters is KEYS[4]: the lock's queue of waiting Clients (prelude_wake).
+	// Waiters is KEYS[4]: the lock's queue of waiting Clients (prelude_wake); left out by an attempt that does not wait in the queue (a first attempt, the spin lock's) (left out when empty).
 	Waiters string
-	// WaitState is KEYS[5]: the queue's state: when each waiting Client counts as alive, and the holder recorded (prelude_wake).
+	// WaitState is KEYS[5]: the queue's state: when each waiting Client counts as alive, and the holder recorded (prelude_wake); with KEYS[4] (left out when empty).
 	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
@@ -1437,12 +1437,10 @@ type LockAcquireArgs struct {
 	Count int64
 	// Fence is ARGV[6]: in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a hold without one), recorded and returned; ignored otherwise.
 	Fence int64
-	// Client is ARGV[7]: the Client's id, by which it waits in the queue KEYS[4]; "" for a Client that never queues (the spin lock).
+	// Client is ARGV[7]: the Client's id when it waits, listening on its own channel (with KEYS[4]): when the lock is busy, the Client joins the queue (or stays in it) for ARGV[8] ms (prelude_wake's wait_join), and when it takes the lock, it leaves the queue (wait_took); left out by an attempt that does not wait in the queue (left out when empty).
 	Client string
-	// Join is ARGV[8]: "1": when the lock is busy, the Client joins the queue (or stays in it) for ARGV[9] ms (prelude_wake's wait_join); "0" not.
-	Join bool
-	// AliveMillis is ARGV[9]: how long the Client counts as alive in the queue from now.
-	AliveMillis int64
+	// AliveMillis is ARGV[8]: how long, in milliseconds (a decimal string), the Client counts as alive in the queue from now; with ARGV[7] (left out when empty).
+	AliveMillis string
 }
 
 // Keys returns lock_acquire.lua's KEYS, in order.
@@ -1451,23 +1449,34 @@ func (a LockAcquireArgs) Keys() []string {
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.Counter)
+	if a.Waiters == "" {
+		return keys
+	}
 	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
 	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns lock_acquire.lua's ARGV, in order.
 func (a LockAcquireArgs) Args() []any {
-	args := make([]any, 0, 9)
+	args := make([]any, 0, 8)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Fenced))
 	args = append(args, a.Count)
 	args = append(args, a.Fence)
+	if a.Client == "" {
+		return args
+	}
 	args = append(args, str(a.Client))
-	args = append(args, flag(a.Join))
-	args = append(args, a.AliveMillis)
+	if a.AliveMillis == "" {
+		return args
+	}
+	args = append(args, str(a.AliveMillis))
 	return args
 }
 
@@ -1475,15 +1484,19 @@ func (a LockAcquireArgs) Args() []any {
 func (a LockAcquireArgs) command() Command {
 	c := &struct {
 		a    LockAcquireArgs
-		args [17]any
+		args [16]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockAcquire)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Counter)
-	args = append(args, &p.Waiters)
-	args = append(args, &p.WaitState)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Field)
@@ -1491,9 +1504,12 @@ func (a LockAcquireArgs) command() Command {
 	args = append(args, flag(p.Fenced))
 	args = append(args, &p.Count)
 	args = append(args, &p.Fence)
-	args = append(args, &p.Client)
-	args = append(args, flag(p.Join))
-	args = append(args, &p.AliveMillis)
+	if p.Client != "" {
+		args = append(args, &p.Client)
+		if p.AliveMillis != "" {
+			args = append(args, &p.AliveMillis)
+		}
+	}
 	return Command{Script: LockAcquire, Args: args}
 }
 
@@ -1543,26 +1559,24 @@ type LockAcquireFreshArgs struct {
 	Lock string
 	// Request is KEYS[2]: request key of the hold: keys.Request(name, owner field), that is a prefix and then the field.
 	Request string
-	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake).
-	Waiters string
-	// WaitState is KEYS[4]: the queue's state: when each waiting Client counts as alive, and the holder recorded (prelude_wake).
-	WaitState string
-	// Counter is KEYS[5]: fencing counter (only when ARGV[4] == "1"; may be left out otherwise) (left out when empty).
+	// Counter is KEYS[3]: fencing counter (only when ARGV[4] == "1"; may be left out otherwise, unless the queue's keys follow) (left out when empty).
 	Counter string
+	// Waiters is KEYS[4]: the lock's queue of waiting Clients (prelude_wake); left out by an attempt that does not wait in the queue (a first attempt, the spin lock's) (left out when empty).
+	Waiters string
+	// WaitState is KEYS[5]: the queue's state: when each waiting Client counts as alive, and the holder recorded (prelude_wake); with KEYS[4] (left out when empty).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
 	// FieldAt is ARGV[2]: where the owner field ("<client id>:<token>", fresh) starts in KEYS[2] (1-based): the field is KEYS[2] from there on.
 	FieldAt int64
 	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
-	// Fenced is ARGV[4]: "1" to take a fencing token (INCR of KEYS[5], raised to the server's clock in microseconds: prelude_lock's next_token), "0" not to.
+	// Fenced is ARGV[4]: "1" to take a fencing token (INCR of KEYS[3], raised to the server's clock in microseconds: prelude_lock's next_token), "0" not to.
 	Fenced bool
-	// Client is ARGV[5]: the Client's id, by which it waits in the queue KEYS[3]; "" for a Client that never queues (the spin lock).
+	// Client is ARGV[5]: the Client's id when it waits, listening on its own channel (with KEYS[4]): when the lock is busy, the Client joins the queue (or stays in it) for ARGV[6] ms (prelude_wake's wait_join), and when it takes the lock, it leaves the queue (wait_took); left out by an attempt that does not wait in the queue (left out when empty).
 	Client string
-	// Join is ARGV[6]: "1": when the lock is busy, the Client joins the queue (or stays in it) for ARGV[7] ms (prelude_wake's wait_join); "0" not (an attempt made before the Client listens on its channel).
-	Join bool
-	// AliveMillis is ARGV[7]: how long the Client counts as alive in the queue from now.
-	AliveMillis int64
+	// AliveMillis is ARGV[6]: how long, in milliseconds (a decimal string), the Client counts as alive in the queue from now; with ARGV[5] (left out when empty).
+	AliveMillis string
 }
 
 // Keys returns lock_acquire_fresh.lua's KEYS, in order.
@@ -1570,25 +1584,36 @@ func (a LockAcquireFreshArgs) Keys() []string {
 	keys := make([]string, 0, 5)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
-	keys = append(keys, a.Waiters)
-	keys = append(keys, a.WaitState)
 	if a.Counter == "" {
 		return keys
 	}
 	keys = append(keys, a.Counter)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns lock_acquire_fresh.lua's ARGV, in order.
 func (a LockAcquireFreshArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 6)
 	args = append(args, a.LeaseMillis)
 	args = append(args, a.FieldAt)
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Fenced))
+	if a.Client == "" {
+		return args
+	}
 	args = append(args, str(a.Client))
-	args = append(args, flag(a.Join))
-	args = append(args, a.AliveMillis)
+	if a.AliveMillis == "" {
+		return args
+	}
+	args = append(args, str(a.AliveMillis))
 	return args
 }
 
@@ -1596,25 +1621,32 @@ func (a LockAcquireFreshArgs) Args() []any {
 func (a LockAcquireFreshArgs) command() Command {
 	c := &struct {
 		a    LockAcquireFreshArgs
-		args [15]any
+		args [14]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockAcquireFresh)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
-	args = append(args, &p.Waiters)
-	args = append(args, &p.WaitState)
 	if p.Counter != "" {
 		args = append(args, &p.Counter)
+		if p.Waiters != "" {
+			args = append(args, &p.Waiters)
+			if p.WaitState != "" {
+				args = append(args, &p.WaitState)
+			}
+		}
 	}
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.FieldAt)
 	args = append(args, &p.Deadline)
 	args = append(args, flag(p.Fenced))
-	args = append(args, &p.Client)
-	args = append(args, flag(p.Join))
-	args = append(args, &p.AliveMillis)
+	if p.Client != "" {
+		args = append(args, &p.Client)
+		if p.AliveMillis != "" {
+			args = append(args, &p.AliveMillis)
+		}
+	}
 	return Command{Script: LockAcquireFresh, Args: args}
 }
 
@@ -1662,6 +1694,10 @@ type LockForceUnlockArgs struct {
 	Lock string
 	// Channel is KEYS[2]: lock channel.
 	Channel string
+	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state (prelude_wake).
+	WaitState string
 	// Message is ARGV[1]: message published when a lock was deleted ("0").
 	Message string
 	// Publish is ARGV[2]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
@@ -1672,24 +1708,32 @@ type LockForceUnlockArgs struct {
 	RequestPrefix string
 	// MarkTTLMillis is ARGV[5]: how long their marks live, in milliseconds: past the deadline of any acquisition sent before now.
 	MarkTTLMillis int64
+	// WakePrefix is ARGV[6]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[1] on KEYS[2] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[7]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
 }
 
 // Keys returns lock_force_unlock.lua's KEYS, in order.
 func (a LockForceUnlockArgs) Keys() []string {
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 4)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns lock_force_unlock.lua's ARGV, in order.
 func (a LockForceUnlockArgs) Args() []any {
-	args := make([]any, 0, 5)
+	args := make([]any, 0, 7)
 	args = append(args, str(a.Message))
 	args = append(args, str(a.Publish))
 	args = append(args, a.Deadline)
 	args = append(args, str(a.RequestPrefix))
 	args = append(args, a.MarkTTLMillis)
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
 	return args
 }
 
@@ -1697,18 +1741,22 @@ func (a LockForceUnlockArgs) Args() []any {
 func (a LockForceUnlockArgs) command() Command {
 	c := &struct {
 		a    LockForceUnlockArgs
-		args [10]any
+		args [14]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockForceUnlock)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.Message)
 	args = append(args, &p.Publish)
 	args = append(args, &p.Deadline)
 	args = append(args, &p.RequestPrefix)
 	args = append(args, &p.MarkTTLMillis)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
 	return Command{Script: LockForceUnlock, Args: args}
 }
 

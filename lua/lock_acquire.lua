@@ -9,9 +9,10 @@
 -- KEYS[1]  lock: lock hash (the lock's name)
 -- KEYS[2]  request: request key of this acquisition
 -- KEYS[3]  counter: fencing counter (read only when ARGV[4] == "1")
--- KEYS[4]  waiters: the lock's queue of waiting Clients (prelude_wake)
--- KEYS[5]  waitState: the queue's state: when each waiting Client counts as alive, and the
---          holder recorded (prelude_wake)
+-- KEYS[4]  waiters?: the lock's queue of waiting Clients (prelude_wake); left out by an
+--          attempt that does not wait in the queue (a first attempt, the spin lock's)
+-- KEYS[5]  waitState?: the queue's state: when each waiting Client counts as alive, and the
+--          holder recorded (prelude_wake); with KEYS[4]
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  field string: owner field "<client id>:<token>"
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
@@ -21,16 +22,17 @@
 -- ARGV[5]  count int64: the owner's hold count once acquired, as the client counts it
 -- ARGV[6]  fence int64: in a re-entry (ARGV[5] > 1), the hold's fencing token (0 for a
 --          hold without one), recorded and returned; ignored otherwise
--- ARGV[7]  client string: the Client's id, by which it waits in the queue KEYS[4]; "" for
---          a Client that never queues (the spin lock)
--- ARGV[8]  join bool: "1": when the lock is busy, the Client joins the queue (or stays in
---          it) for ARGV[9] ms (prelude_wake's wait_join); "0" not
--- ARGV[9]  aliveMillis int64: how long the Client counts as alive in the queue from now
+-- ARGV[7]  client? string: the Client's id when it waits, listening on its own channel (with
+--          KEYS[4]): when the lock is busy, the Client joins the queue (or stays in it) for
+--          ARGV[8] ms (prelude_wake's wait_join), and when it takes the lock, it leaves the
+--          queue (wait_took); left out by an attempt that does not wait in the queue
+-- ARGV[8]  aliveMillis? string: how long, in milliseconds (a decimal string), the Client counts as
+--          alive in the queue from now; with ARGV[7]
 --
 -- Returns {1, hold count, fencing token (0 without fencing; the hold's for
 --                 a re-entry)} when acquired;
 --         {0, pttl, foreign} when another owner holds it (pttl -1: no
---                 expiry); foreign (with ARGV[8] "1") is 1 when that owner
+--                 expiry); foreign (with ARGV[7]) is 1 when that owner
 --                 is not the holder the queue recorded (prelude_wake);
 --         {0, -3} when this request was cancelled (lock_release undo) first;
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
@@ -56,8 +58,8 @@ if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   end
   lock_layout(KEYS[1], false) -- busy only with a lock: another hash is refused
   local pttl = redis.call('pttl', KEYS[1])
-  if ARGV[8] == '1' then
-    return {0, pttl, wait_join(KEYS[4], KEYS[5], ARGV[7], ARGV[9], KEYS[1])}
+  if ARGV[7] then
+    return {0, pttl, wait_join(KEYS[4], KEYS[5], ARGV[7], ARGV[8], KEYS[1])}
   end
   return {0, pttl}
 end
@@ -65,7 +67,7 @@ if free and count > 1 then
   return {-2, 0}
 end
 local took = take_hold(KEYS[1], ARGV[2], count, ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[3], ARGV[6])
-if count == 1 and ARGV[7] ~= '' then
+if count == 1 and ARGV[7] then
   wait_took(KEYS[4], KEYS[5], ARGV[7], ARGV[2]) -- after take_hold, which fails before any write
 end
 return took

@@ -38,34 +38,35 @@
 -- KEYS[1]  lock: lock hash (the lock's name)
 -- KEYS[2]  request: request key of the hold: keys.Request(name, owner field), that
 --          is a prefix and then the field
--- KEYS[3]  waiters: the lock's queue of waiting Clients (prelude_wake)
--- KEYS[4]  waitState: the queue's state: when each waiting Client counts as alive, and the
---          holder recorded (prelude_wake)
--- KEYS[5]  counter?: fencing counter (only when ARGV[4] == "1"; may be left out
---          otherwise)
+-- KEYS[3]  counter?: fencing counter (only when ARGV[4] == "1"; may be left out
+--          otherwise, unless the queue's keys follow)
+-- KEYS[4]  waiters?: the lock's queue of waiting Clients (prelude_wake); left out by an
+--          attempt that does not wait in the queue (a first attempt, the spin lock's)
+-- KEYS[5]  waitState?: the queue's state: when each waiting Client counts as alive, and the
+--          holder recorded (prelude_wake); with KEYS[4]
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  fieldAt int64: where the owner field ("<client id>:<token>", fresh) starts in
 --          KEYS[2] (1-based): the field is KEYS[2] from there on
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
--- ARGV[4]  fenced bool: "1" to take a fencing token (INCR of KEYS[5], raised to the
+-- ARGV[4]  fenced bool: "1" to take a fencing token (INCR of KEYS[3], raised to the
 --          server's clock in microseconds: prelude_lock's next_token), "0" not to
--- ARGV[5]  client string: the Client's id, by which it waits in the queue KEYS[3]; "" for
---          a Client that never queues (the spin lock)
--- ARGV[6]  join bool: "1": when the lock is busy, the Client joins the queue (or stays in
---          it) for ARGV[7] ms (prelude_wake's wait_join); "0" not (an attempt made before
---          the Client listens on its channel)
--- ARGV[7]  aliveMillis int64: how long the Client counts as alive in the queue from now
+-- ARGV[5]  client? string: the Client's id when it waits, listening on its own channel (with
+--          KEYS[4]): when the lock is busy, the Client joins the queue (or stays in it) for
+--          ARGV[6] ms (prelude_wake's wait_join), and when it takes the lock, it leaves the
+--          queue (wait_took); left out by an attempt that does not wait in the queue
+-- ARGV[6]  aliveMillis? string: how long, in milliseconds (a decimal string), the Client counts as
+--          alive in the queue from now; with ARGV[5]
 --
 -- Returns {1, 1, fencing token (0 without fencing)} when acquired, also
 --                 for a re-sent copy while the hold lasts;
 --         {0, pttl, foreign} when another owner holds it (pttl -1: no
---                 expiry); foreign (with ARGV[6] "1") is 1 when that owner
+--                 expiry); foreign (with ARGV[5]) is 1 when that owner
 --                 is not the holder the queue recorded, so the Client also
 --                 listens on Redisson's channel (prelude_wake), else 0;
 --         {0, -3} when the hold was released, undone or force-unlocked
 --                 already (a late copy): nothing changed.
 --         An error reply (WRONGTYPE, or "ERR value is not an integer") when
---         the fencing counter KEYS[5] holds another type: nothing changed.
+--         the fencing counter KEYS[3] holds another type: nothing changed.
 --
 -- Reply    {code, value, [fence]}
 -- Code     Acquired = 1: the hold was taken
@@ -84,10 +85,10 @@ if redis.call('exists', hash, req) == 0 then
     -- before any write: a counter of another type fails here, with
     -- nothing changed. The token is raised to the server's clock in
     -- microseconds (prelude_lock's next_token, written out)
-    token = redis.call('incr', KEYS[5])
+    token = redis.call('incr', KEYS[3])
     local floor = t[1] * 1000000 + t[2]
     if token < floor then
-      redis.call('set', KEYS[5], string.format('%d', floor))
+      redis.call('set', KEYS[3], string.format('%d', floor))
       token = floor
     end
   end
@@ -98,8 +99,10 @@ if redis.call('exists', hash, req) == 0 then
     -- %d: a token of 16 digits would print as 1.79...e+15 with ..
     redis.call('set', req, '1:' .. string.format('%d', token), 'px', left + 1000)
   end
-  if ARGV[5] ~= '' then
-    wait_took(KEYS[3], KEYS[4], ARGV[5], field)
+  if ARGV[5] then
+    -- the Client waited, in the queue: it leaves it (a first attempt,
+    -- which did not queue, spares the uncontended lock the look)
+    wait_took(KEYS[4], KEYS[5], ARGV[5], field)
   end
   return {1, 1, token}
 end
@@ -117,13 +120,13 @@ if redis.call('hexists', hash, field) == 1 then
   local token = 0
   if ARGV[4] == '1' then
     -- nobody else takes a token while this owner holds the lock
-    token = tonumber(redis.call('get', KEYS[5])) or 0
+    token = tonumber(redis.call('get', KEYS[3])) or 0
   end
   return {1, 1, token}
 end
 lock_layout(hash, false) -- busy only with a lock: another hash is refused
 local pttl = redis.call('pttl', hash)
-if ARGV[6] == '1' then
-  return {0, pttl, wait_join(KEYS[3], KEYS[4], ARGV[5], ARGV[7], hash)}
+if ARGV[5] then
+  return {0, pttl, wait_join(KEYS[4], KEYS[5], ARGV[5], ARGV[6], hash)}
 end
 return {0, pttl}

@@ -32,9 +32,12 @@
 --       listens there, and a release that publishes there for it wakes it
 --       alone.
 --   wait_took(waiters, state, id, field)
---       after an acquisition by the owner field of the Client id: when
---       Clients wait, the Client leaves the queue and field is recorded as
---       the holder.
+--       after an acquisition by the owner field of the Client id, made by
+--       an attempt that joined the queue (the Client waited; a first
+--       attempt, which did not, leaves the queue alone: a holder it took
+--       unrecorded is foreign to the first Client, which then also hears
+--       its release on Redisson's channel): when Clients wait, the Client
+--       leaves the queue and field is recorded as the holder.
 --   wait_wake(waiters, state, prefix, publish, channel, msg, probe)
 --       after a release that frees the lock: publishes msg with publish
 --       ("publish" or "spublish") on the channel of the live Client that
@@ -47,6 +50,9 @@
 --       somebody listens there (a Redisson waiter, or a redisync waiter
 --       behind a foreign holder). With probe "0" (classic pub/sub on a
 --       Cluster, where counts are per node) msg is always published there.
+--       With nobody queued, msg is published on Redisson's channel, as a
+--       Redisson release does (one command: what a look at who listens
+--       would cost).
 --   wait_freed(waiters, state, prefix, publish, channel, msg, probe, stay, alive, hash)
 --       a release's wake-up: nothing when msg is "" (the spin lock); msg on
 --       channel alone when prefix is "" (a Client that does not queue);
@@ -94,9 +100,15 @@ end
 
 local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
   local now
-  for _ = 1, 16 do
+  for i = 1, 16 do
     local head = redis.call('zrange', waiters, 0, 0)[1]
     if not head then
+      if i == 1 then
+        -- nobody queued (the uncontended lock): Redisson's message, as
+        -- Redisson publishes it, for whoever listens
+        redis.call(publish, channel, msg)
+        return
+      end
       break
     end
     now = now or wait_clock()

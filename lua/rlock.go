@@ -20,7 +20,7 @@ var (
 	// Clients; see lock_wait_leave.lua.
 	LockWaitLeave = load("lock_wait_leave.lua", wake)
 	// LockForceUnlock deletes a lock whoever holds it; see lock_force_unlock.lua.
-	LockForceUnlock = load("lock_force_unlock.lua", types, request, lockHelpers)
+	LockForceUnlock = load("lock_force_unlock.lua", types, request, lockHelpers, wake)
 	// RenewLock renews watchdog-held locks in batches; see renew_lock.lua.
 	RenewLock = load("renew_lock.lua")
 )

@@ -105,7 +105,10 @@ type lockScripts struct {
 	channel string
 	// queue is the lock's queue of waiting Clients (prelude_wake); its
 	// keys are empty for the spin lock, which does not queue.
-	queue   core.Queue
+	queue core.Queue
+	// alive is how long, in milliseconds, the Client counts as alive in
+	// the queue after each attempt (core.AliveMillis), in decimal.
+	alive   string
 	counter string // the fencing counter; "" for a handle without fencing (counterKey)
 	msg     string
 	waiting core.Waiting  // the same for every wait: made once
@@ -131,6 +134,7 @@ func (s *lockScripts) queued() *lockScripts {
 		// a lock whose releases publish: its waiters queue (the spin
 		// lock's spin)
 		s.queue.WakePrefix = keys.LockWakePrefix(e.Name)
+		s.alive = strconv.FormatInt(core.AliveMillis(e.C), 10)
 		s.waiting = core.Waiting{PubSub: &core.PubSub{Channel: s.channel, Wake: pubsub.WakeOne, Queue: &s.queue}}
 	}
 	return s
@@ -172,21 +176,27 @@ func (s *lockScripts) Field(owner string) string { return owner }
 func (s *lockScripts) RunAcquire(ctx context.Context, req *core.Request) (core.Outcome, error) {
 	if req.Fresh {
 		a := lua.LockAcquireFreshArgs{Lock: req.Name, Request: req.ReqKey,
-			Waiters: s.queue.Waiters, WaitState: s.queue.State,
 			LeaseMillis: req.LeaseMillis(), FieldAt: int64(core.FieldAt(req.ReqKey, req.Field)),
-			Deadline: req.Deadline, Fenced: req.Fencing,
-			Client: s.client(), Join: req.Join, AliveMillis: core.AliveMillis(s.e.C)}
-		if req.Fencing {
+			Deadline: req.Deadline, Fenced: req.Fencing}
+		switch {
+		case req.Join && s.queue.WakePrefix != "":
+			// a waiter's attempt names the queue (and so the counter,
+			// which comes before it)
+			a.Counter, a.Waiters, a.WaitState = s.counterKey(), s.queue.Waiters, s.queue.State
+			a.Client, a.AliveMillis = s.e.C.ID(), s.alive
+		case req.Fencing:
 			a.Counter = s.counter // otherwise left out: spare its bytes
 		}
 		rep, err := a.Run(ctx, req.Runner)
 		return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 	}
-	rep, err := lua.LockAcquireArgs{Lock: req.Name, Request: req.ReqKey, Counter: s.counterKey(),
-		Waiters: s.queue.Waiters, WaitState: s.queue.State,
+	a := lua.LockAcquireArgs{Lock: req.Name, Request: req.ReqKey, Counter: s.counterKey(),
 		LeaseMillis: req.LeaseMillis(), Field: req.Field, Deadline: req.Deadline,
-		Fenced: req.Fencing, Count: req.Count, Fence: req.Fence,
-		Client: s.client(), Join: req.Join, AliveMillis: core.AliveMillis(s.e.C)}.Run(ctx, req.Runner)
+		Fenced: req.Fencing, Count: req.Count, Fence: req.Fence}
+	if req.Join && s.queue.WakePrefix != "" {
+		a.Waiters, a.WaitState, a.Client, a.AliveMillis = s.queue.Waiters, s.queue.State, s.e.C.ID(), s.alive
+	}
+	rep, err := a.Run(ctx, req.Runner)
 	return lockOutcome(rep.Code, rep.Value, rep.Fence, err)
 }
 
@@ -375,9 +385,15 @@ func (h *handle) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}
-	n, err := lua.LockForceUnlockArgs{Lock: h.e.Name, Channel: keys.LockChannel(h.e.Name), Message: "0",
+	q := h.side.Queue // nil for the spin lock, whose waiters spin
+	a := lua.LockForceUnlockArgs{Lock: h.e.Name, Channel: keys.LockChannel(h.e.Name), Message: "0",
+		Waiters: keys.LockWaiters(h.e.Name), WaitState: keys.LockWaitState(h.e.Name),
 		Publish: pub, Deadline: h.e.C.Requests().Deadline(ctx), RequestPrefix: keys.RequestPrefix(h.e.Name),
-		MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, h.e.C.Direct())
+		MarkTTLMillis: core.ForcedMarkTTL, Probe: core.Probe(h.e.C, pub)}
+	if q != nil {
+		a.WakePrefix = q.WakePrefix
+	}
+	n, err := a.Run(ctx, h.e.C.Direct())
 	if err != nil {
 		return false, fmt.Errorf("%s %q: force unlock: %w", h.e.Kind, h.e.Name, errs.ReplyError(err))
 	}

@@ -1,7 +1,13 @@
 package rlock_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,4 +244,83 @@ func TestQueueWithCallersInLine(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, x.Most(), "two holders at once")
 	assert.Empty(t, queued(t, s.Client(t), name), "nobody left in the queue")
+}
+
+// wakeChildEnv, when set, makes TestQueuedProcessChild the child process
+// of TestKilledProcessInTheQueue: it connects to the address the variable
+// holds, locks the lock named in wakeChildName (waiting in its queue), and
+// is killed there.
+const (
+	wakeChildEnv  = "REDISYNC_WAKE_CHILD_ADDR"
+	wakeChildName = "REDISYNC_WAKE_CHILD_NAME"
+)
+
+// TestQueuedProcessChild is the child process of
+// TestKilledProcessInTheQueue (it does nothing in a test run of its own).
+func TestQueuedProcessChild(t *testing.T) {
+	addr := os.Getenv(wakeChildEnv)
+	if addr == "" {
+		return // not a child: nothing to do
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	c := redisync.New(rdb, redisync.WithRecheckInterval(time.Minute))
+	fmt.Println("waiting")
+	err := rlock.New(c, os.Getenv(wakeChildName)).Lock(context.Background())
+	fmt.Println("locked", err) // not reached: the parent kills the process first
+	select {}
+}
+
+// A process killed with SIGKILL while it is the first in the lock's queue
+// (its Client never leaves the queue) does not stall the lock: the next
+// release finds it no longer listening, passes it over and wakes the next
+// process, which gets the lock within milliseconds, not at its re-check
+// (a minute here) nor when the dead entry runs out.
+func TestKilledProcessInTheQueue(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL: a Unix test")
+	}
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	name := redistest.Key(t)
+	holder := rlock.New(clienttest.New(t, s.Client(t)), name)
+	require.NoError(t, holder.Lock(ctx))
+
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	child := exec.Command(exe, "-test.run=^TestQueuedProcessChild$", "-test.count=1")
+	child.Env = append(os.Environ(), wakeChildEnv+"="+s.Addr(), wakeChildName+"="+name)
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "waiting\n", line)
+	waitClientsQueued(t, rdb, name, 1)
+
+	next := rlock.New(clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute)), name)
+	got := lockAsync(ctx, next)
+	waitClientsQueued(t, rdb, name, 2)
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_ = child.Wait()
+	// the server notices the closed connections (the kernel closes them)
+	require.Eventually(t, func() bool {
+		n, err := rdb.PubSubNumSub(ctx, keys.LockWakePrefix(name)+queued(t, rdb, name)[0]).Result()
+		return err == nil && n[keys.LockWakePrefix(name)+queued(t, rdb, name)[0]] == 0
+	}, 5*time.Second, time.Millisecond, "the killed process's subscription gone")
+
+	start := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next process not woken: the killed one stalls the lock")
+	}
+	delay := time.Since(start)
+	t.Logf("lock taken %v after the release, a process killed with SIGKILL queued first", delay)
+	assert.Less(t, delay, time.Second, "the killed process was passed over at the release")
+	assert.Empty(t, queued(t, rdb, name), "the killed process's entry dropped")
+	require.NoError(t, next.Unlock(ctx))
 }

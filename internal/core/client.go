@@ -231,7 +231,15 @@ func Probe(c *Client, cmd string) bool {
 // AliveMillis is how long c, waiting in a lock's queue, counts as
 // alive after each of its attempts (lua/prelude_wake.lua): three re-check
 // intervals, since a waiter attempts at least once in each.
-func AliveMillis(c *Client) int64 { return Millis(3 * c.opts.Recheck) }
+// A nil or zero Client (a handle made on one, which reports the mistake
+// at its first operation) gets the default interval's.
+func AliveMillis(c *Client) int64 {
+	r := DefaultRecheck
+	if c != nil && c.opts.Recheck > 0 {
+		r = c.opts.Recheck
+	}
+	return Millis(3 * r)
+}
 
 // Sharded reports whether the client's waiters subscribe with SSUBSCRIBE
 // (PublishCommand is "spublish"); errors are PublishCommand's.

@@ -162,8 +162,10 @@ func (l *Lock) record(s *Side, req *Request, hk HoldKey, sent time.Time, fence i
 	}
 	h := l.C.holds.acquiredAs(shutdownRelease{lock: l, side: s, req: freshCopy(req)}, sent, hk, req.Count, fence, req.Lease, renew)
 	tookOwnerless(l, s, *req, h) // a hold without a context owner: the name's (lock.go)
-	if q := s.Queue; q != nil && req.Count == 1 {
-		l.C.lines.setQueued(q.Waiters, false) // the acquisition took the client out of the queue
+	if q := s.Queue; q != nil && req.Count == 1 && (req.Join || !chain.Start.IsZero()) {
+		// the acquisition of a waiter, or a handoff, took the client out
+		// of the queue
+		l.C.lines.setQueued(q.Waiters, false)
 	}
 	if req.Count == 1 && s.Handoff != nil && s.Line != "" {
 		if chain.Start.IsZero() {

@@ -285,6 +285,11 @@ func (l *loop) listen(ctx context.Context, sub *pubsub.Waiter) bool {
 	}
 	switch along := sub.Along(); {
 	case l.acq.foreign && !along:
+		if !l.deadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, l.deadline)
+			defer cancel()
+		}
 		if err := sub.Also(ctx, l.ps.Channel, l.ps.Wake); err != nil {
 			// The wait goes on with its re-checks (at the holder's
 			// expiry at the latest): a foreign release unheard is a
