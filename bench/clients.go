@@ -336,6 +336,48 @@ func (b *bench) clientsRun(ctx context.Context, sc string, lib library, spec chi
 			return Result{}, err
 		}
 	}
+	w, err := b.clientsWindow(ctx, spec, n, mc)
+	if err != nil {
+		return Result{}, err
+	}
+	m, u := w.m, w.u
+	d := time.Duration(spec.DurationNs)
+	r := clientsRow(lib, sc, spec, n, permits)
+	r.OpsPerSec = f(float64(m.pairs) / d.Seconds())
+	r.Ops, r.Seconds = m.pairs, round4(d.Seconds())
+	slices.Sort(m.lat)
+	r.quantiles(m.lat)
+	r.perOp(u, m.pairs)
+	r.Extra["clients"] = float64(n)
+	r.Extra["connections"] = float64(w.conns)
+	r.Extra["connections_per_client"] = round4(float64(w.conns) / float64(n))
+	if spec.Mode != "many" {
+		m.onLock(&r, n, d)
+		if sc == scClientsSem {
+			r.Extra["permits"] = float64(permits)
+		}
+		if spec.MarkKey != "" && mc != nil && m.pairs > 0 {
+			markExtras(&r, m.marks, m.pairs, *mc, w.withMarks)
+		}
+	}
+	m.fl.note(&r)
+	return r, nil
+}
+
+// clientsWindow is one window of a clients-* row: what the n children
+// reported (m), the server's and their usage with the marks taken out
+// (u) and before (withMarks), and the connections the server held in the
+// middle of the window, less the children's mark connections (conns).
+type clientsWindow struct {
+	m            *merged
+	u, withMarks usage
+	conns        int
+}
+
+// clientsWindow starts n children with spec, lets them run their window
+// and collects what clientsWindow holds.
+func (b *bench) clientsWindow(ctx context.Context, spec childSpec, n int, mc *markCost) (clientsWindow, error) {
+	var w clientsWindow
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	children, err := b.startChildren(runCtx, spec, n)
@@ -345,41 +387,43 @@ func (b *bench) clientsRun(ctx context.Context, sc string, lib library, spec chi
 		}
 	}()
 	if err != nil {
-		return Result{}, err
+		return w, err
 	}
 	sp, err := beginSpan(ctx, b.meter, nil)
 	if err != nil {
-		return Result{}, err
+		return w, err
 	}
 	for _, c := range children {
 		if _, err := io.WriteString(c.in, "go\n"); err != nil {
-			return Result{}, err
+			return w, err
 		}
 	}
 	_ = sleepCtx(ctx, b.cfg.Duration/2)
-	conns, err := b.connections(ctx)
-	if err != nil {
-		return Result{}, err
+	if w.conns, err = b.connections(ctx); err != nil {
+		return w, err
 	}
 	if spec.MarkKey != "" {
-		conns = max(conns-n, 0) // each child's mark connection
+		w.conns = max(w.conns-n, 0) // each child's mark connection
 	}
-	m, err := mergeReports(children)
-	if err != nil {
-		return Result{}, err
+	if w.m, err = mergeReports(children); err != nil {
+		return w, err
 	}
-	u, err := sp.end(ctx)
-	if err != nil {
-		return Result{}, err
+	if w.u, err = sp.end(ctx); err != nil {
+		return w, err
 	}
 	// The children's requests and CPU, not the parent's.
-	u.requests += m.reqs
-	u.clientCPU, u.childCPU = 0, m.cpu
-	withMarks := u
+	w.u.requests += w.m.reqs
+	w.u.clientCPU, w.u.childCPU = 0, w.m.cpu
+	w.withMarks = w.u
 	if spec.MarkKey != "" && mc != nil {
-		u.subtractMarks(m.marks, *mc)
+		w.u.subtractMarks(w.m.marks, *mc)
 	}
-	d := time.Duration(spec.DurationNs)
+	return w, nil
+}
+
+// clientsRow returns the row of a clients-* scenario sc for lib over n
+// processes (permits: the semaphore's, in clients-one-semaphore).
+func clientsRow(lib library, sc string, spec childSpec, n, permits int) Result {
 	var r Result
 	if spec.Mode == "many" {
 		r = curveRow(lib.name, sc, n,
@@ -390,30 +434,19 @@ func (b *bench) clientsRun(ctx context.Context, sc string, lib library, spec chi
 			"wait for the lock (or permit), from the Lock call to its return (up to 2,000 samples per process); a wait still going on when the window closed counts as long as it had lasted")
 	}
 	r.Wait = lib.wait
-	r.OpsPerSec = f(float64(m.pairs) / d.Seconds())
-	r.Ops, r.Seconds = m.pairs, round4(d.Seconds())
-	slices.Sort(m.lat)
-	r.quantiles(m.lat)
-	r.perOp(u, m.pairs)
-	r.Extra["clients"] = float64(n)
-	r.Extra["connections"] = float64(conns)
-	r.Extra["connections_per_client"] = round4(float64(conns) / float64(n))
-	if spec.Mode != "many" {
-		m.onLock(&r, n, d)
-		if sc == scClientsSem {
-			r.Extra["permits"] = float64(permits)
-		}
-		if spec.MarkKey != "" && mc != nil && m.pairs > 0 {
-			acq := float64(m.pairs)
-			r.Extra["marks"] = float64(m.marks)
-			r.Extra["mark_redis_cpu_us_each"] = round4(float64(mc.serverCPU) / float64(time.Microsecond))
-			r.Extra["mark_client_cpu_us_each"] = round4(float64(mc.clientCPU) / float64(time.Microsecond))
-			r.Extra["server_cpu_us_per_op_with_marks"] = round4(float64(withMarks.cpu) / float64(time.Microsecond) / acq)
-			r.Extra["client_cpu_us_per_op_with_marks"] = round4(float64(withMarks.childCPU) / float64(time.Microsecond) / acq)
-		}
-	}
-	m.fl.note(&r)
-	return r, nil
+	return r
+}
+
+// markExtras records in r what the marks (marks of them over pairs
+// acquisitions, each costing mc) cost, and the row's CPU figures with
+// them (withMarks: the usage before they were taken out).
+func markExtras(r *Result, marks, pairs int64, mc markCost, withMarks usage) {
+	acq := float64(pairs)
+	r.Extra["marks"] = float64(marks)
+	r.Extra["mark_redis_cpu_us_each"] = round4(float64(mc.serverCPU) / float64(time.Microsecond))
+	r.Extra["mark_client_cpu_us_each"] = round4(float64(mc.clientCPU) / float64(time.Microsecond))
+	r.Extra["server_cpu_us_per_op_with_marks"] = round4(float64(withMarks.cpu) / float64(time.Microsecond) / acq)
+	r.Extra["client_cpu_us_per_op_with_marks"] = round4(float64(withMarks.childCPU) / float64(time.Microsecond) / acq)
 }
 
 // oneOp describes the operation of a clients-one-* row of n processes.

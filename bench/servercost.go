@@ -84,15 +84,15 @@ func serverCostLibs() []serverCostLib {
 		return field, "redisync_request:{" + lock + "}:" + field
 	}
 	channel := func(lock string) string { return "redisson_lock__channel:{" + lock + "}" }
-	// the lock's queue of waiting Clients, which the library's scripts name
-	// on every call (lua/prelude_wake.lua); uncontended, it stays empty
+	// the lock's queue of waiting Clients, which the library's releases
+	// name (lua/prelude_wake.lua; its first attempts do not); uncontended,
+	// it stays empty
 	waiters := func(lock string) string { return "redisync_lock_waiters:{" + lock + "}" }
 	waitState := func(lock string) string { return "redisync_lock_wait_state:{" + lock + "}" }
 	lease := serverCostLease.Milliseconds()
 	freshAcquire := func(lock string, n int64) lua.LockAcquireFreshArgs {
 		field, req := fields(lock, n)
 		return lua.LockAcquireFreshArgs{Lock: lock, Request: req, LeaseMillis: lease,
-			Waiters: waiters(lock), WaitState: waitState(lock), Client: serverCostClient, AliveMillis: 15000,
 			FieldAt: int64(len(req) - len(field) + 1), Deadline: time.Now().Add(serverCostLease - 2*time.Second).UnixMilli()}
 	}
 	freshRelease := func(lock string, n int64) lua.LockReleaseFreshArgs {

@@ -80,8 +80,8 @@ func TestReleaseWakesTheFirstClientQueued(t *testing.T) {
 		}
 		for j := i + 1; j < len(locks); j++ {
 			select {
-			case <-got[j]:
-				t.Fatalf("waiter %d took the lock before waiter %d released it", j, i)
+			case err := <-got[j]:
+				t.Fatalf("waiter %d took the lock (%v) before waiter %d released it", j, err, i)
 			default:
 			}
 		}

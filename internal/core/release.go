@@ -59,6 +59,22 @@ type releaser struct {
 	unsettled string
 }
 
+// stay sets r.req.Stay when callers of this client still wait for the
+// lock (none took it over): the client joins the lock's queue, if it has
+// one, before the release wakes its first client.
+func (r *releaser) stay() {
+	s := r.side
+	r.req.Stay = r.req.Count == 0 && s.Queue != nil && s.Line != "" && r.lock.C.lines.Len(s.Line) > 0
+}
+
+// stayed records that the release r.req, which answered remaining or
+// err, put the client in the lock's queue (stay).
+func (r *releaser) stayed(remaining int64, err error) {
+	if r.req.Stay && err == nil && remaining == 0 {
+		r.lock.C.lines.setQueued(r.side.Queue.Waiters, true)
+	}
+}
+
 // release is Release for the owner of r.req, on a detached context,
 // holding the owner's lock.
 func (r *releaser) release(ctx context.Context) error {
@@ -90,18 +106,13 @@ func (r *releaser) release(ctx context.Context) error {
 	if handed, err := r.handoff(hk); handed {
 		return err
 	}
-	// Callers of this client still waiting (none took the lock over):
-	// the client joins the lock's queue, if it has one, before the release
-	// wakes its first client.
-	r.req.Stay = r.req.Count == 0 && s.Line != "" && l.C.lines.Len(s.Line) > 0
+	r.stay()
 	r.req.Sync = l.C.pipe.NewSyncIn(&r.req.sync)
 	h := l.C.holds.beginRelease(hk, r.req.Count)
 	sent := time.Now()
 	remaining, err := r.send()
 	h.released(r.req.Count, remaining, err, sent)
-	if q := s.Queue; q != nil && r.req.Stay && err == nil && remaining == 0 {
-		l.C.lines.setQueued(q.Waiters, true) // the release put the client in the queue
-	}
+	r.stayed(remaining, err)
 	if err != nil && r.req.Count == 0 && s.Line != "" {
 		l.C.lines.wake(s.Line) // the release may not have published
 	}

@@ -571,15 +571,22 @@ func (a *acquisition) asOwner(ctx context.Context, end time.Time, base Request) 
 			c.holds.End(hk, fmt.Errorf("%w: a reentrant acquisition found the hold gone from Redis", errs.ErrLockLost))
 			continue // try afresh, as a new hold
 		case !out.Acquired:
-			a.foreign = out.Foreign
-			if req.Join {
-				c.lines.setQueued(a.queue.Waiters, true)
-			}
-			return missed, out.Retry, nil
+			return a.busy(out, req)
 		}
 		a.lock.record(a.side, req, hk, sent, out.Fence, Chain{})
 		return acquired, 0, nil
 	}
+}
+
+// busy answers an attempt req that found the lock taken (out): when the
+// attempt joined the lock's queue, the client is queued, and listens on
+// the lock's channel too while the holder is foreign (out.Foreign).
+func (a *acquisition) busy(out Outcome, req *Request) (verdict, time.Duration, error) {
+	a.foreign = out.Foreign
+	if req.Join {
+		a.lock.C.lines.setQueued(a.queue.Waiters, true)
+	}
+	return missed, out.Retry, nil
 }
 
 // prepare makes *req the acquisition by the owner of base, whose hold is
