@@ -63,6 +63,12 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 			r.checkExpires(ctx, k, "ledger", 2*time.Hour)
 		case strings.HasPrefix(k, "redisync_request:"):
 			r.checkExpires(ctx, k, "request record", r.recordTTL+time.Second+r.clockSlack())
+		case strings.HasPrefix(k, "redisync_lock_waiters:"), strings.HasPrefix(k, "redisync_lock_wait_state:"):
+			// A lock's queue of waiting Clients (docs/wake.md), left by a
+			// Client whose leave did not reach Redis: its entries run
+			// out three re-check intervals after their last attempt,
+			// and the keys with them.
+			r.checkExpires(ctx, k, "lock queue", 3*r.cfg.Recheck+time.Second+r.clockSlack())
 		case strings.HasPrefix(k, "redisync:client:"):
 			// A client id's registration (WithID), left only when a
 			// client's Close could not delete it: it must expire.

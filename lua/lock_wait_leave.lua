@@ -31,6 +31,10 @@ if redis.call('zrem', KEYS[3], ARGV[1]) == 0 then
   return 0
 end
 redis.call('hdel', KEYS[4], ARGV[1])
+if redis.call('exists', KEYS[3]) == 0 then
+  redis.call('del', KEYS[4]) -- the last Client queued left: the record with it
+  return 1
+end
 if first == ARGV[1] then
   if redis.call('exists', KEYS[1]) == 0 then
     wait_wake(KEYS[3], KEYS[4], ARGV[2], ARGV[3], KEYS[2], '0', ARGV[4])

@@ -36,8 +36,9 @@
 --       an attempt that joined the queue (the Client waited; a first
 --       attempt, which did not, leaves the queue alone: a holder it took
 --       unrecorded is foreign to the first Client, which then also hears
---       its release on Redisson's channel): when Clients wait, the Client
---       leaves the queue and field is recorded as the holder.
+--       its release on Redisson's channel): the Client leaves the queue;
+--       when Clients still wait, field is recorded as the holder (the
+--       state expiring with the queue), else both keys are deleted.
 --   wait_wake(waiters, state, prefix, publish, channel, msg, probe)
 --       after a release that frees the lock: publishes msg with publish
 --       ("publish" or "spublish") on the channel of the live Client that
@@ -94,8 +95,17 @@ local function wait_took(waiters, state, id, field)
     return
   end
   redis.call('zrem', waiters, id)
+  local ttl = redis.call('pttl', waiters)
+  if ttl < 0 then
+    -- the queue is empty now (or lost its expiry): no record is kept
+    redis.call('del', waiters, state)
+    return
+  end
   redis.call('hdel', state, id)
   redis.call('hset', state, '', field)
+  if redis.call('pttl', state) < ttl then
+    redis.call('pexpire', state, ttl) -- never a record without an expiry
+  end
 end
 
 local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
@@ -120,6 +130,9 @@ local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
     end
     redis.call('zrem', waiters, head)
     redis.call('hdel', state, head)
+  end
+  if now and redis.call('exists', waiters) == 0 then
+    redis.call('del', state) -- every Client queued is gone: the record with them
   end
   if probe == '1' then
     local sub = 'numsub'
