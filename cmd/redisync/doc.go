@@ -148,11 +148,18 @@
 // channel (PUBSUB NUMSUB): one per waiting client, however many of its
 // goroutines or threads wait. A fair lock's waiters each listen on their
 // own channel, redisson_lock__channel:{NAME}:<owner>, so for a fair lock
-// Waiters adds up the subscribers of the queued owners' channels. On a
-// Redis Cluster a subscription lives on one node, so inspect adds up the
-// counts of every node.
+// Waiters adds up the subscribers of the queued owners' channels. A lock's
+// waiting redisync Clients queue in Redis (redisync_lock_waiters:{NAME})
+// and each listens on its own channel (redisync_lock_wake:{NAME}:<client
+// id>): inspect lists them, first first (a release wakes the first live
+// one), says whether each still listens, and counts them, plus the other
+// subscribers of the lock's channel (Redisson waiters). On a Redis
+// Cluster a subscription lives on one node, so inspect adds up the counts
+// of every node.
 //
-// -json prints the Report as one JSON object, for scripts. Its "type" is
+// -json prints the Report as one JSON object, for scripts. A lock's has a
+// "waiting_clients" array of WaitingClient, first first: client_id,
+// joined_ms_ago, alive_ms and listening. Its "type" is
 // one of lock, fair_lock, rwlock, semaphore, expirable_semaphore, latch,
 // rate_limiter, election and gcra, the -type values, or none. A fair
 // lock's has a "queue" array of QueueEntry, head first: owner, client_id,

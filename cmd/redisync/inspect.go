@@ -99,6 +99,29 @@ type Report struct {
 	// client listens. On a Redis Cluster the counts of every node are
 	// added up.
 	Waiters int64 `json:"waiters"`
+	// WaitingClients, for a lock, are the redisync Clients (processes)
+	// queued for it, first first: a release wakes the first live one
+	// (docs/wake.md). For a lock, Waiters counts those that listen on
+	// their own channel plus the other subscribers of Channel (Redisson
+	// waiters).
+	WaitingClients []WaitingClient `json:"waiting_clients,omitempty"`
+}
+
+// WaitingClient is one redisync Client queued for a lock.
+type WaitingClient struct {
+	// ClientID is the Client's id.
+	ClientID string `json:"client_id"`
+	// JoinedMillis is how long ago it joined the queue, in milliseconds
+	// by the server's clock.
+	JoinedMillis int64 `json:"joined_ms_ago"`
+	// AliveMillis is how long it still counts as alive without another
+	// attempt (negative: its time ran out; the next release passes it
+	// over).
+	AliveMillis int64 `json:"alive_ms"`
+	// Listening: its Client listens on its own channel
+	// (redisync_lock_wake:{name}:<client id>); a queued Client that does
+	// not (its process died) is passed over by the next release.
+	Listening bool `json:"listening"`
 }
 
 // QueueEntry is one owner waiting in a fair lock's queue.
@@ -408,6 +431,9 @@ func (r *Report) fillLock(ctx context.Context, c *redisync.Client, s *snapshot) 
 			r.TTLMillis = &ttl
 		}
 	}
+	if r.Type == kindLock {
+		return r.fillWaitingClients(ctx, c.Redis(), s)
+	}
 	if r.Type == kindFair {
 		r.Queue = fairQueue(info.Queue, s.deadlines, s.now)
 		r.Waiters = 0
@@ -415,6 +441,53 @@ func (r *Report) fillLock(ctx context.Context, c *redisync.Client, s *snapshot) 
 			r.Waiters += s.subs[keys.FairChannel(r.Name, e.Owner)]
 		}
 	}
+	return nil
+}
+
+// fillWaitingClients reads a lock's queue of waiting Clients (read right
+// after the snapshot s) and counts the lock's waiters: the queued Clients
+// that listen on their own channel, and the other subscribers of the
+// lock's channel (the first queued Client listens there too while the
+// holder is one the queue did not record: counted once).
+func (r *Report) fillWaitingClients(ctx context.Context, rdb redis.UniversalClient, s *snapshot) error {
+	queued, err := rdb.ZRangeWithScores(ctx, keys.LockWaiters(r.Name), 0, -1).Result()
+	if err != nil {
+		return fmt.Errorf("ZRANGE %s: %w", keys.LockWaiters(r.Name), err)
+	}
+	if len(queued) == 0 {
+		return nil
+	}
+	state, err := rdb.HGetAll(ctx, keys.LockWaitState(r.Name)).Result()
+	if err != nil {
+		return fmt.Errorf("HGETALL %s: %w", keys.LockWaitState(r.Name), err)
+	}
+	channels := make([]string, len(queued))
+	for i, z := range queued {
+		channels[i] = keys.LockWakePrefix(r.Name) + fmt.Sprint(z.Member)
+	}
+	subs, err := numSub(ctx, rdb, channels...)
+	if err != nil {
+		return err
+	}
+	now := s.now.UnixMilli()
+	var listening int64
+	for i, z := range queued {
+		id := fmt.Sprint(z.Member)
+		alive, _ := strconv.ParseInt(state[id], 10, 64)
+		w := WaitingClient{ClientID: id, JoinedMillis: now - int64(z.Score), AliveMillis: alive - now, Listening: subs[channels[i]] > 0}
+		if w.Listening {
+			listening++
+		}
+		r.WaitingClients = append(r.WaitingClients, w)
+	}
+	recorded := false
+	for _, h := range r.Holders {
+		recorded = recorded || (state[""] != "" && h.Owner == state[""])
+	}
+	if r.WaitingClients[0].Listening && !recorded && r.Waiters > 0 {
+		r.Waiters-- // the first queued Client, on the lock's channel too
+	}
+	r.Waiters += listening
 	return nil
 }
 

@@ -52,14 +52,19 @@ func TestInspectGoLock(t *testing.T) {
 		t.Errorf("holders %+v, want [%+v]", r.Holders, want)
 	}
 
-	// A waiter in another client shows up as a subscriber of the channel.
-	waiter := rlock.New(clienttest.Shared(t), name)
+	// A waiter in another client shows up in the lock's queue of waiting
+	// Clients, and, the holder having taken the lock while nobody waited
+	// (no holder recorded), as a subscriber of the lock's channel too: one
+	// waiter.
+	wc := clienttest.Shared(t)
+	waiter := rlock.New(wc, name)
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(wctx) }()
 	waitSubscribers(t, keys.LockChannel(name), 1)
-	if r := inspectJSON(t, name); r.Waiters != 1 {
-		t.Errorf("waiters %d, want 1", r.Waiters)
+	if r := inspectJSON(t, name); r.Waiters != 1 || len(r.WaitingClients) != 1 || r.WaitingClients[0].ClientID != wc.ID() ||
+		!r.WaitingClients[0].Listening || r.WaitingClients[0].AliveMillis <= 0 {
+		t.Errorf("waiters %d, queued %+v: want 1, the waiting client listening", r.Waiters, r.WaitingClients)
 	}
 	res := runCmd(t, nil, "inspect", "-redis", testURL(t), name)
 	for _, s := range []string{
@@ -67,7 +72,7 @@ func TestInspectGoLock(t *testing.T) {
 		"held by 1 owner, lease ",
 		"client " + c.ID(), "owner token 77", "count 2",
 		"last fencing token issued 1",
-		"1 client subscribed to " + keys.LockChannel(name),
+		"1 client: 1 queued (woken one per release, first first: client " + wc.ID(),
 	} {
 		if !strings.Contains(res.stdout, s) {
 			t.Errorf("text output does not contain %q", s)

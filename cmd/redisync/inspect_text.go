@@ -53,6 +53,9 @@ func (r *Report) writeText(w io.Writer) error {
 		r.writeCount(line)
 	}
 	switch {
+	case r.Type == kindLock && len(r.WaitingClients) > 0:
+		line("waiters", "%s: %d queued (woken one per release, first first: %s), the others subscribed to %s",
+			clients(r.Waiters), len(r.WaitingClients), r.WaitingClients[0].text(), r.Channel)
 	case r.Type == kindFair:
 		line("waiters", "%s subscribed to the queued owners' channels %s:<owner>", clients(r.Waiters), r.Channel)
 	case r.Channel != "":
@@ -253,4 +256,13 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// text describes a queued Client in a line.
+func (w WaitingClient) text() string {
+	state := "listening"
+	if !w.Listening {
+		state = "not listening: passed over at the next release"
+	}
+	return fmt.Sprintf("client %s, queued %s ago, %s", w.ClientID, msText(w.JoinedMillis), state)
 }
