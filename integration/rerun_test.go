@@ -25,7 +25,7 @@ import (
 //
 // The test makes it deterministic with BUSY: the proxy drops the reply of
 // the acquisition, which ran, and go-redis's re-send (after a back-off of
-// 300ms) finds the server busy with a long script.
+// 800ms) finds the server busy with a long script.
 func TestAcquisitionReSentIntoBusyServerIsUndone(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"expirable", "counted"} {
@@ -39,8 +39,12 @@ func TestAcquisitionReSentIntoBusyServerIsUndone(t *testing.T) {
 func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 	s := redistest.Start(t) // its own server: it is made busy
 	p := redistest.NewProxy(t, s.Addr())
+	// The re-send comes 800 ms after the dropped reply, well inside the
+	// busy window (it starts within milliseconds of the drop and lasts 2
+	// s) even on a loaded machine, where starting the looper can take a
+	// few hundred milliseconds.
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: 3,
-		MinRetryBackoff: 300 * time.Millisecond, MaxRetryBackoff: 300 * time.Millisecond})
+		MinRetryBackoff: 800 * time.Millisecond, MaxRetryBackoff: 800 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := clienttest.New(t, rdb)
 	direct := s.Client(t)
@@ -80,7 +84,7 @@ func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 	require.NoError(t, rdb.Ping(ctx).Err())
 
 	// When the reply has been dropped, a script that loops keeps the
-	// server busy for a second (then it is killed).
+	// server busy for two seconds (then it is killed).
 	busy := make(chan struct{})
 	go func() {
 		defer close(busy)
@@ -89,7 +93,7 @@ func acquisitionReSentIntoBusyServerIsUndone(t *testing.T, kind string) {
 		}
 		looper := s.Client(t)
 		go func() {
-			time.Sleep(time.Second)
+			time.Sleep(2 * time.Second)
 			_ = direct.ScriptKill(ctx).Err()
 		}()
 		_ = looper.Eval(ctx, "while true do end", nil).Err()
