@@ -52,6 +52,14 @@ func (r *Report) writeText(w io.Writer) error {
 	case kindLatch, kindCounter:
 		r.writeCount(line)
 	}
+	r.writeWaiters(line)
+	return tw.Flush()
+}
+
+// writeWaiters prints the waiters line: a lock's queued processes and
+// the other subscribers of its channel, a fair lock's queued owners, or
+// the subscribers of the primitive's channel.
+func (r *Report) writeWaiters(line func(label, format string, args ...any)) {
 	switch {
 	case r.Type == kindLock && len(r.WaitingClients) > 0:
 		line("waiters", "%s: %d queued (woken one per release, first first: %s), the others subscribed to %s",
@@ -61,7 +69,6 @@ func (r *Report) writeText(w io.Writer) error {
 	case r.Channel != "":
 		line("waiters", "%s subscribed to %s", clients(r.Waiters), r.Channel)
 	}
-	return tw.Flush()
 }
 
 // writeCount prints a latch's count, or the value of a latch or semaphore
