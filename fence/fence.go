@@ -81,14 +81,42 @@ func (v *Value) Set(ctx context.Context, token int64, value string) (bool, error
 
 // Get returns the value and the token that wrote it; "", 0 when nothing
 // was written. A key of another layout gives an error wrapping
-// redisync.ErrWrongType.
+// redisync.ErrWrongType. Outside a Cluster the read is made with the
+// server's ROLE, on the same connection: a server that is no primary any
+// more (a primary a failover demoted, whose copy may be older than what
+// was written since on the new one) gives an error, never its value.
 func (v *Value) Get(ctx context.Context) (value string, token int64, err error) {
 	if err := v.h.Check(ctx); err != nil {
 		return "", 0, err
 	}
-	vals, err := v.h.C.Redis().HMGet(ctx, v.h.Name, "value", "token").Result()
+	rdb := v.h.C.Redis()
+	var get *redis.SliceCmd
+	var role *redis.Cmd
+	if _, cluster := rdb.(*redis.ClusterClient); cluster {
+		get = rdb.HMGet(ctx, v.h.Name, "value", "token")
+	} else {
+		// With the read, on the same connection, the server's role: a
+		// pooled connection to a primary that a failover demoted (its
+		// copy lags, or is being replaced by a full sync) answers reads
+		// as a replica, with a value older than one written since on the
+		// new primary; such a read is refused, never returned.
+		pipe := rdb.Pipeline()
+		get = pipe.HMGet(ctx, v.h.Name, "value", "token")
+		role = pipe.Do(ctx, "ROLE")
+		_, _ = pipe.Exec(ctx)
+	}
+	vals, err := get.Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", 0, fmt.Errorf("fence %q: get: %w", v.h.Name, errs.ReplyError(err))
+	}
+	if role != nil {
+		r, rerr := role.Slice()
+		if rerr != nil {
+			return "", 0, fmt.Errorf("fence %q: get: ROLE: %w", v.h.Name, errs.ReplyError(rerr))
+		}
+		if len(r) == 0 || r[0] != "master" {
+			return "", 0, fmt.Errorf("fence %q: get: the server that answered is not a primary (ROLE %v: a primary demoted by a failover); its copy may be stale: try again", v.h.Name, r)
+		}
 	}
 	s, _ := vals[0].(string)
 	t, _ := vals[1].(string)
