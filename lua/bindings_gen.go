@@ -33,11 +33,11 @@ var digests = map[string]digest{
 	"latch_wait.lua":                    {sha1: "584eede3536ccb3acbaaded5fa7f1ba05fe525b3", fnv: 0xb8d7982f1d43d52a},
 	"lock_acquire.lua":                  {sha1: "cd6a07d0eab940e9fe0d3b8e21302cbe731b1407", fnv: 0x9ea2db7acecd3df4},
 	"lock_acquire_fresh.lua":            {sha1: "9aa3b55c108f1789fb9a5d700b6f00a1d235a218", fnv: 0xb08c171173dd4e8a},
-	"lock_force_unlock.lua":             {sha1: "f840629bdb56d2435ea2dfad727eae6142a58a3a", fnv: 0xae21745722aa01b5},
-	"lock_handoff.lua":                  {sha1: "49dbf1242c4875e95bf795e96830d1652cc9e32b", fnv: 0xb71a4bfd1a2b9d4b},
-	"lock_release.lua":                  {sha1: "08b8f6fe97e506deaa96f64db41930d210851f60", fnv: 0xf2e84508af3d8dbe},
-	"lock_release_fresh.lua":            {sha1: "87b9b9204c62c9f38b01707e24968d02529d695f", fnv: 0x35861624e0fe20e3},
-	"lock_wait_leave.lua":               {sha1: "c27de7a687d273b54a6de6451282ad2101a9971e", fnv: 0xfc02e0a4d5948d2f},
+	"lock_force_unlock.lua":             {sha1: "b2c2f471b82dcf335b47d41e860b645edcf71a23", fnv: 0x09d7caa16d0da7ad},
+	"lock_handoff.lua":                  {sha1: "c0a617a3e3206dff869ced38fbdfce226a9f6bdc", fnv: 0x4dbe2b177dd3b19b},
+	"lock_release.lua":                  {sha1: "5a86781fd3b4e8a0830b0b163ac0d05b3921a1c8", fnv: 0x3f3c09d0c7291866},
+	"lock_release_fresh.lua":            {sha1: "74c2c5c0093c0bde4b3501ba954eda17c9ff8506", fnv: 0x360436ba7ed4fbb3},
+	"lock_wait_leave.lua":               {sha1: "f15c3daafa661469343eb15ce9c3f8f9a49b4fa0", fnv: 0x20d519a267f3403d},
 	"ratelimit_acquire.lua":             {sha1: "c646f37e2ef86ddbd2a354c7aa81e45dd34b8db7", fnv: 0x253265dc8bd31906},
 	"ratelimit_available.lua":           {sha1: "df1e78c677793cc98bdbfcb551f035fa3cb709d3", fnv: 0x15a21429d1bab70b},
 	"ratelimit_delete.lua":              {sha1: "f20ffca6d03cda30325037b7684a2a5795b56d1a", fnv: 0x5a69ff9f0bb03ffd},
@@ -45,15 +45,15 @@ var digests = map[string]digest{
 	"ratelimit_set_rate.lua":            {sha1: "75015a4ea0aff355c9fef2cf60b02a4ebbf67a9c", fnv: 0x781c0eb0563e76ce},
 	"renew_lock.lua":                    {sha1: "3caee348dd71dcaf21f08f88ea8ccb369ab383e4", fnv: 0x43d970b756e9d35c},
 	"renew_read.lua":                    {sha1: "d7a68d5a2feb0d0720a0fcf02effc934af871d47", fnv: 0x54db5defe458e35b},
-	"rwlock_force_unlock.lua":           {sha1: "d78d828c3f33423760b2376f1c36abb1411b0ab1", fnv: 0x80e7207455f657de},
+	"rwlock_force_unlock.lua":           {sha1: "110db77683cb59ddab91ddd96225b0fa693bceb9", fnv: 0xe4688062e722f3a5},
 	"rwlock_read_acquire.lua":           {sha1: "36cf7e0a446339c1364e91d5184089d1e30bec24", fnv: 0xa21ba53f56a237d7},
 	"rwlock_read_count.lua":             {sha1: "b619d29cc5235b74d3b8797269d1dd4760eb052b", fnv: 0x0f6a6d361aa537ed},
-	"rwlock_read_release.lua":           {sha1: "851b533f4f688b4444e2f725f090dced26fb6bb4", fnv: 0xbd58ac870b5890f5},
-	"rwlock_write_acquire.lua":          {sha1: "0af4ef3ae37d2192fbe2d614a3dda2c0d462c707", fnv: 0x978152ebe974e62c},
-	"rwlock_write_acquire_fresh.lua":    {sha1: "99dfb36f4d1381ec3b8402d66b0663e08249927a", fnv: 0x68c8e83c44e217bf},
-	"rwlock_write_handoff.lua":          {sha1: "5f64e01e18f79ddc31a4ca4f2c570560675218bd", fnv: 0x1349d86b19741a81},
-	"rwlock_write_release.lua":          {sha1: "5bc2ffb4e32d11d3535d34dc21dca91470ab827d", fnv: 0x50bf2b8dc73c91e8},
-	"rwlock_write_release_fresh.lua":    {sha1: "8b5e6a03cbc9a10cc0ed015a171ef5483f39b789", fnv: 0xc9b02f028955a300},
+	"rwlock_read_release.lua":           {sha1: "fc23c9af17c25f1ab82aef2fbeda9ca993f17939", fnv: 0x3b342eff0833d56c},
+	"rwlock_write_acquire.lua":          {sha1: "c703627ee23d635856973d3675ac043be09c0b81", fnv: 0xefe5fbd984da201c},
+	"rwlock_write_acquire_fresh.lua":    {sha1: "3839a3837be3dec43156f66dde4c700e3ae0db0c", fnv: 0xa600f6402e8c8661},
+	"rwlock_write_handoff.lua":          {sha1: "b9585980a8d53b91f95485ddb8f49d767069c2a2", fnv: 0x8b9a28f09f870a5d},
+	"rwlock_write_release.lua":          {sha1: "babc262995996c2add55acf505ed473eb1fb803e", fnv: 0x0180d52ffdeb4a4b},
+	"rwlock_write_release_fresh.lua":    {sha1: "b42b49dcf2818dc356815487cc995729b3b4f0b9", fnv: 0xa6a39d01dec7494d},
 	"semaphore_acquire.lua":             {sha1: "b66ff203eb74848d750dfb49711eff6434818b19", fnv: 0x17dd04c7a37ec380},
 	"semaphore_add.lua":                 {sha1: "c62d59fbf82888a6ede683cce7759780d8dd4e94", fnv: 0x1f5e61ff5985db4c},
 	"semaphore_delete.lua":              {sha1: "ea3561e7a8ae08f8bfe220db7a6d72b5c9132fbf", fnv: 0x1084b7a09b713294},
@@ -2138,6 +2138,8 @@ type LockWaitLeaveArgs struct {
 	Publish string
 	// Probe is ARGV[4]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
 	Probe bool
+	// Message is ARGV[5]: the message a wake-up passed on publishes: a release's ("0" when left out; "1" for a read-write lock, whose write release publishes it) (left out when empty).
+	Message string
 }
 
 // Keys returns lock_wait_leave.lua's KEYS, in order.
@@ -2152,11 +2154,15 @@ func (a LockWaitLeaveArgs) Keys() []string {
 
 // Args returns lock_wait_leave.lua's ARGV, in order.
 func (a LockWaitLeaveArgs) Args() []any {
-	args := make([]any, 0, 4)
+	args := make([]any, 0, 5)
 	args = append(args, str(a.Client))
 	args = append(args, str(a.WakePrefix))
 	args = append(args, str(a.Publish))
 	args = append(args, flag(a.Probe))
+	if a.Message == "" {
+		return args
+	}
+	args = append(args, str(a.Message))
 	return args
 }
 
@@ -2164,7 +2170,7 @@ func (a LockWaitLeaveArgs) Args() []any {
 func (a LockWaitLeaveArgs) command() Command {
 	c := &struct {
 		a    LockWaitLeaveArgs
-		args [11]any
+		args [12]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(LockWaitLeave)
@@ -2177,6 +2183,9 @@ func (a LockWaitLeaveArgs) command() Command {
 	args = append(args, &p.WakePrefix)
 	args = append(args, &p.Publish)
 	args = append(args, flag(p.Probe))
+	if p.Message != "" {
+		args = append(args, &p.Message)
+	}
 	return Command{Script: LockWaitLeave, Args: args}
 }
 
@@ -2838,6 +2847,10 @@ type RWForceUnlockArgs struct {
 	Lock string
 	// Channel is KEYS[2]: lock channel (redisson_rwlock:{name}).
 	Channel string
+	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state (prelude_wake).
+	WaitState string
 	// TimeoutHead is ARGV[1]: head of the timeout key prefixes (see ARGV[2]).
 	TimeoutHead string
 	// TimeoutTail is ARGV[2]: tail of the timeout key prefixes: reader r's n-th hold's key is ARGV[1] .. r .. ARGV[2] .. ':' .. n.
@@ -2852,19 +2865,25 @@ type RWForceUnlockArgs struct {
 	RequestPrefix string
 	// MarkTTLMillis is ARGV[7]: how long their marks live, in milliseconds: past the deadline of any acquisition sent before now.
 	MarkTTLMillis int64
+	// WakePrefix is ARGV[8]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[3] on KEYS[2] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[9]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
 }
 
 // Keys returns rwlock_force_unlock.lua's KEYS, in order.
 func (a RWForceUnlockArgs) Keys() []string {
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 4)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_force_unlock.lua's ARGV, in order.
 func (a RWForceUnlockArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 9)
 	args = append(args, str(a.TimeoutHead))
 	args = append(args, str(a.TimeoutTail))
 	args = append(args, str(a.Message))
@@ -2872,6 +2891,8 @@ func (a RWForceUnlockArgs) Args() []any {
 	args = append(args, a.Deadline)
 	args = append(args, str(a.RequestPrefix))
 	args = append(args, a.MarkTTLMillis)
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
 	return args
 }
 
@@ -2879,12 +2900,14 @@ func (a RWForceUnlockArgs) Args() []any {
 func (a RWForceUnlockArgs) command() Command {
 	c := &struct {
 		a    RWForceUnlockArgs
-		args [12]any
+		args [16]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWForceUnlock)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.TimeoutHead)
 	args = append(args, &p.TimeoutTail)
@@ -2893,6 +2916,8 @@ func (a RWForceUnlockArgs) command() Command {
 	args = append(args, &p.Deadline)
 	args = append(args, &p.RequestPrefix)
 	args = append(args, &p.MarkTTLMillis)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
 	return Command{Script: RWForceUnlock, Args: args}
 }
 
@@ -3057,6 +3082,10 @@ type RWReadReleaseArgs struct {
 	Request string
 	// UndoRequest is KEYS[4]: undo mode only: the request key of the acquisition to undo.
 	UndoRequest string
+	// Waiters is KEYS[5]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[6]: the queue's state (prelude_wake).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds (re-set on the owner's remaining holds).
 	LeaseMillis int64
 	// Field is ARGV[2]: owner field "<client id>:<token>".
@@ -3075,21 +3104,31 @@ type RWReadReleaseArgs struct {
 	Count int64
 	// Publish is ARGV[9]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
+	// WakePrefix is ARGV[10]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[4] on KEYS[2] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[11]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Stay is ARGV[12]: the releasing Client's id when its own callers still wait for the write side (it joins the queue before the wake-up), else "".
+	Stay string
+	// AliveMillis is ARGV[13]: how long a Client joining the queue counts as alive.
+	AliveMillis int64
 }
 
 // Keys returns rwlock_read_release.lua's KEYS, in order.
 func (a RWReadReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.UndoRequest)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_read_release.lua's ARGV, in order.
 func (a RWReadReleaseArgs) Args() []any {
-	args := make([]any, 0, 9)
+	args := make([]any, 0, 13)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
@@ -3099,6 +3138,10 @@ func (a RWReadReleaseArgs) Args() []any {
 	args = append(args, str(a.TimeoutTail))
 	args = append(args, a.Count)
 	args = append(args, str(a.Publish))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Stay))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -3106,7 +3149,7 @@ func (a RWReadReleaseArgs) Args() []any {
 func (a RWReadReleaseArgs) command() Command {
 	c := &struct {
 		a    RWReadReleaseArgs
-		args [16]any
+		args [22]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWReadRelease)
@@ -3114,6 +3157,8 @@ func (a RWReadReleaseArgs) command() Command {
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
 	args = append(args, &p.UndoRequest)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Field)
@@ -3124,6 +3169,10 @@ func (a RWReadReleaseArgs) command() Command {
 	args = append(args, &p.TimeoutTail)
 	args = append(args, &p.Count)
 	args = append(args, &p.Publish)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Stay)
+	args = append(args, &p.AliveMillis)
 	return Command{Script: RWReadRelease, Args: args}
 }
 
@@ -3146,6 +3195,10 @@ type RWWriteAcquireArgs struct {
 	Lock string
 	// Request is KEYS[2]: request key of this acquisition.
 	Request string
+	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake); left out by an attempt that does not wait in it (with KEYS[4] and ARGV[8], ARGV[9]) (left out when empty).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state (prelude_wake); with KEYS[3] (left out when empty).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
 	// Field is ARGV[2]: the owner's reader field "<client id>:<token>".
@@ -3160,19 +3213,31 @@ type RWWriteAcquireArgs struct {
 	Count int64
 	// ReadCount is ARGV[7]: the owner's read hold count, as the client counts it: the owner is refused for an upgrade only when the client counts read holds. Read holds Redis keeps for the owner while the client counts none (left by a release whose reply was lost, or taken by a later request when this is a late copy) are left alone and count as any other reader's: the acquisition waits for them. Deleting them, as this script once did, let a late copy of a write attempt delete the owner's live read hold taken after it.
 	ReadCount int64
+	// Client is ARGV[8]: the Client's id when it waits, listening on its own channel (with KEYS[3]): when the lock is busy, the Client joins the queue (or stays in it) for ARGV[9] ms (prelude_wake's wait_join), and when it takes the write side, it leaves the queue (wait_took) (left out when empty).
+	Client string
+	// AliveMillis is ARGV[9]: how long, in milliseconds (a decimal string), the Client counts as alive in the queue from now; with ARGV[8] (left out when empty).
+	AliveMillis string
 }
 
 // Keys returns rwlock_write_acquire.lua's KEYS, in order.
 func (a RWWriteAcquireArgs) Keys() []string {
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 4)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_write_acquire.lua's ARGV, in order.
 func (a RWWriteAcquireArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 9)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
@@ -3180,6 +3245,14 @@ func (a RWWriteAcquireArgs) Args() []any {
 	args = append(args, str(a.TimeoutPrefix))
 	args = append(args, a.Count)
 	args = append(args, a.ReadCount)
+	if a.Client == "" {
+		return args
+	}
+	args = append(args, str(a.Client))
+	if a.AliveMillis == "" {
+		return args
+	}
+	args = append(args, str(a.AliveMillis))
 	return args
 }
 
@@ -3187,12 +3260,18 @@ func (a RWWriteAcquireArgs) Args() []any {
 func (a RWWriteAcquireArgs) command() Command {
 	c := &struct {
 		a    RWWriteAcquireArgs
-		args [12]any
+		args [16]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteAcquire)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Field)
@@ -3201,6 +3280,12 @@ func (a RWWriteAcquireArgs) command() Command {
 	args = append(args, &p.TimeoutPrefix)
 	args = append(args, &p.Count)
 	args = append(args, &p.ReadCount)
+	if p.Client != "" {
+		args = append(args, &p.Client)
+		if p.AliveMillis != "" {
+			args = append(args, &p.AliveMillis)
+		}
+	}
 	return Command{Script: RWWriteAcquire, Args: args}
 }
 
@@ -3208,7 +3293,7 @@ func (a RWWriteAcquireArgs) command() Command {
 const (
 	// RWWriteAcquireAcquired is the reply code 1: Value is the write hold count.
 	RWWriteAcquireAcquired = 1
-	// RWWriteAcquireBusy is the reply code 0: Value is the PTTL, or Cancelled.
+	// RWWriteAcquireBusy is the reply code 0: Value is the PTTL, or Cancelled; Foreign (with ARGV[8]) is 1 when the Client.
 	RWWriteAcquireBusy = 0
 	// RWWriteAcquireUpgrade is the reply code -1: the owner holds only read holds.
 	RWWriteAcquireUpgrade = -1
@@ -3224,6 +3309,8 @@ type RWWriteAcquireReply struct {
 	Code int64
 	// Value is element 2 of the reply.
 	Value int64
+	// Foreign is element 3 of the reply (zero when the reply is shorter).
+	Foreign int64
 }
 
 // Run runs rwlock_write_acquire.lua with a on r and decodes its reply.
@@ -3238,6 +3325,9 @@ func (a RWWriteAcquireArgs) Run(ctx context.Context, r Runner) (RWWriteAcquireRe
 	}
 	rep.Code = res[0]
 	rep.Value = res[1]
+	if len(res) > 2 {
+		rep.Foreign = res[2]
+	}
 	return rep, nil
 }
 
@@ -3247,28 +3337,52 @@ type RWWriteAcquireFreshArgs struct {
 	Lock string
 	// Request is KEYS[2]: request key of the hold: keys.Request(name, writer field), that is a prefix and then the field.
 	Request string
+	// Waiters is KEYS[3]: the lock's queue of waiting Clients (prelude_wake); left out by an attempt that does not wait in it (with KEYS[4] and ARGV[4], ARGV[5]) (left out when empty).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state (prelude_wake); with KEYS[3] (left out when empty).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
 	// FieldAt is ARGV[2]: where the writer field ("<client id>:<token>:write", fresh) starts in KEYS[2] (1-based): the field is KEYS[2] from there on.
 	FieldAt int64
 	// Deadline is ARGV[3]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
+	// Client is ARGV[4]: the Client's id when it waits, listening on its own channel (with KEYS[3]): when the lock is busy, the Client joins the queue (or stays in it) for ARGV[5] ms (prelude_wake's wait_join), and when it takes the write side, it leaves the queue (wait_took) (left out when empty).
+	Client string
+	// AliveMillis is ARGV[5]: how long, in milliseconds (a decimal string), the Client counts as alive in the queue from now; with ARGV[4] (left out when empty).
+	AliveMillis string
 }
 
 // Keys returns rwlock_write_acquire_fresh.lua's KEYS, in order.
 func (a RWWriteAcquireFreshArgs) Keys() []string {
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 4)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_write_acquire_fresh.lua's ARGV, in order.
 func (a RWWriteAcquireFreshArgs) Args() []any {
-	args := make([]any, 0, 3)
+	args := make([]any, 0, 5)
 	args = append(args, a.LeaseMillis)
 	args = append(args, a.FieldAt)
 	args = append(args, a.Deadline)
+	if a.Client == "" {
+		return args
+	}
+	args = append(args, str(a.Client))
+	if a.AliveMillis == "" {
+		return args
+	}
+	args = append(args, str(a.AliveMillis))
 	return args
 }
 
@@ -3276,16 +3390,28 @@ func (a RWWriteAcquireFreshArgs) Args() []any {
 func (a RWWriteAcquireFreshArgs) command() Command {
 	c := &struct {
 		a    RWWriteAcquireFreshArgs
-		args [8]any
+		args [12]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteAcquireFresh)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.FieldAt)
 	args = append(args, &p.Deadline)
+	if p.Client != "" {
+		args = append(args, &p.Client)
+		if p.AliveMillis != "" {
+			args = append(args, &p.AliveMillis)
+		}
+	}
 	return Command{Script: RWWriteAcquireFresh, Args: args}
 }
 
@@ -3293,7 +3419,7 @@ func (a RWWriteAcquireFreshArgs) command() Command {
 const (
 	// RWWriteAcquireFreshAcquired is the reply code 1: the hold was taken.
 	RWWriteAcquireFreshAcquired = 1
-	// RWWriteAcquireFreshBusy is the reply code 0: Value is the PTTL, or Cancelled.
+	// RWWriteAcquireFreshBusy is the reply code 0: Value is the PTTL, or Cancelled; Foreign (with ARGV[4]) is 1 when the Client.
 	RWWriteAcquireFreshBusy = 0
 	// RWWriteAcquireFreshCancelled is the reply code -3: Value when the hold was released, undone, handed on or force-unlocked already.
 	RWWriteAcquireFreshCancelled = -3
@@ -3305,6 +3431,8 @@ type RWWriteAcquireFreshReply struct {
 	Code int64
 	// Value is element 2 of the reply.
 	Value int64
+	// Foreign is element 3 of the reply (zero when the reply is shorter).
+	Foreign int64
 }
 
 // Run runs rwlock_write_acquire_fresh.lua with a on r and decodes its reply.
@@ -3319,6 +3447,9 @@ func (a RWWriteAcquireFreshArgs) Run(ctx context.Context, r Runner) (RWWriteAcqu
 	}
 	rep.Code = res[0]
 	rep.Value = res[1]
+	if len(res) > 2 {
+		rep.Foreign = res[2]
+	}
 	return rep, nil
 }
 
@@ -3332,6 +3463,10 @@ type RWWriteHandoffArgs struct {
 	NextRequest string
 	// Channel is KEYS[4]: lock channel (published only when the lock is freed instead).
 	Channel string
+	// Waiters is KEYS[5]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[6]: the queue's state (prelude_wake).
+	WaitState string
 	// FieldAt is ARGV[1]: where the releasing owner's field starts in KEYS[2] (1-based).
 	FieldAt int64
 	// NextFieldAt is ARGV[2]: where the next owner's field starts in KEYS[3] (1-based).
@@ -3348,21 +3483,29 @@ type RWWriteHandoffArgs struct {
 	TimeoutHead string
 	// TimeoutTail is ARGV[8]: tail of the timeout key prefixes (free_write).
 	TimeoutTail string
+	// WakePrefix is ARGV[9]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[5] on KEYS[4] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[10]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Client is ARGV[11]: the Client's id (the next owner's too) when its waiters queue, else "": a hand-over within a queued wait leaves the queue (prelude_wake's wait_took).
+	Client string
 }
 
 // Keys returns rwlock_write_handoff.lua's KEYS, in order.
 func (a RWWriteHandoffArgs) Keys() []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.NextRequest)
 	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_write_handoff.lua's ARGV, in order.
 func (a RWWriteHandoffArgs) Args() []any {
-	args := make([]any, 0, 8)
+	args := make([]any, 0, 11)
 	args = append(args, a.FieldAt)
 	args = append(args, a.NextFieldAt)
 	args = append(args, a.MarkUntil)
@@ -3371,6 +3514,9 @@ func (a RWWriteHandoffArgs) Args() []any {
 	args = append(args, str(a.Publish))
 	args = append(args, str(a.TimeoutHead))
 	args = append(args, str(a.TimeoutTail))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Client))
 	return args
 }
 
@@ -3378,7 +3524,7 @@ func (a RWWriteHandoffArgs) Args() []any {
 func (a RWWriteHandoffArgs) command() Command {
 	c := &struct {
 		a    RWWriteHandoffArgs
-		args [15]any
+		args [20]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteHandoff)
@@ -3386,6 +3532,8 @@ func (a RWWriteHandoffArgs) command() Command {
 	args = append(args, &p.Request)
 	args = append(args, &p.NextRequest)
 	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.FieldAt)
 	args = append(args, &p.NextFieldAt)
@@ -3395,6 +3543,9 @@ func (a RWWriteHandoffArgs) command() Command {
 	args = append(args, &p.Publish)
 	args = append(args, &p.TimeoutHead)
 	args = append(args, &p.TimeoutTail)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Client)
 	return Command{Script: RWWriteHandoff, Args: args}
 }
 
@@ -3439,6 +3590,10 @@ type RWWriteReleaseArgs struct {
 	Request string
 	// UndoRequest is KEYS[4]: undo mode only: the request key of the acquisition to undo.
 	UndoRequest string
+	// Waiters is KEYS[5]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[6]: the queue's state (prelude_wake).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds.
 	LeaseMillis int64
 	// Field is ARGV[2]: the owner's write field "<owner>:write".
@@ -3457,21 +3612,31 @@ type RWWriteReleaseArgs struct {
 	Count int64
 	// Publish is ARGV[9]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
+	// WakePrefix is ARGV[10]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[4] on KEYS[2] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[11]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Stay is ARGV[12]: the releasing Client's id when its own callers still wait for the write side (it joins the queue before the wake-up), else "".
+	Stay string
+	// AliveMillis is ARGV[13]: how long a Client joining the queue counts as alive.
+	AliveMillis int64
 }
 
 // Keys returns rwlock_write_release.lua's KEYS, in order.
 func (a RWWriteReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.UndoRequest)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_write_release.lua's ARGV, in order.
 func (a RWWriteReleaseArgs) Args() []any {
-	args := make([]any, 0, 9)
+	args := make([]any, 0, 13)
 	args = append(args, a.LeaseMillis)
 	args = append(args, str(a.Field))
 	args = append(args, a.Deadline)
@@ -3481,6 +3646,10 @@ func (a RWWriteReleaseArgs) Args() []any {
 	args = append(args, str(a.TimeoutTail))
 	args = append(args, a.Count)
 	args = append(args, str(a.Publish))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Stay))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -3488,7 +3657,7 @@ func (a RWWriteReleaseArgs) Args() []any {
 func (a RWWriteReleaseArgs) command() Command {
 	c := &struct {
 		a    RWWriteReleaseArgs
-		args [16]any
+		args [22]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteRelease)
@@ -3496,6 +3665,8 @@ func (a RWWriteReleaseArgs) command() Command {
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
 	args = append(args, &p.UndoRequest)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Field)
@@ -3506,6 +3677,10 @@ func (a RWWriteReleaseArgs) command() Command {
 	args = append(args, &p.TimeoutTail)
 	args = append(args, &p.Count)
 	args = append(args, &p.Publish)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Stay)
+	args = append(args, &p.AliveMillis)
 	return Command{Script: RWWriteRelease, Args: args}
 }
 
@@ -3530,6 +3705,10 @@ type RWWriteReleaseFreshArgs struct {
 	Request string
 	// Channel is KEYS[3]: lock channel (redisson_rwlock:{name}).
 	Channel string
+	// Waiters is KEYS[4]: the lock's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[5]: the queue's state (prelude_wake).
+	WaitState string
 	// FieldAt is ARGV[1]: where the writer field starts in KEYS[2] (1-based).
 	FieldAt int64
 	// Message is ARGV[2]: message published when the write hold ends ("1").
@@ -3544,20 +3723,30 @@ type RWWriteReleaseFreshArgs struct {
 	TimeoutHead string
 	// TimeoutTail is ARGV[7]: tail of the timeout key prefixes: reader r's n-th hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n (used only when fields other than "mode" are left).
 	TimeoutTail string
+	// WakePrefix is ARGV[8]: the waiting Clients' channels: this prefix and a Client's id; "" to publish ARGV[2] on KEYS[3] alone (prelude_wake's wait_freed).
+	WakePrefix string
+	// Probe is ARGV[9]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Stay is ARGV[10]: the releasing Client's id when its own callers still wait for the write side (it joins the queue before the wake-up), else "".
+	Stay string
+	// AliveMillis is ARGV[11]: how long a Client joining the queue counts as alive.
+	AliveMillis int64
 }
 
 // Keys returns rwlock_write_release_fresh.lua's KEYS, in order.
 func (a RWWriteReleaseFreshArgs) Keys() []string {
-	keys := make([]string, 0, 3)
+	keys := make([]string, 0, 5)
 	keys = append(keys, a.Lock)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.Channel)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns rwlock_write_release_fresh.lua's ARGV, in order.
 func (a RWWriteReleaseFreshArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 11)
 	args = append(args, a.FieldAt)
 	args = append(args, str(a.Message))
 	args = append(args, str(a.Publish))
@@ -3565,6 +3754,10 @@ func (a RWWriteReleaseFreshArgs) Args() []any {
 	args = append(args, flag(a.Undo))
 	args = append(args, str(a.TimeoutHead))
 	args = append(args, str(a.TimeoutTail))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
+	args = append(args, str(a.Stay))
+	args = append(args, a.AliveMillis)
 	return args
 }
 
@@ -3572,13 +3765,15 @@ func (a RWWriteReleaseFreshArgs) Args() []any {
 func (a RWWriteReleaseFreshArgs) command() Command {
 	c := &struct {
 		a    RWWriteReleaseFreshArgs
-		args [13]any
+		args [19]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(RWWriteReleaseFresh)
 	args = append(args, &p.Lock)
 	args = append(args, &p.Request)
 	args = append(args, &p.Channel)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.FieldAt)
 	args = append(args, &p.Message)
@@ -3587,6 +3782,10 @@ func (a RWWriteReleaseFreshArgs) command() Command {
 	args = append(args, flag(p.Undo))
 	args = append(args, &p.TimeoutHead)
 	args = append(args, &p.TimeoutTail)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
+	args = append(args, &p.Stay)
+	args = append(args, &p.AliveMillis)
 	return Command{Script: RWWriteReleaseFresh, Args: args}
 }
 

@@ -17,6 +17,8 @@
 -- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 -- ARGV[4]  probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[5]  message? string: the message a wake-up passed on publishes: a release's ("0" when
+--          left out; "1" for a read-write lock, whose write release publishes it)
 --
 -- Returns 1 when the Client left the queue, 0 when it was not in it.
 --
@@ -37,11 +39,11 @@ if redis.call('exists', KEYS[3]) == 0 then
 end
 if first == ARGV[1] then
   if redis.call('exists', KEYS[1]) == 0 then
-    wait_wake(KEYS[3], KEYS[4], ARGV[2], ARGV[3], KEYS[2], '0', ARGV[4])
+    wait_wake(KEYS[3], KEYS[4], ARGV[2], ARGV[3], KEYS[2], ARGV[5] or '0', ARGV[4])
   else
     local head = redis.call('zrange', KEYS[3], 0, 0)[1]
     if head then
-      redis.call(ARGV[3], ARGV[2] .. head, '0')
+      redis.call(ARGV[3], ARGV[2] .. head, ARGV[5] or '0')
     end
   end
 end

@@ -150,18 +150,18 @@ local function wait_freed(waiters, state, prefix, publish, channel, msg, probe, 
   if msg == '' then
     return
   end
-  if prefix == '' then
+  if (prefix or '') == '' then
     redis.call(publish, channel, msg)
     return
   end
-  if stay ~= '' then
+  if (stay or '') ~= '' then
     wait_join(waiters, state, stay, alive, hash)
   end
   wait_wake(waiters, state, prefix, publish, channel, msg, probe)
 end
 
 local function wait_denied(publish, prefix)
-  if redis.acl_check_cmd and publish ~= '' and prefix ~= '' and not redis.acl_check_cmd(publish, prefix .. 'x', '0') then
+  if redis.acl_check_cmd and (publish or '') ~= '' and (prefix or '') ~= '' and not redis.acl_check_cmd(publish, prefix .. 'x', '0') then
     return redis.error_reply('NOPERM this user has no permissions to ' .. publish .. ' to ' .. prefix .. '*: nothing was changed')
   end
 end

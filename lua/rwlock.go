@@ -7,25 +7,25 @@ var (
 	RWReadAcquire = load("rwlock_read_acquire.lua", types, request, rwlockHelpers)
 	// RWWriteAcquire takes one write hold or refuses an upgrade; see
 	// rwlock_write_acquire.lua.
-	RWWriteAcquire = load("rwlock_write_acquire.lua", types, request, rwlockHelpers)
+	RWWriteAcquire = load("rwlock_write_acquire.lua", types, request, rwlockHelpers, wake)
 	// RWReadRelease releases one read hold or undoes a lost read
 	// acquisition; see rwlock_read_release.lua.
-	RWReadRelease = load("rwlock_read_release.lua", request, rwlockHelpers)
+	RWReadRelease = load("rwlock_read_release.lua", request, rwlockHelpers, wake)
 	// RWWriteRelease releases one write hold or undoes a lost write
 	// acquisition; see rwlock_write_release.lua.
-	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers)
+	RWWriteRelease = load("rwlock_write_release.lua", request, rwlockHelpers, wake)
 	// RWWriteAcquireFresh takes a fresh write hold (an owner's only hold,
 	// no record needed while it lasts); see rwlock_write_acquire_fresh.lua.
-	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua", types)
+	RWWriteAcquireFresh = load("rwlock_write_acquire_fresh.lua", types, wake)
 	// RWWriteReleaseFresh releases a fresh write hold or undoes its lost
 	// acquisition; see rwlock_write_release_fresh.lua.
-	RWWriteReleaseFresh = load("rwlock_write_release_fresh.lua", rwlockHelpers)
+	RWWriteReleaseFresh = load("rwlock_write_release_fresh.lua", rwlockHelpers, wake)
 	// RWWriteHandoff releases a fresh write hold and takes one for the
 	// next owner in one step; see rwlock_write_handoff.lua.
-	RWWriteHandoff = load("rwlock_write_handoff.lua", rwlockHelpers)
+	RWWriteHandoff = load("rwlock_write_handoff.lua", rwlockHelpers, wake)
 	// RWForceUnlock deletes a read-write lock in either mode; see
 	// rwlock_force_unlock.lua.
-	RWForceUnlock = load("rwlock_force_unlock.lua", types, request)
+	RWForceUnlock = load("rwlock_force_unlock.lua", types, request, wake)
 	// RWReadCount returns an owner's live read hold count; see
 	// rwlock_read_count.lua.
 	RWReadCount = load("rwlock_read_count.lua", types)

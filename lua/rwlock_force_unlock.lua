@@ -8,6 +8,8 @@
 --
 -- KEYS[1]  lock: lock hash
 -- KEYS[2]  channel: lock channel (redisson_rwlock:{name})
+-- KEYS[3]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[4]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  timeoutHead string: head of the timeout key prefixes (see ARGV[2])
 -- ARGV[2]  timeoutTail string: tail of the timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[1] .. r .. ARGV[2] .. ':' .. n
@@ -20,6 +22,9 @@
 --          keys.Request(name, writer field) is ARGV[6] .. writer field
 -- ARGV[7]  markTTLMillis int64: how long their marks live, in milliseconds: past the deadline of
 --          any acquisition sent before now
+-- ARGV[8]  wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[3] on KEYS[2] alone (prelude_wake's wait_freed)
+-- ARGV[9]  probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
 --
 -- Returns 1 when the lock existed, 0 otherwise.
 --
@@ -30,6 +35,10 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[4] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[4], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[4] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
+local denied = wait_denied(ARGV[4], ARGV[8])
+if denied then
+  return denied
 end
 refuse_late(ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
@@ -47,5 +56,5 @@ for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
   end
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[3])
+wait_freed(KEYS[3], KEYS[4], ARGV[8], ARGV[4], KEYS[2], ARGV[3], ARGV[9], '', 0, KEYS[1])
 return 1

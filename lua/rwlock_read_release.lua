@@ -13,6 +13,8 @@
 -- KEYS[2]  channel: lock channel (redisson_rwlock:{name})
 -- KEYS[3]  request: request key of this release
 -- KEYS[4]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- KEYS[5]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[6]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  leaseMillis int64: lease in milliseconds (re-set on the owner's remaining holds)
 -- ARGV[2]  field string: owner field "<client id>:<token>"
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
@@ -27,6 +29,12 @@
 -- ARGV[9]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
+-- ARGV[10] wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[4] on KEYS[2] alone (prelude_wake's wait_freed)
+-- ARGV[11] probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[12] stay string: the releasing Client's id when its own callers still wait for the
+--          write side (it joins the queue before the wake-up), else ""
+-- ARGV[13] aliveMillis int64: how long a Client joining the queue counts as alive
 -- Returns the owner's remaining read hold count (0: it holds no read hold);
 --         -1 when the owner holds no live read hold (nothing released; a
 --            field left by its expired holds is removed);
@@ -40,6 +48,10 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[9] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[9], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[9] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
+local denied = wait_denied(ARGV[9], ARGV[10])
+if denied then
+  return denied
 end
 local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
 if replay then
@@ -65,7 +77,7 @@ local function settle()
     redis.call('pexpire', hash, longest)
   else
     redis.call('del', hash)
-    redis.call(ARGV[9], KEYS[2], ARGV[4])
+    wait_freed(KEYS[5], KEYS[6], ARGV[10], ARGV[9], KEYS[2], ARGV[4], ARGV[11], ARGV[12], ARGV[13], hash)
   end
 end
 

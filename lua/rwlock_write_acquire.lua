@@ -8,6 +8,9 @@
 --
 -- KEYS[1]  lock: lock hash (the lock's name)
 -- KEYS[2]  request: request key of this acquisition
+-- KEYS[3]  waiters?: the lock's queue of waiting Clients (prelude_wake); left out by an
+--          attempt that does not wait in it (with KEYS[4] and ARGV[8], ARGV[9])
+-- KEYS[4]  waitState?: the queue's state (prelude_wake); with KEYS[3]
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  field string: the owner's reader field "<client id>:<token>"
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
@@ -30,9 +33,16 @@
 --         {-2, 0} when a reentrant acquisition (count > 1) finds the owner's
 --                 write hold gone (lost): nothing changed.
 --
--- Reply    {code, value}
+-- ARGV[8]  client? string: the Client's id when it waits, listening on its own channel (with
+--          KEYS[3]): when the lock is busy, the Client joins the queue (or stays in it) for
+--          ARGV[9] ms (prelude_wake's wait_join), and when it takes the write side, it
+--          leaves the queue (wait_took)
+-- ARGV[9]  aliveMillis? string: how long, in milliseconds (a decimal string), the Client counts as
+--          alive in the queue from now; with ARGV[8]
+-- Reply    {code, value, [foreign]}
 -- Code     Acquired = 1: Value is the write hold count
--- Code     Busy = 0: Value is the PTTL, or Cancelled
+-- Code     Busy = 0: Value is the PTTL, or Cancelled; Foreign (with ARGV[8]) is 1 when the Client
+--          is the first in the queue behind a holder it did not record (prelude_wake's wait_join)
 -- Code     Upgrade = -1: the owner holds only read holds
 -- Code     Lost = -2: a re-entry found the owner's write hold gone
 -- Code     Cancelled = -3: Value when this request was cancelled first
@@ -60,10 +70,17 @@ else
   end
   if redis.call('exists', hash) == 1 then
     lock_layout(hash, true) -- busy only with a read-write lock
-    return {0, redis.call('pttl', hash)}
+    local pttl = redis.call('pttl', hash)
+    if ARGV[8] then
+      return {0, pttl, wait_join(KEYS[3], KEYS[4], ARGV[8], ARGV[9], hash)}
+    end
+    return {0, pttl}
   end
   redis.call('hset', hash, 'mode', 'write', ARGV[4], count)
   redis.call('pexpire', hash, lease)
+  if ARGV[8] then
+    wait_took(KEYS[3], KEYS[4], ARGV[8], ARGV[4])
+  end
 end
 record(KEYS[2], count, ARGV[3])
 return {1, count}

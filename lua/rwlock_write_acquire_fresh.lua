@@ -42,6 +42,9 @@
 -- KEYS[1]  lock: lock hash (the lock's name)
 -- KEYS[2]  request: request key of the hold: keys.Request(name, writer field), that
 --          is a prefix and then the field
+-- KEYS[3]  waiters?: the lock's queue of waiting Clients (prelude_wake); left out by an
+--          attempt that does not wait in it (with KEYS[4] and ARGV[4], ARGV[5])
+-- KEYS[4]  waitState?: the queue's state (prelude_wake); with KEYS[3]
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  fieldAt int64: where the writer field ("<client id>:<token>:write", fresh)
 --          starts in KEYS[2] (1-based): the field is KEYS[2] from there on
@@ -54,9 +57,16 @@
 --         {0, -3} when the hold was released, undone, handed on or
 --                force-unlocked already (a late copy): nothing changed.
 --
--- Reply    {code, value}
+-- ARGV[4]  client? string: the Client's id when it waits, listening on its own channel (with
+--          KEYS[3]): when the lock is busy, the Client joins the queue (or stays in it) for
+--          ARGV[5] ms (prelude_wake's wait_join), and when it takes the write side, it
+--          leaves the queue (wait_took)
+-- ARGV[5]  aliveMillis? string: how long, in milliseconds (a decimal string), the Client counts as
+--          alive in the queue from now; with ARGV[4]
+-- Reply    {code, value, [foreign]}
 -- Code     Acquired = 1: the hold was taken
--- Code     Busy = 0: Value is the PTTL, or Cancelled
+-- Code     Busy = 0: Value is the PTTL, or Cancelled; Foreign (with ARGV[4]) is 1 when the Client
+--          is the first in the queue behind a holder it did not record (prelude_wake's wait_join)
 -- Code     Cancelled = -3: Value when the hold was released, undone, handed on or force-unlocked already
 local hash, req = KEYS[1], KEYS[2]
 local field = string.sub(req, ARGV[2] + 0)
@@ -71,6 +81,9 @@ if redis.call('exists', hash, req) == 0 then
   if ARGV[1] - 1000 < left then
     -- the lease may end before the deadline
     redis.call('set', req, '1', 'px', left + 1000)
+  end
+  if ARGV[4] then
+    wait_took(KEYS[3], KEYS[4], ARGV[4], field) -- a waiter's attempt leaves the queue
   end
   return {1, 1}
 end
@@ -87,4 +100,8 @@ if redis.call('hexists', hash, field) == 1 then
   return {1, 1}
 end
 lock_layout(hash, true) -- busy only with a read-write lock
-return {0, redis.call('pttl', hash)}
+local pttl = redis.call('pttl', hash)
+if ARGV[4] then
+  return {0, pttl, wait_join(KEYS[3], KEYS[4], ARGV[4], ARGV[5], hash)}
+end
+return {0, pttl}

@@ -27,6 +27,8 @@
 -- KEYS[3]  nextRequest: request key of the next owner's hold: a prefix and its writer
 --          field
 -- KEYS[4]  channel: lock channel (published only when the lock is freed instead)
+-- KEYS[5]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[6]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  fieldAt int64: where the releasing owner's field starts in KEYS[2] (1-based)
 -- ARGV[2]  nextFieldAt int64: where the next owner's field starts in KEYS[3] (1-based)
 -- ARGV[3]  markUntil int64: when the releasing hold's mark expires, epoch ms by the server
@@ -36,6 +38,11 @@
 -- ARGV[6]  publish string: publish command: "publish", or "spublish"
 -- ARGV[7]  timeoutHead string: head of the timeout key prefixes (see ARGV[8])
 -- ARGV[8]  timeoutTail string: tail of the timeout key prefixes (free_write)
+-- ARGV[9]  wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[5] on KEYS[4] alone (prelude_wake's wait_freed)
+-- ARGV[10] probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[11] client string: the Client's id (the next owner's too) when its waiters queue, else
+--          "": a hand-over within a queued wait leaves the queue (prelude_wake's wait_took)
 --
 -- Returns {0, 1} when the write side was handed over (also for a re-sent
 --         copy);
@@ -53,6 +60,10 @@
 if redis.acl_check_cmd and (ARGV[6] or '') ~= '' and KEYS[4] and not redis.acl_check_cmd(ARGV[6], KEYS[4], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[6] .. ' to ' .. KEYS[4] .. ': nothing was changed')
 end
+local denied = wait_denied(ARGV[6], ARGV[9])
+if denied then
+  return denied
+end
 local hash, from, to = KEYS[1], KEYS[2], KEYS[3]
 local next_field = string.sub(to, ARGV[2] + 0)
 if redis.call('hdel', hash, string.sub(from, ARGV[1] + 0)) == 0 then
@@ -68,9 +79,12 @@ end
 redis.call('set', from, 'released', 'pxat', ARGV[3])
 if redis.call('exists', to) == 1 or redis.call('hlen', hash) ~= 1 then
   free_write(hash, ARGV[7], ARGV[8])
-  redis.call(ARGV[6], KEYS[4], ARGV[5])
+  wait_freed(KEYS[5], KEYS[6], ARGV[9], ARGV[6], KEYS[4], ARGV[5], ARGV[10], '', 0, hash)
   return {0, 0}
 end
 redis.call('hset', hash, next_field, '1')
 redis.call('pexpire', hash, ARGV[4])
+if ARGV[11] ~= '' then
+  wait_took(KEYS[5], KEYS[6], ARGV[11], next_field)
+end
 return {0, 1}

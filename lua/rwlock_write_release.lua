@@ -11,6 +11,8 @@
 -- KEYS[2]  channel: lock channel (redisson_rwlock:{name})
 -- KEYS[3]  request: request key of this release
 -- KEYS[4]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- KEYS[5]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[6]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  leaseMillis int64: lease in milliseconds
 -- ARGV[2]  field string: the owner's write field "<owner>:write"
 -- ARGV[3]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
@@ -23,6 +25,12 @@
 -- ARGV[9]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 --
+-- ARGV[10] wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[4] on KEYS[2] alone (prelude_wake's wait_freed)
+-- ARGV[11] probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[12] stay string: the releasing Client's id when its own callers still wait for the
+--          write side (it joins the queue before the wake-up), else ""
+-- ARGV[13] aliveMillis int64: how long a Client joining the queue counts as alive
 -- Returns the owner's remaining write hold count (0: write lock released);
 --         -1 when the owner does not hold the write lock (nothing changed);
 --         -2 in undo mode when the acquisition never took place.
@@ -35,6 +43,10 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[9] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[9], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[9] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
+local denied = wait_denied(ARGV[9], ARGV[10])
+if denied then
+  return denied
 end
 local replay = release_replay(KEYS[3], KEYS[4], ARGV[5], ARGV[3])
 if replay then
@@ -63,7 +75,10 @@ else
   else
     redis.call('del', hash)
   end
-  redis.call(ARGV[9], KEYS[2], ARGV[4])
+  -- readers anywhere may get in; the first queued Client is woken too:
+  -- when readers remain it finds them, a holder the queue did not record,
+  -- and listens on KEYS[2] for their release
+  wait_freed(KEYS[5], KEYS[6], ARGV[10], ARGV[9], KEYS[2], ARGV[4], ARGV[11], ARGV[12], ARGV[13], hash)
 end
 record(KEYS[3], count, ARGV[3])
 return count

@@ -23,6 +23,8 @@
 -- KEYS[2]  request: request key of the hold (its acquisition's KEYS[2]): a prefix
 --          and then the writer field
 -- KEYS[3]  channel: lock channel (redisson_rwlock:{name})
+-- KEYS[4]  waiters: the lock's queue of waiting Clients (prelude_wake)
+-- KEYS[5]  waitState: the queue's state (prelude_wake)
 -- ARGV[1]  fieldAt int64: where the writer field starts in KEYS[2] (1-based)
 -- ARGV[2]  message string: message published when the write hold ends ("1")
 -- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
@@ -34,6 +36,12 @@
 -- ARGV[7]  timeoutTail string: tail of the timeout key prefixes: reader r's n-th
 --          hold's key is ARGV[6] .. r .. ARGV[7] .. ':' .. n (used only
 --          when fields other than "mode" are left)
+-- ARGV[8]  wakePrefix string: the waiting Clients' channels: this prefix and a Client's id;
+--          "" to publish ARGV[2] on KEYS[3] alone (prelude_wake's wait_freed)
+-- ARGV[9]  probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[10] stay string: the releasing Client's id when its own callers still wait for the
+--          write side (it joins the queue before the wake-up), else ""
+-- ARGV[11] aliveMillis int64: how long a Client joining the queue counts as alive
 --
 -- Returns 0 when the hold was released (also for a re-sent release);
 --         -1 when the owner does not hold the write side (its lease ran
@@ -50,11 +58,15 @@
 if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
 end
+local denied = wait_denied(ARGV[3], ARGV[8])
+if denied then
+  return denied
+end
 local hash, req = KEYS[1], KEYS[2]
 local freed = redis.call('hdel', hash, string.sub(req, ARGV[1] + 0)) == 1
 if freed then
   free_write(hash, ARGV[6], ARGV[7])
-  redis.call(ARGV[3], KEYS[3], ARGV[2])
+  wait_freed(KEYS[4], KEYS[5], ARGV[8], ARGV[3], KEYS[3], ARGV[2], ARGV[9], ARGV[10], ARGV[11], hash)
 end
 if ARGV[5] == '1' then
   redis.call('set', req, 'cancelled', 'pxat', ARGV[4])

@@ -55,10 +55,18 @@
 //
 // # Waiting
 //
-// RLock, Lock and the Try variants wait on the lock's pub/sub channel through
-// the Client's shared connection. Releasing the write side publishes "1",
+// RLock and TryRLock wait on the lock's pub/sub channel through the
+// Client's shared connection. Releasing the write side publishes "1",
 // which wakes every local waiter (all readers may proceed); the read release
-// that frees the lock publishes "0", which wakes the longest-waiting one. A
+// that frees the lock publishes "0", which wakes the longest-waiting one.
+// Writers (Lock, TryLock) wait in a queue of processes in Redis instead, as
+// rlock.Lock's waiters do (docs/wake.md): a release that frees the lock
+// (a write release, the last read release, ForceUnlock) wakes the first
+// waiting process on a channel of its own, in the order the processes
+// started waiting, not every process waiting to write; it publishes on the
+// lock's channel too whenever anybody listens there (readers, Redisson
+// clients), and the process first in the queue listens there while readers
+// or a Redisson client hold the lock. A
 // waiter also re-checks when the holders' lease would end and at least
 // every redisync.WithRecheckInterval, since messages can be lost. A wait
 // that ends with ctx returns an error wrapping ctx.Err() and leaves no hold
@@ -75,9 +83,9 @@
 // write-locked all along; so that they get their turn, a chain of handoffs
 // serves only the writers already waiting when it began, or lasts about a
 // millisecond, and then the lock is freed in Redis and "1" published, which
-// lets every waiting reader in. A Client that took the write side from
-// Redis moves to the end of the channel's subscribers, so the next release
-// reaches the other processes first. An owner that holds read holds does
+// lets every waiting reader in. A Client whose writers still wait when the
+// chain ends goes back to the end of the queue, so the next release wakes
+// the other processes first. An owner that holds read holds does
 // not line up for the write side: it is refused at once (ErrUpgrade).
 //
 // # Layout

@@ -77,7 +77,8 @@ func New(c *redisync.Client, name string, opts ...Option) *RWLock {
 	}
 	e := core.NewLock((*core.Client)(c), "rwlock", name)
 	e.Fixed, e.OptErr = o.lease, o.err
-	return &RWLock{e: e, read: readSide(e), write: writeSide(e)}
+	q := newQueue(e)
+	return &RWLock{e: e, read: readSide(e, q), write: writeSide(e, q)}
 }
 
 // zeroRW stands for a zero-value RWLock (declared, not made by New): a
@@ -280,9 +281,11 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))
 	}
 	head, tail := keys.RWTimeoutParts(rw.e.Name)
-	n, err := lua.RWForceUnlockArgs{Lock: rw.e.Name, Channel: keys.RWChannel(rw.e.Name), TimeoutHead: head,
+	n, err := lua.RWForceUnlockArgs{Lock: rw.e.Name, Channel: keys.RWChannel(rw.e.Name),
+		Waiters: keys.LockWaiters(rw.e.Name), WaitState: keys.LockWaitState(rw.e.Name), TimeoutHead: head,
 		TimeoutTail: tail, Message: msgWrite, Publish: pub, Deadline: rw.e.C.Requests().Deadline(ctx),
-		RequestPrefix: keys.RequestPrefix(rw.e.Name), MarkTTLMillis: core.ForcedMarkTTL}.Run(ctx, rw.e.C.Direct())
+		RequestPrefix: keys.RequestPrefix(rw.e.Name), MarkTTLMillis: core.ForcedMarkTTL,
+		WakePrefix: keys.LockWakePrefix(rw.e.Name), Probe: core.Probe(rw.e.C, pub)}.Run(ctx, rw.e.C.Direct())
 	if err != nil {
 		return false, fmt.Errorf("rwlock %q: force unlock: %w", rw.e.Name, errs.ReplyError(err))
 	}

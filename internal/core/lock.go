@@ -250,9 +250,11 @@ type PubSub struct {
 
 // Queue names a lock's queue of waiting Clients (lua/prelude_wake.lua):
 // its keys, the lock and its channel, and the prefix of the Clients' own
-// channels.
+// channels. Message is what a wake-up passed on by a Client leaving the
+// queue publishes: the lock's release message ("" is "0", a lock's; a
+// read-write lock's write side passes on its write release's "1").
 type Queue struct {
-	Lock, Channel, Waiters, State, WakePrefix string
+	Lock, Channel, Waiters, State, WakePrefix, Message string
 }
 
 // Spin is a wait without pub/sub (see loop.spin): no subscription, a

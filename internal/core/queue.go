@@ -39,7 +39,7 @@ func leaveQueue(c *Client, q Queue) {
 		cmd, err := c.PublishCommand(ctx)
 		if err == nil {
 			_, err = lua.LockWaitLeaveArgs{Lock: q.Lock, Channel: q.Channel, Waiters: q.Waiters, WaitState: q.State,
-				Client: c.id, WakePrefix: q.WakePrefix, Publish: cmd, Probe: Probe(c, cmd)}.Run(ctx, c.Direct())
+				Client: c.id, WakePrefix: q.WakePrefix, Publish: cmd, Probe: Probe(c, cmd), Message: q.Message}.Run(ctx, c.Direct())
 		}
 		if err != nil && ctx.Err() == nil {
 			c.log.Debug("redisync: leaving a lock's queue of waiting clients failed; the entry runs out by itself",
