@@ -444,7 +444,8 @@ func (r *Report) fillLock(ctx context.Context, c *redisync.Client, s *snapshot) 
 	return nil
 }
 
-// fillWaitingClients reads a lock's queue of waiting Clients (read right
+// fillWaitingClients reads a lock's (or a read-write lock's write side's)
+// queue of waiting Clients (read right
 // after the snapshot s) and counts the lock's waiters: the queued Clients
 // that listen on their own channel, and the other subscribers of the
 // lock's channel (the first queued Client listens there too while the
@@ -482,7 +483,8 @@ func (r *Report) fillWaitingClients(ctx context.Context, rdb redis.UniversalClie
 	}
 	recorded := false
 	for _, h := range r.Holders {
-		recorded = recorded || (state[""] != "" && h.Owner == state[""])
+		// a read-write lock records its writer's field, "<owner>:write"
+		recorded = recorded || (state[""] != "" && (h.Owner == state[""] || h.Owner+":write" == state[""]))
 	}
 	if r.WaitingClients[0].Listening && !recorded && r.Waiters > 0 {
 		r.Waiters-- // the first queued Client, on the lock's channel too
@@ -515,8 +517,10 @@ func (r *Report) fillRWLock(ctx context.Context, c *redisync.Client, rdb redis.U
 			r.TTLMillis = &ttl
 		}
 	}
-	r.Holders, err = readLeases(ctx, rdb, r.Name, hs)
-	return err
+	if r.Holders, err = readLeases(ctx, rdb, r.Name, hs); err != nil {
+		return err
+	}
+	return r.fillWaitingClients(ctx, rdb, s) // the write side's queue
 }
 
 // ttlMillis is a library TTL as the report's ttl_ms: -1 without expiry.
