@@ -33,9 +33,13 @@ import (
 // and the suite's clients are the workers', without it); after a kill, the
 // job runs again within two intervals and half a second (the lock's lease
 // is the interval, and the next tick after it runs), judged when no fault
-// acted on the servers or on every other live scheduler's client meanwhile.
-// The report gives the ticks unrun and what the Lockers counted
-// (Locker.Unrun).
+// acted on the servers or on every other live scheduler's client meanwhile,
+// and no Lock call failed meanwhile: a Lock that returns an error (Redis
+// did not answer, or did not confirm the write on its replicas in time,
+// as after a primary's restart while its replica resynchronizes) is the
+// library's outage rule at work, not a job forgotten; such kills are
+// counted apart in the report with the first error. The report gives the
+// ticks unrun and what the Lockers counted (Locker.Unrun).
 
 // schedWorker is the history's worker number of the first scheduler.
 const schedWorker = 3000
@@ -60,7 +64,17 @@ type schedulers struct {
 	lockers []*gocronlock.Locker // every incarnation's, for Unrun
 	born    [][]int64            // per scheduler, when each incarnation's Client was created
 	taken   int                  // Lock calls that found the job taken
-	failed  int                  // Lock calls that failed (Redis)
+	failed  int                  // Lock calls that failed (Redis), or took the lock too late (ErrLockLate)
+	fails   []failedLock         // the Lock calls that failed, in call order per scheduler
+}
+
+// failedLock is a Lock call that returned an error other than
+// ErrJobTaken alone (an error from Redis, the Lock's budget run out, or
+// ErrLockLate: the lock came past half the minimum hold): when it was called and returned (history clock), and the
+// error.
+type failedLock struct {
+	call, ret int64
+	err       string
 }
 
 // startSchedulers starts the schedulers: one per client, at most three.
@@ -131,11 +145,14 @@ func (s *schedulers) ticks(i int, rng *rand.Rand, l *gocronlock.Locker, c *redis
 		lk, err := l.Lock(context.Background(), jobName)
 		ret := r.h.Now()
 		switch {
-		case errors.Is(err, gocronlock.ErrJobTaken):
+		case errors.Is(err, gocronlock.ErrJobTaken) && !errors.Is(err, gocronlock.ErrLockLate):
 			s.count(&s.taken)
 			continue
 		case err != nil:
-			s.count(&s.failed)
+			s.mu.Lock()
+			s.failed++
+			s.fails = append(s.fails, failedLock{call: call, ret: ret, err: err.Error()})
+			s.mu.Unlock()
 			continue
 		}
 		op := Op{Worker: schedWorker + i, Object: jobName, Kind: JobRun, N: tick, Outcome: OK, Call: call, Return: ret}
@@ -194,7 +211,7 @@ func (hc historyCheck) checkSchedulers(ops []Op) string {
 			unrun++
 		}
 	}
-	judged, late := hc.kills(runs, kills, s)
+	judged, late, refused, firstErr := hc.kills(runs, kills, s)
 	var counted int64
 	s.mu.Lock()
 	for _, l := range s.lockers {
@@ -202,8 +219,12 @@ func (hc historyCheck) checkSchedulers(ops []Op) string {
 	}
 	taken, failed := s.taken, s.failed
 	s.mu.Unlock()
-	return fmt.Sprintf("jobs: %d schedulers, a job every %v: %d runs (%d of them acquired more than half an interval after their tick), %d ticks run twice, %d of %d ticks unrun (the Lockers counted %d unrun: Locker.Unrun), %d Lock calls found it taken, %d failed; %d kills, %d judged, %d not run again within %v",
+	line := fmt.Sprintf("jobs: %d schedulers, a job every %v: %d runs (%d of them acquired more than half an interval after their tick), %d ticks run twice, %d of %d ticks unrun (the Lockers counted %d unrun: Locker.Unrun), %d Lock calls found it taken, %d failed; %d kills, %d judged, %d not run again within %v",
 		s.n, s.every, len(runs), lateRuns, double, unrun, max(last-first+1, 0), counted, taken, failed, len(kills), judged, late, 2*s.every+500*time.Millisecond)
+	if refused > 0 {
+		line += fmt.Sprintf("; %d kills not judged: a Lock call failed within their bound (first: %s)", refused, firstErr)
+	}
+	return line
 }
 
 // doubleRuns reports the ticks of byTick run more than once and returns
@@ -268,8 +289,10 @@ func (r *run) bornInFailover(s *schedulers, op Op) string {
 
 // kills checks that the job ran again within its bound after each kill
 // judged (no fault acting on the servers or on every other scheduler's
-// client meanwhile); it returns the kills judged and those late.
-func (hc historyCheck) kills(runs, kills []Op, s *schedulers) (judged, late int) {
+// client meanwhile, no Lock call failing meanwhile); it returns the kills
+// judged, those late, and those not judged because a Lock call failed
+// within their bound, with the first such failure.
+func (hc historyCheck) kills(runs, kills []Op, s *schedulers) (judged, late, refused int, firstErr string) {
 	r := hc.r
 	bound := int64(2*s.every + 500*time.Millisecond)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Call < runs[j].Call })
@@ -278,6 +301,15 @@ func (hc historyCheck) kills(runs, kills []Op, s *schedulers) (judged, late int)
 			continue // the schedulers stopped before its bound
 		}
 		if !r.schedulersReachable(k.Worker-schedWorker, s.n, kills, k.Call, k.Call+bound) {
+			continue
+		}
+		if f, ok := s.failedWithin(k.Call, k.Call+bound); ok {
+			// Redis answered a Lock with an error (an outage is an
+			// error): the job unrun meanwhile is the outage's
+			refused++
+			if firstErr == "" {
+				firstErr = fmt.Sprintf("%.3fs: %s", sec(f.call), f.err)
+			}
 			continue
 		}
 		judged++
@@ -293,7 +325,20 @@ func (hc historyCheck) kills(runs, kills []Op, s *schedulers) (judged, late int)
 		r.violate(Violation{At: k.Call, Check: "jobs", Detail: fmt.Sprintf(
 			"scheduler %d killed at %.3fs while it ran the job: no run within %v (next: %s)", k.Worker-schedWorker, sec(k.Call), time.Duration(bound), next)})
 	}
-	return judged, late
+	return judged, late, refused, firstErr
+}
+
+// failedWithin returns a Lock call that failed, called between from and
+// to (history clock), if any.
+func (s *schedulers) failedWithin(from, to int64) (failedLock, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.fails {
+		if f.call >= from && f.call <= to {
+			return f, true
+		}
+	}
+	return failedLock{}, false
 }
 
 // schedulersReachable tells whether, between from and to, no fault acted

@@ -20,6 +20,14 @@ import (
 // minimum hold.
 var ErrJobTaken = errors.New("gocronlock: job taken by another scheduler")
 
+// ErrLockLate is returned by Locker.Lock, beside ErrJobTaken (errors.Is
+// matches both), when the job's lock was taken but its reply came past
+// half the minimum hold: too late to trust the tick to this scheduler, so
+// the lock is given back and the run skipped. It tells a slow Redis (a
+// replica acknowledging late, a request go-redis did not cut) from
+// another scheduler's run.
+var ErrLockLate = errors.New("gocronlock: the job's lock came too late to trust this tick to the scheduler")
+
 // ErrNotLeader is returned by Elector.IsLeader when this scheduler does
 // not lead.
 var ErrNotLeader = errors.New("gocronlock: not the leader")
@@ -116,7 +124,8 @@ func (l *Locker) Unrun() int64 { return l.unrun.Load() }
 // is undone): a scheduler that slow could take the lock after the
 // minimum hold of the run that took this tick, and run the tick again.
 // A lock whose reply came later than that all the same (a request not cut
-// at its deadline) is given back and the run skipped, with ErrJobTaken.
+// at its deadline) is given back and the run skipped, with ErrJobTaken and
+// ErrLockLate.
 // Cutting a request on its way needs a go-redis client with
 // ContextTimeoutEnabled.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
@@ -150,7 +159,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		// this hold's minimum hold. The hold is given back (it stays until
 		// its minimum hold ends) and the run skipped.
 		_ = lk.Unlock(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("gocronlock: job %q: the lock came %v after the call, past half the minimum hold: %w", key, late.Round(time.Millisecond), ErrJobTaken)
+		return nil, fmt.Errorf("gocronlock: job %q: the lock came %v after the call, past half the minimum hold: %w: %w", key, late.Round(time.Millisecond), ErrLockLate, ErrJobTaken)
 	}
 	return &jobLock{lk: lk}, nil
 }

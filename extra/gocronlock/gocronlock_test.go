@@ -2,6 +2,7 @@ package gocronlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -236,4 +237,36 @@ func clientOf(t *testing.T, srv *redistest.Server) *redisync.Client {
 	c := redisync.New(srv.Client(t))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// A Lock whose reply comes past half the minimum hold (Redis busy: a
+// replica acknowledging late, a long script) is no run: the lock is given
+// back and the error says it came late (ErrLockLate, beside ErrJobTaken,
+// so gocron skips the run), or the Lock gave up at its budget first.
+// Either way it is told apart from another scheduler's run.
+func TestLateLockIsNoRun(t *testing.T) {
+	const every = 400 * time.Millisecond // minimum hold 200 ms: a budget of 100 ms
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	job := redistest.Key(t)
+	l := gocronlock.NewLocker(clientOf(t, srv)).ForInterval(every)
+	busy := make(chan error, 1)
+	go func() {
+		// Redis runs nothing else for 300 ms
+		busy <- srv.Client(t).Eval(ctx, `local t = redis.call('time')
+local from = t[1] * 1000000 + t[2]
+repeat t = redis.call('time') until t[1] * 1000000 + t[2] - from > 300000
+return 1`, nil).Err()
+	}()
+	time.Sleep(50 * time.Millisecond)
+	lk, err := l.Lock(ctx, job)
+	require.NoError(t, <-busy)
+	require.Error(t, err, "a lock that came late is no run")
+	require.Nil(t, lk)
+	if errors.Is(err, gocronlock.ErrJobTaken) {
+		require.ErrorIs(t, err, gocronlock.ErrLockLate, "late, not taken by another scheduler")
+	} else {
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the Lock gave up at its budget")
+	}
+	t.Logf("Lock: %v", err)
 }
