@@ -63,8 +63,10 @@ func (r *run) checkLeftoverKeys(ctx context.Context, all []string) {
 			r.checkExpires(ctx, k, "ledger", 2*time.Hour)
 		case strings.HasPrefix(k, "redisync_request:"):
 			r.checkExpires(ctx, k, "request record", r.recordTTL+time.Second+r.clockSlack())
-		case strings.HasPrefix(k, "redisync_lock_waiters:"), strings.HasPrefix(k, "redisync_lock_wait_state:"):
-			// A lock's queue of waiting Clients (docs/wake.md), left by a
+		case strings.HasPrefix(k, "redisync_lock_waiters:"), strings.HasPrefix(k, "redisync_lock_wait_state:"),
+			strings.HasPrefix(k, "redisync_semaphore_waiters:"), strings.HasPrefix(k, "redisync_semaphore_wait_state:"):
+			// A lock's (a read-write lock's, a semaphore's) queue of
+			// waiting Clients (docs/wake.md), left by a
 			// Client whose leave did not reach Redis: its entries run
 			// out three re-check intervals after their last attempt,
 			// and the keys with them.

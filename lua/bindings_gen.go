@@ -31,10 +31,10 @@ var digests = map[string]digest{
 	"latch_delete.lua":                  {sha1: "548160599355dea289c257c6ca044ed334c6889f", fnv: 0xd6cc0512c4964822},
 	"latch_try_set_count.lua":           {sha1: "c0542e72858a36313cf649d9e007b4bc556b836b", fnv: 0x112a7979b982ecb7},
 	"latch_wait.lua":                    {sha1: "584eede3536ccb3acbaaded5fa7f1ba05fe525b3", fnv: 0xb8d7982f1d43d52a},
-	"lock_acquire.lua":                  {sha1: "cd6a07d0eab940e9fe0d3b8e21302cbe731b1407", fnv: 0x9ea2db7acecd3df4},
-	"lock_acquire_fresh.lua":            {sha1: "9aa3b55c108f1789fb9a5d700b6f00a1d235a218", fnv: 0xb08c171173dd4e8a},
+	"lock_acquire.lua":                  {sha1: "ba858b5c368a67f6a753e6ddd78e06179024a154", fnv: 0x09ed9210fe67b3ee},
+	"lock_acquire_fresh.lua":            {sha1: "791e46be537f4be54d37229e9c47b462675cb70e", fnv: 0x5f957d0ccf77f176},
 	"lock_force_unlock.lua":             {sha1: "b2c2f471b82dcf335b47d41e860b645edcf71a23", fnv: 0x09d7caa16d0da7ad},
-	"lock_handoff.lua":                  {sha1: "c0a617a3e3206dff869ced38fbdfce226a9f6bdc", fnv: 0x4dbe2b177dd3b19b},
+	"lock_handoff.lua":                  {sha1: "d0ac1e3a62f4bbb134a83efb357218eb6968f118", fnv: 0x73588b403e102d07},
 	"lock_release.lua":                  {sha1: "5a86781fd3b4e8a0830b0b163ac0d05b3921a1c8", fnv: 0x3f3c09d0c7291866},
 	"lock_release_fresh.lua":            {sha1: "74c2c5c0093c0bde4b3501ba954eda17c9ff8506", fnv: 0x360436ba7ed4fbb3},
 	"lock_wait_leave.lua":               {sha1: "f15c3daafa661469343eb15ce9c3f8f9a49b4fa0", fnv: 0x20d519a267f3403d},
@@ -49,12 +49,12 @@ var digests = map[string]digest{
 	"rwlock_read_acquire.lua":           {sha1: "36cf7e0a446339c1364e91d5184089d1e30bec24", fnv: 0xa21ba53f56a237d7},
 	"rwlock_read_count.lua":             {sha1: "b619d29cc5235b74d3b8797269d1dd4760eb052b", fnv: 0x0f6a6d361aa537ed},
 	"rwlock_read_release.lua":           {sha1: "fc23c9af17c25f1ab82aef2fbeda9ca993f17939", fnv: 0x3b342eff0833d56c},
-	"rwlock_write_acquire.lua":          {sha1: "c703627ee23d635856973d3675ac043be09c0b81", fnv: 0xefe5fbd984da201c},
-	"rwlock_write_acquire_fresh.lua":    {sha1: "3839a3837be3dec43156f66dde4c700e3ae0db0c", fnv: 0xa600f6402e8c8661},
-	"rwlock_write_handoff.lua":          {sha1: "b9585980a8d53b91f95485ddb8f49d767069c2a2", fnv: 0x8b9a28f09f870a5d},
+	"rwlock_write_acquire.lua":          {sha1: "28e496ff66df7e04f6dc808578a8523fa80cfe36", fnv: 0x1bb126268fac2f80},
+	"rwlock_write_acquire_fresh.lua":    {sha1: "b20186697561f10188b6150ba11247facf132aef", fnv: 0xa21e4e2ad807b695},
+	"rwlock_write_handoff.lua":          {sha1: "450cf49b5e23b5da68edd0ea9bac41736aa2cc96", fnv: 0x95031adcd1bf146b},
 	"rwlock_write_release.lua":          {sha1: "babc262995996c2add55acf505ed473eb1fb803e", fnv: 0x0180d52ffdeb4a4b},
 	"rwlock_write_release_fresh.lua":    {sha1: "b42b49dcf2818dc356815487cc995729b3b4f0b9", fnv: 0xa6a39d01dec7494d},
-	"semaphore_acquire.lua":             {sha1: "b66ff203eb74848d750dfb49711eff6434818b19", fnv: 0x17dd04c7a37ec380},
+	"semaphore_acquire.lua":             {sha1: "7b8934710a6bb34a7a1af0abb160ba683167ec05", fnv: 0x6bd5b97008fc35f8},
 	"semaphore_add.lua":                 {sha1: "c62d59fbf82888a6ede683cce7759780d8dd4e94", fnv: 0x1f5e61ff5985db4c},
 	"semaphore_delete.lua":              {sha1: "ea3561e7a8ae08f8bfe220db7a6d72b5c9132fbf", fnv: 0x1084b7a09b713294},
 	"semaphore_drain.lua":               {sha1: "800f696fdf6527772685e6772019bd467d93d0fd", fnv: 0xb0bf2db3295ce43e},
@@ -64,8 +64,8 @@ var digests = map[string]digest{
 	"semaphore_permit_set.lua":          {sha1: "7e7af1dce175960fb1c4242865e3321146bcb3d6", fnv: 0x6ccf1fbd286bb49c},
 	"semaphore_permit_state.lua":        {sha1: "ef1d092944efbe0532ce22ecd97fda8f96a9298b", fnv: 0xac1fe54763fdebd4},
 	"semaphore_permit_update_lease.lua": {sha1: "ea379c54d1b0a5c35b14cd4e8af1d570a40d9045", fnv: 0x3ec47254550d5892},
-	"semaphore_release.lua":             {sha1: "448b11b5fa6c5937fd789b867317ad569ecf1d6c", fnv: 0xf0fb5f918a949a1d},
-	"semaphore_release_if_exists.lua":   {sha1: "2025049c68188e146de72dd50fb0cc72ec598225", fnv: 0x9606d4b26d8ef466},
+	"semaphore_release.lua":             {sha1: "f18a81167e134049cf625e773c3f20312b8cc520", fnv: 0xb2223772ec0ed9a7},
+	"semaphore_release_if_exists.lua":   {sha1: "04864c56771aae4fe35d5d6536122bac9e915ac2", fnv: 0x20d1b31f835d8000},
 	"semaphore_try_set.lua":             {sha1: "280df6359f9ca26c10e2bcd4615fa897e9405329", fnv: 0xb3fe3545c937b2f2},
 }
 
@@ -3808,6 +3808,10 @@ type SemaphoreAcquireArgs struct {
 	Semaphore string
 	// Ledger is KEYS[2]: the client's ledger on this semaphore (prelude_ledger).
 	Ledger string
+	// Waiters is KEYS[3]: the semaphore's queue of waiting Clients (prelude_wake); left out by an attempt that does not wait in it (with KEYS[4] and ARGV[5] to ARGV[9]) (left out when empty).
+	Waiters string
+	// WaitState is KEYS[4]: the queue's state (prelude_wake); with KEYS[3] (left out when empty).
+	WaitState string
 	// N is ARGV[1]: n, the number of permits (> 0).
 	N int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
@@ -3816,23 +3820,61 @@ type SemaphoreAcquireArgs struct {
 	Seq int64
 	// Low is ARGV[4]: the client's low-water mark in the ledger (≤ seq).
 	Low int64
+	// Client is ARGV[5]: the Client's id when it waits, listening on its own channel (with KEYS[3]): when fewer permits are available, the Client joins the queue (or stays in it) for ARGV[6] ms (prelude_wake's wait_join), and when it takes them, it leaves the queue (wait_took). Either way the chain goes on: an attempt that leaves permits, or that took the first place, wakes the next Client queued (wait_next), which then tries, or learns that it is first now (left out when empty).
+	Client string
+	// AliveMillis is ARGV[6]: how long, in milliseconds (a decimal string), the Client counts as alive in the queue from now; with ARGV[5] (left out when empty).
+	AliveMillis string
+	// WakePrefix is ARGV[7]: the waiting Clients' channels: this prefix and a Client's id; with ARGV[5] (left out when empty).
+	WakePrefix string
+	// Publish is ARGV[8]: publish command for the Clients' channels: "publish", or "spublish" for sharded pub/sub on a Redis Cluster; with ARGV[5] (left out when empty).
+	Publish string
+	// Probe is ARGV[9]: "1" where a publish counts every receiver (prelude_wake); with ARGV[5] (left out when empty).
+	Probe string
 }
 
 // Keys returns semaphore_acquire.lua's KEYS, in order.
 func (a SemaphoreAcquireArgs) Keys() []string {
-	keys := make([]string, 0, 2)
+	keys := make([]string, 0, 4)
 	keys = append(keys, a.Semaphore)
 	keys = append(keys, a.Ledger)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns semaphore_acquire.lua's ARGV, in order.
 func (a SemaphoreAcquireArgs) Args() []any {
-	args := make([]any, 0, 4)
+	args := make([]any, 0, 9)
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
 	args = append(args, a.Seq)
 	args = append(args, a.Low)
+	if a.Client == "" {
+		return args
+	}
+	args = append(args, str(a.Client))
+	if a.AliveMillis == "" {
+		return args
+	}
+	args = append(args, str(a.AliveMillis))
+	if a.WakePrefix == "" {
+		return args
+	}
+	args = append(args, str(a.WakePrefix))
+	if a.Publish == "" {
+		return args
+	}
+	args = append(args, str(a.Publish))
+	if a.Probe == "" {
+		return args
+	}
+	args = append(args, str(a.Probe))
 	return args
 }
 
@@ -3840,17 +3882,38 @@ func (a SemaphoreAcquireArgs) Args() []any {
 func (a SemaphoreAcquireArgs) command() Command {
 	c := &struct {
 		a    SemaphoreAcquireArgs
-		args [9]any
+		args [16]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreAcquire)
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Ledger)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.N)
 	args = append(args, &p.Deadline)
 	args = append(args, &p.Seq)
 	args = append(args, &p.Low)
+	if p.Client != "" {
+		args = append(args, &p.Client)
+		if p.AliveMillis != "" {
+			args = append(args, &p.AliveMillis)
+			if p.WakePrefix != "" {
+				args = append(args, &p.WakePrefix)
+				if p.Publish != "" {
+					args = append(args, &p.Publish)
+					if p.Probe != "" {
+						args = append(args, &p.Probe)
+					}
+				}
+			}
+		}
+	}
 	return Command{Script: SemaphoreAcquire, Args: args}
 }
 
@@ -3860,6 +3923,8 @@ const (
 	SemaphoreAcquireTaken = 1
 	// SemaphoreAcquireShort is the reply code 0: fewer are available.
 	SemaphoreAcquireShort = 0
+	// SemaphoreAcquireShortFirst is the reply code 2: fewer are available, and the Client is the first in the queue.
+	SemaphoreAcquireShortFirst = 2
 	// SemaphoreAcquireCancelled is the reply code -1: this request was cancelled first, or is a stale copy.
 	SemaphoreAcquireCancelled = -1
 )
@@ -4492,6 +4557,10 @@ type SemaphoreReleaseArgs struct {
 	Channel string
 	// Ledger is KEYS[3]: the client's ledger on this semaphore (prelude_ledger).
 	Ledger string
+	// Waiters is KEYS[4]: the semaphore's queue of waiting Clients (prelude_wake); with KEYS[5]: the release wakes the first live Client queued (prelude_wake's wait_wake) (left out when empty).
+	Waiters string
+	// WaitState is KEYS[5]: the queue's state (prelude_wake) (left out when empty).
+	WaitState string
 	// N is ARGV[1]: n, the number of permits (> 0); ignored in undo mode, where the acquisition's record says how many it took.
 	N int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
@@ -4506,20 +4575,32 @@ type SemaphoreReleaseArgs struct {
 	Low int64
 	// UndoSeq is ARGV[7]: undo mode only: the number of the acquisition to undo (else 0).
 	UndoSeq int64
+	// WakePrefix is ARGV[8]: the waiting Clients' channels: this prefix and a Client's id; with KEYS[4] (left out when empty).
+	WakePrefix string
+	// Probe is ARGV[9]: "1" where a publish counts every receiver (prelude_wake); with ARGV[8] (left out when empty).
+	Probe string
 }
 
 // Keys returns semaphore_release.lua's KEYS, in order.
 func (a SemaphoreReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 3)
+	keys := make([]string, 0, 5)
 	keys = append(keys, a.Semaphore)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Ledger)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns semaphore_release.lua's ARGV, in order.
 func (a SemaphoreReleaseArgs) Args() []any {
-	args := make([]any, 0, 7)
+	args := make([]any, 0, 9)
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Undo))
@@ -4527,6 +4608,14 @@ func (a SemaphoreReleaseArgs) Args() []any {
 	args = append(args, a.Seq)
 	args = append(args, a.Low)
 	args = append(args, a.UndoSeq)
+	if a.WakePrefix == "" {
+		return args
+	}
+	args = append(args, str(a.WakePrefix))
+	if a.Probe == "" {
+		return args
+	}
+	args = append(args, str(a.Probe))
 	return args
 }
 
@@ -4534,13 +4623,19 @@ func (a SemaphoreReleaseArgs) Args() []any {
 func (a SemaphoreReleaseArgs) command() Command {
 	c := &struct {
 		a    SemaphoreReleaseArgs
-		args [13]any
+		args [17]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreRelease)
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Ledger)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.N)
 	args = append(args, &p.Deadline)
@@ -4549,6 +4644,12 @@ func (a SemaphoreReleaseArgs) command() Command {
 	args = append(args, &p.Seq)
 	args = append(args, &p.Low)
 	args = append(args, &p.UndoSeq)
+	if p.WakePrefix != "" {
+		args = append(args, &p.WakePrefix)
+		if p.Probe != "" {
+			args = append(args, &p.Probe)
+		}
+	}
 	return Command{Script: SemaphoreRelease, Args: args}
 }
 
@@ -4593,6 +4694,10 @@ type SemaphoreReleaseIfExistsArgs struct {
 	Channel string
 	// Ledger is KEYS[3]: the client's ledger on this semaphore (prelude_ledger).
 	Ledger string
+	// Waiters is KEYS[4]: the semaphore's queue of waiting Clients (prelude_wake); with KEYS[5]: the release wakes the first live Client queued (prelude_wake's wait_wake) (left out when empty).
+	Waiters string
+	// WaitState is KEYS[5]: the queue's state (prelude_wake) (left out when empty).
+	WaitState string
 	// N is ARGV[1]: n, the number of permits (> 0).
 	N int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
@@ -4603,25 +4708,45 @@ type SemaphoreReleaseIfExistsArgs struct {
 	Seq int64
 	// Low is ARGV[5]: the client's low-water mark in the ledger (≤ seq).
 	Low int64
+	// WakePrefix is ARGV[6]: the waiting Clients' channels: this prefix and a Client's id; with KEYS[4] (left out when empty).
+	WakePrefix string
+	// Probe is ARGV[7]: "1" where a publish counts every receiver (prelude_wake); with ARGV[6] (left out when empty).
+	Probe string
 }
 
 // Keys returns semaphore_release_if_exists.lua's KEYS, in order.
 func (a SemaphoreReleaseIfExistsArgs) Keys() []string {
-	keys := make([]string, 0, 3)
+	keys := make([]string, 0, 5)
 	keys = append(keys, a.Semaphore)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Ledger)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns semaphore_release_if_exists.lua's ARGV, in order.
 func (a SemaphoreReleaseIfExistsArgs) Args() []any {
-	args := make([]any, 0, 5)
+	args := make([]any, 0, 7)
 	args = append(args, a.N)
 	args = append(args, a.Deadline)
 	args = append(args, str(a.Publish))
 	args = append(args, a.Seq)
 	args = append(args, a.Low)
+	if a.WakePrefix == "" {
+		return args
+	}
+	args = append(args, str(a.WakePrefix))
+	if a.Probe == "" {
+		return args
+	}
+	args = append(args, str(a.Probe))
 	return args
 }
 
@@ -4629,19 +4754,31 @@ func (a SemaphoreReleaseIfExistsArgs) Args() []any {
 func (a SemaphoreReleaseIfExistsArgs) command() Command {
 	c := &struct {
 		a    SemaphoreReleaseIfExistsArgs
-		args [11]any
+		args [15]any
 	}{a: a} // one allocation for the copy and the slice
 	args, p := c.args[:3], &c.a
 	args[0], args[1] = evalsha, sha(SemaphoreReleaseIfExists)
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Ledger)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.N)
 	args = append(args, &p.Deadline)
 	args = append(args, &p.Publish)
 	args = append(args, &p.Seq)
 	args = append(args, &p.Low)
+	if p.WakePrefix != "" {
+		args = append(args, &p.WakePrefix)
+		if p.Probe != "" {
+			args = append(args, &p.Probe)
+		}
+	}
 	return Command{Script: SemaphoreReleaseIfExists, Args: args}
 }
 

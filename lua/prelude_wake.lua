@@ -32,6 +32,7 @@
 --       listens there, and a release that publishes there for it wakes it
 --       alone.
 --   wait_took(waiters, state, id, field)
+--       (field nil: a semaphore's acquisition, which records no holder)
 --       after an acquisition by the owner field of the Client id, made by
 --       an attempt that joined the queue (the Client waited; a first
 --       attempt, which did not, leaves the queue alone: a holder it took
@@ -54,6 +55,11 @@
 --       With nobody queued, msg is published on Redisson's channel, as a
 --       Redisson release does (one command: what a look at who listens
 --       would cost).
+--   wait_next(waiters, state, prefix, publish, msg, probe, after)
+--       a semaphore's chain: publishes msg on the channel of the first live
+--       Client queued after the Client after (the first of the queue when
+--       after is nil), and nowhere else, dropping the Clients before it
+--       whose time ran out or (probe "1") that did not receive it.
 --   wait_freed(waiters, state, prefix, publish, channel, msg, probe, stay, alive, hash)
 --       a release's wake-up: nothing when msg is "" (the spin lock); msg on
 --       channel alone when prefix is "" (a Client that does not queue);
@@ -102,6 +108,9 @@ local function wait_took(waiters, state, id, field)
     return
   end
   redis.call('hdel', state, id)
+  if not field then
+    return -- a semaphore's: no holder to record
+  end
   redis.call('hset', state, '', field)
   if redis.call('pttl', state) < ttl then
     redis.call('pexpire', state, ttl) -- never a record without an expiry
@@ -144,6 +153,34 @@ local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
     end
   end
   redis.call(publish, channel, msg)
+end
+
+local function wait_next(waiters, state, prefix, publish, msg, probe, after)
+  local from = 0
+  if after then
+    local rank = redis.call('zrank', waiters, after)
+    if rank then
+      from = rank + 1
+    end
+  end
+  local now = wait_clock()
+  for _ = 1, 16 do
+    local head = redis.call('zrange', waiters, from, from)[1]
+    if not head then
+      break
+    end
+    local alive = tonumber(redis.call('hget', state, head))
+    if alive and alive >= now then
+      if redis.call(publish, prefix .. head, msg) > 0 or probe ~= '1' then
+        return
+      end
+    end
+    redis.call('zrem', waiters, head) -- the next one moves up to from
+    redis.call('hdel', state, head)
+  end
+  if redis.call('exists', waiters) == 0 then
+    redis.call('del', state)
+  end
 end
 
 local function wait_freed(waiters, state, prefix, publish, channel, msg, probe, stay, alive, hash)

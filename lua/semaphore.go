@@ -6,12 +6,12 @@ package lua
 // server's clock.
 var (
 	// SemaphoreAcquire takes n permits of a counted semaphore; see semaphore_acquire.lua.
-	SemaphoreAcquire = load("semaphore_acquire.lua", types, request, ledger)
+	SemaphoreAcquire = load("semaphore_acquire.lua", types, request, ledger, wake)
 	// SemaphoreRelease gives n permits back or undoes a lost acquisition; see semaphore_release.lua.
-	SemaphoreRelease = load("semaphore_release.lua", types, request, ledger)
+	SemaphoreRelease = load("semaphore_release.lua", types, request, ledger, wake)
 	// SemaphoreReleaseIfExists gives n permits back only when the semaphore exists;
 	// see semaphore_release_if_exists.lua.
-	SemaphoreReleaseIfExists = load("semaphore_release_if_exists.lua", types, request, ledger)
+	SemaphoreReleaseIfExists = load("semaphore_release_if_exists.lua", types, request, ledger, wake)
 	// SemaphoreTrySet sets the permits of an unset semaphore (both kinds); see semaphore_try_set.lua.
 	SemaphoreTrySet = load("semaphore_try_set.lua", types, request, permits)
 	// SemaphoreAdd adds to the available permits (both kinds); see semaphore_add.lua.

@@ -8,6 +8,9 @@
 -- KEYS[1]  semaphore: semaphore: available permits
 -- KEYS[2]  channel: channel (redisson_sc:{name})
 -- KEYS[3]  ledger: the client's ledger on this semaphore (prelude_ledger)
+-- KEYS[4]  waiters?: the semaphore's queue of waiting Clients (prelude_wake); with KEYS[5]:
+--          the release wakes the first live Client queued (prelude_wake's wait_wake)
+-- KEYS[5]  waitState?: the queue's state (prelude_wake)
 -- ARGV[1]  n int64: n, the number of permits (> 0); ignored in undo mode, where the
 --          acquisition's record says how many it took
 -- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
@@ -19,6 +22,10 @@
 -- ARGV[5]  seq int64: this request's number in the ledger
 -- ARGV[6]  low int64: the client's low-water mark in the ledger (≤ seq)
 -- ARGV[7]  undoSeq int64: undo mode only: the number of the acquisition to undo (else 0)
+-- ARGV[8]  wakePrefix? string: the waiting Clients' channels: this prefix and a Client's id;
+--          with KEYS[4]
+-- ARGV[9]  probe? string: "1" where a publish counts every receiver (prelude_wake); with
+--          ARGV[8]
 --
 -- Returns {1, available permits after the release};
 --         {0, 0} in undo mode when the acquisition never took place;
@@ -35,6 +42,10 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[4] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[4], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[4] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
+local denied = wait_denied(ARGV[4], ARGV[8])
+if denied then
+  return denied
 end
 number_at(KEYS[1]) -- a key of another type fails here, before any write
 local rec = ledger_replay(KEYS[3], ARGV[5], ARGV[6], ARGV[2])
@@ -57,6 +68,10 @@ if ARGV[3] == '1' then
 end
 local value = redis.call('incrby', KEYS[1], n)
 local text = string.format('%d', value)
-redis.call(ARGV[4], KEYS[2], text)
+if ARGV[8] then
+  wait_wake(KEYS[4], KEYS[5], ARGV[8], ARGV[4], KEYS[2], text, ARGV[9])
+else
+  redis.call(ARGV[4], KEYS[2], text)
+end
 ledger_record(KEYS[3], ARGV[5], text)
 return {1, value}

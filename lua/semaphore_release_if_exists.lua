@@ -12,12 +12,19 @@
 -- KEYS[1]  semaphore: semaphore: available permits
 -- KEYS[2]  channel: channel (redisson_sc:{name})
 -- KEYS[3]  ledger: the client's ledger on this semaphore (prelude_ledger)
+-- KEYS[4]  waiters?: the semaphore's queue of waiting Clients (prelude_wake); with KEYS[5]:
+--          the release wakes the first live Client queued (prelude_wake's wait_wake)
+-- KEYS[5]  waitState?: the queue's state (prelude_wake)
 -- ARGV[1]  n int64: n, the number of permits (> 0)
 -- ARGV[2]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
 -- ARGV[4]  seq int64: this request's number in the ledger
 -- ARGV[5]  low int64: the client's low-water mark in the ledger (≤ seq)
+-- ARGV[6]  wakePrefix? string: the waiting Clients' channels: this prefix and a Client's id;
+--          with KEYS[4]
+-- ARGV[7]  probe? string: "1" where a publish counts every receiver (prelude_wake); with
+--          ARGV[6]
 --
 -- Returns {1, available permits after the release};
 --         {0, 0} when the semaphore does not exist: nothing changed;
@@ -34,6 +41,10 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[3], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[2] .. ': nothing was changed')
+end
+local denied = wait_denied(ARGV[3], ARGV[6])
+if denied then
+  return denied
 end
 number_at(KEYS[1]) -- a key of another type fails here, before any write
 if redis.call('exists', KEYS[1]) == 0 then
@@ -55,6 +66,10 @@ elseif rec then
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 local text = string.format('%d', value)
-redis.call(ARGV[3], KEYS[2], text)
+if ARGV[6] then
+  wait_wake(KEYS[4], KEYS[5], ARGV[6], ARGV[3], KEYS[2], text, ARGV[7])
+else
+  redis.call(ARGV[3], KEYS[2], text)
+end
 ledger_record(KEYS[3], ARGV[4], text)
 return {1, value}

@@ -2,10 +2,13 @@ package semaphore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/core/errs"
 	"github.com/redisync/redisync/internal/keys"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // Local FIFO order of waiters.
@@ -46,6 +49,13 @@ func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
 func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
+	return inLine(ctx, c, name, forever, wait, nil, try, nil)
+}
+
+// inLine is waitInLine, with try, or with qtry, a queued attempt, in the
+// queue of waiting Clients q.
+func inLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration,
+	q *core.Queue, try core.Attempt, qtry core.QueuedAttempt) (bool, error) {
 	start := time.Now()
 	t := c.Lines().Join(name, !forever && wait == 0)
 	if t == nil {
@@ -61,7 +71,7 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 	}
 	// The callers behind learn how the head's attempts end: an outage is
 	// an error for them too, not "busy".
-	reported := func(ctx context.Context) (bool, time.Duration, error) {
+	reported := func(ctx context.Context, try core.Attempt) (bool, time.Duration, error) {
 		t.Asking()
 		ok, retry, err := try(ctx)
 		failed := err // nil: Redis answered
@@ -71,5 +81,75 @@ func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, 
 		t.Report(failed)
 		return ok, retry, err
 	}
-	return c.Waits().Until(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b, reported)
+	if qtry != nil {
+		queued := func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
+			var foreign bool
+			ok, retry, err := reported(ctx, func(ctx context.Context) (bool, time.Duration, error) {
+				ok, retry, f, err := qtry(ctx, join)
+				foreign = f
+				return ok, retry, err
+			})
+			return ok, retry, foreign, err
+		}
+		// Only the head of the line waits in Redis: one waiter per Client
+		// hears the Client's own channel and, first in the queue, the
+		// semaphore's, whatever the message says (a passed-on wake-up
+		// says "0").
+		return c.Waits().UntilQueued(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: pubsub.WakeOne, Queue: q}, b, queued)
+	}
+	return c.Waits().Until(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b,
+		func(ctx context.Context) (bool, time.Duration, error) { return reported(ctx, try) })
+}
+
+// The counted semaphore's queue of waiting Clients (lua/prelude_wake.lua,
+// docs/wake.md): a Client whose line head waits for permits listens on a
+// channel of its own and joins the queue in Redis; a release wakes the
+// first live Client there instead of every waiting process, and an
+// acquisition that leaves permits (or that took the first place) wakes the
+// next, which so chains through a release of n permits. The Client first
+// in the queue also listens on the semaphore's channel, where releases
+// that know nothing of the queue publish: a Redisson client's, AddPermits,
+// TrySetPermits, the expirable semaphore's.
+
+// newQueue returns the queue of Clients waiting for the semaphore called
+// name.
+func newQueue(name string) *core.Queue {
+	return &core.Queue{Lock: name, Channel: keys.SemaphoreChannel(name), Waiters: keys.SemaphoreWaiters(name),
+		State: keys.SemaphoreWaitState(name), WakePrefix: keys.SemaphoreWakePrefix(name)}
+}
+
+// queue returns the semaphore's queue of waiting Clients.
+func (s *Semaphore) queue() *core.Queue {
+	if s.q == nil {
+		return newQueue(s.h.Name) // a zero Semaphore: never used, its check fails first
+	}
+	return s.q
+}
+
+// wakeArgs returns what a release names of the queue: its keys, the
+// Clients' channels and whether a publish counts every receiver there.
+func (s *Semaphore) wakeArgs(pub string) (waiters, state, prefix, probe string) {
+	q := s.queue()
+	return q.Waiters, q.State, q.WakePrefix, probeArg(s.h.C, pub)
+}
+
+// probeArg is core.Probe as the scripts' argument: "1" or "0".
+func probeArg(c *core.Client, pub string) string {
+	if core.Probe(c, pub) {
+		return "1"
+	}
+	return "0"
+}
+
+// waitQueued is base.wait for the counted semaphore: its callers wait in
+// the Client's line, and its line heads in the semaphore's queue of
+// waiting Clients.
+func (s *Semaphore) waitQueued(ctx context.Context, forever bool, wait time.Duration, try core.QueuedAttempt) (ok bool, err error) {
+	ctx, obs := s.h.C.BeginWait(ctx, s.h.Kind, "", s.h.Name, forever, wait)
+	defer func() { obs.End(ok, err) }()
+	ok, err = inLine(ctx, s.h.C, s.h.Name, forever, wait, s.queue(), nil, try)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: %w", s.h.Kind, s.h.Name, errs.ReplyError(err))
+	}
+	return ok, nil
 }

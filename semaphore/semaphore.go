@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,8 @@ import (
 // concurrent use.
 type Semaphore struct {
 	base
+	// q is the semaphore's queue of waiting Clients (queue.go)
+	q *core.Queue
 }
 
 // New returns a handle on the semaphore called name, whose Redis key is
@@ -33,7 +36,8 @@ type Semaphore struct {
 // redisync.ErrInvalidArgument, by the first operation. A semaphore that was
 // never set has no permits.
 func New(c *redisync.Client, name string) *Semaphore {
-	return &Semaphore{base{core.NewHandle((*core.Client)(c), "semaphore", name)}}
+	h := core.NewHandle((*core.Client)(c), "semaphore", name)
+	return &Semaphore{base: base{h}, q: newQueue(h.Name)}
 }
 
 // Name returns the semaphore's name, which is also its Redis key (after the
@@ -115,8 +119,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (bool, error) {
 	end := waitEnd(forever, wait)
-	return s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		return s.try(ctx, n, end)
+	return s.waitQueued(ctx, forever, wait, func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
+		return s.try(ctx, n, end, join)
 	})
 }
 
@@ -128,17 +132,32 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait tim
 // as the client may ask: an acquisition whose reply was lost can be undone,
 // and a release completed, after an outage of any length up to an hour.
 // The request is cut at end (cutAt).
-func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time.Duration, error) {
+//
+// join makes the attempt one of a Client in the semaphore's queue of
+// waiting Clients (queue.go): it joins the queue when too few permits are
+// available, and reports whether the Client is first in it (foreign: it
+// listens on the semaphore's channel too).
+func (s *Semaphore) try(ctx context.Context, n int64, end time.Time, join bool) (ok bool, retry time.Duration, foreign bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return false, 0, err // nothing sent, nothing to undo
+		return false, 0, false, err // nothing sent, nothing to undo
+	}
+	a := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, N: n, Deadline: s.h.C.Requests().Deadline(ctx)}
+	if join {
+		q := s.queue()
+		pub, err := s.h.C.PublishCommand(ctx)
+		if err != nil {
+			return false, 0, false, fmt.Errorf("acquire: %w", err)
+		}
+		a.Waiters, a.WaitState, a.Client, a.WakePrefix, a.Publish = q.Waiters, q.State, s.h.C.ID(), q.WakePrefix, pub
+		a.AliveMillis, a.Probe = strconv.FormatInt(core.AliveMillis(s.h.C), 10), probeArg(s.h.C, pub)
 	}
 	led := s.h.C.Requests().Ledger()
 	seq, low := led.Begin(s.h.Name)
+	a.Ledger, a.Seq, a.Low = led.Key(s.h.Name), seq, low
 	sync := s.h.C.Pipeline().NewSync()
 	rctx, cancel := cutAt(ctx, end)
 	defer cancel()
-	r, err := lua.SemaphoreAcquireArgs{Semaphore: s.h.Name, Ledger: led.Key(s.h.Name), N: n,
-		Deadline: s.h.C.Requests().Deadline(ctx), Seq: seq, Low: low}.Run(rctx, s.h.C.Pipeline().Runner(sync))
+	r, err := a.Run(rctx, s.h.C.Pipeline().Runner(sync))
 	if err == nil && r == lua.SemaphoreAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -149,18 +168,20 @@ func (s *Semaphore) try(ctx context.Context, n int64, end time.Time) (bool, time
 			led.End(s.h.Name, seq)
 		}
 		if wasCut(rctx, ctx) {
-			return false, 0, core.Cut(fmt.Errorf("acquire: %w", err)) // "busy" only if Redis answered before
+			return false, 0, false, core.Cut(fmt.Errorf("acquire: %w", err)) // "busy" only if Redis answered before
 		}
-		return false, 0, fmt.Errorf("acquire: %w", err)
+		return false, 0, false, fmt.Errorf("acquire: %w", err)
 	}
 	led.End(s.h.Name, seq)
 	switch r {
 	case lua.SemaphoreAcquireTaken:
-		return true, 0, nil
+		return true, 0, false, nil
+	case lua.SemaphoreAcquireShortFirst:
+		return false, 0, true, nil
 	case lua.SemaphoreAcquireShort, lua.SemaphoreAcquireCancelled: // cancelled by an undo: the caller has gone
-		return false, 0, nil
+		return false, 0, false, nil
 	}
-	return false, 0, fmt.Errorf("acquire: unexpected reply %d", r)
+	return false, 0, false, fmt.Errorf("acquire: unexpected reply %d", r)
 }
 
 // undo reverts the acquisition acq whose reply was lost (ctx ended, the
@@ -183,6 +204,7 @@ func (s *Semaphore) undo(ctx context.Context, n, acq int64) {
 	seq, low := led.Begin(s.h.Name)
 	undo := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Undo: true, Publish: pub, Seq: seq, Low: low, UndoSeq: acq}
+	undo.Waiters, undo.WaitState, undo.WakePrefix, undo.Probe = s.wakeArgs(pub)
 	end := func() { led.End(s.h.Name, acq, seq) }
 	ran := newAnswered()
 	s.h.C.Requests().UndoAnswered(time.Time{}, end, ran.c, "its permits may be lost", func(ctx context.Context) func() error {
@@ -229,6 +251,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	sync := s.h.C.Pipeline().NewSync()
 	release := lua.SemaphoreReleaseArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
+	release.Waiters, release.WaitState, release.WakePrefix, release.Probe = s.wakeArgs(pub)
 	err = s.h.C.Requests().Resend(ctx, func() error {
 		_, err := release.Run(ctx, s.h.C.Pipeline().Runner(sync))
 		return err
@@ -278,6 +301,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 	sync := s.h.C.Pipeline().NewSync()
 	release := lua.SemaphoreReleaseIfExistsArgs{Semaphore: s.h.Name, Channel: keys.SemaphoreChannel(s.h.Name),
 		Ledger: led.Key(s.h.Name), N: n, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Seq: seq, Low: low}
+	release.Waiters, release.WaitState, release.WakePrefix, release.Probe = s.wakeArgs(pub)
 	var r lua.SemaphoreReleaseIfExistsReply
 	err = s.h.C.Requests().Resend(ctx, func() (err error) {
 		r, err = release.Run(ctx, s.h.C.Pipeline().Runner(sync))

@@ -23,6 +23,14 @@ import (
 // ([acquisition.attempt]) instead.
 type Attempt func(ctx context.Context) (ok bool, retry time.Duration, err error)
 
+// QueuedAttempt is an Attempt of a wait in a queue of waiting Clients
+// ([PubSub].Queue; [Waits.UntilQueued]), a semaphore's: join says that the
+// Client listens on its own channel, and the attempt joins the queue when
+// it fails (lua/prelude_wake.lua); foreign, when it joined, says that the
+// Client is the first in the queue, and so listens on the primitive's
+// channel too, where releases that know nothing of the queue publish.
+type QueuedAttempt func(ctx context.Context, join bool) (ok bool, retry time.Duration, foreign bool, err error)
+
 // Bound is how long a wait lasts: until ctx ends (Forever), or at most
 // Wait; Wait 0 makes a single attempt without subscribing.
 type Bound struct {
@@ -60,6 +68,18 @@ func (c *Client) Waits() Waits { return Waits{c} }
 // closed). It leaves no subscription behind and starts no goroutine.
 func (w Waits) Until(ctx context.Context, p *PubSub, b Bound, try Attempt) (bool, error) {
 	l := &loop{w: w, try: try, channel: p.Channel, deadline: b.deadline()}
+	v, err := l.pubsub(ctx, p, nil, b)
+	return v == acquired, err
+}
+
+// UntilQueued is Until for a wait in p's queue of waiting Clients
+// (p.Queue, which must be set): once the Client listens on its own
+// channel, its attempts join the queue, and the Client leaves it when an
+// attempt succeeds (the script does it) or the wait ends without (in the
+// background). While an attempt says the Client is first in the queue
+// (foreign), it listens on p.Channel too.
+func (w Waits) UntilQueued(ctx context.Context, p *PubSub, b Bound, try QueuedAttempt) (bool, error) {
+	l := &loop{w: w, qtry: try, channel: p.Channel, deadline: b.deadline()}
 	v, err := l.pubsub(ctx, p, nil, b)
 	return v == acquired, err
 }
@@ -109,6 +129,11 @@ type loop struct {
 	w        Waits
 	acq      *acquisition
 	try      Attempt
+	// qtry, instead of try, is a queued wait's attempt ([Waits.UntilQueued]);
+	// qjoin: its attempts join the queue; qforeign: the latest said the
+	// Client is first in the queue (it listens on the channel too).
+	qtry            QueuedAttempt
+	qjoin, qforeign bool
 	channel  string
 	deadline time.Time
 	failed   transientErrors
@@ -166,7 +191,14 @@ func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration,
 	if err := l.w.c.Check(); err != nil {
 		return missed, 0, err
 	}
-	ok, retry, err := l.try(ctx)
+	var ok bool
+	var retry time.Duration
+	var err error
+	if l.qtry != nil {
+		ok, retry, err = l.queuedAttempt(ctx)
+	} else {
+		ok, retry, err = l.try(ctx)
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return missed, 0, errs.CtxError(ctx)
@@ -174,6 +206,18 @@ func (l *loop) attempt(ctx context.Context, force bool) (verdict, time.Duration,
 		return acquired, retry, err
 	}
 	return missed, retry, err
+}
+
+// queuedAttempt makes a queued wait's attempt (qtry) and keeps the
+// Client's place in the queue in step: queued after an attempt that joined
+// and failed, out of it after one that succeeded (the script took it out).
+func (l *loop) queuedAttempt(ctx context.Context) (bool, time.Duration, error) {
+	ok, retry, foreign, err := l.qtry(ctx, l.qjoin)
+	if err == nil && l.qjoin {
+		l.qforeign = foreign && !ok
+		l.w.c.lines.setQueued(l.ps.Queue.Waiters, !ok)
+	}
+	return ok, retry, err
 }
 
 // Cut marks err, the failure of an attempt's request that the end of its
@@ -269,9 +313,25 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verd
 // Clients from now on, when it has one: the Client listens on its own
 // channel.
 func (l *loop) joining() {
-	if l.acq != nil && l.ps != nil && l.ps.Queue != nil {
-		l.acq.join, l.acq.queue = true, l.ps.Queue
+	if l.ps == nil || l.ps.Queue == nil {
+		return
 	}
+	switch {
+	case l.acq != nil:
+		l.acq.join, l.acq.queue = true, l.ps.Queue
+	case l.qtry != nil:
+		l.qjoin = true
+	}
+}
+
+// foreign reports whether the wait's latest attempt said the Client must
+// listen on the channel too: a lock's found a holder the queue did not
+// record, a semaphore's found the Client first in the queue.
+func (l *loop) foreign() bool {
+	if l.acq != nil {
+		return l.acq.foreign
+	}
+	return l.qforeign
 }
 
 // listen makes sub, a queued wait's subscription, take in the lock's
@@ -280,11 +340,11 @@ func (l *loop) joining() {
 // subscribed now: the next attempt is made at once (a release published
 // before the subscription took effect reached nobody).
 func (l *loop) listen(ctx context.Context, sub *pubsub.Waiter) bool {
-	if l.acq == nil || l.ps == nil || l.ps.Queue == nil {
+	if (l.acq == nil && l.qtry == nil) || l.ps == nil || l.ps.Queue == nil {
 		return false
 	}
 	switch along := sub.Along(); {
-	case l.acq.foreign && !along:
+	case l.foreign() && !along:
 		if !l.deadline.IsZero() {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, l.deadline)
@@ -298,7 +358,7 @@ func (l *loop) listen(ctx context.Context, sub *pubsub.Waiter) bool {
 			return false
 		}
 		return true
-	case !l.acq.foreign && along:
+	case !l.foreign() && along:
 		sub.Drop()
 	}
 	return false

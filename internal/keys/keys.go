@@ -47,6 +47,19 @@ func LockWaitState(name string) string { return Prefix("redisync_lock_wait_state
 // Client of id c listens on LockWakePrefix(name) + c.
 func LockWakePrefix(name string) string { return Prefix("redisync_lock_wake", name) + ":" }
 
+// SemaphoreWaiters is the semaphore's queue of waiting redisync Clients, a
+// sorted set of client ids scored by when each joined, as a lock's
+// (LockWaiters; lua/prelude_wake.lua).
+func SemaphoreWaiters(name string) string { return Prefix("redisync_semaphore_waiters", name) }
+
+// SemaphoreWaitState is the state of the semaphore's queue of waiting
+// Clients, a hash: until when each counts as alive.
+func SemaphoreWaitState(name string) string { return Prefix("redisync_semaphore_wait_state", name) }
+
+// SemaphoreWakePrefix is the prefix of the Clients' own channels for the
+// semaphore: the Client of id c listens on SemaphoreWakePrefix(name) + c.
+func SemaphoreWakePrefix(name string) string { return Prefix("redisync_semaphore_wake", name) + ":" }
+
 // FenceCounter is the fenced lock's token counter; unlock never deletes it.
 func FenceCounter(name string) string { return Prefix("redisson_lock_token", name) }
 
