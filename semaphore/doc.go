@@ -63,8 +63,24 @@
 // TryAcquire with a zero wait does not overtake waiting callers. As in
 // x/sync, a caller waiting for more permits than become available holds up
 // the callers of its Client behind it: bound such waits with ctx or use
-// TryAcquire. Callers of different Clients (other processes, Java services)
-// compete through Redis without any order, as in Redisson.
+// TryAcquire.
+//
+// Between processes, the counted semaphore (Semaphore) wakes one process
+// per release instead of every waiting one (docs/wake.md): a Client whose
+// caller waits listens on a channel of its own and joins the semaphore's
+// queue of waiting Clients in Redis (redisync_semaphore_waiters:{name}).
+// Release wakes the first live Client of the queue; an acquisition that
+// leaves permits wakes the next, so a release of n permits lets up to n
+// processes through one after the other; a Client that needs more permits
+// than are available passes the wake-up on to the next, which may need
+// fewer. The queue decides whom a release wakes, not who may take the
+// permits: a caller that finds enough available takes them, queued or not.
+// The Client first in the queue also listens on the semaphore's channel,
+// where releases that know nothing of the queue publish (a Java client's,
+// AddPermits, TrySetPermits, the expirable semaphore's), so Java services
+// sharing the semaphore wake Go waiters and are woken by Go releases. The
+// expirable semaphore's waiters (PermitExpirableSemaphore) do not queue:
+// each of their processes wakes at every release, as in Redisson.
 //
 // A cancelled or timed-out acquisition holds nothing when it returns: no
 // permit, no subscription, no goroutine, no place in the line. When its
