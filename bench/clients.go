@@ -252,7 +252,7 @@ func clientsLibraries(sc string) []library {
 	case scClientsSem:
 		return []library{{
 			name:         "redisync",
-			wait:         "pub/sub (semaphore.New; up to n waiters woken per release of n)",
+			wait:         "pub/sub, one process woken per release (semaphore.New's queue of waiting Clients; an acquisition that leaves permits wakes the next)",
 			waitingAfter: 2,
 			open:         openRedisync(newPermit),
 		}}

@@ -62,7 +62,7 @@ func (b *bench) semaphore(ctx context.Context) (Result, error) {
 		Latency: "wait for a permit, from the Acquire call to its return",
 		Ops:     ops,
 		Seconds: round4(b.cfg.Duration.Seconds()),
-		Wait:    "pub/sub (up to n waiters woken per release of n)",
+		Wait:    "pub/sub (one process woken per release: the semaphore's queue of waiting Clients)",
 	}
 	res.quantiles(cr.waits)
 	res.perOp(u, ops)

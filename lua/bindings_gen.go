@@ -58,9 +58,9 @@ var digests = map[string]digest{
 	"semaphore_add.lua":                 {sha1: "c62d59fbf82888a6ede683cce7759780d8dd4e94", fnv: 0x1f5e61ff5985db4c},
 	"semaphore_delete.lua":              {sha1: "ea3561e7a8ae08f8bfe220db7a6d72b5c9132fbf", fnv: 0x1084b7a09b713294},
 	"semaphore_drain.lua":               {sha1: "800f696fdf6527772685e6772019bd467d93d0fd", fnv: 0xb0bf2db3295ce43e},
-	"semaphore_permit_acquire.lua":      {sha1: "bcbb3ba4b49f320cfc4f399cb4177d49ec63c374", fnv: 0xf329a87782207483},
+	"semaphore_permit_acquire.lua":      {sha1: "cef9c06e60a50335832733c215e46aa540c58ed6", fnv: 0xc3b687cb47c4e870},
 	"semaphore_permit_lease_time.lua":   {sha1: "e3ea909decd2006fb0255aff80839d70c51c1f65", fnv: 0xbec1ac0dd2084c18},
-	"semaphore_permit_release.lua":      {sha1: "4ac5ce08da144ab6a20cb137403d35e8485d7573", fnv: 0x13d33322c1d5baef},
+	"semaphore_permit_release.lua":      {sha1: "56039d506b5264bfcb07469a726e53768f7c32c6", fnv: 0x2da20d064aa64a2e},
 	"semaphore_permit_set.lua":          {sha1: "7e7af1dce175960fb1c4242865e3321146bcb3d6", fnv: 0x6ccf1fbd286bb49c},
 	"semaphore_permit_state.lua":        {sha1: "ef1d092944efbe0532ce22ecd97fda8f96a9298b", fnv: 0xac1fe54763fdebd4},
 	"semaphore_permit_update_lease.lua": {sha1: "ea379c54d1b0a5c35b14cd4e8af1d570a40d9045", fnv: 0x3ec47254550d5892},
@@ -4104,32 +4104,56 @@ type SemaphorePermitAcquireArgs struct {
 	Channel string
 	// Request is KEYS[4]: request key of this acquisition.
 	Request string
+	// Waiters is KEYS[5]: the semaphore's queue of waiting Clients (prelude_wake), which the counted semaphore of the name shares; with KEYS[6], when ARGV[4] is not "" (left out when empty).
+	Waiters string
+	// WaitState is KEYS[6]: the queue's state (prelude_wake) (left out when empty).
+	WaitState string
 	// LeaseMillis is ARGV[1]: lease in milliseconds; ≤ 0: the permits never expire.
 	LeaseMillis int64
 	// Deadline is ARGV[2]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
 	// Publish is ARGV[3]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
-	// Permits is ARGV[4..]: the ids of the new permits, 16 raw bytes each; n = #ARGV - 3.
+	// Client is ARGV[4]: the Client's id when it waits, listening on its own channel (with KEYS[5]), else "": as semaphore_acquire's ARGV[5] (the queue, the chain).
+	Client string
+	// AliveMillis is ARGV[5]: how long the Client counts as alive in the queue from now (with ARGV[4]).
+	AliveMillis int64
+	// WakePrefix is ARGV[6]: the waiting Clients' channels: this prefix and a Client's id (with ARGV[4]).
+	WakePrefix string
+	// Probe is ARGV[7]: "1" where a publish counts every receiver (prelude_wake; with ARGV[4]).
+	Probe bool
+	// Permits is ARGV[8..]: the ids of the new permits, 16 raw bytes each; n = #ARGV - 7.
 	Permits []string
 }
 
 // Keys returns semaphore_permit_acquire.lua's KEYS, in order.
 func (a SemaphorePermitAcquireArgs) Keys() []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 6)
 	keys = append(keys, a.Semaphore)
 	keys = append(keys, a.Timeouts)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Request)
+	if a.Waiters == "" {
+		return keys
+	}
+	keys = append(keys, a.Waiters)
+	if a.WaitState == "" {
+		return keys
+	}
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns semaphore_permit_acquire.lua's ARGV, in order.
 func (a SemaphorePermitAcquireArgs) Args() []any {
-	args := make([]any, 0, 4+len(a.Permits))
+	args := make([]any, 0, 8+len(a.Permits))
 	args = append(args, a.LeaseMillis)
 	args = append(args, a.Deadline)
 	args = append(args, str(a.Publish))
+	args = append(args, str(a.Client))
+	args = append(args, a.AliveMillis)
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
 	for _, x := range a.Permits {
 		args = append(args, str(x))
 	}
@@ -4138,17 +4162,27 @@ func (a SemaphorePermitAcquireArgs) Args() []any {
 
 // command returns semaphore_permit_acquire.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitAcquireArgs) command() Command {
-	args := make([]any, 3, 11+len(a.Permits))
+	args := make([]any, 3, 17+len(a.Permits))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args[0], args[1] = evalsha, sha(SemaphorePermitAcquire)
 	args = append(args, &p.Semaphore)
 	args = append(args, &p.Timeouts)
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
+	if p.Waiters != "" {
+		args = append(args, &p.Waiters)
+		if p.WaitState != "" {
+			args = append(args, &p.WaitState)
+		}
+	}
 	args[2] = len(args) - 3
 	args = append(args, &p.LeaseMillis)
 	args = append(args, &p.Deadline)
 	args = append(args, &p.Publish)
+	args = append(args, &p.Client)
+	args = append(args, &p.AliveMillis)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
 	for i := range p.Permits {
 		args = append(args, &p.Permits[i])
 	}
@@ -4161,6 +4195,8 @@ const (
 	SemaphorePermitAcquireTaken = 1
 	// SemaphorePermitAcquireShort is the reply code 0: fewer are available.
 	SemaphorePermitAcquireShort = 0
+	// SemaphorePermitAcquireShortFirst is the reply code 2: fewer are available, and the Client is the first in the queue.
+	SemaphorePermitAcquireShortFirst = 2
 	// SemaphorePermitAcquireCancelled is the reply code -1: this request was cancelled first.
 	SemaphorePermitAcquireCancelled = -1
 )
@@ -4266,35 +4302,47 @@ type SemaphorePermitReleaseArgs struct {
 	Channel string
 	// Request is KEYS[4]: request key of this release.
 	Request string
-	// UndoRequest is KEYS[5]: undo mode only: the request key of the acquisition to undo (otherwise any key of the semaphore's slot; not touched).
+	// UndoRequest is KEYS[5]: undo mode only: the request key of the acquisition to undo.
 	UndoRequest string
+	// Waiters is KEYS[6]: the semaphore's queue of waiting Clients (prelude_wake).
+	Waiters string
+	// WaitState is KEYS[7]: the queue's state (prelude_wake) (otherwise any key of the semaphore's slot; not touched).
+	WaitState string
 	// Deadline is ARGV[1]: request deadline, epoch ms by the server clock (see prelude_request).
 	Deadline int64
 	// Undo is ARGV[2]: "1": undo mode. The acquisition's permits still held (its ids found in the zset) are given back, whether or not its record is still there (expired ones already were); either way it is marked cancelled so that a late copy of it does nothing.
 	Undo bool
 	// Publish is ARGV[3]: publish command: "publish", or "spublish" for sharded pub/sub on a Redis Cluster.
 	Publish string
-	// Permits is ARGV[4..]: permit ids, 16 raw bytes each, all distinct.
+	// WakePrefix is ARGV[4]: the waiting Clients' channels (prelude_wake): a release that gives permits back wakes the first live Client of the queue KEYS[6] (and publishes on KEYS[3] when anybody listens there); "" to publish on KEYS[3] alone.
+	WakePrefix string
+	// Probe is ARGV[5]: "1" where a publish counts every receiver (prelude_wake's wait_wake).
+	Probe bool
+	// Permits is ARGV[6..]: permit ids, 16 raw bytes each, all distinct.
 	Permits []string
 }
 
 // Keys returns semaphore_permit_release.lua's KEYS, in order.
 func (a SemaphorePermitReleaseArgs) Keys() []string {
-	keys := make([]string, 0, 5)
+	keys := make([]string, 0, 7)
 	keys = append(keys, a.Semaphore)
 	keys = append(keys, a.Timeouts)
 	keys = append(keys, a.Channel)
 	keys = append(keys, a.Request)
 	keys = append(keys, a.UndoRequest)
+	keys = append(keys, a.Waiters)
+	keys = append(keys, a.WaitState)
 	return keys
 }
 
 // Args returns semaphore_permit_release.lua's ARGV, in order.
 func (a SemaphorePermitReleaseArgs) Args() []any {
-	args := make([]any, 0, 4+len(a.Permits))
+	args := make([]any, 0, 6+len(a.Permits))
 	args = append(args, a.Deadline)
 	args = append(args, flag(a.Undo))
 	args = append(args, str(a.Publish))
+	args = append(args, str(a.WakePrefix))
+	args = append(args, flag(a.Probe))
 	for _, x := range a.Permits {
 		args = append(args, str(x))
 	}
@@ -4303,7 +4351,7 @@ func (a SemaphorePermitReleaseArgs) Args() []any {
 
 // command returns semaphore_permit_release.lua's call as one EVALSHA command (Command).
 func (a SemaphorePermitReleaseArgs) command() Command {
-	args := make([]any, 3, 12+len(a.Permits))
+	args := make([]any, 3, 16+len(a.Permits))
 	p := &a // the arguments point into this one copy: a string or an int64 is not boxed each
 	args[0], args[1] = evalsha, sha(SemaphorePermitRelease)
 	args = append(args, &p.Semaphore)
@@ -4311,10 +4359,14 @@ func (a SemaphorePermitReleaseArgs) command() Command {
 	args = append(args, &p.Channel)
 	args = append(args, &p.Request)
 	args = append(args, &p.UndoRequest)
+	args = append(args, &p.Waiters)
+	args = append(args, &p.WaitState)
 	args[2] = len(args) - 3
 	args = append(args, &p.Deadline)
 	args = append(args, flag(p.Undo))
 	args = append(args, &p.Publish)
+	args = append(args, &p.WakePrefix)
+	args = append(args, flag(p.Probe))
 	for i := range p.Permits {
 		args = append(args, &p.Permits[i])
 	}

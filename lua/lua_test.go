@@ -168,8 +168,11 @@ func TestBindingKeysAndArgs(t *testing.T) {
 	assert.Equal(t, []string{"r", "a", "b"}, d.Keys())
 	p := lua.SemaphorePermitReleaseArgs{Semaphore: "s", Timeouts: "t", Channel: "c", Request: "r", UndoRequest: "u",
 		Deadline: 2, Undo: true, Publish: "spublish", Permits: []string{"x", "y"}}
-	assert.Equal(t, []string{"s", "t", "c", "r", "u"}, p.Keys())
-	assert.Equal(t, []any{int64(2), "1", "spublish", "x", "y"}, p.Args())
+	assert.Equal(t, []string{"s", "t", "c", "r", "u", "", ""}, p.Keys())
+	assert.Equal(t, []any{int64(2), "1", "spublish", "", "0", "x", "y"}, p.Args())
+	p.Waiters, p.WaitState, p.WakePrefix, p.Probe = "w", "ws", "wake:", true
+	assert.Equal(t, []string{"s", "t", "c", "r", "u", "w", "ws"}, p.Keys())
+	assert.Equal(t, []any{int64(2), "1", "spublish", "wake:", "1", "x", "y"}, p.Args())
 }
 
 // Both runners run a binding: Direct on a go-redis client.

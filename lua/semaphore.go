@@ -22,10 +22,10 @@ var (
 	SemaphoreDelete = load("semaphore_delete.lua", types, request)
 
 	// SemaphorePermitAcquire takes n expirable permits; see semaphore_permit_acquire.lua.
-	SemaphorePermitAcquire = load("semaphore_permit_acquire.lua", types, request, permits)
+	SemaphorePermitAcquire = load("semaphore_permit_acquire.lua", types, request, permits, wake)
 	// SemaphorePermitRelease releases permits by id, all or nothing, or undoes a lost
 	// acquisition; see semaphore_permit_release.lua.
-	SemaphorePermitRelease = load("semaphore_permit_release.lua", types, request, permits)
+	SemaphorePermitRelease = load("semaphore_permit_release.lua", types, request, permits, wake)
 	// SemaphorePermitSet sets the total number of expirable permits; see semaphore_permit_set.lua.
 	SemaphorePermitSet = load("semaphore_permit_set.lua", types, request, permits)
 	// SemaphorePermitUpdateLease renews a permit's lease; see semaphore_permit_update_lease.lua.

@@ -10,6 +10,8 @@
 -- KEYS[3]  channel: channel (redisson_sc:{name})
 -- KEYS[4]  request: request key of this release
 -- KEYS[5]  undoRequest: undo mode only: the request key of the acquisition to undo
+-- KEYS[6]  waiters: the semaphore's queue of waiting Clients (prelude_wake)
+-- KEYS[7]  waitState: the queue's state (prelude_wake)
 --          (otherwise any key of the semaphore's slot; not touched)
 -- ARGV[1]  deadline int64: request deadline, epoch ms by the server clock (see prelude_request)
 -- ARGV[2]  undo bool: "1": undo mode. The acquisition's permits still held (its ids
@@ -18,7 +20,11 @@
 --          marked cancelled so that a late copy of it does nothing.
 -- ARGV[3]  publish string: publish command: "publish", or "spublish" for sharded pub/sub on
 --          a Redis Cluster
--- ARGV[4..]  permits string: permit ids, 16 raw bytes each, all distinct
+-- ARGV[4]  wakePrefix string: the waiting Clients' channels (prelude_wake): a release that
+--          gives permits back wakes the first live Client of the queue KEYS[6] (and
+--          publishes on KEYS[3] when anybody listens there); "" to publish on KEYS[3] alone
+-- ARGV[5]  probe bool: "1" where a publish counts every receiver (prelude_wake's wait_wake)
+-- ARGV[6..]  permits string: permit ids, 16 raw bytes each, all distinct
 --
 -- Returns {1, available permits afterwards} when released;
 --         {0, i} when the i-th id (1-based) is unknown or expired: nothing
@@ -37,6 +43,10 @@
 -- (Redis 7.0+; see package lua, "Permissions").
 if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
+end
+local denied = wait_denied(ARGV[3], ARGV[4])
+if denied then
+  return denied
 end
 local rec = recorded(KEYS[4])
 if rec then
@@ -58,29 +68,29 @@ if ARGV[2] == '1' then
   -- them back whatever the record says, and marks the acquisition
   -- cancelled in any case.
   local took = undo_allowed(KEYS[5], ARGV[1])
-  for i = 4, #ARGV do
+  for i = 6, #ARGV do
     released = released + redis.call('zrem', KEYS[2], ARGV[i])
   end
   if released == 0 and not took then
     return published({-2})
   end
 else
-  for i = 4, #ARGV do
+  for i = 6, #ARGV do
     if not redis.call('zscore', KEYS[2], ARGV[i]) then
-      return published({0, i - 3})
+      return published({0, i - 5})
     end
   end
-  for i = 4, #ARGV do
+  for i = 6, #ARGV do
     redis.call('zrem', KEYS[2], ARGV[i])
   end
-  released = #ARGV - 3
+  released = #ARGV - 5
 end
 if released == 0 then
   available = current
   published(nil)
 else
   available = redis.call('incrby', KEYS[1], released)
-  redis.call(ARGV[3], KEYS[3], string.format('%d', available))
+  wait_freed(KEYS[6], KEYS[7], ARGV[4], ARGV[3], KEYS[3], string.format('%d', available), ARGV[5], '', 0, KEYS[1])
 end
 record(KEYS[4], string.format('%d', available), ARGV[1])
 return {1, available}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
@@ -54,19 +53,6 @@ func (b *base) checkIDs(ctx context.Context, n int64) error {
 		return b.h.Invalid("%d permits, must be between 1 and %d", n, maxIDs)
 	}
 	return nil
-}
-
-// wait runs an acquisition attempt until it succeeds, in the caller's turn
-// (see waitInLine in queue.go). The whole call, turn included, is one
-// observed wait (core.Client.BeginWait).
-func (b *base) wait(ctx context.Context, forever bool, wait time.Duration, try core.Attempt) (ok bool, err error) {
-	ctx, obs := b.h.C.BeginWait(ctx, b.h.Kind, "", b.h.Name, forever, wait)
-	defer func() { obs.End(ok, err) }()
-	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, try)
-	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, errs.ReplyError(err))
-	}
-	return ok, nil
 }
 
 // waitEnd is when the requests of an acquisition that waits at most wait
@@ -175,25 +161,6 @@ func (b *base) del(ctx context.Context, keys ...string) (bool, error) {
 		return false, b.fail("delete", err)
 	}
 	return r == lua.SemaphoreDeleteExisted, nil
-}
-
-// wake is the pub/sub wake policy of the semaphore channel. Each message
-// carries the number of permits available after a release (Redisson's
-// message), so it wakes that many local waiters at most: waking more would
-// only send them back to sleep. A count ≤ 0 wakes nobody (nothing can be
-// acquired); a payload that is not a number (another writer's) wakes one, to
-// re-check.
-func wake(payload string, waiters int) int {
-	v, err := strconv.ParseInt(payload, 10, 64)
-	switch {
-	case err != nil:
-		return 1
-	case v <= 0:
-		return 0
-	case v < int64(waiters):
-		return int(v)
-	}
-	return waiters
 }
 
 // Permit ids: the zset member is the 16 raw bytes of the id, as Redisson

@@ -53,8 +53,8 @@
 // permit expiry (expirable semaphore), the Client's re-check interval
 // (redisync.WithRecheckInterval: messages can be lost, and a lost message
 // never hangs a waiter, unlike in Redisson), ctx, or Close. A release
-// publishes the number of permits then available, and wakes at most that
-// many local waiters.
+// publishes the number of permits then available on the semaphore's
+// channel, as Redisson's does.
 //
 // The callers of one Client waiting for one semaphore are served in arrival
 // order, as in golang.org/x/sync/semaphore: only the first asks Redis, the
@@ -65,7 +65,7 @@
 // the callers of its Client behind it: bound such waits with ctx or use
 // TryAcquire.
 //
-// Between processes, the counted semaphore (Semaphore) wakes one process
+// Between processes, a semaphore wakes one process
 // per release instead of every waiting one (docs/wake.md): a Client whose
 // caller waits listens on a channel of its own and joins the semaphore's
 // queue of waiting Clients in Redis (redisync_semaphore_waiters:{name}).
@@ -77,10 +77,12 @@
 // permits: a caller that finds enough available takes them, queued or not.
 // The Client first in the queue also listens on the semaphore's channel,
 // where releases that know nothing of the queue publish (a Java client's,
-// AddPermits, TrySetPermits, the expirable semaphore's), so Java services
+// AddPermits, TrySetPermits, a permit's expiry), so Java services
 // sharing the semaphore wake Go waiters and are woken by Go releases. The
-// expirable semaphore's waiters (PermitExpirableSemaphore) do not queue:
-// each of their processes wakes at every release, as in Redisson.
+// expirable semaphore (ExpirableSemaphore) of the same name shares the
+// queue, as it shares the count: its waiters queue the same way, its
+// releases wake the first queued Client, and a permit that expires wakes
+// it through the semaphore's channel.
 //
 // A cancelled or timed-out acquisition holds nothing when it returns: no
 // permit, no subscription, no goroutine, no place in the line. When its

@@ -37,6 +37,9 @@ type ExpirableSemaphore struct {
 	// timeouts is the zset of acquired permits, which every permit script
 	// takes after the count; channel is the semaphore's channel.
 	timeouts, channel string
+	// q is the semaphore's queue of waiting Clients, which the counted
+	// semaphore of the name shares (queue.go)
+	q *core.Queue
 }
 
 // NewExpirable returns a handle on the permit-expirable semaphore called
@@ -47,7 +50,7 @@ type ExpirableSemaphore struct {
 func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
 	h := core.NewHandle((*core.Client)(c), "expirable semaphore", name)
 	return &ExpirableSemaphore{base: base{h},
-		timeouts: keys.SemaphoreTimeouts(h.Name), channel: keys.SemaphoreChannel(h.Name)}
+		timeouts: keys.SemaphoreTimeouts(h.Name), channel: keys.SemaphoreChannel(h.Name), q: newQueue(h.Name)}
 }
 
 // Name returns the semaphore's name, which is also the Redis key of its
@@ -200,12 +203,12 @@ func (s *ExpirableSemaphore) TryAcquireN(ctx context.Context, n int64, wait, lea
 func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool, wait, lease time.Duration) ([]string, bool, error) {
 	var ids []string
 	end := waitEnd(forever, wait)
-	ok, err := s.wait(ctx, forever, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		got, retry, err := s.try(ctx, n, lease, end)
+	ok, err := s.waitQueued(ctx, forever, wait, s.queue(), func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
+		got, retry, first, err := s.try(ctx, n, lease, end, join)
 		if got != nil {
 			ids = got
 		}
-		return got != nil, retry, err
+		return got != nil, retry, first, err
 	})
 	if !ok || err != nil {
 		return nil, false, err
@@ -215,16 +218,19 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, forever bool,
 
 // try makes one acquisition attempt with fresh ids. When not enough permits
 // are available, the retry hint is the time until the nearest acquired
-// permit expires (0: none will). The request is cut at end (cutAt).
-func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration, end time.Time) ([]string, time.Duration, error) {
+// permit expires (0: none will). The request is cut at end (cutAt). join
+// makes it an attempt of a Client in the semaphore's queue of waiting
+// Clients, as the counted semaphore's (Semaphore.try): first reports that
+// the Client is first in the queue.
+func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Duration, end time.Time, join bool) (ids []string, retry time.Duration, first bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err // nothing sent, nothing to undo
+		return nil, 0, false, err // nothing sent, nothing to undo
 	}
 	pub, err := s.h.C.PublishCommand(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("acquire: %w", err)
+		return nil, 0, false, fmt.Errorf("acquire: %w", err)
 	}
-	ids := make([]string, n)
+	ids = make([]string, n)
 	raw := make([]string, n)
 	for i := range ids {
 		var b [16]byte
@@ -236,9 +242,15 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 	sync := s.h.C.Pipeline().NewSync()
 	rctx, cancel := cutAt(ctx, end)
 	defer cancel()
-	rep, err := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
+	a := lua.SemaphorePermitAcquireArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, LeaseMillis: leaseMillis(lease), Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub,
-		Permits: raw}.Run(rctx, s.h.C.Pipeline().Runner(sync))
+		Permits: raw}
+	if join {
+		q := s.queue()
+		a.Waiters, a.WaitState, a.Client, a.WakePrefix = q.Waiters, q.State, s.h.C.ID(), q.WakePrefix
+		a.AliveMillis, a.Probe = core.AliveMillis(s.h.C), core.Probe(s.h.C, pub)
+	}
+	rep, err := a.Run(rctx, s.h.C.Pipeline().Runner(sync))
 	if err == nil && rep.Code == lua.SemaphorePermitAcquireTaken && sync.SyncErr() != nil {
 		err = sync.Err // taken on the primary only: undone below
 	}
@@ -247,19 +259,34 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 			s.undo(ctx, reqKey, raw, lease)
 		}
 		if wasCut(rctx, ctx) {
-			return nil, 0, core.Cut(fmt.Errorf("acquire: %w", err)) // "busy" only if Redis answered before
+			return nil, 0, false, core.Cut(fmt.Errorf("acquire: %w", err)) // "busy" only if Redis answered before
 		}
-		return nil, 0, fmt.Errorf("acquire: %w", err)
+		return nil, 0, false, fmt.Errorf("acquire: %w", err)
 	}
 	switch rep.Code {
 	case lua.SemaphorePermitAcquireTaken:
-		return ids, 0, nil
-	case lua.SemaphorePermitAcquireShort:
-		return nil, time.Duration(rep.ExpiryMillis) * time.Millisecond, nil
+		return ids, 0, false, nil
+	case lua.SemaphorePermitAcquireShort, lua.SemaphorePermitAcquireShortFirst:
+		return nil, time.Duration(rep.ExpiryMillis) * time.Millisecond, rep.Code == lua.SemaphorePermitAcquireShortFirst, nil
 	case lua.SemaphorePermitAcquireCancelled:
-		return nil, 0, nil // cancelled by an undo: the caller has gone
+		return nil, 0, false, nil // cancelled by an undo: the caller has gone
 	}
-	return nil, 0, fmt.Errorf("acquire: unexpected reply %+v", rep)
+	return nil, 0, false, fmt.Errorf("acquire: unexpected reply %+v", rep)
+}
+
+// queue returns the semaphore's queue of waiting Clients.
+func (s *ExpirableSemaphore) queue() *core.Queue {
+	if s.q == nil {
+		return newQueue(s.h.Name) // a zero handle: never used, its check fails first
+	}
+	return s.q
+}
+
+// withQueue makes the release r wake the first Client of the semaphore's
+// queue (published with pub).
+func (s *ExpirableSemaphore) withQueue(r *lua.SemaphorePermitReleaseArgs, pub string) {
+	q := s.queue()
+	r.Waiters, r.WaitState, r.WakePrefix, r.Probe = q.Waiters, q.State, q.WakePrefix, core.Probe(s.h.C, pub)
 }
 
 // undo reverts an acquisition whose reply was lost (ctx ended, the
@@ -289,6 +316,7 @@ func (s *ExpirableSemaphore) undo(ctx context.Context, acquireKey string, raw []
 		undo := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 			Request: s.requestKey(), UndoRequest: acquireKey, Deadline: s.h.C.Requests().Deadline(ctx), Undo: true,
 			Publish: pub, Permits: raw}
+		s.withQueue(&undo, pub)
 		return func() error {
 			return ackedAnswered(s.h.C, ran, func(run lua.Runner) error {
 				_, err := undo.Run(ctx, run)
@@ -348,6 +376,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
 	reqKey := s.requestKey()
 	release := lua.SemaphorePermitReleaseArgs{Semaphore: s.h.Name, Timeouts: s.timeouts, Channel: s.channel,
 		Request: reqKey, UndoRequest: reqKey, Deadline: s.h.C.Requests().Deadline(ctx), Publish: pub, Permits: raws}
+	s.withQueue(&release, pub)
 	var rep lua.SemaphorePermitReleaseReply
 	sync := s.h.C.Pipeline().NewSync()
 	err = s.h.C.Requests().Resend(ctx, func() (err error) {

@@ -40,22 +40,17 @@ func lineLen(c *core.Client, name string) int { return c.Lines().Len(name) }
 
 // waitInLine runs an acquisition for a caller of c on the semaphore called
 // name: it waits for the caller's turn in the local line, then runs the
-// shared waiting algorithm ([core.Waits.Until]) on the semaphore's channel
-// with try as the attempt. forever waits until ctx ends; otherwise the whole
-// call, turn included, takes at most wait, and wait 0 makes a single attempt
-// only if no other caller of c is waiting (it does not overtake them).
+// shared waiting algorithm ([core.Waits.UntilQueued]) in the semaphore's
+// queue of waiting Clients q, with try as the attempt. forever waits until
+// ctx ends; otherwise the whole call, turn included, takes at most wait,
+// and wait 0 makes a single attempt only if no other caller of c is
+// waiting (it does not overtake them).
 //
 // It returns (true, nil) when try succeeded, (false, nil) when the wait ran
 // out, and an error (wrapping ctx.Err() when ctx ended) otherwise. It leaves
 // the line in every case.
-func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration, try core.Attempt) (bool, error) {
-	return inLine(ctx, c, name, forever, wait, nil, try, nil)
-}
-
-// inLine is waitInLine, with try, or with qtry, a queued attempt, in the
-// queue of waiting Clients q.
-func inLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration,
-	q *core.Queue, try core.Attempt, qtry core.QueuedAttempt) (bool, error) {
+func waitInLine(ctx context.Context, c *core.Client, name string, forever bool, wait time.Duration,
+	q *core.Queue, try core.QueuedAttempt) (bool, error) {
 	start := time.Now()
 	t := c.Lines().Join(name, !forever && wait == 0)
 	if t == nil {
@@ -71,38 +66,25 @@ func inLine(ctx context.Context, c *core.Client, name string, forever bool, wait
 	}
 	// The callers behind learn how the head's attempts end: an outage is
 	// an error for them too, not "busy".
-	reported := func(ctx context.Context, try core.Attempt) (bool, time.Duration, error) {
+	reported := func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
 		t.Asking()
-		ok, retry, err := try(ctx)
+		ok, retry, first, err := try(ctx, join)
 		failed := err // nil: Redis answered
 		if ctx.Err() != nil {
 			failed = nil // the caller gave up: no answer expected, none missing
 		}
 		t.Report(failed)
-		return ok, retry, err
+		return ok, retry, first, err
 	}
-	if qtry != nil {
-		queued := func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
-			var foreign bool
-			ok, retry, err := reported(ctx, func(ctx context.Context) (bool, time.Duration, error) {
-				ok, retry, f, err := qtry(ctx, join)
-				foreign = f
-				return ok, retry, err
-			})
-			return ok, retry, foreign, err
-		}
-		// Only the head of the line waits in Redis: one waiter per Client
-		// hears the Client's own channel and, first in the queue, the
-		// semaphore's, whatever the message says (a passed-on wake-up
-		// says "0").
-		return c.Waits().UntilQueued(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: pubsub.WakeOne, Queue: q}, b, queued)
-	}
-	return c.Waits().Until(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: wake}, b,
-		func(ctx context.Context) (bool, time.Duration, error) { return reported(ctx, try) })
+	// Only the head of the line waits in Redis: one waiter per Client
+	// hears the Client's own channel and, first in the queue, the
+	// semaphore's; any message wakes it (a passed-on wake-up says "0").
+	return c.Waits().UntilQueued(ctx, &core.PubSub{Channel: keys.SemaphoreChannel(name), Wake: pubsub.WakeOne, Queue: q}, b, reported)
 }
 
-// The counted semaphore's queue of waiting Clients (lua/prelude_wake.lua,
-// docs/wake.md): a Client whose line head waits for permits listens on a
+// The semaphore's queue of waiting Clients (lua/prelude_wake.lua,
+// docs/wake.md), which the counted and the expirable semaphore of a name
+// share, as they share its count and its local line: a Client whose line head waits for permits listens on a
 // channel of its own and joins the queue in Redis; a release wakes the
 // first live Client there instead of every waiting process, and an
 // acquisition that leaves permits (or that took the first place) wakes the
@@ -141,15 +123,15 @@ func probeArg(c *core.Client, pub string) string {
 	return "0"
 }
 
-// waitQueued is base.wait for the counted semaphore: its callers wait in
-// the Client's line, and its line heads in the semaphore's queue of
-// waiting Clients.
-func (s *Semaphore) waitQueued(ctx context.Context, forever bool, wait time.Duration, try core.QueuedAttempt) (ok bool, err error) {
-	ctx, obs := s.h.C.BeginWait(ctx, s.h.Kind, "", s.h.Name, forever, wait)
+// waitQueued is wait for the semaphores: their callers wait in the
+// Client's line, and its line heads in the semaphore's queue of waiting
+// Clients q.
+func (b *base) waitQueued(ctx context.Context, forever bool, wait time.Duration, q *core.Queue, try core.QueuedAttempt) (ok bool, err error) {
+	ctx, obs := b.h.C.BeginWait(ctx, b.h.Kind, "", b.h.Name, forever, wait)
 	defer func() { obs.End(ok, err) }()
-	ok, err = inLine(ctx, s.h.C, s.h.Name, forever, wait, s.queue(), nil, try)
+	ok, err = waitInLine(ctx, b.h.C, b.h.Name, forever, wait, q, try)
 	if err != nil {
-		return false, fmt.Errorf("%s %q: %w", s.h.Kind, s.h.Name, errs.ReplyError(err))
+		return false, fmt.Errorf("%s %q: %w", b.h.Kind, b.h.Name, errs.ReplyError(err))
 	}
 	return ok, nil
 }

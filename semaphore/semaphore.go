@@ -119,7 +119,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, forever bool, wait time.Duration) (bool, error) {
 	end := waitEnd(forever, wait)
-	return s.waitQueued(ctx, forever, wait, func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
+	return s.waitQueued(ctx, forever, wait, s.queue(), func(ctx context.Context, join bool) (bool, time.Duration, bool, error) {
 		return s.try(ctx, n, end, join)
 	})
 }

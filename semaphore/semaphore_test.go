@@ -614,18 +614,6 @@ func TestReleaseWithCancelledContext(t *testing.T) {
 	require.EqualValues(t, 2, available(t, s), "available after a release with a cancelled ctx")
 }
 
-func TestWakePolicy(t *testing.T) {
-	for _, tc := range []struct {
-		payload string
-		waiters int
-		want    int
-	}{
-		{"3", 5, 3}, {"3", 2, 2}, {"1", 1, 1}, {"0", 4, 0}, {"-2", 4, 0}, {"x", 4, 1}, {"", 3, 1},
-	} {
-		require.Equal(t, tc.want, wake(tc.payload, tc.waiters), "wake("+tc.payload+", "+strconv.Itoa(tc.waiters)+")")
-	}
-}
-
 func TestKeysShareSlot(t *testing.T) {
 	for _, name := range []string{"jobs", "{tenant}:jobs", "a:b:c"} {
 		slot := keys.Slot(name)

@@ -211,3 +211,51 @@ func TestSemaphoreLeavingTheQueuePassesTheWakeOn(t *testing.T) {
 	require.False(t, ok)
 	waitQueued(t, rdb, name, 0)
 }
+
+// The expirable semaphore of a name shares the counted one's queue: its
+// waiters queue in it, a release of an expirable permit wakes the first
+// queued Client, and a counted release wakes a queued expirable waiter.
+func TestExpirableSemaphoreQueues(t *testing.T) {
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	name := redistest.Key(t, "sem")
+	expirable := func() *ExpirableSemaphore {
+		return NewExpirable(clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute)), name)
+	}
+	holder := expirable()
+	require.NoError(t, holder.SetPermits(ctx, 1))
+	id, err := holder.Acquire(ctx, time.Minute)
+	require.NoError(t, err)
+
+	type got struct {
+		id  string
+		err error
+	}
+	first := make(chan got, 1)
+	go func() {
+		id, err := expirable().Acquire(ctx, time.Minute)
+		first <- got{id, err}
+	}()
+	waitQueued(t, rdb, name, 1)
+	second := acquireAsync(ctx, process(t, s, name), 1) // a counted waiter behind it
+	waitQueued(t, rdb, name, 2)
+
+	start := time.Now()
+	require.NoError(t, holder.Release(ctx, id))
+	var g got
+	select {
+	case g = <-first:
+		require.NoError(t, g.err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("the queued expirable waiter was not woken by the expirable release")
+	}
+	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
+	notYet(t, second, "the counted waiter behind it")
+
+	start = time.Now()
+	require.NoError(t, expirable().Release(ctx, g.id))
+	gotWithin(t, second, 3*time.Second, "the counted waiter")
+	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
+	assert.Empty(t, queuedClients(t, rdb, name))
+}
