@@ -126,17 +126,17 @@ func RetryAfterPTTL(pttl int64) time.Duration {
 // of a semaphore or a latch (try); its channel and deadline (zero: none),
 // and its transient failures.
 type loop struct {
-	w        Waits
-	acq      *acquisition
-	try      Attempt
+	w   Waits
+	acq *acquisition
+	try Attempt
 	// qtry, instead of try, is a queued wait's attempt ([Waits.UntilQueued]);
 	// qjoin: its attempts join the queue; qforeign: the latest said the
 	// Client is first in the queue (it listens on the channel too).
 	qtry            QueuedAttempt
 	qjoin, qforeign bool
-	channel  string
-	deadline time.Time
-	failed   transientErrors
+	channel         string
+	deadline        time.Time
+	failed          transientErrors
 	// turn, in a local line, is the caller's at its head: the callers
 	// behind it learn how its attempts end ([Turn.Report]).
 	turn *Turn
