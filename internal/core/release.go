@@ -111,6 +111,14 @@ func (r *releaser) release(ctx context.Context) error {
 	h := l.C.holds.beginRelease(hk, r.req.Count)
 	sent := time.Now()
 	remaining, err := r.send()
+	if err == nil && remaining < 0 && r.req.Sync.SyncErr() != nil {
+		// "Not held" from a server whose replicas did not acknowledge: it
+		// may be an old primary that a split brain left serving (a pooled
+		// connection to it), which never had the hold. That answer is no
+		// proof that the hold is gone: the release failed, and the hold
+		// stays in Redis until its lease ends.
+		err = fmt.Errorf("the server that answered \"not held\" did not reach its replicas (an old primary?): %w", r.req.Sync.Err)
+	}
 	h.released(r.req.Count, remaining, err, sent)
 	r.stayed(remaining, err)
 	if err != nil && r.req.Count == 0 && s.Line != "" {

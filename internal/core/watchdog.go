@@ -417,7 +417,18 @@ func (w *watchdog) apply(b renewBatch, reply *redis.Cmd, ackErr error, sent time
 		}
 		h.mu.Unlock()
 		// A hold whose renewal was stopped meanwhile (by Unlock) is not
-		// lost when its field is found gone: it was released.
+		// lost when its field is found gone: it was released. Nor is one
+		// found gone by a server whose replicas did not acknowledge the
+		// round: it may be an old primary that a split brain left serving,
+		// which never had the hold. Such a hold lives on until its
+		// acknowledged lease ends, unless a later renewal is acknowledged.
+		if live && err == nil && res[i] == 0 && ackErr != nil {
+			unacked++
+			h.mu.Lock()
+			h.unacked = ackErr
+			h.mu.Unlock()
+			continue
+		}
 		if live && err == nil && res[i] == 0 {
 			h.end(w.hs.evict.goneErr(h.key.Key)) // names eviction when the primary may evict (eviction.go)
 			t.Lost++
