@@ -397,39 +397,18 @@ func (w *watchdog) apply(b renewBatch, reply *redis.Cmd, ackErr error, sent time
 	now := time.Now()
 	var unacked int
 	for i, h := range b.holds {
-		h.mu.Lock()
-		h.inRound = false
-		live := h.renewing && h.err == nil
-		retry := sent.Add(min(h.lease/3, maxRetryDelay))
-		h.due = retry
-		switch {
-		case !live:
-		case err != nil:
+		var r int64
+		if err == nil {
+			r = res[i]
+		}
+		switch applyHold(h, r, err, ackErr, now, sent) {
+		case renewFailed:
 			t.Failed++
-		case res[i] == lua.RenewLockRenewed && ackErr != nil: // renew_read's RenewReadRenewed too
+		case renewUnacked:
 			unacked++
-			h.unacked = ackErr
-		case res[i] == lua.RenewLockRenewed && now.Before(h.leaseEndLocked()):
+		case renewDone:
 			t.Renewed++
-			h.lastOK = maxTime(h.lastOK, sent)
-			h.unacked = nil
-			h.due = sent.Add(h.lease / 3)
-		}
-		h.mu.Unlock()
-		// A hold whose renewal was stopped meanwhile (by Unlock) is not
-		// lost when its field is found gone: it was released. Nor is one
-		// found gone by a server whose replicas did not acknowledge the
-		// round: it may be an old primary that a split brain left serving,
-		// which never had the hold. Such a hold lives on until its
-		// acknowledged lease ends, unless a later renewal is acknowledged.
-		if live && err == nil && res[i] == 0 && ackErr != nil {
-			unacked++
-			h.mu.Lock()
-			h.unacked = ackErr
-			h.mu.Unlock()
-			continue
-		}
-		if live && err == nil && res[i] == 0 {
+		case renewGone:
 			h.end(w.hs.evict.goneErr(h.key.Key)) // names eviction when the primary may evict (eviction.go)
 			t.Lost++
 		}
@@ -441,6 +420,49 @@ func (w *watchdog) apply(b renewBatch, reply *redis.Cmd, ackErr error, sent time
 			"holds", unacked, "err", ackErr)
 	}
 	return t, err
+}
+
+// renewOutcome is what one renewal round did to one hold (applyHold).
+type renewOutcome int
+
+const (
+	renewNone    renewOutcome = iota // nothing: the hold's renewal had stopped, or its lease ran out meanwhile
+	renewFailed                      // the call failed
+	renewUnacked                     // the replicas did not acknowledge: the hold keeps its lease
+	renewDone                        // renewed and acknowledged
+	renewGone                        // found gone from Redis: the hold is lost
+)
+
+// applyHold applies the result r of one hold's renewal (err: the call's
+// error; ackErr: the replicas' acknowledgement error), sent at sent, seen
+// at now, to h, and says what it was. A hold whose renewal was stopped
+// meanwhile (by Unlock) is not lost when its field is found gone: it was
+// released. Nor is one found gone by a server whose replicas did not
+// acknowledge the round: it may be an old primary that a split brain left
+// serving, which never had the hold. Such a hold lives on until its
+// acknowledged lease ends, unless a later renewal is acknowledged.
+func applyHold(h *Hold, r int64, err, ackErr error, now, sent time.Time) renewOutcome {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inRound = false
+	h.due = sent.Add(min(h.lease/3, maxRetryDelay))
+	switch {
+	case !h.renewing || h.err != nil:
+		return renewNone
+	case err != nil:
+		return renewFailed
+	case ackErr != nil && (r == lua.RenewLockRenewed || r == 0): // renew_read's RenewReadRenewed too
+		h.unacked = ackErr
+		return renewUnacked
+	case r == 0:
+		return renewGone
+	case r == lua.RenewLockRenewed && now.Before(h.leaseEndLocked()):
+		h.lastOK = maxTime(h.lastOK, sent)
+		h.unacked = nil
+		h.due = sent.Add(h.lease / 3)
+		return renewDone
+	}
+	return renewNone
 }
 
 func maxTime(a, b time.Time) time.Time {
