@@ -28,7 +28,7 @@ func TestNotHeldFromAnUnacknowledgingPrimaryIsNotTrusted(t *testing.T) {
 	primary, replicas := replicated(t, 1)
 
 	t.Run("release", func(t *testing.T) {
-		c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(redisync.ReplicasAll, 200*time.Millisecond))
+		c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(redisync.ReplicasAll, time.Second))
 		name := redistest.Key(t)
 		l := rlock.New(c, name, rlock.WithLease(time.Minute))
 		require.NoError(t, l.Lock(ctx))
@@ -42,7 +42,7 @@ func TestNotHeldFromAnUnacknowledgingPrimaryIsNotTrusted(t *testing.T) {
 	})
 
 	t.Run("renewal", func(t *testing.T) {
-		c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(redisync.ReplicasAll, 200*time.Millisecond),
+		c := clienttest.New(t, primary.Client(t), redisync.WithReplicaSync(redisync.ReplicasAll, time.Second),
 			redisync.WithWatchdogTimeout(3*time.Second))
 		name := redistest.Key(t)
 		l := rlock.New(c, name)
