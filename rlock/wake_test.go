@@ -324,3 +324,53 @@ func TestKilledProcessInTheQueue(t *testing.T) {
 	assert.Empty(t, queued(t, rdb, name), "the killed process's entry dropped")
 	require.NoError(t, next.Unlock(ctx))
 }
+
+// A queued wait that took the lock keeps its Client's channel subscribed
+// for a second (it lingers), so that the Client's next wait joins the
+// queue with its first attempt instead of subscribing again; then, or when
+// the Client closes, the channel is unsubscribed. The Client is not in the
+// queue meanwhile, and a wait in the window is woken as any other.
+func TestSubscriptionLingersAfterAQueuedWait(t *testing.T) {
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	name := redistest.Key(t)
+	holder := rlock.New(clienttest.New(t, s.Client(t)), name)
+	wc := clienttest.New(t, s.Client(t))
+	waiter := rlock.New(wc, name)
+	wake := keys.LockWakePrefix(name) + wc.ID()
+	numsub := func() int64 {
+		n, err := rdb.PubSubNumSub(ctx, wake).Result()
+		require.NoError(t, err)
+		return n[wake]
+	}
+
+	for round := range 2 { // the second wait takes the parked subscription back
+		require.NoError(t, holder.Lock(ctx))
+		got := lockAsync(ctx, waiter)
+		waitClientsQueued(t, rdb, name, 1)
+		require.NoError(t, holder.Unlock(ctx))
+		select {
+		case err := <-got:
+			require.NoError(t, err, "round %d", round)
+		case <-time.After(3 * time.Second):
+			t.Fatalf("round %d: the queued waiter was not woken", round)
+		}
+		assert.Empty(t, queued(t, rdb, name), "round %d: the Client left the queue", round)
+		assert.Equal(t, int64(1), numsub(), "round %d: the Client's channel stays subscribed", round)
+		require.NoError(t, waiter.Unlock(ctx))
+	}
+	require.Eventually(t, func() bool { return numsub() == 0 }, 3*time.Second, 10*time.Millisecond,
+		"unsubscribed once the subscription has lingered")
+
+	// Closing the Client ends a lingering subscription at once.
+	require.NoError(t, holder.Lock(ctx))
+	got := lockAsync(ctx, waiter)
+	waitClientsQueued(t, rdb, name, 1)
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, <-got)
+	require.NoError(t, waiter.Unlock(ctx))
+	require.Equal(t, int64(1), numsub())
+	require.NoError(t, wc.Close())
+	assert.Equal(t, int64(0), numsub(), "closed with the Client")
+}

@@ -95,13 +95,15 @@ func (a *acquisition) inLine(ctx context.Context, forever bool, within time.Dura
 		return false, err
 	}
 	v, err := a.wait(ctx, t, bound(forever, within, start))
-	if v == acquired {
+	if v == acquired && !t.parks() {
 		// Taken from Redis, maybe before other processes' waiters woken by
 		// the same release: this client's subscription moves to the end
 		// of the channel's subscribers (Redis delivers in subscription
 		// order), so that the next release reaches it last, and the
-		// processes take turns.
-		t.passOn(nil)
+		// processes take turns. (A queued wait's subscription is to the
+		// Client's own channel, which the queue's order serves: it is
+		// kept, [parking.park].)
+		t.passOn(nil, nil)
 	}
 	return v == acquired || v == handedOff, err
 }

@@ -74,6 +74,7 @@ type Client struct {
 	// (doc.go: "Ownerless holds").
 	ownerless ownerlessRegistry
 	lines     Lines
+	parking   parking  // queued waits' subscriptions kept for the next wait (linger.go)
 	ctr       counters // what Stats reads and OnClose keeps (observe.go)
 	// shutting is set when Shutdown starts: operations fail with
 	// ErrClosed (shutdown.go).
@@ -265,6 +266,7 @@ func (c *Client) Close() error {
 		c.holds.Wait()
 		c.bg.Wait()
 		c.reg.unregister() // the id is free at once
+		c.parking.close()
 		if c.mux != nil {
 			err = c.mux.Close()
 		}

@@ -90,6 +90,8 @@ type Turn struct {
 	// sub is a subscription passed on along the line (passOn, passedOn),
 	// so that the channel stays subscribed from one head to the next.
 	sub *pubsub.Waiter
+	// park, when set, keeps sub when nobody follows (passOn).
+	park func(*pubsub.Waiter)
 	// seq is the caller's arrival in the client (Lines.seq), which
 	// decides whether a handoff chain may serve it ([Chain]).
 	seq uint64
@@ -115,16 +117,25 @@ func (t *Turn) AcceptHandoffs(h *Handoff) {
 func (t *Turn) Waits() bool { return t.ready != readyNow }
 
 // passOn gives the turn a subscription to pass on (nil: none): Leave
-// passes it to the next caller in the line, or closes it when nobody
-// follows.
-func (t *Turn) passOn(w *pubsub.Waiter) {
+// passes it to the next caller in the line, or, when nobody follows, gives
+// it to park (a queued wait's that took the lock: [parking.park]) or
+// closes it (park nil).
+func (t *Turn) passOn(w *pubsub.Waiter, park func(*pubsub.Waiter)) {
 	t.ls.mu.Lock()
 	old := t.sub
-	t.sub = w
+	t.sub, t.park = w, park
 	t.ls.mu.Unlock()
 	if old != nil && old != w {
 		old.Close()
 	}
+}
+
+// parks reports whether the subscription the turn passes on is kept when
+// nobody follows (passOn with park).
+func (t *Turn) parks() bool {
+	t.ls.mu.Lock()
+	defer t.ls.mu.Unlock()
+	return t.sub != nil && t.park != nil
 }
 
 // passedOn returns the subscription passed on to the turn by the caller
@@ -168,11 +179,15 @@ func (ls *Lines) Join(key string, onlyIfEmpty bool) *Turn {
 func (t *Turn) Leave() {
 	ls := t.ls
 	ls.mu.Lock()
-	sub := t.sub
-	t.sub = nil
+	sub, park := t.sub, t.park
+	t.sub, t.park = nil, nil
 	defer func() {
 		ls.mu.Unlock()
-		if sub != nil {
+		switch {
+		case sub == nil:
+		case park != nil:
+			park(sub) // nobody to hand it to: kept for the next wait
+		default:
 			sub.Close() // nobody to hand it to
 		}
 	}()

@@ -165,7 +165,7 @@ func TestLineHandsSubscriptionOn(t *testing.T) {
 	second := c.lines.Join("r", false)
 	w, err := c.Mux().Subscribe(ctx, "line-handoff", nil)
 	require.NoError(t, err)
-	first.passOn(w)
+	first.passOn(w, nil)
 	first.Leave()
 	ok, err := second.Await(ctx, false, time.Second)
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestLineHandsSubscriptionOn(t *testing.T) {
 	assert.Same(t, w, second.passedOn(), "the next caller gets the subscription")
 	assert.Equal(t, 1, c.Mux().Stats().Waiters)
 
-	second.passOn(w)
+	second.passOn(w, nil)
 	second.Leave() // nobody follows
 	assert.Equal(t, 0, c.Mux().Stats().Waiters, "closed when nobody follows")
 }

@@ -271,17 +271,31 @@ func (e *cutError) Unwrap() error { return e.err }
 // the subscription closes (nobody of this Client waits any more) or an
 // acquisition succeeds; while the holder is foreign the subscription
 // takes in the lock's channel too (run).
-func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verdict, error) {
+func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (v verdict, err error) {
 	var sub *pubsub.Waiter
 	l.turn, l.ps = turn, p
 	if turn != nil {
-		defer func() { turn.passOn(sub) }()
+		defer func() { turn.passOn(sub, l.parker(v, err)) }()
 		if sub = turn.passedOn(); sub != nil {
 			l.joining()
 			return l.run(ctx, sub, false, b.single())
 		}
 	}
-	v, _, err := l.next(ctx, false)
+	channel := p.Channel
+	if p.Queue != nil {
+		channel = p.Queue.WakePrefix + l.w.c.id
+		if !b.single() {
+			if sub = l.w.c.parking.unpark(channel); sub != nil {
+				// Listening already: the first attempt joins the queue.
+				if turn == nil {
+					defer func() { l.settle(sub, v, err) }()
+				}
+				l.joining()
+				return l.run(ctx, sub, false, false)
+			}
+		}
+	}
+	v, _, err = l.next(ctx, false)
 	if v != missed || err != nil || b.single() {
 		return v, err
 	}
@@ -290,10 +304,6 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verd
 		var cancel context.CancelFunc
 		subCtx, cancel = context.WithDeadline(ctx, l.deadline)
 		defer cancel()
-	}
-	channel := p.Channel
-	if p.Queue != nil {
-		channel = p.Queue.WakePrefix + l.w.c.id
 	}
 	if sub, err = l.w.c.mux.Subscribe(subCtx, channel, p.Wake); err != nil {
 		return l.subscribeFailed(ctx, err)
@@ -304,9 +314,32 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (verd
 		l.joining()
 	}
 	if turn == nil {
-		defer sub.Close()
+		defer func() { l.settle(sub, v, err) }()
 	}
 	return l.run(ctx, sub, true, false)
+}
+
+// parker returns how a queued wait that ended with v and err keeps its
+// subscription when nobody of the Client waits any more
+// ([parking.park]): nil (it is closed) unless the wait took what it
+// waited for.
+func (l *loop) parker(v verdict, err error) func(*pubsub.Waiter) {
+	if l.ps == nil || l.ps.Queue == nil || err != nil || (v != acquired && v != handedOff) {
+		return nil
+	}
+	q, c := *l.ps.Queue, l.w.c
+	channel := q.WakePrefix + c.id
+	return func(w *pubsub.Waiter) { c.parking.park(channel, w, func() { waitEnded(c, q) }) }
+}
+
+// settle ends sub, the subscription of a wait without a turn that ended
+// with v and err: parked ([loop.parker]) or closed.
+func (l *loop) settle(sub *pubsub.Waiter, v verdict, err error) {
+	if park := l.parker(v, err); park != nil {
+		park(sub)
+		return
+	}
+	sub.Close()
 }
 
 // joining makes the wait's attempts join the lock's queue of waiting
