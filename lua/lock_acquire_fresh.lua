@@ -33,7 +33,9 @@
 -- The clock check and the record are prelude_request's refuse_late and
 -- record written out (the same check, error and expiry): this is the
 -- uncontended lock's path, and a prelude function costs a closure and a
--- call on every run (this script loads no prelude).
+-- call on every run (this script loads none of prelude_request; of
+-- prelude_wake, only the queue's functions, which a first attempt does not
+-- call).
 --
 -- KEYS[1]  lock: lock hash (the lock's name)
 -- KEYS[2]  request: request key of the hold: keys.Request(name, owner field), that

@@ -49,7 +49,7 @@
 if redis.acl_check_cmd and (ARGV[7] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[7], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[7] .. ' to ' .. KEYS[2] .. ': nothing was changed')
 end
-local denied = wait_denied(ARGV[7], ARGV[9])
+local denied = wait_denied(ARGV[7], ARGV[9], KEYS[5], ARGV[11])
 if denied then
   return denied
 end

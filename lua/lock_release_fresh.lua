@@ -59,7 +59,7 @@
 if redis.acl_check_cmd and (ARGV[3] or '') ~= '' and KEYS[3] and not redis.acl_check_cmd(ARGV[3], KEYS[3], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[3] .. ' to ' .. KEYS[3] .. ': nothing was changed')
 end
-local denied = wait_denied(ARGV[3], ARGV[7])
+local denied = wait_denied(ARGV[3], ARGV[7], KEYS[4], ARGV[9])
 if denied then
   return denied
 end

@@ -66,10 +66,17 @@
 --       else, when stay is a Client id (the releasing Client, whose own
 --       callers still wait), that Client joins the queue first (for alive
 --       ms), and then wait_wake.
---   wait_denied(publish, prefix)
+--   wait_denied(publish, prefix, waiters, stay)
 --       before anything is written: an error reply when the ACL user may
 --       not publish with publish on the waiters' channels (prefix ..
 --       "*"), nil otherwise (Redis 7.0+; see package lua, "Permissions").
+--       With waiters (a release's queue) and no stay, an empty queue is
+--       not looked at (a release wakes nobody there: the uncontended
+--       lock's path saves the ACL look), and the wait_wake that follows
+--       publishes on the primitive's channel alone without looking again.
+-- wait_empty: wait_denied found the queue empty (nobody to wake in it)
+local wait_empty = false
+
 local function wait_clock()
   local t = redis.call('time')
   return t[1] * 1000 + math.floor(t[2] / 1000)
@@ -78,6 +85,7 @@ end
 local function wait_join(waiters, state, id, ttl, hash)
   local now = wait_clock()
   ttl = tonumber(ttl)
+  wait_empty = false
   redis.call('zadd', waiters, 'NX', now, id)
   redis.call('hset', state, id, now + ttl)
   if redis.call('pttl', waiters) < ttl then
@@ -118,6 +126,10 @@ local function wait_took(waiters, state, id, field)
 end
 
 local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
+  if wait_empty then
+    redis.call(publish, channel, msg) -- nobody queued (wait_denied looked)
+    return
+  end
   local now
   for i = 1, 16 do
     local head = redis.call('zrange', waiters, 0, 0)[1]
@@ -197,7 +209,11 @@ local function wait_freed(waiters, state, prefix, publish, channel, msg, probe, 
   wait_wake(waiters, state, prefix, publish, channel, msg, probe)
 end
 
-local function wait_denied(publish, prefix)
+local function wait_denied(publish, prefix, waiters, stay)
+  if waiters and (prefix or '') ~= '' and (stay or '') == '' and redis.call('exists', waiters) == 0 then
+    wait_empty = true -- nobody to publish to on the waiters' channels
+    return nil
+  end
   if redis.acl_check_cmd and (publish or '') ~= '' and (prefix or '') ~= '' and not redis.acl_check_cmd(publish, prefix .. 'x', '0') then
     return redis.error_reply('NOPERM this user has no permissions to ' .. publish .. ' to ' .. prefix .. '*: nothing was changed')
   end

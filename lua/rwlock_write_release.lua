@@ -44,7 +44,7 @@
 if redis.acl_check_cmd and (ARGV[9] or '') ~= '' and KEYS[2] and not redis.acl_check_cmd(ARGV[9], KEYS[2], '0') then
   return redis.error_reply('NOPERM this user has no permissions to ' .. ARGV[9] .. ' to ' .. KEYS[2] .. ': nothing was changed')
 end
-local denied = wait_denied(ARGV[9], ARGV[10])
+local denied = wait_denied(ARGV[9], ARGV[10], KEYS[5], ARGV[12])
 if denied then
   return denied
 end
