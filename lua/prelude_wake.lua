@@ -60,6 +60,10 @@
 --       Client queued after the Client after (the first of the queue when
 --       after is nil), and nowhere else, dropping the Clients before it
 --       whose time ran out or (probe "1") that did not receive it.
+--   wait_pass(waiters, state, prefix, publish, msg, probe, from)
+--       the look both take: the first live Client at rank from or after it
+--       is woken, the dead before it dropped; true when nobody was queued
+--       at from.
 --   wait_freed(waiters, state, prefix, publish, channel, msg, probe, stay, alive, hash)
 --       a release's wake-up: nothing when msg is "" (the spin lock); msg on
 --       channel alone when prefix is "" (a Client that does not queue);
@@ -125,20 +129,18 @@ local function wait_took(waiters, state, id, field)
   end
 end
 
-local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
-  if wait_empty then
-    redis.call(publish, channel, msg) -- nobody queued (wait_denied looked)
-    return
-  end
+-- wait_pass: publishes msg on the channel of the first live Client queued
+-- at rank from or after it, dropping the Clients there before it whose
+-- time ran out or (probe "1") that did not receive it; when it leaves the
+-- queue empty, the state goes with it. Returns true when nobody was
+-- queued at from (nothing looked at, nothing changed).
+local function wait_pass(waiters, state, prefix, publish, msg, probe, from)
   local now
   for i = 1, 16 do
-    local head = redis.call('zrange', waiters, 0, 0)[1]
+    local head = redis.call('zrange', waiters, from, from)[1]
     if not head then
       if i == 1 then
-        -- nobody queued (the uncontended lock): Redisson's message, as
-        -- Redisson publishes it, for whoever listens
-        redis.call(publish, channel, msg)
-        return
+        return true
       end
       break
     end
@@ -146,14 +148,24 @@ local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
     local alive = tonumber(redis.call('hget', state, head))
     if alive and alive >= now then
       if redis.call(publish, prefix .. head, msg) > 0 or probe ~= '1' then
-        break
+        return false
       end
     end
-    redis.call('zrem', waiters, head)
+    redis.call('zrem', waiters, head) -- the next one moves up to from
     redis.call('hdel', state, head)
   end
-  if now and redis.call('exists', waiters) == 0 then
+  if redis.call('exists', waiters) == 0 then
     redis.call('del', state) -- every Client queued is gone: the record with them
+  end
+  return false
+end
+
+local function wait_wake(waiters, state, prefix, publish, channel, msg, probe)
+  if wait_empty or wait_pass(waiters, state, prefix, publish, msg, probe, 0) then
+    -- nobody queued (the uncontended lock): Redisson's message, as
+    -- Redisson publishes it, for whoever listens
+    redis.call(publish, channel, msg)
+    return
   end
   if probe == '1' then
     local sub = 'numsub'
@@ -175,22 +187,7 @@ local function wait_next(waiters, state, prefix, publish, msg, probe, after)
       from = rank + 1
     end
   end
-  local now = wait_clock()
-  for _ = 1, 16 do
-    local head = redis.call('zrange', waiters, from, from)[1]
-    if not head then
-      break
-    end
-    local alive = tonumber(redis.call('hget', state, head))
-    if alive and alive >= now then
-      if redis.call(publish, prefix .. head, msg) > 0 or probe ~= '1' then
-        return
-      end
-    end
-    redis.call('zrem', waiters, head) -- the next one moves up to from
-    redis.call('hdel', state, head)
-  end
-  if redis.call('exists', waiters) == 0 then
+  if wait_pass(waiters, state, prefix, publish, msg, probe, from) and redis.call('exists', waiters) == 0 then
     redis.call('del', state)
   end
 end
