@@ -25,6 +25,9 @@ const maxIDs = 1 << 16
 // requests that are the same for both.
 type base struct {
 	h core.Handle // Kind: "semaphore" or "expirable semaphore"
+	// q is the semaphore's queue of waiting Clients, which the counted and
+	// the expirable semaphore of a name share (queue.go)
+	q *core.Queue
 }
 
 // fail wraps an error of operation op.

@@ -37,9 +37,6 @@ type ExpirableSemaphore struct {
 	// timeouts is the zset of acquired permits, which every permit script
 	// takes after the count; channel is the semaphore's channel.
 	timeouts, channel string
-	// q is the semaphore's queue of waiting Clients, which the counted
-	// semaphore of the name shares (queue.go)
-	q *core.Queue
 }
 
 // NewExpirable returns a handle on the permit-expirable semaphore called
@@ -49,8 +46,8 @@ type ExpirableSemaphore struct {
 // semaphore that was never set has no permits.
 func NewExpirable(c *redisync.Client, name string) *ExpirableSemaphore {
 	h := core.NewHandle((*core.Client)(c), "expirable semaphore", name)
-	return &ExpirableSemaphore{base: base{h},
-		timeouts: keys.SemaphoreTimeouts(h.Name), channel: keys.SemaphoreChannel(h.Name), q: newQueue(h.Name)}
+	return &ExpirableSemaphore{base: base{h: h, q: newQueue(h.Name)},
+		timeouts: keys.SemaphoreTimeouts(h.Name), channel: keys.SemaphoreChannel(h.Name)}
 }
 
 // Name returns the semaphore's name, which is also the Redis key of its
@@ -272,14 +269,6 @@ func (s *ExpirableSemaphore) try(ctx context.Context, n int64, lease time.Durati
 		return nil, 0, false, nil // cancelled by an undo: the caller has gone
 	}
 	return nil, 0, false, fmt.Errorf("acquire: unexpected reply %+v", rep)
-}
-
-// queue returns the semaphore's queue of waiting Clients.
-func (s *ExpirableSemaphore) queue() *core.Queue {
-	if s.q == nil {
-		return newQueue(s.h.Name) // a zero handle: never used, its check fails first
-	}
-	return s.q
 }
 
 // withQueue makes the release r wake the first Client of the semaphore's

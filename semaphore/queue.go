@@ -101,11 +101,11 @@ func newQueue(name string) *core.Queue {
 }
 
 // queue returns the semaphore's queue of waiting Clients.
-func (s *Semaphore) queue() *core.Queue {
-	if s.q == nil {
-		return newQueue(s.h.Name) // a zero Semaphore: never used, its check fails first
+func (b *base) queue() *core.Queue {
+	if b.q == nil {
+		return newQueue(b.h.Name) // a zero handle: never used, its check fails first
 	}
-	return s.q
+	return b.q
 }
 
 // wakeArgs returns what a release names of the queue: its keys, the

@@ -27,8 +27,6 @@ import (
 // concurrent use.
 type Semaphore struct {
 	base
-	// q is the semaphore's queue of waiting Clients (queue.go)
-	q *core.Queue
 }
 
 // New returns a handle on the semaphore called name, whose Redis key is
@@ -37,7 +35,7 @@ type Semaphore struct {
 // never set has no permits.
 func New(c *redisync.Client, name string) *Semaphore {
 	h := core.NewHandle((*core.Client)(c), "semaphore", name)
-	return &Semaphore{base: base{h}, q: newQueue(h.Name)}
+	return &Semaphore{base: base{h: h, q: newQueue(h.Name)}}
 }
 
 // Name returns the semaphore's name, which is also its Redis key (after the
