@@ -29,23 +29,18 @@ import (
 // queued returns the ids of the Clients in the lock's queue, first first.
 func queued(t *testing.T, rdb *redis.Client, name string) []string {
 	t.Helper()
-	ids, err := rdb.ZRange(context.Background(), keys.LockWaiters(name), 0, -1).Result()
-	require.NoError(t, err)
-	return ids
+	return clienttest.Queued(t, rdb, keys.LockWaiters(name))
 }
 
 // waitClientsQueued waits until the lock's queue holds n Clients.
 func waitClientsQueued(t *testing.T, rdb *redis.Client, name string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(queued(t, rdb, name)) == n }, 5*time.Second, 2*time.Millisecond,
-		"%d clients queued", n)
+	clienttest.WaitQueued(t, rdb, keys.LockWaiters(name), n)
 }
 
 // lockAsync locks l on ctx in a goroutine; the channel gets its result.
 func lockAsync(ctx context.Context, l *rlock.Lock) <-chan error {
-	got := make(chan error, 1)
-	go func() { got <- l.Lock(ctx) }()
-	return got
+	return clienttest.Async(func() error { return l.Lock(ctx) })
 }
 
 // Clients are woken in the order they joined, one per release, and once

@@ -25,34 +25,13 @@ import (
 // first first.
 func queuedWriters(t *testing.T, rdb *redis.Client, name string) []string {
 	t.Helper()
-	ids, err := rdb.ZRange(context.Background(), keys.LockWaiters(name), 0, -1).Result()
-	require.NoError(t, err)
-	return ids
+	return clienttest.Queued(t, rdb, keys.LockWaiters(name))
 }
 
 // waitWritersQueued waits until the write side's queue holds n Clients.
 func waitWritersQueued(t *testing.T, rdb *redis.Client, name string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(queuedWriters(t, rdb, name)) == n }, 5*time.Second,
-		2*time.Millisecond, "%d clients queued", n)
-}
-
-// async runs f in a goroutine; the channel gets its result.
-func async(f func() error) <-chan error {
-	got := make(chan error, 1)
-	go func() { got <- f() }()
-	return got
-}
-
-// received waits up to d for got's result.
-func received(t *testing.T, got <-chan error, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case err := <-got:
-		require.NoError(t, err, what)
-	case <-time.After(d):
-		t.Fatalf("%s: not woken within %v", what, d)
-	}
+	clienttest.WaitQueued(t, rdb, keys.LockWaiters(name), n)
 }
 
 // Writers are woken in the order their Clients joined, one per release,
@@ -70,12 +49,12 @@ func TestWriteReleaseWakesTheFirstClientQueued(t *testing.T) {
 	for i := range 4 {
 		l := rwlock.New(clienttest.New(t, s.Client(t)), name)
 		locks = append(locks, l)
-		got = append(got, async(func() error { return l.Lock(ctx) }))
+		got = append(got, clienttest.Async(func() error { return l.Lock(ctx) }))
 		waitWritersQueued(t, rdb, name, i+1)
 	}
 	require.NoError(t, holder.Unlock(ctx))
 	for i, l := range locks {
-		received(t, got[i], 3*time.Second, "writer in its turn")
+		clienttest.Received(t, got[i], 3*time.Second, "writer in its turn")
 		for j := i + 1; j < len(locks); j++ {
 			select {
 			case err := <-got[j]:
@@ -110,7 +89,7 @@ func TestLastReadReleaseWakesTheQueuedWriter(t *testing.T) {
 	require.NoError(t, r2.RLock(ctx))
 
 	w := rwlock.New(clienttest.New(t, s.Client(t)), name)
-	got := async(func() error { return w.Lock(ctx) })
+	got := clienttest.Async(func() error { return w.Lock(ctx) })
 	waitWritersQueued(t, rdb, name, 1)
 	require.Eventually(t, func() bool {
 		n, err := rdb.PubSubNumSub(ctx, keys.RWChannel(name)).Result()
@@ -125,7 +104,7 @@ func TestLastReadReleaseWakesTheQueuedWriter(t *testing.T) {
 	}
 	start := time.Now()
 	require.NoError(t, r2.RUnlock(ctx))
-	received(t, got, 3*time.Second, "writer after the last read release")
+	clienttest.Received(t, got, 3*time.Second, "writer after the last read release")
 	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
 	require.NoError(t, w.Unlock(ctx))
 	assert.Empty(t, queuedWriters(t, rdb, name), "nobody left in the queue")
@@ -143,14 +122,14 @@ func TestWriteReleaseLetsReadersIn(t *testing.T) {
 	require.NoError(t, holder.Lock(ctx))
 
 	w := rwlock.New(clienttest.New(t, s.Client(t)), name)
-	wrote := async(func() error { return w.Lock(ctx) })
+	wrote := clienttest.Async(func() error { return w.Lock(ctx) })
 	waitWritersQueued(t, rdb, name, 1)
 	var readers []*rwlock.RWLock
 	var read []<-chan error
 	for range 3 {
 		r := rwlock.New(clienttest.New(t, s.Client(t)), name)
 		readers = append(readers, r)
-		read = append(read, async(func() error { return r.RLock(ctx) }))
+		read = append(read, clienttest.Async(func() error { return r.RLock(ctx) }))
 	}
 	require.Eventually(t, func() bool {
 		n, err := rdb.PubSubNumSub(ctx, keys.RWChannel(name)).Result()
@@ -168,14 +147,14 @@ func TestWriteReleaseLetsReadersIn(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, w.Unlock(ctx))
 		for i := range readers {
-			received(t, read[i], 3*time.Second, "reader after the writer")
+			clienttest.Received(t, read[i], 3*time.Second, "reader after the writer")
 		}
 		for _, r := range readers {
 			require.NoError(t, r.RUnlock(ctx))
 		}
 	case <-time.After(3 * time.Second):
 		for i := range readers {
-			received(t, read[i], time.Second, "reader")
+			clienttest.Received(t, read[i], time.Second, "reader")
 		}
 		for _, r := range readers {
 			require.NoError(t, r.RUnlock(ctx))
@@ -206,17 +185,17 @@ func TestWriterLeavingTheQueuePassesTheWakeOn(t *testing.T) {
 	require.NoError(t, holder.Lock(ctx))
 	cctx, cancel := context.WithCancel(ctx)
 	first := rwlock.New(clienttest.New(t, s.Client(t)), name)
-	gave := async(func() error { return first.Lock(cctx) })
+	gave := clienttest.Async(func() error { return first.Lock(cctx) })
 	waitWritersQueued(t, rdb, name, 1)
 	second := rwlock.New(clienttest.New(t, s.Client(t)), name)
-	got := async(func() error { return second.Lock(ctx) })
+	got := clienttest.Async(func() error { return second.Lock(ctx) })
 	waitWritersQueued(t, rdb, name, 2)
 	cancel()
 	require.ErrorIs(t, <-gave, context.Canceled)
 	waitWritersQueued(t, rdb, name, 1)
 	start := time.Now()
 	require.NoError(t, holder.Unlock(ctx))
-	received(t, got, 3*time.Second, "the second writer")
+	clienttest.Received(t, got, 3*time.Second, "the second writer")
 	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
 	require.NoError(t, second.Unlock(ctx))
 }
@@ -230,13 +209,13 @@ func TestForceUnlockWakesTheQueuedWriter(t *testing.T) {
 	holder := rwlock.New(clienttest.New(t, s.Client(t)), name, rwlock.WithLease(time.Minute))
 	require.NoError(t, holder.Lock(ctx))
 	w := rwlock.New(clienttest.New(t, s.Client(t)), name)
-	got := async(func() error { return w.Lock(ctx) })
+	got := clienttest.Async(func() error { return w.Lock(ctx) })
 	waitWritersQueued(t, rdb, name, 1)
 	start := time.Now()
 	ok, err := rwlock.New(clienttest.New(t, s.Client(t)), name).ForceUnlock(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
-	received(t, got, 3*time.Second, "the queued writer")
+	clienttest.Received(t, got, 3*time.Second, "the queued writer")
 	assert.Less(t, time.Since(start), time.Second, "woken by the force unlock, not a re-check")
 	require.NoError(t, w.Unlock(ctx))
 }

@@ -26,16 +26,13 @@ import (
 // first first.
 func queuedClients(t *testing.T, rdb *redis.Client, name string) []string {
 	t.Helper()
-	ids, err := rdb.ZRange(context.Background(), keys.SemaphoreWaiters(name), 0, -1).Result()
-	require.NoError(t, err)
-	return ids
+	return clienttest.Queued(t, rdb, keys.SemaphoreWaiters(name))
 }
 
 // waitQueued waits until the semaphore's queue holds n Clients.
 func waitQueued(t *testing.T, rdb *redis.Client, name string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(queuedClients(t, rdb, name)) == n }, 5*time.Second,
-		2*time.Millisecond, "%d clients queued", n)
+	clienttest.WaitQueued(t, rdb, keys.SemaphoreWaiters(name), n)
 }
 
 // process returns a handle on the semaphore called name through a Client
@@ -44,23 +41,10 @@ func process(t *testing.T, s *redistest.Server, name string) *Semaphore {
 	return New(clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute)), name)
 }
 
-// acquireAsync acquires n permits of sem in a goroutine; the channel gets
-// the result.
+// acquireAsync acquires n permits of sem on ctx in a goroutine; the
+// channel gets its result.
 func acquireAsync(ctx context.Context, sem *Semaphore, n int64) <-chan error {
-	got := make(chan error, 1)
-	go func() { got <- sem.Acquire(ctx, n) }()
-	return got
-}
-
-// gotWithin waits up to d for got's result.
-func gotWithin(t *testing.T, got <-chan error, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case err := <-got:
-		require.NoError(t, err, what)
-	case <-time.After(d):
-		t.Fatalf("%s: not through within %v", what, d)
-	}
+	return clienttest.Async(func() error { return sem.Acquire(ctx, n) })
 }
 
 // notYet fails when got has a result.
@@ -94,7 +78,7 @@ func TestSemaphoreReleaseWakesTheFirstClientQueued(t *testing.T) {
 	releaser := process(t, s, name)
 	for i := range got {
 		require.NoError(t, releaser.Release(ctx, 1))
-		gotWithin(t, got[i], 3*time.Second, "the Client first in the queue")
+		clienttest.Received(t, got[i], 3*time.Second, "the Client first in the queue")
 		time.Sleep(20 * time.Millisecond) // a wrongly woken Client would get the next permit meanwhile
 		for j := i + 1; j < len(got); j++ {
 			notYet(t, got[j], "a Client behind the first")
@@ -123,7 +107,7 @@ func TestSemaphoreReleaseChainsThroughTheQueue(t *testing.T) {
 		start := time.Now()
 		require.NoError(t, process(t, s, name).Release(ctx, 4))
 		for i := range got {
-			gotWithin(t, got[i], 3*time.Second, "a queued Client")
+			clienttest.Received(t, got[i], 3*time.Second, "a queued Client")
 		}
 		assert.Less(t, time.Since(start), time.Second, "woken in a chain, not by re-checks")
 		assert.Empty(t, queuedClients(t, rdb, name))
@@ -138,11 +122,11 @@ func TestSemaphoreReleaseChainsThroughTheQueue(t *testing.T) {
 		releaser := process(t, s, name)
 		start := time.Now()
 		require.NoError(t, releaser.Release(ctx, 1))
-		gotWithin(t, small, 3*time.Second, "the Client behind, which needs one")
+		clienttest.Received(t, small, 3*time.Second, "the Client behind, which needs one")
 		assert.Less(t, time.Since(start), time.Second, "woken by the first, not by a re-check")
 		notYet(t, big, "the Client that needs three")
 		require.NoError(t, releaser.Release(ctx, 3))
-		gotWithin(t, big, 3*time.Second, "the Client that needs three")
+		clienttest.Received(t, big, 3*time.Second, "the Client that needs three")
 	})
 }
 
@@ -168,7 +152,7 @@ func TestSemaphoreForeignReleaseWakesTheFirst(t *testing.T) {
 	v, err := rdb.IncrBy(ctx, name, 1).Result()
 	require.NoError(t, err)
 	require.NoError(t, rdb.Publish(ctx, keys.SemaphoreChannel(name), v).Err())
-	gotWithin(t, first, 3*time.Second, "the first queued Client")
+	clienttest.Received(t, first, 3*time.Second, "the first queued Client")
 	assert.Less(t, time.Since(start), time.Second, "woken by the foreign release")
 	notYet(t, second, "the second Client")
 
@@ -180,7 +164,7 @@ func TestSemaphoreForeignReleaseWakesTheFirst(t *testing.T) {
 	}, 5*time.Second, 2*time.Millisecond, "the new first listens on the semaphore's channel")
 	start = time.Now()
 	require.NoError(t, process(t, s, name).AddPermits(ctx, 1))
-	gotWithin(t, second, 3*time.Second, "the second Client")
+	clienttest.Received(t, second, 3*time.Second, "the second Client")
 	assert.Less(t, time.Since(start), time.Second, "woken by AddPermits")
 	assert.Empty(t, queuedClients(t, rdb, name))
 }
@@ -202,7 +186,7 @@ func TestSemaphoreLeavingTheQueuePassesTheWakeOn(t *testing.T) {
 	waitQueued(t, rdb, name, 1)
 	start := time.Now()
 	require.NoError(t, process(t, s, name).Release(ctx, 1))
-	gotWithin(t, got, 3*time.Second, "the second Client")
+	clienttest.Received(t, got, 3*time.Second, "the second Client")
 	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
 
 	// A timed-out TryAcquire leaves too.
@@ -255,7 +239,7 @@ func TestExpirableSemaphoreQueues(t *testing.T) {
 
 	start = time.Now()
 	require.NoError(t, expirable().Release(ctx, g.id))
-	gotWithin(t, second, 3*time.Second, "the counted waiter")
+	clienttest.Received(t, second, 3*time.Second, "the counted waiter")
 	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
 	assert.Empty(t, queuedClients(t, rdb, name))
 }

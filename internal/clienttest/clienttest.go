@@ -218,3 +218,38 @@ func Hammer(t testing.TB, ctx context.Context, n int, newLocker func() redisync.
 		wg.Wait()
 	}
 }
+
+// Queued returns the ids of the Clients in the queue of waiting Clients
+// whose sorted set is waiters (keys.LockWaiters, keys.SemaphoreWaiters),
+// first first (docs/wake.md).
+func Queued(t testing.TB, rdb redis.UniversalClient, waiters string) []string {
+	t.Helper()
+	ids, err := rdb.ZRange(context.Background(), waiters, 0, -1).Result()
+	require.NoError(t, err)
+	return ids
+}
+
+// WaitQueued waits up to 5 s until the queue waiters holds n Clients.
+func WaitQueued(t testing.TB, rdb redis.UniversalClient, waiters string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(Queued(t, rdb, waiters)) == n }, 5*time.Second,
+		2*time.Millisecond, "%d clients queued", n)
+}
+
+// Async runs f in a goroutine; the channel gets its result.
+func Async(f func() error) <-chan error {
+	got := make(chan error, 1)
+	go func() { got <- f() }()
+	return got
+}
+
+// Received waits up to d for got's result, which must be no error.
+func Received(t testing.TB, got <-chan error, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		require.NoError(t, err, what)
+	case <-time.After(d):
+		t.Fatalf("%s: not woken within %v", what, d)
+	}
+}
