@@ -243,3 +243,32 @@ func TestExpirableSemaphoreQueues(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second, "woken by the release, not a re-check")
 	assert.Empty(t, queuedClients(t, rdb, name))
 }
+
+// A queued acquisition that got its permits keeps its Client's channel
+// subscribed for a second, out of the queue (docs/wake.md, "The
+// subscription lingers"); the Client's next wait takes it back.
+func TestSemaphoreSubscriptionLingers(t *testing.T) {
+	s := redistest.Shared(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	name := redistest.Key(t, "sem")
+	c := clienttest.New(t, s.Client(t), redisync.WithRecheckInterval(time.Minute))
+	sem := New(c, name)
+	releaser := process(t, s, name)
+	wake := keys.SemaphoreWakePrefix(name) + c.ID()
+	numsub := func() int64 {
+		n, err := rdb.PubSubNumSub(ctx, wake).Result()
+		require.NoError(t, err)
+		return n[wake]
+	}
+	for round := range 2 {
+		got := acquireAsync(ctx, sem, 1)
+		waitQueued(t, rdb, name, 1)
+		require.NoError(t, releaser.Release(ctx, 1))
+		clienttest.Received(t, got, 3*time.Second, "the queued Client")
+		assert.Empty(t, queuedClients(t, rdb, name), "round %d: out of the queue", round)
+		assert.Equal(t, int64(1), numsub(), "round %d: the channel stays subscribed", round)
+	}
+	require.Eventually(t, func() bool { return numsub() == 0 }, 3*time.Second, 10*time.Millisecond,
+		"unsubscribed once it has lingered")
+}
