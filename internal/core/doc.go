@@ -14,7 +14,9 @@
 // the handles of one name as one mutex (lock.go); a handle's checks and
 // the lease rule (handle.go); the Client with its options, checks and
 // counters' readers (client.go); live holds (hold.go); the client's local
-// lines (line.go); the in-process handoff, one part with a waiter's side
+// lines (line.go); the lock's queue of waiting Clients in Redis
+// (queue.go) and the subscriptions a queued wait that took the lock
+// leaves for the Client's next wait (linger.go); the in-process handoff, one part with a waiter's side
 // and a releaser's side, and the chains it goes on (handoff.go); the
 // id's registration (register.go); a lock's script call (request.go); the
 // watchdog (watchdog.go), which re-checks a watched hold at once when its
