@@ -53,6 +53,9 @@ type foreignProc struct {
 	calls int
 	mu    sync.Mutex
 	open  map[int]Op // per worker, its last acquisition that succeeded
+	// stopping is set once stopForeign closes the client's input; early,
+	// when its output ended before that: it exited during the run.
+	stopping, early bool
 }
 
 // startForeign starts the foreign client on the single server, through a
@@ -100,9 +103,24 @@ func (r *run) startForeign(t testing.TB) {
 		for sc.Scan() {
 			r.foreignLine(f, sc.Bytes())
 		}
+		f.mu.Lock()
+		if !f.stopping {
+			f.early = true
+			r.logf("foreign client: exited during the run, after %d calls", f.calls)
+		}
+		f.mu.Unlock()
 	}()
 	r.foreign = f
-	t.Cleanup(func() { r.stopForeign() })
+	t.Cleanup(func() {
+		r.stopForeign()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.early {
+			// Its locks were not shared with a foreign client for the rest
+			// of the run: the run did not test what it says.
+			t.Errorf("chaos: the foreign client (node-redisson) exited during the run, after %d calls (its stderr is above)", f.calls)
+		}
+	})
 	r.logf("foreign client: node-redisson (pid %d) on %v through %s", cmd.Process.Pid, foreignLocks, p.Addr())
 }
 
@@ -114,6 +132,9 @@ func (r *run) stopForeign() {
 		return
 	}
 	r.foreign = nil
+	f.mu.Lock()
+	f.stopping = true
+	f.mu.Unlock()
 	_ = f.stdin.Close()
 	select {
 	case <-f.done:
