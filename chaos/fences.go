@@ -100,13 +100,16 @@ func (r *run) fenceOrder(name string, sets, later []Op) int {
 		}
 		r.violate(Violation{At: op.Call, Check: "fence", Detail: fmt.Sprintf("%s: "+what, name, op.Token, maxTok),
 			Excerpt: []string{maxOp.String(), op.String()},
-			Apart:   r.wipeBetween(maxOp.Return, op.Call)})
+			Apart:   r.wipeBetween(maxOp.Return, op.Return)})
 	}
 	return bad
 }
 
 // wipeBetween names a restart without data between from and to, which
-// took the fences' values with it ("" if none).
+// took the fences' values with it ("" if none). to is when the later op
+// returned, not when it was called: Redis may serve it after a restart
+// that began once it was sent (a read sent as the server was killed, and
+// answered by the empty server that came back).
 func (r *run) wipeBetween(from, to int64) string {
 	for _, s := range r.state.lossesList() {
 		if s.kind == FaultWipe && s.start <= to && s.end >= from {
