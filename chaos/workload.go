@@ -677,12 +677,29 @@ func (w *worker) multiOp() {
 	}
 	rc := w.run.h.Now()
 	for i, n := range multiNames {
-		w.believed(belief{object: n, mode: beliefExclusive, from: ret, acqCall: call}, rc, lostAt, w.members[i])
+		b := belief{object: n, mode: beliefExclusive, from: ret, acqCall: call}
+		if lostAt != 0 && !closed(w.members[i].Done()) {
+			// Another member's Done closed: this one was believed until
+			// then, and its loss (if any) is for its release to find.
+			w.believed(b, lostAt, 0, nil)
+			continue
+		}
+		w.believed(b, rc, lostAt, w.members[i])
 	}
 	err = w.multi.Unlock(w.ctx)
 	for _, n := range multiNames {
 		w.released(n, LockRelease, LockLoss, call, rc, err, lostAt)
 		w.state.end(n, held{})
+	}
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
