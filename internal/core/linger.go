@@ -73,10 +73,17 @@ func (p *parking) park(channel string, w *pubsub.Waiter, ended func()) {
 	p.mu.Unlock()
 }
 
-// unpark returns the subscription parked for channel, nil if none; the
-// caller owns it from then on.
-func (p *parking) unpark(channel string) *pubsub.Waiter {
+// unpark returns the subscription parked for the channel prefix+id, nil
+// if none; the caller owns it from then on. (The channel's name is made
+// only when something is parked: the uncontended lock's path allocates
+// nothing here.)
+func (p *parking) unpark(prefix, id string) *pubsub.Waiter {
 	p.mu.Lock()
+	if len(p.m) == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	channel := prefix + id
 	e := p.m[channel]
 	if e == nil {
 		p.mu.Unlock()

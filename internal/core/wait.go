@@ -275,24 +275,20 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (v ve
 	var sub *pubsub.Waiter
 	l.turn, l.ps = turn, p
 	if turn != nil {
-		defer func() { turn.passOn(sub, l.parker(v, err)) }()
+		defer func() { turn.passOn(sub, l.parker(sub, v, err)) }()
 		if sub = turn.passedOn(); sub != nil {
 			l.joining()
 			return l.run(ctx, sub, false, b.single())
 		}
 	}
-	channel := p.Channel
-	if p.Queue != nil {
-		channel = p.Queue.WakePrefix + l.w.c.id
-		if !b.single() {
-			if sub = l.w.c.parking.unpark(channel); sub != nil {
-				// Listening already: the first attempt joins the queue.
-				if turn == nil {
-					defer func() { l.settle(sub, v, err) }()
-				}
-				l.joining()
-				return l.run(ctx, sub, false, false)
+	if p.Queue != nil && !b.single() {
+		if sub = l.w.c.parking.unpark(p.Queue.WakePrefix, l.w.c.id); sub != nil {
+			// Listening already: the first attempt joins the queue.
+			if turn == nil {
+				defer func() { l.settle(sub, v, err) }()
 			}
+			l.joining()
+			return l.run(ctx, sub, false, false)
 		}
 	}
 	v, _, err = l.next(ctx, false)
@@ -304,6 +300,10 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (v ve
 		var cancel context.CancelFunc
 		subCtx, cancel = context.WithDeadline(ctx, l.deadline)
 		defer cancel()
+	}
+	channel := p.Channel
+	if p.Queue != nil {
+		channel = p.Queue.WakePrefix + l.w.c.id
 	}
 	if sub, err = l.w.c.mux.Subscribe(subCtx, channel, p.Wake); err != nil {
 		return l.subscribeFailed(ctx, err)
@@ -323,8 +323,8 @@ func (l *loop) pubsub(ctx context.Context, p *PubSub, turn *Turn, b Bound) (v ve
 // subscription when nobody of the Client waits any more
 // ([parking.park]): nil (it is closed) unless the wait took what it
 // waited for.
-func (l *loop) parker(v verdict, err error) func(*pubsub.Waiter) {
-	if l.ps == nil || l.ps.Queue == nil || err != nil || (v != acquired && v != handedOff) {
+func (l *loop) parker(sub *pubsub.Waiter, v verdict, err error) func(*pubsub.Waiter) {
+	if sub == nil || l.ps == nil || l.ps.Queue == nil || err != nil || (v != acquired && v != handedOff) {
 		return nil
 	}
 	q, c := *l.ps.Queue, l.w.c
@@ -335,7 +335,7 @@ func (l *loop) parker(v verdict, err error) func(*pubsub.Waiter) {
 // settle ends sub, the subscription of a wait without a turn that ended
 // with v and err: parked ([loop.parker]) or closed.
 func (l *loop) settle(sub *pubsub.Waiter, v verdict, err error) {
-	if park := l.parker(v, err); park != nil {
+	if park := l.parker(sub, v, err); park != nil {
 		park(sub)
 		return
 	}
